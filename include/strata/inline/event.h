@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* Generic tracepoints of 0 to 4 words: STRATA_EVENT0 ... STRATA_EVENT4. */
+#ifndef STRATA_INLINE_EVENT_H
+#define STRATA_INLINE_EVENT_H
+
+#include <stdint.h>
+
+#ifndef STRATA_DISABLE
+
+#include <strata/inline/ring.h>
+
+/* The mask check of every tracepoint: one load of a hot word and a
+ * predictable branch (DESIGN.md, the producer, step 1). */
+#define strata_major_enabled(major)                                            \
+	strata_unlikely(strata_mask & STRATA_MAJOR_BIT(major))
+
+#define STRATA_EVENT_(major, minor, n, ...)                                    \
+	do {                                                                   \
+		if (strata_major_enabled(major)) {                             \
+			struct strata_rsv strata_r_;                           \
+			if (strata_reserve(&strata_r_,                         \
+					   STRATA_ID(major, minor), (n) + 1)) {  \
+				const uint64_t strata_w_[] = {__VA_ARGS__};    \
+				for (unsigned strata_i_ = 0; strata_i_ < (n);  \
+				     strata_i_++)                              \
+					strata_r_.p[strata_i_] =               \
+						strata_w_[strata_i_];          \
+				strata_commit(&strata_r_);                     \
+			}                                                      \
+		}                                                              \
+	} while (0)
+
+#define STRATA_EVENT0(major, minor)                                            \
+	do {                                                                   \
+		if (strata_major_enabled(major)) {                             \
+			struct strata_rsv strata_r_;                           \
+			if (strata_reserve(&strata_r_,                         \
+					   STRATA_ID(major, minor), 1))        \
+				strata_commit(&strata_r_);                     \
+		}                                                              \
+	} while (0)
+#define STRATA_EVENT1(major, minor, w0)                                        \
+	STRATA_EVENT_(major, minor, 1, (uint64_t)(w0))
+#define STRATA_EVENT2(major, minor, w0, w1)                                    \
+	STRATA_EVENT_(major, minor, 2, (uint64_t)(w0), (uint64_t)(w1))
+#define STRATA_EVENT3(major, minor, w0, w1, w2)                                \
+	STRATA_EVENT_(major, minor, 3, (uint64_t)(w0), (uint64_t)(w1),         \
+		      (uint64_t)(w2))
+#define STRATA_EVENT4(major, minor, w0, w1, w2, w3)                            \
+	STRATA_EVENT_(major, minor, 4, (uint64_t)(w0), (uint64_t)(w1),         \
+		      (uint64_t)(w2), (uint64_t)(w3))
+
+#else /* STRATA_DISABLE: every tracepoint compiles to nothing, arguments
+       * are not evaluated, and nothing references libstrata. */
+
+#define strata_major_enabled(major) 0
+#define STRATA_EVENT0(major, minor) ((void)0)
+#define STRATA_EVENT1(major, minor, w0) ((void)sizeof(w0))
+#define STRATA_EVENT2(major, minor, w0, w1) ((void)sizeof(w0), (void)sizeof(w1))
+#define STRATA_EVENT3(major, minor, w0, w1, w2)                                \
+	((void)sizeof(w0), (void)sizeof(w1), (void)sizeof(w2))
+#define STRATA_EVENT4(major, minor, w0, w1, w2, w3)                            \
+	((void)sizeof(w0), (void)sizeof(w1), (void)sizeof(w2), (void)sizeof(w3))
+
+#endif /* STRATA_DISABLE */
+
+#endif /* STRATA_INLINE_EVENT_H */

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/* The producer fast path: lockless reserve / write / commit (docs/ring.md §2). */
+#ifndef STRATA_INLINE_RING_H
+#define STRATA_INLINE_RING_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include <strata/inline/atomic.h>
+
+#if defined(__GLIBC__) &&                                                     \
+	(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#include <sys/rseq.h>
+#define STRATA_HAVE_RSEQ 1
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef STRATA_API
+#define STRATA_API __attribute__((visibility("default")))
+#endif
+
+#define STRATA_MAX_CPUS 4096
+#define STRATA_MAX_NEST 4
+#define STRATA_MAX_RETRIES 64
+#define STRATA_PACKET_HEADER 96 /* bytes, docs/format.md §2 */
+#define STRATA_TS_HI_SHIFT 28   /* docs/ring.md §2, timestamp gaps */
+
+/* strata's own event ids (docs/format.md §4) */
+#define STRATA_ID_THREAD 1u
+#define STRATA_ID_CLOCK 2u
+#define STRATA_ID_CALIB 3u
+#define STRATA_ID_WORDS 4u
+#define STRATA_ID_LOST 5u
+
+enum strata_lost_cause {
+	STRATA_LOST_FULL = 0,
+	STRATA_LOST_BUSY,
+	STRATA_LOST_TOO_BIG,
+	STRATA_LOST_NESTED,
+	STRATA_LOST_NO_RING,
+	STRATA_LOST_NCAUSES
+};
+
+/*
+ * The ring's control block, at the start of its shared mapping
+ * (docs/ring.md §1). One cache line per role. Only integers: another
+ * process maps this too.
+ */
+struct strata_ring_ctl {
+	/* line 0: identity, read-only after creation */
+	uint32_t magic; /* STRATA_RING_MAGIC */
+	uint32_t version;
+	uint32_t cpu;
+	uint32_t pid;
+	uint32_t psize_shift;
+	uint32_t npackets_shift;
+	uint32_t mode;
+	uint32_t commit_offset; /* bytes from the start of the mapping */
+	uint64_t data_offset;
+	uint64_t map_size;
+	uint8_t uuid[16];
+	/* line 1: writers */
+	uint64_t write __attribute__((aligned(64)));
+	uint32_t owner;
+	uint32_t last_ts_hi;
+	/* line 2: consumer */
+	uint64_t consumed __attribute__((aligned(64)));
+	/* line 3: loss counters (slow path only) */
+	uint64_t lost[STRATA_LOST_NCAUSES] __attribute__((aligned(64)));
+	uint32_t disabled;
+} __attribute__((aligned(64)));
+
+#define STRATA_RING_MAGIC 0x52525453u /* "STRR" */
+#define STRATA_RING_VERSION 1u
+#define STRATA_COMMIT_STRIDE 8 /* u64 per counter: one cache line each */
+
+/* Process-private view of a ring: pointers and masks, read-only once
+ * published in strata_rings[]. */
+struct strata_ring {
+	struct strata_ring_ctl *ctl;
+	unsigned char *data;
+	uint64_t *commit; /* commit[idx * STRATA_COMMIT_STRIDE] */
+	uint64_t psize;
+	uint64_t pmask;   /* psize - 1 */
+	uint64_t bufmask; /* psize * npackets - 1 */
+	uint32_t pshift;
+	uint32_t nmask;   /* npackets - 1 */
+	uint32_t cpu;
+	int fd;
+};
+
+struct strata_tls {
+	uint32_t tid;     /* 0 until the thread's first event */
+	uint32_t nesting; /* tracepoints in progress on this thread */
+};
+
+extern STRATA_API struct strata_ring *strata_rings[STRATA_MAX_CPUS];
+extern STRATA_API __thread struct strata_tls strata_tls
+	__attribute__((tls_model("initial-exec")));
+extern STRATA_API uint32_t strata_pid;
+extern STRATA_API int strata_clock_tsc; /* 1: the trace clock is the TSC */
+
+struct strata_rsv {
+	struct strata_ring *ring;
+	uint64_t off;   /* virtual offset of the reservation */
+	uint64_t *p;    /* first payload word */
+	uint32_t bytes; /* whole reservation, records included */
+};
+
+/* Out-of-line slow path (src/ring/slow.c): packet switch, first use of a
+ * CPU or thread, nesting and retry limits. Returns 1 with *r filled, or 0
+ * when the event was dropped (and counted). */
+STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,
+				   uint32_t words, uint32_t need);
+/* Close the packet that the reservation at `end` exactly filled. */
+STRATA_API void strata_ring_close_exact(struct strata_ring *ring,
+					uint64_t end, uint64_t ts);
+
+static inline uint64_t strata_clock(void)
+{
+#if defined(__x86_64__)
+	if (strata_likely(strata_clock_tsc)) {
+		uint32_t lo, hi;
+		__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+		return ((uint64_t)hi << 32) | lo;
+	}
+#endif
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Current CPU from glibc's rseq area: one load from the thread pointer.
+ * Negative when rseq is unavailable; the slow path then asks the kernel. */
+static inline int strata_cpu(void)
+{
+#if defined(STRATA_HAVE_RSEQ) && defined(__x86_64__)
+	char *tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return (int)((volatile struct rseq *)(tp + __rseq_offset))->cpu_id;
+#else
+	return -1;
+#endif
+}
+
+static inline uint64_t strata_header(uint64_t ts, uint32_t id, uint32_t words)
+{
+	return (ts & 0xffffffffu) | ((uint64_t)id << 32) |
+	       ((uint64_t)words << 54);
+}
+
+/*
+ * Reserve room for one event of `words` words (header included) and write
+ * its header. On success the caller writes words-1 payload words at r->p
+ * and calls strata_commit(). Async-signal-safe; never blocks.
+ * Returns 1, or 0 if the event was dropped (counted by cause).
+ */
+static inline int strata_reserve(struct strata_rsv *r, uint32_t id,
+				 uint32_t words)
+{
+	struct strata_tls *t = &strata_tls;
+	int cpu = strata_cpu();
+	struct strata_ring *ring;
+	struct strata_ring_ctl *c;
+	uint64_t w, ts, pos;
+	uint32_t need, xts, len, i, nest;
+
+	if (strata_unlikely((unsigned)cpu >= STRATA_MAX_CPUS) ||
+	    strata_unlikely(!(ring = strata_rings[cpu])) ||
+	    strata_unlikely(!t->tid))
+		return strata_reserve_slow(r, id, words, 0);
+
+	nest = ++t->nesting;
+	strata_barrier(); /* the guard is set before we touch the ring */
+	need = nest > 1;  /* ring.md §3 rule 3 */
+	c = ring->ctl;
+	for (i = 0;; i++) {
+		w = strata_load_acquire(&c->write);          /* B */
+		need |= strata_load_relaxed(&c->owner) != t->tid; /* C */
+		ts = strata_clock();                          /* D */
+		xts = (uint32_t)(ts >> STRATA_TS_HI_SHIFT) !=
+		      strata_load_relaxed(&c->last_ts_hi);
+		len = (words + 2 * need + 2 * xts) * 8;
+		pos = w & ring->pmask;
+		if (strata_unlikely(pos == 0 || pos + len > ring->psize ||
+				    i >= STRATA_MAX_RETRIES ||
+				    nest > STRATA_MAX_NEST)) {
+			t->nesting--;
+			return strata_reserve_slow(r, id, words, need);
+		}
+		if (need)
+			strata_store_relaxed(&c->owner, t->tid);      /* E */
+		if (strata_likely(strata_cas_acq_rel(&c->write, &w, w + len)))
+			break;                                         /* F */
+	}
+	strata_store_relaxed(&c->last_ts_hi,
+			     (uint32_t)(ts >> STRATA_TS_HI_SHIFT));
+
+	uint64_t *p = (uint64_t *)(ring->data + (w & ring->bufmask));
+	if (need) {
+		p[0] = strata_header(ts, STRATA_ID_THREAD, 2);
+		p[1] = t->tid | ((uint64_t)strata_pid << 32);
+		p += 2;
+	}
+	if (xts) {
+		p[0] = strata_header(ts, STRATA_ID_CLOCK, 2);
+		p[1] = ts;
+		p += 2;
+	}
+	p[0] = strata_header(ts, id, words);
+	if (strata_unlikely(((w + len) & ring->pmask) == 0))
+		strata_ring_close_exact(ring, w + len, ts);
+	r->ring = ring;
+	r->off = w;
+	r->bytes = len;
+	r->p = p + 1;
+	return 1;
+}
+
+/* Publish the event written at r->p (ring.md §2, G). */
+static inline void strata_commit(struct strata_rsv *r)
+{
+	struct strata_ring *ring = r->ring;
+	uint64_t *cc = &ring->commit[((r->off >> ring->pshift) & ring->nmask) *
+				     STRATA_COMMIT_STRIDE];
+	strata_add_release(cc, (uint64_t)r->bytes);
+	strata_barrier();
+	strata_tls.nesting--;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRATA_INLINE_RING_H */
