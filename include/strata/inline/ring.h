@@ -111,8 +111,13 @@ struct strata_rsv {
 };
 
 /* Out-of-line slow path (src/ring/slow.c): packet switch, first use of a
- * CPU or thread, nesting and retry limits. Returns 1 with *r filled, or 0
- * when the event was dropped (and counted). */
+ * CPU or thread, nesting and retry limits. `need` is 1 when a thread record
+ * is needed, plus STRATA_SLOW_HELD when the caller already holds the
+ * nesting guard (it must not be released in between: a signal handler
+ * could then trust an owner store that no reservation followed, ring.md
+ * §3). Returns 1 with *r filled, or 0 when the event was dropped (and
+ * counted); the guard is released on drop and by strata_commit(). */
+#define STRATA_SLOW_HELD 2u
 STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,
 				   uint32_t words, uint32_t need);
 /* Close the packet that the reservation at `end` exactly filled. */
@@ -188,8 +193,8 @@ static inline int strata_reserve(struct strata_rsv *r, uint32_t id,
 		if (strata_unlikely(pos == 0 || pos + len > ring->psize ||
 				    i >= STRATA_MAX_RETRIES ||
 				    nest > STRATA_MAX_NEST)) {
-			t->nesting--;
-			return strata_reserve_slow(r, id, words, need);
+			return strata_reserve_slow(r, id, words,
+						   need | STRATA_SLOW_HELD);
 		}
 		if (need)
 			strata_store_relaxed(&c->owner, t->tid);      /* E */

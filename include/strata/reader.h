@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/* libstrata-reader: open strata traces, iterate, seek, filter and decode events. */
+#ifndef STRATA_READER_H
+#define STRATA_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef STRATA_API
+#define STRATA_API __attribute__((visibility("default")))
+#endif
+
+/*
+ * Threading: a struct strata_trace and the iterators made from it belong to
+ * one thread at a time. Different traces are independent. Nothing in this
+ * library prints, exits or aborts; problems with the input are reported
+ * through the problem callback (below) and the damaged part is skipped.
+ * Timestamps are raw trace-clock values ("ticks", docs/format.md §5) unless a
+ * name says ns.
+ */
+
+struct strata_trace;
+struct strata_iter;
+struct strata_filter;
+
+/* ---- problems: damaged input, lost events ------------------------------ */
+
+enum strata_problem_kind {
+	STRATA_PROBLEM_DAMAGED = 1,   /* bytes that break format.md; skipped */
+	STRATA_PROBLEM_METADATA,      /* metadata rejected; sub-trace skipped */
+	STRATA_PROBLEM_INDEX,         /* index file unusable; rebuilt */
+	STRATA_PROBLEM_DISCARDED,     /* events_discarded grew: `count` events lost */
+	STRATA_PROBLEM_PACKETS_LOST,  /* packet_seq_num gap: `count` packets lost */
+};
+
+struct strata_problem {
+	int kind;            /* enum strata_problem_kind */
+	const char *file;    /* the file concerned (full path) */
+	uint64_t offset;     /* byte offset in that file, or line for metadata */
+	uint64_t count;      /* lost events / packets, else 0 */
+	uint64_t timestamp;  /* where in time it happened, 0 if unknown */
+	const char *what;    /* one line, no trailing newline */
+};
+
+/* Called synchronously from the reader call that met the problem; the
+ * pointers in `p` live until the callback returns. Each problem is
+ * reported once. */
+typedef void (*strata_problem_fn)(const struct strata_problem *p, void *arg);
+
+/* ---- event classes (from the metadata, docs/format.md §6) -------------- */
+
+enum strata_field_type {
+	STRATA_FIELD_INT = 1,   /* integer, signed or not */
+	STRATA_FIELD_FLOAT,     /* 32 or 64-bit IEEE 754 */
+	STRATA_FIELD_ENUM,      /* integer with labels */
+	STRATA_FIELD_ARRAY,     /* fixed count of integers; text if `text` */
+	STRATA_FIELD_SEQUENCE,  /* count from an earlier field; text if `text` */
+};
+
+struct strata_enum_mapping {
+	const char *label;
+	int64_t lo, hi; /* inclusive; compared as unsigned for unsigned enums */
+};
+
+#define STRATA_OFFSET_VARIABLE UINT32_MAX
+
+struct strata_field_class {
+	const char *name;        /* leading '_' removed, as CTF says */
+	uint8_t type;            /* enum strata_field_type */
+	uint8_t bits;            /* element size in bits: 8, 16, 32 or 64 */
+	uint8_t is_signed;
+	uint8_t base;            /* display base: 2, 8, 10 or 16 */
+	uint8_t align;           /* bytes */
+	uint8_t text;            /* byte array/sequence with an encoding */
+	uint8_t hidden;          /* length of a text sequence: not shown */
+	uint8_t reserved;
+	uint32_t length;         /* ARRAY: element count */
+	int32_t length_field;    /* SEQUENCE: index of the count field */
+	uint32_t offset;         /* byte offset in the payload, or VARIABLE */
+	unsigned nmappings;
+	const struct strata_enum_mapping *mappings;
+};
+
+enum strata_event_kind_attr {
+	STRATA_KIND_POINT = 0,
+	STRATA_KIND_BEGIN = 1,
+	STRATA_KIND_END = 2,
+};
+
+struct strata_event_class {
+	const char *name;        /* "mem:alloc" */
+	uint32_t id;             /* major << 16 | minor */
+	uint32_t index;          /* dense, unique across the whole trace */
+	const char *format;      /* strata_format attribute, or NULL */
+	int kind;                /* enum strata_event_kind_attr (strata_kind) */
+	unsigned nfields;
+	const struct strata_field_class *fields;
+	uint32_t min_size;       /* payload bytes needed before variable fields */
+	uint8_t fixed;           /* every field at a fixed offset */
+};
+
+/* ---- events -------------------------------------------------------------- */
+
+/* The current event of an iterator; valid until the next call on it. */
+struct strata_event {
+	uint64_t timestamp;      /* full clock value (format.md §3) */
+	const struct strata_event_class *cls;
+	const uint8_t *payload;  /* inside the read-only mapping */
+	uint32_t size;           /* payload bytes */
+	uint32_t cpu;
+	uint32_t pid;            /* attribution: format.md §4 */
+	uint32_t tid;
+	uint32_t stream;         /* index for strata_trace_stream() */
+	uint32_t id;             /* raw id, major << 16 | minor */
+	uint64_t offset;         /* byte offset of the header in the stream file */
+};
+
+enum strata_value_type {
+	STRATA_VALUE_UINT = 1,
+	STRATA_VALUE_SINT,
+	STRATA_VALUE_DOUBLE,
+	STRATA_VALUE_STRING,     /* str, count bytes, not NUL-terminated */
+	STRATA_VALUE_ARRAY,      /* data, count elements of elem_bits each */
+};
+
+struct strata_value {
+	uint8_t type;            /* enum strata_value_type */
+	uint8_t elem_bits;
+	uint8_t elem_signed;
+	uint8_t reserved;
+	uint32_t count;
+	union {
+		uint64_t u;
+		int64_t s;
+		double d;
+		const char *str;
+		const void *data;
+	};
+};
+
+/*
+ * Decode field `idx` of `ev` (lazy: nothing is decoded before this call).
+ * Returns 0, -EINVAL (no such field) or -EBADMSG (the payload is too short
+ * for the field: damaged event).
+ */
+STRATA_API int strata_event_field(const struct strata_event *ev, unsigned idx,
+				  struct strata_value *out);
+/* Decode every field into vals[0..n-1] (n >= cls->nfields). Returns the
+ * number of fields, or -EBADMSG. The fixed-layout path reads each field at
+ * its precomputed offset. */
+STRATA_API int strata_event_fields(const struct strata_event *ev,
+				   struct strata_value *vals, unsigned n);
+/* Index of the field called `name` in `cls`, or -ENOENT. */
+STRATA_API int strata_event_class_field(const struct strata_event_class *cls,
+					const char *name);
+/* Element i of an ARRAY value, widened (sign-extended when signed). */
+STRATA_API uint64_t strata_value_elem(const struct strata_value *v, uint32_t i);
+/*
+ * Render the event's description from its format string ("%{size}",
+ * "%{addr:x}", "%%"), or "name=value name=value" when it has none, into
+ * buf (always NUL-terminated when len > 0). Returns the length it needed,
+ * excluding the NUL, like snprintf, or -EBADMSG.
+ */
+STRATA_API int strata_event_describe(const struct strata_event *ev, char *buf,
+				     size_t len);
+
+/* ---- traces ---------------------------------------------------------------- */
+
+struct strata_open_options {
+	strata_problem_fn problem;   /* NULL: problems are only counted */
+	void *problem_arg;
+	unsigned flags;              /* 0 */
+};
+
+/*
+ * Open a trace: either a root directory (its ust/pid-* sub-traces, found
+ * recursively: every directory holding a `metadata` file), or one
+ * sub-trace directory. Stream files are mapped read-only; packet indexes are
+ * loaded from index/cpuN.idx or rebuilt from packet headers. A sub-trace
+ * whose metadata is rejected is reported and skipped.
+ * Returns 0, -ENOENT (no such directory, or no sub-trace in it), -ENOMEM,
+ * -EINVAL (no readable sub-trace: every one was reported), or the errno of
+ * a failed opendir.
+ */
+STRATA_API int strata_trace_open(const char *path,
+				 const struct strata_open_options *opt,
+				 struct strata_trace **out);
+STRATA_API void strata_trace_close(struct strata_trace *t); /* NULL ok */
+
+struct strata_clock_info {
+	const char *name;
+	uint64_t freq;               /* Hz */
+	int64_t offset_s;            /* Unix seconds at clock value 0 */
+	int64_t offset;              /* plus this many ticks */
+};
+
+struct strata_stream_info {
+	const char *path;            /* the stream file */
+	const char *trace_dir;       /* its sub-trace directory */
+	uint32_t cpu;                /* from the file name / packet context */
+	uint32_t pid;                /* vpid of the sub-trace's env, or 0 */
+	const char *procname;        /* env procname, or "" */
+	uint64_t file_size;
+	uint64_t packet_size;        /* bytes */
+	uint64_t npackets;           /* readable packet headers */
+	uint64_t begin, end;         /* timestamp range of its packets */
+	uint64_t discarded;          /* events_discarded of the last packet */
+	uint64_t packets_lost;       /* sum of packet_seq_num gaps */
+	uint32_t subtrace;           /* index of its sub-trace */
+};
+
+STRATA_API unsigned strata_trace_nstreams(const struct strata_trace *t);
+STRATA_API int strata_trace_stream(const struct strata_trace *t, unsigned i,
+				   struct strata_stream_info *out);
+STRATA_API unsigned strata_trace_nsubtraces(const struct strata_trace *t);
+/* Environment value of sub-trace `sub` ("procname", "vpid", "hostname"...),
+ * as text, or NULL. */
+STRATA_API const char *strata_trace_env(const struct strata_trace *t,
+					unsigned sub, const char *key);
+/* All event classes of all sub-traces; class->index is < this count. */
+STRATA_API unsigned strata_trace_nclasses(const struct strata_trace *t);
+STRATA_API const struct strata_event_class *
+strata_trace_class(const struct strata_trace *t, unsigned index);
+STRATA_API void strata_trace_clock(const struct strata_trace *t,
+				   struct strata_clock_info *out);
+/* First packet begin and last packet end over all streams (ticks). */
+STRATA_API uint64_t strata_trace_begin(const struct strata_trace *t);
+STRATA_API uint64_t strata_trace_end(const struct strata_trace *t);
+/* Total bytes of the stream files. */
+STRATA_API uint64_t strata_trace_size(const struct strata_trace *t);
+/* Ticks <-> nanoseconds (durations; no offset). */
+STRATA_API uint64_t strata_trace_ticks_to_ns(const struct strata_trace *t,
+					     uint64_t ticks);
+STRATA_API uint64_t strata_trace_ns_to_ticks(const struct strata_trace *t,
+					     uint64_t ns);
+/* Nanoseconds since the Unix epoch of clock value `ts` (clock offset). */
+STRATA_API int64_t strata_trace_wall_ns(const struct strata_trace *t,
+					uint64_t ts);
+/* Problems reported so far (all kinds). */
+STRATA_API uint64_t strata_trace_nproblems(const struct strata_trace *t);
+
+/* ---- filters ----------------------------------------------------------------- */
+
+/*
+ * A filter is built for one trace (it resolves event names and field names
+ * against its classes once) and may be shared by iterators of that trace.
+ * Cheap conditions (time, cpu, pid, tid, event name by id) are checked
+ * before any field is decoded. Each add_* call narrows the set: values of
+ * the same kind are OR-ed (cpu 1 or 3), kinds are AND-ed.
+ */
+STRATA_API int strata_filter_create(struct strata_trace *t,
+				    struct strata_filter **out);
+STRATA_API void strata_filter_destroy(struct strata_filter *f); /* NULL ok */
+/* Keep events with begin <= timestamp <= end (ticks). */
+STRATA_API int strata_filter_time(struct strata_filter *f, uint64_t begin,
+				  uint64_t end);
+STRATA_API int strata_filter_cpu(struct strata_filter *f, uint32_t cpu);
+STRATA_API int strata_filter_pid(struct strata_filter *f, uint32_t pid);
+STRATA_API int strata_filter_tid(struct strata_filter *f, uint32_t tid);
+/* Glob on the event name ("mem:*", "*:alloc"). Returns the number of
+ * classes it matches now (0 is not an error). */
+STRATA_API int strata_filter_event(struct strata_filter *f, const char *glob);
+/*
+ * Field expression: identifiers are field names (an event without that
+ * field does not match) or cpu/pid/tid; operators == != < <= > >= & | &&
+ * || ! and parentheses; integer (decimal, 0x) and "string" literals.
+ * Compiled once to bytecode. Several expressions are AND-ed.
+ * Returns 0, -EINVAL with a message in err (position included), -ENOMEM.
+ */
+STRATA_API int strata_filter_expr(struct strata_filter *f, const char *expr,
+				  char *err, size_t errlen);
+
+/* ---- iteration ------------------------------------------------------------- */
+
+#define STRATA_ITER_INTERNAL 0x1u /* also return strata's major-0 records */
+
+struct strata_iter_options {
+	int stream;                     /* -1: all streams merged by time */
+	unsigned flags;                 /* STRATA_ITER_* */
+	const struct strata_filter *filter; /* NULL: everything */
+};
+
+/*
+ * Iterate over one stream, or all streams of all sub-traces merged by
+ * timestamp (ties broken by stream order: stable). Memory is bounded by the
+ * number of streams. Returns 0, -EINVAL (bad stream index or a filter of
+ * another trace), -ENOMEM.
+ */
+STRATA_API int strata_iter_create(struct strata_trace *t,
+				  const struct strata_iter_options *opt,
+				  struct strata_iter **out);
+STRATA_API void strata_iter_destroy(struct strata_iter *it); /* NULL ok */
+/* Next event matching the filter: returns 1 and sets *ev, 0 at the end. */
+STRATA_API int strata_iter_next(struct strata_iter *it,
+				const struct strata_event **ev);
+/* Position before the first event with timestamp >= ts: a binary search of
+ * each stream's packet index, then a scan of one packet. Returns 0. */
+STRATA_API int strata_iter_seek(struct strata_iter *it, uint64_t ts);
+/* Bytes of stream files consumed so far (for progress). */
+STRATA_API uint64_t strata_iter_progress(const struct strata_iter *it);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRATA_READER_H */

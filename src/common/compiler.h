@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* Compiler helpers shared by every internal module. */
+#ifndef STRATA_COMMON_COMPILER_H
+#define STRATA_COMMON_COMPILER_H
+
+#include <strata/inline/atomic.h> /* strata_likely, strata_barrier */
+
+#define STRATA_API __attribute__((visibility("default")))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((__typeof__(x))(a) - 1))
+#define noinline __attribute__((noinline))
+#define cold __attribute__((cold))
+#define printf_like(f, a) __attribute__((format(printf, f, a)))
+
+#endif /* STRATA_COMMON_COMPILER_H */

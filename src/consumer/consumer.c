@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: MIT */
+/* Draining complete packets from rings into a CTF stream directory. */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "consumer/consumer.h"
+#include "consumer/metadata.h"
+#include "lib/clock.h"
+#include "lib/registry.h"
+#include "ring/ring.h"
+
+#define IDX_ENTRY 72 /* format.md §7 */
+#define IDX_BATCH 64
+
+struct cons_stream {
+	struct strata_ring *ring;
+	int fd;
+	int idx_fd;
+	int dead;          /* an I/O error stopped this stream */
+	uint64_t file_off; /* where the next packet goes */
+	size_t idx_len;
+	unsigned char idx_buf[IDX_ENTRY * IDX_BATCH];
+};
+
+struct cons {
+	char dir[4096];
+	int mode;
+	unsigned flush_ms;
+	uint8_t uuid[16];
+	pthread_t thread;
+	int running;
+
+	struct cons_stream *streams[STRATA_MAX_CPUS];
+	unsigned max_cpu; /* streams[] is filled below this */
+
+	/* Ids seen in the rings: bit per 22-bit id, and those with no
+	 * registered descriptor, declared as raw (format.md §6). */
+	uint8_t *seen;
+	struct meta_raw *raw;
+	size_t nraw, cap_raw;
+	int meta_dirty;
+	uint64_t reg_gen;
+
+	struct clock_point cp_first, cp_last;
+	uint64_t freq_hz;
+	int64_t offset_ns;
+
+	/* Written by the consumer thread, read by strata_get_stats(). */
+	uint64_t packets, bytes, events, incomplete, lost_io;
+	int err; /* first I/O error, negative errno */
+};
+
+static void put_be64(unsigned char *p, uint64_t v)
+{
+	v = htobe64(v);
+	memcpy(p, &v, 8);
+}
+
+static void cons_error(struct cons *c, int err, const char *what,
+		       const char *path)
+{
+	if (!c->err) {
+		c->err = err;
+		slog_detail("%s: %s: %s", path, what, strerror(-err));
+	}
+}
+
+static int write_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const unsigned char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+static int idx_flush(struct cons *c, struct cons_stream *s)
+{
+	off_t end;
+	int ret;
+
+	if (!s->idx_len || s->idx_fd < 0)
+		return 0;
+	end = lseek(s->idx_fd, 0, SEEK_END);
+	ret = end < 0 ? -errno : write_all(s->idx_fd, s->idx_buf, s->idx_len, end);
+	if (ret) {
+		/* Keep the index a whole number of entries: a reader that
+		 * finds it short rebuilds from the stream (format.md §7). */
+		if (end >= 0 && ftruncate(s->idx_fd, end) < 0)
+			(void)0;
+		cons_error(c, ret, "cannot write the packet index", c->dir);
+	}
+	s->idx_len = 0;
+	return ret;
+}
+
+static struct cons_stream *stream_open(struct cons *c, struct strata_ring *r)
+{
+	char path[4200];
+	struct cons_stream *s = calloc(1, sizeof(*s));
+	unsigned char hdr[16];
+
+	if (!s)
+		return NULL;
+	s->ring = r;
+	snprintf(path, sizeof(path), "%s/cpu%u", c->dir, r->cpu);
+	s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (s->fd < 0) {
+		cons_error(c, -errno, "cannot create stream file", path);
+		s->dead = 1;
+	}
+	snprintf(path, sizeof(path), "%s/index/cpu%u.idx", c->dir, r->cpu);
+	s->idx_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (s->idx_fd >= 0) {
+		uint32_t h[4] = {htobe32(0xC1F1DCC1u), htobe32(1), htobe32(1),
+				 htobe32(IDX_ENTRY)};
+		memcpy(hdr, h, sizeof(hdr));
+		if (write_all(s->idx_fd, hdr, sizeof(hdr), 0)) {
+			close(s->idx_fd);
+			s->idx_fd = -1;
+		}
+	}
+	return s;
+}
+
+/*
+ * Walk the events of a packet: count them, and note ids never seen before
+ * so that the metadata declares them (format.md §6). The packet is our own
+ * memory, but a writer bug must not make the consumer crash: every length
+ * is checked against the content.
+ */
+static void scan_events(struct cons *c, const unsigned char *pkt,
+			uint64_t content)
+{
+	const uint64_t *w = (const uint64_t *)(pkt + STRATA_PACKET_HEADER);
+	const uint64_t *end = (const uint64_t *)(pkt + content);
+	uint64_t n = 0;
+
+	while (w < end) {
+		uint64_t h = *w;
+		uint32_t len = (uint32_t)(h >> 54);
+		uint32_t id = (uint32_t)(h >> 32) & 0x3fffff;
+
+		if (len == 0 || len > (uint64_t)(end - w)) {
+			slog_once("%s: damaged event in a packet (length %u): "
+				  "rest of the packet not counted", c->dir, len);
+			break;
+		}
+		if (id >> 16) {
+			n++;
+			if (!(c->seen[id >> 3] & (1u << (id & 7)))) {
+				c->seen[id >> 3] |= (uint8_t)(1u << (id & 7));
+				if (!strata_event_lookup((uint8_t)(id >> 16),
+							 (uint16_t)id)) {
+					if (c->nraw == c->cap_raw) {
+						size_t cap = c->cap_raw ? c->cap_raw * 2 : 32;
+						void *p = realloc(c->raw, cap * sizeof(*c->raw));
+						if (!p)
+							goto next;
+						c->raw = p;
+						c->cap_raw = cap;
+					}
+					c->raw[c->nraw++] = (struct meta_raw){
+						.id = id,
+						.words = (uint16_t)len,
+						.blob = (uint8_t)registry_is_blob(id),
+					};
+					c->meta_dirty = 1;
+				}
+			}
+		}
+next:
+		w += len;
+	}
+	__atomic_add_fetch(&c->events, n, __ATOMIC_RELAXED);
+}
+
+/* Write the packet that began at virtual offset `begin` (complete). */
+static void write_packet(struct cons *c, struct cons_stream *s, uint64_t begin)
+{
+	struct strata_ring *r = s->ring;
+	const unsigned char *pkt = ring_packet_addr(r, begin);
+	uint64_t content, ts_begin, ts_end, seq, disc;
+	int ret;
+
+	memcpy(&content, pkt + 48, 8);
+	content /= 8;
+	if (content < STRATA_PACKET_HEADER || content > r->psize ||
+	    content % 8) {
+		slog_once("%s/cpu%u: packet %llu has an impossible content "
+			  "size (%llu bytes): skipped",
+			  c->dir, r->cpu, (unsigned long long)(begin >> r->pshift),
+			  (unsigned long long)content);
+		return;
+	}
+	scan_events(c, pkt, content);
+	if (s->dead) {
+		__atomic_add_fetch(&c->lost_io, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	/* Only the content: the padding is a hole in a sparse file, and the
+	 * file is extended to whole packets at the end. */
+	ret = write_all(s->fd, pkt, content, (off_t)s->file_off);
+	if (ret) {
+		/* Keep only whole packets: cut the partial one. What was
+		 * written before stays a valid trace. */
+		if (ftruncate(s->fd, (off_t)s->file_off) < 0)
+			(void)0;
+		cons_error(c, ret, "cannot write packet", c->dir);
+		s->dead = 1;
+		__atomic_add_fetch(&c->lost_io, 1, __ATOMIC_RELAXED);
+		return;
+	}
+
+	memcpy(&ts_begin, pkt + 32, 8);
+	memcpy(&ts_end, pkt + 40, 8);
+	memcpy(&seq, pkt + 64, 8);
+	memcpy(&disc, pkt + 72, 8);
+	unsigned char *e = s->idx_buf + s->idx_len;
+	put_be64(e, s->file_off);
+	put_be64(e + 8, r->psize * 8);
+	put_be64(e + 16, content * 8);
+	put_be64(e + 24, ts_begin);
+	put_be64(e + 32, ts_end);
+	put_be64(e + 40, disc);
+	put_be64(e + 48, 0);
+	put_be64(e + 56, ((uint64_t)r->ctl->pid << 32) | r->cpu);
+	put_be64(e + 64, seq);
+	s->idx_len += IDX_ENTRY;
+	if (s->idx_len == sizeof(s->idx_buf))
+		idx_flush(c, s);
+
+	s->file_off += r->psize;
+	__atomic_add_fetch(&c->packets, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&c->bytes, content, __ATOMIC_RELAXED);
+}
+
+/* Discard mode: write every complete packet from `consumed` on, and
+ * release each one to the writers (ring.md §4). Returns packets written. */
+static unsigned drain_ring(struct cons *c, struct cons_stream *s)
+{
+	struct strata_ring *r = s->ring;
+	uint64_t consumed = strata_load_relaxed(&r->ctl->consumed);
+	unsigned n = 0;
+
+	while (consumed < strata_load_acquire(&r->ctl->write) &&
+	       ring_packet_complete(r, consumed)) {
+		write_packet(c, s, consumed);
+		consumed += r->psize;
+		/* Pairs with the writers' acquire load in slot_free(): the
+		 * packet was read before the slot is reused. */
+		strata_store_release(&r->ctl->consumed, consumed);
+		n++;
+	}
+	return n;
+}
+
+static struct cons_stream *stream_of(struct cons *c, unsigned cpu)
+{
+	struct strata_ring *r;
+
+	if (c->streams[cpu])
+		return c->streams[cpu];
+	r = strata_load_acquire(&strata_rings[cpu]);
+	if (!r)
+		return NULL;
+	c->streams[cpu] = stream_open(c, r);
+	if (c->streams[cpu] && cpu + 1 > c->max_cpu)
+		c->max_cpu = cpu + 1;
+	return c->streams[cpu];
+}
+
+static void update_metadata(struct cons *c)
+{
+	struct meta_info mi;
+	char comm[64] = "";
+	FILE *f = fopen("/proc/self/comm", "re");
+
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	c->reg_gen = strata_registry_generation();
+	memset(&mi, 0, sizeof(mi));
+	memcpy(mi.uuid, c->uuid, 16);
+	mi.pid = strata_pid;
+	mi.procname = comm;
+	mi.freq_hz = c->freq_hz;
+	mi.offset_ns = c->offset_ns;
+	mi.raw = c->raw;
+	mi.nraw = c->nraw;
+	int ret = meta_write(c->dir, &mi);
+	if (ret)
+		cons_error(c, ret, "cannot write metadata", c->dir);
+	else
+		c->meta_dirty = 0;
+}
+
+/* A calibration record on the consumer's own CPU ring (format.md §4). */
+static void log_calib(struct cons *c)
+{
+	struct strata_rsv r;
+	struct clock_point p;
+
+	clock_point_take(&p);
+	c->cp_last = p;
+	clock_fit(&c->cp_first, &c->cp_last, &c->freq_hz, &c->offset_ns);
+	if (!strata_reserve(&r, STRATA_ID(0, STRATA_ID_CALIB), 4))
+		return;
+	r.p[0] = p.mono_ns;
+	r.p[1] = p.real_ns;
+	r.p[2] = c->freq_hz;
+	strata_commit(&r);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void *cons_main(void *arg)
+{
+	struct cons *c = arg;
+	uint64_t last_calib = now_ms(), last_flush = last_calib;
+	int first = 1;
+
+	while (__atomic_load_n(&c->running, __ATOMIC_ACQUIRE)) {
+		unsigned work = 0;
+		uint64_t t = now_ms();
+
+		if (first && t - last_calib >= 20) {
+			/* First frequency estimate, 20 ms after start. */
+			log_calib(c);
+			update_metadata(c);
+			first = 0;
+			last_calib = t;
+		} else if (t - last_calib >= 1000) {
+			log_calib(c);
+			last_calib = t;
+		}
+		if (c->flush_ms && t - last_flush >= c->flush_ms) {
+			strata_flush();
+			last_flush = t;
+		}
+		for (unsigned cpu = 0; cpu < STRATA_MAX_CPUS; cpu++) {
+			struct cons_stream *s = stream_of(c, cpu);
+			if (s && c->mode == STRATA_MODE_DISCARD)
+				work += drain_ring(c, s);
+		}
+		if (c->meta_dirty ||
+		    c->reg_gen != strata_registry_generation())
+			update_metadata(c);
+		if (!work) {
+			struct timespec ts = {0, 1000000}; /* 1 ms */
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+int cons_create(const struct cons_config *cfg, struct cons **out)
+{
+	char path[4200];
+	struct cons *c = calloc(1, sizeof(*c));
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	c->seen = calloc(1, (1u << 22) / 8);
+	if (!c->seen) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	snprintf(c->dir, sizeof(c->dir), "%s", cfg->dir);
+	c->mode = cfg->mode;
+	c->flush_ms = cfg->flush_ms;
+	memcpy(c->uuid, cfg->uuid, 16);
+	snprintf(path, sizeof(path), "%s/index", c->dir);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+		ret = -errno;
+		slog_detail("%s: cannot create directory: %s", path,
+			    strerror(errno));
+		goto fail;
+	}
+
+	clock_point_take(&c->cp_first);
+	c->cp_last = c->cp_first;
+	c->freq_hz = strata_clock_tsc ? 0 : 1000000000u;
+	if (strata_clock_tsc) {
+		/* A first guess until the 20 ms estimate: 2 ms of counting. */
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+		clock_point_take(&c->cp_last);
+	}
+	clock_fit(&c->cp_first, &c->cp_last, &c->freq_hz, &c->offset_ns);
+	update_metadata(c);
+	if (c->err) {
+		ret = c->err;
+		goto fail;
+	}
+
+	c->running = 1;
+	ret = -pthread_create(&c->thread, NULL, cons_main, c);
+	if (ret) {
+		slog_detail("cannot start the consumer thread: %s",
+			    strerror(-ret));
+		goto fail;
+	}
+	pthread_setname_np(c->thread, "strata-consumer");
+	*out = c;
+	return 0;
+fail:
+	free(c->seen);
+	free(c);
+	return ret;
+}
+
+/* Overwrite mode at stop: the packets still held, oldest first. */
+static void drain_held(struct cons *c, struct cons_stream *s)
+{
+	struct strata_ring *r = s->ring;
+	uint64_t w = strata_load_acquire(&r->ctl->write);
+	uint64_t end = ring_packet_begin(r, w + r->pmask); /* after flush: w */
+	uint64_t begin = end > r->bufmask ? end - (r->bufmask + 1) : 0;
+
+	for (; begin < end; begin += r->psize) {
+		if (ring_packet_complete(r, begin))
+			write_packet(c, s, begin);
+		else
+			c->incomplete++;
+	}
+}
+
+int cons_destroy(struct cons *c, struct strata_stats *final)
+{
+	int ret;
+
+	if (!c)
+		return 0;
+	__atomic_store_n(&c->running, 0, __ATOMIC_RELEASE);
+	pthread_join(c->thread, NULL);
+
+	log_calib(c);
+	strata_flush();
+
+	/* Writers that passed the mask check before tracing stopped may
+	 * still be between reserve and commit: give them 100 ms. */
+	for (int tries = 0; tries < 100; tries++) {
+		int pending = 0;
+		for (unsigned cpu = 0; cpu < STRATA_MAX_CPUS; cpu++) {
+			struct cons_stream *s = stream_of(c, cpu);
+			if (!s)
+				continue;
+			struct strata_ring *r = s->ring;
+			uint64_t w = strata_load_acquire(&r->ctl->write);
+			if (c->mode == STRATA_MODE_DISCARD) {
+				drain_ring(c, s);
+				if (strata_load_relaxed(&r->ctl->consumed) <
+				    ring_packet_begin(r, w + r->pmask))
+					pending = 1;
+			} else {
+				uint64_t end = ring_packet_begin(r, w + r->pmask);
+				uint64_t b = end > r->bufmask ? end - (r->bufmask + 1) : 0;
+				for (; b < end; b += r->psize)
+					if (!ring_packet_complete(r, b))
+						pending = 1;
+			}
+		}
+		if (!pending)
+			break;
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+		strata_flush(); /* late writers may have opened packets */
+	}
+
+	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
+		struct cons_stream *s = c->streams[cpu];
+		if (!s)
+			continue;
+		struct strata_ring *r = s->ring;
+		if (c->mode == STRATA_MODE_OVERWRITE) {
+			drain_held(c, s);
+		} else {
+			/* Packets a writer never completed: report, skip, and
+			 * write what follows them. */
+			uint64_t w = strata_load_acquire(&r->ctl->write);
+			uint64_t end = ring_packet_begin(r, w + r->pmask);
+			uint64_t b = strata_load_relaxed(&r->ctl->consumed);
+			for (; b < end; b += r->psize) {
+				if (ring_packet_complete(r, b)) {
+					write_packet(c, s, b);
+				} else {
+					c->incomplete++;
+					slog("%s/cpu%u: packet %llu never completed "
+					     "(a writer stopped between reserve and "
+					     "commit): skipped",
+					     c->dir, r->cpu,
+					     (unsigned long long)(b >> r->pshift));
+				}
+			}
+			strata_store_release(&r->ctl->consumed, end);
+		}
+		idx_flush(c, s);
+		if (s->fd >= 0) {
+			if (!s->dead && ftruncate(s->fd, (off_t)s->file_off) < 0)
+				cons_error(c, -errno, "cannot extend stream file",
+					   c->dir);
+			if (close(s->fd) < 0 && !s->dead)
+				cons_error(c, -errno, "cannot close stream file",
+					   c->dir);
+		}
+		if (s->idx_fd >= 0)
+			close(s->idx_fd);
+		free(s);
+		c->streams[cpu] = NULL;
+	}
+	update_metadata(c);
+	ret = c->err;
+	cons_get_stats(c, final);
+	free(c->raw);
+	free(c->seen);
+	free(c);
+	return ret;
+}
+
+void cons_get_stats(struct cons *c, struct strata_stats *st)
+{
+	st->packets_written += __atomic_load_n(&c->packets, __ATOMIC_RELAXED);
+	st->bytes_written += __atomic_load_n(&c->bytes, __ATOMIC_RELAXED);
+	st->events_written += __atomic_load_n(&c->events, __ATOMIC_RELAXED);
+	st->packets_incomplete += c->incomplete;
+}

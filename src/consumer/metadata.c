@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/* Writing the TSDL metadata of a sub-trace (format.md §6). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+#include "consumer/metadata.h"
+#include "lib/clock.h"
+#include "lib/registry.h"
+
+static const char preamble[] =
+	"/* CTF 1.8 */\n"
+	"/* Written by strata: docs/format.md describes every field. */\n\n"
+	"typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
+	"typealias integer { size = 16; align = 16; signed = false; } := uint16_t;\n"
+	"typealias integer { size = 32; align = 32; signed = false; } := uint32_t;\n"
+	"typealias integer { size = 64; align = 64; signed = false; } := uint64_t;\n"
+	"typealias integer { size = 8; align = 8; signed = true; } := int8_t;\n"
+	"typealias integer { size = 16; align = 16; signed = true; } := int16_t;\n"
+	"typealias integer { size = 32; align = 32; signed = true; } := int32_t;\n"
+	"typealias integer { size = 64; align = 64; signed = true; } := int64_t;\n"
+	"typealias integer { size = 64; align = 64; signed = false; base = 16; } := uint64_hex_t;\n"
+	"typealias floating_point { exp_dig = 11; mant_dig = 53; align = 64; } := double_t;\n"
+	"typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := char_t;\n\n";
+
+static void put_uuid(FILE *f, const uint8_t u[16])
+{
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			fputc('-', f);
+		fprintf(f, "%02x", u[i]);
+	}
+}
+
+/* A string literal of TSDL: escape quotes and backslashes, drop controls. */
+static void put_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		if ((unsigned char)*s >= 0x20)
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static const char *type_name(const struct strata_field_desc *fd)
+{
+	int hex = fd->flags & STRATA_F_HEX;
+
+	switch (fd->type) {
+	case STRATA_T_U8: case STRATA_T_BOOL: return "uint8_t";
+	case STRATA_T_U16: return "uint16_t";
+	case STRATA_T_U32: return "uint32_t";
+	case STRATA_T_U64: return hex ? "uint64_hex_t" : "uint64_t";
+	case STRATA_T_S8: return "int8_t";
+	case STRATA_T_S16: return "int16_t";
+	case STRATA_T_S32: return "int32_t";
+	case STRATA_T_S64: return "int64_t";
+	case STRATA_T_F64: return "double_t";
+	case STRATA_T_PTR: return "uint64_hex_t";
+	default: return NULL;
+	}
+}
+
+static int put_event(const struct strata_event_desc *e, void *arg)
+{
+	FILE *f = arg;
+
+	fprintf(f, "event {\n\tname = ");
+	char full[256];
+	snprintf(full, sizeof(full), "%s:%s", e->subsystem, e->name);
+	put_str(f, full);
+	fprintf(f, ";\n\tid = %u;\n\tstream_id = 0;\n",
+		STRATA_ID(e->major, e->minor));
+	if (e->nfields) {
+		fprintf(f, "\tfields := struct {\n");
+		for (unsigned i = 0; i < e->nfields; i++) {
+			const struct strata_field_desc *fd = &e->fields[i];
+			if (fd->type == STRATA_T_STRING) {
+				fprintf(f, "\t\tuint32_t _%s_len;\n"
+					   "\t\tchar_t %s[_%s_len];\n",
+					fd->name, fd->name, fd->name);
+				continue;
+			}
+			const char *t = type_name(fd);
+			if (!t)
+				t = "uint64_t"; /* unknown type: keep the size */
+			if (fd->count)
+				fprintf(f, "\t\t%s %s[%u];\n", t, fd->name, fd->count);
+			else
+				fprintf(f, "\t\t%s %s;\n", t, fd->name);
+		}
+		fprintf(f, "\t} align(64);\n");
+	}
+	fprintf(f, "};\n\n");
+	return 0;
+}
+
+static void put_raw(FILE *f, const struct meta_raw *r)
+{
+	unsigned major = r->id >> 16, minor = r->id & 0xffff;
+
+	fprintf(f, "event {\n\tname = \"%u:%u\";\n\tid = %u;\n\tstream_id = 0;\n",
+		major, minor, r->id);
+	if (r->blob) {
+		fprintf(f, "\tfields := struct {\n\t\tuint32_t _data_len;\n"
+			   "\t\tuint32_t size;\n\t\tuint8_t data[_data_len];\n"
+			   "\t} align(64);\n");
+	} else if (r->words > 1) {
+		fprintf(f, "\tfields := struct {\n");
+		for (unsigned i = 0; i + 1 < r->words; i++)
+			fprintf(f, "\t\tuint64_hex_t w%u;\n", i);
+		fprintf(f, "\t} align(64);\n");
+	}
+	fprintf(f, "};\n\n");
+}
+
+/* Format strings and kinds go in `env`, keyed by event id: babeltrace2
+ * warns about unknown event attributes but accepts any env entry
+ * (format.md §6). */
+static int put_event_env(const struct strata_event_desc *e, void *arg)
+{
+	FILE *f = arg;
+	uint32_t id = STRATA_ID(e->major, e->minor);
+
+	if (e->format) {
+		fprintf(f, "\tstrata_format_%u = ", id);
+		put_str(f, e->format);
+		fprintf(f, ";\n");
+	}
+	if (e->kind == STRATA_EV_BEGIN || e->kind == STRATA_EV_END)
+		fprintf(f, "\tstrata_kind_%u = \"%s\";\n", id,
+			e->kind == STRATA_EV_BEGIN ? "begin" : "end");
+	if (e->description) {
+		fprintf(f, "\tstrata_description_%u = ", id);
+		put_str(f, e->description);
+		fprintf(f, ";\n");
+	}
+	return 0;
+}
+
+static void put_body(FILE *f, const struct meta_info *mi)
+{
+	char cuuid[37], host[256] = "", date[64];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	clock_uuid(cuuid);
+	gethostname(host, sizeof(host) - 1);
+	gmtime_r(&now, &tm);
+	strftime(date, sizeof(date), "%Y%m%dT%H%M%S+0000", &tm);
+
+	fputs(preamble, f);
+	fprintf(f, "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"");
+	put_uuid(f, mi->uuid);
+	fprintf(f, "\";\n\tbyte_order = le;\n"
+		   "\tpacket.header := struct {\n"
+		   "\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n"
+		   "\t\tuint32_t stream_id;\n\t\tuint64_t stream_instance_id;\n"
+		   "\t};\n};\n\n");
+
+	fprintf(f, "env {\n\tdomain = \"ust\";\n\ttracer_name = \"strata\";\n"
+		   "\ttracer_major = %d;\n\ttracer_minor = %d;\n"
+		   "\tvpid = %u;\n\tprocname = ",
+		0, 1, mi->pid);
+	put_str(f, mi->procname ? mi->procname : "");
+	fprintf(f, ";\n\thostname = ");
+	put_str(f, host);
+	fprintf(f, ";\n\ttrace_creation_datetime = \"%s\";\n", date);
+	strata_registry_foreach(put_event_env, f);
+	fprintf(f, "};\n\n");
+
+	/* offset = Unix time of clock value 0, split in seconds + cycles. */
+	int64_t off_s = mi->offset_ns / 1000000000;
+	int64_t rem_ns = mi->offset_ns % 1000000000;
+	if (rem_ns < 0) {
+		rem_ns += 1000000000;
+		off_s--;
+	}
+	uint64_t off_cycles =
+		(uint64_t)((double)rem_ns * (double)mi->freq_hz / 1e9);
+	fprintf(f, "clock {\n\tname = \"strata\";\n\tuuid = \"%s\";\n"
+		   "\tdescription = \"%s\";\n\tfreq = %llu;\n"
+		   "\tprecision = %llu;\n\toffset_s = %lld;\n\toffset = %llu;\n"
+		   "\tabsolute = TRUE;\n};\n\n",
+		cuuid, clock_description(),
+		(unsigned long long)mi->freq_hz,
+		(unsigned long long)(mi->freq_hz / 1000000 + 1),
+		(long long)off_s, (unsigned long long)off_cycles);
+
+	fprintf(f,
+		"typealias integer { size = 64; align = 64; signed = false; "
+		"map = clock.strata.value; } := uint64_clock_t;\n\n"
+		"stream {\n\tid = 0;\n"
+		"\tpacket.context := struct {\n"
+		"\t\tuint64_clock_t timestamp_begin;\n"
+		"\t\tuint64_clock_t timestamp_end;\n"
+		"\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n"
+		"\t\tuint64_t packet_seq_num;\n\t\tuint64_t events_discarded;\n"
+		"\t\tuint32_t cpu_id;\n\t\tuint32_t pid;\n\t\tuint32_t tid;\n"
+		"\t\tuint32_t pad;\n\t};\n"
+		"\t/* format.md §3: bits 54-63 (length) are alignment padding */\n"
+		"\tevent.header := struct {\n"
+		"\t\tinteger { size = 32; align = 64; signed = false; "
+		"map = clock.strata.value; } timestamp;\n"
+		"\t\tinteger { size = 22; align = 1; signed = false; } id;\n"
+		"\t} align(64);\n};\n\n");
+
+	/* strata's own records, format.md §4 */
+	fprintf(f,
+		"event {\n\tname = \"strata:thread\";\n\tid = %u;\n\tstream_id = 0;\n"
+		"\tfields := struct {\n\t\tuint32_t tid;\n\t\tuint32_t pid;\n"
+		"\t} align(64);\n};\n\n"
+		"event {\n\tname = \"strata:clock\";\n\tid = %u;\n\tstream_id = 0;\n"
+		"\tfields := struct {\n\t\tuint64_clock_t timestamp;\n"
+		"\t} align(64);\n};\n\n"
+		"event {\n\tname = \"strata:calib\";\n\tid = %u;\n\tstream_id = 0;\n"
+		"\tfields := struct {\n\t\tuint64_t mono_ns;\n\t\tuint64_t real_ns;\n"
+		"\t\tuint64_t freq_hz;\n\t} align(64);\n};\n\n"
+		"event {\n\tname = \"strata:lost\";\n\tid = %u;\n\tstream_id = 0;\n"
+		"\tfields := struct {\n\t\tuint64_t count;\n\t\tuint32_t cause;\n"
+		"\t\tuint32_t pad;\n\t} align(64);\n};\n\n",
+		STRATA_ID_THREAD, STRATA_ID_CLOCK, STRATA_ID_CALIB,
+		STRATA_ID_LOST);
+
+	strata_registry_foreach(put_event, f);
+	for (size_t i = 0; i < mi->nraw; i++)
+		put_raw(f, &mi->raw[i]);
+}
+
+int meta_write(const char *dir, const struct meta_info *mi)
+{
+	char tmp[4200], path[4200];
+	int ret = 0;
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s/metadata.tmp", dir);
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	put_body(f, mi);
+	if (fflush(f) || ferror(f) || fsync(fileno(f)) < 0)
+		ret = -(errno ? errno : EIO);
+	if (fclose(f) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path) < 0)
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}

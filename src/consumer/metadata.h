@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* Writing the TSDL metadata of a sub-trace (format.md §6). */
+#ifndef STRATA_CONSUMER_METADATA_H
+#define STRATA_CONSUMER_METADATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* An event id seen in the rings with no registered descriptor. */
+struct meta_raw {
+	uint32_t id;
+	uint16_t words; /* header included */
+	uint8_t blob;   /* logged by strata_log_blob() */
+};
+
+struct meta_info {
+	uint8_t uuid[16];
+	uint32_t pid;
+	const char *procname;
+	uint64_t freq_hz;
+	int64_t offset_ns; /* Unix time of clock value 0 */
+	const struct meta_raw *raw;
+	size_t nraw;
+};
+
+/* Write DIR/metadata atomically (DIR/metadata.tmp, then rename), from the
+ * registry and `mi`. Returns 0 or a negative errno. */
+int meta_write(const char *dir, const struct meta_info *mi);
+
+#endif /* STRATA_CONSUMER_METADATA_H */

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* The trace clock: TSC when invariant, CLOCK_MONOTONIC otherwise (format.md §5). */
+#ifndef STRATA_LIB_CLOCK_H
+#define STRATA_LIB_CLOCK_H
+
+#include <stdint.h>
+
+/* One calibration point: the trace clock and the two system clocks read
+ * as close together as possible. */
+struct clock_point {
+	uint64_t ts;
+	uint64_t mono_ns;
+	uint64_t real_ns;
+};
+
+/* Decide the trace clock (sets strata_clock_tsc). Reads /proc and /sys. */
+void clock_init(void);
+
+/* Take a calibration point (the tightest of a few tries). */
+void clock_point_take(struct clock_point *p);
+
+/* Frequency (Hz) and epoch offset derived from two points far apart:
+ * realtime_ns(ts) = offset_ns + ts * 1e9 / freq. */
+void clock_fit(const struct clock_point *a, const struct clock_point *b,
+	       uint64_t *freq_hz, int64_t *offset_ns);
+
+/* "x86 TSC" or "CLOCK_MONOTONIC". */
+const char *clock_description(void);
+
+/* The boot id (clock UUID, format.md §5) as 36 characters + NUL. */
+void clock_uuid(char out[37]);
+
+#endif /* STRATA_LIB_CLOCK_H */

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* Generic events without a definition file: N words, byte blobs. */
+#include <string.h>
+
+#include <strata/strata.h>
+
+#include "common/compiler.h"
+#include "lib/registry.h"
+
+STRATA_API void strata_log_words(uint8_t major, uint16_t minor,
+				 const uint64_t *words, size_t n)
+{
+	struct strata_rsv r;
+
+	if (major > 63 || !(strata_mask & STRATA_MAJOR_BIT(major)))
+		return;
+	/* n + 1 > STRATA_MAX_WORDS is refused and counted by the slow path;
+	 * clamp so that the 32-bit word count cannot wrap. */
+	if (n > STRATA_MAX_WORDS)
+		n = STRATA_MAX_WORDS;
+	if (!strata_reserve(&r, STRATA_ID(major, minor), (uint32_t)n + 1))
+		return;
+	memcpy(r.p, words, n * 8);
+	strata_commit(&r);
+}
+
+STRATA_API void strata_log_blob(uint8_t major, uint16_t minor, const void *p,
+				size_t size)
+{
+	struct strata_rsv r;
+	/* u32 padded byte count, u32 size, then the bytes padded to a word:
+	 * format.md §3 (string-like counted sequence). */
+	size_t padded = ALIGN_UP(size, 8);
+	size_t words = 1 + padded / 8;
+
+	if (major > 63 || !(strata_mask & STRATA_MAJOR_BIT(major)))
+		return;
+	registry_mark_blob(STRATA_ID(major, minor));
+	if (words + 1 > STRATA_MAX_WORDS)
+		words = STRATA_MAX_WORDS; /* refused and counted as too big */
+	if (!strata_reserve(&r, STRATA_ID(major, minor), (uint32_t)words + 1))
+		return;
+	r.p[0] = (uint64_t)size << 32 | (uint32_t)padded;
+	r.p[words - 1] = 0; /* the padding bytes */
+	memcpy(&r.p[1], p, size);
+	strata_commit(&r);
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/* strata_options from the environment (STRATA_OUTPUT, STRATA_PACKET_SIZE, ...). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <strata/strata.h>
+
+#include "common/log.h"
+#include "lib/session.h"
+
+static int parse_size(const char *name, const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		goto bad;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+	if (*end)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	slog_detail("%s: \"%s\" is not a size (use e.g. 256K, 1M)", name, s);
+	return -EINVAL;
+}
+
+/* "all", "none", "0x1f", or a list of majors and ranges "1,2,5-9". */
+int options_parse_majors(const char *s, uint64_t *out)
+{
+	uint64_t m = 0;
+	char *end;
+
+	if (!strcasecmp(s, "all")) {
+		*out = ~UINT64_C(0) & ~STRATA_MAJOR_BIT(63);
+		return 0;
+	}
+	if (!strcasecmp(s, "none")) {
+		*out = 0;
+		return 0;
+	}
+	if (!strncasecmp(s, "0x", 2)) {
+		errno = 0;
+		m = strtoull(s, &end, 16);
+		if (errno || *end)
+			goto bad;
+		*out = m;
+		return 0;
+	}
+	while (*s) {
+		unsigned long a = strtoul(s, &end, 10), b = a;
+		if (end == s)
+			goto bad;
+		if (*end == '-') {
+			s = end + 1;
+			b = strtoul(s, &end, 10);
+			if (end == s)
+				goto bad;
+		}
+		if (a > 62 || b > 62 || a > b)
+			goto bad;
+		for (unsigned long i = a; i <= b; i++)
+			m |= STRATA_MAJOR_BIT(i);
+		if (*end == ',')
+			end++;
+		else if (*end)
+			goto bad;
+		s = end;
+	}
+	*out = m;
+	return 0;
+bad:
+	slog_detail("STRATA_MAJORS: cannot parse \"%s\" (use all, none, 0x..., "
+		    "or a list like 1,2,5-9 of majors 0-62)", s);
+	return -EINVAL;
+}
+
+STRATA_API int strata_options_from_env(struct strata_options *opt)
+{
+	const char *v;
+	uint64_t n;
+
+	memset(opt, 0, sizeof(*opt));
+	opt->output = getenv("STRATA_OUTPUT");
+	if ((v = getenv("STRATA_PACKET_SIZE")) && *v) {
+		if (parse_size("STRATA_PACKET_SIZE", v, &n))
+			return -EINVAL;
+		opt->packet_size = n;
+	}
+	if ((v = getenv("STRATA_PACKETS")) && *v) {
+		if (parse_size("STRATA_PACKETS", v, &n))
+			return -EINVAL;
+		opt->npackets = (unsigned)n;
+	}
+	if ((v = getenv("STRATA_MODE")) && *v) {
+		if (!strcasecmp(v, "discard")) {
+			opt->mode = STRATA_MODE_DISCARD;
+		} else if (!strcasecmp(v, "overwrite")) {
+			opt->mode = STRATA_MODE_OVERWRITE;
+		} else {
+			slog_detail("STRATA_MODE: \"%s\" is neither discard nor "
+				    "overwrite", v);
+			return -EINVAL;
+		}
+	}
+	if ((v = getenv("STRATA_MAJORS")) && *v) {
+		if (options_parse_majors(v, &opt->majors))
+			return -EINVAL;
+		if (!opt->majors)
+			opt->majors = STRATA_MAJORS_NONE;
+	}
+	if ((v = getenv("STRATA_FLUSH_MS")) && *v) {
+		if (parse_size("STRATA_FLUSH_MS", v, &n))
+			return -EINVAL;
+		opt->flush_ms = (unsigned)n;
+	}
+	return 0;
+}
+
+int options_check(struct strata_options *o)
+{
+	if (!o->packet_size)
+		o->packet_size = 256 << 10;
+	if (!o->npackets)
+		o->npackets = 16;
+	if (o->packet_size < (16 << 10) || o->packet_size > (64u << 20) ||
+	    (o->packet_size & (o->packet_size - 1))) {
+		slog_detail("packet size %zu: must be a power of two from 16K "
+			    "to 64M", o->packet_size);
+		return -EINVAL;
+	}
+	if (o->npackets < 2 || o->npackets > 65536 ||
+	    (o->npackets & (o->npackets - 1))) {
+		slog_detail("%u packets per CPU: must be a power of two from 2 "
+			    "to 65536", o->npackets);
+		return -EINVAL;
+	}
+	if (o->mode != STRATA_MODE_DISCARD && o->mode != STRATA_MODE_OVERWRITE) {
+		slog_detail("mode %d: must be discard or overwrite", o->mode);
+		return -EINVAL;
+	}
+	if (!o->output || !*o->output) {
+		slog_detail("no output directory (set STRATA_OUTPUT=DIR)");
+		return -EINVAL;
+	}
+	return 0;
+}

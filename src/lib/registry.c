@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/* The registry of event descriptors the metadata is written from. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <strata/strata.h>
+
+#include "common/compiler.h"
+#include "lib/registry.h"
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct strata_event_desc **events;
+static size_t nevents, cap_events;
+static const struct strata_subsys_desc **subsys;
+static size_t nsubsys, cap_subsys;
+static uint64_t generation;
+
+static int grow(void *arrp, size_t *cap, size_t need)
+{
+	void **arr = arrp;
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : 64;
+	while (n < need)
+		n *= 2;
+	void *p = realloc(*arr, n * sizeof(void *));
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+static const struct strata_event_desc *lookup_locked(uint8_t major,
+						     uint16_t minor)
+{
+	for (size_t i = 0; i < nevents; i++)
+		if (events[i]->major == major && events[i]->minor == minor)
+			return events[i];
+	return NULL;
+}
+
+STRATA_API int strata_register(const struct strata_subsys_desc *s,
+			       const struct strata_event_desc *const *evs,
+			       size_t n)
+{
+	int ret = 0;
+	int added = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	if (s) {
+		size_t i;
+		for (i = 0; i < nsubsys; i++)
+			if (subsys[i]->major == s->major)
+				break;
+		if (i == nsubsys) {
+			if (grow(&subsys, &cap_subsys, nsubsys + 1)) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			subsys[nsubsys++] = s;
+			added = 1;
+		}
+	}
+	if (grow(&events, &cap_events, nevents + n)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct strata_event_desc *old =
+			lookup_locked(evs[i]->major, evs[i]->minor);
+		if (old == evs[i])
+			continue;
+		if (old) {
+			ret = -EEXIST;
+			continue;
+		}
+		events[nevents++] = evs[i];
+		added = 1;
+	}
+out:
+	if (added)
+		__atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&reg_lock);
+	return ret;
+}
+
+STRATA_API const struct strata_event_desc *strata_event_lookup(uint8_t major,
+							       uint16_t minor)
+{
+	pthread_mutex_lock(&reg_lock);
+	const struct strata_event_desc *d = lookup_locked(major, minor);
+	pthread_mutex_unlock(&reg_lock);
+	return d;
+}
+
+int strata_registry_foreach(int (*fn)(const struct strata_event_desc *, void *),
+			    void *arg)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < nevents && !ret; i++)
+		ret = fn(events[i], arg);
+	pthread_mutex_unlock(&reg_lock);
+	return ret;
+}
+
+int strata_registry_foreach_subsys(
+	int (*fn)(const struct strata_subsys_desc *, void *), void *arg)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < nsubsys && !ret; i++)
+		ret = fn(subsys[i], arg);
+	pthread_mutex_unlock(&reg_lock);
+	return ret;
+}
+
+uint64_t strata_registry_generation(void)
+{
+	return __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+}
+
+/* Open-addressing set of ids, filled lock-free (a slot goes from 0 to
+ * id + 1 once, by CAS). 1024 distinct blob ids per process is plenty;
+ * past that, blobs are declared as raw words. */
+#define BLOB_SLOTS 1024
+static uint32_t blob_ids[BLOB_SLOTS];
+
+void registry_mark_blob(uint32_t id)
+{
+	uint32_t h = (id * 2654435761u) & (BLOB_SLOTS - 1);
+
+	for (int i = 0; i < BLOB_SLOTS; i++, h = (h + 1) & (BLOB_SLOTS - 1)) {
+		uint32_t cur = __atomic_load_n(&blob_ids[h], __ATOMIC_ACQUIRE);
+		if (cur == id + 1)
+			return;
+		if (cur == 0 &&
+		    (__atomic_compare_exchange_n(&blob_ids[h], &cur, id + 1, 0,
+						 __ATOMIC_RELEASE, __ATOMIC_ACQUIRE) ||
+		     cur == id + 1))
+			return;
+	}
+}
+
+int registry_is_blob(uint32_t id)
+{
+	uint32_t h = (id * 2654435761u) & (BLOB_SLOTS - 1);
+
+	for (int i = 0; i < BLOB_SLOTS; i++, h = (h + 1) & (BLOB_SLOTS - 1)) {
+		uint32_t cur = __atomic_load_n(&blob_ids[h], __ATOMIC_ACQUIRE);
+		if (cur == id + 1)
+			return 1;
+		if (cur == 0)
+			return 0;
+	}
+	return 0;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* The registry of event descriptors the metadata is written from. */
+#ifndef STRATA_LIB_REGISTRY_H
+#define STRATA_LIB_REGISTRY_H
+
+#include <stdint.h>
+
+#include <strata/events.h>
+
+/* Call fn on every registered event, in registration order, under the
+ * registry lock (fn must not register). Stops at and returns the first
+ * non-zero value fn returns; 0 otherwise. */
+int strata_registry_foreach(int (*fn)(const struct strata_event_desc *, void *),
+			    void *arg);
+
+/* Same over subsystems. */
+int strata_registry_foreach_subsys(
+	int (*fn)(const struct strata_subsys_desc *, void *), void *arg);
+
+/* Bumped by every registration that added something: the consumer
+ * rewrites the metadata when it changes. */
+uint64_t strata_registry_generation(void);
+
+/* Ids logged with strata_log_blob() (lock-free set, async-signal-safe). */
+void registry_mark_blob(uint32_t id);
+int registry_is_blob(uint32_t id);
+
+#endif /* STRATA_LIB_REGISTRY_H */

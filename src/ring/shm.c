@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* Ring memory: one memfd mapping per (process, CPU), created lazily. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "ring/ring.h"
+
+struct ring_config ring_cfg = {
+	.psize_shift = 18,   /* 256 KiB */
+	.npackets_shift = 4, /* 16 packets */
+	.mode = STRATA_MODE_DISCARD,
+};
+
+STRATA_API struct strata_ring *strata_rings[STRATA_MAX_CPUS];
+
+/* CPUs whose ring could not be created: don't retry on every event. */
+static uint8_t ring_failed[STRATA_MAX_CPUS];
+
+/*
+ * Layout of one mapping (ring.md §1): the process-private `struct
+ * strata_ring` first (so that one mapping is one allocation and the
+ * creation path needs no malloc), then the shared control block, the
+ * commit counters and the data. Only the part from the control block on
+ * is meaningful to another process; offsets in the control block are
+ * relative to the control block.
+ */
+#define PRIV_SIZE 4096u
+#define CTL_SIZE 4096u
+
+struct strata_ring *ring_get_or_create(unsigned cpu)
+{
+	struct strata_ring *ring, *expected = NULL;
+	uint64_t psize = UINT64_C(1) << ring_cfg.psize_shift;
+	uint64_t npackets = UINT64_C(1) << ring_cfg.npackets_shift;
+	uint64_t commit_size = ALIGN_UP(npackets * 64, 4096);
+	uint64_t size = PRIV_SIZE + CTL_SIZE + commit_size + psize * npackets;
+	unsigned char *base;
+	int fd;
+
+	if (cpu >= STRATA_MAX_CPUS)
+		return NULL;
+	ring = strata_load_acquire(&strata_rings[cpu]);
+	if (ring || strata_load_relaxed(&ring_failed[cpu]))
+		return ring;
+
+	fd = memfd_create("strata-ring", MFD_CLOEXEC);
+	if (fd < 0)
+		goto fail;
+	if (ftruncate(fd, (off_t)size) < 0)
+		goto fail_fd;
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED)
+		goto fail_fd;
+
+	ring = (struct strata_ring *)base;
+	struct strata_ring_ctl *c = (struct strata_ring_ctl *)(base + PRIV_SIZE);
+	c->magic = STRATA_RING_MAGIC;
+	c->version = STRATA_RING_VERSION;
+	c->cpu = cpu;
+	c->pid = strata_pid;
+	c->psize_shift = ring_cfg.psize_shift;
+	c->npackets_shift = ring_cfg.npackets_shift;
+	c->mode = ring_cfg.mode;
+	c->commit_offset = CTL_SIZE;
+	c->data_offset = CTL_SIZE + commit_size;
+	c->map_size = size - PRIV_SIZE;
+	memcpy(c->uuid, ring_cfg.uuid, sizeof(c->uuid));
+
+	ring->ctl = c;
+	ring->commit = (uint64_t *)((unsigned char *)c + CTL_SIZE);
+	ring->data = (unsigned char *)c + c->data_offset;
+	ring->psize = psize;
+	ring->pmask = psize - 1;
+	ring->bufmask = psize * npackets - 1;
+	ring->pshift = ring_cfg.psize_shift;
+	ring->nmask = (uint32_t)npackets - 1;
+	ring->cpu = cpu;
+	ring->fd = fd;
+
+	/* Publish: the release pairs with the acquire load above and with
+	 * the plain load of strata_rings[] on the fast path (a dependent
+	 * load through the pointer: the ring's fields were written first). */
+	if (!__atomic_compare_exchange_n(&strata_rings[cpu], &expected, ring, 0,
+					 __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+		munmap(base, size);
+		close(fd);
+		return expected;
+	}
+	return ring;
+
+fail_fd:
+	close(fd);
+fail:
+	strata_store_relaxed(&ring_failed[cpu], 1);
+	slog_once("cannot create the ring of CPU %u: %s; its events are dropped",
+		  cpu, strerror(errno));
+	return NULL;
+}
+
+void ring_destroy(struct strata_ring *ring)
+{
+	if (!ring)
+		return;
+	size_t size = PRIV_SIZE + ring->ctl->map_size;
+	int fd = ring->fd;
+	munmap(ring, size);
+	close(fd);
+}
+
+uint64_t ring_lost_total(const struct strata_ring *r)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < STRATA_LOST_NCAUSES; i++)
+		n += strata_load_relaxed(&r->ctl->lost[i]);
+	return n;
+}
