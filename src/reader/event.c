@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/* Lazy field decoding and description rendering of one event (format.md §3). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rd.h"
+
+/* "%{name}" / "%{name:x}" / "%%" -> parts, resolved to field indexes once. */
+int rd_class_compile_format(struct rd_class *c, struct rd_meta *m)
+{
+	const char *f = c->pub.format;
+	if (!f)
+		return 0;
+	size_t cap = 2;
+	for (const char *p = f; *p; p++)
+		cap += *p == '%';
+	c->fmt = rd_meta_alloc(m, cap * sizeof(*c->fmt));
+	if (!c->fmt)
+		return -ENOMEM;
+	const char *lit = f;
+	const char *p = f;
+	unsigned n = 0;
+	while (*p) {
+		if (p[0] == '%' && p[1] == '%') {
+			/* literal '%': end the run after the first '%' */
+			c->fmt[n++] = (struct rd_fmt_part){ lit, (uint32_t)(p + 1 - lit), -1, 0 };
+			p += 2;
+			lit = p;
+			continue;
+		}
+		if (p[0] == '%' && p[1] == '{') {
+			const char *b = p + 2, *e = strchr(b, '}');
+			if (!e)
+				break;
+			const char *colon = memchr(b, ':', e - b);
+			size_t nl = (colon ? colon : e) - b;
+			int idx = -1;
+			for (unsigned i = 0; i < c->pub.nfields; i++)
+				if (strlen(c->pub.fields[i].name) == nl &&
+				    !memcmp(c->pub.fields[i].name, b, nl))
+					idx = i;
+			if (idx >= 0) {
+				char spec = colon && colon + 1 < e ? colon[1] : 0;
+				c->fmt[n++] = (struct rd_fmt_part){ lit, (uint32_t)(p - lit), idx, spec };
+				lit = e + 1;
+			}
+			p = e + 1;
+			continue;
+		}
+		p++;
+	}
+	c->fmt[n++] = (struct rd_fmt_part){ lit, (uint32_t)strlen(lit), -1, 0 };
+	c->nfmt = n;
+	return 0;
+}
+
+int strata_event_class_field(const struct strata_event_class *cls, const char *name)
+{
+	for (unsigned i = 0; i < cls->nfields; i++)
+		if (!strcmp(cls->fields[i].name, name))
+			return i;
+	return -ENOENT;
+}
+
+static inline uint64_t load(const uint8_t *p, unsigned bits, bool sgn)
+{
+	switch (bits) {
+	case 8:
+		return sgn ? (uint64_t)(int64_t)(int8_t)p[0] : p[0];
+	case 16: {
+		uint16_t v;
+		memcpy(&v, p, 2);
+		return sgn ? (uint64_t)(int64_t)(int16_t)v : v;
+	}
+	case 32: {
+		uint32_t v;
+		memcpy(&v, p, 4);
+		return sgn ? (uint64_t)(int64_t)(int32_t)v : v;
+	}
+	default:
+		return rd_le64(p);
+	}
+}
+
+uint64_t strata_value_elem(const struct strata_value *v, uint32_t i)
+{
+	if (v->type != STRATA_VALUE_ARRAY || i >= v->count)
+		return 0;
+	return load((const uint8_t *)v->data + (size_t)i * (v->elem_bits / 8),
+		    v->elem_bits, v->elem_signed);
+}
+
+/* Decode field f at byte offset off of the payload; *end gets the offset
+ * after it. The caller has checked nothing: every read is bounds-checked. */
+static int decode_at(const struct strata_event *ev,
+		     const struct strata_field_class *f, const struct strata_value *prev,
+		     uint32_t off, uint32_t *end, struct strata_value *v)
+{
+	const uint8_t *p = ev->payload;
+	uint32_t size = ev->size, esz = f->bits / 8;
+	memset(v, 0, sizeof(*v));
+	if (f->type == STRATA_FIELD_INT || f->type == STRATA_FIELD_ENUM) {
+		if (off > size || size - off < esz)
+			return -EBADMSG;
+		v->u = load(p + off, f->bits, f->is_signed);
+		v->type = f->is_signed ? STRATA_VALUE_SINT : STRATA_VALUE_UINT;
+		*end = off + esz;
+		return 0;
+	}
+	if (f->type == STRATA_FIELD_FLOAT) {
+		if (off > size || size - off < esz)
+			return -EBADMSG;
+		if (f->bits == 32) {
+			float x;
+			memcpy(&x, p + off, 4);
+			v->d = x;
+		} else {
+			memcpy(&v->d, p + off, 8);
+		}
+		v->type = STRATA_VALUE_DOUBLE;
+		*end = off + esz;
+		return 0;
+	}
+	uint64_t count = f->length;
+	if (f->type == STRATA_FIELD_SEQUENCE)
+		count = prev[f->length_field].u;
+	uint64_t bytes = count * esz;
+	if (off > size || size - off < bytes)
+		return -EBADMSG;
+	*end = off + (uint32_t)bytes;
+	if (f->text) {
+		/* text: the count includes the NUL and padding (format.md §3) */
+		const char *s = (const char *)p + off;
+		const char *z = memchr(s, 0, bytes);
+		v->type = STRATA_VALUE_STRING;
+		v->str = s;
+		v->count = z ? (uint32_t)(z - s) : (uint32_t)bytes;
+		return 0;
+	}
+	v->type = STRATA_VALUE_ARRAY;
+	v->elem_bits = f->bits;
+	v->elem_signed = f->is_signed;
+	v->count = (uint32_t)count;
+	v->data = p + off;
+	return 0;
+}
+
+int strata_event_fields(const struct strata_event *ev, struct strata_value *vals,
+			unsigned n)
+{
+	const struct strata_event_class *c = ev->cls;
+	if (n < c->nfields)
+		return -EINVAL;
+	if (RD_LIKELY(c->fixed)) {
+		/* specialised path: offsets precomputed, one bounds check */
+		if (RD_UNLIKELY(ev->size < c->min_size))
+			return -EBADMSG;
+		for (unsigned i = 0; i < c->nfields; i++) {
+			const struct strata_field_class *f = &c->fields[i];
+			struct strata_value *v = &vals[i];
+			const uint8_t *p = ev->payload + f->offset;
+			if (RD_LIKELY(f->type == STRATA_FIELD_INT || f->type == STRATA_FIELD_ENUM)) {
+				v->type = f->is_signed ? STRATA_VALUE_SINT : STRATA_VALUE_UINT;
+				v->u = load(p, f->bits, f->is_signed);
+			} else {
+				uint32_t end;
+				decode_at(ev, f, vals, f->offset, &end, v);
+			}
+		}
+		return c->nfields;
+	}
+	uint32_t off = 0;
+	for (unsigned i = 0; i < c->nfields; i++) {
+		const struct strata_field_class *f = &c->fields[i];
+		off = (off + f->align - 1) & ~(uint32_t)(f->align - 1);
+		if (decode_at(ev, f, vals, off, &off, &vals[i]) < 0)
+			return -EBADMSG;
+	}
+	return c->nfields;
+}
+
+int strata_event_field(const struct strata_event *ev, unsigned idx,
+		       struct strata_value *out)
+{
+	const struct strata_event_class *c = ev->cls;
+	if (idx >= c->nfields)
+		return -EINVAL;
+	const struct strata_field_class *f = &c->fields[idx];
+	uint32_t end;
+	if (f->offset != STRATA_OFFSET_VARIABLE && f->type != STRATA_FIELD_SEQUENCE)
+		return decode_at(ev, f, NULL, f->offset, &end, out);
+	/* a field after a sequence: walk from the start */
+	struct strata_value tmp[64], *vals = tmp;
+	if (idx >= 64) {
+		vals = malloc((idx + 1) * sizeof(*vals));
+		if (!vals)
+			return -ENOMEM;
+	}
+	uint32_t off = 0;
+	int rc = 0;
+	for (unsigned i = 0; i <= idx && !rc; i++) {
+		const struct strata_field_class *fi = &c->fields[i];
+		off = (off + fi->align - 1) & ~(uint32_t)(fi->align - 1);
+		rc = decode_at(ev, fi, vals, off, &off, &vals[i]);
+	}
+	if (!rc)
+		*out = vals[idx];
+	if (vals != tmp)
+		free(vals);
+	return rc;
+}
+
+/* ---- rendering -------------------------------------------------------------- */
+
+struct sbuf {
+	char *p;
+	size_t len, n; /* capacity, bytes wanted so far */
+};
+
+static void put(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->n < b->len) {
+		size_t room = b->len - b->n;
+		memcpy(b->p + b->n, s, n < room ? n : room);
+	}
+	b->n += n;
+}
+
+static const char *enum_label(const struct strata_field_class *f, uint64_t u)
+{
+	for (unsigned i = 0; i < f->nmappings; i++) {
+		const struct strata_enum_mapping *m = &f->mappings[i];
+		if (f->is_signed ? ((int64_t)u >= m->lo && (int64_t)u <= m->hi)
+				 : (u >= (uint64_t)m->lo && u <= (uint64_t)m->hi))
+			return m->label;
+	}
+	return NULL;
+}
+
+static void put_int(struct sbuf *b, uint64_t u, bool sgn, char spec, int base)
+{
+	char tmp[72];
+	int n;
+	if (spec == 'x' || (!spec && base == 16))
+		n = snprintf(tmp, sizeof(tmp), "0x%" PRIx64, u);
+	else if (spec == 'o' || (!spec && base == 8))
+		n = snprintf(tmp, sizeof(tmp), "0%" PRIo64, u);
+	else if (spec == 'b' || (!spec && base == 2)) {
+		int i = 0;
+		tmp[i++] = '0';
+		tmp[i++] = 'b';
+		int hi = 63;
+		while (hi > 0 && !(u >> hi))
+			hi--;
+		for (; hi >= 0; hi--)
+			tmp[i++] = '0' + ((u >> hi) & 1);
+		n = i;
+	} else if (spec == 'u' || (!sgn && spec != 'd'))
+		n = snprintf(tmp, sizeof(tmp), "%" PRIu64, u);
+	else
+		n = snprintf(tmp, sizeof(tmp), "%" PRId64, (int64_t)u);
+	put(b, tmp, n);
+}
+
+static void put_value(struct sbuf *b, const struct strata_field_class *f,
+		      const struct strata_value *v, char spec, bool quote)
+{
+	char tmp[64];
+	switch (v->type) {
+	case STRATA_VALUE_UINT:
+	case STRATA_VALUE_SINT:
+		if (f->type == STRATA_FIELD_ENUM && !spec) {
+			const char *l = enum_label(f, v->u);
+			if (l) {
+				put(b, l, strlen(l));
+				return;
+			}
+		}
+		put_int(b, v->u, v->type == STRATA_VALUE_SINT, spec, f->base);
+		return;
+	case STRATA_VALUE_DOUBLE:
+		put(b, tmp, snprintf(tmp, sizeof(tmp), "%g", v->d));
+		return;
+	case STRATA_VALUE_STRING:
+		if (quote)
+			put(b, "\"", 1);
+		put(b, v->str, v->count);
+		if (quote)
+			put(b, "\"", 1);
+		return;
+	case STRATA_VALUE_ARRAY:
+		put(b, "[", 1);
+		for (uint32_t i = 0; i < v->count; i++) {
+			if (i)
+				put(b, ", ", 2);
+			put_int(b, strata_value_elem(v, i), v->elem_signed, spec, f->base);
+		}
+		put(b, "]", 1);
+		return;
+	}
+}
+
+int strata_event_describe(const struct strata_event *ev, char *buf, size_t len)
+{
+	const struct rd_class *c = (const struct rd_class *)ev->cls;
+	struct strata_value stack[32], *vals = stack;
+	unsigned nf = c->pub.nfields;
+	int rc;
+	if (nf > 32) {
+		vals = malloc(nf * sizeof(*vals));
+		if (!vals)
+			return -ENOMEM;
+	}
+	rc = strata_event_fields(ev, vals, nf);
+	if (rc < 0)
+		goto out;
+	struct sbuf b = { buf, len ? len - 1 : 0, 0 };
+	if (c->fmt) {
+		for (unsigned i = 0; i < c->nfmt; i++) {
+			const struct rd_fmt_part *pt = &c->fmt[i];
+			put(&b, pt->lit, pt->litlen);
+			if (pt->field >= 0)
+				put_value(&b, &c->pub.fields[pt->field], &vals[pt->field],
+					  pt->spec, false);
+		}
+	} else {
+		bool first = true;
+		for (unsigned i = 0; i < nf; i++) {
+			const struct strata_field_class *f = &c->pub.fields[i];
+			if (f->hidden)
+				continue;
+			if (!first)
+				put(&b, " ", 1);
+			first = false;
+			put(&b, f->name, strlen(f->name));
+			put(&b, "=", 1);
+			put_value(&b, f, &vals[i], 0, true);
+		}
+	}
+	if (len)
+		buf[b.n < len ? b.n : len - 1] = 0;
+	rc = b.n > INT32_MAX ? INT32_MAX : (int)b.n;
+out:
+	if (vals != stack)
+		free(vals);
+	return rc;
+}

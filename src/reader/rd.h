@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/* libstrata-reader internals shared by its modules (not installed). */
+#ifndef STRATA_RD_H
+#define STRATA_RD_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <strata/reader.h>
+
+#define RD_LIKELY(x) __builtin_expect(!!(x), 1)
+#define RD_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* format.md §2 */
+#define RD_PACKET_MAGIC 0xC1FC1FC1u
+#define RD_HEADER_SIZE 96u
+#define RD_MIN_PACKET (4096u)            /* accept smaller than spec's 16 KiB */
+#define RD_MAX_PACKET (64ull << 20)
+/* format.md §7 */
+#define RD_INDEX_MAGIC 0xC1F1DCC1u
+#define RD_INDEX_ENTRY 72u
+
+/* format.md §4: strata's own records, major 0 */
+#define RD_ID_THREAD 1u
+#define RD_ID_CLOCK 2u
+
+static inline uint64_t rd_le64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v; /* little-endian hosts only; checked in CMake */
+}
+static inline uint32_t rd_le32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+static inline uint64_t rd_be64(const uint8_t *p)
+{
+	return __builtin_bswap64(rd_le64(p));
+}
+static inline uint32_t rd_be32(const uint8_t *p)
+{
+	return __builtin_bswap32(rd_le32(p));
+}
+
+/* ---- metadata (metadata.c) -------------------------------------------- */
+
+/* One compiled piece of a format string: literal text, then a field. */
+struct rd_fmt_part {
+	const char *lit;
+	uint32_t litlen;
+	int32_t field; /* -1: literal only */
+	char spec;     /* 0, 'x', 'd', 'u', 'o', 'b' */
+};
+
+struct rd_class {
+	struct strata_event_class pub;
+	struct rd_fmt_part *fmt; /* NULL: no format string */
+	unsigned nfmt;
+};
+
+struct rd_env {
+	char *key;
+	char *value;
+};
+
+struct rd_meta {
+	struct rd_class **classes; /* sorted by id */
+	unsigned nclasses;
+	struct rd_env *env;
+	unsigned nenv;
+	char *clock_name;
+	uint64_t freq;
+	int64_t offset_s, offset;
+	uint8_t uuid[16];
+	bool has_uuid;
+	/* everything allocated while parsing, freed at once */
+	void **allocs;
+	size_t nallocs, capallocs;
+};
+
+/* Parse TSDL text. On error returns -EINVAL and writes "line N: problem"
+ * into err. */
+int rd_meta_parse(const char *text, size_t len, struct rd_meta *m, char *err,
+		  size_t errlen);
+void rd_meta_fini(struct rd_meta *m);
+const char *rd_meta_env(const struct rd_meta *m, const char *key);
+
+/* ---- trace, streams, packets (trace.c) -------------------------------- */
+
+#define RD_PK_BAD 1u              /* header rejected: skipped */
+#define RD_PK_SEQ_REPORTED 2u     /* problems already reported once */
+#define RD_PK_DAMAGE_REPORTED 4u
+#define RD_PK_DISC_REPORTED 8u
+
+struct rd_packet {
+	uint64_t offset;       /* in the file */
+	uint64_t ts_begin, ts_end;
+	uint64_t content;      /* bytes, clamped to the file; 0: unreadable */
+	uint64_t discarded;    /* cumulative */
+	uint64_t seq;
+	uint32_t cpu, pid, tid;
+	uint32_t flags;        /* RD_PK_* */
+};
+
+struct rd_subtrace {
+	char *dir;
+	struct rd_meta meta;
+	/* id lookup: by_major[major] -> array of minor -> class */
+	struct rd_class **by_major[64];
+	uint32_t nminor[64];
+	uint32_t vpid;
+};
+
+struct rd_stream {
+	char *path;
+	struct rd_subtrace *sub;
+	unsigned subidx;
+	const uint8_t *map;
+	uint64_t size;
+	uint64_t packet_size;
+	struct rd_packet *packets;
+	uint64_t npackets;
+	uint32_t cpu;
+	uint64_t begin, end, discarded, packets_lost;
+};
+
+struct strata_trace {
+	struct rd_subtrace *subs;
+	unsigned nsubs;
+	struct rd_stream *streams;
+	unsigned nstreams;
+	const struct strata_event_class **classes; /* by pub.index */
+	unsigned nclasses;
+	uint64_t begin, end, total_size;
+	uint64_t freq;
+	int64_t offset_s, offset;
+	const char *clock_name;
+	strata_problem_fn problem;
+	void *problem_arg;
+	uint64_t nproblems;
+};
+
+void rd_report(struct strata_trace *t, int kind, const char *file,
+	       uint64_t offset, uint64_t count, uint64_t ts, const char *fmt,
+	       ...) __attribute__((format(printf, 7, 8)));
+
+static inline const struct rd_class *rd_lookup(const struct rd_subtrace *s,
+					       uint32_t id)
+{
+	uint32_t major = (id >> 16) & 63, minor = id & 0xffff;
+	if (minor >= s->nminor[major])
+		return NULL;
+	return s->by_major[major][minor];
+}
+
+/* ---- filters (filter.c) ----------------------------------------------- */
+
+struct rd_filter_prog;
+
+struct strata_filter {
+	struct strata_trace *trace;
+	uint64_t t_begin, t_end;
+	uint32_t *cpus, ncpus;
+	uint32_t *pids, npids;
+	uint32_t *tids, ntids;
+	bool by_name;
+	uint8_t *name_ok;        /* per class index, when by_name */
+	struct rd_filter_prog **progs;
+	unsigned nprogs;
+};
+
+bool rd_filter_expr_match(const struct strata_filter *f,
+			  const struct strata_event *ev);
+
+static inline bool rd_in(const uint32_t *v, uint32_t n, uint32_t x)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+/* ---- decoding (event.c) ------------------------------------------------ */
+
+int rd_class_compile_format(struct rd_class *c, struct rd_meta *m);
+void *rd_meta_alloc(struct rd_meta *m, size_t n);
+char *rd_meta_strdup(struct rd_meta *m, const char *s, size_t n);
+
+#endif /* STRATA_RD_H */

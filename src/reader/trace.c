@@ -1,0 +1,740 @@
+/* SPDX-License-Identifier: MIT */
+/* Opening a trace: sub-trace discovery, metadata, stream mappings, packet index. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rd.h"
+
+#define MAX_DEPTH 8
+#define MAX_METADATA (64u << 20)
+
+void rd_report(struct strata_trace *t, int kind, const char *file,
+	       uint64_t offset, uint64_t count, uint64_t ts, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+	t->nproblems++;
+	if (!t->problem)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	struct strata_problem p = { kind, file, offset, count, ts, what };
+	t->problem(&p, t->problem_arg);
+}
+
+/* ---- discovery -------------------------------------------------------------- */
+
+struct strlist {
+	char **v;
+	size_t n, cap;
+};
+
+static int sl_push(struct strlist *l, char *s)
+{
+	if (!s)
+		return -ENOMEM;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		char **v = realloc(l->v, cap * sizeof(*v));
+		if (!v) {
+			free(s);
+			return -ENOMEM;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = s;
+	return 0;
+}
+
+static void sl_free(struct strlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
+static char *path_join(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *s = malloc(la + lb + 2);
+	if (!s)
+		return NULL;
+	memcpy(s, a, la);
+	s[la] = '/';
+	memcpy(s + la + 1, b, lb + 1);
+	return s;
+}
+
+/* "cpu10" after "cpu9": compare digit runs by value. */
+static int natcmp(const char *a, const char *b)
+{
+	while (*a && *b) {
+		if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+			unsigned long long x = strtoull(a, (char **)&a, 10);
+			unsigned long long y = strtoull(b, (char **)&b, 10);
+			if (x != y)
+				return x < y ? -1 : 1;
+			continue;
+		}
+		if (*a != *b)
+			return (unsigned char)*a - (unsigned char)*b;
+		a++;
+		b++;
+	}
+	return (unsigned char)*a - (unsigned char)*b;
+}
+
+static int natcmp_p(const void *a, const void *b)
+{
+	return natcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool is_file(const char *dir, const char *name)
+{
+	struct stat st;
+	char *p = path_join(dir, name);
+	bool ok = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+	free(p);
+	return ok;
+}
+
+static int find_subtraces(const char *dir, int depth, struct strlist *out)
+{
+	if (is_file(dir, "metadata")) {
+		char *d = strdup(dir);
+		return sl_push(out, d);
+	}
+	if (depth >= MAX_DEPTH)
+		return 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return depth ? 0 : -errno;
+	struct strlist kids = { 0 };
+	struct dirent *de;
+	int rc = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *p = path_join(dir, de->d_name);
+		struct stat st;
+		if (p && lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+			if ((rc = sl_push(&kids, p)) < 0)
+				break;
+		} else {
+			free(p);
+		}
+	}
+	closedir(d);
+	if (kids.n)
+		qsort(kids.v, kids.n, sizeof(char *), natcmp_p);
+	for (size_t i = 0; !rc && i < kids.n; i++)
+		rc = find_subtraces(kids.v[i], depth + 1, out);
+	sl_free(&kids);
+	return rc;
+}
+
+/* ---- packet index ----------------------------------------------------------- */
+
+static bool pow2(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+/* Why the header at `off` is unusable, or NULL. Fills *pk from it. */
+static const char *check_header(const struct rd_stream *s, uint64_t off,
+				uint64_t psize, struct rd_packet *pk)
+{
+	const uint8_t *h = s->map + off;
+	memset(pk, 0, sizeof(*pk));
+	pk->offset = off;
+	if (rd_le32(h) != RD_PACKET_MAGIC)
+		return "bad packet magic";
+	uint64_t ps_bits = rd_le64(h + 56), cs_bits = rd_le64(h + 48);
+	if (psize && ps_bits != psize * 8)
+		return "packet_size differs from the stream's";
+	if (!pow2(ps_bits / 8) || ps_bits % 8 || ps_bits / 8 < RD_MIN_PACKET ||
+	    ps_bits / 8 > RD_MAX_PACKET)
+		return "impossible packet_size";
+	if (cs_bits > ps_bits || cs_bits < RD_HEADER_SIZE * 8 || cs_bits % 64)
+		return "impossible content_size";
+	pk->ts_begin = rd_le64(h + 32);
+	pk->ts_end = rd_le64(h + 40);
+	if (pk->ts_end < pk->ts_begin)
+		return "timestamp_end before timestamp_begin";
+	pk->content = cs_bits / 8;
+	pk->seq = rd_le64(h + 64);
+	pk->discarded = rd_le64(h + 72);
+	pk->cpu = rd_le32(h + 80);
+	pk->pid = rd_le32(h + 84);
+	pk->tid = rd_le32(h + 88);
+	return NULL;
+}
+
+/* The stream's packet size: from the first header, or the first valid
+ * header found at a power-of-two offset that is a multiple of its size. */
+static uint64_t find_packet_size(const struct rd_stream *s)
+{
+	struct rd_packet pk;
+	if (!check_header(s, 0, 0, &pk) && s->size >= RD_HEADER_SIZE)
+		return rd_le64(s->map + 56) / 8;
+	for (uint64_t off = RD_MIN_PACKET; off + RD_HEADER_SIZE <= s->size;
+	     off += RD_MIN_PACKET) {
+		if (check_header(s, off, 0, &pk))
+			continue;
+		uint64_t p = rd_le64(s->map + off + 56) / 8;
+		if (off % p == 0)
+			return p;
+	}
+	return 0;
+}
+
+static int load_index(struct strata_trace *t, struct rd_stream *s,
+		      const char *idxpath)
+{
+	int fd = open(idxpath, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT; /* a cache: missing is normal */
+	struct stat st;
+	int rc = -EINVAL;
+	uint8_t *buf = NULL;
+	const char *why = "unreadable";
+	if (fstat(fd, &st) || st.st_size < 16 || st.st_size > (1ll << 32))
+		goto bad;
+	buf = malloc(st.st_size);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (pread(fd, buf, st.st_size, 0) != st.st_size)
+		goto bad;
+	uint32_t esz = rd_be32(buf + 12);
+	why = "bad header";
+	if (rd_be32(buf) != RD_INDEX_MAGIC || rd_be32(buf + 4) != 1 || esz < RD_INDEX_ENTRY)
+		goto bad;
+	uint64_t n = (st.st_size - 16) / esz;
+	uint64_t want = (s->size + s->packet_size - 1) / s->packet_size;
+	why = "packet count differs from the stream file";
+	if (n != want)
+		goto bad;
+	struct rd_packet *pk = calloc(n ? n : 1, sizeof(*pk));
+	if (!pk) {
+		free(buf);
+		close(fd);
+		return -ENOMEM;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		const uint8_t *e = buf + 16 + i * esz;
+		pk[i].offset = rd_be64(e);
+		pk[i].content = rd_be64(e + 16) / 8;
+		pk[i].ts_begin = rd_be64(e + 24);
+		pk[i].ts_end = rd_be64(e + 32);
+		pk[i].discarded = rd_be64(e + 40);
+		pk[i].seq = rd_be64(e + 64);
+		why = "entry inconsistent with the stream file";
+		if (pk[i].offset != i * s->packet_size ||
+		    rd_be64(e + 8) != s->packet_size * 8 ||
+		    pk[i].content > s->packet_size || pk[i].content < RD_HEADER_SIZE ||
+		    pk[i].offset + pk[i].content > s->size ||
+		    pk[i].ts_end < pk[i].ts_begin ||
+		    (i && pk[i].ts_begin < pk[i - 1].ts_begin)) {
+			free(pk);
+			goto bad;
+		}
+		/* cpu/pid/tid come from the header, read when the packet is
+		 * entered; `bad` is decided there too. */
+		pk[i].cpu = UINT32_MAX;
+	}
+	free(buf);
+	close(fd);
+	s->packets = pk;
+	s->npackets = n;
+	return 0;
+bad:
+	rd_report(t, STRATA_PROBLEM_INDEX, idxpath, 0, 0, 0,
+		  "index %s; rebuilt from packet headers", why);
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+static int build_index(struct strata_trace *t, struct rd_stream *s)
+{
+	uint64_t n = (s->size + s->packet_size - 1) / s->packet_size;
+	struct rd_packet *pk = calloc(n ? n : 1, sizeof(*pk));
+	if (!pk)
+		return -ENOMEM;
+	uint64_t last_end = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t off = i * s->packet_size;
+		const char *why;
+		if (off + RD_HEADER_SIZE > s->size)
+			why = "truncated packet header";
+		else
+			why = check_header(s, off, s->packet_size, &pk[i]);
+		if (why) {
+			rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, off, 0, last_end,
+				  "%s; packet skipped", why);
+			memset(&pk[i], 0, sizeof(pk[i]));
+			pk[i].offset = off;
+			pk[i].flags = RD_PK_BAD;
+			pk[i].ts_begin = pk[i].ts_end = last_end;
+			continue;
+		}
+		if (off + pk[i].content > s->size) {
+			rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, s->size, 0,
+				  pk[i].ts_begin,
+				  "file truncated inside a packet (content ends at %" PRIu64
+				  "); reading what is there", off + pk[i].content);
+			pk[i].content = (s->size - off) & ~7ull;
+		}
+		if (pk[i].ts_begin < last_end) {
+			rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, off, 0, last_end,
+				  "packet begins before the previous one ends; packet skipped");
+			pk[i].flags = RD_PK_BAD;
+			pk[i].ts_begin = pk[i].ts_end = last_end;
+			continue;
+		}
+		last_end = pk[i].ts_end;
+	}
+	s->packets = pk;
+	s->npackets = n;
+	return 0;
+}
+
+/* Totals of a stream from its index (events_discarded is cumulative). */
+static void stream_totals(struct rd_stream *s)
+{
+	bool first = true;
+	uint64_t prev_seq = 0;
+	s->begin = UINT64_MAX;
+	s->end = 0;
+	for (uint64_t i = 0; i < s->npackets; i++) {
+		const struct rd_packet *p = &s->packets[i];
+		if (p->flags & RD_PK_BAD)
+			continue;
+		if (p->ts_begin < s->begin)
+			s->begin = p->ts_begin;
+		if (p->ts_end > s->end)
+			s->end = p->ts_end;
+		if (p->discarded > s->discarded)
+			s->discarded = p->discarded;
+		if (!first && p->seq > prev_seq + 1)
+			s->packets_lost += p->seq - prev_seq - 1;
+		prev_seq = p->seq;
+		first = false;
+	}
+	if (first)
+		s->begin = s->end = 0;
+}
+
+static int open_stream(struct strata_trace *t, struct rd_stream *s)
+{
+	int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, 0, 0, 0, "cannot open: %s",
+			  strerror(errno));
+		return 0;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return 0;
+	}
+	s->size = st.st_size;
+	if (s->size) {
+		void *m = mmap(NULL, s->size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m == MAP_FAILED) {
+			rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, 0, 0, 0,
+				  "cannot map: %s", strerror(errno));
+			s->size = 0;
+		} else {
+			s->map = m;
+			madvise(m, s->size, MADV_SEQUENTIAL);
+		}
+	}
+	close(fd);
+	if (!s->size)
+		return 0;
+	if (s->size < RD_HEADER_SIZE) {
+		rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, 0, 0, 0,
+			  "file of %" PRIu64 " bytes is shorter than a packet header", s->size);
+		return 0;
+	}
+	s->packet_size = find_packet_size(s);
+	if (!s->packet_size) {
+		rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, 0, 0, 0,
+			  "no valid packet header found; stream skipped");
+		return 0;
+	}
+	/* index/<name>.idx next to the stream file */
+	const char *base = strrchr(s->path, '/');
+	base = base ? base + 1 : s->path;
+	size_t dl = base - s->path;
+	char *idx = malloc(dl + strlen(base) + 16);
+	if (!idx)
+		return -ENOMEM;
+	sprintf(idx, "%.*sindex/%s.idx", (int)dl, s->path, base);
+	int rc = load_index(t, s, idx);
+	free(idx);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0 && (rc = build_index(t, s)) < 0)
+		return rc;
+	stream_totals(s);
+	return 0;
+}
+
+static int add_streams(struct strata_trace *t, unsigned subidx)
+{
+	struct rd_subtrace *sub = &t->subs[subidx];
+	DIR *d = opendir(sub->dir);
+	if (!d)
+		return 0;
+	struct strlist names = { 0 };
+	struct dirent *de;
+	int rc = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, "metadata"))
+			continue;
+		if (!is_file(sub->dir, de->d_name))
+			continue;
+		if ((rc = sl_push(&names, strdup(de->d_name))) < 0)
+			break;
+	}
+	closedir(d);
+	if (names.n)
+		qsort(names.v, names.n, sizeof(char *), natcmp_p);
+	for (size_t i = 0; !rc && i < names.n; i++) {
+		struct rd_stream *ns = realloc(t->streams, (t->nstreams + 1) * sizeof(*ns));
+		if (!ns) {
+			rc = -ENOMEM;
+			break;
+		}
+		t->streams = ns;
+		struct rd_stream *s = &ns[t->nstreams];
+		memset(s, 0, sizeof(*s));
+		s->sub = NULL; /* fixed up once t->subs stops moving */
+		s->subidx = subidx;
+		s->path = path_join(sub->dir, names.v[i]);
+		if (!s->path) {
+			rc = -ENOMEM;
+			break;
+		}
+		t->nstreams++;
+		const char *nm = names.v[i];
+		s->cpu = strncmp(nm, "cpu", 3) ? UINT32_MAX : (uint32_t)strtoul(nm + 3, NULL, 10);
+		rc = open_stream(t, s);
+		if (!rc && s->cpu == UINT32_MAX && s->npackets) {
+			for (uint64_t k = 0; k < s->npackets; k++)
+				if (!(s->packets[k].flags & RD_PK_BAD) && s->packets[k].cpu != UINT32_MAX) {
+					s->cpu = s->packets[k].cpu;
+					break;
+				}
+		}
+	}
+	sl_free(&names);
+	return rc;
+}
+
+static int load_metadata(struct strata_trace *t, struct rd_subtrace *sub)
+{
+	char *path = path_join(sub->dir, "metadata");
+	if (!path)
+		return -ENOMEM;
+	int rc = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *text = NULL;
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		rd_report(t, STRATA_PROBLEM_METADATA, path, 0, 0, 0, "cannot read: %s",
+			  strerror(errno));
+		rc = -EINVAL;
+		goto out;
+	}
+	if (st.st_size > MAX_METADATA) {
+		rd_report(t, STRATA_PROBLEM_METADATA, path, 0, 0, 0,
+			  "metadata larger than %u MiB", MAX_METADATA >> 20);
+		rc = -EINVAL;
+		goto out;
+	}
+	text = malloc(st.st_size + 1);
+	if (!text) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	ssize_t got = pread(fd, text, st.st_size, 0);
+	if (got < 0)
+		got = 0;
+	char err[256];
+	rc = rd_meta_parse(text, got, &sub->meta, err, sizeof(err));
+	if (rc == -EINVAL) {
+		long line = strtol(err + 5, NULL, 10);
+		rd_report(t, STRATA_PROBLEM_METADATA, path, line, 0, 0,
+			  "%s; sub-trace skipped", err);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	free(text);
+	free(path);
+	return rc;
+}
+
+static int build_lookup(struct rd_subtrace *sub)
+{
+	uint32_t maxminor[64] = { 0 };
+	for (unsigned i = 0; i < sub->meta.nclasses; i++) {
+		uint32_t id = sub->meta.classes[i]->pub.id;
+		uint32_t mj = (id >> 16) & 63, mn = id & 0xffff;
+		if (mn + 1 > maxminor[mj])
+			maxminor[mj] = mn + 1;
+	}
+	for (unsigned mj = 0; mj < 64; mj++) {
+		if (!maxminor[mj])
+			continue;
+		sub->by_major[mj] = calloc(maxminor[mj], sizeof(struct rd_class *));
+		if (!sub->by_major[mj])
+			return -ENOMEM;
+		sub->nminor[mj] = maxminor[mj];
+	}
+	for (unsigned i = 0; i < sub->meta.nclasses; i++) {
+		struct rd_class *c = sub->meta.classes[i];
+		uint32_t id = c->pub.id;
+		if (id >> 22)
+			continue;
+		sub->by_major[(id >> 16) & 63][id & 0xffff] = c;
+	}
+	return 0;
+}
+
+int strata_trace_open(const char *path, const struct strata_open_options *opt,
+		      struct strata_trace **out)
+{
+	struct strata_trace *t = calloc(1, sizeof(*t));
+	struct strlist dirs = { 0 };
+	int rc;
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	if (opt) {
+		t->problem = opt->problem;
+		t->problem_arg = opt->problem_arg;
+	}
+	struct stat st;
+	if (stat(path, &st) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		rc = -ENOTDIR;
+		goto fail;
+	}
+	if ((rc = find_subtraces(path, 0, &dirs)) < 0)
+		goto fail;
+	if (!dirs.n) {
+		rc = -ENOENT;
+		goto fail;
+	}
+	t->subs = calloc(dirs.n, sizeof(*t->subs));
+	if (!t->subs) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (size_t i = 0; i < dirs.n; i++) {
+		struct rd_subtrace *sub = &t->subs[t->nsubs];
+		sub->dir = dirs.v[i];
+		dirs.v[i] = NULL;
+		rc = load_metadata(t, sub);
+		if (rc == -ENOMEM)
+			goto fail;
+		if (rc < 0) {
+			free(sub->dir);
+			sub->dir = NULL;
+			continue;
+		}
+		t->nsubs++;
+		if ((rc = build_lookup(sub)) < 0)
+			goto fail;
+		const char *vpid = rd_meta_env(&sub->meta, "vpid");
+		sub->vpid = vpid ? (uint32_t)strtoul(vpid, NULL, 10) : 0;
+		if ((rc = add_streams(t, t->nsubs - 1)) < 0)
+			goto fail;
+	}
+	if (!t->nsubs) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	/* class table, clock, time span */
+	for (unsigned i = 0; i < t->nsubs; i++)
+		t->nclasses += t->subs[i].meta.nclasses;
+	t->classes = calloc(t->nclasses ? t->nclasses : 1, sizeof(*t->classes));
+	if (!t->classes) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	unsigned k = 0;
+	for (unsigned i = 0; i < t->nsubs; i++)
+		for (unsigned j = 0; j < t->subs[i].meta.nclasses; j++) {
+			struct rd_class *c = t->subs[i].meta.classes[j];
+			c->pub.index = k;
+			t->classes[k++] = &c->pub;
+		}
+	t->freq = t->subs[0].meta.freq;
+	t->offset_s = t->subs[0].meta.offset_s;
+	t->offset = t->subs[0].meta.offset;
+	t->clock_name = t->subs[0].meta.clock_name ? t->subs[0].meta.clock_name : "";
+	t->begin = UINT64_MAX;
+	for (unsigned i = 0; i < t->nstreams; i++) {
+		struct rd_stream *s = &t->streams[i];
+		s->sub = &t->subs[s->subidx];
+		t->total_size += s->size;
+		bool any = false;
+		for (uint64_t p = 0; p < s->npackets && !any; p++)
+			any = !(s->packets[p].flags & RD_PK_BAD);
+		if (!any)
+			continue;
+		if (s->begin < t->begin)
+			t->begin = s->begin;
+		if (s->end > t->end)
+			t->end = s->end;
+	}
+	if (t->begin == UINT64_MAX)
+		t->begin = 0;
+	sl_free(&dirs);
+	*out = t;
+	return 0;
+fail:
+	sl_free(&dirs);
+	strata_trace_close(t);
+	return rc;
+}
+
+void strata_trace_close(struct strata_trace *t)
+{
+	if (!t)
+		return;
+	for (unsigned i = 0; i < t->nstreams; i++) {
+		struct rd_stream *s = &t->streams[i];
+		if (s->map)
+			munmap((void *)s->map, s->size);
+		free(s->packets);
+		free(s->path);
+	}
+	free(t->streams);
+	for (unsigned i = 0; i < t->nsubs; i++) {
+		for (unsigned mj = 0; mj < 64; mj++)
+			free(t->subs[i].by_major[mj]);
+		rd_meta_fini(&t->subs[i].meta);
+		free(t->subs[i].dir);
+	}
+	free(t->subs);
+	free(t->classes);
+	free(t);
+}
+
+/* ---- accessors ---------------------------------------------------------------- */
+
+unsigned strata_trace_nstreams(const struct strata_trace *t)
+{
+	return t->nstreams;
+}
+
+int strata_trace_stream(const struct strata_trace *t, unsigned i,
+			struct strata_stream_info *o)
+{
+	if (i >= t->nstreams)
+		return -EINVAL;
+	const struct rd_stream *s = &t->streams[i];
+	const char *pn = rd_meta_env(&s->sub->meta, "procname");
+	uint64_t good = 0;
+	for (uint64_t p = 0; p < s->npackets; p++)
+		good += !(s->packets[p].flags & RD_PK_BAD);
+	*o = (struct strata_stream_info){
+		.path = s->path, .trace_dir = s->sub->dir, .cpu = s->cpu,
+		.pid = s->sub->vpid, .procname = pn ? pn : "", .file_size = s->size,
+		.packet_size = s->packet_size, .npackets = good, .begin = s->begin,
+		.end = s->end, .discarded = s->discarded,
+		.packets_lost = s->packets_lost, .subtrace = s->subidx,
+	};
+	return 0;
+}
+
+unsigned strata_trace_nsubtraces(const struct strata_trace *t)
+{
+	return t->nsubs;
+}
+
+const char *strata_trace_env(const struct strata_trace *t, unsigned sub,
+			     const char *key)
+{
+	return sub < t->nsubs ? rd_meta_env(&t->subs[sub].meta, key) : NULL;
+}
+
+unsigned strata_trace_nclasses(const struct strata_trace *t)
+{
+	return t->nclasses;
+}
+
+const struct strata_event_class *strata_trace_class(const struct strata_trace *t,
+						    unsigned index)
+{
+	return index < t->nclasses ? t->classes[index] : NULL;
+}
+
+void strata_trace_clock(const struct strata_trace *t, struct strata_clock_info *o)
+{
+	o->name = t->clock_name;
+	o->freq = t->freq;
+	o->offset_s = t->offset_s;
+	o->offset = t->offset;
+}
+
+uint64_t strata_trace_begin(const struct strata_trace *t)
+{
+	return t->begin;
+}
+
+uint64_t strata_trace_end(const struct strata_trace *t)
+{
+	return t->end;
+}
+
+uint64_t strata_trace_size(const struct strata_trace *t)
+{
+	return t->total_size;
+}
+
+uint64_t strata_trace_nproblems(const struct strata_trace *t)
+{
+	return t->nproblems;
+}
+
+uint64_t strata_trace_ticks_to_ns(const struct strata_trace *t, uint64_t ticks)
+{
+	if (t->freq == 1000000000)
+		return ticks;
+	return (uint64_t)((unsigned __int128)ticks * 1000000000u / t->freq);
+}
+
+uint64_t strata_trace_ns_to_ticks(const struct strata_trace *t, uint64_t ns)
+{
+	if (t->freq == 1000000000)
+		return ns;
+	unsigned __int128 v = (unsigned __int128)ns * t->freq / 1000000000u;
+	return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+
+int64_t strata_trace_wall_ns(const struct strata_trace *t, uint64_t ts)
+{
+	__int128 ticks = (__int128)ts + t->offset;
+	__int128 ns = ticks * 1000000000 / (__int128)t->freq;
+	return (int64_t)((__int128)t->offset_s * 1000000000 + ns);
+}
