@@ -1,0 +1,879 @@
+/* SPDX-License-Identifier: MIT */
+/* The DSL parser: syntax, includes, and every rule a definition must obey (docs/dsl.md). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lex.h"
+
+struct parser {
+	struct gen_ctx *ctx;
+	struct gen_lexer lx;
+	struct gen_token tok;
+	struct gen_file *file;
+};
+
+static int load(struct gen_ctx *ctx, const char *name, const char *real,
+		const char *data, size_t len, struct gen_file **out);
+
+/* ---- types ------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	uint16_t type;
+	uint8_t size;
+} types[] = {
+	{ "u8", STRATA_T_U8, 1 },       { "u16", STRATA_T_U16, 2 },
+	{ "u32", STRATA_T_U32, 4 },     { "u64", STRATA_T_U64, 8 },
+	{ "s8", STRATA_T_S8, 1 },       { "s16", STRATA_T_S16, 2 },
+	{ "s32", STRATA_T_S32, 4 },     { "s64", STRATA_T_S64, 8 },
+	{ "f64", STRATA_T_F64, 8 },     { "bool", STRATA_T_BOOL, 1 },
+	{ "ptr", STRATA_T_PTR, 8 },     { "string", STRATA_T_STRING, 0 },
+};
+
+/* C spellings people will try, and what they mean here. */
+static const struct {
+	const char *c, *dsl;
+} type_hints[] = {
+	{ "uint8_t", "u8" },   { "uint16_t", "u16" }, { "uint32_t", "u32" },
+	{ "uint64_t", "u64" }, { "int8_t", "s8" },    { "int16_t", "s16" },
+	{ "int32_t", "s32" },  { "int64_t", "s64" },  { "int", "s32" },
+	{ "unsigned", "u32" }, { "long", "s64" },     { "double", "f64" },
+	{ "float", "f64" },    { "char", "string" },  { "str", "string" },
+	{ "pointer", "ptr" },  { "void", "ptr" },     { "uintptr_t", "ptr" },
+	{ "size_t", "u64" },   { "i32", "s32" },      { "i64", "s64" },
+};
+
+const char *gen_type_name(unsigned type)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].type == type)
+			return types[i].name;
+	return "?";
+}
+
+unsigned gen_type_size(unsigned type)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].type == type)
+			return types[i].size;
+	return 0;
+}
+
+static int is_integer(unsigned type)
+{
+	return type >= STRATA_T_U8 && type <= STRATA_T_S64;
+}
+
+/* ---- names ------------------------------------------------------------- */
+
+/* Field names become C and C++ parameter names: no keywords, no macros
+ * the system headers define. */
+static const char *const reserved_fields[] = {
+	"auto", "break", "case", "char", "const", "continue", "default", "do",
+	"double", "else", "enum", "extern", "float", "for", "goto", "if",
+	"inline", "int", "long", "register", "restrict", "return", "short",
+	"signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+	"unsigned", "void", "volatile", "while", "alignas", "alignof", "and",
+	"and_eq", "asm", "bitand", "bitor", "bool", "catch", "char8_t",
+	"class", "compl", "concept", "consteval", "constexpr", "constinit",
+	"const_cast", "co_await", "co_return", "co_yield", "decltype",
+	"delete", "dynamic_cast", "explicit", "export", "false", "friend",
+	"mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr",
+	"operator", "or", "or_eq", "private", "protected", "public",
+	"reinterpret_cast", "requires", "static_assert", "static_cast",
+	"template", "this", "thread_local", "throw", "true", "try", "typeid",
+	"typename", "typeof", "using", "virtual", "xor", "xor_eq", "complex",
+	"imaginary", "noreturn", "NULL", "EOF", "errno", "assert", "offsetof",
+	"stdin", "stdout", "stderr", "linux", "unix", "i386",
+};
+
+/* Subsystem names that would make strata_<sub>_<event>() or
+ * STRATA_MAJOR_<SUB> collide with libstrata's own names (strata.h,
+ * events.h, inline/). */
+static const char *const reserved_subsys[] = {
+	"add", "and", "barrier", "bit", "cas", "clock", "commit", "consumer",
+	"cpu", "disable", "enable", "event", "field", "filter", "flush",
+	"format", "gen", "get", "header", "id", "iter", "kind", "likely",
+	"load", "log", "lost", "major", "majors", "mask", "max", "mode",
+	"open", "options", "or", "pid", "reader", "register", "registry",
+	"reserve", "ring", "rings", "rsv", "session", "start", "stats", "stop",
+	"store", "strata", "stream", "strerror", "subsys", "tls", "trace",
+	"type", "unlikely", "value",
+};
+
+static int in_list(const char *s, const char *const *list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(s, list[i]))
+			return 1;
+	return 0;
+}
+
+/* Subsystem and event names: lowercase C identifiers. */
+static int check_lower_name(struct parser *ps, const struct gen_token *t,
+			    const char *what)
+{
+	size_t i;
+
+	if (t->len > GEN_MAX_NAME) {
+		gen_error(ps->ctx, &t->loc, "%s name longer than %d characters",
+			  what, GEN_MAX_NAME);
+		return -EINVAL;
+	}
+	for (i = 0; i < t->len; i++) {
+		char c = t->text[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
+			gen_error(ps->ctx, &t->loc,
+				  "%s name '%s' must be lowercase (a-z, 0-9, _)",
+				  what, t->text);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int check_field_name(struct parser *ps, const struct gen_token *t)
+{
+	const char *s = t->text;
+
+	if (t->len > GEN_MAX_NAME) {
+		gen_error(ps->ctx, &t->loc, "field name longer than %d characters",
+			  GEN_MAX_NAME);
+		return -EINVAL;
+	}
+	if (s[0] == '_' || !strncmp(s, "strata_", 7) ||
+	    (t->len >= 2 && !strcmp(s + t->len - 2, "_t")) ||
+	    in_list(s, reserved_fields,
+		    sizeof(reserved_fields) / sizeof(reserved_fields[0]))) {
+		gen_error(ps->ctx, &t->loc,
+			  "field name '%s' is reserved (C/C++ keyword or library name)",
+			  s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- tokens -------------------------------------------------------------- */
+
+static int next(struct parser *ps)
+{
+	return gen_lex_next(&ps->lx, &ps->tok);
+}
+
+static int syntax_error(struct parser *ps, const char *expected)
+{
+	char buf[64];
+
+	gen_error(ps->ctx, &ps->tok.loc, "expected %s, found %s", expected,
+		  gen_tok_describe(&ps->tok, buf, sizeof(buf)));
+	return -EINVAL;
+}
+
+/* Check the current token is `kind`, then move past it. */
+static int expect(struct parser *ps, int kind, const char *what)
+{
+	if (ps->tok.kind != kind)
+		return syntax_error(ps, what);
+	return next(ps);
+}
+
+static int is_word(const struct parser *ps, const char *w)
+{
+	return ps->tok.kind == TOK_IDENT && !strcmp(ps->tok.text, w);
+}
+
+/* ---- formats ------------------------------------------------------------- */
+
+static struct gen_loc string_loc(const struct gen_token *t, size_t i)
+{
+	struct gen_loc l = t->loc;
+
+	if (i < t->len)
+		l.col = t->cols[i];
+	return l;
+}
+
+/* "%{name}", "%{name:x}" and "%%" (docs/dsl.md, "Format strings"). Marks
+ * fields shown in hex. */
+static void check_format(struct parser *ps, const struct gen_token *t,
+			 struct gen_event *ev)
+{
+	const char *s = t->text;
+	size_t i, j, k;
+
+	for (i = 0; i < t->len; i++) {
+		struct gen_field *f = NULL;
+		struct gen_loc l;
+		size_t name_end;
+
+		if (s[i] != '%')
+			continue;
+		if (i + 1 < t->len && s[i + 1] == '%') {
+			i++;
+			continue;
+		}
+		l = string_loc(t, i);
+		if (i + 1 >= t->len || s[i + 1] != '{') {
+			gen_error(ps->ctx, &l,
+				  "stray '%%' in format (write %%{field} or %%%% for a literal '%%')");
+			return;
+		}
+		for (j = i + 2; j < t->len && s[j] != '}'; j++)
+			;
+		if (j >= t->len) {
+			gen_error(ps->ctx, &l, "unterminated '%%{' in format");
+			return;
+		}
+		for (name_end = i + 2; name_end < j && s[name_end] != ':'; name_end++)
+			;
+		l = string_loc(t, i + 2);
+		if (name_end == i + 2) {
+			gen_error(ps->ctx, &l, "empty field name in format");
+			i = j;
+			continue;
+		}
+		for (k = 0; k < ev->nfields; k++) {
+			if (strlen(ev->fields[k].name) == name_end - i - 2 &&
+			    !memcmp(ev->fields[k].name, s + i + 2, name_end - i - 2)) {
+				f = &ev->fields[k];
+				break;
+			}
+		}
+		if (!f) {
+			gen_error(ps->ctx, &l, "format names unknown field '%.*s'",
+				  (int)(name_end - i - 2), s + i + 2);
+			i = j;
+			continue;
+		}
+		if (name_end < j) {
+			struct gen_loc sl = string_loc(t, name_end + 1);
+
+			if (j - name_end != 2 || s[name_end + 1] != 'x') {
+				gen_error(ps->ctx, &sl,
+					  "unknown format specifier '%.*s' (only ':x' is supported)",
+					  (int)(j - name_end - 1), s + name_end + 1);
+			} else if (!is_integer(f->type) && f->type != STRATA_T_PTR) {
+				gen_error(ps->ctx, &sl,
+					  "':x' needs an integer field; '%s' is %s",
+					  f->name, gen_type_name(f->type));
+			} else {
+				f->flags |= STRATA_F_HEX;
+			}
+		}
+		i = j;
+	}
+}
+
+/* ---- layout -------------------------------------------------------------- */
+
+uint64_t gen_event_min_bytes(const struct gen_event *ev)
+{
+	uint64_t off = 0, total = 0;
+	size_t i;
+
+	/* format.md §3: natural alignment inside words; a string is a u32
+	 * count then its bytes, padded to the word. */
+	for (i = 0; i < ev->nfields; i++) {
+		const struct gen_field *f = &ev->fields[i];
+		unsigned size = gen_type_size(f->type);
+
+		if (f->type == STRATA_T_STRING) {
+			off = (off + 3) & ~(uint64_t)3;
+			total += (off + 4 + 1 + 7) & ~(uint64_t)7;
+			off = 0;
+			continue;
+		}
+		off = (off + size - 1) & ~(uint64_t)(size - 1);
+		off += (uint64_t)size * (f->count ? f->count : 1);
+	}
+	return total + ((off + 7) & ~(uint64_t)7);
+}
+
+/* ---- grammar ------------------------------------------------------------- */
+
+static int parse_type(struct parser *ps, struct gen_field *f)
+{
+	size_t i;
+
+	if (ps->tok.kind != TOK_IDENT)
+		return syntax_error(ps, "a field type");
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		if (!strcmp(ps->tok.text, types[i].name)) {
+			f->type = types[i].type;
+			return next(ps);
+		}
+	}
+	for (i = 0; i < sizeof(type_hints) / sizeof(type_hints[0]); i++) {
+		if (!strcmp(ps->tok.text, type_hints[i].c)) {
+			gen_error(ps->ctx, &ps->tok.loc,
+				  "unknown type '%s' (did you mean '%s'?)",
+				  ps->tok.text, type_hints[i].dsl);
+			return -EINVAL;
+		}
+	}
+	gen_error(ps->ctx, &ps->tok.loc,
+		  "unknown type '%s' (expected u8..u64, s8..s64, f64, bool, ptr or string)",
+		  ps->tok.text);
+	return -EINVAL;
+}
+
+static int parse_field(struct parser *ps, struct gen_event *ev)
+{
+	struct gen_field *f;
+	size_t i;
+	int ret;
+
+	f = gen_grow(ps->ctx, ev->fields, ev->nfields, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	ev->fields = f;
+	f = &ev->fields[ev->nfields];
+	ret = parse_type(ps, f);
+	if (ret)
+		return ret;
+	if (ps->tok.kind != TOK_IDENT)
+		return syntax_error(ps, "a field name");
+	f->name = ps->tok.text;
+	f->loc = ps->tok.loc;
+	check_field_name(ps, &ps->tok);
+	for (i = 0; i < ev->nfields; i++) {
+		if (!strcmp(ev->fields[i].name, f->name)) {
+			gen_error(ps->ctx, &f->loc, "duplicate field '%s'", f->name);
+			gen_note(ps->ctx, &ev->fields[i].loc,
+				 "previous field '%s' is here", f->name);
+			break;
+		}
+	}
+	if (f->type == STRATA_T_PTR)
+		f->flags |= STRATA_F_HEX;
+	ret = next(ps);
+	if (ret)
+		return ret;
+	if (ps->tok.kind == '[') {
+		struct gen_loc l = ps->tok.loc;
+
+		ret = next(ps);
+		if (ret)
+			return ret;
+		if (ps->tok.kind != TOK_INT)
+			return syntax_error(ps, "an array length");
+		if (!is_integer(f->type)) {
+			gen_error(ps->ctx, &l,
+				  "arrays must have an integer type (u8..u64, s8..s64), not %s",
+				  gen_type_name(f->type));
+		} else if (ps->tok.value < 1 ||
+			   ps->tok.value > (GEN_MAX_WORDS - 1) * 8) {
+			gen_error(ps->ctx, &ps->tok.loc,
+				  "array length %llu out of range (1..%d)",
+				  (unsigned long long)ps->tok.value,
+				  (GEN_MAX_WORDS - 1) * 8);
+		} else {
+			f->count = (uint16_t)ps->tok.value;
+		}
+		ret = next(ps);
+		if (ret)
+			return ret;
+		ret = expect(ps, ']', "']'");
+		if (ret)
+			return ret;
+	}
+	ev->nfields++;
+	return 0;
+}
+
+static void check_event_unique(struct parser *ps, struct gen_subsys *ss,
+			       struct gen_event *ev)
+{
+	struct gen_subsys *o;
+	size_t i;
+
+	for (i = 0; i < ss->nevents; i++) {
+		struct gen_event *e = &ss->events[i];
+
+		if (!strcmp(e->name, ev->name)) {
+			gen_error(ps->ctx, &ev->loc, "duplicate event '%s:%s'",
+				  ss->name, ev->name);
+			gen_note(ps->ctx, &e->loc, "previous definition is here");
+			return;
+		}
+		if (e->minor == ev->minor) {
+			gen_error(ps->ctx, &ev->minor_loc,
+				  "duplicate event number %s %u ('%s' and '%s')",
+				  ss->name, ev->minor, e->name, ev->name);
+			gen_note(ps->ctx, &e->minor_loc, "previous definition is here");
+			return;
+		}
+	}
+	/* strata_<sub>_<event> must name one event: "a_b" + "c" vs "a" + "b_c". */
+	for (o = ps->ctx->subsys_first; o; o = o->next_global) {
+		size_t ol = strlen(o->name), sl = strlen(ss->name);
+
+		if (o == ss || ol == sl || strncmp(o->name, ss->name, ol < sl ? ol : sl))
+			continue;
+		for (i = 0; i < o->nevents; i++) {
+			char a[2 * GEN_MAX_NAME + 2], b[2 * GEN_MAX_NAME + 2];
+
+			snprintf(a, sizeof(a), "%s_%s", o->name, o->events[i].name);
+			snprintf(b, sizeof(b), "%s_%s", ss->name, ev->name);
+			if (!strcmp(a, b)) {
+				gen_error(ps->ctx, &ev->loc,
+					  "'%s:%s' and '%s:%s' would both generate strata_%s()",
+					  ss->name, ev->name, o->name,
+					  o->events[i].name, b);
+				gen_note(ps->ctx, &o->events[i].loc,
+					 "previous definition is here");
+				return;
+			}
+		}
+	}
+}
+
+static int parse_event(struct parser *ps, struct gen_subsys *ss)
+{
+	struct gen_event *ev;
+	uint64_t words;
+	int ret;
+
+	ev = gen_grow(ps->ctx, ss->events, ss->nevents, sizeof(*ev));
+	if (!ev)
+		return -ENOMEM;
+	ss->events = ev;
+	ev = &ss->events[ss->nevents];
+	if (is_word(ps, "begin") || is_word(ps, "end")) {
+		ev->kind = is_word(ps, "begin") ? STRATA_EV_BEGIN : STRATA_EV_END;
+		ret = next(ps);
+		if (ret)
+			return ret;
+	}
+	if (!is_word(ps, "event"))
+		return syntax_error(ps, ev->kind ? "'event'" : "'event' or '}'");
+	ret = next(ps);
+	if (ret)
+		return ret;
+	if (ps->tok.kind != TOK_IDENT)
+		return syntax_error(ps, "an event name");
+	ev->name = ps->tok.text;
+	ev->loc = ps->tok.loc;
+	check_lower_name(ps, &ps->tok, "event");
+	ret = next(ps);
+	if (ret)
+		return ret;
+	if (ps->tok.kind != TOK_INT)
+		return syntax_error(ps, "an event number");
+	ev->minor = (unsigned)ps->tok.value;
+	ev->minor_loc = ps->tok.loc;
+	if (ps->tok.value > GEN_MINOR_MAX)
+		gen_error(ps->ctx, &ps->tok.loc,
+			  "event number %llu out of range (0..%d)",
+			  (unsigned long long)ps->tok.value, GEN_MINOR_MAX);
+	ret = next(ps);
+	if (ret)
+		return ret;
+	ret = expect(ps, '(', "'('");
+	if (ret)
+		return ret;
+	if (ps->tok.kind != ')') {
+		for (;;) {
+			ret = parse_field(ps, ev);
+			if (ret)
+				return ret;
+			if (ps->tok.kind != ',')
+				break;
+			ret = next(ps);
+			if (ret)
+				return ret;
+		}
+	}
+	ret = expect(ps, ')', "',' or ')'");
+	if (ret)
+		return ret;
+	if (ps->tok.kind == TOK_STRING) {
+		ev->format = ps->tok.text;
+		check_format(ps, &ps->tok, ev);
+		ret = next(ps);
+		if (ret)
+			return ret;
+		if (ps->tok.kind == TOK_STRING) {
+			ev->description = ps->tok.text;
+			ret = next(ps);
+			if (ret)
+				return ret;
+		}
+	}
+	ret = expect(ps, ';', "';'");
+	if (ret)
+		return ret;
+	words = 1 + gen_event_min_bytes(ev) / 8;
+	if (words > GEN_MAX_WORDS)
+		gen_error(ps->ctx, &ev->loc,
+			  "event '%s:%s' needs %llu words, more than the %d an event may have",
+			  ss->name, ev->name, (unsigned long long)words,
+			  GEN_MAX_WORDS);
+	check_event_unique(ps, ss, ev);
+	ss->nevents++;
+	return 0;
+}
+
+static void check_subsys_unique(struct parser *ps, struct gen_subsys *ss)
+{
+	struct gen_subsys *o;
+
+	for (o = ps->ctx->subsys_first; o; o = o->next_global) {
+		if (!strcmp(o->name, ss->name)) {
+			gen_error(ps->ctx, &ss->loc, "duplicate subsystem '%s'",
+				  ss->name);
+			gen_note(ps->ctx, &o->loc, "previous definition is here");
+			return;
+		}
+		if (o->major == ss->major) {
+			gen_error(ps->ctx, &ss->major_loc,
+				  "duplicate subsystem number %u ('%s' and '%s')",
+				  ss->major, o->name, ss->name);
+			gen_note(ps->ctx, &o->major_loc, "previous definition is here");
+			return;
+		}
+	}
+}
+
+static int parse_subsystem(struct parser *ps)
+{
+	struct gen_file *file = ps->file;
+	struct gen_subsys *ss;
+	int ret;
+
+	ss = gen_grow(ps->ctx, file->subsys, file->nsubsys, sizeof(*ss));
+	if (!ss)
+		return -ENOMEM;
+	file->subsys = ss;
+	ss = &file->subsys[file->nsubsys];
+	ret = next(ps);
+	if (ret)
+		return ret;
+	if (ps->tok.kind != TOK_IDENT)
+		return syntax_error(ps, "a subsystem name");
+	ss->name = ps->tok.text;
+	ss->loc = ps->tok.loc;
+	if (!check_lower_name(ps, &ps->tok, "subsystem") &&
+	    in_list(ss->name, reserved_subsys,
+		    sizeof(reserved_subsys) / sizeof(reserved_subsys[0])))
+		gen_error(ps->ctx, &ss->loc,
+			  "subsystem name '%s' is reserved (it would clash with libstrata's names)",
+			  ss->name);
+	ret = next(ps);
+	if (ret)
+		return ret;
+	if (ps->tok.kind != TOK_INT)
+		return syntax_error(ps, "a subsystem number");
+	ss->major = (unsigned)ps->tok.value;
+	ss->major_loc = ps->tok.loc;
+	if (ps->tok.value < GEN_MAJOR_MIN || ps->tok.value > GEN_MAJOR_MAX)
+		gen_error(ps->ctx, &ps->tok.loc,
+			  "subsystem number %llu out of range (%d..%d; 0 is strata's own, 63 is reserved)",
+			  (unsigned long long)ps->tok.value, GEN_MAJOR_MIN,
+			  GEN_MAJOR_MAX);
+	ret = next(ps);
+	if (ret)
+		return ret;
+	if (ps->tok.kind == TOK_STRING) {
+		ss->description = ps->tok.text;
+		ret = next(ps);
+		if (ret)
+			return ret;
+	}
+	check_subsys_unique(ps, ss);
+	/* Visible to the checks of its own events and of later subsystems. */
+	file->nsubsys++;
+	if (ps->ctx->subsys_last)
+		ps->ctx->subsys_last->next_global = ss;
+	else
+		ps->ctx->subsys_first = ss;
+	ps->ctx->subsys_last = ss;
+
+	ret = expect(ps, '{', "'{'");
+	if (ret)
+		return ret;
+	while (ps->tok.kind != '}') {
+		if (ps->tok.kind == TOK_EOF)
+			return syntax_error(ps, "'}'");
+		ret = parse_event(ps, ss);
+		if (ret)
+			return ret;
+		if (ps->ctx->nerrors >= GEN_MAX_ERRORS)
+			return -EINVAL;
+	}
+	ret = next(ps);
+	if (ret)
+		return ret;
+	if (ps->tok.kind == ';') /* tolerated after '}' */
+		return next(ps);
+	return 0;
+}
+
+/* ---- includes ------------------------------------------------------------ */
+
+static int read_all(const char *path, char **data, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	size_t cap = 4096, n = 0;
+	char *p, *q;
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	p = malloc(cap);
+	if (!p) {
+		ret = -ENOMEM;
+		goto out_close;
+	}
+	for (;;) {
+		size_t r = fread(p + n, 1, cap - n, f);
+
+		n += r;
+		if (r == 0)
+			break;
+		if (n == cap) {
+			if (cap >= (64u << 20)) {
+				ret = -EFBIG;
+				goto out_free;
+			}
+			q = realloc(p, cap * 2);
+			if (!q) {
+				ret = -ENOMEM;
+				goto out_free;
+			}
+			p = q;
+			cap *= 2;
+		}
+	}
+	if (ferror(f)) {
+		ret = -EIO;
+		goto out_free;
+	}
+	*data = p;
+	*len = n;
+	goto out_close;
+out_free:
+	free(p);
+out_close:
+	fclose(f);
+	return ret;
+}
+
+static struct gen_file *find_file(struct gen_ctx *ctx, const char *real)
+{
+	struct gen_file *f;
+
+	for (f = ctx->files; f; f = f->next)
+		if (!strcmp(f->real, real))
+			return f;
+	return NULL;
+}
+
+/* Candidate path for `inc` in `dir` ("" for the current directory). */
+static char *join(struct gen_ctx *ctx, const char *dir, size_t dirlen,
+		  const char *inc)
+{
+	size_t il = strlen(inc);
+	char *p;
+
+	if (inc[0] == '/' || !dirlen)
+		return gen_strdup(ctx, inc);
+	p = gen_alloc(ctx, dirlen + il + 2);
+	if (!p)
+		return NULL;
+	memcpy(p, dir, dirlen);
+	p[dirlen] = '/';
+	memcpy(p + dirlen + 1, inc, il);
+	return p;
+}
+
+static int parse_include(struct parser *ps)
+{
+	struct gen_ctx *ctx = ps->ctx;
+	struct gen_file *file = ps->file, *f;
+	struct gen_include *inc;
+	const char *slash, *name = NULL;
+	char real[PATH_MAX];
+	size_t i;
+	int ret;
+
+	ret = next(ps);
+	if (ret)
+		return ret;
+	if (ps->tok.kind != TOK_STRING)
+		return syntax_error(ps, "a file name in quotes");
+	inc = gen_grow(ctx, file->includes, file->nincludes, sizeof(*inc));
+	if (!inc)
+		return -ENOMEM;
+	file->includes = inc;
+	inc = &file->includes[file->nincludes++];
+	inc->path = ps->tok.text;
+	inc->loc = ps->tok.loc;
+	ret = next(ps);
+	if (ret)
+		return ret;
+	ret = expect(ps, ';', "';'");
+	if (ret)
+		return ret;
+	/* The path is also written into '#include "..."' (docs/dsl.md). */
+	if (!inc->path[0] || strpbrk(inc->path, "\"\\\n\t")) {
+		gen_error(ctx, &inc->loc,
+			  "include file name must be non-empty, without quotes, backslashes or control characters");
+		return -EINVAL;
+	}
+
+	/* The includer's directory, then -I directories, in order. */
+	if (!ctx->no_fs) {
+		slash = strrchr(file->name, '/');
+		for (i = 0; i <= ctx->nincdirs && !name; i++) {
+			const char *dir = i ? ctx->incdirs[i - 1] : file->name;
+			size_t dl = i ? strlen(dir) : (slash ? (size_t)(slash - dir) : 0);
+			char *cand = join(ctx, dir, dl, inc->path);
+			struct stat st;
+
+			if (!cand)
+				return -ENOMEM;
+			if (!stat(cand, &st) && S_ISREG(st.st_mode) &&
+			    realpath(cand, real))
+				name = cand;
+			if (inc->path[0] == '/')
+				break;
+		}
+	}
+	if (!name) {
+		gen_error(ctx, &inc->loc, "cannot find include file '%s'", inc->path);
+		return -EINVAL;
+	}
+	f = find_file(ctx, real);
+	if (f && f->state == GEN_FILE_DONE)
+		return 0; /* included once */
+	if (f) {
+		struct gen_buf b;
+
+		gen_buf_init(&b);
+		for (i = 0; i < ctx->depth; i++)
+			if (!strcmp(ctx->stack[i]->real, real))
+				break;
+		for (; i < ctx->depth; i++)
+			gen_buf_printf(&b, "%s -> ", ctx->stack[i]->name);
+		gen_buf_puts(&b, name);
+		gen_error(ctx, &inc->loc, "include cycle: %s",
+			  b.oom ? "(out of memory)" : b.p);
+		gen_buf_fini(&b);
+		return -EINVAL;
+	}
+	if (ctx->depth >= GEN_MAX_INCLUDE_DEPTH) {
+		gen_error(ctx, &inc->loc, "includes nested more than %d deep",
+			  GEN_MAX_INCLUDE_DEPTH);
+		return -EINVAL;
+	}
+	{
+		char *data = NULL;
+		size_t len = 0;
+		char *rc = gen_strdup(ctx, real);
+
+		if (!rc)
+			return -ENOMEM;
+		ret = read_all(name, &data, &len);
+		if (ret) {
+			gen_error(ctx, &inc->loc, "cannot read '%s': %s", name,
+				  strerror(-ret));
+			return ret == -ENOMEM ? ret : -EINVAL;
+		}
+		ret = load(ctx, name, rc, data, len, NULL);
+		free(data);
+	}
+	return ret;
+}
+
+/* ---- files --------------------------------------------------------------- */
+
+static int parse_file(struct parser *ps)
+{
+	int ret = next(ps);
+
+	while (!ret && ps->tok.kind != TOK_EOF) {
+		if (is_word(ps, "include"))
+			ret = parse_include(ps);
+		else if (is_word(ps, "subsystem"))
+			ret = parse_subsystem(ps);
+		else
+			ret = syntax_error(ps, "'subsystem' or 'include'");
+		if (!ret && ps->ctx->nerrors >= GEN_MAX_ERRORS)
+			ret = -EINVAL;
+	}
+	return ret;
+}
+
+static int load(struct gen_ctx *ctx, const char *name, const char *real,
+		const char *data, size_t len, struct gen_file **out)
+{
+	struct parser ps;
+	struct gen_file *f;
+	int ret;
+
+	f = gen_alloc(ctx, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->name = gen_strdup(ctx, name);
+	f->real = real;
+	if (!f->name)
+		return -ENOMEM;
+	f->state = GEN_FILE_LOADING;
+	f->next = ctx->files;
+	ctx->files = f;
+	ctx->stack[ctx->depth++] = f;
+
+	memset(&ps, 0, sizeof(ps));
+	ps.ctx = ctx;
+	ps.file = f;
+	gen_lex_init(&ps.lx, ctx, f->name, data, len);
+	ret = parse_file(&ps);
+
+	ctx->depth--;
+	f->state = GEN_FILE_DONE;
+	if (!ret && ctx->nerrors)
+		ret = -EINVAL;
+	if (out)
+		*out = f;
+	return ret;
+}
+
+int gen_load_buffer(struct gen_ctx *ctx, const char *name, const char *data,
+		    size_t len, struct gen_file **out)
+{
+	ctx->no_fs = 1;
+	return load(ctx, name, name, data, len, out);
+}
+
+int gen_load_file(struct gen_ctx *ctx, const char *path, struct gen_file **out)
+{
+	char real[PATH_MAX], *rc, *data = NULL;
+	size_t len = 0;
+	int ret;
+
+	ret = read_all(path, &data, &len);
+	if (ret) {
+		gen_error(ctx, NULL, "cannot read '%s': %s", path, strerror(-ret));
+		return ret;
+	}
+	rc = gen_strdup(ctx, realpath(path, real) ? real : path);
+	if (!rc) {
+		free(data);
+		return -ENOMEM;
+	}
+	ret = load(ctx, path, rc, data, len, out);
+	free(data);
+	return ret;
+}
