@@ -92,6 +92,10 @@ struct strata_stats {
 	uint64_t lost_nested;     /* nesting deeper than 4 */
 	uint64_t lost_no_ring;    /* ring could not be created, or disabled */
 	uint64_t packets_incomplete; /* reported at stop: a writer never committed */
+	/* strata's own records attempted (calibration points, loss reports).
+	 * Losses of these count in events_discarded like any event's, so
+	 * recorded + discarded == logged + internal_logged. */
+	uint64_t internal_logged;
 };
 STRATA_API void strata_get_stats(struct strata_stats *st);
 

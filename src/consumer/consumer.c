@@ -27,6 +27,7 @@ struct cons_stream {
 	int fd;
 	int idx_fd;
 	int dead;          /* an I/O error stopped this stream */
+	uint64_t last_disc; /* events_discarded of the last packet written */
 	uint64_t file_off; /* where the next packet goes */
 	size_t idx_len;
 	unsigned char idx_buf[IDX_ENTRY * IDX_BATCH];
@@ -56,7 +57,7 @@ struct cons {
 	int64_t offset_ns;
 
 	/* Written by the consumer thread, read by strata_get_stats(). */
-	uint64_t packets, bytes, events, incomplete, lost_io;
+	uint64_t packets, bytes, events, incomplete, lost_io, internal;
 	int err; /* first I/O error, negative errno */
 };
 
@@ -237,6 +238,7 @@ static void write_packet(struct cons *c, struct cons_stream *s, uint64_t begin)
 	memcpy(&ts_end, pkt + 40, 8);
 	memcpy(&seq, pkt + 64, 8);
 	memcpy(&disc, pkt + 72, 8);
+	s->last_disc = disc;
 	unsigned char *e = s->idx_buf + s->idx_len;
 	put_be64(e, s->file_off);
 	put_be64(e + 8, r->psize * 8);
@@ -327,6 +329,7 @@ static void log_calib(struct cons *c)
 	clock_point_take(&p);
 	c->cp_last = p;
 	clock_fit(&c->cp_first, &c->cp_last, &c->freq_hz, &c->offset_ns);
+	__atomic_add_fetch(&c->internal, 1, __ATOMIC_RELAXED);
 	if (!strata_reserve(&r, STRATA_ID(0, STRATA_ID_CALIB), 4))
 		return;
 	r.p[0] = p.mono_ns;
@@ -455,6 +458,41 @@ static void drain_held(struct cons *c, struct cons_stream *s)
 	}
 }
 
+/*
+ * Events dropped after a ring's last packet was closed (for instance while
+ * the packet after an exactly full one could not be opened) are in no
+ * packet's events_discarded. Write a strata:lost record into each such
+ * ring, so that one more packet carries the final count: then the trace
+ * says exactly what the library counted. Runs after the final drain, when
+ * the rings are empty.
+ */
+static void report_final_losses(struct cons *c)
+{
+	for (int round = 0; round < 3; round++) {
+		int again = 0;
+		for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
+			struct cons_stream *s = c->streams[cpu];
+			struct strata_rsv r;
+			if (!s || s->dead)
+				continue;
+			uint64_t total = ring_lost_total(s->ring);
+			if (total == s->last_disc)
+				continue;
+			__atomic_add_fetch(&c->internal, 1, __ATOMIC_RELAXED);
+			if (ring_reserve(s->ring, &r, STRATA_ID(0, STRATA_ID_LOST), 3)) {
+				r.p[0] = total - s->last_disc;
+				r.p[1] = 0;
+				strata_commit(&r);
+			}
+			ring_flush(s->ring);
+			drain_ring(c, s);
+			again = 1;
+		}
+		if (!again)
+			break;
+	}
+}
+
 int cons_destroy(struct cons *c, struct strata_stats *final)
 {
 	int ret;
@@ -496,6 +534,9 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 		nanosleep(&ts, NULL);
 		strata_flush(); /* late writers may have opened packets */
 	}
+
+	if (c->mode == STRATA_MODE_DISCARD)
+		report_final_losses(c);
 
 	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
 		struct cons_stream *s = c->streams[cpu];
@@ -553,4 +594,5 @@ void cons_get_stats(struct cons *c, struct strata_stats *st)
 	st->bytes_written += __atomic_load_n(&c->bytes, __ATOMIC_RELAXED);
 	st->events_written += __atomic_load_n(&c->events, __ATOMIC_RELAXED);
 	st->packets_incomplete += c->incomplete;
+	st->internal_logged += __atomic_load_n(&c->internal, __ATOMIC_RELAXED);
 }

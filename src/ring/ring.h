@@ -26,6 +26,11 @@ extern uint64_t ring_lost_global[STRATA_LOST_NCAUSES];
  * Returns the ring (possibly another thread's, if it won the race), or NULL. */
 struct strata_ring *ring_get_or_create(unsigned cpu);
 
+/* Reserve on a given ring rather than the current CPU's (the consumer's
+ * own records). Same contract as strata_reserve(). */
+int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t id,
+		 uint32_t words);
+
 /* Unmap a ring (after tracing stopped and it was drained). */
 void ring_destroy(struct strata_ring *ring);
 

@@ -98,34 +98,31 @@ static void ring_open(struct strata_ring *ring, uint64_t begin, uint64_t ts,
 }
 
 /*
- * Is the slot of the packet that would begin at `begin` free to reuse?
- * Its previous lap must be complete, and in discard mode the consumer must
- * have drained it (ring.md §4).
+ * Can the packet that would begin at `begin` be opened (ring.md §4)? Its
+ * slot's previous lap must be complete, and in discard mode the consumer
+ * must have drained it. Returns 0 if so, 1 if our view of `write` is stale
+ * (the packet was opened already: its commit count is past the previous
+ * lap) and the caller must reload, or -1 with *cause set if the event must
+ * be dropped.
  */
-static bool slot_free(struct strata_ring *ring, uint64_t begin,
+static int slot_check(struct strata_ring *ring, uint64_t begin,
 		      enum strata_lost_cause *cause)
 {
 	uint64_t lap = begin >> (ring->pshift + __builtin_ctz(ring->nmask + 1));
 	uint64_t cc = strata_load_acquire(commit_of(ring, begin));
 
-	if (cc != lap * ring->psize) {
-		if (cc > lap * ring->psize) {
-			/* More committed than reserved: the ring is corrupt. */
-			strata_store_relaxed(&ring->ctl->disabled, 1);
-			slog_once("ring of CPU %u corrupt (commit count %llu, "
-				  "expected %llu): disabled",
-				  ring->cpu, (unsigned long long)cc,
-				  (unsigned long long)(lap * ring->psize));
-		}
+	if (cc > lap * ring->psize)
+		return 1;
+	if (cc < lap * ring->psize) {
 		*cause = STRATA_LOST_BUSY;
-		return false;
+		return -1;
 	}
 	if (ring->ctl->mode == STRATA_MODE_DISCARD &&
 	    begin - strata_load_acquire(&ring->ctl->consumed) > ring->bufmask) {
 		*cause = STRATA_LOST_FULL;
-		return false;
+		return -1;
 	}
-	return true;
+	return 0;
 }
 
 static int current_cpu(void)
@@ -139,29 +136,23 @@ static int current_cpu(void)
 }
 
 /*
- * The full reservation, with every case the inline path leaves out. Same
- * steps and labels as ring.md §2; the packet switch is ring.md §4.
+ * The full reservation on a given ring, with every case the inline path
+ * leaves out. Same steps and labels as ring.md §2; the packet switch is
+ * ring.md §4. The caller holds the nesting guard (`nest` is its depth);
+ * it is released here on drop, by strata_commit() otherwise.
  */
-STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,
-				   uint32_t words, uint32_t need)
+static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
+			     uint32_t id, uint32_t words, uint32_t need,
+			     uint32_t nest)
 {
 	struct strata_tls *t = &strata_tls;
 	enum strata_lost_cause cause = STRATA_LOST_BUSY;
-	struct strata_ring *ring;
 	struct strata_ring_ctl *c;
 	uint64_t w, ts, pos, begin;
-	uint32_t nest, xts, len, i;
+	uint32_t xts, len, i;
 
-	if (need & STRATA_SLOW_HELD) {
-		nest = t->nesting;
-	} else {
-		nest = ++t->nesting;
-		strata_barrier();
-	}
-	need &= 1;
 	if (strata_unlikely(!t->tid))
 		t->tid = (uint32_t)syscall(SYS_gettid);
-	ring = ring_get_or_create((unsigned)current_cpu());
 	if (!ring || strata_load_relaxed(&ring->ctl->disabled)) {
 		count_lost(ring, STRATA_LOST_NO_RING);
 		goto release;
@@ -221,7 +212,10 @@ STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,
 		 * packet context names it) and no clock record
 		 * (timestamp_begin is the base). */
 		begin = pos == 0 ? w : w - pos + ring->psize;
-		if (!slot_free(ring, begin, &cause))
+		int busy = slot_check(ring, begin, &cause);
+		if (busy > 0)
+			continue;
+		if (busy < 0)
 			goto drop;
 		len = STRATA_PACKET_HEADER + words * 8;
 		if (need)
@@ -253,6 +247,31 @@ release:
 	strata_barrier();
 	t->nesting--;
 	return 0;
+}
+
+STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,
+				   uint32_t words, uint32_t need)
+{
+	struct strata_tls *t = &strata_tls;
+	uint32_t nest;
+
+	if (need & STRATA_SLOW_HELD) {
+		nest = t->nesting;
+	} else {
+		nest = ++t->nesting;
+		strata_barrier();
+	}
+	return ring_reserve_held(ring_get_or_create((unsigned)current_cpu()),
+				 r, id, words, need & 1, nest);
+}
+
+int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t id,
+		 uint32_t words)
+{
+	uint32_t nest = ++strata_tls.nesting;
+
+	strata_barrier();
+	return ring_reserve_held(ring, r, id, words, 0, nest);
 }
 
 void ring_flush(struct strata_ring *ring)

@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: MIT */
+/* Stress test: many threads, signal handlers and migrations; every event accounted for. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+/*
+ * Each worker logs `nevents` events of major 5 whose first payload word is
+ * (worker << 40 | seq), followed by k = size(seq) words of a pattern
+ * derived from (worker, seq, i), k from 0 to 64 (minor = k). A signaller
+ * thread interrupts the workers with SIGUSR1 while they are inside
+ * tracepoints; the handler logs major 6 events with (worker << 40 | hseq).
+ * Workers move between CPUs with sched_setaffinity. Then an independent
+ * checker walks the trace files (docs/format.md) and verifies:
+ *   - each (worker, seq) appears at most once, with its exact payload;
+ *   - each event is attributed (format.md §4) to the thread that logged it;
+ *   - timestamps never decrease within a stream;
+ *   - packet_seq_num is contiguous (discard mode);
+ *   - complete mode: every event logged is present;
+ *   - loss mode: recorded + discarded == logged, exactly;
+ *   - overwrite mode: the last event of every worker is present.
+ */
+
+#define MAJ_MAIN 5
+#define MAJ_SIG 6
+#define MAX_WORKERS 64
+
+static int nworkers = 4;
+static long nevents = 200000;
+static int use_signals = 1, use_migrate = 1, pin_workers;
+static const char *mode_name = "complete";
+static const char *outdir;
+
+static pid_t worker_tid[MAX_WORKERS];
+static long sig_logged[MAX_WORKERS];
+static pthread_t worker_th[MAX_WORKERS];
+static volatile int workers_done;
+static __thread int my_worker = -1;
+
+static unsigned size_of(uint64_t seq)
+{
+	/* Mostly small events, every size from 0 to 64 words regularly. */
+	return (seq % 16 == 0) ? (unsigned)((seq / 16) % 65) : (unsigned)(seq % 4);
+}
+
+static uint64_t pattern(uint64_t w, uint64_t seq, unsigned i)
+{
+	uint64_t x = (w << 40 | seq) * 0x9E3779B97F4A7C15ull + i;
+	return x ^ (x >> 29);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	int w = my_worker;
+	if (w < 0)
+		return;
+	uint64_t v = (uint64_t)w << 40 | (uint64_t)sig_logged[w]++;
+	STRATA_EVENT1(MAJ_SIG, 1, v);
+}
+
+static void *worker(void *arg)
+{
+	int w = (int)(intptr_t)arg;
+	uint64_t words[65];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	my_worker = w;
+	worker_tid[w] = (pid_t)syscall(SYS_gettid);
+	if (pin_workers) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(w % (int)ncpu, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+	for (uint64_t seq = 0; seq < (uint64_t)nevents; seq++) {
+		unsigned k = size_of(seq);
+		words[0] = (uint64_t)w << 40 | seq;
+		for (unsigned i = 0; i < k; i++)
+			words[1 + i] = pattern((uint64_t)w, seq, i);
+		strata_log_words(MAJ_MAIN, (uint16_t)k, words, 1 + k);
+		if (use_migrate && seq % 5000 == 4999 && ncpu > 1) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET((int)((seq / 5000 + (uint64_t)w) % (uint64_t)ncpu), &set);
+			sched_setaffinity(0, sizeof(set), &set);
+		}
+	}
+	return NULL;
+}
+
+static void *signaller(void *arg)
+{
+	(void)arg;
+	unsigned i = 0;
+	while (!__atomic_load_n(&workers_done, __ATOMIC_ACQUIRE)) {
+		pthread_kill(worker_th[i++ % (unsigned)nworkers], SIGUSR1);
+		usleep(20);
+	}
+	return NULL;
+}
+
+/* ---- the checker ------------------------------------------------------- */
+
+struct seen {
+	uint8_t *main; /* per worker: nevents bits */
+	uint8_t *sig;
+	long nsig_cap;
+};
+static struct seen seen[MAX_WORKERS];
+static long errors, recorded_main, recorded_sig, discarded_total;
+static long ts_backwards, dup_main, dup_sig, misattributed, bad_payload;
+static long recorded_internal; /* strata:calib and strata:lost records */
+
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		if (errors++ < 20)                                             \
+			fprintf(stderr, "stress: " __VA_ARGS__);               \
+	} while (0)
+
+static int worker_of_tid(uint32_t tid)
+{
+	for (int i = 0; i < nworkers; i++)
+		if ((uint32_t)worker_tid[i] == tid)
+			return i;
+	return -1;
+}
+
+static void check_stream(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		FAIL("%s: %s\n", path, strerror(errno));
+		return;
+	}
+	if (st.st_size == 0) {
+		close(fd);
+		return;
+	}
+	const unsigned char *m = mmap(NULL, (size_t)st.st_size, PROT_READ,
+				      MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		FAIL("%s: mmap: %s\n", path, strerror(errno));
+		return;
+	}
+	uint64_t off = 0, prev_seq = 0, last_disc = 0, prev_ts = 0;
+	int first = 1;
+	while (off + 96 <= (uint64_t)st.st_size) {
+		const unsigned char *p = m + off;
+		uint32_t magic, tid;
+		uint64_t ts, ts_end, content, psize, seqn, disc;
+		memcpy(&magic, p, 4);
+		memcpy(&ts, p + 32, 8);
+		memcpy(&ts_end, p + 40, 8);
+		memcpy(&content, p + 48, 8);
+		memcpy(&psize, p + 56, 8);
+		memcpy(&seqn, p + 64, 8);
+		memcpy(&disc, p + 72, 8);
+		memcpy(&tid, p + 88, 4);
+		content /= 8;
+		psize /= 8;
+		if (magic != 0xC1FC1FC1u || psize < 16384 || content > psize ||
+		    content < 96 || off + psize > (uint64_t)st.st_size) {
+			FAIL("%s+%llu: bad packet header\n", path,
+			     (unsigned long long)off);
+			break;
+		}
+		if (!first && seqn != prev_seq + 1 && strcmp(mode_name, "overwrite") != 0)
+			FAIL("%s: packet_seq_num %llu after %llu\n", path,
+			     (unsigned long long)seqn, (unsigned long long)prev_seq);
+		if (!first && ts < prev_ts) {
+			ts_backwards++;
+			FAIL("%s: packet begins before the previous one ended\n",
+			     path);
+		}
+		first = 0;
+		prev_seq = seqn;
+		last_disc = disc;
+		uint32_t cur = tid;
+		const uint64_t *w = (const uint64_t *)(p + 96);
+		const uint64_t *end = (const uint64_t *)(p + content);
+		while (w < end) {
+			uint64_t h = w[0];
+			uint32_t len = (uint32_t)(h >> 54);
+			uint32_t major = (uint32_t)(h >> 48) & 63;
+			uint32_t minor = (uint32_t)(h >> 32) & 0xffff;
+			if (len == 0 || len > (uint64_t)(end - w)) {
+				FAIL("%s+%llu: bad event length %u\n", path,
+				     (unsigned long long)((const unsigned char *)w - m), len);
+				break;
+			}
+			/* format.md §3: the full timestamp from the low 32
+			 * bits, or from a strata:clock record */
+			uint64_t full = ts + (uint32_t)((uint32_t)h - (uint32_t)ts);
+			if (major == 0 && minor == 2 && len == 2) {
+				full = w[1];
+				if ((uint32_t)full != (uint32_t)h)
+					FAIL("%s: clock record disagrees with its header\n",
+					     path);
+			}
+			if (full < ts) {
+				ts_backwards++;
+				FAIL("%s: timestamp goes backwards\n", path);
+			}
+			ts = full;
+			if (major == 0 && minor == 1) {
+				cur = (uint32_t)w[1];
+			} else if (major == 0 && (minor == 3 || minor == 5)) {
+				recorded_internal++;
+			} else if (major == MAJ_MAIN || major == MAJ_SIG) {
+				uint64_t v = w[1];
+				int wk = (int)(v >> 40);
+				uint64_t seq = v & ((UINT64_C(1) << 40) - 1);
+				if (wk >= nworkers) {
+					FAIL("%s: bad worker %d\n", path, wk);
+				} else if (worker_of_tid(cur) != wk) {
+					misattributed++;
+					FAIL("%s: event of worker %d attributed to tid %u\n",
+					     path, wk, cur);
+				} else if (major == MAJ_MAIN) {
+					unsigned k = size_of(seq);
+					if (seq >= (uint64_t)nevents || minor != k ||
+					    len != 2 + k) {
+						bad_payload++;
+						FAIL("%s: bad main event seq %llu\n", path,
+						     (unsigned long long)seq);
+					} else {
+						for (unsigned i = 0; i < k; i++)
+							if (w[2 + i] != pattern((uint64_t)wk, seq, i)) {
+								bad_payload++;
+								FAIL("%s: payload of %d/%llu\n",
+								     path, wk, (unsigned long long)seq);
+								break;
+							}
+						uint8_t *b = &seen[wk].main[seq / 8];
+						if (*b & (1u << (seq % 8))) {
+							dup_main++;
+							FAIL("%s: duplicate %d/%llu\n", path,
+							     wk, (unsigned long long)seq);
+						}
+						*b |= (uint8_t)(1u << (seq % 8));
+						recorded_main++;
+					}
+				} else {
+					if ((long)seq >= sig_logged[wk]) {
+						FAIL("%s: signal seq %llu never logged\n",
+						     path, (unsigned long long)seq);
+					} else {
+						uint8_t *b = &seen[wk].sig[seq / 8];
+						if (*b & (1u << (seq % 8)))
+							dup_sig++;
+						*b |= (uint8_t)(1u << (seq % 8));
+						recorded_sig++;
+					}
+				}
+			}
+			w += len;
+		}
+		if (ts > ts_end && ts_end) {
+			ts_backwards++;
+			FAIL("%s: event after timestamp_end\n", path);
+		}
+		prev_ts = ts_end;
+		off += psize;
+	}
+	discarded_total += (long)last_disc;
+	munmap((void *)m, (size_t)st.st_size);
+}
+
+static void check_trace(void)
+{
+	char dir[4200];
+	snprintf(dir, sizeof(dir), "%s/ust/pid-%d", outdir, getpid());
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d) {
+		FAIL("%s: %s\n", dir, strerror(errno));
+		return;
+	}
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "cpu", 3))
+			continue;
+		char path[4400];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		check_stream(path);
+	}
+	closedir(d);
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: stress -o DIR [-t THREADS] [-n EVENTS] [-m complete|loss|overwrite]\n"
+		"              [--no-signals] [--no-migrate]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"no-signals", no_argument, NULL, 'S'},
+		{"no-migrate", no_argument, NULL, 'M'},
+		{0, 0, 0, 0}};
+	struct strata_options o = {0};
+	struct strata_stats st;
+	pthread_t sig_th;
+	int c;
+
+	nworkers = 2 * (int)sysconf(_SC_NPROCESSORS_ONLN);
+	while ((c = getopt_long(argc, argv, "o:t:n:m:", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o': outdir = optarg; break;
+		case 't': nworkers = atoi(optarg); break;
+		case 'n': nevents = atol(optarg); break;
+		case 'm': mode_name = optarg; break;
+		case 'S': use_signals = 0; break;
+		case 'M': use_migrate = 0; break;
+		default: usage();
+		}
+	}
+	if (!outdir || nworkers < 1 || nworkers > MAX_WORKERS || nevents < 1)
+		usage();
+
+	o.output = outdir;
+	if (!strcmp(mode_name, "complete")) {
+		/* Room for the whole run: nothing may be lost. */
+		o.packet_size = 1 << 20;
+		o.npackets = 256;
+	} else if (!strcmp(mode_name, "loss")) {
+		o.packet_size = 16 << 10; /* far too small */
+		o.npackets = 2;
+	} else if (!strcmp(mode_name, "overwrite")) {
+		/* One pinned writer per ring (plus its signal handler): no
+		 * writer is ever preempted inside another's packet, so the
+		 * ring must hold exactly the newest events of its worker. */
+		o.packet_size = 16 << 10;
+		o.npackets = 4;
+		o.mode = STRATA_MODE_OVERWRITE;
+		pin_workers = 1;
+		use_migrate = 0;
+		if (nworkers > sysconf(_SC_NPROCESSORS_ONLN))
+			nworkers = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	} else {
+		usage();
+	}
+	if (strata_start(&o)) {
+		fprintf(stderr, "stress: strata_start: %s\n", strata_strerror_detail());
+		return 1;
+	}
+
+	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	for (int i = 0; i < nworkers; i++)
+		pthread_create(&worker_th[i], NULL, worker, (void *)(intptr_t)i);
+	if (use_signals)
+		pthread_create(&sig_th, NULL, signaller, NULL);
+	for (int i = 0; i < nworkers; i++)
+		pthread_join(worker_th[i], NULL);
+	__atomic_store_n(&workers_done, 1, __ATOMIC_RELEASE);
+	if (use_signals)
+		pthread_join(sig_th, NULL);
+	signal(SIGUSR1, SIG_IGN);
+
+	int ret = strata_stop();
+	strata_get_stats(&st);
+	if (ret)
+		FAIL("strata_stop: %s\n", strata_strerror_detail());
+
+	long logged_sig = 0;
+	for (int i = 0; i < nworkers; i++) {
+		seen[i].main = calloc((size_t)nevents / 8 + 1, 1);
+		seen[i].sig = calloc((size_t)sig_logged[i] / 8 + 1, 1);
+		logged_sig += sig_logged[i];
+	}
+	check_trace();
+
+	long logged = (long)nworkers * nevents + logged_sig;
+	long recorded = recorded_main + recorded_sig;
+	long lost = (long)(st.lost_full + st.lost_busy + st.lost_too_big +
+			   st.lost_nested + st.lost_no_ring);
+	printf("stress[%s]: %d threads, logged %ld (%ld from signal handlers), "
+	       "recorded %ld, discarded %ld in the trace (%ld counted by the "
+	       "library: full %llu busy %llu nested %llu too_big %llu no_ring %llu), misattributed %ld, "
+	       "duplicates %ld, bad payloads %ld, timestamps backwards %ld\n",
+	       mode_name, nworkers, logged, logged_sig, recorded,
+	       discarded_total, lost, (unsigned long long)st.lost_full,
+	       (unsigned long long)st.lost_busy,
+	       (unsigned long long)st.lost_nested, (unsigned long long)st.lost_too_big,
+	       (unsigned long long)st.lost_no_ring, misattributed,
+	       dup_main + dup_sig, bad_payload, ts_backwards);
+	if ((long)st.events_written != recorded + 0 &&
+	    strcmp(mode_name, "overwrite"))
+		FAIL("consumer counted %llu events, the checker %ld\n",
+		     (unsigned long long)st.events_written, recorded);
+	if (dup_main || dup_sig)
+		FAIL("duplicated events\n");
+	if (!strcmp(mode_name, "complete")) {
+		if (recorded != logged)
+			FAIL("complete mode: %ld of %ld events recorded\n",
+			     recorded, logged);
+	} else if (!strcmp(mode_name, "loss")) {
+		/* strata's own records (calibration, loss reports) are
+		 * logged and dropped like any event. */
+		if (recorded + recorded_internal + discarded_total !=
+		    logged + (long)st.internal_logged)
+			FAIL("recorded %ld + %ld internal + discarded %ld != "
+			     "logged %ld + %llu internal\n",
+			     recorded, recorded_internal, discarded_total, logged,
+			     (unsigned long long)st.internal_logged);
+		if (discarded_total != lost)
+			FAIL("trace says %ld discarded, library %ld\n",
+			     discarded_total, lost);
+		if (!discarded_total)
+			FAIL("loss mode lost nothing: the test proves nothing\n");
+	} else {
+		/* Each worker's recorded events are a contiguous suffix of
+		 * what it logged: the newest ones, none missing among them. */
+		for (int i = 0; i < nworkers; i++) {
+			uint64_t k = (uint64_t)nevents;
+			while (k > 0 && (seen[i].main[(k - 1) / 8] & (1u << ((k - 1) % 8))))
+				k--;
+			long kept = nevents - (long)k, total = 0;
+			for (uint64_t j = 0; j < (uint64_t)nevents; j++)
+				total += !!(seen[i].main[j / 8] & (1u << (j % 8)));
+			if (kept == 0 || total != kept)
+				FAIL("overwrite: worker %d kept %ld events, %ld of them "
+				     "the newest\n", i, total, kept);
+		}
+	}
+	if (errors) {
+		fprintf(stderr, "stress: FAILED (%ld errors)\n", errors);
+		return 1;
+	}
+	printf("stress[%s]: OK\n", mode_name);
+	return 0;
+}
