@@ -46,6 +46,9 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 	ring = strata_load_acquire(&strata_rings[cpu]);
 	if (ring || strata_load_relaxed(&ring_failed[cpu]))
 		return ring;
+	/* Called from tracepoints, possibly in a signal handler: the system
+	 * calls below must not change the interrupted code's errno. */
+	int saved_errno = errno;
 
 	fd = memfd_create("strata-ring", MFD_CLOEXEC);
 	if (fd < 0)
@@ -88,8 +91,10 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 					 __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
 		munmap(base, size);
 		close(fd);
+		errno = saved_errno;
 		return expected;
 	}
+	errno = saved_errno;
 	return ring;
 
 fail_fd:
@@ -98,6 +103,7 @@ fail:
 	strata_store_relaxed(&ring_failed[cpu], 1);
 	slog_once("cannot create the ring of CPU %u: %s; its events are dropped",
 		  cpu, strerror(errno));
+	errno = saved_errno;
 	return NULL;
 }
 

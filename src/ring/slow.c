@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The ring's slow path: packet switch, first use, limits (docs/ring.md §4). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -151,8 +152,11 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 	uint64_t w, ts, pos, begin;
 	uint32_t xts, len, i;
 
-	if (strata_unlikely(!t->tid))
+	if (strata_unlikely(!t->tid)) {
+		int saved = errno; /* we may be in a signal handler */
 		t->tid = (uint32_t)syscall(SYS_gettid);
+		errno = saved;
+	}
 	if (!ring || strata_load_relaxed(&ring->ctl->disabled)) {
 		count_lost(ring, STRATA_LOST_NO_RING);
 		goto release;

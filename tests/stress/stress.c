@@ -66,11 +66,13 @@ static uint64_t pattern(uint64_t w, uint64_t seq, unsigned i)
 static void on_signal(int sig)
 {
 	(void)sig;
-	int w = my_worker;
+	int w = my_worker, saved = errno;
 	if (w < 0)
 		return;
 	uint64_t v = (uint64_t)w << 40 | (uint64_t)sig_logged[w]++;
 	STRATA_EVENT1(MAJ_SIG, 1, v);
+	if (errno != saved)
+		abort(); /* the library must preserve errno */
 }
 
 static void *worker(void *arg)

@@ -174,7 +174,9 @@ static inline int strata_reserve(struct strata_rsv *r, uint32_t id,
 	uint32_t need, xts, len, i, nest;
 
 	if (strata_unlikely((unsigned)cpu >= STRATA_MAX_CPUS) ||
-	    strata_unlikely(!(ring = strata_rings[cpu])) ||
+	    /* acquire pairs with the publishing CAS in ring_get_or_create()
+	     * (a plain load on x86) */
+	    strata_unlikely(!(ring = strata_load_acquire(&strata_rings[cpu]))) ||
 	    strata_unlikely(!t->tid))
 		return strata_reserve_slow(r, id, words, 0);
 
