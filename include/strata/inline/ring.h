@@ -173,7 +173,10 @@ static inline int strata_reserve(struct strata_rsv *r, uint32_t id,
 	uint64_t w, ts, pos;
 	uint32_t need, xts, len, i, nest;
 
-	if (strata_unlikely((unsigned)cpu >= STRATA_MAX_CPUS) ||
+	/* words > STRATA_MAX_WORDS would wrap the 10-bit length: the slow
+	 * path refuses and counts it (folded away for constant sizes). */
+	if (strata_unlikely(words > STRATA_MAX_WORDS) ||
+	    strata_unlikely((unsigned)cpu >= STRATA_MAX_CPUS) ||
 	    /* acquire pairs with the publishing CAS in ring_get_or_create()
 	     * (a plain load on x86) */
 	    strata_unlikely(!(ring = strata_load_acquire(&strata_rings[cpu]))) ||
