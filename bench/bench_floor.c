@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The floor every tracer is compared with: rdtsc plus a 16-byte thread-local store per event. */
+/* The floor every tracer is compared with (rdtsc plus a 16-byte thread-local store per event), and the cost of its parts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,17 +13,87 @@ static void loop_floor(uint64_t n, void *arg)
 		bench_floor_event(i);
 }
 
+/*
+ * Where a tracer's time goes on this machine: one opaque call per event
+ * doing only one of the things a lockless reserve/commit does. The words
+ * are thread-local, so no cache line moves between CPUs; what is left is
+ * the cost of the instruction itself.
+ */
+static __thread uint64_t part_word __attribute__((aligned(64)));
+static __thread uint64_t part_word2 __attribute__((aligned(64)));
+
+BENCH_OPAQUE static void part_call(uint64_t w)
+{
+	BENCH_USE(w);
+}
+
+BENCH_OPAQUE static void part_rdtsc(uint64_t w)
+{
+	part_word = bench_rdtsc() + w;
+}
+
+BENCH_OPAQUE static void part_cas(uint64_t w)
+{
+	uint64_t o = part_word;
+	__atomic_compare_exchange_n(&part_word, &o, o + w, 0, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
+}
+
+BENCH_OPAQUE static void part_xadd(uint64_t w)
+{
+	__atomic_fetch_add(&part_word, w, __ATOMIC_RELEASE);
+}
+
+/* The minimum of a CAS-reserve tracer: rdtsc, CAS the write offset, store
+ * 16 bytes, atomically add to a commit count. */
+BENCH_OPAQUE static void part_model(uint64_t w)
+{
+	bench_floor_event(w);
+	uint64_t o = part_word;
+	__atomic_compare_exchange_n(&part_word, &o, o + 16, 0, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
+	__atomic_fetch_add(&part_word2, 16, __ATOMIC_RELEASE);
+}
+
+#define PART_LOOP(name)                                                        \
+	static void loop_##name(uint64_t n, void *arg)                        \
+	{                                                                      \
+		(void)arg;                                                     \
+		for (uint64_t i = 0; i < n; i++)                               \
+			name(i);                                               \
+	}
+PART_LOOP(part_call)
+PART_LOOP(part_rdtsc)
+PART_LOOP(part_cas)
+PART_LOOP(part_xadd)
+PART_LOOP(part_model)
+
 int main(int argc, char **argv)
 {
-	int threads = argc > 1 ? atoi(argv[1]) : 1;
+	const char *arg = argc > 1 ? argv[1] : "1";
 	uint64_t n = bench_env_u64("BENCH_EVENTS", 1000000);
 	int reps = (int)bench_env_u64("BENCH_REPS", 5);
 
+	printf("INFO tsc_ghz=%.4f\n", bench_tsc_ghz());
+	if (!strcmp(arg, "parts")) {
+		static const struct {
+			const char *suite;
+			bench_loop_fn fn;
+		} p[] = {{"part-call", loop_part_call},
+			 {"part-rdtsc", loop_part_rdtsc},
+			 {"part-cas", loop_part_cas},
+			 {"part-xadd", loop_part_xadd},
+			 {"part-model", loop_part_model}};
+		for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++)
+			bench_run(p[i].suite, 1, n, n / 10, reps, p[i].fn, NULL,
+				  NULL);
+		return 0;
+	}
+	int threads = atoi(arg);
 	if (threads < 1) {
-		fprintf(stderr, "usage: %s [THREADS]\n", argv[0]);
+		fprintf(stderr, "usage: %s [THREADS | parts]\n", argv[0]);
 		return 2;
 	}
-	printf("INFO tsc_ghz=%.4f\n", bench_tsc_ghz());
 	uint64_t logged = bench_run("floor", threads, n, n / 10, reps,
 				    loop_floor, NULL, NULL);
 	printf("COUNT suite=floor threads=%d logged=%llu recorded=%llu lost=0\n",

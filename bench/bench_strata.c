@@ -182,6 +182,8 @@ static int run_enabled(const char *suite, bench_loop_fn loop, int words,
 	snprintf(pre, sizeof(pre), "%s-firstlap", suite);
 	uint64_t pre_logged = bench_run(pre, threads, lap, 0, 1, loop, NULL, NULL);
 	struct timespec d = {0, 500 * 1000 * 1000};
+	if (mode != STRATA_MODE_OVERWRITE)
+		strata_flush(); /* the first lap's last packet goes out now */
 	nanosleep(&d, NULL);
 	struct strata_stats s0;
 	strata_get_stats(&s0);
@@ -190,8 +192,12 @@ static int run_enabled(const char *suite, bench_loop_fn loop, int words,
 	int rc = strata_stop();
 	if (rc)
 		fprintf(stderr, "strata_stop: %s\n", strerror(-rc));
-	/* the timed phase only: counters minus those after the first lap */
-	print_count(suite, threads, logged, &s0, dir);
+	/* Discard mode: the timed phase only (counters minus those after the
+	 * first lap). Overwrite mode: what the ring kept of the whole run. */
+	if (mode == STRATA_MODE_OVERWRITE)
+		print_count(suite, threads, logged + pre_logged, NULL, dir);
+	else
+		print_count(suite, threads, logged, &s0, dir);
 	return rc ? 1 : 0;
 }
 

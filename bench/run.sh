@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `make bench`: builds the benchmarks, runs strata, the floor, LTTng-UST and FxT side by side, writes BENCHMARKS.md.
+#
+# usage: bench/run.sh [--smoke] [--no-build] [--bin-dir DIR] [--out-dir DIR] [--threads N]
+#   --smoke     tiny sizes, a few seconds, no LTTng daemon; writes OUT/BENCHMARKS.md only
+#   --no-build  use the programs already in --bin-dir (default build-bench/bench)
+#   --out-dir   where traces and raw results go (default build-bench/bench-out; on disk)
+#   --threads   threads of the "one per core" runs (default: the CPUs we may use)
+# Environment knobs (defaults in brackets): BENCH_EVENTS [1000000] events per thread
+# per repetition, BENCH_REPS [7], BENCH_PAUSE_MS [300], BENCH_SUST_MS [2000],
+# BENCH_WORKERS_RUNS [7], BENCH_WORKERS_ARGS ["2 400000"].
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$ROOT/build-bench
+SMOKE=0
+DO_BUILD=1
+BIN=""
+OUT=""
+THREADS=""
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--smoke) SMOKE=1 ;;
+	--no-build) DO_BUILD=0 ;;
+	--bin-dir) BIN=$2; shift ;;
+	--out-dir) OUT=$2; shift ;;
+	--threads) THREADS=$2; shift ;;
+	-h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+	*) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+BIN=${BIN:-$BUILD/bench}
+OUT=${OUT:-$BUILD/bench-out}
+THREADS=${THREADS:-$(nproc)}
+[ "$THREADS" -ge 2 ] || THREADS=2
+
+if [ $SMOKE = 1 ]; then
+	export BENCH_EVENTS=${BENCH_EVENTS:-20000} BENCH_REPS=${BENCH_REPS:-5}
+	export BENCH_PAUSE_MS=${BENCH_PAUSE_MS:-20} BENCH_SUST_MS=${BENCH_SUST_MS:-100}
+	export BENCH_SUST_STEPS=${BENCH_SUST_STEPS:-2}
+	export BENCH_STRATA_PACKETS=${BENCH_STRATA_PACKETS:-16}
+	REPORT=$OUT/BENCHMARKS.md
+else
+	export BENCH_EVENTS=${BENCH_EVENTS:-1000000} BENCH_REPS=${BENCH_REPS:-7}
+	export BENCH_PAUSE_MS=${BENCH_PAUSE_MS:-300} BENCH_SUST_MS=${BENCH_SUST_MS:-2000}
+	REPORT=$ROOT/BENCHMARKS.md
+fi
+WORKERS_RUNS=${BENCH_WORKERS_RUNS:-7}
+WORKERS_ARGS=${BENCH_WORKERS_ARGS:-"2 400000"}
+
+note() { echo "== $*" >&2; }
+
+# ---- build ------------------------------------------------------------------
+if [ $DO_BUILD = 1 ]; then
+	note "building in $BUILD (Release, -O2)"
+	cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+		-DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" >"$BUILD.cmake.log" 2>&1 ||
+		{ cat "$BUILD.cmake.log" >&2; exit 1; }
+	# Target by target, so that one that does not build yet (the library
+	# being written, a missing peer) skips its rows instead of all of them.
+	for t in bench_floor bench_strata bench_lttng bench_fxt bench_workers_off \
+		bench_workers_on; do
+		cmake --build "$BUILD" --target "$t" -j "$(nproc)" >"$BUILD/build-$t.log" 2>&1 ||
+			note "skip: $t does not build (see $BUILD/build-$t.log)"
+	done
+fi
+
+mkdir -p "$OUT"
+# only what an earlier run left here: --out-dir may name a shared folder
+rm -rf "$OUT"/raw.txt "$OUT"/env.txt "$OUT"/stderr.log "$OUT"/strata-* "$OUT"/lttng-* \
+	"$OUT"/fxt-* "$OUT"/cg-* "$OUT"/callgrind.* "$OUT"/workers-trace
+RAW=$OUT/raw.txt
+ENVF=$OUT/env.txt
+LOG=$OUT/stderr.log
+: >"$RAW"
+: >"$LOG"
+if [ "$(stat -f -c %T "$OUT")" = tmpfs ]; then
+	note "warning: $OUT is on tmpfs; traces are not going to disk"
+fi
+
+have() { [ -x "$BIN/$1" ]; }
+skip() { echo "SKIP what=$1 reason=$2" >>"$RAW"; note "skip: $1: ${2//_/ }"; }
+# run SUITE-TAG CMD...: its stdout is appended to the raw results
+run() {
+	local tag=$1; shift
+	note "$tag"
+	echo "RUN tag=$tag" >>"$RAW"
+	if ! "$@" >>"$RAW" 2>>"$LOG"; then
+		echo "FAILED tag=$tag" >>"$RAW"
+		note "failed: $tag (see $LOG)"
+	fi
+}
+
+# ---- LTTng session daemon: ours unless one runs; cleaned up on any exit ------
+SESSIOND_PID=""
+SESSION=""
+LTTNG_OK=0
+cleanup() {
+	set +e
+	if [ -n "$SESSION" ]; then
+		lttng destroy "$SESSION" >/dev/null 2>&1
+		SESSION=""
+	fi
+	if [ -n "$SESSIOND_PID" ]; then
+		kill "$SESSIOND_PID" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$SESSIOND_PID" 2>/dev/null || break; sleep 0.1; done
+		SESSIOND_PID=""
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+lttng_setup() {
+	if [ $SMOKE = 1 ]; then
+		skip lttng-enabled "smoke_mode:_no_LTTng_daemon"
+		return
+	fi
+	if ! have bench_lttng; then
+		skip lttng-enabled "bench_lttng_not_built_(liblttng-ust-dev_missing?)"
+		return
+	fi
+	if ! command -v lttng >/dev/null || ! command -v lttng-sessiond >/dev/null; then
+		skip lttng-enabled "lttng-tools_not_installed"
+		return
+	fi
+	if ! command -v babeltrace2 >/dev/null; then
+		skip lttng-enabled "babeltrace2_not_installed_(needed_to_count_events)"
+		return
+	fi
+	export LTTNG_HOME=$OUT/lttng-home
+	mkdir -p "$LTTNG_HOME"
+	if lttng list >/dev/null 2>&1; then
+		note "using the LTTng session daemon already running"
+	else
+		lttng-sessiond --daemonize --no-kernel >>"$LOG" 2>&1 || {
+			skip lttng-enabled "lttng-sessiond_failed_to_start"; return; }
+		local pidf=$LTTNG_HOME/.lttng/lttng-sessiond.pid
+		[ "$(id -u)" = 0 ] && pidf=/var/run/lttng/lttng-sessiond.pid
+		SESSIOND_PID=$(cat "$pidf")
+		note "started lttng-sessiond (pid $SESSIOND_PID)"
+	fi
+	LTTNG_OK=1
+}
+
+# LTTng-UST enabled, THREADS threads: a session writing to a directory with
+# buffers as big as strata's (per CPU), started before the program registers.
+lttng_enabled() {
+	local t=$1 dir=$OUT/lttng-t$1 out logged recorded discarded
+	SESSION=strata-bench-$$-t$t
+	rm -rf "$dir"
+	{
+		lttng create "$SESSION" --output="$dir" &&
+		lttng enable-channel -u -s "$SESSION" --subbuf-size=1M \
+			--num-subbuf="${BENCH_LTTNG_SUBBUFS:-128}" ch &&
+		lttng enable-event -u -s "$SESSION" -c ch strata_bench:ev &&
+		lttng start "$SESSION"
+	} >>"$LOG" 2>&1 || { skip "lttng-t$t" "session_setup_failed"; cleanup_session; return; }
+	echo "RUN tag=lttng-t$t" >>"$RAW"
+	note "lttng-t$t"
+	out=$("$BIN/bench_lttng" enabled "$t" 2>>"$LOG") || echo "FAILED tag=lttng-t$t" >>"$RAW"
+	echo "$out" >>"$RAW"
+	local stop
+	stop=$(lttng stop "$SESSION" 2>&1) || true
+	echo "$stop" >>"$LOG"
+	lttng destroy "$SESSION" >>"$LOG" 2>&1 || true
+	SESSION=""
+	logged=$(sed -n 's/^LOGGED .*logged=\([0-9]*\).*/\1/p' <<<"$out")
+	discarded=$(sed -n 's/.*Warning: \([0-9]*\) events were discarded.*/\1/p' <<<"$stop")
+	recorded=$(babeltrace2 "$dir" --component=sink.utils.counter 2>>"$LOG" |
+		awk '/Event messages/ { n = $1 } END { print n + 0 }')
+	local bytes
+	bytes=$(find "$dir" -type f ! -name metadata ! -path '*/index/*' -printf '%s\n' |
+		awk '{ s += $1 } END { print s + 0 }')
+	echo "COUNT suite=lttng threads=$t logged=${logged:-0} recorded=$recorded" \
+		"lost=${discarded:-0} stream_bytes=$bytes" >>"$RAW"
+	rm -rf "$dir"
+}
+cleanup_session() { [ -z "$SESSION" ] || lttng destroy "$SESSION" >/dev/null 2>&1 || true; SESSION=""; }
+
+fxt_enabled() {
+	local t=$1 f=$OUT/fxt-t$1.trace out logged recorded
+	echo "RUN tag=fxt-t$t" >>"$RAW"
+	note "fxt-t$t"
+	out=$("$BIN/bench_fxt" enabled "$t" "$f" 2>>"$LOG") || echo "FAILED tag=fxt-t$t" >>"$RAW"
+	echo "$out" >>"$RAW"
+	logged=$(sed -n 's/^LOGGED .*logged=\([0-9]*\).*/\1/p' <<<"$out")
+	if command -v fxt_print >/dev/null; then
+		recorded=$(fxt_print -f "$f" 2>>"$LOG" | grep -c 'unknown code 1234' || true)
+	else
+		# no fxt_print (Debian fxt-tools): every record of a 1-word probe is
+		# 32 bytes; the setup and calibration records are a few hundred
+		recorded=$(( ($(stat -c %s "$f") - 4096) / 32 ))
+		note "fxt_print missing: FxT events estimated from the file size"
+	fi
+	echo "COUNT suite=fxt threads=$t logged=${logged:-0} recorded=$recorded" \
+		"lost=$(( ${logged:-0} > recorded ? ${logged:-0} - recorded : 0 ))" \
+		"stream_bytes=$(stat -c %s "$f" 2>/dev/null || echo 0)" >>"$RAW"
+	rm -f "$f"
+}
+
+# ---- environment ----------------------------------------------------------------
+{
+	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+	echo "cpus=$(nproc)"
+	echo "mhz=$(sed -n 's/^cpu MHz[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+	echo "hypervisor=$(lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor: *//p' | grep . ||
+		(grep -q hypervisor /proc/cpuinfo && echo yes) || echo none)"
+	echo "kernel=$(uname -sr)"
+	echo "compiler=$(${CC:-cc} --version | head -1)"
+	echo "cflags=-O2 -DNDEBUG (CMake Release, build-bench/)"
+	echo "lttng_ust=$(pkg-config --modversion lttng-ust 2>/dev/null || echo none)"
+	echo "lttng_tools=$(lttng --version 2>/dev/null | head -1 | sed 's/^lttng (LTTng Trace Control) //' || echo none)"
+	echo "fxt=$(pkg-config --modversion fxt 2>/dev/null || echo none)"
+	echo "babeltrace2=$(babeltrace2 --version 2>/dev/null | head -1 | sed 's/^Babeltrace //' || echo none)"
+	echo "outfs=$(stat -f -c %T "$OUT") ($(df --output=source "$OUT" | tail -1))"
+	echo "smoke=$SMOKE"
+	echo "events=$BENCH_EVENTS reps=$BENCH_REPS pause_ms=$BENCH_PAUSE_MS threads_n=$THREADS"
+	echo "sust_ms=$BENCH_SUST_MS"
+	echo "workers_args=$WORKERS_ARGS"
+	if command -v perf >/dev/null && perf stat -x, -e instructions true 2>&1 |
+		grep -q '^[0-9]'; then
+		echo "perf_hw=yes"
+	else
+		echo "perf_hw=no"
+	fi
+} >"$ENVF"
+
+# ---- the runs ---------------------------------------------------------------------
+lttng_setup
+for t in 1 "$THREADS"; do
+	if have bench_floor; then run "floor-t$t" "$BIN/bench_floor" "$t"; else skip floor "not_built"; fi
+	if have bench_strata; then
+		for m in ev1 ev2 ev8 overwrite; do
+			run "strata-$m-t$t" "$BIN/bench_strata" "$m" "$t" "$OUT/strata-$m-t$t"
+			rm -rf "$OUT/strata-$m-t$t"
+		done
+	else
+		skip "strata-t$t" "bench_strata_not_built_(library_does_not_link_yet?)"
+	fi
+	if [ $LTTNG_OK = 1 ]; then lttng_enabled "$t"; fi
+	if have bench_fxt; then fxt_enabled "$t"; else skip "fxt-t$t" "bench_fxt_not_built_(libfxt-dev_missing?)"; fi
+done
+
+# where the time goes: the parts of a CAS-reserve tracer, one at a time
+have bench_floor && run parts "$BIN/bench_floor" parts
+
+# disabled tracepoints, hot and cold (no session for the peers: nothing enabled)
+have bench_strata && run strata-disabled "$BIN/bench_strata" disabled 1 "$OUT/strata-disabled"
+rm -rf "$OUT/strata-disabled"
+have bench_lttng && run lttng-disabled env LTTNG_UST_REGISTER_TIMEOUT=0 "$BIN/bench_lttng" disabled
+have bench_fxt && run fxt-disabled "$BIN/bench_fxt" disabled
+
+# sustained throughput to disk
+if have bench_strata; then
+	run strata-sustained "$BIN/bench_strata" sustained 1 "$OUT/strata-sustained"
+	rm -rf "$OUT/strata-sustained"
+fi
+
+# ---- real-program overhead: examples/workers.c built three ways -------------------
+workers_time() { # TAG RUNS ENV... -- CMD...: prints one WORKERS line per run
+	local tag=$1 runs=$2; shift 2
+	for i in $(seq "$runs"); do
+		local t0 t1
+		t0=$(date +%s%N)
+		"$@" >/dev/null 2>>"$LOG" || { echo "FAILED tag=workers-$tag" >>"$RAW"; return; }
+		t1=$(date +%s%N)
+		echo "WORKERS variant=$tag run=$i seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')" >>"$RAW"
+	done
+}
+if [ $SMOKE = 1 ]; then
+	skip workers "smoke_mode"
+elif have bench_workers_off && have bench_workers_on; then
+	note "workers x3 variants x $WORKERS_RUNS runs (args: $WORKERS_ARGS)"
+	wdir=$OUT/workers-trace
+	# shellcheck disable=SC2086 # WORKERS_ARGS is a word list
+	for i in $(seq "$WORKERS_RUNS"); do # interleaved, so drift hits all three
+		workers_time compiled_out 1 env -u STRATA_OUTPUT "$BIN/bench_workers_off" $WORKERS_ARGS
+		rm -rf "$wdir"
+		workers_time majors_off 1 env STRATA_OUTPUT="$wdir" STRATA_MAJORS=none \
+			"$BIN/bench_workers_on" $WORKERS_ARGS
+		rm -rf "$wdir"
+		workers_time recording 1 env STRATA_OUTPUT="$wdir" STRATA_MAJORS=all \
+			"$BIN/bench_workers_on" $WORKERS_ARGS
+	done
+	echo "WORKERS_TRACE bytes=$(du -sb "$wdir" 2>/dev/null | cut -f1)" >>"$RAW"
+	rm -rf "$wdir"
+else
+	skip workers "examples/workers.c_not_built"
+fi
+
+# ---- instruction counts: callgrind, noise-free ---------------------------------
+callgrind_one() { # NAME FUNCTION CMD...: Ir per call of FUNCTION (inclusive)
+	local name=$1 fn=$2; shift 2
+	local f=$OUT/callgrind.$name out ir calls
+	out=$(BENCH_EVENTS=20000 BENCH_REPS=1 BENCH_PAUSE_MS=0 BENCH_STRATA_PACKETS=16 \
+		valgrind --tool=callgrind --callgrind-out-file="$f" --toggle-collect="$fn" \
+		"$@" 2>>"$LOG") || { echo "FAILED tag=callgrind-$name" >>"$RAW"; return; }
+	ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$f" | head -1)
+	[ -n "$ir" ] || ir=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$f" | head -1)
+	# calls = every event the program logged, warm-ups and first laps included
+	calls=$(grep -E '^(COUNT|LOGGED) ' <<<"$out" | sed -n 's/.* logged=\([0-9]*\).*/\1/p' |
+		awk '{ s += $1 } END { print s + 0 }')
+	echo "CALLGRIND name=$name function=$fn ir=${ir:-0} calls=$calls" >>"$RAW"
+	rm -f "$f"
+}
+if [ $SMOKE = 1 ]; then
+	skip callgrind "smoke_mode"
+elif command -v valgrind >/dev/null; then
+	note "callgrind instruction counts"
+	have bench_floor && callgrind_one floor bench_floor_event "$BIN/bench_floor" 1
+	have bench_strata && callgrind_one strata-ev1 ev1 "$BIN/bench_strata" ev1 1 "$OUT/cg-strata"
+	rm -rf "$OUT/cg-strata"
+	have bench_fxt && callgrind_one fxt ev_fxt "$BIN/bench_fxt" enabled 1 "$OUT/cg-fxt.trace"
+	rm -f "$OUT/cg-fxt.trace"
+	if [ $LTTNG_OK = 1 ]; then # inside a session, or only the disabled check runs
+		SESSION=strata-bench-$$-cg
+		if { lttng create "$SESSION" --output="$OUT/cg-lttng" &&
+			lttng enable-event -u -s "$SESSION" strata_bench:ev &&
+			lttng start "$SESSION"; } >>"$LOG" 2>&1; then
+			callgrind_one lttng ev_lttng "$BIN/bench_lttng" enabled 1
+		fi
+		cleanup_session
+		rm -rf "$OUT/cg-lttng"
+	fi
+else
+	skip callgrind "valgrind_not_installed"
+fi
+
+# ---- the report ----------------------------------------------------------------------
+cleanup
+python3 "$ROOT/bench/report.py" --raw "$RAW" --env "$ENVF" --out "$REPORT" \
+	$([ $SMOKE = 1 ] && echo --smoke)
+note "wrote $REPORT (raw results: $RAW)"
