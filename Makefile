@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: MIT
+# Entry points: `make demo` records and shows a trace; `make check` runs every test.
+# Each target installs its Debian dependencies when missing (scripts/deps.sh).
+
+BUILD ?= build
+JOBS ?= $(shell nproc)
+PREFIX ?= /usr/local
+CMAKE_FLAGS ?=
+
+.PHONY: all deps demo check test sanitize stress model bench fuzz install clean
+
+all: $(BUILD)/Makefile
+	cmake --build $(BUILD) -j$(JOBS)
+
+deps:
+	./scripts/deps.sh build test
+
+$(BUILD)/Makefile:
+	./scripts/deps.sh build test
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+
+# Record the bundled multi-threaded example and show what was recorded.
+demo: all
+	./scripts/demo.sh $(BUILD)
+
+# Every test: the normal build with -Werror, then the stress and unit
+# tests again under AddressSanitizer+UBSan and ThreadSanitizer.
+check:
+	./scripts/deps.sh build test
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE sanitize
+	$(MAKE) sanitize
+
+sanitize:
+	./scripts/sanitize.sh
+
+test: all
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# The full-size stress test: 2 x cores threads, 2 million events each.
+stress: all
+	cmake -S . -B $(BUILD) -DSTRATA_STRESS_EVENTS=2000000
+	cmake --build $(BUILD) -j$(JOBS) --target stress
+	cd $(BUILD) && ctest --output-on-failure -L stress
+	cmake -S . -B $(BUILD) -DSTRATA_STRESS_EVENTS=200000
+
+# Model-check the thread-attribution protocol (docs/ring.md §5).
+model:
+	./scripts/deps.sh build test
+	./tests/model/run.sh
+
+bench:
+	./scripts/deps.sh build test bench
+	./bench/run.sh
+
+install: all
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan build-bench

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Build with ASan+UBSan and with TSan, and run the tests that exercise the producer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+run() {
+	local dir=$1 san=$2
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE="$san" \
+		-DSTRATA_STRESS_EVENTS=50000 >/dev/null
+	cmake --build "$dir" -j"$jobs" >/dev/null
+	# Stress (signals, migrations, losses, overwrite), the babeltrace2
+	# round trips and the unit tests, under the sanitizer.
+	(cd "$dir" && ctest --output-on-failure -j"$jobs" -L 'stress|integration|unit')
+}
+
+# halt_on_error: a sanitizer report fails the test, not only a crash.
+export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
+run build-asan "address,undefined"
+echo "== ThreadSanitizer"
+run build-tsan thread

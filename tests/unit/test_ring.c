@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the ring: packet switch, exact fill, full, overwrite, limits. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <strata/strata.h>
+
+#include "lib/clock.h"
+#include "lib/session.h"
+#include "ring/ring.h"
+
+#define PSIZE (16u << 10)
+
+struct hdr {
+	uint32_t magic;
+	uint8_t uuid[16];
+	uint32_t stream_id;
+	uint64_t stream_instance_id, ts_begin, ts_end, content_bits, packet_bits,
+		seq, discarded;
+	uint32_t cpu, pid, tid, pad;
+};
+
+static unsigned next_cpu = 100; /* a fresh ring slot per test */
+
+static struct strata_ring *new_ring(unsigned npackets_shift, int mode)
+{
+	ring_cfg.psize_shift = 14;
+	ring_cfg.npackets_shift = npackets_shift;
+	ring_cfg.mode = (uint32_t)mode;
+	struct strata_ring *r = ring_get_or_create(next_cpu++);
+	assert_non_null(r);
+	return r;
+}
+
+static const struct hdr *packet(struct strata_ring *r, uint64_t begin)
+{
+	return (const struct hdr *)ring_packet_addr(r, begin);
+}
+
+/* Log one event of `words` words (header included) on ring r. */
+static int log_on(struct strata_ring *r, uint32_t words, uint64_t v)
+{
+	struct strata_rsv rsv;
+	if (!ring_reserve(r, &rsv, STRATA_ID(3, 1), words))
+		return 0;
+	for (uint32_t i = 0; i + 1 < words; i++)
+		rsv.p[i] = v;
+	strata_commit(&rsv);
+	return 1;
+}
+
+static void test_first_event_opens_packet(void **state)
+{
+	(void)state;
+	struct strata_ring *r = new_ring(2, STRATA_MODE_DISCARD);
+
+	assert_int_equal(log_on(r, 2, 7), 1);
+	const struct hdr *h = packet(r, 0);
+	assert_int_equal(h->magic, 0xC1FC1FC1u);
+	assert_int_equal(h->packet_bits, PSIZE * 8);
+	assert_int_equal(h->seq, 0);
+	assert_int_equal(h->tid, strata_tls.tid);
+	assert_int_equal(h->cpu, r->cpu);
+	/* The opener writes no thread record: header, then the event. */
+	const uint64_t *w = (const uint64_t *)((const char *)h + 96);
+	assert_int_equal(w[0] >> 54, 2);
+	assert_int_equal((w[0] >> 32) & 0x3fffff, STRATA_ID(3, 1));
+	assert_int_equal(w[1], 7);
+	assert_int_equal(r->ctl->write, 96 + 16);
+	/* Open, not complete: 112 of 16384 bytes committed. */
+	assert_int_equal(r->commit[0], 96 + 16);
+	assert_false(ring_packet_complete(r, 0));
+	/* Same thread again: no record, 2 words. */
+	assert_int_equal(log_on(r, 2, 8), 1);
+	assert_int_equal(r->ctl->write, 96 + 32);
+}
+
+static void test_switch_closes_with_padding(void **state)
+{
+	(void)state;
+	struct strata_ring *r = new_ring(2, STRATA_MODE_DISCARD);
+	uint64_t n = 0;
+
+	while (r->ctl->write < PSIZE)
+		n += (uint64_t)log_on(r, 100, n);
+	/* The event that did not fit went to packet 1. */
+	const struct hdr *h0 = packet(r, 0), *h1 = packet(r, PSIZE);
+	uint64_t content = 96 + (n - 1) * 800;
+	assert_int_equal(h0->content_bits, content * 8);
+	assert_true(ring_packet_complete(r, 0));
+	assert_int_equal(h1->seq, 1);
+	assert_true(h1->ts_begin >= h0->ts_end);
+	assert_true(h0->ts_end >= h0->ts_begin);
+	assert_int_equal(r->ctl->write, PSIZE + 96 + 800);
+}
+
+static void test_exact_fill(void **state)
+{
+	(void)state;
+	struct strata_ring *r = new_ring(2, STRATA_MODE_DISCARD);
+
+	/* 96 + 16288 = 16384: open with one event, then fill exactly. */
+	assert_int_equal(log_on(r, 2, 1), 1);       /* 96 + 16 */
+	uint64_t left = PSIZE - r->ctl->write;      /* 16272 */
+	while (left > 8000) {
+		assert_int_equal(log_on(r, 1000, 2), 1);
+		left -= 8000;
+	}
+	assert_int_equal(log_on(r, (uint32_t)(left / 8), 3), 1);
+	assert_int_equal(r->ctl->write, PSIZE);
+	/* The writer that filled it closed it: no padding, complete. */
+	assert_true(ring_packet_complete(r, 0));
+	assert_int_equal(packet(r, 0)->content_bits, PSIZE * 8);
+	/* The next event opens packet 1. */
+	assert_int_equal(log_on(r, 2, 4), 1);
+	assert_int_equal(packet(r, PSIZE)->seq, 1);
+	assert_int_equal(r->ctl->write, PSIZE + 96 + 16);
+}
+
+static void test_discard_when_full(void **state)
+{
+	(void)state;
+	struct strata_ring *r = new_ring(1, STRATA_MODE_DISCARD); /* 2 packets */
+	uint64_t lost0 = r->ctl->lost[STRATA_LOST_FULL];
+	int ok = 0, dropped = 0;
+
+	for (int i = 0; i < 100; i++) {
+		if (log_on(r, 1000, (uint64_t)i))
+			ok++;
+		else
+			dropped++;
+	}
+	/* Two packets of two 8000-byte events each; the rest is dropped. */
+	assert_int_equal(ok, 4);
+	assert_int_equal(dropped, 96);
+	assert_int_equal(r->ctl->lost[STRATA_LOST_FULL] - lost0, 96);
+	/* The consumer releases packet 0: the writers go on, and the
+	 * packet closed by the switch carries the loss count. */
+	strata_store_release(&r->ctl->consumed, PSIZE);
+	assert_int_equal(log_on(r, 1000, 100), 1);
+	assert_int_equal(packet(r, PSIZE)->discarded, 96);
+	assert_int_equal(packet(r, 2 * PSIZE)->seq, 2);
+}
+
+static void test_overwrite_reuses_oldest(void **state)
+{
+	(void)state;
+	struct strata_ring *r = new_ring(1, STRATA_MODE_OVERWRITE);
+
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(log_on(r, 1000, (uint64_t)i), 1);
+	/* 50 packets went by in a 2-packet ring; the last two are held. */
+	uint64_t w = r->ctl->write;
+	uint64_t cur = ring_packet_begin(r, w);
+	assert_int_equal(packet(r, cur)->seq, cur / PSIZE);
+	assert_true(ring_packet_complete(r, cur - PSIZE));
+	assert_false(ring_packet_complete(r, cur));
+	ring_flush(r);
+	assert_true(ring_packet_complete(r, cur));
+	assert_int_equal(r->ctl->lost[STRATA_LOST_FULL], 0);
+}
+
+static void test_busy_packet_is_not_reused(void **state)
+{
+	(void)state;
+	struct strata_ring *r = new_ring(1, STRATA_MODE_OVERWRITE);
+	struct strata_rsv held;
+
+	/* A writer reserves in packet 0 and does not commit (preempted).
+	 * Two 8000-byte events fill each packet; the fifth event needs
+	 * packet 0 again. */
+	assert_int_equal(ring_reserve(r, &held, STRATA_ID(3, 1), 2), 1);
+	for (int i = 0; i < 6; i++)
+		log_on(r, 1000, 0);
+	/* Packet 0 cannot be overwritten while it is incomplete. */
+	assert_true(r->ctl->lost[STRATA_LOST_BUSY] > 0);
+	assert_true(r->ctl->write <= 2 * PSIZE);
+	strata_commit(&held);
+	assert_int_equal(log_on(r, 1000, 0), 1);
+	assert_true(r->ctl->write > 2 * PSIZE);
+}
+
+static void test_too_big_and_nesting(void **state)
+{
+	(void)state;
+	struct strata_ring *r = new_ring(2, STRATA_MODE_DISCARD);
+	struct strata_rsv rsv;
+
+	assert_int_equal(ring_reserve(r, &rsv, STRATA_ID(3, 1), 1024), 0);
+	assert_int_equal(r->ctl->lost[STRATA_LOST_TOO_BIG], 1);
+	assert_int_equal(strata_tls.nesting, 0);
+
+	strata_tls.nesting = STRATA_MAX_NEST; /* four tracepoints deep */
+	assert_int_equal(ring_reserve(r, &rsv, STRATA_ID(3, 1), 2), 0);
+	assert_int_equal(r->ctl->lost[STRATA_LOST_NESTED], 1);
+	assert_int_equal(strata_tls.nesting, STRATA_MAX_NEST);
+	strata_tls.nesting = 0;
+}
+
+static void test_nested_writer_writes_thread_record(void **state)
+{
+	(void)state;
+	struct strata_ring *r = new_ring(2, STRATA_MODE_DISCARD);
+
+	assert_int_equal(log_on(r, 2, 1), 1); /* opens, owner = us */
+	uint64_t before = r->ctl->write;
+	strata_tls.nesting = 1; /* as if a signal interrupted a tracepoint */
+	assert_int_equal(log_on(r, 2, 2), 1);
+	strata_tls.nesting = 0;
+	/* ring.md §3 rule 3: record (2 words) + event (2 words). */
+	assert_int_equal(r->ctl->write - before, 32);
+	const uint64_t *w = (const uint64_t *)(r->data + before);
+	assert_int_equal((w[0] >> 32) & 0x3fffff, STRATA_ID_THREAD);
+	assert_int_equal((uint32_t)w[1], strata_tls.tid);
+}
+
+static void test_flush_closes_partial_packet(void **state)
+{
+	(void)state;
+	struct strata_ring *r = new_ring(2, STRATA_MODE_DISCARD);
+
+	assert_int_equal(log_on(r, 3, 1), 1);
+	ring_flush(r);
+	assert_true(ring_packet_complete(r, 0));
+	assert_int_equal(packet(r, 0)->content_bits, (96 + 24) * 8);
+	assert_int_equal(r->ctl->write, PSIZE);
+	ring_flush(r); /* nothing open: no-op */
+	assert_int_equal(r->ctl->write, PSIZE);
+}
+
+static void test_stale_view_retries(void **state)
+{
+	(void)state;
+	struct strata_ring *r = new_ring(2, STRATA_MODE_DISCARD);
+
+	/* Packet 1 open and committed partway: a writer whose view of
+	 * `write` still says packet 0 must reload, not declare the ring
+	 * corrupt (the bug the stress test found). */
+	while (r->ctl->write < PSIZE)
+		log_on(r, 1000, 0);
+	assert_int_equal(log_on(r, 2, 1), 1);
+	assert_int_equal(r->ctl->disabled, 0);
+	assert_int_equal(r->ctl->lost[STRATA_LOST_BUSY], 0);
+}
+
+static void test_options(void **state)
+{
+	(void)state;
+	struct strata_options o;
+	uint64_t m;
+
+	setenv("STRATA_OUTPUT", "/tmp/x", 1);
+	setenv("STRATA_PACKET_SIZE", "64K", 1);
+	setenv("STRATA_PACKETS", "8", 1);
+	setenv("STRATA_MODE", "overwrite", 1);
+	setenv("STRATA_MAJORS", "1,3-5", 1);
+	assert_int_equal(strata_options_from_env(&o), 0);
+	assert_int_equal(o.packet_size, 64 << 10);
+	assert_int_equal(o.npackets, 8);
+	assert_int_equal(o.mode, STRATA_MODE_OVERWRITE);
+	assert_int_equal(o.majors, 0x3a);
+	assert_int_equal(options_check(&o), 0);
+
+	setenv("STRATA_MODE", "sometimes", 1);
+	assert_int_equal(strata_options_from_env(&o), -EINVAL);
+	assert_non_null(strstr(strata_strerror_detail(), "STRATA_MODE"));
+	unsetenv("STRATA_MODE");
+
+	setenv("STRATA_PACKET_SIZE", "3000", 1);
+	assert_int_equal(strata_options_from_env(&o), 0);
+	assert_int_equal(options_check(&o), -EINVAL);
+	assert_non_null(strstr(strata_strerror_detail(), "power of two"));
+	setenv("STRATA_PACKET_SIZE", "12Q", 1);
+	assert_int_equal(strata_options_from_env(&o), -EINVAL);
+
+	assert_int_equal(options_parse_majors("all", &m), 0);
+	assert_int_equal(m, ~0ull >> 1);
+	assert_int_equal(options_parse_majors("0x6", &m), 0);
+	assert_int_equal(m, 6);
+	assert_int_equal(options_parse_majors("63", &m), -EINVAL);
+	assert_int_equal(options_parse_majors("4-2", &m), -EINVAL);
+	assert_int_equal(options_parse_majors("1,,x", &m), -EINVAL);
+	unsetenv("STRATA_OUTPUT");
+	unsetenv("STRATA_PACKET_SIZE");
+	unsetenv("STRATA_PACKETS");
+	unsetenv("STRATA_MAJORS");
+}
+
+static void test_clock_fit(void **state)
+{
+	(void)state;
+	struct clock_point a = {1000, 5000000000ull, 1700000000000000000ull};
+	struct clock_point b = {1000 + 3000000000ull, 6000000000ull,
+				1700000001000000000ull};
+	uint64_t f = 0;
+	int64_t off;
+
+	strata_clock_tsc = 1;
+	clock_fit(&a, &b, &f, &off);
+	assert_int_equal(f, 3000000000ull);
+	/* realtime(ts_b) = off + ts_b / f */
+	double rt = (double)off + (double)b.ts / 3.0;
+	assert_true(rt > 1700000000999999000.0 && rt < 1700000001000001000.0);
+	clock_init();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_first_event_opens_packet),
+		cmocka_unit_test(test_switch_closes_with_padding),
+		cmocka_unit_test(test_exact_fill),
+		cmocka_unit_test(test_discard_when_full),
+		cmocka_unit_test(test_overwrite_reuses_oldest),
+		cmocka_unit_test(test_busy_packet_is_not_reused),
+		cmocka_unit_test(test_too_big_and_nesting),
+		cmocka_unit_test(test_nested_writer_writes_thread_record),
+		cmocka_unit_test(test_flush_closes_partial_packet),
+		cmocka_unit_test(test_stale_view_retries),
+		cmocka_unit_test(test_options),
+		cmocka_unit_test(test_clock_fit),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
