@@ -241,27 +241,39 @@ static const char *enum_label(const struct strata_field_class *f, uint64_t u)
 
 static void put_int(struct sbuf *b, uint64_t u, bool sgn, char spec, int base)
 {
-	char tmp[72];
-	int n;
-	if (spec == 'x' || (!spec && base == 16))
-		n = snprintf(tmp, sizeof(tmp), "0x%" PRIx64, u);
-	else if (spec == 'o' || (!spec && base == 8))
-		n = snprintf(tmp, sizeof(tmp), "0%" PRIo64, u);
-	else if (spec == 'b' || (!spec && base == 2)) {
-		int i = 0;
-		tmp[i++] = '0';
-		tmp[i++] = 'b';
-		int hi = 63;
-		while (hi > 0 && !(u >> hi))
-			hi--;
-		for (; hi >= 0; hi--)
-			tmp[i++] = '0' + ((u >> hi) & 1);
-		n = i;
-	} else if (spec == 'u' || (!sgn && spec != 'd'))
-		n = snprintf(tmp, sizeof(tmp), "%" PRIu64, u);
-	else
-		n = snprintf(tmp, sizeof(tmp), "%" PRId64, (int64_t)u);
-	put(b, tmp, n);
+	char tmp[72], *e = tmp + sizeof(tmp), *p = e;
+	if (spec == 'x' || (!spec && base == 16)) {
+		do {
+			*--p = "0123456789abcdef"[u & 15];
+			u >>= 4;
+		} while (u);
+		*--p = 'x';
+		*--p = '0';
+	} else if (spec == 'o' || (!spec && base == 8)) {
+		do {
+			*--p = '0' + (u & 7);
+			u >>= 3;
+		} while (u);
+		*--p = '0';
+	} else if (spec == 'b' || (!spec && base == 2)) {
+		do {
+			*--p = '0' + (u & 1);
+			u >>= 1;
+		} while (u);
+		*--p = 'b';
+		*--p = '0';
+	} else {
+		bool neg = spec != 'u' && (sgn || spec == 'd') && (int64_t)u < 0;
+		if (neg)
+			u = -u;
+		do {
+			*--p = '0' + u % 10;
+			u /= 10;
+		} while (u);
+		if (neg)
+			*--p = '-';
+	}
+	put(b, p, e - p);
 }
 
 static void put_value(struct sbuf *b, const struct strata_field_class *f,

@@ -1160,6 +1160,19 @@ int rd_meta_parse(const char *text, size_t len, struct rd_meta *m, char *err,
 	}
 	for (unsigned i = 0; i < ps.nevs; i++) {
 		struct rd_class *c = palloc(&ps, sizeof(*c));
+		/* the producer puts format strings and kinds in env, keyed by
+		 * id, where babeltrace2 accepts them silently (format.md §6) */
+		struct ev_decl *ev = &ps.evs[i];
+		char key[64];
+		snprintf(key, sizeof(key), "strata_format_%llu", (unsigned long long)ev->id);
+		if (!ev->format)
+			ev->format = (char *)rd_meta_env(m, key);
+		snprintf(key, sizeof(key), "strata_kind_%llu", (unsigned long long)ev->id);
+		const char *kind = rd_meta_env(m, key);
+		if (kind && !strcmp(kind, "begin"))
+			ev->kind = STRATA_KIND_BEGIN;
+		else if (kind && !strcmp(kind, "end"))
+			ev->kind = STRATA_KIND_END;
 		if (!c || build_class(&ps, &ps.evs[i], c) < 0) {
 			fail(&ps, "out of memory");
 			goto fail;

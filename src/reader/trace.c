@@ -403,7 +403,7 @@ static int add_streams(struct strata_trace *t, unsigned subidx)
 	struct dirent *de;
 	int rc = 0;
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || !strcmp(de->d_name, "metadata"))
+		if (de->d_name[0] == '.' || !strncmp(de->d_name, "metadata", 8))
 			continue;
 		if (!is_file(sub->dir, de->d_name))
 			continue;

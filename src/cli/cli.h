@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared helpers of the strata subcommands: options, errors, output, progress. */
+#ifndef STRATA_CLI_H
+#define STRATA_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <strata/reader.h>
+
+struct cli_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+	const char *usage; /* full --help text */
+};
+
+int cmd_info(int argc, char **argv);
+int cmd_print(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+extern const char cmd_info_usage[], cmd_print_usage[], cmd_stats_usage[],
+	cmd_convert_usage[];
+
+/* "strata: <file>: <problem>" on stderr. */
+void cli_err(const char *file, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Filter options shared by print, stats and convert. */
+enum {
+	OPT_FROM = 1000, OPT_TO, OPT_CPU, OPT_PID, OPT_TID, OPT_EVENT, OPT_FILTER,
+	OPT_ABS, OPT_FORMAT, OPT_INTERNAL, OPT_HELP, OPT_TO_FMT, OPT_OUTPUT,
+};
+#define CLI_FILTER_OPTIONS                                       \
+	{ "from", required_argument, NULL, OPT_FROM },           \
+	{ "to", required_argument, NULL, OPT_TO },               \
+	{ "cpu", required_argument, NULL, OPT_CPU },             \
+	{ "pid", required_argument, NULL, OPT_PID },             \
+	{ "tid", required_argument, NULL, OPT_TID },             \
+	{ "event", required_argument, NULL, OPT_EVENT },         \
+	{ "filter", required_argument, NULL, OPT_FILTER },       \
+	{ "internal", no_argument, NULL, OPT_INTERNAL },         \
+	{ "help", no_argument, NULL, OPT_HELP }
+
+#define CLI_FILTER_HELP                                                        \
+	"  --from SEC, --to SEC  keep events in this range (seconds since the\n"  \
+	"                        trace start; fractions allowed)\n"               \
+	"  --cpu N, --pid N, --tid N   keep these (repeatable, comma lists)\n"    \
+	"  --event GLOB          keep events whose name matches (repeatable)\n"   \
+	"  --filter EXPR         field expression, e.g. 'size > 4096 && flags & 1'\n" \
+	"  --internal            also show strata's own records (major 0)\n"
+
+struct cli_filter_opts {
+	double from, to;
+	bool has_from, has_to, internal;
+	uint32_t cpus[64], pids[64], tids[64];
+	unsigned ncpus, npids, ntids;
+	const char *events[64];
+	unsigned nevents;
+	const char *exprs[16];
+	unsigned nexprs;
+};
+
+/* Handle one filter option; returns 0, or -1 after printing why. */
+int cli_filter_opt(struct cli_filter_opts *o, int opt, const char *arg);
+
+/* An opened trace plus what the CLI keeps beside it. */
+struct cli_trace {
+	const char *path;
+	struct strata_trace *t;
+	struct strata_filter *f;
+	uint64_t damaged;   /* damaged or metadata problems reported */
+	uint64_t discarded; /* events reported lost while reading */
+	uint64_t packets_lost;
+	bool quiet_lost;    /* do not print lost-event lines */
+};
+
+/* Open the trace, build the filter; prints the error and returns -1. */
+int cli_open(struct cli_trace *ct, const char *path, const struct cli_filter_opts *fo);
+void cli_close(struct cli_trace *ct);
+/* Exit status after a run: 0, or 2 when the input was damaged. */
+int cli_status(const struct cli_trace *ct);
+int cli_iter(struct cli_trace *ct, bool internal, struct strata_iter **it);
+
+/* Progress on stderr when it is a terminal and the work lasts > 1 s. */
+struct cli_progress {
+	bool on;
+	uint64_t total, t0_ns, last_ns;
+	bool shown;
+};
+void cli_progress_init(struct cli_progress *p, uint64_t total);
+void cli_progress_tick(struct cli_progress *p, uint64_t done);
+void cli_progress_done(struct cli_progress *p);
+
+/* Buffered stdout writer: no stdio on the per-event path. */
+struct cli_out {
+	FILE *f;
+	char *buf;
+	size_t len, cap;
+	bool failed;
+};
+int cli_out_init(struct cli_out *o, FILE *f);
+void cli_out_flush(struct cli_out *o);
+int cli_out_fini(struct cli_out *o); /* flush, report write errors: 0/-1 */
+static inline char *cli_out_reserve(struct cli_out *o, size_t n)
+{
+	if (o->len + n > o->cap)
+		cli_out_flush(o);
+	return o->buf + o->len;
+}
+void cli_out_mem(struct cli_out *o, const char *s, size_t n);
+void cli_out_str(struct cli_out *o, const char *s);
+void cli_out_u64(struct cli_out *o, uint64_t v);
+void cli_out_json_str(struct cli_out *o, const char *s, size_t n);
+
+/* A decoded field as a JSON value (enums as their label). */
+void cli_json_value(struct cli_out *o, const struct strata_field_class *f,
+		    const struct strata_value *v);
+
+/* Ticks since the trace start -> "S.NNNNNNNNN". */
+struct cli_time {
+	uint64_t freq, begin;
+	int64_t offset_s, offset;
+	bool abs;
+};
+void cli_time_init(struct cli_time *ct, struct strata_trace *t, bool abs);
+size_t cli_time_fmt(const struct cli_time *ct, uint64_t ts, char *buf);
+uint64_t cli_time_ns(const struct cli_time *ct, uint64_t ts); /* since start */
+
+/* Plain "1.5 MiB". */
+void cli_human_size(uint64_t bytes, char *buf, size_t n);
+
+#endif /* STRATA_CLI_H */

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/* strata print: one line per event, as text, JSON objects or CSV. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char cmd_print_usage[] =
+	"usage: strata print [OPTIONS] TRACE\n\n"
+	"Print one line per event, merged by time: time, CPU, pid/tid, event name,\n"
+	"and the description rendered from the event's format string (raw\n"
+	"name=value fields when it has none).\n\n"
+	"  --abs                 wall-clock time (UTC) instead of seconds since start\n"
+	"  --format text|json|csv   output format (default text)\n" CLI_FILTER_HELP;
+
+enum fmt { F_TEXT, F_JSON, F_CSV };
+
+static void put_desc(struct cli_out *o, const struct strata_event *ev)
+{
+	char *p = cli_out_reserve(o, 256);
+	size_t room = o->cap + 65536 - o->len;
+	int n = strata_event_describe(ev, p, room);
+	if (n < 0) {
+		cli_out_str(o, "<damaged payload>");
+		return;
+	}
+	if ((size_t)n < room) {
+		o->len += n;
+		return;
+	}
+	char *big = malloc((size_t)n + 1);
+	if (!big)
+		return;
+	strata_event_describe(ev, big, (size_t)n + 1);
+	cli_out_mem(o, big, n);
+	free(big);
+}
+
+static void put_csv_field(struct cli_out *o, const char *s, size_t n)
+{
+	if (!memchr(s, ',', n) && !memchr(s, '"', n) && !memchr(s, '\n', n)) {
+		cli_out_mem(o, s, n);
+		return;
+	}
+	cli_out_mem(o, "\"", 1);
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '"')
+			cli_out_mem(o, "\"", 1);
+		cli_out_mem(o, s + i, 1);
+	}
+	cli_out_mem(o, "\"", 1);
+}
+
+void cli_json_value(struct cli_out *o, const struct strata_field_class *f,
+			   const struct strata_value *v)
+{
+	char tmp[64];
+	switch (v->type) {
+	case STRATA_VALUE_UINT:
+		if (f->type == STRATA_FIELD_ENUM)
+			for (unsigned i = 0; i < f->nmappings; i++)
+				if (v->u >= (uint64_t)f->mappings[i].lo &&
+				    v->u <= (uint64_t)f->mappings[i].hi) {
+					cli_out_json_str(o, f->mappings[i].label,
+							 strlen(f->mappings[i].label));
+					return;
+				}
+		cli_out_u64(o, v->u);
+		return;
+	case STRATA_VALUE_SINT:
+		if (v->s < 0) {
+			cli_out_mem(o, "-", 1);
+			cli_out_u64(o, -(uint64_t)v->s);
+		} else {
+			cli_out_u64(o, v->u);
+		}
+		return;
+	case STRATA_VALUE_DOUBLE:
+		if (v->d != v->d || v->d - v->d != 0) /* NaN, inf: not JSON */
+			cli_out_str(o, "null");
+		else
+			cli_out_mem(o, tmp, snprintf(tmp, sizeof(tmp), "%.17g", v->d));
+		return;
+	case STRATA_VALUE_STRING:
+		cli_out_json_str(o, v->str, v->count);
+		return;
+	case STRATA_VALUE_ARRAY:
+		cli_out_mem(o, "[", 1);
+		for (uint32_t i = 0; i < v->count; i++) {
+			uint64_t e = strata_value_elem(v, i);
+			if (i)
+				cli_out_mem(o, ",", 1);
+			if (v->elem_signed && (int64_t)e < 0) {
+				cli_out_mem(o, "-", 1);
+				e = -e;
+			}
+			cli_out_u64(o, e);
+		}
+		cli_out_mem(o, "]", 1);
+		return;
+	}
+}
+
+static void put_json(struct cli_out *o, const struct cli_time *tm,
+		     const struct strata_event *ev, struct strata_value *vals)
+{
+	char tb[64];
+	cli_out_str(o, "{\"time\":");
+	cli_out_mem(o, tb, cli_time_fmt(tm, ev->timestamp, tb));
+	cli_out_str(o, ",\"ts\":");
+	cli_out_u64(o, ev->timestamp);
+	cli_out_str(o, ",\"cpu\":");
+	cli_out_u64(o, ev->cpu);
+	cli_out_str(o, ",\"pid\":");
+	cli_out_u64(o, ev->pid);
+	cli_out_str(o, ",\"tid\":");
+	cli_out_u64(o, ev->tid);
+	cli_out_str(o, ",\"event\":");
+	cli_out_json_str(o, ev->cls->name, strlen(ev->cls->name));
+	cli_out_str(o, ",\"fields\":{");
+	int n = strata_event_fields(ev, vals, ev->cls->nfields);
+	bool first = true;
+	for (int i = 0; i < n; i++) {
+		const struct strata_field_class *f = &ev->cls->fields[i];
+		if (f->hidden)
+			continue;
+		if (!first)
+			cli_out_mem(o, ",", 1);
+		first = false;
+		cli_out_json_str(o, f->name, strlen(f->name));
+		cli_out_mem(o, ":", 1);
+		cli_json_value(o, f, &vals[i]);
+	}
+	cli_out_str(o, "}}\n");
+}
+
+int cmd_print(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "abs", no_argument, NULL, OPT_ABS },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		CLI_FILTER_OPTIONS,
+		{ 0 },
+	};
+	struct cli_filter_opts fo = { 0 };
+	bool abs = false;
+	enum fmt fmt = F_TEXT;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == OPT_ABS)
+			abs = true;
+		else if (c == OPT_FORMAT) {
+			if (!strcmp(optarg, "text"))
+				fmt = F_TEXT;
+			else if (!strcmp(optarg, "json"))
+				fmt = F_JSON;
+			else if (!strcmp(optarg, "csv"))
+				fmt = F_CSV;
+			else {
+				cli_err(NULL, "--format: expected text, json or csv, not '%s'",
+					optarg);
+				return 1;
+			}
+		} else if (c == '?' || cli_filter_opt(&fo, c, optarg) < 0) {
+			return 1;
+		}
+	}
+	if (optind != argc - 1) {
+		cli_err(NULL, "print: expected one TRACE directory (see strata print --help)");
+		return 1;
+	}
+	if (fmt == F_JSON && abs) {
+		cli_err(NULL, "--abs is for text and CSV; JSON carries \"ts\" (raw clock)");
+		return 1;
+	}
+	struct cli_trace ct = { 0 };
+	struct strata_iter *it = NULL;
+	struct cli_out out;
+	if (cli_open(&ct, argv[optind], &fo) < 0 || cli_iter(&ct, fo.internal, &it) < 0 ||
+	    cli_out_init(&out, stdout) < 0) {
+		strata_iter_destroy(it);
+		cli_close(&ct);
+		return 1;
+	}
+	struct cli_time tm;
+	cli_time_init(&tm, ct.t, abs);
+	struct cli_progress pg;
+	cli_progress_init(&pg, strata_trace_size(ct.t));
+	struct strata_value *vals = NULL;
+	unsigned maxf = 0;
+	for (unsigned i = 0; i < strata_trace_nclasses(ct.t); i++)
+		if (strata_trace_class(ct.t, i)->nfields > maxf)
+			maxf = strata_trace_class(ct.t, i)->nfields;
+	vals = calloc(maxf + 1, sizeof(*vals));
+	if (fmt == F_CSV)
+		cli_out_str(&out, "time,cpu,pid,tid,event,description\n");
+	const struct strata_event *ev;
+	uint64_t n = 0;
+	while (vals && strata_iter_next(it, &ev) > 0) {
+		if (!(++n & 0xffff))
+			cli_progress_tick(&pg, strata_iter_progress(it));
+		if (fmt == F_JSON) {
+			put_json(&out, &tm, ev, vals);
+			continue;
+		}
+		char *p = cli_out_reserve(&out, 512);
+		size_t k = cli_time_fmt(&tm, ev->timestamp, p);
+		if (fmt == F_CSV) {
+			p[k++] = ',';
+			out.len += k;
+			cli_out_u64(&out, ev->cpu);
+			cli_out_mem(&out, ",", 1);
+			cli_out_u64(&out, ev->pid);
+			cli_out_mem(&out, ",", 1);
+			cli_out_u64(&out, ev->tid);
+			cli_out_mem(&out, ",", 1);
+			put_csv_field(&out, ev->cls->name, strlen(ev->cls->name));
+			cli_out_mem(&out, ",", 1);
+			size_t at = out.len;
+			put_desc(&out, ev);
+			/* quote the description in place if it needs it */
+			if (memchr(out.buf + at, ',', out.len - at) ||
+			    memchr(out.buf + at, '"', out.len - at)) {
+				size_t dn = out.len - at;
+				char *d = malloc(dn);
+				if (d) {
+					memcpy(d, out.buf + at, dn);
+					out.len = at;
+					put_csv_field(&out, d, dn);
+					free(d);
+				}
+			}
+			cli_out_mem(&out, "\n", 1);
+			continue;
+		}
+		/* text: "TIME [CPU] PID/TID NAME DESCRIPTION" */
+		p[k++] = ' ';
+		p[k++] = '[';
+		uint32_t cpu = ev->cpu;
+		if (cpu < 1000) {
+			p[k++] = '0' + cpu / 100;
+			p[k++] = '0' + cpu / 10 % 10;
+			p[k++] = '0' + cpu % 10;
+			out.len += k;
+		} else {
+			out.len += k;
+			cli_out_u64(&out, cpu);
+		}
+		cli_out_mem(&out, "] ", 2);
+		cli_out_u64(&out, ev->pid);
+		cli_out_mem(&out, "/", 1);
+		cli_out_u64(&out, ev->tid);
+		cli_out_mem(&out, " ", 1);
+		cli_out_str(&out, ev->cls->name);
+		cli_out_mem(&out, " ", 1);
+		put_desc(&out, ev);
+		cli_out_mem(&out, "\n", 1);
+	}
+	cli_progress_done(&pg);
+	free(vals);
+	strata_iter_destroy(it);
+	int rc = cli_status(&ct);
+	if (cli_out_fini(&out) < 0) {
+		cli_err("<stdout>", "write error");
+		rc = 1;
+	}
+	cli_close(&ct);
+	return rc;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* The strata command: its table of subcommands, help, and dispatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int cmd_help(int argc, char **argv);
+
+static const char cmd_help_usage[] =
+	"usage: strata help [COMMAND]\n\nShow the list of commands, or one command's help.\n";
+
+/* Like git's commands[]: one line per subcommand, in the order of `strata help`. */
+static const struct cli_cmd commands[] = {
+	{ "info", cmd_info, "streams, CPUs, processes, threads, time span, counts",
+	  cmd_info_usage },
+	{ "print", cmd_print, "one line per event (text, JSON or CSV)", cmd_print_usage },
+	{ "stats", cmd_stats, "counts and rates per event, CPU and thread",
+	  cmd_stats_usage },
+	{ "convert", cmd_convert, "convert to Chrome trace JSON or Paje",
+	  cmd_convert_usage },
+	{ "help", cmd_help, "show help", cmd_help_usage },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct cli_cmd *find(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static void overview(FILE *f)
+{
+	fputs("usage: strata COMMAND [OPTIONS] TRACE\n\nCommands:\n", f);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+	fputs("\n'strata COMMAND --help' shows a command's options; docs/cli.md has them all.\n",
+	      f);
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	if (argc < 2) {
+		overview(stdout);
+		return 0;
+	}
+	const struct cli_cmd *c = find(argv[1]);
+	if (!c) {
+		cli_err(NULL, "'%s' is not a strata command; see 'strata help'", argv[1]);
+		return 1;
+	}
+	fputs(c->usage, stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		overview(stderr);
+		return 1;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return cmd_help(1, argv);
+	if (!strcmp(argv[1], "--version")) {
+		puts("strata 0.1.0");
+		return 0;
+	}
+	const struct cli_cmd *c = find(argv[1]);
+	if (!c) {
+		cli_err(NULL, "'%s' is not a strata command; see 'strata help'", argv[1]);
+		return 1;
+	}
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(c->usage, stdout);
+			return 0;
+		}
+	return c->fn(argc - 1, argv + 1);
+}
