@@ -220,7 +220,17 @@ static int lex_string(struct gen_lexer *lx, struct gen_token *t)
 	return 0;
 }
 
+static int lex_token(struct gen_lexer *lx, struct gen_token *t);
+
 int gen_lex_next(struct gen_lexer *lx, struct gen_token *t)
+{
+	int ret = lex_token(lx, t);
+
+	t->end = here(lx);
+	return ret;
+}
+
+static int lex_token(struct gen_lexer *lx, struct gen_token *t)
 {
 	int c, ret;
 	char cb[8];

@@ -22,6 +22,7 @@ struct gen_token {
 	size_t len;            /* bytes in text */
 	const unsigned *cols;  /* strings: source column of each decoded byte */
 	uint64_t value;        /* integers */
+	struct gen_loc end;    /* just past the token's last character */
 };
 
 struct gen_lexer {

@@ -13,6 +13,7 @@ struct parser {
 	struct gen_ctx *ctx;
 	struct gen_lexer lx;
 	struct gen_token tok;
+	struct gen_loc prev_end; /* end of the token before tok */
 	struct gen_file *file;
 };
 
@@ -168,14 +169,20 @@ static int check_field_name(struct parser *ps, const struct gen_token *t)
 
 static int next(struct parser *ps)
 {
+	ps->prev_end = ps->tok.end;
 	return gen_lex_next(&ps->lx, &ps->tok);
 }
 
 static int syntax_error(struct parser *ps, const char *expected)
 {
+	const struct gen_loc *at = &ps->tok.loc;
 	char buf[64];
 
-	gen_error(ps->ctx, &ps->tok.loc, "expected %s, found %s", expected,
+	/* Like a C compiler: a missing ';' at the end of a line is reported
+	 * where it belongs, not at the next line's first token. */
+	if (ps->prev_end.line && ps->prev_end.line < ps->tok.loc.line)
+		at = &ps->prev_end;
+	gen_error(ps->ctx, at, "expected %s, found %s", expected,
 		  gen_tok_describe(&ps->tok, buf, sizeof(buf)));
 	return -EINVAL;
 }
