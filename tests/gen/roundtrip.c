@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Round-trip program: logs every field type through generated tracepoints; roundtrip.sh checks babeltrace2's view. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt.h"
+
+#define LONG_A 8170 /* docs/dsl.md, "Strings": the cap of rt:long is 8171 bytes */
+
+int main(void)
+{
+	static char longstr[LONG_A + 64];
+	const uint8_t bytes[3] = { 1, 2, 255 };
+	const int16_t shorts[5] = { -1, 0, 1, INT16_MIN, INT16_MAX };
+	const uint32_t words[2] = { 0xdeadbeef, 7 };
+	const int64_t big[2] = { INT64_MIN, INT64_MAX };
+
+	strata_rt_ints(UINT8_MAX, UINT16_MAX, UINT32_MAX, UINT64_MAX, INT8_MIN,
+		       INT16_MIN, INT32_MIN, INT64_MIN);
+	strata_rt_ints(1, 2, 3, 0x1234, -1, -2, -3, -4);
+	strata_rt_misc(-2.5, true, false, (const void *)(uintptr_t)0x7fff12345678u);
+	strata_rt_misc(0.125, false, true, NULL);
+	strata_rt_text(9, "hello, world", 77, "", -1);
+	strata_rt_text(10, NULL, 0, "exactly8", INT32_MAX);
+	strata_rt_arrays(bytes, shorts, words, big);
+	strata_rt_span_begin(0xabc);
+	strata_rt_span_end(0xabc);
+	strata_rt_none();
+
+	/* Too long: cut to fit 1023 words, before the 2-byte UTF-8 'é'
+	 * that straddles the cap. */
+	memset(longstr, 'a', LONG_A);
+	memcpy(longstr + LONG_A, "\xc3\xa9 and more", 11);
+	strata_rt_long(longstr);
+
+	/* Switched off by event, then by subsystem: neither is logged. */
+	if (strata_disable("rt:none") != 1)
+		return 1;
+	strata_rt_none();
+	if (strata_enable("rt:none") != 1 || strata_disable("rt") != 1)
+		return 1;
+	strata_rt_none();
+	if (strata_enable("rt") != 1)
+		return 1;
+	strata_rt_span_end(1);
+	return 0;
+}
