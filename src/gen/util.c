@@ -94,6 +94,10 @@ void *gen_grow(struct gen_ctx *ctx, void *array, size_t n, size_t elem)
 
 static void gen_diag(struct gen_ctx *ctx, const struct gen_loc *loc,
 		     const char *what, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+
+static void gen_diag(struct gen_ctx *ctx, const struct gen_loc *loc,
+		     const char *what, const char *fmt, va_list ap)
 {
 	if (!ctx->err)
 		return;
