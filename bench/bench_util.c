@@ -86,8 +86,16 @@ struct worker {
 	void *arg;
 	pthread_barrier_t *bar;
 	uint64_t ns, ticks;
+	uint64_t floor_ns; /* the floor's loop, timed just before ours */
 	int pin_err;
+	int paired;
 };
+
+static void loop_floor_paired(uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		bench_floor_event(i);
+}
 
 static void *worker_main(void *p)
 {
@@ -96,6 +104,14 @@ static void *worker_main(void *p)
 	if (w->warmup)
 		w->loop(w->warmup, w->arg);
 	pthread_barrier_wait(w->bar);
+	if (w->paired) {
+		/* Paired floor: on a noisy machine a ratio of two loops timed
+		 * back to back on the same thread drifts far less than a
+		 * ratio of two runs minutes apart. */
+		uint64_t f0 = bench_now_ns();
+		loop_floor_paired(w->n);
+		w->floor_ns = bench_now_ns() - f0;
+	}
 	uint64_t n0 = bench_now_ns(), t0 = bench_rdtsc();
 	w->loop(w->n, w->arg);
 	uint64_t t1 = bench_rdtsc(), n1 = bench_now_ns();
@@ -128,24 +144,28 @@ uint64_t bench_run(const char *suite, int nthreads, uint64_t n,
 	}
 	if (!between)
 		between = default_between;
+	int paired = bench_env_u64("BENCH_PAIRED_FLOOR", 1) != 0 &&
+		     strcmp(suite, "floor") != 0;
 	for (int r = 0; r < reps; r++) {
 		pthread_barrier_init(&bar, NULL, (unsigned)nthreads);
 		for (int i = 0; i < nthreads; i++) {
 			w[i] = (struct worker){.cpu = i % ncpu, .n = n,
 					       .warmup = warmup, .loop = loop,
-					       .arg = arg, .bar = &bar};
+					       .arg = arg, .bar = &bar,
+					       .paired = paired};
 			if (pthread_create(&w[i].th, NULL, worker_main, &w[i])) {
 				perror("pthread_create");
 				exit(1);
 			}
 		}
-		double sum = 0, max = 0, tsum = 0;
+		double sum = 0, max = 0, tsum = 0, fsum = 0;
 		int pin_err = 0;
 		for (int i = 0; i < nthreads; i++) {
 			pthread_join(w[i].th, NULL);
 			double ns = (double)w[i].ns / (double)n;
 			sum += ns;
 			tsum += (double)w[i].ticks / (double)n;
+			fsum += (double)w[i].floor_ns / (double)n;
 			if (ns > max)
 				max = ns;
 			pin_err |= w[i].pin_err;
@@ -153,9 +173,10 @@ uint64_t bench_run(const char *suite, int nthreads, uint64_t n,
 		pthread_barrier_destroy(&bar);
 		total += (uint64_t)nthreads * (n + warmup);
 		printf("RESULT suite=%s threads=%d rep=%d events=%llu ns_ev=%.4f "
-		       "ns_ev_max=%.4f tsc_ev=%.3f pinned=%d\n",
+		       "ns_ev_max=%.4f tsc_ev=%.3f floor_ns=%.4f pinned=%d\n",
 		       suite, nthreads, r, (unsigned long long)n,
-		       sum / nthreads, max, tsum / nthreads, pin_err == 0);
+		       sum / nthreads, max, tsum / nthreads,
+		       paired ? fsum / nthreads : 0.0, pin_err == 0);
 		fflush(stdout);
 		if (r + 1 < reps)
 			between(r, arg);

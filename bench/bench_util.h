@@ -54,8 +54,10 @@ void bench_floor_event(uint64_t w);
  * `reps` times. Each thread first runs `warmup` iterations untimed, waits
  * on a barrier with the others, then times its own loop of `n`. Prints one
  * line per repetition:
- *   RESULT suite=S threads=T rep=R events=N ns_ev=MEAN ns_ev_max=MAX tsc_ev=TICKS
- * where MEAN/MAX are over threads (each thread's ns per event). Between
+ *   RESULT suite=S threads=T rep=R events=N ns_ev=MEAN ns_ev_max=MAX tsc_ev=TICKS floor_ns=F
+ * where MEAN/MAX are over threads (each thread's ns per event). Unless
+ * $BENCH_PAIRED_FLOOR=0, each thread times n floor events just before its
+ * loop (F, their mean ns per event; 0 when not paired). Between
  * repetitions `between(rep, arg)` runs (NULL: sleep $BENCH_PAUSE_MS).
  * Returns the number of loop iterations run in all (warm-ups included).
  */

@@ -9,7 +9,7 @@
 #   --threads   threads of the "one per core" runs (default: the CPUs we may use)
 # Environment knobs (defaults in brackets): BENCH_EVENTS [1000000] events per thread
 # per repetition, BENCH_REPS [7], BENCH_PAUSE_MS [300], BENCH_SUST_MS [2000],
-# BENCH_WORKERS_RUNS [7], BENCH_WORKERS_ARGS ["2 400000"].
+# BENCH_WORKERS_RUNS [7], BENCH_WORKERS_ARGS ["2 4000000"], BENCH_PAIRED_FLOOR [1].
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -50,7 +50,7 @@ else
 	REPORT=$ROOT/BENCHMARKS.md
 fi
 WORKERS_RUNS=${BENCH_WORKERS_RUNS:-7}
-WORKERS_ARGS=${BENCH_WORKERS_ARGS:-"2 400000"}
+WORKERS_ARGS=${BENCH_WORKERS_ARGS:-"2 4000000"}
 
 note() { echo "== $*" >&2; }
 
