@@ -24,6 +24,9 @@ static const char preamble[] =
 	"typealias integer { size = 16; align = 16; signed = true; } := int16_t;\n"
 	"typealias integer { size = 32; align = 32; signed = true; } := int32_t;\n"
 	"typealias integer { size = 64; align = 64; signed = true; } := int64_t;\n"
+	"typealias integer { size = 8; align = 8; signed = false; base = 16; } := uint8_hex_t;\n"
+	"typealias integer { size = 16; align = 16; signed = false; base = 16; } := uint16_hex_t;\n"
+	"typealias integer { size = 32; align = 32; signed = false; base = 16; } := uint32_hex_t;\n"
 	"typealias integer { size = 64; align = 64; signed = false; base = 16; } := uint64_hex_t;\n"
 	"typealias floating_point { exp_dig = 11; mant_dig = 53; align = 64; } := double_t;\n"
 	"typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := char_t;\n\n";
@@ -55,9 +58,10 @@ static const char *type_name(const struct strata_field_desc *fd)
 	int hex = fd->flags & STRATA_F_HEX;
 
 	switch (fd->type) {
-	case STRATA_T_U8: case STRATA_T_BOOL: return "uint8_t";
-	case STRATA_T_U16: return "uint16_t";
-	case STRATA_T_U32: return "uint32_t";
+	case STRATA_T_BOOL: return "uint8_t";
+	case STRATA_T_U8: return hex ? "uint8_hex_t" : "uint8_t";
+	case STRATA_T_U16: return hex ? "uint16_hex_t" : "uint16_t";
+	case STRATA_T_U32: return hex ? "uint32_hex_t" : "uint32_t";
 	case STRATA_T_U64: return hex ? "uint64_hex_t" : "uint64_t";
 	case STRATA_T_S8: return "int8_t";
 	case STRATA_T_S16: return "int16_t";

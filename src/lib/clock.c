@@ -43,6 +43,13 @@ void clock_init(void)
 #endif
 }
 
+STRATA_API uint64_t strata_clock_mono(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 const char *clock_description(void)
 {
 	return strata_clock_tsc ? "x86 TSC (invariant)" : "CLOCK_MONOTONIC";

@@ -231,6 +231,7 @@ __attribute__((constructor)) static void strata_init(void)
 {
 	strata_pid = (uint32_t)getpid();
 	clock_init();
+	ring_init();
 	pthread_atfork(NULL, NULL, after_fork_child);
 
 	const char *out = getenv("STRATA_OUTPUT");

@@ -97,9 +97,10 @@ static bool enter_packet(struct strata_iter *it, struct rd_cursor *c)
 		if (f && p->ts_begin > f->t_end)
 			break;
 		/* packet_seq_num gap against the previous readable packet */
-		for (uint64_t i = c->pkt; i-- > 0;)
+		uint64_t nbad = 0; /* damaged packets explain part of a gap */
+		for (uint64_t i = c->pkt; i-- > 0; nbad++)
 			if (!(s->packets[i].flags & RD_PK_BAD)) {
-				uint64_t ps = s->packets[i].seq;
+				uint64_t ps = s->packets[i].seq + nbad;
 				if (p->seq > ps + 1 && !(p->flags & RD_PK_SEQ_REPORTED)) {
 					p->flags |= RD_PK_SEQ_REPORTED;
 					rd_report(it->t, STRATA_PROBLEM_PACKETS_LOST, s->path,

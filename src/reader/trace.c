@@ -295,6 +295,8 @@ static int build_index(struct strata_trace *t, struct rd_stream *s)
 				  "file truncated inside a packet (content ends at %" PRIu64
 				  "); reading what is there", off + pk[i].content);
 			pk[i].content = (s->size - off) & ~7ull;
+			/* the event cut by the end of file is this same damage */
+			pk[i].flags |= RD_PK_DAMAGE_REPORTED;
 		}
 		if (pk[i].ts_begin < last_end) {
 			rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, off, 0, last_end,
@@ -317,18 +319,22 @@ static void stream_totals(struct rd_stream *s)
 	uint64_t prev_seq = 0;
 	s->begin = UINT64_MAX;
 	s->end = 0;
+	uint64_t nbad = 0;
 	for (uint64_t i = 0; i < s->npackets; i++) {
 		const struct rd_packet *p = &s->packets[i];
-		if (p->flags & RD_PK_BAD)
+		if (p->flags & RD_PK_BAD) {
+			nbad++;
 			continue;
+		}
 		if (p->ts_begin < s->begin)
 			s->begin = p->ts_begin;
 		if (p->ts_end > s->end)
 			s->end = p->ts_end;
 		if (p->discarded > s->discarded)
 			s->discarded = p->discarded;
-		if (!first && p->seq > prev_seq + 1)
-			s->packets_lost += p->seq - prev_seq - 1;
+		if (!first && p->seq > prev_seq + 1 + nbad)
+			s->packets_lost += p->seq - prev_seq - 1 - nbad;
+		nbad = 0;
 		prev_seq = p->seq;
 		first = false;
 	}

@@ -31,6 +31,9 @@ struct strata_ring *ring_get_or_create(unsigned cpu);
 int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t id,
 		 uint32_t words);
 
+/* Choose rseq or CAS (sets strata_rseq); call before any ring exists. */
+void ring_init(void);
+
 /* Unmap a ring (after tracing stopped and it was drained). */
 void ring_destroy(struct strata_ring *ring);
 
@@ -50,7 +53,9 @@ static inline bool ring_packet_complete(const struct strata_ring *r,
 {
 	uint32_t idx = (begin >> r->pshift) & r->nmask;
 	uint64_t lap = begin >> (r->pshift + __builtin_ctz(r->nmask + 1));
-	return strata_load_acquire(&r->commit[idx * STRATA_COMMIT_STRIDE]) ==
+	const uint64_t *cc = &r->commit[idx * STRATA_COMMIT_STRIDE];
+	/* local + remote counts (ring.md §7) */
+	return strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]) ==
 	       (lap + 1) * r->psize;
 }
 

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 STRATA_API __thread struct strata_tls strata_tls
 	__attribute__((tls_model("initial-exec")));
 STRATA_API uint32_t strata_pid;
+STRATA_API int strata_rseq;
 
 uint64_t ring_lost_global[STRATA_LOST_NCAUSES];
 
@@ -44,10 +46,12 @@ static void count_lost(struct strata_ring *ring, enum strata_lost_cause cause)
 		strata_add_relaxed(&ring_lost_global[cause], 1);
 }
 
-static uint64_t *commit_of(struct strata_ring *ring, uint64_t off)
+/* Bytes committed into the slot of `off`: local + remote (ring.md §7). */
+static uint64_t committed(struct strata_ring *ring, uint64_t off)
 {
-	return &ring->commit[((off >> ring->pshift) & ring->nmask) *
-			     STRATA_COMMIT_STRIDE];
+	const uint64_t *cc = &ring->commit[((off >> ring->pshift) & ring->nmask) *
+					   STRATA_COMMIT_STRIDE];
+	return strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]);
 }
 
 /*
@@ -68,7 +72,7 @@ static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts)
 	h->content_size = pos * 8;
 	h->events_discarded = ring_lost_total(ring);
 	if (pos < ring->psize)
-		strata_add_release(commit_of(ring, end - 1), ring->psize - pos);
+		strata_ring_commit(ring, end - 1, ring->psize - pos);
 }
 
 STRATA_API void strata_ring_close_exact(struct strata_ring *ring, uint64_t end,
@@ -110,7 +114,7 @@ static int slot_check(struct strata_ring *ring, uint64_t begin,
 		      enum strata_lost_cause *cause)
 {
 	uint64_t lap = begin >> (ring->pshift + __builtin_ctz(ring->nmask + 1));
-	uint64_t cc = strata_load_acquire(commit_of(ring, begin));
+	uint64_t cc = committed(ring, begin);
 
 	if (cc > lap * ring->psize)
 		return 1;
@@ -136,11 +140,46 @@ static int current_cpu(void)
 	return cpu;
 }
 
+#define ADV_MIGRATED 4 /* not on the ring's CPU (rseq mode) */
+
+/*
+ * Move `write` from w to neww, reading the clock between the two (ring.md
+ * §2 B-F, §7 R1-R5), storing `own` into the owner hint first when not 0,
+ * and, with check_hi, refusing (STRATA_RSEQ_TS_GAP) when the event would
+ * need a strata:clock record. The caller loaded w just before.
+ */
+static int ring_advance(struct strata_ring *ring, uint64_t w, uint64_t neww,
+			uint32_t own, uint32_t check_hi, uint64_t *ts)
+{
+	struct strata_ring_ctl *c = ring->ctl;
+
+#ifdef STRATA_RSEQ_X86
+	if (strata_rseq) {
+		struct rseq *rs = strata_rseq_area();
+		if (*(volatile uint32_t *)&rs->cpu_id != ring->cpu)
+			return ADV_MIGRATED;
+		return strata_rseq_reserve(rs, ring->cpu, &c->write, w, neww,
+					   &c->owner, own, &c->last_ts_hi,
+					   check_hi, ts);
+	}
+#endif
+	*ts = strata_clock();                                         /* D */
+	if (check_hi && (uint32_t)(*ts >> STRATA_TS_HI_SHIFT) !=
+				strata_load_relaxed(&c->last_ts_hi))
+		return STRATA_RSEQ_TS_GAP;
+	if (own)
+		strata_store_relaxed(&c->owner, own);                /* E */
+	return strata_cas_acq_rel(&c->write, &w, neww) ? STRATA_RSEQ_OK /* F */
+						      : STRATA_RSEQ_STALE;
+}
+
 /*
  * The full reservation on a given ring, with every case the inline path
- * leaves out. Same steps and labels as ring.md §2; the packet switch is
- * ring.md §4. The caller holds the nesting guard (`nest` is its depth);
- * it is released here on drop, by strata_commit() otherwise.
+ * leaves out; the packet switch is ring.md §4. The caller holds the
+ * nesting guard (`nest` is its depth); it is released here on drop, by
+ * strata_commit() otherwise. Returns 1, 0 (dropped, counted), or -1 when
+ * the thread is not on the ring's CPU in rseq mode (the caller picks the
+ * ring again; nothing was counted and the guard is still held).
  */
 static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 			     uint32_t id, uint32_t words, uint32_t need,
@@ -150,7 +189,8 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 	enum strata_lost_cause cause = STRATA_LOST_BUSY;
 	struct strata_ring_ctl *c;
 	uint64_t w, ts, pos, begin;
-	uint32_t xts, len, i;
+	uint32_t xts = 0, len, i;
+	int rc;
 
 	if (strata_unlikely(!t->tid)) {
 		int saved = errno; /* we may be in a signal handler */
@@ -174,42 +214,21 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 	for (i = 0; i < STRATA_MAX_RETRIES; i++) {
 		w = strata_load_acquire(&c->write);                  /* B */
 		need |= strata_load_relaxed(&c->owner) != t->tid;    /* C */
-		ts = strata_clock();                                 /* D */
 		pos = w & ring->pmask;
-		if (pos != 0) {
-			xts = (uint32_t)(ts >> STRATA_TS_HI_SHIFT) !=
-			      strata_load_relaxed(&c->last_ts_hi);
-			len = (words + 2 * need + 2 * xts) * 8;
-			if (pos + len <= ring->psize) {
-				/* It fits after all (first use of the thread or
-				 * ring, or a retry): the fast path's steps. */
-				if (need)
-					strata_store_relaxed(&c->owner, t->tid);
-				if (!strata_cas_acq_rel(&c->write, &w, w + len))
-					continue;
-				strata_store_relaxed(&c->last_ts_hi,
-					(uint32_t)(ts >> STRATA_TS_HI_SHIFT));
-				uint64_t *p = (uint64_t *)(ring->data +
-							   (w & ring->bufmask));
-				if (need) {
-					p[0] = strata_header(ts, STRATA_ID_THREAD, 2);
-					p[1] = t->tid | ((uint64_t)strata_pid << 32);
-					p += 2;
-				}
-				if (xts) {
-					p[0] = strata_header(ts, STRATA_ID_CLOCK, 2);
-					p[1] = ts;
-					p += 2;
-				}
-				p[0] = strata_header(ts, id, words);
-				if (((w + len) & ring->pmask) == 0)
-					ring_close(ring, w + len, ts);
-				r->ring = ring;
-				r->off = w;
-				r->bytes = len;
-				r->p = p + 1;
-				return 1;
-			}
+		len = (words + 2 * need + 2 * xts) * 8;
+		if (pos != 0 && pos + len <= ring->psize) {
+			/* It fits after all (first use of the thread or the
+			 * ring, or a retry): the fast path's steps. */
+			rc = ring_advance(ring, w, w + len, need ? t->tid : 0,
+					  !xts, &ts);
+			if (rc == STRATA_RSEQ_TS_GAP)
+				xts = 1;
+			if (rc == ADV_MIGRATED)
+				return -1;
+			if (rc != STRATA_RSEQ_OK)
+				continue;
+			strata_reserved(r, ring, w, len, ts, id, words, need, xts);
+			return 1;
 		}
 
 		/* Packet switch. The opener writes no thread record (the
@@ -222,9 +241,10 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		if (busy < 0)
 			goto drop;
 		len = STRATA_PACKET_HEADER + words * 8;
-		if (need)
-			strata_store_relaxed(&c->owner, t->tid);        /* E */
-		if (!strata_cas_acq_rel(&c->write, &w, begin + len)) /* F */
+		rc = ring_advance(ring, w, begin + len, need ? t->tid : 0, 0, &ts);
+		if (rc == ADV_MIGRATED)
+			return -1;
+		if (rc != STRATA_RSEQ_OK)
 			continue;
 		strata_store_relaxed(&c->last_ts_hi,
 				     (uint32_t)(ts >> STRATA_TS_HI_SHIFT));
@@ -258,6 +278,7 @@ STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,
 {
 	struct strata_tls *t = &strata_tls;
 	uint32_t nest;
+	int rc = -1;
 
 	if (need & STRATA_SLOW_HELD) {
 		nest = t->nesting;
@@ -265,33 +286,106 @@ STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,
 		nest = ++t->nesting;
 		strata_barrier();
 	}
-	return ring_reserve_held(ring_get_or_create((unsigned)current_cpu()),
-				 r, id, words, need & 1, nest);
+	/* In rseq mode the ring is the one of the CPU we run on: pick it
+	 * again if we migrate meanwhile (bounded). */
+	for (int tries = 0; rc < 0 && tries < STRATA_MAX_RETRIES; tries++) {
+		struct strata_ring *ring =
+			ring_get_or_create((unsigned)current_cpu());
+		rc = ring_reserve_held(ring, r, id, words, need & 1, nest);
+	}
+	if (rc < 0) {
+		count_lost(NULL, STRATA_LOST_BUSY);
+		strata_barrier();
+		t->nesting--;
+		rc = 0;
+	}
+	return rc;
+}
+
+/* Run on the ring's CPU, so that rseq-mode updates of another CPU's ring
+ * are CPU-local (ring.md §7). Returns 1 if the affinity was changed (and
+ * *saved holds the old mask), 0 if not needed or impossible. */
+static int pin_to(struct strata_ring *ring, cpu_set_t *saved)
+{
+	cpu_set_t set;
+
+	if (!strata_rseq)
+		return 0;
+	if (sched_getaffinity(0, sizeof(*saved), saved) < 0)
+		return 0;
+	CPU_ZERO(&set);
+	CPU_SET(ring->cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		return 0; /* offline or outside our cpuset: nobody writes there */
+	return 1;
+}
+
+static void unpin(int pinned, cpu_set_t *saved)
+{
+	if (pinned)
+		sched_setaffinity(0, sizeof(*saved), saved);
 }
 
 int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t id,
 		 uint32_t words)
 {
+	cpu_set_t saved;
+	int pinned = pin_to(ring, &saved);
 	uint32_t nest = ++strata_tls.nesting;
+	int rc;
 
 	strata_barrier();
-	return ring_reserve_held(ring, r, id, words, 0, nest);
+	rc = ring_reserve_held(ring, r, id, words, 0, nest);
+	if (rc < 0) { /* could not run there: give up, counted */
+		count_lost(ring, STRATA_LOST_BUSY);
+		strata_barrier();
+		strata_tls.nesting--;
+		rc = 0;
+	}
+	unpin(pinned, &saved);
+	return rc;
 }
 
 void ring_flush(struct strata_ring *ring)
 {
 	struct strata_ring_ctl *c = ring->ctl;
+	cpu_set_t saved;
+	int pinned = pin_to(ring, &saved);
 	uint64_t w, ts, pos;
 
-	for (;;) {
+	for (int i = 0; i < 1000; i++) {
 		w = strata_load_acquire(&c->write);
 		pos = w & ring->pmask;
 		if (pos == 0)
-			return; /* closed already */
-		ts = strata_clock();
-		if (strata_cas_acq_rel(&c->write, &w, w - pos + ring->psize)) {
+			break; /* closed already */
+		int rc = ring_advance(ring, w, w - pos + ring->psize, 0, 0, &ts);
+		if (rc == ADV_MIGRATED && !pinned) {
+			/* Cannot run on that CPU (offline, or outside our
+			 * cpuset): no thread writes there now; close it with
+			 * a CAS. */
+			ts = strata_clock();
+			if (!strata_cas_acq_rel(&c->write, &w,
+						w - pos + ring->psize))
+				continue;
+			rc = STRATA_RSEQ_OK;
+		}
+		if (rc == STRATA_RSEQ_OK) {
 			ring_close(ring, w, ts);
-			return;
+			break;
 		}
 	}
+	unpin(pinned, &saved);
+}
+
+/* Choose the write protocol once, before any ring exists (ring.md §7). */
+void ring_init(void)
+{
+#ifdef STRATA_RSEQ_X86
+	const char *e = getenv("STRATA_RSEQ");
+	strata_rseq = __rseq_size >= 20 && /* cpu_id_start, cpu_id, rseq_cs */
+		      (int32_t)strata_rseq_area()->cpu_id >= 0 &&
+		      !(e && !strcmp(e, "0"));
+#else
+	strata_rseq = 0;
+#endif
 }

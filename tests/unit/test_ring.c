@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the ring: packet switch, exact fill, full, overwrite, limits. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -293,6 +296,64 @@ static void test_options(void **state)
 	unsetenv("STRATA_MAJORS");
 }
 
+/*
+ * The rseq paths (ring.md §7) on a real CPU: the fast path reserves and
+ * commits with plain stores; a writer that migrates between reserve and
+ * commit commits to the remote counter, and the packet still completes.
+ */
+static void test_rseq_paths(void **state)
+{
+	(void)state;
+	cpu_set_t saved, one;
+	struct strata_rsv r;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		skip();
+		return;
+	}
+	ring_init();
+	if (!strata_rseq) {
+		skip(); /* no rseq here: the CAS tests above cover the ring */
+		return;
+	}
+	sched_getaffinity(0, sizeof(saved), &saved);
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	ring_cfg.psize_shift = 14;
+	ring_cfg.npackets_shift = 2;
+	ring_cfg.mode = STRATA_MODE_DISCARD;
+
+	for (int i = 0; i < 10; i++) { /* first one through the slow path */
+		assert_int_equal(strata_reserve(&r, STRATA_ID(3, 2), 2), 1);
+		r.p[0] = (uint64_t)i;
+		strata_commit(&r);
+	}
+	struct strata_ring *ring = strata_rings[0];
+	assert_non_null(ring);
+	assert_int_equal(ring->ctl->write, 96 + 10 * 16);
+	assert_int_equal(ring->commit[0], 96 + 10 * 16); /* local count */
+	assert_int_equal(ring->commit[1], 0);
+
+	/* Reserve on CPU 0, commit from CPU 1. */
+	assert_int_equal(strata_reserve(&r, STRATA_ID(3, 2), 2), 1);
+	r.p[0] = 99;
+	CPU_ZERO(&one);
+	CPU_SET(1, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	strata_commit(&r);
+	assert_int_equal(ring->commit[1], 16); /* remote count */
+
+	/* Flush from CPU 1: ring_flush runs on CPU 0 for it. */
+	ring_flush(ring);
+	assert_true(ring_packet_complete(ring, 0));
+	assert_int_equal(packet(ring, 0)->content_bits, (96 + 11 * 16) * 8);
+	assert_int_equal(sched_getcpu(), 1); /* affinity restored */
+
+	sched_setaffinity(0, sizeof(saved), &saved);
+	strata_rseq = 0;
+}
+
 static void test_clock_fit(void **state)
 {
 	(void)state;
@@ -326,6 +387,10 @@ int main(void)
 		cmocka_unit_test(test_stale_view_retries),
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_clock_fit),
+		cmocka_unit_test(test_rseq_paths),
 	};
+	/* The tests above use rings of CPUs that do not exist (100 on), so
+	 * they run the CAS protocol; test_rseq_paths switches to rseq. */
+	strata_rseq = 0;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

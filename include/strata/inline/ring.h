@@ -4,7 +4,6 @@
 #define STRATA_INLINE_RING_H
 
 #include <stdint.h>
-#include <time.h>
 
 #include <strata/inline/atomic.h>
 
@@ -13,6 +12,8 @@
 #include <sys/rseq.h>
 #define STRATA_HAVE_RSEQ 1
 #endif
+
+#include <strata/inline/rseq.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,7 +76,10 @@ struct strata_ring_ctl {
 
 #define STRATA_RING_MAGIC 0x52525453u /* "STRR" */
 #define STRATA_RING_VERSION 1u
-#define STRATA_COMMIT_STRIDE 8 /* u64 per counter: one cache line each */
+/* Per packet slot, one cache line: [0] the local commit count (rseq: plain
+ * adds on the ring's CPU only; CAS mode: every commit), [1] the remote
+ * count (rseq mode: locked adds from any other CPU). ring.md §7. */
+#define STRATA_COMMIT_STRIDE 8
 
 /* Process-private view of a ring: pointers and masks, read-only once
  * published in strata_rings[]. */
@@ -102,6 +106,9 @@ extern STRATA_API __thread struct strata_tls strata_tls
 	__attribute__((tls_model("initial-exec")));
 extern STRATA_API uint32_t strata_pid;
 extern STRATA_API int strata_clock_tsc; /* 1: the trace clock is the TSC */
+/* 1: rings are written with restartable sequences (ring.md §7), decided
+ * once at load time; 0: with CAS and locked adds (ring.md §2). */
+extern STRATA_API int strata_rseq;
 
 struct strata_rsv {
 	struct strata_ring *ring;
@@ -124,6 +131,10 @@ STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,
 STRATA_API void strata_ring_close_exact(struct strata_ring *ring,
 					uint64_t end, uint64_t ts);
 
+/* CLOCK_MONOTONIC in nanoseconds: the trace clock where the TSC is not
+ * usable (out of line: keeps this header free of POSIX declarations). */
+STRATA_API uint64_t strata_clock_mono(void);
+
 static inline uint64_t strata_clock(void)
 {
 #if defined(__x86_64__)
@@ -133,9 +144,7 @@ static inline uint64_t strata_clock(void)
 		return ((uint64_t)hi << 32) | lo;
 	}
 #endif
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	return strata_clock_mono();
 }
 
 /* Current CPU from glibc's rseq area: one load from the thread pointer.
@@ -157,6 +166,80 @@ static inline uint64_t strata_header(uint64_t ts, uint32_t id, uint32_t words)
 	       ((uint64_t)words << 54);
 }
 
+/* Write the records and the event header at virtual offset w (after a
+ * successful reservation of len bytes) and fill *r. */
+static inline void strata_reserved(struct strata_rsv *r,
+				   struct strata_ring *ring, uint64_t w,
+				   uint32_t len, uint64_t ts, uint32_t id,
+				   uint32_t words, uint32_t need, uint32_t xts)
+{
+	uint64_t *p = (uint64_t *)(ring->data + (w & ring->bufmask));
+
+	strata_store_relaxed(&ring->ctl->last_ts_hi,
+			     (uint32_t)(ts >> STRATA_TS_HI_SHIFT));
+	if (need) {
+		p[0] = strata_header(ts, STRATA_ID_THREAD, 2);
+		p[1] = strata_tls.tid | ((uint64_t)strata_pid << 32);
+		p += 2;
+	}
+	if (xts) {
+		p[0] = strata_header(ts, STRATA_ID_CLOCK, 2);
+		p[1] = ts;
+		p += 2;
+	}
+	p[0] = strata_header(ts, id, words);
+	if (strata_unlikely(((w + len) & ring->pmask) == 0))
+		strata_ring_close_exact(ring, w + len, ts);
+	r->ring = ring;
+	r->off = w;
+	r->bytes = len;
+	r->p = p + 1;
+}
+
+#ifdef STRATA_RSEQ_X86
+/*
+ * The rseq reservation (ring.md §7): one attempt, with the clock read and
+ * the commit inside one restartable sequence. Anything unusual -- first
+ * use, packet switch, a timestamp gap needing a strata:clock record,
+ * preemption or migration in the middle -- goes to the slow path, which
+ * loops. Keeping the fast path free of a retry loop keeps it free of
+ * spills.
+ */
+static inline int strata_reserve_rseq(struct strata_rsv *r, uint32_t id,
+				      uint32_t words, struct strata_tls *t)
+{
+	struct rseq *rs = strata_rseq_area();
+	struct strata_ring *ring;
+	struct strata_ring_ctl *c;
+	uint64_t w, ts, pos;
+	uint32_t cpu, need, len, nest;
+
+	nest = ++t->nesting;
+	strata_barrier();
+	need = nest > 1; /* ring.md §3 rule 3 */
+	cpu = *(volatile uint32_t *)&rs->cpu_id_start;
+	if (strata_unlikely(cpu >= STRATA_MAX_CPUS) ||
+	    strata_unlikely(words > STRATA_MAX_WORDS) ||
+	    strata_unlikely(!(ring = strata_load_acquire(&strata_rings[cpu]))) ||
+	    strata_unlikely(nest > STRATA_MAX_NEST) || strata_unlikely(!t->tid))
+		goto slow;
+	c = ring->ctl;
+	w = strata_load_relaxed(&c->write);
+	need |= strata_load_relaxed(&c->owner) != t->tid;
+	len = (words + 2 * need) * 8;
+	pos = w & ring->pmask;
+	if (strata_unlikely(pos == 0 || pos + len > ring->psize) ||
+	    strata_unlikely(strata_rseq_reserve(rs, cpu, &c->write, w, w + len,
+						&c->owner, need ? t->tid : 0,
+						&c->last_ts_hi, 1, &ts)))
+		goto slow;
+	strata_reserved(r, ring, w, len, ts, id, words, need, 0);
+	return 1;
+slow:
+	return strata_reserve_slow(r, id, words, need | STRATA_SLOW_HELD);
+}
+#endif
+
 /*
  * Reserve room for one event of `words` words (header included) and write
  * its header. On success the caller writes words-1 payload words at r->p
@@ -167,6 +250,10 @@ static inline int strata_reserve(struct strata_rsv *r, uint32_t id,
 				 uint32_t words)
 {
 	struct strata_tls *t = &strata_tls;
+#ifdef STRATA_RSEQ_X86
+	if (strata_likely(strata_rseq))
+		return strata_reserve_rseq(r, id, words, t);
+#endif
 	int cpu = strata_cpu();
 	struct strata_ring *ring;
 	struct strata_ring_ctl *c;
@@ -206,37 +293,40 @@ static inline int strata_reserve(struct strata_rsv *r, uint32_t id,
 		if (strata_likely(strata_cas_acq_rel(&c->write, &w, w + len)))
 			break;                                         /* F */
 	}
-	strata_store_relaxed(&c->last_ts_hi,
-			     (uint32_t)(ts >> STRATA_TS_HI_SHIFT));
-
-	uint64_t *p = (uint64_t *)(ring->data + (w & ring->bufmask));
-	if (need) {
-		p[0] = strata_header(ts, STRATA_ID_THREAD, 2);
-		p[1] = t->tid | ((uint64_t)strata_pid << 32);
-		p += 2;
-	}
-	if (xts) {
-		p[0] = strata_header(ts, STRATA_ID_CLOCK, 2);
-		p[1] = ts;
-		p += 2;
-	}
-	p[0] = strata_header(ts, id, words);
-	if (strata_unlikely(((w + len) & ring->pmask) == 0))
-		strata_ring_close_exact(ring, w + len, ts);
-	r->ring = ring;
-	r->off = w;
-	r->bytes = len;
-	r->p = p + 1;
+	strata_reserved(r, ring, w, len, ts, id, words, need, xts);
 	return 1;
 }
 
-/* Publish the event written at r->p (ring.md §2, G). */
+/* Add `bytes` to the commit count of the packet holding virtual offset
+ * `off` (ring.md §2 G, §7). The release publishes what the writer wrote. */
+static inline void strata_ring_commit(struct strata_ring *ring, uint64_t off,
+				      uint64_t bytes)
+{
+	uint64_t *cc = &ring->commit[((off >> ring->pshift) & ring->nmask) *
+				     STRATA_COMMIT_STRIDE];
+#ifdef STRATA_RSEQ_X86
+	if (strata_likely(strata_rseq)) {
+		struct rseq *rs = strata_rseq_area();
+		int rc;
+		/* x86 stores are ordered: the plain add publishes like a
+		 * release (the asm is a compiler barrier). */
+		while (strata_unlikely(rc = strata_rseq_commit(rs, ring->cpu, cc,
+							       bytes))) {
+			if (rc == 1) { /* migrated: the remote counter */
+				strata_add_release(cc + 1, bytes);
+				break;
+			}
+		}
+		return;
+	}
+#endif
+	strata_add_release(cc, bytes);
+}
+
+/* Publish the event written at r->p and leave the tracepoint. */
 static inline void strata_commit(struct strata_rsv *r)
 {
-	struct strata_ring *ring = r->ring;
-	uint64_t *cc = &ring->commit[((r->off >> ring->pshift) & ring->nmask) *
-				     STRATA_COMMIT_STRIDE];
-	strata_add_release(cc, (uint64_t)r->bytes);
+	strata_ring_commit(r->ring, r->off, (uint64_t)r->bytes);
 	strata_barrier();
 	strata_tls.nesting--;
 }

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* Restartable sequences for the ring: CPU-local reserve and commit (docs/ring.md §7). */
+#ifndef STRATA_INLINE_RSEQ_H
+#define STRATA_INLINE_RSEQ_H
+
+#include <stdint.h>
+
+/*
+ * With rseq, every store to a ring's `write` offset and every local commit
+ * is done by a thread running on the ring's CPU, inside a critical section
+ * that the kernel aborts if the thread is preempted, migrated or
+ * interrupted by a signal before its last instruction (the commit). Such
+ * a section is atomic with respect to every other writer of the ring
+ * without a locked instruction. glibc (>= 2.35) registers the rseq area of
+ * every thread; its signature on x86 is 0x53053053, which the abort
+ * handler must carry.
+ */
+#if defined(__x86_64__) && defined(STRATA_HAVE_RSEQ)
+#define STRATA_RSEQ_X86 1
+
+/* Outcome of strata_rseq_reserve(). */
+enum {
+	STRATA_RSEQ_OK = 0,
+	STRATA_RSEQ_RETRY = 1,   /* preempted, migrated or signalled: retry */
+	STRATA_RSEQ_STALE = 2,   /* `write` moved since it was read: retry */
+	STRATA_RSEQ_TS_GAP = 3,  /* needs a strata:clock record (ring.md §2) */
+};
+
+static inline struct rseq *strata_rseq_area(void)
+{
+	char *tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return (struct rseq *)(tp + __rseq_offset);
+}
+
+/*
+ * On CPU `cpu`: if *wp == w, read the TSC into *ts; if check_hi and
+ * ts >> 28 != *hip, stop with STRATA_RSEQ_TS_GAP; store own into *ownp
+ * when own != 0; and commit by storing neww into *wp.
+ * ring.md §7 labels: R1 (cpu check), R2 (write unchanged), R3 (clock),
+ * R4 (owner), R5 (commit).
+ */
+static inline int strata_rseq_reserve(struct rseq *rs, uint32_t cpu,
+				      uint64_t *wp, uint64_t w, uint64_t neww,
+				      uint32_t *ownp, uint32_t own,
+				      const uint32_t *hip, uint32_t check_hi,
+				      uint64_t *ts)
+{
+	__asm__ __volatile__ goto(
+		".pushsection __rseq_cs, \"aw\"\n\t"
+		".balign 32\n\t"
+		"3:\n\t"
+		".long 0x0, 0x0\n\t"
+		".quad 1f, (2f - 1f), 4f\n\t"
+		".popsection\n\t"
+		"leaq 3b(%%rip), %%rax\n\t"
+		"movq %%rax, %[rseq_cs]\n\t"
+		"1:\n\t"
+		"cmpl %[cpu], %[cur_cpu]\n\t"            /* R1 */
+		"jnz %l[retry]\n\t"
+		"cmpq %[w], (%[wp])\n\t"                 /* R2 */
+		"jnz %l[stale]\n\t"
+		"rdtsc\n\t"                              /* R3 */
+		"shlq $32, %%rdx\n\t"
+		"orq %%rdx, %%rax\n\t"
+		"movq %%rax, (%[ts])\n\t"
+		"testl %[chk], %[chk]\n\t"
+		"jz 5f\n\t"
+		"shrq $28, %%rax\n\t"
+		"cmpl %%eax, (%[hip])\n\t"
+		"jnz %l[gap]\n\t"
+		"5:\n\t"
+		"testl %[own], %[own]\n\t"               /* R4 */
+		"jz 6f\n\t"
+		"movl %[own], (%[ownp])\n\t"
+		"6:\n\t"
+		"movq %[neww], (%[wp])\n\t"              /* R5: commit */
+		"2:\n\t"
+		".pushsection __rseq_failure, \"ax\"\n\t"
+		".byte 0x0f, 0xb9, 0x3d\n\t"             /* ud1 <sig>(%rip), %edi */
+		".long 0x53053053\n\t"
+		"4:\n\t"
+		"jmp %l[retry]\n\t"
+		".popsection\n\t"
+		:
+		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),
+		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),
+		  [neww] "r"(neww), [ownp] "r"(ownp), [own] "r"(own),
+		  [hip] "r"(hip), [chk] "r"(check_hi), [ts] "r"(ts)
+		: "memory", "cc", "rax", "rdx"
+		: retry, stale, gap);
+	return STRATA_RSEQ_OK;
+retry:
+	return STRATA_RSEQ_RETRY;
+stale:
+	return STRATA_RSEQ_STALE;
+gap:
+	return STRATA_RSEQ_TS_GAP;
+}
+
+/*
+ * Add `bytes` to the local commit counter *cc if running on `cpu`
+ * (a plain add: the section's commit); returns 0 then, 1 if the thread is
+ * on another CPU now (the caller adds to the remote counter with a locked
+ * instruction), 2 if aborted (retry).
+ */
+static inline int strata_rseq_commit(struct rseq *rs, uint32_t cpu,
+				     uint64_t *cc, uint64_t bytes)
+{
+	__asm__ __volatile__ goto(
+		".pushsection __rseq_cs, \"aw\"\n\t"
+		".balign 32\n\t"
+		"3:\n\t"
+		".long 0x0, 0x0\n\t"
+		".quad 1f, (2f - 1f), 4f\n\t"
+		".popsection\n\t"
+		"leaq 3b(%%rip), %%rax\n\t"
+		"movq %%rax, %[rseq_cs]\n\t"
+		"1:\n\t"
+		"cmpl %[cpu], %[cur_cpu]\n\t"
+		"jnz %l[moved]\n\t"
+		"addq %[bytes], (%[cc])\n\t"            /* commit */
+		"2:\n\t"
+		".pushsection __rseq_failure, \"ax\"\n\t"
+		".byte 0x0f, 0xb9, 0x3d\n\t"
+		".long 0x53053053\n\t"
+		"4:\n\t"
+		"jmp %l[aborted]\n\t"
+		".popsection\n\t"
+		:
+		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),
+		  [rseq_cs] "m"(rs->rseq_cs), [cc] "r"(cc), [bytes] "r"(bytes)
+		: "memory", "cc", "rax"
+		: moved, aborted);
+	return 0;
+moved:
+	return 1;
+aborted:
+	return 2;
+}
+
+#endif /* __x86_64__ && STRATA_HAVE_RSEQ */
+
+#endif /* STRATA_INLINE_RSEQ_H */
