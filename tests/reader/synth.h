@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/* A tiny in-test writer of strata traces (format.md §2-§4) for the unit tests. */
+#ifndef STRATA_TEST_SYNTH_H
+#define STRATA_TEST_SYNTH_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* nftw */
+#endif
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <ftw.h>
+
+enum { SYNTH_ALLOC, SYNTH_OPEN, SYNTH_THREAD, SYNTH_CLOCK };
+
+struct synth_ev {
+	uint64_t ts;
+	int kind;
+	uint32_t arg; /* SYNTH_THREAD: tid */
+};
+
+static const char synth_metadata[] =
+	"/* CTF 1.8 */\n"
+	"typealias integer { size = 32; align = 32; signed = false; } := uint32_t;\n"
+	"typealias integer { size = 64; align = 64; signed = false; } := uint64_t;\n"
+	"typealias integer { size = 32; align = 32; signed = true; } := int32_t;\n"
+	"typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := char_t;\n"
+	"trace { major = 1; minor = 8; byte_order = le;\n"
+	"  packet.header := struct { uint32_t magic; integer { size = 8; align = 8; } uuid[16];\n"
+	"  uint32_t stream_id; uint64_t stream_instance_id; }; };\n"
+	"env { vpid = 100; procname = \"synth\"; strata_kind_65537 = \"begin\"; };\n"
+	"clock { name = \"strata\"; freq = 1000000000; offset_s = 1700000000; offset = 0; };\n"
+	"typealias integer { size = 64; align = 64; signed = false; map = clock.strata.value; } := uint64_clock_t;\n"
+	"stream { id = 0; event.header := struct {\n"
+	"  integer { size = 32; align = 64; signed = false; map = clock.strata.value; } timestamp;\n"
+	"  integer { size = 22; align = 1; signed = false; } id; } align(64); };\n"
+	"event { name = \"strata:thread\"; id = 1; stream_id = 0;\n"
+	"  fields := struct { uint32_t tid; uint32_t pid; } align(64); };\n"
+	"event { name = \"strata:clock\"; id = 2; stream_id = 0;\n"
+	"  fields := struct { uint64_clock_t timestamp; } align(64); };\n"
+	"event { name = \"mem:alloc\"; id = 65537; stream_id = 0;\n"
+	"  strata_format = \"alloc %{size} at %{addr:x}\";\n"
+	"  fields := struct { uint64_t size; integer { size = 64; align = 64; base = 16; } addr;\n"
+	"  uint32_t flags; } align(64); };\n"
+	"event { name = \"io:open\"; id = 65538; stream_id = 0;\n"
+	"  fields := struct { uint32_t _path_len; char_t path[_path_len]; int32_t fd; } align(64); };\n";
+
+static inline void synth_put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+/* Words of one record into w; returns the count. */
+static inline unsigned synth_record(const struct synth_ev *e, uint32_t pid, uint64_t *w)
+{
+	uint64_t ts = e->ts & 0xffffffffu;
+	switch (e->kind) {
+	case SYNTH_ALLOC:
+		w[0] = ts | (uint64_t)0x10001 << 32 | (uint64_t)4 << 54;
+		w[1] = e->ts * 100;
+		w[2] = e->ts;
+		w[3] = e->ts & 3;
+		return 4;
+	case SYNTH_OPEN: {
+		/* u32 len = 8, "/etc/tsN\0" padded: 4 + 12 bytes, then s32 fd */
+		w[0] = ts | (uint64_t)0x10002 << 32 | (uint64_t)4 << 54;
+		char b[24] = { 0 };
+		uint32_t len = 12;
+		memcpy(b, &len, 4);
+		snprintf(b + 4, 12, "/etc/ts%u", (unsigned)(e->ts % 2));
+		int32_t fd = (int32_t)e->ts - 1;
+		memcpy(b + 16, &fd, 4);
+		memcpy(&w[1], b, 24);
+		return 4;
+	}
+	case SYNTH_THREAD:
+		w[0] = ts | (uint64_t)1 << 32 | (uint64_t)2 << 54;
+		w[1] = e->arg | (uint64_t)pid << 32;
+		return 2;
+	default:
+		w[0] = ts | (uint64_t)2 << 32 | (uint64_t)2 << 54;
+		w[1] = e->ts;
+		return 2;
+	}
+}
+
+/* Write dir/metadata (once) and dir/cpu<cpu>, packets of psize bytes. */
+static inline void synth_write(const char *dir, unsigned cpu, uint32_t pid, uint32_t tid,
+			       const struct synth_ev *evs, unsigned n, unsigned psize)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	FILE *m = fopen(path, "w");
+	fputs(synth_metadata, m);
+	fclose(m);
+	snprintf(path, sizeof(path), "%s/cpu%u", dir, cpu);
+	FILE *f = fopen(path, "w");
+	uint8_t *pk = calloc(1, psize);
+	unsigned i = 0;
+	uint64_t seq = 0;
+	while (i < n) {
+		memset(pk, 0, psize);
+		size_t off = 96;
+		uint64_t tb = evs[i].ts, te = tb;
+		while (i < n) {
+			uint64_t w[8];
+			unsigned k = synth_record(&evs[i], pid, w);
+			if (off + k * 8 > psize)
+				break;
+			memcpy(pk + off, w, k * 8);
+			off += k * 8;
+			te = evs[i].ts;
+			i++;
+		}
+		uint32_t magic = 0xC1FC1FC1;
+		memcpy(pk, &magic, 4);
+		synth_put64(pk + 24, (uint64_t)pid << 32 | cpu);
+		synth_put64(pk + 32, tb);
+		synth_put64(pk + 40, te);
+		synth_put64(pk + 48, off * 8);
+		synth_put64(pk + 56, (uint64_t)psize * 8);
+		synth_put64(pk + 64, seq++);
+		memcpy(pk + 80, &cpu, 4);
+		memcpy(pk + 84, &pid, 4);
+		memcpy(pk + 88, &tid, 4);
+		fwrite(pk, 1, psize, f);
+	}
+	free(pk);
+	fclose(f);
+}
+
+static inline int synth_rm(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static inline void synth_rmdir(const char *dir)
+{
+	nftw(dir, synth_rm, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+#endif /* STRATA_TEST_SYNTH_H */

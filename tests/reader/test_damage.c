@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/* Damaged-trace corpus: every readable event comes back, each problem is reported once. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <strata/reader.h>
+
+#include "synth.h"
+
+#define PSIZE 4096u
+#define NEV 600u /* 4 words each: 125 a packet, 5 packets of 4 KiB per CPU */
+
+struct problems {
+	unsigned n, kinds[64];
+	uint64_t offsets[64];
+	char files[64][256];
+};
+
+static void on_problem(const struct strata_problem *p, void *arg)
+{
+	struct problems *pr = arg;
+	if (pr->n < 64) {
+		pr->kinds[pr->n] = p->kind;
+		pr->offsets[pr->n] = p->offset;
+		snprintf(pr->files[pr->n], sizeof(pr->files[0]), "%s", p->file);
+	}
+	pr->n++;
+}
+
+struct run {
+	uint64_t *off; /* offsets of the cpu0 events read */
+	uint32_t *stream;
+	unsigned n;
+	struct problems pr;
+	int open_rc;
+};
+
+static void read_all(const char *dir, struct run *r)
+{
+	struct strata_open_options oo = { .problem = on_problem, .problem_arg = &r->pr };
+	struct strata_trace *t;
+	const struct strata_event *ev;
+	struct strata_iter *it;
+	memset(r, 0, sizeof(*r));
+	r->off = calloc(4 * NEV, sizeof(uint64_t));
+	r->stream = calloc(4 * NEV, sizeof(uint32_t));
+	r->open_rc = strata_trace_open(dir, &oo, &t);
+	if (r->open_rc < 0)
+		return;
+	assert_int_equal(strata_iter_create(t, NULL, &it), 0);
+	while (strata_iter_next(it, &ev) > 0) {
+		assert_true(r->n < 4 * NEV);
+		struct strata_value v[4];
+		/* decoding must stay in bounds whatever the bytes say */
+		strata_event_fields(ev, v, 4);
+		char buf[256];
+		strata_event_describe(ev, buf, sizeof(buf));
+		r->off[r->n] = ev->offset;
+		r->stream[r->n] = ev->stream;
+		r->n++;
+	}
+	strata_iter_destroy(it);
+	strata_trace_close(t);
+}
+
+static void free_run(struct run *r)
+{
+	free(r->off);
+	free(r->stream);
+}
+
+static char clean[64];
+
+static void make_clean(void)
+{
+	struct synth_ev *e = calloc(NEV, sizeof(*e));
+	for (unsigned i = 0; i < NEV; i++)
+		e[i] = (struct synth_ev){ 100 + 2 * (uint64_t)i, SYNTH_ALLOC, 0 };
+	strcpy(clean, "/tmp/strata-damage-XXXXXX");
+	assert_non_null(mkdtemp(clean));
+	synth_write(clean, 0, 100, 100, e, NEV, PSIZE);
+	for (unsigned i = 0; i < NEV; i++)
+		e[i].ts++;
+	synth_write(clean, 1, 100, 100, e, NEV, PSIZE);
+	free(e);
+}
+
+/* A fresh copy of the clean trace to damage. */
+static void copy_clean(char *dir)
+{
+	char cmd[256];
+	strcpy(dir, "/tmp/strata-damage-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "cp -r %s/. %s/", clean, dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void poke(const char *dir, uint64_t off, const void *bytes, size_t n)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/cpu0", dir);
+	int fd = open(p, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, bytes, n, off), (ssize_t)n);
+	close(fd);
+}
+
+static void poke64(const char *dir, uint64_t off, uint64_t v)
+{
+	poke(dir, off, &v, 8);
+}
+
+/* The run must hold exactly the clean events except cpu0's in [lo, hi). */
+static void expect_all_but(const struct run *clean_run, const struct run *r, uint64_t lo,
+			   uint64_t hi)
+{
+	unsigned want = 0;
+	for (unsigned i = 0; i < clean_run->n; i++)
+		want += !(clean_run->stream[i] == 0 && clean_run->off[i] >= lo &&
+			  clean_run->off[i] < hi);
+	assert_int_equal(r->n, want);
+	for (unsigned i = 0; i < r->n; i++)
+		assert_false(r->stream[i] == 0 && r->off[i] >= lo && r->off[i] < hi);
+}
+
+static struct run base;
+
+static int setup(void **state)
+{
+	(void)state;
+	make_clean();
+	read_all(clean, &base);
+	assert_int_equal(base.n, 2 * NEV);
+	assert_int_equal(base.pr.n, 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	free_run(&base);
+	synth_rmdir(clean);
+	return 0;
+}
+
+static void test_truncated(void **state)
+{
+	(void)state;
+	char dir[64], p[256];
+	struct run r;
+	copy_clean(dir);
+	snprintf(p, sizeof(p), "%s/cpu0", dir);
+	uint64_t cut = 2 * PSIZE + 1000; /* inside packet 2's events */
+	assert_int_equal(truncate(p, cut), 0);
+	read_all(dir, &r);
+	/* events wholly before the cut stay readable */
+	unsigned want = 0;
+	for (unsigned i = 0; i < base.n; i++)
+		want += base.stream[i] != 0 || base.off[i] + 32 <= cut;
+	assert_int_equal(r.n, want);
+	assert_int_equal(r.pr.n, 1);
+	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_DAMAGED);
+	assert_int_equal(r.pr.offsets[0], cut);
+	assert_string_equal(r.pr.files[0], p);
+	free_run(&r);
+	/* cut inside a packet header */
+	assert_int_equal(truncate(p, 2 * PSIZE + 50), 0);
+	read_all(dir, &r);
+	expect_all_but(&base, &r, 2 * PSIZE, UINT64_MAX);
+	assert_int_equal(r.pr.n, 1);
+	assert_int_equal(r.pr.offsets[0], 2 * PSIZE);
+	free_run(&r);
+	/* shorter than one header */
+	assert_int_equal(truncate(p, 40), 0);
+	read_all(dir, &r);
+	expect_all_but(&base, &r, 0, UINT64_MAX);
+	assert_int_equal(r.pr.n, 1);
+	free_run(&r);
+	synth_rmdir(dir);
+}
+
+static void test_bad_headers(void **state)
+{
+	(void)state;
+	static const struct { uint64_t at; uint64_t v; const char *what; } cases[] = {
+		{ PSIZE + 0, 0xdeadbeef, "bad magic" },
+		{ PSIZE + 56, 12345 * 8, "impossible packet_size" },
+		{ PSIZE + 56, (uint64_t)PSIZE * 16, "other packet_size" },
+		{ PSIZE + 48, (uint64_t)PSIZE * 8 + 64, "content_size > packet_size" },
+		{ PSIZE + 48, 8, "content_size < header" },
+		{ PSIZE + 48, 1001, "content_size not in words" },
+		{ PSIZE + 40, 1, "timestamp_end < timestamp_begin" },
+	};
+	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char dir[64];
+		struct run r;
+		copy_clean(dir);
+		if (cases[k].at % PSIZE == 0)
+			poke(dir, cases[k].at, &cases[k].v, 4);
+		else
+			poke64(dir, cases[k].at, cases[k].v);
+		read_all(dir, &r);
+		expect_all_but(&base, &r, PSIZE, 2 * PSIZE);
+		if (r.pr.n != 1 || r.pr.offsets[0] != PSIZE)
+			fail_msg("%s: %u problems, first at %llu", cases[k].what, r.pr.n,
+				 (unsigned long long)r.pr.offsets[0]);
+		free_run(&r);
+		synth_rmdir(dir);
+	}
+}
+
+static void test_bad_events(void **state)
+{
+	(void)state;
+	char dir[64];
+	struct run r;
+	uint64_t ev5 = 96 + 5 * 32; /* sixth event of packet 0 */
+	/* length 0: the rest of packet 0 is skipped */
+	copy_clean(dir);
+	poke64(dir, ev5, 100 + 10);
+	read_all(dir, &r);
+	expect_all_but(&base, &r, ev5, PSIZE);
+	assert_int_equal(r.pr.n, 1);
+	assert_int_equal(r.pr.offsets[0], ev5);
+	free_run(&r);
+	synth_rmdir(dir);
+	/* length running past content_size */
+	copy_clean(dir);
+	poke64(dir, ev5, 110 | (uint64_t)0x10001 << 32 | (uint64_t)1000 << 54);
+	read_all(dir, &r);
+	expect_all_but(&base, &r, ev5, PSIZE);
+	assert_int_equal(r.pr.n, 1);
+	free_run(&r);
+	synth_rmdir(dir);
+	/* unknown id: that event is skipped, reported once */
+	copy_clean(dir);
+	poke64(dir, ev5, 110 | (uint64_t)0x70009 << 32 | (uint64_t)4 << 54);
+	poke64(dir, ev5 + 32, 112 | (uint64_t)0x70009 << 32 | (uint64_t)4 << 54);
+	read_all(dir, &r);
+	expect_all_but(&base, &r, ev5, ev5 + 64);
+	assert_int_equal(r.pr.n, 1);
+	free_run(&r);
+	synth_rmdir(dir);
+	/* short payload for its class: the following words read as headers
+	 * are garbage; decoding stays in bounds (read_all decodes all) */
+	copy_clean(dir);
+	poke64(dir, ev5, 110 | (uint64_t)0x10001 << 32 | (uint64_t)2 << 54);
+	read_all(dir, &r);
+	assert_true(r.n <= base.n + 8);
+	free_run(&r);
+	synth_rmdir(dir);
+}
+
+static void test_garbage_metadata(void **state)
+{
+	(void)state;
+	char dir[64], p[256];
+	struct run r;
+	copy_clean(dir);
+	snprintf(p, sizeof(p), "%s/metadata", dir);
+	FILE *f = fopen(p, "a");
+	fputs("\nevent { name = \"x\"; id = 9; fields := struct { float y; }; };\n", f);
+	fclose(f);
+	read_all(dir, &r);
+	assert_int_equal(r.open_rc, -EINVAL);
+	assert_int_equal(r.pr.n, 1);
+	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_METADATA);
+	assert_string_equal(r.pr.files[0], p);
+	assert_true(r.pr.offsets[0] > 20); /* the line of the bad event */
+	free_run(&r);
+	/* binary garbage */
+	f = fopen(p, "w");
+	for (int i = 0; i < 4096; i++)
+		fputc((i * 7919) & 0xff, f);
+	fclose(f);
+	read_all(dir, &r);
+	assert_int_equal(r.open_rc, -EINVAL);
+	assert_int_equal(r.pr.n, 1);
+	free_run(&r);
+	synth_rmdir(dir);
+}
+
+static void test_bad_index(void **state)
+{
+	(void)state;
+	char dir[64], p[256];
+	struct run r;
+	copy_clean(dir);
+	snprintf(p, sizeof(p), "%s/index", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/index/cpu0.idx", dir);
+	FILE *f = fopen(p, "w");
+	fputs("not an index at all, not at all", f);
+	fclose(f);
+	read_all(dir, &r);
+	expect_all_but(&base, &r, 0, 0);
+	assert_int_equal(r.pr.n, 1);
+	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_INDEX);
+	free_run(&r);
+	synth_rmdir(dir);
+}
+
+/* Random bit flips and byte smashes: the reader must terminate, stay in
+ * bounds (run this under ASan) and return no more events than exist. */
+static void test_bit_flips(void **state)
+{
+	(void)state;
+	char dir[64], p[256];
+	copy_clean(dir);
+	snprintf(p, sizeof(p), "%s/cpu0", dir);
+	FILE *f = fopen(p, "r");
+	uint8_t *orig = malloc(3 * PSIZE);
+	assert_int_equal(fread(orig, 1, 3 * PSIZE, f), 3 * PSIZE);
+	fclose(f);
+	uint64_t seed = 42;
+	for (int iter = 0; iter < 300; iter++) {
+		uint8_t *b = malloc(3 * PSIZE);
+		memcpy(b, orig, 3 * PSIZE);
+		int nflip = 1 + iter % 16;
+		for (int k = 0; k < nflip; k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			uint64_t at = (seed >> 33) % (3 * PSIZE);
+			/* bias towards headers, where damage matters most */
+			if (k & 1)
+				at = (at % 3) * PSIZE + (seed >> 20) % 96;
+			b[at] ^= 1u << ((seed >> 13) & 7);
+		}
+		f = fopen(p, "w");
+		fwrite(b, 1, 3 * PSIZE, f);
+		fclose(f);
+		struct run r;
+		read_all(dir, &r);
+		assert_true(r.n <= 2 * NEV + 3 * PSIZE / 8);
+		free_run(&r);
+		free(b);
+	}
+	free(orig);
+	synth_rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_bad_headers),
+		cmocka_unit_test(test_bad_events),
+		cmocka_unit_test(test_garbage_metadata),
+		cmocka_unit_test(test_bad_index),
+		cmocka_unit_test(test_bit_flips),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
