@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Install into a scratch prefix; build a program against it with pkg-config and with CMake.
+set -euo pipefail
+build=$1 work=$2
+prefix=$work/prefix
+fail() { echo "install: FAIL: $*" >&2; exit 1; }
+rm -rf "$work" && mkdir -p "$work"
+cmake --install "$build" --prefix "$prefix" >"$work/install.log" || fail "cmake --install: $(tail -3 "$work/install.log")"
+
+libdir=$(ls -d "$prefix"/lib*/pkgconfig | head -1)
+export PKG_CONFIG_PATH=$libdir
+flags=$(pkg-config --cflags --libs strata) || fail "pkg-config --cflags --libs strata"
+cat >"$work/app.c" <<'C'
+#include <strata/strata.h>
+int main(void)
+{
+	for (int i = 0; i < 1000; i++)
+		STRATA_EVENT2(3, 1, i, i * 2);
+	return 0;
+}
+C
+# shellcheck disable=SC2086
+cc -O2 -o "$work/app" "$work/app.c" $flags || fail "compile with pkg-config flags: $flags"
+LD_LIBRARY_PATH=${libdir%/pkgconfig} STRATA_OUTPUT="$work/trace" "$work/app"
+n=$(babeltrace2 "$work/trace" 2>/dev/null | grep -vc ' strata:' || true)
+[ "$n" = 1000 ] || fail "pkg-config build recorded $n of 1000 events"
+
+# CMake: find_package(strata) and strata_add_events() from the install.
+mkdir -p "$work/cm"
+cat >"$work/cm/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.25)
+project(app C)
+find_package(strata REQUIRED)
+add_executable(app app.c)
+strata_add_events(app ev.strata)
+target_link_libraries(app PRIVATE strata::strata)
+CM
+cat >"$work/cm/ev.strata" <<'EV'
+subsystem app 4 "an installed-package test" {
+    event tick 1 (u64 n, string what) "tick %{n}: %{what}";
+}
+EV
+cat >"$work/cm/app.c" <<'C'
+#include "ev.h"
+int main(void)
+{
+	for (int i = 0; i < 100; i++)
+		strata_app_tick((unsigned long long)i, "hello");
+	return 0;
+}
+C
+cmake -S "$work/cm" -B "$work/cm/build" -DCMAKE_PREFIX_PATH="$prefix" >"$work/cm.log" 2>&1 || fail "configure: $(tail -5 "$work/cm.log")"
+cmake --build "$work/cm/build" >>"$work/cm.log" 2>&1 || fail "build: $(tail -5 "$work/cm.log")"
+LD_LIBRARY_PATH=${libdir%/pkgconfig} STRATA_OUTPUT="$work/trace2" "$work/cm/build/app"
+n=$(babeltrace2 "$work/trace2" 2>/dev/null | grep -c 'app:tick: .*what = "hello"' || true)
+[ "$n" = 100 ] || fail "find_package build recorded $n of 100 events"
+echo "install: OK"
