@@ -177,6 +177,7 @@ def main():
                      ("lttng_ust", "LTTng-UST"), ("lttng_tools", "lttng-tools"),
                      ("fxt", "FxT"), ("babeltrace2", "babeltrace2"),
                      ("outfs", "trace output file system"), ("events", "sizes"),
+                     ("loadavg", "load average"),
                      ("perf_hw", "hardware counters (perf)")]:
         w(f"| {label} | {env.get(k, 'n/a')} |")
     if ghz:
@@ -401,6 +402,7 @@ def main():
     w("")
     sp = [(k, spread(R.stats(*k))) for k in sorted(R.rep)]
     sp = [(k, s) for k, s in sp if s is not None and not k[0].endswith("-hot")]
+    med_sp = statistics.median(s for _, s in sp) if sp else 0
     if sp:
         worst = max(sp, key=lambda x: x[1])
         med_sp = statistics.median(s for _, s in sp)
@@ -414,6 +416,10 @@ def main():
     # ---- targets ---------------------------------------------------------------------------
     w("## Targets")
     w("")
+    if sp and med_sp > 20:
+        w(f"**This run was noisy (median spread {med_sp:.0f} %): verdicts near a "
+          "threshold are not reliable; rerun on a quiet machine.**")
+        w("")
     w("| target | measured | verdict |")
     w("| --- | --- | --- |")
 

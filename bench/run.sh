@@ -219,6 +219,7 @@ fxt_enabled() {
 	echo "fxt=$(pkg-config --modversion fxt 2>/dev/null || echo none)"
 	echo "babeltrace2=$(babeltrace2 --version 2>/dev/null | head -1 | sed 's/^Babeltrace //' || echo none)"
 	echo "outfs=$(stat -f -c %T "$OUT") ($(df --output=source "$OUT" | tail -1))"
+	echo "loadavg=$(cut -d' ' -f1-3 /proc/loadavg) (at start; other work on the machine skews every figure)"
 	echo "smoke=$SMOKE"
 	echo "events=$BENCH_EVENTS reps=$BENCH_REPS pause_ms=$BENCH_PAUSE_MS threads_n=$THREADS"
 	echo "sust_ms=$BENCH_SUST_MS"
