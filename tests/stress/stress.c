@@ -300,7 +300,7 @@ static void check_trace(void)
 	while ((e = readdir(d))) {
 		if (strncmp(e->d_name, "cpu", 3))
 			continue;
-		char path[4400];
+		char path[4200 + 256 + 2];
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		check_stream(path);
 	}
