@@ -5,7 +5,8 @@
 # usage: bench/run.sh [--smoke] [--no-build] [--bin-dir DIR] [--out-dir DIR] [--threads N]
 #   --smoke     tiny sizes, a few seconds, no LTTng daemon; writes OUT/BENCHMARKS.md only
 #   --no-build  use the programs already in --bin-dir (default build-bench/bench)
-#   --out-dir   where traces and raw results go (default build-bench/bench-out; on disk)
+#   --out-dir   where traces and raw results go (default build-bench/bench-out, or
+#               build-bench/bench-smoke with --smoke; on disk)
 #   --threads   threads of the "one per core" runs (default: the CPUs we may use)
 # Environment knobs (defaults in brackets): BENCH_EVENTS [1000000] events per thread
 # per repetition, BENCH_REPS [7], BENCH_PAUSE_MS [300], BENCH_SUST_MS [2000],
@@ -27,13 +28,14 @@ while [ $# -gt 0 ]; do
 	--bin-dir) BIN=$2; shift ;;
 	--out-dir) OUT=$2; shift ;;
 	--threads) THREADS=$2; shift ;;
-	-h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
 	shift
 done
 
 BIN=${BIN:-$BUILD/bench}
+[ $SMOKE = 1 ] && OUT=${OUT:-$BUILD/bench-smoke}
 OUT=${OUT:-$BUILD/bench-out}
 THREADS=${THREADS:-$(nproc)}
 [ "$THREADS" -ge 2 ] || THREADS=2
