@@ -23,17 +23,23 @@ $(BUILD)/Makefile:
 demo: all
 	./scripts/demo.sh $(BUILD)
 
-# Every test: the normal build with -Werror, then the stress and unit
-# tests again under AddressSanitizer+UBSan and ThreadSanitizer.
+# Every test: the normal build with -Werror; the stress, integration and
+# unit tests again under AddressSanitizer+UBSan and ThreadSanitizer; and
+# each libFuzzer target for a few seconds (clang build).
 check:
 	./scripts/deps.sh build test
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE sanitize
-	$(MAKE) sanitize
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE fuzz
+	./scripts/sanitize.sh
+	./scripts/fuzz.sh
 
 sanitize:
 	./scripts/sanitize.sh
+
+fuzz:
+	./scripts/deps.sh build test
+	./scripts/fuzz.sh
 
 test: all
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
@@ -58,4 +64,4 @@ install: all
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-bench
+	rm -rf $(BUILD) build-asan build-tsan build-bench build-fuzz
