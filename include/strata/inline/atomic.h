@@ -24,6 +24,11 @@
 				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
 #define strata_barrier() __asm__ __volatile__("" ::: "memory")
 
+/* The fast path must be inlined into every tracepoint whatever the
+ * caller's size (GCC otherwise emits an out-of-line copy called with the
+ * reservation on the stack). */
+#define strata_always_inline inline __attribute__((always_inline))
+
 #define strata_likely(x) __builtin_expect(!!(x), 1)
 #define strata_unlikely(x) __builtin_expect(!!(x), 0)
 

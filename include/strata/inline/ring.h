@@ -135,7 +135,7 @@ STRATA_API void strata_ring_close_exact(struct strata_ring *ring,
  * usable (out of line: keeps this header free of POSIX declarations). */
 STRATA_API uint64_t strata_clock_mono(void);
 
-static inline uint64_t strata_clock(void)
+static strata_always_inline uint64_t strata_clock(void)
 {
 #if defined(__x86_64__)
 	if (strata_likely(strata_clock_tsc)) {
@@ -149,7 +149,7 @@ static inline uint64_t strata_clock(void)
 
 /* Current CPU from glibc's rseq area: one load from the thread pointer.
  * Negative when rseq is unavailable; the slow path then asks the kernel. */
-static inline int strata_cpu(void)
+static strata_always_inline int strata_cpu(void)
 {
 #if defined(STRATA_HAVE_RSEQ) && defined(__x86_64__)
 	char *tp;
@@ -160,7 +160,7 @@ static inline int strata_cpu(void)
 #endif
 }
 
-static inline uint64_t strata_header(uint64_t ts, uint32_t id, uint32_t words)
+static strata_always_inline uint64_t strata_header(uint64_t ts, uint32_t id, uint32_t words)
 {
 	return (ts & 0xffffffffu) | ((uint64_t)id << 32) |
 	       ((uint64_t)words << 54);
@@ -168,7 +168,7 @@ static inline uint64_t strata_header(uint64_t ts, uint32_t id, uint32_t words)
 
 /* Write the records and the event header at virtual offset w (after a
  * successful reservation of len bytes) and fill *r. */
-static inline void strata_reserved(struct strata_rsv *r,
+static strata_always_inline void strata_reserved(struct strata_rsv *r,
 				   struct strata_ring *ring, uint64_t w,
 				   uint32_t len, uint64_t ts, uint32_t id,
 				   uint32_t words, uint32_t need, uint32_t xts)
@@ -205,7 +205,7 @@ static inline void strata_reserved(struct strata_rsv *r,
  * loops. Keeping the fast path free of a retry loop keeps it free of
  * spills.
  */
-static inline int strata_reserve_rseq(struct strata_rsv *r, uint32_t id,
+static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32_t id,
 				      uint32_t words, struct strata_tls *t)
 {
 	struct rseq *rs = strata_rseq_area();
@@ -246,7 +246,7 @@ slow:
  * and calls strata_commit(). Async-signal-safe; never blocks.
  * Returns 1, or 0 if the event was dropped (counted by cause).
  */
-static inline int strata_reserve(struct strata_rsv *r, uint32_t id,
+static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t id,
 				 uint32_t words)
 {
 	struct strata_tls *t = &strata_tls;
@@ -299,7 +299,7 @@ static inline int strata_reserve(struct strata_rsv *r, uint32_t id,
 
 /* Add `bytes` to the commit count of the packet holding virtual offset
  * `off` (ring.md §2 G, §7). The release publishes what the writer wrote. */
-static inline void strata_ring_commit(struct strata_ring *ring, uint64_t off,
+static strata_always_inline void strata_ring_commit(struct strata_ring *ring, uint64_t off,
 				      uint64_t bytes)
 {
 	uint64_t *cc = &ring->commit[((off >> ring->pshift) & ring->nmask) *
@@ -324,7 +324,7 @@ static inline void strata_ring_commit(struct strata_ring *ring, uint64_t off,
 }
 
 /* Publish the event written at r->p and leave the tracepoint. */
-static inline void strata_commit(struct strata_rsv *r)
+static strata_always_inline void strata_commit(struct strata_rsv *r)
 {
 	strata_ring_commit(r->ring, r->off, (uint64_t)r->bytes);
 	strata_barrier();

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include <strata/inline/atomic.h>
+
 /*
  * With rseq, every store to a ring's `write` offset and every local commit
  * is done by a thread running on the ring's CPU, inside a critical section
@@ -26,7 +28,7 @@ enum {
 	STRATA_RSEQ_TS_GAP = 3,  /* needs a strata:clock record (ring.md §2) */
 };
 
-static inline struct rseq *strata_rseq_area(void)
+static strata_always_inline struct rseq *strata_rseq_area(void)
 {
 	char *tp;
 	__asm__("mov %%fs:0, %0" : "=r"(tp));
@@ -40,7 +42,7 @@ static inline struct rseq *strata_rseq_area(void)
  * ring.md §7 labels: R1 (cpu check), R2 (write unchanged), R3 (clock),
  * R4 (owner), R5 (commit).
  */
-static inline int strata_rseq_reserve(struct rseq *rs, uint32_t cpu,
+static strata_always_inline int strata_rseq_reserve(struct rseq *rs, uint32_t cpu,
 				      uint64_t *wp, uint64_t w, uint64_t neww,
 				      uint32_t *ownp, uint32_t own,
 				      const uint32_t *hip, uint32_t check_hi,
@@ -104,7 +106,7 @@ gap:
  * on another CPU now (the caller adds to the remote counter with a locked
  * instruction), 2 if aborted (retry).
  */
-static inline int strata_rseq_commit(struct rseq *rs, uint32_t cpu,
+static strata_always_inline int strata_rseq_commit(struct rseq *rs, uint32_t cpu,
 				     uint64_t *cc, uint64_t bytes)
 {
 	__asm__ __volatile__ goto(
