@@ -92,6 +92,7 @@ struct strata_stats {
 	uint64_t lost_nested;     /* nesting deeper than 4 */
 	uint64_t lost_no_ring;    /* ring could not be created, or disabled */
 	uint64_t packets_incomplete; /* reported at stop: a writer never committed */
+	uint64_t lost_io;         /* recorded in the rings, not written: I/O error */
 	/* strata's own records attempted (calibration points, loss reports).
 	 * Losses of these count in events_discarded like any event's, so
 	 * recorded + discarded == logged + internal_logged. */

@@ -57,7 +57,8 @@ struct cons {
 	int64_t offset_ns;
 
 	/* Written by the consumer thread, read by strata_get_stats(). */
-	uint64_t packets, bytes, events, incomplete, lost_io, internal;
+	uint64_t packets, bytes, events, incomplete, internal;
+	uint64_t lost_io; /* events not written: I/O error on their stream */
 	int err; /* first I/O error, negative errno */
 };
 
@@ -151,8 +152,8 @@ static struct cons_stream *stream_open(struct cons *c, struct strata_ring *r)
  * memory, but a writer bug must not make the consumer crash: every length
  * is checked against the content.
  */
-static void scan_events(struct cons *c, const unsigned char *pkt,
-			uint64_t content)
+static uint64_t scan_events(struct cons *c, const unsigned char *pkt,
+			    uint64_t content)
 {
 	const uint64_t *w = (const uint64_t *)(pkt + STRATA_PACKET_HEADER);
 	const uint64_t *end = (const uint64_t *)(pkt + content);
@@ -194,7 +195,7 @@ static void scan_events(struct cons *c, const unsigned char *pkt,
 next:
 		w += len;
 	}
-	__atomic_add_fetch(&c->events, n, __ATOMIC_RELAXED);
+	return n;
 }
 
 /* Write the packet that began at virtual offset `begin` (complete). */
@@ -215,9 +216,9 @@ static void write_packet(struct cons *c, struct cons_stream *s, uint64_t begin)
 			  (unsigned long long)content);
 		return;
 	}
-	scan_events(c, pkt, content);
+	uint64_t nev = scan_events(c, pkt, content);
 	if (s->dead) {
-		__atomic_add_fetch(&c->lost_io, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&c->lost_io, nev, __ATOMIC_RELAXED);
 		return;
 	}
 	/* Only the content: the padding is a hole in a sparse file, and the
@@ -230,9 +231,10 @@ static void write_packet(struct cons *c, struct cons_stream *s, uint64_t begin)
 			(void)0;
 		cons_error(c, ret, "cannot write packet", c->dir);
 		s->dead = 1;
-		__atomic_add_fetch(&c->lost_io, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&c->lost_io, nev, __ATOMIC_RELAXED);
 		return;
 	}
+	__atomic_add_fetch(&c->events, nev, __ATOMIC_RELAXED);
 
 	memcpy(&ts_begin, pkt + 32, 8);
 	memcpy(&ts_end, pkt + 40, 8);
@@ -594,5 +596,6 @@ void cons_get_stats(struct cons *c, struct strata_stats *st)
 	st->bytes_written += __atomic_load_n(&c->bytes, __ATOMIC_RELAXED);
 	st->events_written += __atomic_load_n(&c->events, __ATOMIC_RELAXED);
 	st->packets_incomplete += c->incomplete;
+	st->lost_io += __atomic_load_n(&c->lost_io, __ATOMIC_RELAXED);
 	st->internal_logged += __atomic_load_n(&c->internal, __ATOMIC_RELAXED);
 }

@@ -23,6 +23,8 @@ static pthread_mutex_t sess_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cons *sess_cons;
 static struct strata_stats last_stats; /* of the last stopped session */
 static int atexit_done;
+static int started_from_env; /* no caller to check strata_stop()'s result */
+static char sess_output[4096];
 
 STRATA_API void strata_enable_majors(uint64_t majors)
 {
@@ -77,9 +79,34 @@ static int mkdir_p(const char *path)
 
 static void ring_stats(struct strata_stats *st);
 
+/*
+ * At exit of a program traced through STRATA_OUTPUT, nobody checks
+ * strata_stop()'s result: say in one line if anything was lost, and what
+ * to do about it. Silent when the trace is complete.
+ */
 static void stop_at_exit(void)
 {
-	strata_stop();
+	struct strata_stats st;
+	int ret = strata_stop();
+
+	if (!started_from_env)
+		return;
+	strata_get_stats(&st);
+	uint64_t lost = st.lost_full + st.lost_busy + st.lost_too_big +
+			st.lost_nested + st.lost_no_ring;
+	if (ret)
+		fprintf(stderr, "strata: %s: trace incomplete: %s; %llu events "
+			"written, %llu not written, the trace is readable up to "
+			"there\n", sess_output, strata_strerror_detail(),
+			(unsigned long long)st.events_written,
+			(unsigned long long)st.lost_io);
+	else if (lost)
+		fprintf(stderr, "strata: %s: %llu events recorded, %llu lost "
+			"(buffers full: %llu); raise STRATA_PACKETS or "
+			"STRATA_PACKET_SIZE\n",
+			sess_output, (unsigned long long)st.events_written,
+			(unsigned long long)lost,
+			(unsigned long long)(st.lost_full + st.lost_busy));
 }
 
 STRATA_API int strata_start(const struct strata_options *user)
@@ -130,6 +157,8 @@ STRATA_API int strata_start(const struct strata_options *user)
 	if ((ret = cons_create(&cc, &sess_cons)))
 		goto out;
 
+	snprintf(sess_output, sizeof(sess_output), "%s", o.output);
+	started_from_env = !user;
 	if (o.majors == STRATA_MAJORS_NONE)
 		strata_mask = 0;
 	else
