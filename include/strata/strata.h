@@ -45,7 +45,7 @@ struct strata_options {
 	unsigned npackets;    /* per CPU, power of two >= 2; 0: default 16 */
 	int mode;             /* enum strata_mode */
 	uint64_t majors;      /* initial mask; 0: all majors enabled */
-	unsigned flush_ms;    /* close idle packets after this long; 0: 1000 */
+	unsigned flush_ms;    /* close partial packets this often (live reading); 0: only at stop */
 };
 
 /*
