@@ -7,9 +7,39 @@
 
 #include "rd.h"
 
+/* The per-class decode plan of fixed-layout scalar events. */
+static int compile_plan(struct rd_class *c, struct rd_meta *m)
+{
+	if (!c->pub.fixed || !c->pub.nfields)
+		return 0;
+	for (unsigned i = 0; i < c->pub.nfields; i++) {
+		const struct strata_field_class *f = &c->pub.fields[i];
+		if (!(f->type == STRATA_FIELD_INT || f->type == STRATA_FIELD_ENUM ||
+		      (f->type == STRATA_FIELD_FLOAT && f->bits == 64)) ||
+		    f->offset % (f->bits / 8))
+			return 0;
+	}
+	struct rd_plan *p = rd_meta_alloc(m, c->pub.nfields * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	for (unsigned i = 0; i < c->pub.nfields; i++) {
+		const struct strata_field_class *f = &c->pub.fields[i];
+		p[i].word = f->offset & ~7u;
+		p[i].shift = (f->offset & 7) * 8;
+		p[i].mask = f->bits == 64 ? UINT64_MAX : (UINT64_C(1) << f->bits) - 1;
+		p[i].sx = f->is_signed && f->type != STRATA_FIELD_FLOAT ? 64 - f->bits : 0;
+		p[i].vtype = f->type == STRATA_FIELD_FLOAT ? STRATA_VALUE_DOUBLE :
+			     f->is_signed ? STRATA_VALUE_SINT : STRATA_VALUE_UINT;
+	}
+	c->plan = p;
+	return 0;
+}
+
 /* "%{name}" / "%{name:x}" / "%%" -> parts, resolved to field indexes once. */
 int rd_class_compile_format(struct rd_class *c, struct rd_meta *m)
 {
+	if (compile_plan(c, m) < 0)
+		return -ENOMEM;
 	const char *f = c->pub.format;
 	if (!f)
 		return 0;
@@ -153,8 +183,23 @@ int strata_event_fields(const struct strata_event *ev, struct strata_value *vals
 	const struct strata_event_class *c = ev->cls;
 	if (n < c->nfields)
 		return -EINVAL;
+	const struct rd_plan *plan = ((const struct rd_class *)c)->plan;
+	if (RD_LIKELY(plan != NULL)) {
+		/* specialised path: one bounds check, then branch-free loads
+		 * of whole words (min_size rounds up within the payload) */
+		if (RD_UNLIKELY(ev->size < ((c->min_size + 7) & ~7u)))
+			return -EBADMSG;
+		const uint8_t *p = ev->payload;
+		for (unsigned i = 0; i < c->nfields; i++) {
+			const struct rd_plan *pl = &plan[i];
+			uint64_t v = (rd_le64(p + pl->word) >> pl->shift) & pl->mask;
+			vals[i].u = (uint64_t)((int64_t)(v << pl->sx) >> pl->sx);
+			vals[i].type = pl->vtype;
+		}
+		return c->nfields;
+	}
 	if (RD_LIKELY(c->fixed)) {
-		/* specialised path: offsets precomputed, one bounds check */
+		/* offsets precomputed, one bounds check */
 		if (RD_UNLIKELY(ev->size < c->min_size))
 			return -EBADMSG;
 		for (unsigned i = 0; i < c->nfields; i++) {

@@ -149,7 +149,8 @@ packet_damage(struct strata_iter *it, struct rd_cursor *c, const uint8_t *at,
  * expression). Returns false at the end of the stream. Every read is within
  * [pos, end), and end is within the mapping (index building clamps it).
  */
-static bool cursor_next(struct strata_iter *it, struct rd_cursor *c)
+static bool cursor_next(struct strata_iter *it,
+							       struct rd_cursor *c)
 {
 	const struct strata_filter *f = it->f;
 	const struct rd_subtrace *sub = c->s->sub;
@@ -314,8 +315,16 @@ int strata_iter_next(struct strata_iter *it, const struct strata_event **ev)
 		if (!cursor_next(it, c)) {
 			it->heap[0] = it->heap[--it->nheap];
 		}
-		if (it->nheap > 1)
+		if (it->nheap > 1) {
+			/* common case: the same stream is still first */
+			unsigned *h = it->heap;
+			const struct rd_cursor *top = &it->cur[h[0]];
+			if (!(before(&it->cur[h[1]], top) ||
+			      (it->nheap > 2 && before(&it->cur[h[2]], top))))
+				goto done;
 			sift_down(it, 0);
+		}
+	done:
 	}
 	if (!it->nheap) {
 		it->advance_top = false;

@@ -58,8 +58,20 @@ struct rd_fmt_part {
 	char spec;     /* 0, 'x', 'd', 'u', 'o', 'b' */
 };
 
+/* Branch-free decode of a fixed-offset scalar (event.c): fields never
+ * cross a word (natural alignment), so load the word, shift, mask and
+ * sign-extend. */
+struct rd_plan {
+	uint64_t mask;
+	uint16_t word;  /* byte offset of the containing word */
+	uint8_t shift;  /* bits */
+	uint8_t sx;     /* 64 - bits for signed fields, else 0 */
+	uint8_t vtype;  /* enum strata_value_type */
+};
+
 struct rd_class {
 	struct strata_event_class pub;
+	struct rd_plan *plan;    /* non-NULL when every field fits the plan */
 	struct rd_fmt_part *fmt; /* NULL: no format string */
 	unsigned nfmt;
 };
