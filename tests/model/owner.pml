@@ -24,11 +24,12 @@
  * and are left out.
  *
  * The writer follows ring.md §2 step by step (B, C, E, F, each one atomic
- * action touching one shared variable), with the packet switch of §4 (the
- * opener stores owner = self between B and its CAS, exactly like E, and
- * writes PKT instead of THREAD) and the give-up rule: after any failed CAS,
- * or when the next packet is not free (NLOSS times), a writer may drop its
- * event; it then resets owner = 0 if it stored it (§3 rule 4). The handler
+ * action touching one shared variable), with the packet switch of §4 as
+ * src/ring/slow.c does it (the opener stores owner = self between B and
+ * its CAS when need is set, exactly like E, and writes PKT instead of
+ * THREAD) and the give-up rule: after any failed CAS, or when the next
+ * packet is not free (NLOSS times), a writer may drop its event; it then
+ * resets owner = 0 (§3 rule 4). The handler
  * may run between any two steps of T1 (sigpoint), with nesting 2 and
  * therefore need = 1 from the start (§3 rule 3).
  *
@@ -48,6 +49,15 @@
  * x86-TSO for everything the protocol touches. The handler shares T1's
  * buffer (same hardware thread; not draining it at signal delivery only
  * adds behaviours).
+ *
+ * With -DRSEQ the writer follows ring.md §7 instead: B and C are loaded
+ * before the section; R2 (write == w), R4 (the owner store, E) and R5 (the
+ * commit of write) form one atomic step, since every writer of the ring runs
+ * on its CPU and the kernel aborts a section that is preempted or
+ * signalled; the model lets a section abort after R4 (NABORT times), which
+ * leaves an owner store with no reservation, and the writer then retries
+ * or gives up as after a failed CAS. One CPU is sequentially consistent for
+ * its own threads, so no store buffer is needed there.
  *
  * Why SC (and the TSO variant) is sound for this property under the C11
  * orders of include/strata/inline/ring.h (acquire B, relaxed C and E,
@@ -80,7 +90,6 @@
  *   -DBROKEN_NO_RULE3        rule 3: the nested handler trusts owner
  *   -DBROKEN_NO_RULE4        rule 4: no reset of owner on give-up
  *   -DBROKEN_OPENER_NO_OWNER §3/§4: the packet opener leaves owner alone
- *   -DBROKEN_OPENER_NOT_STICKY the opener's failed CAS does not set need
  *   -DTSO -DBROKEN_RELAXED_CAS  the CAS does not order the owner store
  *                            before it (a relaxed CAS on a weak machine):
  *                            shows that the release in F is needed
@@ -111,6 +120,9 @@ mtype = { THREAD, EVENT, PKT, PAD };	/* record kinds */
 #ifndef NLOSS
 #define NLOSS 1 /* "next packet not free" drops */
 #endif
+#ifndef NABORT
+#define NABORT 1 /* -DRSEQ: sections aborted after R4 */
+#endif
 #ifndef MAXTRY
 #define MAXTRY 3 /* CAS attempts per event (64 in the code) */
 #endif
@@ -129,6 +141,7 @@ byte sigs;	/* signals delivered */
 byte flush_left = NFLUSH;
 byte switch_left = NSWITCH;
 byte loss_left = NLOSS;
+byte abort_left = NABORT;
 byte placed;	/* events placed */
 byte dropped;	/* events given up */
 byte finished;	/* writer threads done */
@@ -241,19 +254,84 @@ inline sigpoint(me, nest)
 }
 
 /* Drop the event (retries exhausted, or next packet not free): ring.md §3
- * rule 4. */
+ * rule 4 says "if we stored it"; src/ring/slow.c resets whenever need is
+ * set, a superset (0 is nobody's tid, so an extra reset only costs a
+ * record). The model does what the code does; -DRESET_IF_STORED checks
+ * the rule's minimum. */
 inline give_up(me, nest)
 {
 	atomic {
 #ifndef BROKEN_NO_RULE4
 		if
+#ifdef RESET_IF_STORED
 		:: stored -> st_owner(me, NONE)
+#else
+		:: need -> st_owner(me, NONE)
+#endif
 		:: else -> skip
 		fi;
 #endif
-		printf("T%d/%d: drops its event, owner := 0 if stored\n", me, nest);
+		printf("T%d/%d: drops its event (rule 4 resets owner)\n", me, nest);
 		dropped++
 	}
+}
+
+/* E: if need, store_relaxed(owner, self) */
+inline store_e(me, nest)
+{
+	if
+	:: need ->
+		printf("T%d/%d: E owner := %d\n", me, nest, me);
+		st_owner(me, me);
+		stored = 1
+	:: else -> skip
+	fi
+}
+
+/* The packet opener stores owner = self if it needs to, after B and
+ * before its CAS, exactly as E (src/ring/slow.c passes `need ? tid : 0`). */
+inline opener_owner(me, nest)
+{
+#ifndef BROKEN_OPENER_NO_OWNER
+	if
+	:: need ->
+		printf("T%d/%d: opener owner := %d\n", me, nest, me);
+		st_owner(me, me);
+		stored = 1
+	:: else -> skip
+	fi
+#else
+	skip
+#endif
+}
+
+/* A successful fast-path reservation: [THREAD] EVENT */
+inline append(me)
+{
+	if
+	:: need -> place(THREAD, me)
+	:: else -> skip
+	fi;
+	place(EVENT, me)
+}
+
+/* A successful packet switch: [PAD] PKT EVENT; the opener writes no THREAD
+ * record, the packet context names it */
+inline open_packet(me)
+{
+	if
+	:: !pos0 -> place(PAD, NONE); switch_left--
+	:: else -> skip
+	fi;
+	place(PKT, me);
+	place(EVENT, me)
+}
+
+inline rseq_abort(me, nest)
+{
+	printf("T%d/%d: section aborted after the owner store\n", me, nest);
+	abort_left--;
+	ok = 0
 }
 
 /* Log one event as thread `me` at nesting level `nest`. Locals of the
@@ -268,6 +346,7 @@ inline log_event(me, nest)
 	tries = 0;
 	do
 	:: true ->
+		sigpoint(me, nest);
 #ifdef BROKEN_E_BEFORE_B
 		atomic { ld_owner(me, ow); need = need || (ow != me) };
 		if
@@ -318,9 +397,7 @@ inline log_event(me, nest)
 #endif
 		if
 		:: opening ->
-			/* the slot of `begin` may not be free: drop; else
-			 * the opener stores owner = self, after B and before
-			 * its CAS, and the need becomes sticky (as E) */
+			/* the slot of `begin` may not be free: drop */
 			atomic {
 				if
 				:: loss_left > 0 ->
@@ -328,13 +405,8 @@ inline log_event(me, nest)
 					give_up(me, nest);
 					ok = 0
 				:: true ->
-#ifndef BROKEN_OPENER_NO_OWNER
-					printf("T%d/%d: opener owner := %d\n", me, nest, me);
-					st_owner(me, me);
-					stored = 1;
-#ifndef BROKEN_OPENER_NOT_STICKY
-					need = 1;
-#endif
+#ifndef RSEQ
+					opener_owner(me, nest);
 #endif
 					ok = 1
 				fi
@@ -343,35 +415,56 @@ inline log_event(me, nest)
 			:: !ok -> break
 			:: else -> skip
 			fi;
+#ifdef RSEQ
+			/* R2-R5 (§7): one rseq section, atomic against the
+			 * ring's other writers (all on its CPU); the kernel
+			 * may abort it after the owner store */
+			atomic {
+				if
+				:: write == w ->
+					opener_owner(me, nest);
+					if
+					:: true -> open_packet(me); ok = 1
+					:: abort_left > 0 -> rseq_abort(me, nest)
+					fi
+				:: else ->
+					printf("T%d/%d: section stale\n", me, nest);
+					ok = 0
+				fi
+			}
+#else
 			sigpoint(me, nest);
 			/* CAS(write, w, begin + header + event); the opener
 			 * writes no THREAD record: the packet context names it */
 			atomic {
 				drain(me);
 				if
-				:: write == w ->
-					if
-					:: !pos0 -> place(PAD, NONE); switch_left--
-					:: else -> skip
-					fi;
-					place(PKT, me);
-					place(EVENT, me);
-					ok = 1
+				:: write == w -> open_packet(me); ok = 1
 				:: else ->
 					printf("T%d/%d: CAS fails\n", me, nest);
 					ok = 0
 				fi
 			}
+#endif
 		:: else ->
+#ifdef RSEQ
+			/* R2-R5 (§7): R4 is E, R5 the commit of `write` */
+			atomic {
+				if
+				:: write == w ->
+					store_e(me, nest);
+					if
+					:: true -> append(me); ok = 1
+					:: abort_left > 0 -> rseq_abort(me, nest)
+					fi
+				:: else ->
+					printf("T%d/%d: section stale\n", me, nest);
+					ok = 0
+				fi
+			}
+#else
 #ifndef BROKEN_E_BEFORE_B
-			/* E: if need, store_relaxed(owner, self) */
-			if
-			:: need ->
-				printf("T%d/%d: E owner := %d\n", me, nest, me);
-				st_owner(me, me);
-				stored = 1
-			:: else -> skip
-			fi;
+			store_e(me, nest);	/* E */
 			sigpoint(me, nest);
 #endif
 			/* F: CAS_acq_rel(write, w, w + len); a locked
@@ -379,18 +472,13 @@ inline log_event(me, nest)
 			atomic {
 				drain(me);
 				if
-				:: write == w ->
-					if
-					:: need -> place(THREAD, me)
-					:: else -> skip
-					fi;
-					place(EVENT, me);
-					ok = 1
+				:: write == w -> append(me); ok = 1
 				:: else ->
 					printf("T%d/%d: CAS fails\n", me, nest);
 					ok = 0
 				fi
 			}
+#endif
 		fi;
 		if
 		:: ok -> break

@@ -102,13 +102,16 @@ check() {
 echo "spin: $("$SPIN" -V)"
 check "owner (SC)" pass
 check "owner (x86-TSO store buffers)" pass -DTSO
+check "owner (rseq sections, ring.md §7)" pass -DRSEQ
+check "owner (reset only if stored, §3 rule 4 as written)" pass -DRESET_IF_STORED
 check "broken rule 1: owner loaded before write" assert -DBROKEN_C_BEFORE_B
 check "broken rule 2: owner stored before write is loaded" assert -DBROKEN_E_BEFORE_B
 check "broken rule 2: need not sticky" assert -DBROKEN_NOT_STICKY
 check "broken rule 3: nested writer trusts owner" assert -DBROKEN_NO_RULE3
+check "broken rule 3 (rseq): nested writer trusts owner" assert -DRSEQ -DBROKEN_NO_RULE3
+check "broken rule 4 (rseq): no reset on give-up" assert -DRSEQ -DBROKEN_NO_RULE4
 check "broken rule 4: no reset on give-up" assert -DBROKEN_NO_RULE4
 check "broken §4: opener leaves owner alone" assert -DBROKEN_OPENER_NO_OWNER
-check "broken §4: opener's retry not sticky" assert -DBROKEN_OPENER_NOT_STICKY
 check "broken F: CAS does not order E (TSO, no drain)" assert -DTSO -DBROKEN_RELAXED_CAS
 
 if [ $fail != 0 ]; then
