@@ -377,10 +377,23 @@ void ring_flush(struct strata_ring *ring)
 	unpin(pinned, &saved);
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define STRATA_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STRATA_TSAN 1
+#endif
+#endif
+
 /* Choose the write protocol once, before any ring exists (ring.md §7). */
 void ring_init(void)
 {
-#ifdef STRATA_RSEQ_X86
+#if defined(STRATA_TSAN)
+	/* ThreadSanitizer cannot see the ordering that the rseq sections
+	 * provide (plain stores in asm, atomicity from the kernel): under
+	 * TSan, the CAS protocol, which it can check. */
+	strata_rseq = 0;
+#elif defined(STRATA_RSEQ_X86)
 	const char *e = getenv("STRATA_RSEQ");
 	strata_rseq = __rseq_size >= 20 && /* cpu_id_start, cpu_id, rseq_cs */
 		      (int32_t)strata_rseq_area()->cpu_id >= 0 &&

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include <strata/strata.h> /* strata_mask, STRATA_MAJOR_BIT, STRATA_ID */
+
 #ifndef STRATA_DISABLE
 
 #include <strata/inline/ring.h>

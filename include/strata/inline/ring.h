@@ -26,6 +26,7 @@ extern "C" {
 #define STRATA_MAX_CPUS 4096
 #define STRATA_MAX_NEST 4
 #define STRATA_MAX_RETRIES 64
+#define STRATA_MAX_WORDS 1023 /* longest event, header included (also strata.h) */
 #define STRATA_PACKET_HEADER 96 /* bytes, docs/format.md §2 */
 #define STRATA_TS_HI_SHIFT 28   /* docs/ring.md §2, timestamp gaps */
 
