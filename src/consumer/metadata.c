@@ -73,6 +73,46 @@ static const char *type_name(const struct strata_field_desc *fd)
 	}
 }
 
+static unsigned type_bytes(unsigned type)
+{
+	switch (type) {
+	case STRATA_T_U8: case STRATA_T_S8: case STRATA_T_BOOL: return 1;
+	case STRATA_T_U16: case STRATA_T_S16: return 2;
+	case STRATA_T_U32: case STRATA_T_S32: return 4;
+	default: return 8;
+	}
+}
+
+/*
+ * Bits between the end of an event's last field and the next 64-bit word
+ * (format.md §3 layout: natural alignment from a word-aligned start; a
+ * string ends on a word boundary). babeltrace2 2.0 must see every event
+ * end exactly on a word, or it looks for one more event header in the
+ * padding of the packet's last event: this many bits are declared as a
+ * trailing `_pad` field.
+ */
+static unsigned tail_pad_bits(const struct strata_event_desc *e)
+{
+	uint64_t pos = 0; /* bytes, modulo the word */
+
+	for (unsigned i = 0; i < e->nfields; i++) {
+		const struct strata_field_desc *fd = &e->fields[i];
+		if (fd->type == STRATA_T_STRING) {
+			pos = 0; /* u32 count, then bytes to the next word */
+			continue;
+		}
+		unsigned sz = type_bytes(fd->type);
+		pos = (pos + sz - 1) / sz * sz + (uint64_t)sz * (fd->count ? fd->count : 1);
+	}
+	return (unsigned)((8 - pos % 8) % 8) * 8;
+}
+
+/* The 10 length bits of the header (54-63) as the payload of an event
+ * with no field, so that it too ends on a word (see tail_pad_bits). */
+static const char no_fields[] =
+	"\tfields := struct {\n\t\tinteger { size = 10; align = 1; "
+	"signed = false; } _length;\n\t};\n";
+
 static int put_event(const struct strata_event_desc *e, void *arg)
 {
 	FILE *f = arg;
@@ -101,7 +141,13 @@ static int put_event(const struct strata_event_desc *e, void *arg)
 			else
 				fprintf(f, "\t\t%s %s;\n", t, fd->name);
 		}
+		unsigned pad = tail_pad_bits(e);
+		if (pad)
+			fprintf(f, "\t\tinteger { size = %u; align = 1; signed = false; } _pad;\n",
+				pad);
 		fprintf(f, "\t} align(64);\n");
+	} else {
+		fputs(no_fields, f);
 	}
 	fprintf(f, "};\n\n");
 	return 0;
@@ -122,6 +168,8 @@ static void put_raw(FILE *f, const struct meta_raw *r)
 		for (unsigned i = 0; i + 1 < r->words; i++)
 			fprintf(f, "\t\tuint64_hex_t w%u;\n", i);
 		fprintf(f, "\t} align(64);\n");
+	} else {
+		fputs(no_fields, f);
 	}
 	fprintf(f, "};\n\n");
 }

@@ -1000,6 +1000,13 @@ static int build_class(struct parser *ps, const struct ev_decl *ev,
 {
 	struct ty *st = ev->fields;
 	unsigned nf = st ? st->nmembers : 0;
+	/* Word padding that the writer declares only for babeltrace2's sake
+	 * (format.md §6): a trailing `_pad`, or `_length` (the header's length
+	 * bits) as the only member of an event without fields. Not data. */
+	if (nf && !strcmp(st->members[nf - 1].name, "_pad"))
+		nf--;
+	if (nf == 1 && !strcmp(st->members[0].name, "_length"))
+		nf = 0;
 	struct strata_field_class *fs = palloc(ps, (nf ? nf : 1) * sizeof(*fs));
 	if (!fs)
 		return -ENOMEM;

@@ -18,6 +18,8 @@ static void expect_words(unsigned major, unsigned minor, const uint64_t *w,
 			 unsigned n)
 {
 	printf("%u:%u:", major, minor);
+	if (!n) /* the header's length bits (format.md §3, §6) */
+		printf(" { length = 1 }");
 	if (n) {
 		printf(" {");
 		for (unsigned i = 0; i < n; i++)
