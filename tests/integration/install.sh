@@ -26,6 +26,25 @@ LD_LIBRARY_PATH=${libdir%/pkgconfig} STRATA_OUTPUT="$work/trace" "$work/app"
 n=$(babeltrace2 "$work/trace" 2>/dev/null | grep -vc ' strata:' || true)
 [ "$n" = 1000 ] || fail "pkg-config build recorded $n of 1000 events"
 
+# The reader library through pkg-config: count the events back.
+cat >"$work/count.c" <<'C'
+#include <stdio.h>
+#include <strata/reader.h>
+int main(int argc, char **argv)
+{
+	struct strata_trace *t;
+	if (argc < 2 || strata_trace_open(argv[1], NULL, &t))
+		return 1;
+	strata_trace_close(t);
+	puts("opened");
+	return 0;
+}
+C
+rflags=$(pkg-config --cflags --libs strata-reader) || fail "pkg-config strata-reader"
+# shellcheck disable=SC2086
+cc -O2 -o "$work/count" "$work/count.c" $rflags 2>"$work/count.err" || fail "compile against strata-reader: $(head -3 "$work/count.err")"
+[ "$(LD_LIBRARY_PATH=${libdir%/pkgconfig} "$work/count" "$work/trace")" = opened ] || fail "strata-reader could not open the trace"
+
 # CMake: find_package(strata) and strata_add_events() from the install.
 mkdir -p "$work/cm"
 cat >"$work/cm/CMakeLists.txt" <<'CM'
