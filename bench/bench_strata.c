@@ -14,6 +14,7 @@
 #include <strata/strata.h>
 
 #include "bench_util.h"
+#include "bench_events.h" /* strata-gen, from bench_events.strata */
 
 #define M 5 /* the benchmark's major class */
 
@@ -27,6 +28,12 @@ BENCH_OPAQUE static void ev1(uint64_t w)
 BENCH_OPAQUE static void ev2(uint64_t w)
 {
 	STRATA_EVENT2(M, 2, w, w + 1);
+}
+
+/* The same one-word event through a strata-gen function (major 6). */
+BENCH_OPAQUE static void gen1(uint64_t w)
+{
+	strata_bench_one(w);
 }
 
 BENCH_OPAQUE static void ev8(uint64_t w)
@@ -47,6 +54,13 @@ static void loop_ev2(uint64_t n, void *arg)
 	(void)arg;
 	for (uint64_t i = 0; i < n; i++)
 		ev2(i);
+}
+
+static void loop_gen1(uint64_t n, void *arg)
+{
+	(void)arg;
+	for (uint64_t i = 0; i < n; i++)
+		gen1(i);
 }
 
 static void loop_ev8(uint64_t n, void *arg)
@@ -387,6 +401,9 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "ev1"))
 		return run_enabled("strata-ev1", loop_ev1, 1, threads, dir,
 				   STRATA_MODE_DISCARD);
+	if (!strcmp(mode, "gen1"))
+		return run_enabled("strata-gen1", loop_gen1, 1, threads, dir,
+				   STRATA_MODE_DISCARD);
 	if (!strcmp(mode, "ev2"))
 		return run_enabled("strata-ev2", loop_ev2, 2, threads, dir,
 				   STRATA_MODE_DISCARD);
@@ -402,7 +419,7 @@ int main(int argc, char **argv)
 		return run_sustained(dir);
 usage:
 	fprintf(stderr,
-		"usage: %s ev1|ev2|ev8|overwrite|disabled|sustained THREADS DIR\n",
+		"usage: %s ev1|gen1|ev2|ev8|overwrite|disabled|sustained THREADS DIR\n",
 		argv[0]);
 	return 2;
 }

@@ -200,6 +200,7 @@ def main():
     rows = [
         ("floor: rdtsc + 16-byte TLS store", "floor", False),
         ("strata, 1 word, discard, consumer → disk", "strata-ev1", False),
+        ("strata, 1 u64 field, strata-gen function", "strata-gen1", False),
         ("strata, 2 words (STRATA_EVENT2)", "strata-ev2", False),
         ("strata, 8 words (strata_log_words)", "strata-ev8", False),
         ("strata, 1 word, overwrite (flight recorder, memory)", "strata-overwrite", True),
