@@ -28,7 +28,7 @@ static uint8_t ring_failed[STRATA_MAX_CPUS];
  * is meaningful to another process; offsets in the control block are
  * relative to the control block.
  */
-#define PRIV_SIZE 4096u
+#define PRIV_SIZE STRATA_RING_CTL_OFFSET
 #define CTL_SIZE 4096u
 
 struct strata_ring *ring_get_or_create(unsigned cpu)
