@@ -91,7 +91,7 @@ static int control(const char *pattern, int on)
 	c.subsys_glob = buf;
 
 	if (c.event_glob)
-		ret = strata_registry_foreach(match_event, &c);
+		ret = strata_registry_foreach_copy(match_event, &c);
 	else
 		ret = strata_registry_foreach_subsys(match_subsys, &c);
 	if (ret)

@@ -8,6 +8,7 @@
 #include <strata/strata.h>
 
 #include "common/compiler.h"
+#include "common/log.h"
 #include "lib/registry.h"
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -16,6 +17,9 @@ static size_t nevents, cap_events;
 static const struct strata_subsys_desc **subsys;
 static size_t nsubsys, cap_subsys;
 static uint64_t generation;
+/* Other copies of registered events (same vocabulary, another library). */
+static const struct strata_event_desc **aliases;
+static size_t naliases, cap_aliases;
 
 static int grow(void *arrp, size_t *cap, size_t need)
 {
@@ -42,6 +46,32 @@ static const struct strata_event_desc *lookup_locked(uint8_t major,
 	return NULL;
 }
 
+/* Same vocabulary: same names and the same fields (the same generated
+ * header compiled into two libraries of one process). */
+static int same_event(const struct strata_event_desc *a,
+		      const struct strata_event_desc *b)
+{
+	if (strcmp(a->subsystem, b->subsystem) || strcmp(a->name, b->name) ||
+	    a->nfields != b->nfields)
+		return 0;
+	for (unsigned i = 0; i < a->nfields; i++)
+		if (strcmp(a->fields[i].name, b->fields[i].name) ||
+		    a->fields[i].type != b->fields[i].type ||
+		    a->fields[i].count != b->fields[i].count)
+			return 0;
+	return 1;
+}
+
+/*
+ * Two vocabularies in one process that give the same id to different
+ * events cannot share a per-CPU ring: an event carries its id only, so one
+ * of them would be decoded with the other's description. The first
+ * registered keeps the id; the later one is refused and, where it has
+ * per-event flags, switched off for good (it is not in the registry, so
+ * strata_enable() cannot reach it): its events are never logged rather
+ * than misread. Across processes there is no conflict: each process has
+ * its own sub-trace and metadata (format.md §1).
+ */
 STRATA_API int strata_register(const struct strata_subsys_desc *s,
 			       const struct strata_event_desc *const *evs,
 			       size_t n)
@@ -62,9 +92,14 @@ STRATA_API int strata_register(const struct strata_subsys_desc *s,
 			}
 			subsys[nsubsys++] = s;
 			added = 1;
+		} else if (strcmp(subsys[i]->name, s->name)) {
+			slog("major %u is subsystem '%s'; '%s' uses it too: its "
+			     "events are not recorded", s->major, subsys[i]->name,
+			     s->name);
 		}
 	}
-	if (grow(&events, &cap_events, nevents + n)) {
+	if (grow(&events, &cap_events, nevents + n) ||
+	    grow(&aliases, &cap_aliases, naliases + n)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -73,12 +108,27 @@ STRATA_API int strata_register(const struct strata_subsys_desc *s,
 			lookup_locked(evs[i]->major, evs[i]->minor);
 		if (old == evs[i])
 			continue;
-		if (old) {
+		if (!old) {
+			events[nevents++] = evs[i];
+			added = 1;
+		} else if (same_event(old, evs[i])) {
+			/* The same event from another copy of its header:
+			 * strata_enable() must reach that copy's flag too. */
+			size_t k;
+			for (k = 0; k < naliases && aliases[k] != evs[i]; k++)
+				;
+			if (k == naliases)
+				aliases[naliases++] = evs[i];
+			if (evs[i]->enabled && old->enabled)
+				*evs[i]->enabled = *old->enabled;
+		} else {
+			if (evs[i]->enabled)
+				*evs[i]->enabled = 0;
+			slog("%s:%s has the id %u:%u of %s:%s: not recorded",
+			     evs[i]->subsystem, evs[i]->name, evs[i]->major,
+			     evs[i]->minor, old->subsystem, old->name);
 			ret = -EEXIST;
-			continue;
 		}
-		events[nevents++] = evs[i];
-		added = 1;
 	}
 out:
 	if (added)
@@ -104,6 +154,20 @@ int strata_registry_foreach(int (*fn)(const struct strata_event_desc *, void *),
 	pthread_mutex_lock(&reg_lock);
 	for (size_t i = 0; i < nevents && !ret; i++)
 		ret = fn(events[i], arg);
+	pthread_mutex_unlock(&reg_lock);
+	return ret;
+}
+
+int strata_registry_foreach_copy(
+	int (*fn)(const struct strata_event_desc *, void *), void *arg)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < nevents && !ret; i++)
+		ret = fn(events[i], arg);
+	for (size_t i = 0; i < naliases && !ret; i++)
+		ret = fn(aliases[i], arg);
 	pthread_mutex_unlock(&reg_lock);
 	return ret;
 }

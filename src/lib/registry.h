@@ -13,6 +13,11 @@
 int strata_registry_foreach(int (*fn)(const struct strata_event_desc *, void *),
 			    void *arg);
 
+/* Same, also visiting the other copies of each event (the same vocabulary
+ * registered again by another library): for per-event flags. */
+int strata_registry_foreach_copy(
+	int (*fn)(const struct strata_event_desc *, void *), void *arg);
+
 /* Same over subsystems. */
 int strata_registry_foreach_subsys(
 	int (*fn)(const struct strata_subsys_desc *, void *), void *arg);
