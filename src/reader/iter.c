@@ -4,33 +4,61 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "rd.h"
 
+/* Consumed stream bytes are given back to the kernel in steps of this
+ * much (MADV_DONTNEED on the read-only mapping drops only our page-table
+ * entries; the page cache keeps the data, a later seek faults it again).
+ * This is what keeps a reader's resident memory bounded by the number of
+ * streams rather than growing with the bytes read. */
+#define RD_DROP_STEP (8u << 20)
+
 struct rd_cursor {
-	struct rd_stream *s;
-	uint64_t pkt;             /* current packet; s->npackets: done */
+	/* hot: read by cursor_next_fast on every event */
 	const uint8_t *pos, *end; /* next event, end of content */
 	uint64_t prev_ts;         /* format.md §3 reconstruction base */
+	const struct rd_subtrace *sub;
+	const uint8_t *map;       /* the stream's mapping (event offsets) */
 	uint32_t pid, tid, cpu;   /* attribution, format.md §4 */
+	uint32_t order;           /* tie-break: stream order */
+	struct strata_event ev;   /* the cursor's current event */
+	/* merge key: timestamp << 32 | order; RD_KEY_DONE when exhausted */
+	unsigned __int128 key;
+	/* cold */
+	struct rd_stream *s;
+	uint64_t pkt;             /* current packet; s->npackets: done */
+	const uint8_t *drop;      /* mapping below this was given back (rss) */
 	bool in_packet;
 	bool done;
 	bool pkt_damage_reported; /* once per packet */
 	bool pending;             /* ev holds an event not yet returned (seek) */
-	struct strata_event ev;   /* the cursor's current event */
-	uint32_t order;           /* tie-break: stream order */
 };
 
+#define RD_KEY_DONE (~(unsigned __int128)0)
+
+/*
+ * The merge is a loser tree (tournament) over `width` leaves, a power of
+ * two >= the number of cursors; leaves past ncur are exhausted sentinels.
+ * tree[0] is the winner (the cursor whose event is returned), tree[n] for
+ * 1 <= n < width the loser of the match at node n. After the winner
+ * advances, it replays the log2(width) matches on its path to the root:
+ * a fixed number of compare-and-select steps with no data-dependent
+ * branch, where a binary heap's sift mispredicts about once per event
+ * when streams interleave finely (the common case: threads on CPUs).
+ */
 struct strata_iter {
 	struct strata_trace *t;
 	const struct strata_filter *f;
 	unsigned flags;
-	struct rd_cursor *cur;
-	unsigned ncur;
-	unsigned *heap; /* indexes into cur[], min-heap on (ts, order) */
-	unsigned nheap;
-	bool started;   /* heap built */
+	bool fast;      /* no filter, no internal records: cursor_next_fast */
+	bool started;   /* tree built */
 	bool advance_top;
+	struct rd_cursor *cur; /* width entries */
+	unsigned ncur;
+	unsigned width;
+	unsigned *tree;
 };
 
 /* ---- one stream ---------------------------------------------------------------- */
@@ -53,6 +81,21 @@ static void report_packet_end(struct strata_iter *it, struct rd_cursor *c)
 			  p->discarded - prev, c->prev_ts,
 			  "%" PRIu64 " events discarded (ring full) on cpu %u",
 			  p->discarded - prev, c->cpu);
+	}
+}
+
+/* Give back the mapping below `upto` once a step of it was consumed. */
+static void drop_behind(struct rd_cursor *c, const uint8_t *upto)
+{
+	uintptr_t lo = ((uintptr_t)c->drop + 4095) & ~(uintptr_t)4095;
+	uintptr_t hi = (uintptr_t)upto & ~(uintptr_t)4095;
+	if (!c->drop || upto < c->drop) {
+		c->drop = upto;
+		return;
+	}
+	if (hi > lo && hi - lo >= RD_DROP_STEP) {
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+		c->drop = (const uint8_t *)hi;
 	}
 }
 
@@ -111,6 +154,7 @@ static bool enter_packet(struct strata_iter *it, struct rd_cursor *c)
 				}
 				break;
 			}
+		drop_behind(c, s->map + p->offset);
 		c->pos = s->map + p->offset + RD_HEADER_SIZE;
 		c->end = s->map + p->offset + p->content;
 		c->prev_ts = p->ts_begin;
@@ -251,6 +295,13 @@ static void cursor_seek(struct strata_iter *it, struct rd_cursor *c, uint64_t ts
 			hi = mid;
 	}
 	c->pkt = lo ? lo - 1 : 0;
+	/* what was read before the seek is not needed any more */
+	if (c->drop && c->end > c->drop) {
+		uintptr_t a = (uintptr_t)c->drop & ~(uintptr_t)4095;
+		uintptr_t e = ((uintptr_t)c->end + 4095) & ~(uintptr_t)4095;
+		madvise((void *)a, e - a, MADV_DONTNEED);
+	}
+	c->drop = NULL;
 	c->done = false;
 	c->in_packet = false;
 	c->pos = c->end = NULL;
@@ -263,75 +314,119 @@ static void cursor_seek(struct strata_iter *it, struct rd_cursor *c, uint64_t ts
 		}
 }
 
-/* ---- merge ----------------------------------------------------------------------- */
-
-static inline bool before(const struct rd_cursor *a, const struct rd_cursor *b)
+/*
+ * The common case of cursor_next, inlined into the merge: an event of a
+ * known class, not a strata record, inside the packet, with no filter.
+ * Anything else (packet end, damage, records, unknown ids) goes to
+ * cursor_next from the same position: this path changes nothing before
+ * it commits.
+ */
+static inline __attribute__((always_inline)) bool
+cursor_next_fast(struct strata_iter *it, struct rd_cursor *c)
 {
-	return a->ev.timestamp < b->ev.timestamp ||
-	       (a->ev.timestamp == b->ev.timestamp && a->order < b->order);
-}
-
-static void sift_down(struct strata_iter *it, unsigned i)
-{
-	unsigned *h = it->heap, n = it->nheap, x = h[i];
-	for (;;) {
-		unsigned l = 2 * i + 1, m;
-		if (l >= n)
-			break;
-		m = l;
-		if (l + 1 < n && before(&it->cur[h[l + 1]], &it->cur[h[l]]))
-			m = l + 1;
-		if (!before(&it->cur[h[m]], &it->cur[x]))
-			break;
-		h[i] = h[m];
-		i = m;
+	const uint8_t *at = c->pos;
+	if (RD_LIKELY(at < c->end)) {
+		uint64_t w = rd_le64(at);
+		uint32_t len = (uint32_t)(w >> 54);
+		uint32_t id = (uint32_t)(w >> 32) & 0x3fffff;
+		uint32_t major = id >> 16, minor = id & 0xffff;
+		const struct rd_subtrace *sub = c->sub;
+		if (RD_LIKELY((len - 1u) < (uint64_t)(c->end - at) / 8 && major != 0 &&
+			      minor < sub->nminor[major])) {
+			const struct rd_class *cls = sub->by_major[major][minor];
+			if (RD_LIKELY(cls != NULL)) {
+				uint64_t ts = c->prev_ts +
+					      (uint32_t)((uint32_t)w - (uint32_t)c->prev_ts);
+				struct strata_event *ev = &c->ev;
+				c->prev_ts = ts;
+				c->pos = at + (size_t)len * 8;
+				ev->timestamp = ts;
+				ev->cls = &cls->pub;
+				ev->payload = at + 8;
+				ev->size = (len - 1) * 8;
+				ev->cpu = c->cpu;
+				ev->pid = c->pid;
+				ev->tid = c->tid;
+				ev->id = id;
+				ev->offset = (uint64_t)(at - c->map);
+				return true;
+			}
+		}
 	}
-	h[i] = x;
+	return cursor_next(it, c);
 }
 
-static void build_heap(struct strata_iter *it)
+static inline unsigned __int128 key_of(const struct rd_cursor *c)
 {
-	it->nheap = 0;
+	return (unsigned __int128)c->ev.timestamp << 32 | c->order;
+}
+
+/* The winner of the subtree at `node`; records the losers on the way. */
+static unsigned build_tree(struct strata_iter *it, unsigned node)
+{
+	if (node >= it->width)
+		return node - it->width;
+	unsigned a = build_tree(it, 2 * node), b = build_tree(it, 2 * node + 1);
+	bool bw = it->cur[b].key < it->cur[a].key;
+	it->tree[node] = bw ? a : b;
+	return bw ? b : a;
+}
+
+static void build_merge(struct strata_iter *it)
+{
 	for (unsigned i = 0; i < it->ncur; i++) {
 		struct rd_cursor *c = &it->cur[i];
 		/* a seek leaves the cursor on its first event: keep it */
 		bool has = c->pending || cursor_next(it, c);
 		c->pending = false;
-		if (has)
-			it->heap[it->nheap++] = i;
+		c->key = has ? key_of(c) : RD_KEY_DONE;
 	}
-	for (unsigned i = it->nheap / 2; i-- > 0;)
-		sift_down(it, i);
+	it->tree[0] = build_tree(it, 1);
 	it->started = true;
 	it->advance_top = false;
 }
 
 int strata_iter_next(struct strata_iter *it, const struct strata_event **ev)
 {
-	if (RD_UNLIKELY(!it->started))
-		build_heap(it);
-	else if (it->advance_top) {
-		struct rd_cursor *c = &it->cur[it->heap[0]];
-		if (!cursor_next(it, c)) {
-			it->heap[0] = it->heap[--it->nheap];
+	struct rd_cursor *cur = it->cur;
+	unsigned w;
+	if (RD_UNLIKELY(!it->started)) {
+		build_merge(it);
+		w = it->tree[0];
+	} else if (RD_LIKELY(it->advance_top)) {
+		w = it->tree[0];
+		struct rd_cursor *c = &cur[w];
+		bool has = RD_LIKELY(it->fast) ? cursor_next_fast(it, c) : cursor_next(it, c);
+		c->key = RD_LIKELY(has) ? key_of(c) : RD_KEY_DONE;
+		/* replay w's matches up to the root: branch-free selects */
+		unsigned __int128 wk = c->key;
+		unsigned *tree = it->tree;
+		for (unsigned node = (w + it->width) >> 1; node; node >>= 1) {
+			unsigned l = tree[node];
+			unsigned __int128 lk = cur[l].key;
+			/* all-ones when the stored loser wins this match; the
+			 * empty asm keeps the compiler from turning the
+			 * selects back into a (mispredicted) branch */
+			uint64_t m = -(uint64_t)(lk < wk);
+			__asm__("" : "+r"(m));
+			unsigned d = (l ^ w) & (unsigned)m;
+			tree[node] = l ^ d;
+			w ^= d;
+			uint64_t lo = (uint64_t)wk ^ (((uint64_t)wk ^ (uint64_t)lk) & m);
+			uint64_t hi = (uint64_t)(wk >> 64) ^
+				      (((uint64_t)(wk >> 64) ^ (uint64_t)(lk >> 64)) & m);
+			wk = (unsigned __int128)hi << 64 | lo;
 		}
-		if (it->nheap > 1) {
-			/* common case: the same stream is still first */
-			unsigned *h = it->heap;
-			const struct rd_cursor *top = &it->cur[h[0]];
-			if (!(before(&it->cur[h[1]], top) ||
-			      (it->nheap > 2 && before(&it->cur[h[2]], top))))
-				goto done;
-			sift_down(it, 0);
-		}
-	done:
+		tree[0] = w;
+	} else {
+		w = it->tree[0];
 	}
-	if (!it->nheap) {
+	if (RD_UNLIKELY(cur[w].key == RD_KEY_DONE)) {
 		it->advance_top = false;
 		return 0;
 	}
 	it->advance_top = true;
-	*ev = &it->cur[it->heap[0]].ev;
+	*ev = &cur[w].ev;
 	return 1;
 }
 
@@ -375,20 +470,32 @@ int strata_iter_create(struct strata_trace *t, const struct strata_iter_options 
 	it->t = t;
 	it->f = opt->filter;
 	it->flags = opt->flags;
+	it->fast = !it->f && !(it->flags & STRATA_ITER_INTERNAL);
 	it->ncur = opt->stream >= 0 ? 1 : t->nstreams;
-	it->cur = calloc(it->ncur ? it->ncur : 1, sizeof(*it->cur));
-	it->heap = calloc(it->ncur ? it->ncur : 1, sizeof(*it->heap));
-	if (!it->cur || !it->heap) {
+	it->width = 1;
+	while (it->width < it->ncur)
+		it->width *= 2;
+	it->cur = calloc(it->width, sizeof(*it->cur));
+	it->tree = calloc(it->width, sizeof(*it->tree));
+	if (!it->cur || !it->tree) {
 		strata_iter_destroy(it);
 		return -ENOMEM;
 	}
-	for (unsigned i = 0; i < it->ncur; i++) {
+	for (unsigned i = 0; i < it->width; i++) {
+		struct rd_cursor *c = &it->cur[i];
+		c->key = RD_KEY_DONE; /* sentinels past ncur stay so */
+		if (i >= it->ncur) {
+			c->done = true;
+			continue;
+		}
 		unsigned si = opt->stream >= 0 ? (unsigned)opt->stream : i;
-		it->cur[i].s = &t->streams[si];
-		it->cur[i].order = si;
-		it->cur[i].ev.stream = si;
+		c->s = &t->streams[si];
+		c->sub = c->s->sub;
+		c->map = c->s->map;
+		c->order = si;
+		c->ev.stream = si;
 		if (!t->streams[si].npackets)
-			it->cur[i].done = true;
+			c->done = true;
 	}
 	if (it->f && it->f->t_begin > 0)
 		strata_iter_seek(it, it->f->t_begin);
@@ -401,6 +508,6 @@ void strata_iter_destroy(struct strata_iter *it)
 	if (!it)
 		return;
 	free(it->cur);
-	free(it->heap);
+	free(it->tree);
 	free(it);
 }

@@ -393,8 +393,13 @@ static int open_stream(struct strata_trace *t, struct rd_stream *s)
 	free(idx);
 	if (rc == -ENOMEM)
 		return rc;
-	if (rc < 0 && (rc = build_index(t, s)) < 0)
-		return rc;
+	if (rc < 0) {
+		if ((rc = build_index(t, s)) < 0)
+			return rc;
+		/* the header pages it touched are not needed until read:
+		 * keep resident memory independent of the trace size */
+		madvise((void *)s->map, s->size, MADV_DONTNEED);
+	}
 	stream_totals(s);
 	return 0;
 }
