@@ -218,7 +218,9 @@ static void put_body(FILE *f, const struct meta_info *mi)
 		   "\t\tuint32_t stream_id;\n\t\tuint64_t stream_instance_id;\n"
 		   "\t};\n};\n\n");
 
-	fprintf(f, "env {\n\tdomain = \"ust\";\n\ttracer_name = \"strata\";\n"
+	fprintf(f, "env {\n\tdomain = ");
+	put_str(f, mi->domain ? mi->domain : "ust");
+	fprintf(f, ";\n\ttracer_name = \"strata\";\n"
 		   "\ttracer_major = %d;\n\ttracer_minor = %d;\n"
 		   "\tvpid = %u;\n\tprocname = ",
 		0, 1, mi->pid);
@@ -226,7 +228,16 @@ static void put_body(FILE *f, const struct meta_info *mi)
 	fprintf(f, ";\n\thostname = ");
 	put_str(f, host);
 	fprintf(f, ";\n\ttrace_creation_datetime = \"%s\";\n", date);
-	strata_registry_foreach(put_event_env, f);
+	for (const char *const *e = mi->env; e && e[0] && e[1]; e += 2) {
+		fprintf(f, "\t%s = ", e[0]);
+		put_str(f, e[1]);
+		fprintf(f, ";\n");
+	}
+	if (mi->events)
+		for (size_t i = 0; i < mi->nevents; i++)
+			put_event_env(mi->events[i], f);
+	else
+		strata_registry_foreach(put_event_env, f);
 	fprintf(f, "};\n\n");
 
 	/* offset = Unix time of clock value 0, split in seconds + cycles. */
@@ -282,7 +293,11 @@ static void put_body(FILE *f, const struct meta_info *mi)
 		STRATA_ID_THREAD, STRATA_ID_CLOCK, STRATA_ID_CALIB,
 		STRATA_ID_LOST);
 
-	strata_registry_foreach(put_event, f);
+	if (mi->events)
+		for (size_t i = 0; i < mi->nevents; i++)
+			put_event(mi->events[i], f);
+	else
+		strata_registry_foreach(put_event, f);
 	for (size_t i = 0; i < mi->nraw; i++)
 		put_raw(f, &mi->raw[i]);
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct strata_event_desc;
+
 /* An event id seen in the rings with no registered descriptor. */
 struct meta_raw {
 	uint32_t id;
@@ -21,6 +23,14 @@ struct meta_info {
 	int64_t offset_ns; /* Unix time of clock value 0 */
 	const struct meta_raw *raw;
 	size_t nraw;
+	/* Other writers (the kernel source, src/kernel/): their env domain,
+	 * event descriptors instead of the registry's, and extra env
+	 * entries as key, value, ..., NULL (values quoted). NULL: "ust",
+	 * the registry, none. */
+	const char *domain;
+	const struct strata_event_desc *const *events;
+	size_t nevents;
+	const char *const *env;
 };
 
 /* Write DIR/metadata atomically (DIR/metadata.tmp, then rename), from the
