@@ -149,9 +149,11 @@ struct strata_value {
  */
 STRATA_API int strata_event_field(const struct strata_event *ev, unsigned idx,
 				  struct strata_value *out);
-/* Decode every field into vals[0..n-1] (n >= cls->nfields). Returns the
- * number of fields, or -EBADMSG. The fixed-layout path reads each field at
- * its precomputed offset. */
+/* Decode every field into vals[0..] (n >= cls->nfields: the room in vals).
+ * Returns the number of fields, or -EBADMSG. The fixed-layout path reads
+ * each field at its precomputed offset; with room to spare it may also
+ * write (zeros) into entries past the fields, up to a multiple of 4
+ * (give n >= nfields + 3 for the fastest path). */
 STRATA_API int strata_event_fields(const struct strata_event *ev,
 				   struct strata_value *vals, unsigned n);
 /* Index of the field called `name` in `cls`, or -ENOENT. */
@@ -277,6 +279,11 @@ STRATA_API int strata_filter_expr(struct strata_filter *f, const char *expr,
 /* ---- iteration ------------------------------------------------------------- */
 
 #define STRATA_ITER_INTERNAL 0x1u /* also return strata's major-0 records */
+/* Streams one after another (each in its own order, streams in index
+ * order) instead of merged by time: for work that does not need the
+ * global order (counts, statistics, full-trace scans), it skips the
+ * interleaving of streams. Seeks and filters work as without it. */
+#define STRATA_ITER_UNORDERED 0x2u
 
 struct strata_iter_options {
 	int stream;                     /* -1: all streams merged by time */
@@ -297,6 +304,14 @@ STRATA_API void strata_iter_destroy(struct strata_iter *it); /* NULL ok */
 /* Next event matching the filter: returns 1 and sets *ev, 0 at the end. */
 STRATA_API int strata_iter_next(struct strata_iter *it,
 				const struct strata_event **ev);
+/*
+ * Copy up to n next events into evs[0..]: the same events in the same
+ * order as n calls of strata_iter_next, without a call per event. Returns
+ * the number copied (< n only at the end), 0 at the end. The copies'
+ * payload pointers stay valid until strata_trace_close().
+ */
+STRATA_API int strata_iter_read(struct strata_iter *it, struct strata_event *evs,
+				unsigned n);
 /* Position before the first event with timestamp >= ts: a binary search of
  * each stream's packet index, then a scan of one packet. Returns 0. */
 STRATA_API int strata_iter_seek(struct strata_iter *it, uint64_t ts);

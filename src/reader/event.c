@@ -19,9 +19,17 @@ static int compile_plan(struct rd_class *c, struct rd_meta *m)
 		    f->offset % (f->bits / 8))
 			return 0;
 	}
-	struct rd_plan *p = rd_meta_alloc(m, c->pub.nfields * sizeof(*p));
+	/* padded to a multiple of RD_PLAN_STEP entries that read word 0
+	 * with mask 0: the decode loop runs whole steps, so its exit does not
+	 * depend on each event's field count (a mispredict per event when
+	 * classes with different counts alternate) */
+	unsigned np = (c->pub.nfields + RD_PLAN_STEP - 1) / RD_PLAN_STEP * RD_PLAN_STEP;
+	struct rd_plan *p = rd_meta_alloc(m, np * sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	memset(p, 0, np * sizeof(*p));
+	c->nplan = np;
+	c->plan_min = (c->pub.min_size + 7) & ~7u;
 	for (unsigned i = 0; i < c->pub.nfields; i++) {
 		const struct strata_field_class *f = &c->pub.fields[i];
 		p[i].word = f->offset & ~7u;
@@ -183,13 +191,27 @@ int strata_event_fields(const struct strata_event *ev, struct strata_value *vals
 	const struct strata_event_class *c = ev->cls;
 	if (n < c->nfields)
 		return -EINVAL;
-	const struct rd_plan *plan = ((const struct rd_class *)c)->plan;
+	const struct rd_class *rc = (const struct rd_class *)c;
+	const struct rd_plan *plan = rc->plan;
 	if (RD_LIKELY(plan != NULL)) {
 		/* specialised path: one bounds check, then branch-free loads
 		 * of whole words (min_size rounds up within the payload) */
-		if (RD_UNLIKELY(ev->size < ((c->min_size + 7) & ~7u)))
+		if (RD_UNLIKELY(ev->size < rc->plan_min))
 			return -EBADMSG;
 		const uint8_t *p = ev->payload;
+		if (RD_LIKELY(n >= rc->nplan)) {
+			/* whole steps; the padding writes zeros past nfields,
+			 * inside the caller's n */
+			for (unsigned i = 0; i < rc->nplan; i += RD_PLAN_STEP)
+				for (unsigned j = i; j < i + RD_PLAN_STEP; j++) {
+					const struct rd_plan *pl = &plan[j];
+					uint64_t v = (rd_le64(p + pl->word) >> pl->shift) &
+						     pl->mask;
+					vals[j].u = (uint64_t)((int64_t)(v << pl->sx) >> pl->sx);
+					vals[j].type = pl->vtype;
+				}
+			return c->nfields;
+		}
 		for (unsigned i = 0; i < c->nfields; i++) {
 			const struct rd_plan *pl = &plan[i];
 			uint64_t v = (rd_le64(p + pl->word) >> pl->shift) & pl->mask;

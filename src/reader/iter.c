@@ -53,6 +53,7 @@ struct strata_iter {
 	const struct strata_filter *f;
 	unsigned flags;
 	bool fast;      /* no filter, no internal records: cursor_next_fast */
+	bool unordered; /* STRATA_ITER_UNORDERED */
 	bool started;   /* tree built */
 	bool advance_top;
 	struct rd_cursor *cur; /* width entries */
@@ -361,6 +362,13 @@ static inline unsigned __int128 key_of(const struct rd_cursor *c)
 	return (unsigned __int128)c->ev.timestamp << 32 | c->order;
 }
 
+/* STRATA_ITER_UNORDERED: the stream index ranks first, so the tree drains
+ * the streams one after another (same code, no timestamp interleaving). */
+static inline unsigned __int128 key_unordered(const struct rd_cursor *c)
+{
+	return (unsigned __int128)c->order << 64 | c->ev.timestamp;
+}
+
 /* The winner of the subtree at `node`; records the losers on the way. */
 static unsigned build_tree(struct strata_iter *it, unsigned node)
 {
@@ -379,14 +387,17 @@ static void build_merge(struct strata_iter *it)
 		/* a seek leaves the cursor on its first event: keep it */
 		bool has = c->pending || cursor_next(it, c);
 		c->pending = false;
-		c->key = has ? key_of(c) : RD_KEY_DONE;
+		c->key = !has ? RD_KEY_DONE : it->unordered ? key_unordered(c) : key_of(c);
 	}
 	it->tree[0] = build_tree(it, 1);
 	it->started = true;
 	it->advance_top = false;
 }
 
-int strata_iter_next(struct strata_iter *it, const struct strata_event **ev)
+/* The cursor holding the next event, or NULL at the end: the body of
+ * strata_iter_next and strata_iter_read, inlined into both. */
+static inline __attribute__((always_inline)) struct rd_cursor *
+iter_step(struct strata_iter *it)
 {
 	struct rd_cursor *cur = it->cur;
 	unsigned w;
@@ -397,7 +408,8 @@ int strata_iter_next(struct strata_iter *it, const struct strata_event **ev)
 		w = it->tree[0];
 		struct rd_cursor *c = &cur[w];
 		bool has = RD_LIKELY(it->fast) ? cursor_next_fast(it, c) : cursor_next(it, c);
-		c->key = RD_LIKELY(has) ? key_of(c) : RD_KEY_DONE;
+		c->key = RD_LIKELY(has) ? (it->unordered ? key_unordered(c) : key_of(c))
+					: RD_KEY_DONE;
 		/* replay w's matches up to the root: branch-free selects */
 		unsigned __int128 wk = c->key;
 		unsigned *tree = it->tree;
@@ -423,11 +435,28 @@ int strata_iter_next(struct strata_iter *it, const struct strata_event **ev)
 	}
 	if (RD_UNLIKELY(cur[w].key == RD_KEY_DONE)) {
 		it->advance_top = false;
-		return 0;
+		return NULL;
 	}
 	it->advance_top = true;
-	*ev = &cur[w].ev;
+	return &cur[w];
+}
+
+int strata_iter_next(struct strata_iter *it, const struct strata_event **ev)
+{
+	struct rd_cursor *c = iter_step(it);
+	if (!c)
+		return 0;
+	*ev = &c->ev;
 	return 1;
+}
+
+int strata_iter_read(struct strata_iter *it, struct strata_event *evs, unsigned n)
+{
+	unsigned k = 0;
+	struct rd_cursor *c;
+	while (k < n && (c = iter_step(it)) != NULL)
+		evs[k++] = c->ev;
+	return (int)k;
 }
 
 int strata_iter_seek(struct strata_iter *it, uint64_t ts)
@@ -471,6 +500,7 @@ int strata_iter_create(struct strata_trace *t, const struct strata_iter_options 
 	it->f = opt->filter;
 	it->flags = opt->flags;
 	it->fast = !it->f && !(it->flags & STRATA_ITER_INTERNAL);
+	it->unordered = (it->flags & STRATA_ITER_UNORDERED) != 0;
 	it->ncur = opt->stream >= 0 ? 1 : t->nstreams;
 	it->width = 1;
 	while (it->width < it->ncur)

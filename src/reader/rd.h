@@ -69,9 +69,14 @@ struct rd_plan {
 	uint8_t vtype;  /* enum strata_value_type */
 };
 
+#define RD_PLAN_STEP 4u
+
 struct rd_class {
 	struct strata_event_class pub;
 	struct rd_plan *plan;    /* non-NULL when every field fits the plan */
+	uint32_t nplan;          /* nfields rounded up to RD_PLAN_STEP: the
+				  * padding entries decode to 0 */
+	uint32_t plan_min;       /* payload bytes the plan reads */
 	struct rd_fmt_part *fmt; /* NULL: no format string */
 	unsigned nfmt;
 };
