@@ -7,6 +7,12 @@
 
 static int cmd_help(int argc, char **argv);
 
+/* Kernel and time-breakdown commands (docs/kernel.md). */
+int cmd_ktrace(int argc, char **argv);
+int cmd_breakdown(int argc, char **argv);
+int cmd_latency(int argc, char **argv);
+extern const char cmd_ktrace_usage[], cmd_breakdown_usage[], cmd_latency_usage[];
+
 static const char cmd_help_usage[] =
 	"usage: strata help [COMMAND]\n\nShow the list of commands, or one command's help.\n";
 
@@ -19,6 +25,14 @@ static const struct cli_cmd commands[] = {
 	  cmd_stats_usage },
 	{ "convert", cmd_convert, "convert to Chrome trace JSON or Paje",
 	  cmd_convert_usage },
+#ifdef STRATA_HAVE_KERNEL
+	{ "ktrace", cmd_ktrace, "record kernel events while a command runs",
+	  cmd_ktrace_usage },
+#endif
+	{ "breakdown", cmd_breakdown, "per-thread time: user, syscalls, runnable, blocked",
+	  cmd_breakdown_usage },
+	{ "latency", cmd_latency, "latency from one event to the next matching one",
+	  cmd_latency_usage },
 	{ "help", cmd_help, "show help", cmd_help_usage },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* Analyses of the super-trace on the reader's public API: time breakdown, latency (docs/kernel.md). */
+#ifndef STRATA_ANALYSIS_H
+#define STRATA_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <strata/reader.h>
+
+/* Thread states; every tick of the window is in exactly one (so they add
+ * up to the wall time). */
+enum bd_state {
+	BD_USER,     /* on a CPU, not in a system call (all on-CPU time without syscall events) */
+	BD_SYS,      /* on a CPU, inside a system call */
+	BD_RUNNABLE, /* ready, waiting for a CPU: preempted or woken */
+	BD_SLEEP,    /* blocked, interruptible (S, also I, T, P) */
+	BD_IO,       /* blocked, uninterruptible (D): I/O wait */
+	BD_OTHER,    /* not known yet, not alive yet, or exited */
+	BD_NSTATES,
+};
+
+struct bd_syscall {
+	uint32_t nr;
+	uint64_t count;
+	uint64_t time;    /* ticks from sys_enter to sys_exit, in the window */
+	uint64_t oncpu;   /* of which on a CPU */
+};
+
+struct bd_thread {
+	uint32_t pid, tid;
+	char comm[17];
+	uint64_t t[BD_NSTATES];
+	uint64_t *cpu;     /* on-CPU ticks per CPU [ncpus] */
+	uint64_t switches_in, preempted, wakeups, user_events;
+	struct bd_syscall *sc;
+	unsigned nsc;
+	/* running state, internal */
+	int state;
+	uint64_t since;
+	int on;          /* CPU it runs on, -1 */
+	bool in_sys, sys_open;
+	uint32_t sys_nr;
+	uint64_t sys_enter;
+};
+
+struct bd_cpu {
+	uint64_t busy, idle, other; /* add up to the wall time */
+	uint64_t irq, softirq;      /* inside busy/idle: handler time */
+	/* internal */
+	int64_t cur;    /* current tid, -1 unknown */
+	uint64_t since, irq_at, softirq_at;
+	bool in_irq, in_softirq;
+};
+
+struct bd_options {
+	uint64_t from, to; /* window in ticks; 0 and UINT64_MAX: the trace */
+};
+
+struct bd_result {
+	uint64_t begin, end;  /* the window, ticks */
+	bool have_sched, have_syscalls;
+	unsigned nthreads, ncpus;
+	struct bd_thread *threads; /* sorted by pid, tid */
+	struct bd_cpu *cpus;
+	uint64_t kernel_events, user_events;
+};
+
+/* Compute the breakdown over the whole trace, counting the window only.
+ * Returns 0, -ENOENT (no kernel sched events in the trace), -ENOMEM. */
+int bd_compute(struct strata_trace *t, const struct bd_options *o,
+	       struct bd_result **out);
+void bd_free(struct bd_result *r); /* NULL ok */
+/* The name of system call `nr` from the kernel sub-trace's env, or NULL. */
+const char *bd_syscall_name(struct strata_trace *t, uint32_t nr);
+
+/* ---- latency: from an event to the next matching one --------------------- */
+
+struct lat_options {
+	const char *from, *to; /* event name globs */
+	bool same_tid;         /* pair only events of the same thread */
+	uint64_t wfrom, wto;   /* window, ticks */
+};
+
+struct lat_result {
+	uint64_t n, unmatched;
+	uint64_t *ns; /* sorted latencies, n of them */
+};
+
+/* Each `from` event opens a pair (per thread with same_tid, else one
+ * global), closed by the next `to` event. Returns 0, -EINVAL (no class
+ * matches a glob), -ENOMEM. */
+int lat_compute(struct strata_trace *t, const struct lat_options *o,
+		struct lat_result *out);
+void lat_fini(struct lat_result *r);
+
+#endif /* STRATA_ANALYSIS_H */

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals of the kernel source shared by its files: event classes and per-CPU stream writers. */
+#ifndef STRATA_KERNEL_KERN_INT_H
+#define STRATA_KERNEL_KERN_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <strata/events.h>
+
+struct tep_event;
+
+/* How one tracefs field becomes payload bytes (format.md §3). */
+enum kfield_kind {
+	KF_INT,    /* scalar integer of 1, 2, 4 or 8 bytes */
+	KF_ARRAY,  /* fixed array of integers */
+	KF_CHARS,  /* fixed char array (comm[16]): a format.md string */
+	KF_DYNSTR, /* __data_loc char[]: a format.md string */
+};
+
+struct kfield {
+	uint8_t kind;     /* enum kfield_kind */
+	uint8_t elem;     /* element bytes */
+	uint8_t relative; /* __rel_loc: offset relative to the field's end */
+	uint16_t count;   /* KF_ARRAY elements */
+	uint16_t off;     /* in the raw record */
+	uint16_t size;    /* in the raw record */
+};
+
+/* One kernel event class: its strata descriptor (for the metadata) and
+ * how to convert its raw records. */
+struct kclass {
+	struct strata_event_desc desc;
+	struct strata_field_desc *fdesc;
+	struct kfield *kf;
+	unsigned nkf;
+	int tep_id;
+	char *subsys, *name;
+};
+
+/* Build the class of `ev` (major, minor given). Returns 0 or -ENOMEM. */
+int kclass_init(struct kclass *c, struct tep_event *ev, unsigned major,
+		unsigned minor);
+void kclass_fini(struct kclass *c);
+
+/* Convert one raw record into payload words (format.md §3). Returns the
+ * payload length in words (0..1022). */
+unsigned kclass_pack(const struct kclass *c, const uint8_t *data, unsigned size,
+		     uint64_t *words);
+
+/* One kernel stream file, TRACE/kernel/cpuN, written by the reader thread
+ * only (format.md §2-§4, §7). */
+struct kstream {
+	int fd, idx_fd;
+	unsigned cpu;
+	uint8_t uuid[16];
+	uint8_t *pkt;
+	uint32_t psize, pos; /* bytes */
+	bool open;
+	uint64_t ts_begin, last_ts;
+	uint64_t seq, discarded, file_off;
+	uint32_t tid, pid; /* attribution of the following events */
+	uint64_t events, clamped;
+	int err; /* first write error, negative errno */
+};
+
+int kstream_open(struct kstream *s, const char *dir, unsigned cpu,
+		 const uint8_t uuid[16], uint32_t psize);
+/* Append one event at `ts`, logged by tid/pid, with `n` payload words. */
+void kstream_event(struct kstream *s, uint64_t ts, uint32_t tid, uint32_t pid,
+		   uint32_t id, const uint64_t *words, unsigned n);
+/* Close the open packet, if any (or write one empty packet stamped `now`
+ * when the stream has none), and the files. Returns s->err. */
+int kstream_close(struct kstream *s, uint64_t now);
+
+#endif /* STRATA_KERNEL_KERN_INT_H */

@@ -1,0 +1,789 @@
+/* SPDX-License-Identifier: MIT */
+/* The kernel session: a private tracefs instance, its reader thread, and the restore on every exit path. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <tracefs/tracefs.h>
+#include <traceevent/event-parse.h>
+#include <traceevent/kbuffer.h>
+
+#include <strata/strata.h>
+
+#include "consumer/metadata.h"
+#include "kernel/kernel.h"
+#include "kernel/kern_int.h"
+#include "kernel/syscalls.h"
+#include "lib/clock.h"
+
+#define TRACEFS_DIR "/sys/kernel/tracing"
+
+/* The events of each group (docs/kernel.md); majors follow the order of
+ * the systems here, minors the order of the events. */
+static const struct {
+	unsigned group;
+	const char *sys, *name;
+} group_events[] = {
+	{ KERN_SCHED, "sched", "sched_switch" },
+	{ KERN_SCHED, "sched", "sched_wakeup" },
+	{ KERN_SCHED, "sched", "sched_wakeup_new" },
+	{ KERN_SCHED, "sched", "sched_waking" },
+	{ KERN_SCHED, "sched", "sched_process_fork" },
+	{ KERN_SCHED, "sched", "sched_process_exec" },
+	{ KERN_SCHED, "sched", "sched_process_exit" },
+	{ KERN_SCHED, "sched", "sched_migrate_task" },
+	{ KERN_IRQ, "irq", "irq_handler_entry" },
+	{ KERN_IRQ, "irq", "irq_handler_exit" },
+	{ KERN_IRQ, "irq", "softirq_entry" },
+	{ KERN_IRQ, "irq", "softirq_exit" },
+	{ KERN_SYSCALLS, "raw_syscalls", "sys_enter" },
+	{ KERN_SYSCALLS, "raw_syscalls", "sys_exit" },
+};
+#define NGROUP_EVENTS (sizeof(group_events) / sizeof(group_events[0]))
+
+/* A tid -> tgid cache: ftrace records name the thread only. */
+#define TGID_SLOTS 16384u
+
+struct kern_session {
+	struct tracefs_instance *inst;
+	char name[64];
+	char dir[4200]; /* TRACE/kernel */
+	char trace_dir[4096];
+	bool mounted; /* tracefs was mounted by kern_start */
+	bool inst_created;
+	struct tep_handle *tep;
+	struct kclass *classes;
+	unsigned nclasses;
+	struct kclass **by_id; /* tep id -> class */
+	int max_id;
+	unsigned ncpus;
+	struct kstream *streams;
+	struct tracefs_cpu **tcpu;
+	struct kbuffer *kbuf;
+	void *page;
+	int page_size;
+	uint64_t *words;
+	pthread_t thread;
+	bool thread_started;
+	volatile int stop;
+	pid_t reader_tid;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned flush_ms;
+	uint8_t uuid[16];
+	struct clock_point p0;
+	uint32_t tgid_key[TGID_SLOTS], tgid_val[TGID_SLOTS];
+	int err;
+};
+
+static void set_err(const struct kern_options *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void set_err(const struct kern_options *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!o->err || !o->errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(o->err, o->errlen, fmt, ap);
+	va_end(ap);
+}
+
+int kern_groups_parse(const char *list, unsigned *groups, const char **bad)
+{
+	static char tok[64];
+	const char *p = list;
+
+	*groups = 0;
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+		snprintf(tok, sizeof(tok), "%.*s", (int)(n < 63 ? n : 63), p);
+		if (!strcmp(tok, "sched"))
+			*groups |= KERN_SCHED;
+		else if (!strcmp(tok, "irq"))
+			*groups |= KERN_IRQ;
+		else if (!strcmp(tok, "syscalls") || !strcmp(tok, "syscall"))
+			*groups |= KERN_SYSCALLS;
+		else if (!strcmp(tok, "all"))
+			*groups |= KERN_SCHED | KERN_IRQ | KERN_SYSCALLS;
+		else if (n) {
+			if (bad)
+				*bad = tok;
+			return -EINVAL;
+		}
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+/* ---- tgid of a thread ---------------------------------------------------- */
+
+static uint32_t read_tgid(uint32_t tid)
+{
+	char path[64], line[256];
+	uint32_t tgid = tid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", tid);
+	if (!(f = fopen(path, "re")))
+		return tid;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Tgid:", 5)) {
+			tgid = (uint32_t)strtoul(line + 5, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return tgid;
+}
+
+static uint32_t tgid_of(struct kern_session *s, uint32_t tid)
+{
+	if (tid == 0)
+		return 0;
+	uint32_t h = (tid * 2654435761u) % TGID_SLOTS;
+	for (unsigned i = 0; i < 8; i++, h = (h + 1) % TGID_SLOTS) {
+		if (s->tgid_key[h] == tid)
+			return s->tgid_val[h];
+		if (!s->tgid_key[h]) {
+			s->tgid_key[h] = tid;
+			return s->tgid_val[h] = read_tgid(tid);
+		}
+	}
+	return read_tgid(tid); /* crowded: not cached */
+}
+
+static void tgid_forget(struct kern_session *s, uint32_t tid)
+{
+	uint32_t h = (tid * 2654435761u) % TGID_SLOTS;
+	for (unsigned i = 0; i < 8; i++, h = (h + 1) % TGID_SLOTS)
+		if (s->tgid_key[h] == tid)
+			s->tgid_val[h] = read_tgid(tid);
+}
+
+/* ---- reading the kernel buffers ----------------------------------------- */
+
+static uint64_t stat_field(const char *text, const char *key)
+{
+	const char *p = text ? strstr(text, key) : NULL;
+	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
+}
+
+/* overrun + dropped_events of one CPU buffer: cumulative, like
+ * events_discarded (format.md §2). */
+static uint64_t cpu_lost(struct kern_session *s, unsigned cpu)
+{
+	char file[64];
+	snprintf(file, sizeof(file), "per_cpu/cpu%u/stats", cpu);
+	char *t = tracefs_instance_file_read(s->inst, file, NULL);
+	uint64_t n = stat_field(t, "overrun: ") + stat_field(t, "dropped_events: ");
+	free(t);
+	return n;
+}
+
+static void handle_record(struct kern_session *s, unsigned cpu, uint64_t ts,
+			  const uint8_t *data, unsigned size)
+{
+	if (size < 8)
+		return;
+	int type = (int)tep_read_number(s->tep, data, 2);
+	if (type < 0 || type > s->max_id || !s->by_id[type])
+		return;
+	const struct kclass *c = s->by_id[type];
+	uint32_t tid = (uint32_t)tep_read_number(s->tep, data + 4, 4);
+	unsigned n = kclass_pack(c, data, size, s->words);
+	kstream_event(&s->streams[cpu], ts, tid, tgid_of(s, tid),
+		      STRATA_ID(c->desc.major, c->desc.minor), s->words, n);
+	/* a new thread: its tgid is read now, while it exists */
+	if (c->desc.major == 1 && !strcmp(c->name, "sched_process_fork")) {
+		struct tep_format_field *f = tep_find_field(
+			tep_find_event(s->tep, type), "child_pid");
+		if (f && f->offset + 4 <= (int)size)
+			tgid_forget(s, (uint32_t)tep_read_number(s->tep, data + f->offset, 4));
+	}
+}
+
+static void drain_page(struct kern_session *s, unsigned cpu, void *page)
+{
+	unsigned long long ts;
+	void *data;
+
+	if (kbuffer_load_subbuffer(s->kbuf, page) < 0)
+		return;
+	for (data = kbuffer_read_event(s->kbuf, &ts); data;
+	     data = kbuffer_next_event(s->kbuf, &ts))
+		handle_record(s, cpu, ts, data, (unsigned)kbuffer_event_size(s->kbuf));
+}
+
+static void drain_all(struct kern_session *s, bool final)
+{
+	for (unsigned cpu = 0; cpu < s->ncpus; cpu++) {
+		if (!s->tcpu[cpu])
+			continue;
+		s->streams[cpu].discarded = cpu_lost(s, cpu);
+		for (int i = 0; i < 1 << 16; i++) {
+			int r = final ? tracefs_cpu_flush(s->tcpu[cpu], s->page)
+				      : tracefs_cpu_read(s->tcpu[cpu], s->page, true);
+			if (r <= 0)
+				break;
+			drain_page(s, cpu, s->page);
+		}
+	}
+}
+
+static void *reader_main(void *arg)
+{
+	struct kern_session *s = arg;
+	sigset_t all;
+
+	/* Signals are the tool's business (SIGINT in cmd-ktrace.c). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_mutex_lock(&s->lock);
+	s->reader_tid = (pid_t)syscall(SYS_gettid);
+	pthread_cond_broadcast(&s->cond);
+	while (!s->stop) {
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_nsec += (long)s->flush_ms * 1000000;
+		dl.tv_sec += dl.tv_nsec / 1000000000;
+		dl.tv_nsec %= 1000000000;
+		pthread_cond_timedwait(&s->cond, &s->lock, &dl);
+		if (s->stop)
+			break;
+		pthread_mutex_unlock(&s->lock);
+		drain_all(s, false);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* ---- setup and restore --------------------------------------------------- */
+
+static bool tracefs_ready(void)
+{
+	struct stat st;
+	return stat(TRACEFS_DIR "/instances", &st) == 0;
+}
+
+/* Remove the instances of strata processes that died without kern_stop
+ * (SIGKILL): their pid no longer exists. */
+static int stale_instance(const char *name, void *arg)
+{
+	(void)arg;
+	unsigned long pid;
+	char *end;
+
+	if (strncmp(name, "strata-", 7))
+		return 0;
+	pid = strtoul(name + 7, &end, 10);
+	if (*end || !pid || (pid_t)pid == getpid())
+		return 0;
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+		struct tracefs_instance *i = tracefs_instance_alloc(NULL, name);
+		if (i) {
+			tracefs_instance_destroy(i);
+			tracefs_instance_free(i);
+		}
+	}
+	return 0;
+}
+
+static int add_class(struct kern_session *s, const struct kern_options *o,
+		     const char *sys, const char *name)
+{
+	struct tep_event *ev = tep_find_event_by_name(s->tep, sys, name);
+	unsigned major = 0, minor = 1;
+
+	if (!ev) {
+		set_err(o, "kernel event %s:%s does not exist here", sys, name);
+		return -ENOENT;
+	}
+	for (unsigned i = 0; i < s->nclasses; i++)
+		if (s->classes[i].tep_id == ev->id)
+			return 0; /* asked twice */
+	/* major per system, in order of first use; minor per event */
+	unsigned maxmajor = 0;
+	for (unsigned i = 0; i < s->nclasses; i++) {
+		if (s->classes[i].desc.major > maxmajor)
+			maxmajor = s->classes[i].desc.major;
+		if (!strcmp(s->classes[i].subsys, sys)) {
+			major = s->classes[i].desc.major;
+			if (s->classes[i].desc.minor >= minor)
+				minor = s->classes[i].desc.minor + 1u;
+		}
+	}
+	if (!major)
+		major = maxmajor + 1;
+	if (major > 62) {
+		set_err(o, "too many kernel event systems (62 at most)");
+		return -E2BIG;
+	}
+	struct kclass *nc = realloc(s->classes, (s->nclasses + 1) * sizeof(*nc));
+	if (!nc)
+		return -ENOMEM;
+	s->classes = nc;
+	int ret = kclass_init(&s->classes[s->nclasses], ev, major, minor);
+	if (ret)
+		return ret;
+	s->nclasses++;
+	if (tracefs_event_enable(s->inst, sys, name) < 0) {
+		ret = errno ? -errno : -EIO;
+		set_err(o, "cannot enable kernel event %s:%s: %s", sys, name, strerror(-ret));
+		return ret;
+	}
+	if (!strcmp(sys, "raw_syscalls")) {
+		/* The reader thread excludes itself: its own reads would
+		 * otherwise feed the buffers it drains. */
+		char filt[64];
+		snprintf(filt, sizeof(filt), "common_pid != %d", (int)s->reader_tid);
+		tracefs_event_file_write(s->inst, sys, name, "filter", filt);
+	}
+	return 0;
+}
+
+/* Remove our streams after a failed start: no half trace is left. */
+static void remove_outputs(struct kern_session *s)
+{
+	char path[4300];
+	for (unsigned cpu = 0; cpu < s->ncpus; cpu++) {
+		snprintf(path, sizeof(path), "%s/cpu%u", s->dir, cpu);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/index/cpu%u.idx", s->dir, cpu);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/index", s->dir);
+	rmdir(path);
+	rmdir(s->dir);
+}
+
+static void teardown(struct kern_session *s)
+{
+	if (s->thread_started) {
+		pthread_mutex_lock(&s->lock);
+		s->stop = 1;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->thread, NULL);
+		s->thread_started = false;
+	}
+	if (s->tcpu)
+		for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
+			if (s->tcpu[cpu])
+				tracefs_cpu_close(s->tcpu[cpu]);
+	free(s->tcpu);
+	s->tcpu = NULL;
+	if (s->inst) {
+		tracefs_trace_off(s->inst);
+		if (s->inst_created)
+			tracefs_instance_destroy(s->inst);
+		tracefs_instance_free(s->inst);
+		s->inst = NULL;
+	}
+	if (s->mounted) {
+		umount2(TRACEFS_DIR, MNT_DETACH);
+		s->mounted = false;
+	}
+}
+
+static void session_free(struct kern_session *s)
+{
+	if (s->streams)
+		for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
+			if (s->streams[cpu].pkt || s->streams[cpu].fd > 0)
+				kstream_close(&s->streams[cpu], 0);
+	free(s->streams);
+	for (unsigned i = 0; i < s->nclasses; i++)
+		kclass_fini(&s->classes[i]);
+	free(s->classes);
+	free(s->by_id);
+	if (s->kbuf)
+		kbuffer_free(s->kbuf);
+	if (s->tep)
+		tep_free(s->tep);
+	free(s->page);
+	free(s->words);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+	free(s);
+}
+
+static int mkdir1(const char *p)
+{
+	return mkdir(p, 0755) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+int kern_start(const struct kern_options *o, struct kern_session **out)
+{
+	struct kern_session *s;
+	int ret;
+
+	*out = NULL;
+	if (!o->trace_dir || !o->groups) {
+		set_err(o, "no trace directory or no event group");
+		return -EINVAL;
+	}
+	uint32_t psize = o->packet_size ? o->packet_size : 256u << 10;
+	if (psize < 16384 || (psize & (psize - 1))) {
+		set_err(o, "packet size %u: a power of two >= 16 KiB", psize);
+		return -EINVAL;
+	}
+	if (!(s = calloc(1, sizeof(*s))))
+		return -ENOMEM;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->flush_ms = o->flush_ms ? o->flush_ms : 100;
+	snprintf(s->trace_dir, sizeof(s->trace_dir), "%s", o->trace_dir);
+	snprintf(s->dir, sizeof(s->dir), "%s/kernel", o->trace_dir);
+
+	clock_init();
+	clock_point_take(&s->p0);
+
+	/* tracefs: mounted already, or mount it (and unmount at stop) */
+	if (!tracefs_ready()) {
+		if (mount("nodev", TRACEFS_DIR, "tracefs", 0, NULL) < 0) {
+			ret = -errno;
+			set_err(o, "cannot mount tracefs on " TRACEFS_DIR ": %s%s",
+				strerror(errno), errno == EPERM ? " (needs root)" : "");
+			if (ret == -ENOENT || ret == -ENODEV)
+				ret = -ENODEV;
+			goto fail;
+		}
+		s->mounted = true;
+		if (!tracefs_ready()) {
+			ret = -ENODEV;
+			set_err(o, "tracefs has no instances directory here");
+			goto fail;
+		}
+	}
+	if (access(TRACEFS_DIR "/instances", W_OK) < 0) {
+		ret = -errno;
+		set_err(o, TRACEFS_DIR "/instances: %s (kernel tracing needs root)",
+			strerror(errno));
+		goto fail;
+	}
+	tracefs_instances_walk(stale_instance, NULL);
+
+	snprintf(s->name, sizeof(s->name), "strata-%d", (int)getpid());
+	if (tracefs_instance_exists(s->name)) {
+		ret = -EEXIST;
+		set_err(o, "tracefs instance %s exists: one kernel session per process", s->name);
+		goto fail;
+	}
+	if (!(s->inst = tracefs_instance_create(s->name))) {
+		ret = errno ? -errno : -EIO;
+		set_err(o, "cannot create tracefs instance %s: %s", s->name, strerror(-ret));
+		goto fail;
+	}
+	s->inst_created = tracefs_instance_is_new(s->inst);
+	tracefs_trace_off(s->inst);
+
+	/* format.md §5: the same counter as user space */
+	const char *clk = strata_clock_tsc ? "x86-tsc" : "mono";
+	if (tracefs_instance_file_write(s->inst, "trace_clock", clk) < 0) {
+		ret = -EIO;
+		set_err(o, "cannot set the trace clock of %s to %s", s->name, clk);
+		goto fail;
+	}
+	if (tracefs_instance_set_buffer_size(s->inst, o->buffer_kb ? o->buffer_kb : 4096, -1) < 0) {
+		ret = -EIO;
+		set_err(o, "cannot set the buffer size of %s", s->name);
+		goto fail;
+	}
+	if (o->npids) {
+		char list[4096];
+		size_t n = 0;
+		for (unsigned i = 0; i < o->npids && n < sizeof(list) - 16; i++)
+			n += snprintf(list + n, sizeof(list) - n, "%d ", o->pids[i]);
+		if (tracefs_instance_file_write(s->inst, "set_event_pid", list) < 0 ||
+		    tracefs_option_enable(s->inst, TRACEFS_OPTION_EVENT_FORK) < 0) {
+			ret = -EIO;
+			set_err(o, "cannot set the pid filter of %s", s->name);
+			goto fail;
+		}
+	}
+
+	/* outputs: TRACE/kernel/cpuN, index/ */
+	if ((ret = mkdir1(s->trace_dir)) || (ret = mkdir1(s->dir))) {
+		set_err(o, "%s: cannot create directory: %s", s->dir, strerror(-ret));
+		goto fail;
+	}
+	char idx[4300];
+	snprintf(idx, sizeof(idx), "%s/index", s->dir);
+	if ((ret = mkdir1(idx))) {
+		set_err(o, "%s: cannot create directory: %s", idx, strerror(-ret));
+		goto fail_out;
+	}
+	long nc = sysconf(_SC_NPROCESSORS_CONF);
+	s->ncpus = nc > 0 ? (unsigned)nc : 1;
+	if (getrandom(s->uuid, 16, 0) != 16)
+		memcpy(s->uuid, &s->p0, 16);
+	s->streams = calloc(s->ncpus, sizeof(*s->streams));
+	s->tcpu = calloc(s->ncpus, sizeof(*s->tcpu));
+	s->words = calloc(1023, 8);
+	if (!s->streams || !s->tcpu || !s->words) {
+		ret = -ENOMEM;
+		goto fail_out;
+	}
+	for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
+		s->streams[cpu].fd = s->streams[cpu].idx_fd = -1;
+	for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
+		if ((ret = kstream_open(&s->streams[cpu], s->dir, cpu, s->uuid, psize))) {
+			set_err(o, "%s/cpu%u: cannot create: %s", s->dir, cpu, strerror(-ret));
+			goto fail_out;
+		}
+
+	/* format files of the systems used */
+	const char *systems[64] = { "sched", "irq", "raw_syscalls" };
+	unsigned nsys = 3;
+	for (const char *const *e = o->events; e && *e && nsys < 63; e++) {
+		char sys[64];
+		snprintf(sys, sizeof(sys), "%.*s", (int)strcspn(*e, ":"), *e);
+		bool have = false;
+		for (unsigned i = 0; i < nsys; i++)
+			have |= !strcmp(systems[i], sys);
+		if (!have && (systems[nsys] = strdup(sys)))
+			nsys++;
+	}
+	s->tep = tracefs_local_events_system(NULL, systems);
+	for (unsigned i = 3; i < nsys; i++)
+		free((char *)systems[i]);
+	if (!s->tep) {
+		ret = -EIO;
+		set_err(o, "cannot read the tracefs event formats");
+		goto fail_out;
+	}
+	if (!(s->kbuf = tep_kbuffer(s->tep))) {
+		ret = -ENOMEM;
+		goto fail_out;
+	}
+	for (unsigned cpu = 0; cpu < s->ncpus; cpu++) {
+		s->tcpu[cpu] = tracefs_cpu_open(s->inst, (int)cpu, true);
+		if (s->tcpu[cpu] && !s->page_size)
+			s->page_size = tracefs_cpu_read_size(s->tcpu[cpu]);
+	}
+	if (s->page_size <= 0 || !(s->page = calloc(1, (size_t)s->page_size))) {
+		ret = s->page_size <= 0 ? -EIO : -ENOMEM;
+		set_err(o, "cannot open the per-CPU buffers of %s", s->name);
+		goto fail_out;
+	}
+
+	/* the reader thread, whose tid the syscall filter needs */
+	if ((ret = -pthread_create(&s->thread, NULL, reader_main, s))) {
+		set_err(o, "cannot start the kernel reader thread: %s", strerror(-ret));
+		goto fail_out;
+	}
+	s->thread_started = true;
+	pthread_mutex_lock(&s->lock);
+	while (!s->reader_tid)
+		pthread_cond_wait(&s->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+
+	for (size_t i = 0; i < NGROUP_EVENTS; i++)
+		if ((o->groups & group_events[i].group) &&
+		    (ret = add_class(s, o, group_events[i].sys, group_events[i].name))) {
+			if (ret == -ENOENT && !strcmp(group_events[i].name, "sched_waking"))
+				continue; /* older kernels */
+			goto fail_out;
+		}
+	for (const char *const *e = o->events; e && *e; e++) {
+		char sys[64];
+		const char *colon = strchr(*e, ':');
+		if (!colon) {
+			set_err(o, "kernel event '%s': expected SYSTEM:EVENT", *e);
+			ret = -EINVAL;
+			goto fail_out;
+		}
+		snprintf(sys, sizeof(sys), "%.*s", (int)(colon - *e), *e);
+		if ((ret = add_class(s, o, sys, colon + 1)))
+			goto fail_out;
+	}
+	s->max_id = 0;
+	for (unsigned i = 0; i < s->nclasses; i++)
+		if (s->classes[i].tep_id > s->max_id)
+			s->max_id = s->classes[i].tep_id;
+	if (!(s->by_id = calloc((size_t)s->max_id + 1, sizeof(*s->by_id)))) {
+		ret = -ENOMEM;
+		goto fail_out;
+	}
+	for (unsigned i = 0; i < s->nclasses; i++)
+		s->by_id[s->classes[i].tep_id] = &s->classes[i];
+
+	if (tracefs_trace_on(s->inst) < 0) {
+		ret = -EIO;
+		set_err(o, "cannot turn tracing on in %s", s->name);
+		goto fail_out;
+	}
+	*out = s;
+	return 0;
+
+fail_out:
+	teardown(s);
+	session_free(s);
+	{
+		/* the streams are closed: remove them */
+		struct kern_session tmp = { .ncpus = (unsigned)sysconf(_SC_NPROCESSORS_CONF) };
+		snprintf(tmp.dir, sizeof(tmp.dir), "%s/kernel", o->trace_dir);
+		remove_outputs(&tmp);
+	}
+	return ret;
+fail:
+	teardown(s);
+	session_free(s);
+	return ret;
+}
+
+/* ---- stop: metadata with the user sub-traces' clock ---------------------- */
+
+/* The clock of a user sub-trace beside us (TRACE/ust/ * /metadata), so that
+ * both share one clock class exactly (format.md §1, §5). */
+static bool ust_clock(const char *trace_dir, uint64_t *freq, int64_t *off_ns)
+{
+	char path[4600], ust[4200];
+	struct dirent **names = NULL;
+	bool found = false;
+
+	snprintf(ust, sizeof(ust), "%s/ust", trace_dir);
+	int n = scandir(ust, &names, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		if (!found && names[i]->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s/metadata", ust, names[i]->d_name);
+			FILE *f = fopen(path, "re");
+			char line[512];
+			bool inclock = false;
+			unsigned long long fr = 0, offc = 0;
+			long long offs = 0;
+			while (f && fgets(line, sizeof(line), f)) {
+				if (!strncmp(line, "clock {", 7))
+					inclock = true;
+				else if (inclock && line[0] == '}')
+					break;
+				else if (inclock) {
+					sscanf(line, " freq = %llu;", &fr);
+					sscanf(line, " offset_s = %lld;", &offs);
+					sscanf(line, " offset = %llu;", &offc);
+				}
+			}
+			if (f)
+				fclose(f);
+			if (fr) {
+				*freq = fr;
+				*off_ns = offs * 1000000000ll +
+					  (int64_t)((double)offc * 1e9 / (double)fr + 0.5);
+				found = true;
+			}
+		}
+		free(names[i]);
+	}
+	free(names);
+	return found;
+}
+
+static int write_metadata(struct kern_session *s)
+{
+	struct meta_info mi;
+	struct utsname u;
+	const struct strata_event_desc **ev = calloc(s->nclasses + 1, sizeof(*ev));
+	/* env: kernel release, trace clock, then the syscall names */
+	size_t nenv = 6 + 2 * NSYSCALL_NAMES + 1;
+	const char **env = calloc(nenv, sizeof(*env));
+	char (*keys)[32] = calloc(NSYSCALL_NAMES + 1, sizeof(*keys));
+	int ret;
+
+	if (!ev || !env || !keys) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < s->nclasses; i++)
+		ev[i] = &s->classes[i].desc;
+	size_t k = 0;
+	uname(&u);
+	env[k++] = "kernel_release";
+	env[k++] = u.release;
+	env[k++] = "trace_clock";
+	env[k++] = strata_clock_tsc ? "x86-tsc" : "mono";
+	for (size_t i = 0; i < NSYSCALL_NAMES; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "syscall_%u", syscall_names[i].nr);
+		env[k++] = keys[i];
+		env[k++] = syscall_names[i].name;
+	}
+	env[k] = NULL;
+
+	memset(&mi, 0, sizeof(mi));
+	memcpy(mi.uuid, s->uuid, 16);
+	mi.pid = 0;
+	mi.procname = "kernel";
+	mi.domain = "kernel";
+	mi.events = ev;
+	mi.nevents = s->nclasses;
+	mi.env = env;
+	if (!ust_clock(s->trace_dir, &mi.freq_hz, &mi.offset_ns)) {
+		struct clock_point p1;
+		clock_point_take(&p1);
+		mi.freq_hz = 0;
+		clock_fit(&s->p0, &p1, &mi.freq_hz, &mi.offset_ns);
+	}
+	ret = meta_write(s->dir, &mi);
+out:
+	free(ev);
+	free(env);
+	free(keys);
+	return ret;
+}
+
+int kern_stop(struct kern_session *s, struct kern_stats *st)
+{
+	int ret = 0;
+
+	if (!s)
+		return 0;
+	tracefs_trace_off(s->inst);
+	if (s->thread_started) {
+		pthread_mutex_lock(&s->lock);
+		s->stop = 1;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->thread, NULL);
+		s->thread_started = false;
+	}
+	drain_all(s, false);
+	drain_all(s, true);
+	for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
+		s->streams[cpu].discarded = cpu_lost(s, cpu);
+	teardown(s);
+	if (st)
+		memset(st, 0, sizeof(*st));
+	uint64_t now = strata_clock();
+	for (unsigned cpu = 0; cpu < s->ncpus; cpu++) {
+		struct kstream *k = &s->streams[cpu];
+		if (st) {
+			st->events += k->events;
+			st->discarded += k->discarded;
+			st->clamped += k->clamped;
+		}
+		int r = kstream_close(k, now);
+		if (r && !ret)
+			ret = r;
+	}
+	if (st)
+		st->ncpus = s->ncpus;
+	int r = write_metadata(s);
+	if (r && !ret)
+		ret = r;
+	session_free(s);
+	return ret;
+}
