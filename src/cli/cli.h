@@ -24,6 +24,10 @@ int cmd_convert(int argc, char **argv);
 extern const char cmd_info_usage[], cmd_print_usage[], cmd_stats_usage[],
 	cmd_convert_usage[];
 
+/* strata record: the session daemon (docs/record.md). */
+int cmd_record(int argc, char **argv);
+extern const char cmd_record_usage[];
+
 /* "strata: <file>: <problem>" on stderr. */
 void cli_err(const char *file, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

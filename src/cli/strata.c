@@ -18,6 +18,8 @@ static const char cmd_help_usage[] =
 
 /* Like git's commands[]: one line per subcommand, in the order of `strata help`. */
 static const struct cli_cmd commands[] = {
+	{ "record", cmd_record, "trace a command and its children (session daemon)",
+	  cmd_record_usage },
 	{ "info", cmd_info, "streams, CPUs, processes, threads, time span, counts",
 	  cmd_info_usage },
 	{ "print", cmd_print, "one line per event (text, JSON or CSV)", cmd_print_usage },

@@ -24,6 +24,7 @@
 
 struct cons_stream {
 	struct strata_ring *ring;
+	uint32_t pid;       /* of the ring's process (index entries) */
 	int fd;
 	int idx_fd;
 	int dead;          /* an I/O error stopped this stream */
@@ -40,6 +41,13 @@ struct cons {
 	uint8_t uuid[16];
 	pthread_t thread;
 	int running;
+	/* NULL: in-process. Else another process's rings (untrusted): each
+	 * packet is copied to pktbuf before it is read. */
+	struct cons_source src;
+	int external;
+	unsigned char *pktbuf;
+	size_t pktbuf_size;
+	uint64_t salvaged, unsalvageable, dropped_bytes;
 
 	struct cons_stream *streams[STRATA_MAX_CPUS];
 	unsigned max_cpu; /* streams[] is filled below this */
@@ -126,6 +134,7 @@ static struct cons_stream *stream_open(struct cons *c, struct strata_ring *r)
 	if (!s)
 		return NULL;
 	s->ring = r;
+	s->pid = c->external ? c->src.pid : strata_pid;
 	snprintf(path, sizeof(path), "%s/cpu%u", c->dir, r->cpu);
 	s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (s->fd < 0) {
@@ -144,6 +153,22 @@ static struct cons_stream *stream_open(struct cons *c, struct strata_ring *r)
 		}
 	}
 	return s;
+}
+
+static const struct strata_event_desc *event_lookup(struct cons *c, uint32_t id)
+{
+	if (c->external)
+		return c->src.lookup ? c->src.lookup(c->src.ctx, (uint8_t)(id >> 16),
+						     (uint16_t)id)
+				     : NULL;
+	return strata_event_lookup((uint8_t)(id >> 16), (uint16_t)id);
+}
+
+static uint64_t generation(struct cons *c)
+{
+	if (c->external)
+		return c->src.generation ? c->src.generation(c->src.ctx) : 0;
+	return strata_registry_generation();
 }
 
 /*
@@ -173,8 +198,7 @@ static uint64_t scan_events(struct cons *c, const unsigned char *pkt,
 			n++;
 			if (!(c->seen[id >> 3] & (1u << (id & 7)))) {
 				c->seen[id >> 3] |= (uint8_t)(1u << (id & 7));
-				if (!strata_event_lookup((uint8_t)(id >> 16),
-							 (uint16_t)id)) {
+				if (!event_lookup(c, id)) {
 					if (c->nraw == c->cap_raw) {
 						size_t cap = c->cap_raw ? c->cap_raw * 2 : 32;
 						void *p = realloc(c->raw, cap * sizeof(*c->raw));
@@ -186,7 +210,8 @@ static uint64_t scan_events(struct cons *c, const unsigned char *pkt,
 					c->raw[c->nraw++] = (struct meta_raw){
 						.id = id,
 						.words = (uint16_t)len,
-						.blob = (uint8_t)registry_is_blob(id),
+						.blob = (uint8_t)(!c->external &&
+								  registry_is_blob(id)),
 					};
 					c->meta_dirty = 1;
 				}
@@ -198,11 +223,33 @@ next:
 	return n;
 }
 
-/* Write the packet that began at virtual offset `begin` (complete). */
-static void write_packet(struct cons *c, struct cons_stream *s, uint64_t begin)
+/*
+ * A packet of another process's ring, copied out of the shared mapping so
+ * that what is checked is what is written. Its header must be one the
+ * ring's process wrote for this trace (format.md §2): a packet with
+ * another magic or uuid would make the whole stream unreadable.
+ */
+static const unsigned char *copy_packet(struct cons *c, struct cons_stream *s,
+					uint64_t begin)
 {
 	struct strata_ring *r = s->ring;
-	const unsigned char *pkt = ring_packet_addr(r, begin);
+	uint32_t magic;
+
+	memcpy(c->pktbuf, ring_packet_addr(r, begin), r->psize);
+	memcpy(&magic, c->pktbuf, 4);
+	if (magic != 0xC1FC1FC1u || memcmp(c->pktbuf + 4, c->uuid, 16)) {
+		slog("%s/cpu%u: packet %llu has a bad magic or uuid: skipped",
+		     c->dir, r->cpu, (unsigned long long)(begin >> r->pshift));
+		return NULL;
+	}
+	return c->pktbuf;
+}
+
+/* Write one packet (`pkt`: its bytes, in the ring or a private copy). */
+static void write_packet_buf(struct cons *c, struct cons_stream *s,
+			     const unsigned char *pkt, uint64_t begin)
+{
+	struct strata_ring *r = s->ring;
 	uint64_t content, ts_begin, ts_end, seq, disc;
 	int ret;
 
@@ -249,7 +296,7 @@ static void write_packet(struct cons *c, struct cons_stream *s, uint64_t begin)
 	put_be64(e + 32, ts_end);
 	put_be64(e + 40, disc);
 	put_be64(e + 48, 0);
-	put_be64(e + 56, ((uint64_t)r->ctl->pid << 32) | r->cpu);
+	put_be64(e + 56, ((uint64_t)s->pid << 32) | r->cpu);
 	put_be64(e + 64, seq);
 	s->idx_len += IDX_ENTRY;
 	if (s->idx_len == sizeof(s->idx_buf))
@@ -260,6 +307,19 @@ static void write_packet(struct cons *c, struct cons_stream *s, uint64_t begin)
 	__atomic_add_fetch(&c->bytes, content, __ATOMIC_RELAXED);
 }
 
+/* Write the packet that began at virtual offset `begin` (complete). */
+static void write_packet(struct cons *c, struct cons_stream *s, uint64_t begin)
+{
+	const unsigned char *pkt;
+
+	if (c->external)
+		pkt = copy_packet(c, s, begin);
+	else
+		pkt = ring_packet_addr(s->ring, begin);
+	if (pkt)
+		write_packet_buf(c, s, pkt, begin);
+}
+
 /* Discard mode: write every complete packet from `consumed` on, and
  * release each one to the writers (ring.md §4). Returns packets written. */
 static unsigned drain_ring(struct cons *c, struct cons_stream *s)
@@ -268,7 +328,9 @@ static unsigned drain_ring(struct cons *c, struct cons_stream *s)
 	uint64_t consumed = strata_load_relaxed(&r->ctl->consumed);
 	unsigned n = 0;
 
-	while (consumed < strata_load_acquire(&r->ctl->write) &&
+	/* Bounded: another process's ring could claim anything. */
+	while (n <= r->nmask &&
+	       consumed < strata_load_acquire(&r->ctl->write) &&
 	       ring_packet_complete(r, consumed)) {
 		write_packet(c, s, consumed);
 		consumed += r->psize;
@@ -284,7 +346,7 @@ static struct cons_stream *stream_of(struct cons *c, unsigned cpu)
 {
 	struct strata_ring *r;
 
-	if (c->streams[cpu])
+	if (c->streams[cpu] || c->external)
 		return c->streams[cpu];
 	r = strata_load_acquire(&strata_rings[cpu]);
 	if (!r)
@@ -299,18 +361,29 @@ static void update_metadata(struct cons *c)
 {
 	struct meta_info mi;
 	char comm[64] = "";
-	FILE *f = fopen("/proc/self/comm", "re");
 
-	if (f) {
-		if (fgets(comm, sizeof(comm), f))
-			comm[strcspn(comm, "\n")] = 0;
-		fclose(f);
-	}
-	c->reg_gen = strata_registry_generation();
 	memset(&mi, 0, sizeof(mi));
+	if (c->external) {
+		/* No calibration record in another process's ring: the fit
+		 * runs from the session's first point to now. */
+		clock_point_take(&c->cp_last);
+		clock_fit(&c->cp_first, &c->cp_last, &c->freq_hz, &c->offset_ns);
+		mi.pid = c->src.pid;
+		mi.procname = c->src.procname;
+		if (c->src.events)
+			mi.events = c->src.events(c->src.ctx, &mi.nevents);
+	} else {
+		FILE *f = fopen("/proc/self/comm", "re");
+		if (f) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+		}
+		mi.pid = strata_pid;
+		mi.procname = comm;
+	}
+	c->reg_gen = generation(c);
 	memcpy(mi.uuid, c->uuid, 16);
-	mi.pid = strata_pid;
-	mi.procname = comm;
 	mi.freq_hz = c->freq_hz;
 	mi.offset_ns = c->offset_ns;
 	mi.raw = c->raw;
@@ -338,6 +411,17 @@ static void log_calib(struct cons *c)
 	r.p[1] = p.real_ns;
 	r.p[2] = c->freq_hz;
 	strata_commit(&r);
+}
+
+/* strata_flush() without depending on the session module (the daemon
+ * links the consumer without it). */
+static void flush_local(void)
+{
+	for (unsigned i = 0; i < STRATA_MAX_CPUS; i++) {
+		struct strata_ring *r = strata_load_acquire(&strata_rings[i]);
+		if (r)
+			ring_flush(r);
+	}
 }
 
 static uint64_t now_ms(void)
@@ -368,7 +452,7 @@ static void *cons_main(void *arg)
 			last_calib = t;
 		}
 		if (c->flush_ms && t - last_flush >= c->flush_ms) {
-			strata_flush();
+			flush_local();
 			last_flush = t;
 		}
 		for (unsigned cpu = 0; cpu < STRATA_MAX_CPUS; cpu++) {
@@ -376,8 +460,7 @@ static void *cons_main(void *arg)
 			if (s && c->mode == STRATA_MODE_DISCARD)
 				work += drain_ring(c, s);
 		}
-		if (c->meta_dirty ||
-		    c->reg_gen != strata_registry_generation())
+		if (c->meta_dirty || c->reg_gen != generation(c))
 			update_metadata(c);
 		if (!work) {
 			struct timespec ts = {0, 1000000}; /* 1 ms */
@@ -386,6 +469,8 @@ static void *cons_main(void *arg)
 	}
 	return NULL;
 }
+
+static void cons_free(struct cons *c);
 
 int cons_create(const struct cons_config *cfg, struct cons **out)
 {
@@ -412,10 +497,16 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 		goto fail;
 	}
 
+	if (cfg->src) {
+		c->external = 1;
+		c->src = *cfg->src;
+	}
 	clock_point_take(&c->cp_first);
+	if (c->external && c->src.cp_first)
+		c->cp_first = *c->src.cp_first;
 	c->cp_last = c->cp_first;
 	c->freq_hz = strata_clock_tsc ? 0 : 1000000000u;
-	if (strata_clock_tsc) {
+	if (strata_clock_tsc && !c->external) {
 		/* A first guess until the 20 ms estimate: 2 ms of counting. */
 		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
@@ -428,6 +519,10 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 		goto fail;
 	}
 
+	if (c->external) {
+		*out = c;
+		return 0;
+	}
 	c->running = 1;
 	ret = -pthread_create(&c->thread, NULL, cons_main, c);
 	if (ret) {
@@ -439,8 +534,223 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 	*out = c;
 	return 0;
 fail:
+	cons_free(c);
+	return ret;
+}
+
+int cons_add_ring(struct cons *c, struct strata_ring *ring)
+{
+	if (!c->external || ring->cpu >= STRATA_MAX_CPUS)
+		return -EINVAL;
+	if (c->streams[ring->cpu])
+		return -EEXIST;
+	if (ring->psize > c->pktbuf_size) {
+		void *p = realloc(c->pktbuf, ring->psize);
+		if (!p)
+			return -ENOMEM;
+		c->pktbuf = p;
+		c->pktbuf_size = ring->psize;
+	}
+	c->streams[ring->cpu] = stream_open(c, ring);
+	if (!c->streams[ring->cpu])
+		return -ENOMEM;
+	if (ring->cpu + 1 > c->max_cpu)
+		c->max_cpu = ring->cpu + 1;
+	return 0;
+}
+
+unsigned cons_poll(struct cons *c)
+{
+	unsigned work = 0;
+
+	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
+		struct cons_stream *s = c->streams[cpu];
+		if (s && c->mode == STRATA_MODE_DISCARD)
+			work += drain_ring(c, s);
+	}
+	if (c->meta_dirty || c->reg_gen != generation(c))
+		update_metadata(c);
+	return work;
+}
+
+/* Bytes committed into the packet that began at `begin`, in its lap. */
+static uint64_t lap_committed(const struct strata_ring *r, uint64_t begin)
+{
+	uint32_t idx = (begin >> r->pshift) & r->nmask;
+	uint64_t lap = begin >> (r->pshift + __builtin_ctz(r->nmask + 1));
+	const uint64_t *cc = &r->commit[idx * STRATA_COMMIT_STRIDE];
+	uint64_t n = strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]);
+
+	return n < lap * r->psize ? 0 : n - lap * r->psize;
+}
+
+/*
+ * Crash salvage (docs/record.md): the packet that began at `begin` was
+ * left incomplete by writers that will never come back (the process died
+ * or exec'd). `reserved` is how far writers had reserved in it (the
+ * packet size when unknown). Committed bytes are not a prefix in
+ * general, but a writer commits what it reserved, in order, and a thread
+ * has one reservation in flight at most: when the events walked from the
+ * header end exactly at the committed count, what lies past it is the
+ * reservation(s) in flight when the writers stopped, and the prefix is
+ * whole. The packet is then closed in a private copy, as ring_close()
+ * would have (content_size, timestamp_end of its last event,
+ * events_discarded), and written. Otherwise (an event in the middle was
+ * never committed) it cannot be told apart from garbage: reported and
+ * skipped.
+ */
+static void salvage_packet(struct cons *c, struct cons_stream *s,
+			   uint64_t begin, uint64_t reserved)
+{
+	struct strata_ring *r = s->ring;
+	uint64_t done = lap_committed(r, begin), off, ts;
+	unsigned char *pkt;
+
+	if (done < STRATA_PACKET_HEADER) {
+		/* The opener died before committing the header: an empty
+		 * packet, nothing of it was committed. */
+		if (reserved > done)
+			c->dropped_bytes += reserved - done;
+		return;
+	}
+	if (done > r->psize || !copy_packet(c, s, begin))
+		goto bad;
+	pkt = c->pktbuf;
+	memcpy(&ts, pkt + 32, 8); /* timestamp_begin */
+	for (off = STRATA_PACKET_HEADER; off < done;) {
+		uint64_t h, full;
+		uint32_t len;
+		memcpy(&h, pkt + off, 8);
+		len = (uint32_t)(h >> 54);
+		if (len == 0 || off + (uint64_t)len * 8 > done)
+			goto bad;
+		/* format.md §3: the full clock value from the previous one */
+		full = ts + (uint32_t)((uint32_t)h - (uint32_t)ts);
+		if (((h >> 32) & 0x3fffff) == STRATA_ID_CLOCK && len == 2)
+			memcpy(&full, pkt + off + 8, 8);
+		ts = full;
+		off += (uint64_t)len * 8;
+	}
+	uint64_t bits = done * 8, disc = 0;
+	/* r->ctl, not the fast path's computed address: this view is not
+	 * laid out like the creator's (consumer/mapped.c). */
+	for (int i = 0; i < STRATA_LOST_NCAUSES; i++)
+		disc += strata_load_relaxed(&r->ctl->lost[i]);
+	memcpy(pkt + 40, &ts, 8);   /* timestamp_end */
+	memcpy(pkt + 48, &bits, 8); /* content_size */
+	if (disc < s->last_disc)
+		disc = s->last_disc; /* a free-running counter never decreases */
+	memcpy(pkt + 72, &disc, 8);
+	write_packet_buf(c, s, pkt, begin);
+	c->salvaged++;
+	if (reserved > done && reserved <= r->psize) {
+		c->dropped_bytes += reserved - done;
+		slog("%s/cpu%u: packet %llu salvaged; %llu bytes a writer was "
+		     "writing when it died were dropped",
+		     c->dir, r->cpu, (unsigned long long)(begin >> r->pshift),
+		     (unsigned long long)(reserved - done));
+	}
+	return;
+bad:
+	c->unsalvageable++;
+	c->incomplete++;
+	slog("%s/cpu%u: packet %llu: an event in its middle was never "
+	     "committed (its writer died): skipped",
+	     c->dir, r->cpu, (unsigned long long)(begin >> r->pshift));
+}
+
+/* An external ring at the end: drain, then salvage or report the rest. */
+static void finish_external(struct cons *c, struct cons_stream *s,
+			    int writers_gone)
+{
+	struct strata_ring *r = s->ring;
+	uint64_t w = strata_load_acquire(&r->ctl->write);
+	uint64_t end = ring_packet_begin(r, w + r->pmask);
+	uint64_t b;
+
+	if (c->mode == STRATA_MODE_DISCARD) {
+		b = strata_load_relaxed(&r->ctl->consumed);
+		drain_ring(c, s);
+		b = strata_load_relaxed(&r->ctl->consumed);
+	} else {
+		b = end > r->bufmask ? end - (r->bufmask + 1) : 0;
+	}
+	/* Untrusted offsets: at most one ring's worth of packets. */
+	if (end < b || end - b > r->bufmask + 1)
+		b = end > r->bufmask ? end - (r->bufmask + 1) : 0;
+	for (; b < end; b += r->psize) {
+		if (ring_packet_complete(r, b)) {
+			write_packet(c, s, b);
+		} else if (writers_gone) {
+			/* The open packet: reserved up to `write`. An earlier
+			 * one: its closer died before committing the padding;
+			 * how far it was reserved is not known (0). */
+			salvage_packet(c, s, b, w - b < r->psize ? w - b : 0);
+		} else {
+			c->incomplete++;
+			slog("%s/cpu%u: packet %llu still open when the session "
+			     "stopped (the process still runs): not written",
+			     c->dir, r->cpu, (unsigned long long)(b >> r->pshift));
+		}
+	}
+	if (c->mode == STRATA_MODE_DISCARD)
+		strata_store_release(&r->ctl->consumed, end);
+}
+
+static void close_stream(struct cons *c, struct cons_stream *s)
+{
+	idx_flush(c, s);
+	if (s->fd >= 0) {
+		if (!s->dead && ftruncate(s->fd, (off_t)s->file_off) < 0)
+			cons_error(c, -errno, "cannot extend stream file",
+				   c->dir);
+		if (close(s->fd) < 0 && !s->dead)
+			cons_error(c, -errno, "cannot close stream file",
+				   c->dir);
+	}
+	if (s->idx_fd >= 0)
+		close(s->idx_fd);
+	free(s);
+}
+
+static void cons_free(struct cons *c)
+{
+	if (!c)
+		return;
+	free(c->pktbuf);
+	free(c->raw);
 	free(c->seen);
 	free(c);
+}
+
+int cons_finish(struct cons *c, int writers_gone, struct strata_stats *final,
+		struct cons_salvage *salv)
+{
+	int ret;
+
+	if (!c)
+		return 0;
+	if (!c->external)
+		return cons_destroy(c, final);
+	if (salv)
+		memset(salv, 0, sizeof(*salv));
+	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
+		struct cons_stream *s = c->streams[cpu];
+		if (!s)
+			continue;
+		finish_external(c, s, writers_gone);
+		close_stream(c, s);
+		c->streams[cpu] = NULL;
+	}
+	update_metadata(c);
+	ret = c->err;
+	cons_get_stats(c, final);
+	if (salv) {
+		salv->salvaged = c->salvaged;
+		salv->unsalvageable = c->unsalvageable;
+		salv->dropped_bytes = c->dropped_bytes;
+	}
+	cons_free(c);
 	return ret;
 }
 
@@ -501,11 +811,13 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 
 	if (!c)
 		return 0;
+	if (c->external)
+		return cons_finish(c, 0, final, NULL);
 	__atomic_store_n(&c->running, 0, __ATOMIC_RELEASE);
 	pthread_join(c->thread, NULL);
 
 	log_calib(c);
-	strata_flush();
+	flush_local();
 
 	/* Writers that passed the mask check before tracing stopped may
 	 * still be between reserve and commit: give them 100 ms. */
@@ -534,7 +846,7 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 			break;
 		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
-		strata_flush(); /* late writers may have opened packets */
+		flush_local(); /* late writers may have opened packets */
 	}
 
 	if (c->mode == STRATA_MODE_DISCARD)
@@ -567,26 +879,13 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 			}
 			strata_store_release(&r->ctl->consumed, end);
 		}
-		idx_flush(c, s);
-		if (s->fd >= 0) {
-			if (!s->dead && ftruncate(s->fd, (off_t)s->file_off) < 0)
-				cons_error(c, -errno, "cannot extend stream file",
-					   c->dir);
-			if (close(s->fd) < 0 && !s->dead)
-				cons_error(c, -errno, "cannot close stream file",
-					   c->dir);
-		}
-		if (s->idx_fd >= 0)
-			close(s->idx_fd);
-		free(s);
+		close_stream(c, s);
 		c->streams[cpu] = NULL;
 	}
 	update_metadata(c);
 	ret = c->err;
 	cons_get_stats(c, final);
-	free(c->raw);
-	free(c->seen);
-	free(c);
+	cons_free(c);
 	return ret;
 }
 

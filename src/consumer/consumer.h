@@ -7,22 +7,75 @@
 
 #include <strata/strata.h>
 
+#include "consumer/metadata.h"
+#include "lib/clock.h"
+
 struct cons;
+struct strata_ring;
+
+/*
+ * Where the rings and the event descriptors come from when they are not
+ * this process's own: the session daemon consumes the rings of another
+ * process, mapped from the memfds it sent (docs/record.md). Such rings
+ * are untrusted: every packet is copied out of the shared mapping before
+ * it is checked and written, and nothing is ever stored into them except
+ * `consumed` (ring.md §1, line 2: the consumer's own field).
+ */
+struct cons_source {
+	uint32_t pid;         /* of the traced process */
+	const char *procname; /* its name, for the metadata's env */
+	/* Its event descriptors (for the metadata: the array stays valid
+	 * until the next call) and lookup by id (ids without one are
+	 * declared raw, format.md §6). */
+	const struct strata_event_desc *const *(*events)(void *ctx, size_t *n);
+	const struct strata_event_desc *(*lookup)(void *ctx, uint8_t major,
+						  uint16_t minor);
+	/* Changes when descriptors were added: the metadata is rewritten. */
+	uint64_t (*generation)(void *ctx);
+	void *ctx;
+	/* The session's first calibration point (shared by every process of
+	 * the session, so that their clock descriptions agree); NULL: now. */
+	const struct clock_point *cp_first;
+};
+
+/* What cons_finish() did with packets left incomplete by dead writers. */
+struct cons_salvage {
+	uint64_t salvaged;      /* closed by the consumer and written */
+	uint64_t unsalvageable; /* an event in the middle never committed */
+	uint64_t dropped_bytes; /* reserved but never committed (in flight) */
+};
 
 struct cons_config {
 	const char *dir; /* sub-trace directory (format.md §1), must exist */
 	int mode;        /* enum strata_mode */
 	unsigned flush_ms; /* close idle packets this often; 0: never */
 	uint8_t uuid[16];
+	/* NULL: this process's rings (strata_rings[]), drained by a thread
+	 * of the consumer's own. Otherwise rings are added with
+	 * cons_add_ring() and drained by cons_poll(): no thread. */
+	const struct cons_source *src;
 };
 
 /*
- * Write the initial metadata and start the consumer thread, which drains
- * every ring of strata_rings[] as its packets complete (discard mode), or
- * leaves them in memory (overwrite mode).
- * Returns 0 or a negative errno (detail in strata_strerror_detail()).
+ * Write the initial metadata. In-process (cfg->src == NULL): start the
+ * consumer thread, which drains every ring of strata_rings[] as its
+ * packets complete (discard mode), or leaves them in memory (overwrite
+ * mode). Returns 0 or a negative errno (detail in strata_strerror_detail()).
  */
 int cons_create(const struct cons_config *cfg, struct cons **out);
+
+/*
+ * External consumer only: consume `ring` (a view of another process's
+ * ring, built by cons_ring_map()) into the stream of its CPU. The ring
+ * stays owned by the caller and must outlive the consumer. Returns 0,
+ * -EEXIST (a ring of that CPU was added already) or -ENOMEM.
+ */
+int cons_add_ring(struct cons *c, struct strata_ring *ring);
+
+/* External consumer only: write every complete packet of every ring
+ * (discard mode) and rewrite the metadata if needed. Returns the number
+ * of packets written. */
+unsigned cons_poll(struct cons *c);
 
 /*
  * Stop the thread, close every partial packet, wait (bounded) for writers
@@ -30,10 +83,33 @@ int cons_create(const struct cons_config *cfg, struct cons **out);
  * close the files and free; add the final counters to *final. Returns 0 or
  * the first I/O error (negative errno); what was written before an error
  * is a valid trace.
+ *
+ * External consumer: nothing is flushed (only the ring's own process may
+ * write to it, ring.md §7). With `writers_gone` (the process exited, was
+ * killed or exec'd: nobody will ever write these rings again), packets
+ * left open or incomplete are salvaged (docs/record.md, "Crash
+ * salvage"); otherwise only complete packets are written and the open
+ * ones are reported.
  */
 int cons_destroy(struct cons *c, struct strata_stats *final);
+int cons_finish(struct cons *c, int writers_gone, struct strata_stats *final,
+		struct cons_salvage *salv);
 
 /* Add the consumer's counters to *st. */
 void cons_get_stats(struct cons *c, struct strata_stats *st);
+
+
+/*
+ * Map the ring memfd `fd` that process `pid` sent (ring.md §1: the
+ * control block at offset 4096) and check everything it says about
+ * itself: magic, version, pid, cpu, geometry (psize_shift in [14, 26],
+ * npackets a power of two up to 65536), offsets inside the mapping, and
+ * the file's size. The uuid must be `uuid`. Does not take ownership of fd.
+ * Returns 0 with *out (free with cons_ring_unmap()), or -EINVAL (detail in
+ * strata_strerror_detail()), -ENOMEM, or the errno of fstat/mmap.
+ */
+int cons_ring_map(int fd, uint32_t pid, const uint8_t uuid[16],
+		  struct strata_ring **out);
+void cons_ring_unmap(struct strata_ring *ring);
 
 #endif /* STRATA_CONSUMER_CONSUMER_H */

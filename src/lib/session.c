@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* The in-process session: start/stop, the major mask, fork and exit. */
+/* The session: in-process start/stop or `strata record`'s, the major mask, fork and exit. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <strata/strata.h>
@@ -14,10 +20,18 @@
 #include "common/log.h"
 #include "consumer/consumer.h"
 #include "lib/clock.h"
+#include "lib/registry.h"
 #include "lib/session.h"
 #include "ring/ring.h"
+#include "session/proto.h"
 
 STRATA_API volatile uint64_t strata_mask;
+
+void (*ring_created_hook)(struct strata_ring *ring);
+
+/* Defined (as 1) by programs that link libstrata statically and must not
+ * trace themselves from the environment: the strata tool. */
+extern const int strata_no_autostart __attribute__((weak));
 
 static pthread_mutex_t sess_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cons *sess_cons;
@@ -109,6 +123,417 @@ static void stop_at_exit(void)
 			(unsigned long long)(st.lost_full + st.lost_busy));
 }
 
+/* ---- STRATA_SESSION: tracing under `strata record` (docs/record.md) ------
+ *
+ * The process hands its rings to the session daemon instead of running a
+ * consumer: each ring's memfd goes over a UNIX socket (SCM_RIGHTS) as the
+ * ring is created, from the slow path -- possibly in a signal handler --
+ * so that part uses only system calls on static data. Every send is
+ * non-blocking: a stalled or dead daemon costs events (counted), never
+ * time. A small helper thread sends the event descriptors (they are
+ * registered by constructors that run after this library's) and retries
+ * ring handovers that found the socket full.
+ */
+enum {
+	SESS_OFF = 0, /* not in a session */
+	SESS_NEED,    /* fork child: connect at its first ring */
+	SESS_BUSY,    /* a thread is connecting */
+	SESS_ON,      /* connected */
+	SESS_DEAD,    /* the daemon is gone or never answered */
+};
+static int sess_state;
+static int sess_fd = -1;
+static char sess_sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static uint32_t sess_fork_of;
+static uint8_t ring_sent[STRATA_MAX_CPUS]; /* 1: handed over (or trying) */
+static uint32_t sess_rings_unsent;         /* failed for good */
+static size_t sess_desc_sent;              /* descriptors sent so far */
+static pthread_t sess_thread;
+static int sess_thread_on, sess_thread_stop;
+
+/* Send one message, with `fd` attached when >= 0. Never blocks, never
+ * raises SIGPIPE. Returns 0 or a negative errno; a broken connection
+ * marks the session dead. Async-signal-safe. */
+static int sess_send(const void *msg, size_t len, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {(void *)msg, len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	int s = __atomic_load_n(&sess_fd, __ATOMIC_ACQUIRE);
+
+	if (s < 0)
+		return -ENOTCONN;
+	if (fd >= 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	for (;;) {
+		ssize_t n = sendmsg(s, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n == (ssize_t)len)
+			return 0;
+		if (n >= 0)
+			return -EMSGSIZE;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != ENOBUFS)
+			__atomic_store_n(&sess_state, SESS_DEAD, __ATOMIC_RELEASE);
+		return -errno;
+	}
+}
+
+/* Hand over every published ring not handed over yet. Async-signal-safe. */
+static void sess_sweep(void)
+{
+	for (unsigned cpu = 0; cpu < STRATA_MAX_CPUS; cpu++) {
+		struct strata_ring *r = strata_load_acquire(&strata_rings[cpu]);
+		uint8_t zero = 0;
+		if (!r || strata_load_relaxed(&ring_sent[cpu]) ||
+		    !__atomic_compare_exchange_n(&ring_sent[cpu], &zero, 1, 0,
+						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		struct sess_ring m = {{SESS_RING, sizeof(m)}, cpu, strata_pid};
+		int ret = sess_send(&m, sizeof(m), r->fd);
+		if (ret == -EAGAIN || ret == -ENOBUFS)
+			__atomic_store_n(&ring_sent[cpu], 0, __ATOMIC_RELEASE);
+		else if (ret)
+			__atomic_add_fetch(&sess_rings_unsent, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* Connect and say HELLO. Async-signal-safe (system calls only). */
+static int sess_connect(void)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct sess_hello h;
+	int s, ret;
+
+	memcpy(a.sun_path, sess_sock, sizeof(a.sun_path));
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return -errno;
+	/* A UNIX connect never waits for the peer to accept: it succeeds
+	 * while the backlog has room, EAGAIN otherwise. */
+	if (connect(s, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		ret = -errno;
+		close(s);
+		return ret;
+	}
+	memset(&h, 0, sizeof(h));
+	h.h.type = SESS_HELLO;
+	h.h.len = sizeof(h);
+	h.version = SESS_VERSION;
+	h.pid = strata_pid;
+	h.ppid = (uint32_t)getppid();
+	h.fork_of = sess_fork_of;
+	h.clock_tsc = (uint32_t)strata_clock_tsc;
+	h.mode = ring_cfg.mode;
+	memcpy(h.uuid, ring_cfg.uuid, 16);
+	prctl(PR_GET_NAME, h.name, 0, 0, 0);
+	__atomic_store_n(&sess_fd, s, __ATOMIC_RELEASE);
+	ret = sess_send(&h, sizeof(h), -1);
+	if (ret) {
+		__atomic_store_n(&sess_fd, -1, __ATOMIC_RELEASE);
+		close(s);
+	}
+	return ret;
+}
+
+/*
+ * Called by ring_get_or_create() after it published a new ring (the slow
+ * path: any thread, possibly a signal handler). A fork child connects
+ * here, at its first ring. The ring is then handed over, with any other
+ * one a racing thread published meanwhile: a thread that finds another
+ * one connecting leaves its ring to that one's sweep, which starts after
+ * the state is ON (the seq_cst fences order our publish before our load
+ * of the state, and its store of ON before its loads of strata_rings[]).
+ */
+static void sess_ring_created(struct strata_ring *ring)
+{
+	int saved_errno = errno;
+	int st = __atomic_load_n(&sess_state, __ATOMIC_ACQUIRE), need = SESS_NEED;
+
+	(void)ring;
+	if (st == SESS_NEED &&
+	    __atomic_compare_exchange_n(&sess_state, &need, SESS_BUSY, 0,
+					__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+		st = sess_connect() ? SESS_DEAD : SESS_ON;
+		__atomic_store_n(&sess_state, st, __ATOMIC_SEQ_CST);
+	}
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&sess_state, __ATOMIC_SEQ_CST) == SESS_ON)
+		sess_sweep();
+	errno = saved_errno;
+}
+
+struct desc_buf {
+	unsigned char *p;
+	size_t len, count, skip;
+	int err;
+};
+
+static void desc_flush(struct desc_buf *b)
+{
+	if (!b->count || b->err)
+		return;
+	struct sess_desc *d = (struct sess_desc *)b->p;
+	d->h.type = SESS_DESC;
+	d->h.len = (uint32_t)b->len;
+	d->count = (uint32_t)b->count;
+	d->pad = 0;
+	b->err = sess_send(b->p, b->len, -1);
+	if (!b->err)
+		sess_desc_sent += b->count;
+	b->len = sizeof(struct sess_desc);
+	b->count = 0;
+}
+
+static int desc_put(unsigned char *p, size_t *len, const void *v, size_t n)
+{
+	if (*len + n > SESS_MAX_MSG)
+		return -1;
+	memcpy(p + *len, v, n);
+	*len += n;
+	return 0;
+}
+
+static int desc_put_str(unsigned char *p, size_t *len, const char *s)
+{
+	return desc_put(p, len, s ? s : "", strlen(s ? s : "") + 1);
+}
+
+/* Serialize one descriptor (proto.h, DESC) after those already sent. */
+static int desc_add(const struct strata_event_desc *e, void *arg)
+{
+	struct desc_buf *b = arg;
+	unsigned char rec[8];
+	size_t len;
+
+	if (b->skip) {
+		b->skip--;
+		return 0;
+	}
+	if (b->err)
+		return 1;
+	for (int tries = 0; tries < 2; tries++) {
+		len = b->len;
+		rec[0] = e->major;
+		rec[1] = e->kind;
+		memcpy(rec + 2, &e->minor, 2);
+		memcpy(rec + 4, &e->nfields, 2);
+		memset(rec + 6, 0, 2);
+		int bad = desc_put(b->p, &len, rec, 8) ||
+			  desc_put_str(b->p, &len, e->subsystem) ||
+			  desc_put_str(b->p, &len, e->name) ||
+			  desc_put_str(b->p, &len, e->format) ||
+			  desc_put_str(b->p, &len, e->description);
+		for (unsigned i = 0; !bad && i < e->nfields; i++) {
+			const struct strata_field_desc *f = &e->fields[i];
+			memcpy(rec, &f->type, 2);
+			memcpy(rec + 2, &f->count, 2);
+			memcpy(rec + 4, &f->flags, 4);
+			bad = desc_put(b->p, &len, rec, 8) ||
+			      desc_put_str(b->p, &len, f->name);
+		}
+		if (!bad) {
+			b->len = len;
+			b->count++;
+			return 0;
+		}
+		if (!b->count)
+			break; /* alone too big for a message: left out (raw) */
+		desc_flush(b);
+		if (b->err)
+			return 1;
+	}
+	sess_desc_sent++; /* skipped for good */
+	return 0;
+}
+
+/* Send the descriptors registered since the last call. Not
+ * async-signal-safe (registry lock, malloc). */
+static void sess_send_descs(void)
+{
+	struct desc_buf b = {.len = sizeof(struct sess_desc)};
+
+	if (__atomic_load_n(&sess_state, __ATOMIC_ACQUIRE) != SESS_ON)
+		return;
+	b.p = malloc(SESS_MAX_MSG);
+	if (!b.p)
+		return;
+	b.skip = sess_desc_sent;
+	strata_registry_foreach(desc_add, &b);
+	desc_flush(&b);
+	free(b.p);
+}
+
+/* The helper thread: descriptors, retried handovers, every 10 ms. */
+static void *sess_main(void *arg)
+{
+	uint64_t gen = 0;
+
+	(void)arg;
+	while (!__atomic_load_n(&sess_thread_stop, __ATOMIC_ACQUIRE)) {
+		uint64_t g = strata_registry_generation();
+		if (g != gen) {
+			gen = g;
+			sess_send_descs();
+		}
+		if (__atomic_load_n(&sess_state, __ATOMIC_ACQUIRE) == SESS_ON)
+			sess_sweep();
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * Leave the session (exit, or strata_stop()): stop the tracepoints, close
+ * this process's open packets so that the daemon writes them, send the
+ * last descriptors and BYE, and disconnect. One line on stderr if the
+ * daemon could not be reached, with what was lost.
+ */
+static void sess_leave(void)
+{
+	int st = __atomic_load_n(&sess_state, __ATOMIC_ACQUIRE);
+	struct sess_bye bye;
+
+	if (st == SESS_OFF)
+		return;
+	strata_mask = 0;
+	if (sess_thread_on) {
+		__atomic_store_n(&sess_thread_stop, 1, __ATOMIC_RELEASE);
+		pthread_join(sess_thread, NULL);
+		sess_thread_on = 0;
+	}
+	/* Writers that passed the mask check may still be between reserve
+	 * and commit: the daemon salvages what they leave, so 1 ms is only
+	 * a courtesy. */
+	struct timespec ts = {0, 1000000};
+	nanosleep(&ts, NULL);
+	strata_flush();
+	memset(&bye, 0, sizeof(bye));
+	bye.h.type = SESS_BYE;
+	bye.h.len = sizeof(bye);
+	for (unsigned i = 0; i < STRATA_MAX_CPUS; i++) {
+		struct strata_ring *r = strata_load_acquire(&strata_rings[i]);
+		for (int k = 0; r && k < STRATA_LOST_NCAUSES; k++)
+			bye.lost[k] += strata_load_relaxed(&r->ctl->lost[k]);
+	}
+	for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
+		bye.lost[k] += strata_load_relaxed(&ring_lost_global[k]);
+	if (st == SESS_ON) {
+		sess_send_descs();
+		sess_sweep();
+	}
+	bye.rings_unsent = __atomic_load_n(&sess_rings_unsent, __ATOMIC_RELAXED);
+	st = __atomic_load_n(&sess_state, __ATOMIC_ACQUIRE);
+	if (st == SESS_ON && !sess_send(&bye, sizeof(bye), -1) &&
+	    !bye.rings_unsent) {
+		/* fine: the daemon reports */
+	} else if (st != SESS_NEED) {
+		uint64_t lost = 0;
+		for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
+			lost += bye.lost[k];
+		fprintf(stderr, "strata: session %s: the daemon %s; events "
+			"since then are not recorded (%llu dropped when the "
+			"buffers filled)\n", sess_sock,
+			st == SESS_ON ? "did not take every buffer"
+				      : "is gone or stalled",
+			(unsigned long long)lost);
+	}
+	int s = __atomic_exchange_n(&sess_fd, -1, __ATOMIC_ACQ_REL);
+	if (s >= 0)
+		close(s);
+	__atomic_store_n(&sess_state, SESS_OFF, __ATOMIC_RELEASE);
+}
+
+static void sess_at_exit(void)
+{
+	sess_leave();
+}
+
+/*
+ * Join the session whose socket is `path` (STRATA_SESSION): the ring
+ * geometry, mode and initial majors come from the environment, which
+ * `strata record` sets for the whole process tree. Returns 0, or a
+ * negative errno with the detail set (the caller falls back).
+ */
+static int sess_join(const char *path)
+{
+	struct strata_options o;
+	int ret;
+
+	if (strlen(path) >= sizeof(sess_sock)) {
+		slog_detail("STRATA_SESSION: socket path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	if ((ret = strata_options_from_env(&o)))
+		return ret;
+	o.output = path; /* checked by options_check(), not used */
+	if ((ret = options_check(&o)))
+		return ret;
+	memcpy(sess_sock, path, strlen(path) + 1);
+	ring_cfg.psize_shift = (uint32_t)__builtin_ctzll(o.packet_size);
+	ring_cfg.npackets_shift = (uint32_t)__builtin_ctz(o.npackets);
+	ring_cfg.mode = (uint32_t)o.mode;
+	random_uuid(ring_cfg.uuid);
+	if ((ret = sess_connect())) {
+		slog_detail("STRATA_SESSION: %s: cannot connect: %s", path,
+			    strerror(-ret));
+		return ret;
+	}
+	__atomic_store_n(&sess_state, SESS_ON, __ATOMIC_SEQ_CST);
+	ring_created_hook = sess_ring_created;
+	if (pthread_create(&sess_thread, NULL, sess_main, NULL) == 0) {
+		pthread_setname_np(sess_thread, "strata-session");
+		sess_thread_on = 1;
+	}
+	if (o.majors == STRATA_MAJORS_NONE)
+		strata_mask = 0;
+	else
+		strata_mask = o.majors ? o.majors : ~STRATA_MAJOR_BIT(63);
+	atexit(sess_at_exit);
+	return 0;
+}
+
+/* In the child of fork(): only async-signal-safe work (the parent may
+ * have held any lock). The child joins the session afresh at its first
+ * ring, as a process of its own (its own uuid and connection). */
+static void sess_after_fork_child(void)
+{
+	int st = __atomic_load_n(&sess_state, __ATOMIC_RELAXED);
+
+	if (sess_fd >= 0)
+		close(sess_fd); /* the parent's connection */
+	sess_fd = -1;
+	sess_thread_on = 0;
+	sess_thread_stop = 0;
+	sess_desc_sent = 0; /* the daemon clones the parent's; BYE sends all */
+	memset(ring_sent, 0, sizeof(ring_sent));
+	sess_rings_unsent = 0;
+	if (st != SESS_ON) {
+		sess_state = st == SESS_OFF ? SESS_OFF : SESS_DEAD;
+		return;
+	}
+	sess_fork_of = (uint32_t)getppid();
+	if (getrandom(ring_cfg.uuid, 16, GRND_NONBLOCK) != 16) {
+		uint64_t a = strata_clock() ^ ((uint64_t)strata_pid << 32);
+		memcpy(ring_cfg.uuid, &a, 8);
+	}
+	ring_cfg.uuid[6] = (ring_cfg.uuid[6] & 0x0f) | 0x40;
+	ring_cfg.uuid[8] = (ring_cfg.uuid[8] & 0x3f) | 0x80;
+	sess_state = SESS_NEED;
+}
+
 STRATA_API int strata_start(const struct strata_options *user)
 {
 	struct strata_options o;
@@ -125,9 +550,10 @@ STRATA_API int strata_start(const struct strata_options *user)
 		return ret;
 
 	pthread_mutex_lock(&sess_lock);
-	if (sess_cons) {
+	if (sess_cons || __atomic_load_n(&sess_state, __ATOMIC_ACQUIRE)) {
 		ret = -EALREADY;
-		slog_detail("tracing already started");
+		slog_detail(sess_cons ? "tracing already started"
+				      : "tracing already started (STRATA_SESSION)");
 		goto out;
 	}
 	if ((ret = mkdir_p(o.output))) {
@@ -177,6 +603,7 @@ STRATA_API int strata_stop(void)
 	int ret = 0;
 
 	pthread_mutex_lock(&sess_lock);
+	sess_leave();
 	if (sess_cons) {
 		/* No new tracepoint enters; the consumer waits (bounded) for
 		 * the ones in flight, flushes and drains every ring. */
@@ -244,8 +671,12 @@ STRATA_API void strata_get_stats(struct strata_stats *st)
  */
 static void after_fork_child(void)
 {
-	strata_mask = 0;
+	/* Under `strata record` the child keeps tracing, into rings of its
+	 * own that it hands over when it creates them. */
+	if (__atomic_load_n(&sess_state, __ATOMIC_RELAXED) != SESS_ON)
+		strata_mask = 0;
 	strata_pid = (uint32_t)getpid();
+	sess_after_fork_child();
 	strata_tls.tid = 0;
 	for (unsigned i = 0; i < STRATA_MAX_CPUS; i++) {
 		struct strata_ring *r = strata_rings[i];
@@ -263,7 +694,23 @@ __attribute__((constructor)) static void strata_init(void)
 	ring_init();
 	pthread_atfork(NULL, NULL, after_fork_child);
 
+	/* The strata tool itself (the session daemon) is never traced. */
+	if (&strata_no_autostart && strata_no_autostart)
+		return;
 	const char *out = getenv("STRATA_OUTPUT");
+	const char *sess = getenv("STRATA_SESSION");
+	if (sess && *sess) {
+		int ret = sess_join(sess);
+		if (!ret)
+			return;
+		/* The daemon is unreachable: the in-process consumer if
+		 * STRATA_OUTPUT says where, else no tracing at all. */
+		if (!out || !*out) {
+			fprintf(stderr, "strata: tracing disabled: %s\n",
+				strata_strerror_detail());
+			return;
+		}
+	}
 	if (out && *out) {
 		int ret = strata_start(NULL);
 		/* Tracing was asked for in the environment: say why it is

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "lib/session.h"
 #include "ring/ring.h"
 
 struct ring_config ring_cfg = {
@@ -94,6 +95,8 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 		errno = saved_errno;
 		return expected;
 	}
+	if (ring_created_hook)
+		ring_created_hook(ring);
 	errno = saved_errno;
 	return ring;
 

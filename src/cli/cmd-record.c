@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/* strata record: run a command and every process it starts under a tracing session. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "session/daemon.h"
+
+/* libstrata is linked in for its consumer: it must not trace this tool
+ * from STRATA_OUTPUT / STRATA_SESSION (src/lib/session.c). */
+const int strata_no_autostart = 1;
+
+const char cmd_record_usage[] =
+	"usage: strata record [OPTIONS] -- COMMAND [ARGS...]\n\n"
+	"Run COMMAND, and every process it forks or execs, under a tracing\n"
+	"session: the processes hand their ring buffers to this command, which\n"
+	"writes one trace directory (docs/record.md). Ctrl-C stops cleanly and\n"
+	"keeps everything recorded. The exit status is COMMAND's.\n\n"
+	"Options:\n"
+	"  -o, --output DIR       trace directory (default strata-YYYYmmdd-HHMMSS)\n"
+	"  --packet-size SIZE     packet (sub-buffer) size, e.g. 256K (default)\n"
+	"  --packets N            packets per CPU ring (default 16)\n"
+	"  --mode discard|overwrite   drop new events when full (default), or\n"
+	"                         keep the newest (flight recorder)\n"
+	"  --majors LIST          majors enabled at start: all, none, 1,2,5-9, 0x...\n"
+	"  -e, --enable PATTERN   enable a subsystem or SUB:EVENT glob (repeatable;\n"
+	"                         then only what is enabled is traced)\n"
+	"  --duration SECONDS     stop after this long (COMMAND gets SIGINT)\n"
+	"  -v, --verbose          one line per traced process at the end\n";
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* A size as libstrata's environment parser accepts it: digits and an
+ * optional K/M/G suffix. */
+static int valid_size(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+	return n > 0 && (!s[n] || (strchr("kKmMgG", s[n]) && (!s[n + 1] ||
+		!strcmp(s + n + 1, "i") || !strcmp(s + n + 1, "iB") ||
+		!strcmp(s + n + 1, "B"))));
+}
+
+int cmd_record(int argc, char **argv)
+{
+	enum { O_PSIZE = 1, O_PACKETS, O_MODE, O_MAJORS, O_DURATION };
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"packet-size", required_argument, NULL, O_PSIZE},
+		{"packets", required_argument, NULL, O_PACKETS},
+		{"mode", required_argument, NULL, O_MODE},
+		{"majors", required_argument, NULL, O_MAJORS},
+		{"enable", required_argument, NULL, 'e'},
+		{"duration", required_argument, NULL, O_DURATION},
+		{"verbose", no_argument, NULL, 'v'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *out = NULL, *psize = NULL, *packets = NULL, *mode = NULL,
+		   *majors = NULL;
+	char enable[4096] = "", defout[64];
+	double duration = 0;
+	int verbose = 0, o;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "+o:e:v", opts, NULL)) != -1) {
+		switch (o) {
+		case 'o': out = optarg; break;
+		case O_PSIZE: psize = optarg; break;
+		case O_PACKETS: packets = optarg; break;
+		case O_MODE: mode = optarg; break;
+		case O_MAJORS: majors = optarg; break;
+		case 'v': verbose = 1; break;
+		case 'e':
+			if (strlen(enable) + strlen(optarg) + 2 > sizeof(enable)) {
+				cli_err(NULL, "--enable: too many patterns");
+				return 2;
+			}
+			if (*enable)
+				strcat(enable, ",");
+			strcat(enable, optarg);
+			break;
+		case O_DURATION: {
+			char *end;
+			duration = strtod(optarg, &end);
+			if (*end || !(duration > 0)) {
+				cli_err(NULL, "--duration: '%s' is not a number of "
+					"seconds", optarg);
+				return 2;
+			}
+			break;
+		}
+		default:
+			fputs(cmd_record_usage, stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		cli_err(NULL, "record: no command to run; usage: strata record "
+			"[OPTIONS] -- COMMAND [ARGS...]");
+		return 2;
+	}
+	if ((psize && !valid_size(psize)) || (packets && !valid_size(packets))) {
+		cli_err(NULL, "record: '%s' is not a size (use e.g. 256K, 1M)",
+			psize && !valid_size(psize) ? psize : packets);
+		return 2;
+	}
+	if (mode && strcasecmp(mode, "discard") && strcasecmp(mode, "overwrite")) {
+		cli_err(NULL, "record: --mode %s: use discard or overwrite", mode);
+		return 2;
+	}
+	if (!out) {
+		time_t t = time(NULL);
+		struct tm tm;
+		localtime_r(&t, &tm);
+		strftime(defout, sizeof(defout), "strata-%Y%m%d-%H%M%S", &tm);
+		out = defout;
+	}
+	if (mkdir(out, 0755) < 0) {
+		cli_err(out, "cannot create the trace directory: %s%s",
+			strerror(errno),
+			errno == EEXIST ? " (choose another with -o)" : "");
+		return 1;
+	}
+
+	struct sessd *d;
+	const char *what = "";
+	int ret = sessd_create(out, &d, &what);
+	if (ret) {
+		cli_err(NULL, "%s: %s", what, strerror(-ret));
+		rmdir(out);
+		return 1;
+	}
+
+	/* The environment the whole process tree inherits: libstrata
+	 * reads the session and the ring geometry from it. */
+	setenv("STRATA_SESSION", sessd_socket(d), 1);
+	if (psize)
+		setenv("STRATA_PACKET_SIZE", psize, 1);
+	if (packets)
+		setenv("STRATA_PACKETS", packets, 1);
+	if (mode)
+		setenv("STRATA_MODE", mode, 1);
+	if (*enable) {
+		setenv("STRATA_ENABLE", enable, 1);
+		if (!majors)
+			majors = "none";
+	}
+	if (majors)
+		setenv("STRATA_MAJORS", majors, 1);
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: poll() returns */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	pid_t child = fork();
+	if (child < 0) {
+		cli_err(NULL, "cannot fork: %s", strerror(errno));
+		struct sessd_totals t;
+		sessd_destroy(d, NULL, &t);
+		return 1;
+	}
+	if (child == 0) {
+		execvp(argv[optind], argv + optind);
+		fprintf(stderr, "strata: %s: cannot run: %s\n", argv[optind],
+			strerror(errno));
+		_exit(127);
+	}
+
+	int status = 0, exited = 0, stopping = 0;
+	double t0 = now_s(), stop_at = 0;
+	unsigned work = 0;
+	for (;;) {
+		work = sessd_step(d, work ? 1 : 5);
+		if (!exited && waitpid(child, &status, WNOHANG) == child)
+			exited = 1;
+		if (got_signal && !stopping) {
+			/* Ctrl-C reached the command too (same process
+			 * group); SIGTERM/SIGHUP are passed on. */
+			if (got_signal != SIGINT && !exited)
+				kill(child, got_signal);
+			stopping = 1;
+			stop_at = now_s() + 2;
+		}
+		if (duration && !stopping && now_s() - t0 >= duration) {
+			if (!exited)
+				kill(child, SIGINT);
+			stopping = 1;
+			stop_at = now_s() + 2;
+		}
+		if (exited && !sessd_live(d))
+			break;
+		/* Processes that outlive the command (daemonized children) or
+		 * that ignore the stop: 2 s more, then the trace is finished
+		 * with what they committed. */
+		if (exited && !stopping) {
+			stopping = 1;
+			stop_at = now_s() + 2;
+		}
+		if (stopping && now_s() >= stop_at)
+			break;
+	}
+
+	struct sessd_totals t;
+	sessd_destroy(d, verbose ? stderr : NULL, &t);
+	fprintf(stderr, "strata: %s: %llu process%s, %llu events, %llu bytes, "
+		"%llu discarded", out, (unsigned long long)t.procs,
+		t.procs == 1 ? "" : "es", (unsigned long long)t.events,
+		(unsigned long long)t.bytes, (unsigned long long)t.discarded);
+	if (t.crashed)
+		fprintf(stderr, ", %llu ended without goodbye (%llu packets "
+			"salvaged)", (unsigned long long)t.crashed,
+			(unsigned long long)t.salvaged);
+	fputc('\n', stderr);
+	if (t.err)
+		fprintf(stderr, "strata: %s: trace incomplete: %s; %llu events "
+			"not written, the trace is readable up to there\n", out,
+			strerror(-t.err), (unsigned long long)t.lost_io);
+	if (t.discarded)
+		fprintf(stderr, "strata: warning: %llu events were discarded "
+			"(buffers full); raise --packets or --packet-size\n",
+			(unsigned long long)t.discarded);
+	if (t.unsalvageable || t.unsent)
+		fprintf(stderr, "strata: warning: %llu packets could not be "
+			"salvaged, %llu buffers never reached the session\n",
+			(unsigned long long)t.unsalvageable,
+			(unsigned long long)t.unsent);
+
+	if (!exited && waitpid(child, &status, 0) == child)
+		exited = 1;
+	if (!exited)
+		return 1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
