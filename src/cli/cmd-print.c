@@ -7,7 +7,8 @@
 
 const char cmd_print_usage[] =
 	"usage: strata print [OPTIONS] TRACE\n\n"
-	"Print one line per event, merged by time: time, CPU, pid/tid, event name,\n"
+	"Print one line per event, merged by time: time, CPU, level (K kernel,\n"
+	"U user space), pid/tid, event name,\n"
 	"and the description rendered from the event's format string (raw\n"
 	"name=value fields when it has none).\n\n"
 	"  --abs                 wall-clock time (UTC) instead of seconds since start\n"
@@ -101,12 +102,30 @@ void cli_json_value(struct cli_out *o, const struct strata_field_class *f,
 	}
 }
 
+/* 'K' for the streams of a kernel sub-trace (env domain "kernel"), 'U' for
+ * user space: the level column of the super-trace (docs/kernel.md). */
+static char *stream_levels(struct strata_trace *t)
+{
+	unsigned n = strata_trace_nstreams(t);
+	char *lv = malloc(n + 1);
+	for (unsigned i = 0; lv && i < n; i++) {
+		struct strata_stream_info si;
+		const char *d = NULL;
+		if (strata_trace_stream(t, i, &si) == 0)
+			d = strata_trace_env(t, si.subtrace, "domain");
+		lv[i] = d && !strcmp(d, "kernel") ? 'K' : 'U';
+	}
+	return lv;
+}
+
 static void put_json(struct cli_out *o, const struct cli_time *tm,
-		     const struct strata_event *ev, struct strata_value *vals)
+		     const struct strata_event *ev, struct strata_value *vals,
+		     char level)
 {
 	char tb[64];
 	cli_out_str(o, "{\"time\":");
 	cli_out_mem(o, tb, cli_time_fmt(tm, ev->timestamp, tb));
+	cli_out_str(o, level == 'K' ? ",\"level\":\"K\"" : ",\"level\":\"U\"");
 	cli_out_str(o, ",\"ts\":");
 	cli_out_u64(o, ev->timestamp);
 	cli_out_str(o, ",\"cpu\":");
@@ -193,6 +212,11 @@ int cmd_print(int argc, char **argv)
 		if (strata_trace_class(ct.t, i)->nfields > maxf)
 			maxf = strata_trace_class(ct.t, i)->nfields;
 	vals = calloc(maxf + 1, sizeof(*vals));
+	char *levels = stream_levels(ct.t);
+	if (!levels) {
+		free(vals);
+		vals = NULL;
+	}
 	if (fmt == F_CSV)
 		cli_out_str(&out, "time,cpu,pid,tid,event,description\n");
 	const struct strata_event *ev;
@@ -201,7 +225,7 @@ int cmd_print(int argc, char **argv)
 		if (!(++n & 0xffff))
 			cli_progress_tick(&pg, strata_iter_progress(it));
 		if (fmt == F_JSON) {
-			put_json(&out, &tm, ev, vals);
+			put_json(&out, &tm, ev, vals, levels[ev->stream]);
 			continue;
 		}
 		char *p = cli_out_reserve(&out, 512);
@@ -247,7 +271,7 @@ int cmd_print(int argc, char **argv)
 			out.len += k;
 			cli_out_u64(&out, cpu);
 		}
-		cli_out_mem(&out, "] ", 2);
+		cli_out_mem(&out, levels[ev->stream] == 'K' ? "] K " : "] U ", 4);
 		cli_out_u64(&out, ev->pid);
 		cli_out_mem(&out, "/", 1);
 		cli_out_u64(&out, ev->tid);
@@ -258,6 +282,7 @@ int cmd_print(int argc, char **argv)
 		cli_out_mem(&out, "\n", 1);
 	}
 	cli_progress_done(&pg);
+	free(levels);
 	free(vals);
 	strata_iter_destroy(it);
 	int rc = cli_status(&ct);
