@@ -128,6 +128,11 @@ struct cli_time {
 	uint64_t freq, begin;
 	int64_t offset_s, offset;
 	bool abs;
+	/* x / freq as (x * div_m) >> div_shift for x < 2^63, when div_ok
+	 * (Granlund-Montgomery): no 128-bit division per printed event */
+	bool div_ok;
+	unsigned div_shift;
+	uint64_t div_m;
 };
 void cli_time_init(struct cli_time *ct, struct strata_trace *t, bool abs);
 size_t cli_time_fmt(const struct cli_time *ct, uint64_t ts, char *buf);

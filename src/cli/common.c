@@ -11,6 +11,12 @@
 
 #include "cli.h"
 
+/* "00" .. "99": two digits per lookup when formatting numbers */
+static const char dig2[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
 void cli_err(const char *file, const char *fmt, ...)
 {
 	va_list ap;
@@ -277,6 +283,23 @@ int cli_out_fini(struct cli_out *o)
 
 void cli_out_mem(struct cli_out *o, const char *s, size_t n)
 {
+	if (n <= 8 && o->cap - o->len >= 8) {
+		/* short pieces of a line: no libc call */
+		char *d = o->buf + o->len;
+		o->len += n;
+		if (n >= 4) {
+			uint32_t a, b;
+			memcpy(&a, s, 4);
+			memcpy(&b, s + n - 4, 4);
+			memcpy(d, &a, 4);
+			memcpy(d + n - 4, &b, 4);
+		} else if (n) {
+			d[0] = s[0];
+			d[n / 2] = s[n / 2];
+			d[n - 1] = s[n - 1];
+		}
+		return;
+	}
 	while (n) {
 		if (o->len == o->cap)
 			cli_out_flush(o);
@@ -296,10 +319,17 @@ void cli_out_str(struct cli_out *o, const char *s)
 void cli_out_u64(struct cli_out *o, uint64_t v)
 {
 	char tmp[24], *e = tmp + sizeof(tmp), *p = e;
-	do {
-		*--p = '0' + v % 10;
-		v /= 10;
-	} while (v);
+	while (v >= 100) {
+		p -= 2;
+		memcpy(p, dig2 + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, dig2 + 2 * v, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
 	cli_out_mem(o, p, e - p);
 }
 
@@ -338,25 +368,59 @@ void cli_time_init(struct cli_time *ct, struct strata_trace *t, bool abs)
 	ct->offset = ci.offset;
 	ct->begin = strata_trace_begin(t);
 	ct->abs = abs;
+	/* m = ceil(2^(63+l) / d), l = ceil(log2 d): floor(x / d) ==
+	 * (x * m) >> (63 + l) for every x < 2^63 (Granlund & Montgomery 1994,
+	 * th. 4.2), provided m fits 64 bits. Also needs rem * 1e9 < 2^63. */
+	uint64_t d = ct->freq;
+	unsigned l = 64 - (unsigned)__builtin_clzll(d - 1 ? d - 1 : 1);
+	if (d == 1)
+		l = 0;
+	unsigned __int128 m = (((unsigned __int128)1 << (63 + l)) + d - 1) / d;
+	ct->div_ok = d > 1 && m <= UINT64_MAX && d < UINT64_C(9200000000);
+	ct->div_m = (uint64_t)m;
+	ct->div_shift = 63 + l;
 }
 
-static inline void ticks_split(uint64_t freq, uint64_t ticks, uint64_t *s, uint32_t *ns)
+static inline uint64_t div_freq(const struct cli_time *ct, uint64_t x)
 {
+	if (ct->div_ok && !(x >> 63))
+		return (uint64_t)(((unsigned __int128)x * ct->div_m) >> ct->div_shift);
+	return x / ct->freq;
+}
+
+static inline void ticks_split(const struct cli_time *ct, uint64_t ticks, uint64_t *s,
+			       uint32_t *ns)
+{
+	uint64_t freq = ct->freq;
 	if (freq == 1000000000) {
 		*s = ticks / 1000000000;
 		*ns = ticks % 1000000000;
 		return;
 	}
-	uint64_t sec = ticks / freq, rem = ticks - sec * freq;
+	uint64_t sec = div_freq(ct, ticks), rem = ticks - sec * freq;
 	*s = sec;
-	*ns = (uint32_t)((unsigned __int128)rem * 1000000000u / freq);
+	if (ct->div_ok)
+		*ns = (uint32_t)div_freq(ct, rem * 1000000000u);
+	else
+		*ns = (uint32_t)((unsigned __int128)rem * 1000000000u / freq);
+}
+
+/* ns < 1e9 as exactly nine digits at buf */
+static inline void put_ns9(char *buf, uint32_t ns)
+{
+	buf[8] = (char)('0' + ns % 10);
+	ns /= 10;
+	for (int i = 6; i >= 0; i -= 2) {
+		memcpy(buf + i, dig2 + 2 * (ns % 100), 2);
+		ns /= 100;
+	}
 }
 
 uint64_t cli_time_ns(const struct cli_time *ct, uint64_t ts)
 {
 	uint64_t s;
 	uint32_t ns;
-	ticks_split(ct->freq, ts > ct->begin ? ts - ct->begin : 0, &s, &ns);
+	ticks_split(ct, ts > ct->begin ? ts - ct->begin : 0, &s, &ns);
 	return s * 1000000000u + ns;
 }
 
@@ -367,7 +431,7 @@ size_t cli_time_fmt(const struct cli_time *ct, uint64_t ts, char *buf)
 	if (ct->abs) {
 		/* wall clock: offset_s + (offset + ts) / freq */
 		uint64_t ticks = ts + (uint64_t)ct->offset;
-		ticks_split(ct->freq, ticks, &s, &ns);
+		ticks_split(ct, ticks, &s, &ns);
 		s += ct->offset_s;
 		time_t tt = (time_t)s;
 		struct tm tm;
@@ -382,19 +446,22 @@ size_t cli_time_fmt(const struct cli_time *ct, uint64_t ts, char *buf)
 		buf[n++] = 'Z';
 		return n;
 	}
-	ticks_split(ct->freq, ts > ct->begin ? ts - ct->begin : 0, &s, &ns);
-	char tmp[24], *e = tmp + sizeof(tmp), *p = e;
-	do {
-		*--p = '0' + s % 10;
-		s /= 10;
-	} while (s);
-	size_t n = e - p;
-	memcpy(buf, p, n);
-	buf[n++] = '.';
-	for (int i = 8; i >= 0; i--) {
-		buf[n + i] = '0' + ns % 10;
-		ns /= 10;
+	ticks_split(ct, ts > ct->begin ? ts - ct->begin : 0, &s, &ns);
+	size_t n;
+	if (s < 10) {
+		buf[0] = (char)('0' + s);
+		n = 1;
+	} else {
+		char tmp[24], *e = tmp + sizeof(tmp), *p = e;
+		do {
+			*--p = '0' + s % 10;
+			s /= 10;
+		} while (s);
+		n = e - p;
+		memcpy(buf, p, n);
 	}
+	buf[n++] = '.';
+	put_ns9(buf + n, ns);
 	return n + 9;
 }
 

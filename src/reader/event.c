@@ -286,13 +286,66 @@ struct sbuf {
 	size_t len, n; /* capacity, bytes wanted so far */
 };
 
-static void put(struct sbuf *b, const char *s, size_t n)
+/* Short copies without a libc call: most pieces of a line (literals,
+ * numbers) are under 16 bytes. Reads and writes stay within [s, s + n)
+ * and [d, d + n). */
+static inline void copy_small(char *d, const char *s, size_t n)
 {
-	if (b->n < b->len) {
+	if (n >= 8) {
+		if (n > 16) {
+			memcpy(d, s, n);
+			return;
+		}
+		uint64_t a, b;
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + n - 4, &b, 4);
+	} else if (n) {
+		d[0] = s[0];
+		d[n / 2] = s[n / 2];
+		d[n - 1] = s[n - 1];
+	}
+}
+
+static inline void put(struct sbuf *b, const char *s, size_t n)
+{
+	if (RD_LIKELY(b->len - b->n >= n && b->n <= b->len)) {
+		copy_small(b->p + b->n, s, n);
+	} else if (b->n < b->len) {
 		size_t room = b->len - b->n;
 		memcpy(b->p + b->n, s, n < room ? n : room);
 	}
 	b->n += n;
+}
+
+static const char dig2[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+/* Decimal digits of u ending at e (written backwards); returns the start. */
+static inline char *dec_back(char *e, uint64_t u)
+{
+	while (u >= 100) {
+		unsigned r = (unsigned)(u % 100);
+		u /= 100;
+		e -= 2;
+		memcpy(e, dig2 + 2 * r, 2);
+	}
+	if (u >= 10) {
+		e -= 2;
+		memcpy(e, dig2 + 2 * u, 2);
+	} else {
+		*--e = (char)('0' + u);
+	}
+	return e;
 }
 
 static const char *enum_label(const struct strata_field_class *f, uint64_t u)
@@ -310,10 +363,11 @@ static void put_int(struct sbuf *b, uint64_t u, bool sgn, char spec, int base)
 {
 	char tmp[72], *e = tmp + sizeof(tmp), *p = e;
 	if (spec == 'x' || (!spec && base == 16)) {
-		do {
-			*--p = "0123456789abcdef"[u & 15];
-			u >>= 4;
-		} while (u);
+		/* digit count from the top bit, then fill right to left */
+		unsigned nd = u ? (67 - (unsigned)__builtin_clzll(u)) / 4 : 1;
+		p = e - nd;
+		for (unsigned i = nd; i-- > 0; u >>= 4)
+			p[i] = "0123456789abcdef"[u & 15];
 		*--p = 'x';
 		*--p = '0';
 	} else if (spec == 'o' || (!spec && base == 8)) {
@@ -333,10 +387,7 @@ static void put_int(struct sbuf *b, uint64_t u, bool sgn, char spec, int base)
 		bool neg = spec != 'u' && (sgn || spec == 'd') && (int64_t)u < 0;
 		if (neg)
 			u = -u;
-		do {
-			*--p = '0' + u % 10;
-			u /= 10;
-		} while (u);
+		p = dec_back(e, u);
 		if (neg)
 			*--p = '-';
 	}
