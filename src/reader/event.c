@@ -330,22 +330,37 @@ static const char dig2[201] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
-/* Decimal digits of u ending at e (written backwards); returns the start. */
-static inline char *dec_back(char *e, uint64_t u)
+static const uint64_t pow10_tab[20] = {
+	1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+	100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
+	1000000000000ull, 10000000000000ull, 100000000000000ull,
+	1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+	1000000000000000000ull, 10000000000000000000ull,
+};
+
+/* Number of decimal digits of v (1 for 0), without a loop. */
+static inline unsigned dec_len(uint64_t v)
 {
-	while (u >= 100) {
-		unsigned r = (unsigned)(u % 100);
-		u /= 100;
+	v |= 1; /* same digit count (10^k is even), and 0 has one */
+	unsigned t = ((64 - (unsigned)__builtin_clzll(v | 1)) * 1233) >> 12;
+	return t + (v >= pow10_tab[t]);
+}
+
+/* v as exactly n = dec_len(v) digits at d, written in place: formatting
+ * into a scratch buffer and copying it reloads bytes just stored, which
+ * stalls on store forwarding. */
+static inline void dec_put(char *d, uint64_t v, unsigned n)
+{
+	char *e = d + n;
+	while (v >= 100) {
 		e -= 2;
-		memcpy(e, dig2 + 2 * r, 2);
+		memcpy(e, dig2 + 2 * (v % 100), 2);
+		v /= 100;
 	}
-	if (u >= 10) {
-		e -= 2;
-		memcpy(e, dig2 + 2 * u, 2);
-	} else {
-		*--e = (char)('0' + u);
-	}
-	return e;
+	if (v >= 10)
+		memcpy(e - 2, dig2 + 2 * v, 2);
+	else
+		e[-1] = (char)('0' + v);
 }
 
 static const char *enum_label(const struct strata_field_class *f, uint64_t u)
@@ -362,34 +377,45 @@ static const char *enum_label(const struct strata_field_class *f, uint64_t u)
 static void put_int(struct sbuf *b, uint64_t u, bool sgn, char spec, int base)
 {
 	char tmp[72], *e = tmp + sizeof(tmp), *p = e;
-	if (spec == 'x' || (!spec && base == 16)) {
-		/* digit count from the top bit, then fill right to left */
-		unsigned nd = u ? (67 - (unsigned)__builtin_clzll(u)) / 4 : 1;
-		p = e - nd;
-		for (unsigned i = nd; i-- > 0; u >>= 4)
-			p[i] = "0123456789abcdef"[u & 15];
-		*--p = 'x';
-		*--p = '0';
-	} else if (spec == 'o' || (!spec && base == 8)) {
+	bool hex = spec == 'x' || (!spec && base == 16);
+	if (hex || (!spec && base == 10) || spec == 'd' || spec == 'u') {
+		/* the common cases, straight into the output when it has room */
+		bool neg = !hex && spec != 'u' && (sgn || spec == 'd') && (int64_t)u < 0;
+		if (neg)
+			u = -u;
+		unsigned nd = hex ? (u ? (67 - (unsigned)__builtin_clzll(u)) / 4 : 1) : dec_len(u);
+		unsigned n = nd + (hex ? 2 : neg);
+		char *d = b->n <= b->len && b->len - b->n >= n ? b->p + b->n : tmp;
+		char *q = d;
+		if (hex) {
+			*q++ = '0';
+			*q++ = 'x';
+			for (unsigned i = nd; i-- > 0; u >>= 4)
+				q[i] = "0123456789abcdef"[u & 15];
+		} else {
+			if (neg)
+				*q++ = '-';
+			dec_put(q, u, nd);
+		}
+		if (d == tmp)
+			put(b, tmp, n);
+		else
+			b->n += n;
+		return;
+	}
+	if (spec == 'o' || (!spec && base == 8)) {
 		do {
 			*--p = '0' + (u & 7);
 			u >>= 3;
 		} while (u);
 		*--p = '0';
-	} else if (spec == 'b' || (!spec && base == 2)) {
+	} else {
 		do {
 			*--p = '0' + (u & 1);
 			u >>= 1;
 		} while (u);
 		*--p = 'b';
 		*--p = '0';
-	} else {
-		bool neg = spec != 'u' && (sgn || spec == 'd') && (int64_t)u < 0;
-		if (neg)
-			u = -u;
-		p = dec_back(e, u);
-		if (neg)
-			*--p = '-';
 	}
 	put(b, p, e - p);
 }
