@@ -118,6 +118,23 @@ static char *stream_levels(struct strata_trace *t)
 	return lv;
 }
 
+#define RD_UNLIKELY_CLI(x) __builtin_expect(!!(x), 0)
+
+/* "pid/tid " of the last event of one stream, ready to copy. */
+struct pt_cache {
+	uint32_t pid, tid;
+	uint32_t n;  /* bytes used in s; 0: empty */
+	char s[24];  /* two u32 (10 digits each), '/', ' ' */
+};
+
+static void pt_fill(struct pt_cache *pc, uint32_t pid, uint32_t tid)
+{
+	int n = snprintf(pc->s, sizeof(pc->s), "%u/%u ", pid, tid);
+	pc->pid = pid;
+	pc->tid = tid;
+	pc->n = (uint32_t)n;
+}
+
 static void put_json(struct cli_out *o, const struct cli_time *tm,
 		     const struct strata_event *ev, struct strata_value *vals,
 		     char level)
@@ -213,7 +230,21 @@ int cmd_print(int argc, char **argv)
 			maxf = strata_trace_class(ct.t, i)->nfields;
 	vals = calloc(maxf + 1, sizeof(*vals));
 	char *levels = stream_levels(ct.t);
-	if (!levels) {
+	struct pt_cache *ptc = calloc(strata_trace_nstreams(ct.t) + 1, sizeof(*ptc));
+	/* event names, each padded to 16-byte chunks in one block */
+	unsigned ncls = strata_trace_nclasses(ct.t);
+	uint32_t *namelen = calloc(2 * (size_t)ncls + 1, sizeof(*namelen));
+	uint32_t *nameoff = namelen ? namelen + ncls : NULL;
+	size_t ntot = 0;
+	for (unsigned i = 0; namelen && i < ncls; i++) {
+		namelen[i] = (uint32_t)strlen(strata_trace_class(ct.t, i)->name);
+		nameoff[i] = (uint32_t)ntot;
+		ntot += (namelen[i] + 16) & ~(size_t)15;
+	}
+	char *names = namelen && ntot < UINT32_MAX ? calloc(ntot + 1, 1) : NULL;
+	for (unsigned i = 0; names && i < ncls; i++)
+		memcpy(names + nameoff[i], strata_trace_class(ct.t, i)->name, namelen[i]);
+	if (!levels || !ptc || !namelen || !names) {
 		free(vals);
 		vals = NULL;
 	}
@@ -271,18 +302,41 @@ int cmd_print(int argc, char **argv)
 			out.len += k;
 			cli_out_u64(&out, cpu);
 		}
-		cli_out_mem(&out, levels[ev->stream] == 'K' ? "] K " : "] U ", 4);
-		cli_out_u64(&out, ev->pid);
-		cli_out_mem(&out, "/", 1);
-		cli_out_u64(&out, ev->tid);
-		cli_out_mem(&out, " ", 1);
-		cli_out_str(&out, ev->cls->name);
-		cli_out_mem(&out, " ", 1);
+		/* the rest of the line's head straight into the reserved room:
+		 * "pid/tid " formatted once per change of thread in a stream,
+		 * names measured once per class */
+		p = cli_out_reserve(&out, 512);
+		k = 0;
+		memcpy(p, levels[ev->stream] == 'K' ? "] K " : "] U ", 4);
+		k = 4;
+		struct pt_cache *pc = &ptc[ev->stream];
+		if (RD_UNLIKELY_CLI(!pc->n || pc->pid != ev->pid || pc->tid != ev->tid))
+			pt_fill(pc, ev->pid, ev->tid);
+		memcpy(p + k, pc->s, sizeof(pc->s));
+		k += pc->n;
+		uint32_t nl = namelen[ev->cls->index];
+		if (nl <= 256) {
+			/* whole 16-byte chunks of the padded copy: no libc call
+			 * or rep movs for a dozen bytes */
+			const char *nm = names + nameoff[ev->cls->index];
+			for (uint32_t i = 0; i < nl; i += 16)
+				memcpy(p + k + i, nm + i, 16);
+			k += nl;
+			p[k++] = ' ';
+			out.len += k;
+		} else {
+			out.len += k;
+			cli_out_mem(&out, ev->cls->name, nl);
+			cli_out_mem(&out, " ", 1);
+		}
 		put_desc(&out, ev);
 		cli_out_mem(&out, "\n", 1);
 	}
 	cli_progress_done(&pg);
 	free(levels);
+	free(ptc);
+	free(namelen);
+	free(names);
 	free(vals);
 	strata_iter_destroy(it);
 	int rc = cli_status(&ct);

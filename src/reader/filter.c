@@ -446,6 +446,7 @@ void strata_filter_destroy(struct strata_filter *f)
 
 int strata_filter_time(struct strata_filter *f, uint64_t begin, uint64_t end)
 {
+	f->narrowed = true; /* iterators leave their fast path */
 	if (begin > end)
 		return -EINVAL;
 	if (begin > f->t_begin)
@@ -467,21 +468,25 @@ static int push_u32(uint32_t **v, uint32_t *n, uint32_t x)
 
 int strata_filter_cpu(struct strata_filter *f, uint32_t cpu)
 {
+	f->narrowed = true; /* iterators leave their fast path */
 	return push_u32(&f->cpus, &f->ncpus, cpu);
 }
 
 int strata_filter_pid(struct strata_filter *f, uint32_t pid)
 {
+	f->narrowed = true; /* iterators leave their fast path */
 	return push_u32(&f->pids, &f->npids, pid);
 }
 
 int strata_filter_tid(struct strata_filter *f, uint32_t tid)
 {
+	f->narrowed = true; /* iterators leave their fast path */
 	return push_u32(&f->tids, &f->ntids, tid);
 }
 
 int strata_filter_event(struct strata_filter *f, const char *glob)
 {
+	f->narrowed = true; /* iterators leave their fast path */
 	struct strata_trace *t = f->trace;
 	if (!f->name_ok) {
 		f->name_ok = calloc(t->nclasses ? t->nclasses : 1, 1);
@@ -501,6 +506,7 @@ int strata_filter_event(struct strata_filter *f, const char *glob)
 int strata_filter_expr(struct strata_filter *f, const char *expr, char *err,
 		       size_t errlen)
 {
+	f->narrowed = true; /* iterators leave their fast path */
 	struct strata_trace *t = f->trace;
 	struct rd_filter_prog *g = calloc(1, sizeof(*g));
 	char dummy[1];

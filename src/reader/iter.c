@@ -52,7 +52,8 @@ struct strata_iter {
 	struct strata_trace *t;
 	const struct strata_filter *f;
 	unsigned flags;
-	bool fast;      /* no filter, no internal records: cursor_next_fast */
+	bool fast;      /* no internal records: cursor_next_fast, unless a
+			 * filter with conditions */
 	bool unordered; /* STRATA_ITER_UNORDERED */
 	bool started;   /* tree built */
 	bool advance_top;
@@ -407,7 +408,10 @@ iter_step(struct strata_iter *it)
 	} else if (RD_LIKELY(it->advance_top)) {
 		w = it->tree[0];
 		struct rd_cursor *c = &cur[w];
-		bool has = RD_LIKELY(it->fast) ? cursor_next_fast(it, c) : cursor_next(it, c);
+		/* a filter with no condition (the CLI always makes one) keeps
+		 * the fast path; conditions added later take effect at once */
+		bool fast = it->fast && (!it->f || !it->f->narrowed);
+		bool has = RD_LIKELY(fast) ? cursor_next_fast(it, c) : cursor_next(it, c);
 		c->key = RD_LIKELY(has) ? (it->unordered ? key_unordered(c) : key_of(c))
 					: RD_KEY_DONE;
 		/* replay w's matches up to the root: branch-free selects */
@@ -499,7 +503,7 @@ int strata_iter_create(struct strata_trace *t, const struct strata_iter_options 
 	it->t = t;
 	it->f = opt->filter;
 	it->flags = opt->flags;
-	it->fast = !it->f && !(it->flags & STRATA_ITER_INTERNAL);
+	it->fast = !(it->flags & STRATA_ITER_INTERNAL);
 	it->unordered = (it->flags & STRATA_ITER_UNORDERED) != 0;
 	it->ncur = opt->stream >= 0 ? 1 : t->nstreams;
 	it->width = 1;

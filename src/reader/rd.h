@@ -190,6 +190,7 @@ struct strata_filter {
 	uint8_t *name_ok;        /* per class index, when by_name */
 	struct rd_filter_prog **progs;
 	unsigned nprogs;
+	bool narrowed;           /* any condition added: not a no-op filter */
 };
 
 bool rd_filter_expr_match(const struct strata_filter *f,
