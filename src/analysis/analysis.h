@@ -16,6 +16,7 @@ enum bd_state {
 	BD_RUNNABLE, /* ready, waiting for a CPU: preempted or woken */
 	BD_SLEEP,    /* blocked, interruptible (S, also I, T, P) */
 	BD_IO,       /* blocked, uninterruptible (D): I/O wait */
+	BD_IRQ,      /* on a CPU, but in interrupt or softirq handlers */
 	BD_OTHER,    /* not known yet, not alive yet, or exited */
 	BD_NSTATES,
 };
@@ -51,6 +52,7 @@ struct bd_cpu {
 	int64_t cur;    /* current tid, -1 unknown */
 	uint64_t since, irq_at, softirq_at;
 	bool in_irq, in_softirq;
+	int depth; /* nested handlers (irq, vectors, softirq) */
 };
 
 struct bd_options {

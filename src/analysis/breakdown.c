@@ -135,7 +135,8 @@ static void set_state(struct bd_ctx *c, struct bd_thread *th, int st, uint64_t t
 		ts = th->since;
 	uint64_t d = clip(c, th->since, ts);
 	th->t[th->state] += d;
-	if ((th->state == BD_USER || th->state == BD_SYS) && th->on >= 0 &&
+	if ((th->state == BD_USER || th->state == BD_SYS || th->state == BD_IRQ) &&
+	    th->on >= 0 &&
 	    (unsigned)th->on < c->r->ncpus)
 		th->cpu[th->on] += d;
 	if (th->state == BD_SYS && th->in_sys && th->sys_open)
@@ -224,6 +225,10 @@ static void resolve_classes(struct bd_ctx *c)
 		} else if (!strcmp(nm, "raw_syscalls:sys_exit")) {
 			ci->kind = K_SYS_EXIT;
 			F(0, "id");
+		} else if (!strncmp(nm, "irq_vectors:", 12) && strstr(nm, "_entry")) {
+			ci->kind = K_IRQ_ENTRY;
+		} else if (!strncmp(nm, "irq_vectors:", 12) && strstr(nm, "_exit")) {
+			ci->kind = K_IRQ_EXIT;
 		} else if (!strcmp(nm, "irq:irq_handler_entry")) {
 			ci->kind = K_IRQ_ENTRY;
 		} else if (!strcmp(nm, "irq:irq_handler_exit")) {
@@ -234,6 +239,19 @@ static void resolve_classes(struct bd_ctx *c)
 			ci->kind = K_SOFTIRQ_EXIT;
 		}
 #undef F
+	}
+}
+
+/* Interrupt handlers steal from the thread they interrupt: its running
+ * time excludes them, as the kernel's own accounting does. */
+static void handler(struct bd_ctx *c, struct bd_cpu *k, struct bd_thread *cur,
+		    bool enter, uint64_t ts)
+{
+	if (enter) {
+		if (k->depth++ == 0 && cur && (cur->state == BD_USER || cur->state == BD_SYS))
+			set_state(c, cur, BD_IRQ, ts);
+	} else if (k->depth > 0 && --k->depth == 0 && cur && cur->state == BD_IRQ) {
+		set_state(c, cur, running_state(cur), ts);
 	}
 }
 
@@ -266,7 +284,7 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 			return;
 		cur->pid = ev->pid;
 		if (cur->state != BD_USER && cur->state != BD_SYS &&
-		    ci->kind != K_WAKEUP) {
+		    cur->state != BD_IRQ && ci->kind != K_WAKEUP) {
 			cur->on = (int)cpu;
 			set_state(c, cur, running_state(cur), ts);
 		}
@@ -277,6 +295,7 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 		int64_t prev = field_s(ev, ci->f[0]), pst = field_s(ev, ci->f[1]);
 		int64_t next = field_s(ev, ci->f[2]);
 		r->have_sched = true;
+		k->depth = 0; /* no handler spans a switch */
 		if (prev > 0) {
 			struct bd_thread *p = thread_get(c, (uint32_t)prev);
 			if (!p)
@@ -336,20 +355,24 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 	case K_IRQ_ENTRY:
 		k->in_irq = true;
 		k->irq_at = ts;
+		handler(c, k, cur, true, ts);
 		break;
 	case K_IRQ_EXIT:
 		if (k->in_irq)
 			k->irq += clip(c, k->irq_at, ts);
 		k->in_irq = false;
+		handler(c, k, cur, false, ts);
 		break;
 	case K_SOFTIRQ_ENTRY:
 		k->in_softirq = true;
 		k->softirq_at = ts;
+		handler(c, k, cur, true, ts);
 		break;
 	case K_SOFTIRQ_EXIT:
 		if (k->in_softirq)
 			k->softirq += clip(c, k->softirq_at, ts);
 		k->in_softirq = false;
+		handler(c, k, cur, false, ts);
 		break;
 	case K_EXEC:
 		if (cur)

@@ -24,7 +24,7 @@ const char cmd_breakdown_usage[] =
 	"  --format text|json    output format (default text)\n";
 
 static const char *const state_names[BD_NSTATES] = {
-	"user", "syscall", "runnable", "sleep", "io_wait", "other",
+	"user", "syscall", "runnable", "sleep", "io_wait", "irq", "other",
 };
 
 static bool wanted(const struct cli_filter_opts *fo, const struct bd_thread *th)
@@ -48,8 +48,9 @@ static double ms(struct strata_trace *t, uint64_t ticks)
 static void print_json(struct strata_trace *t, const struct bd_result *r,
 		       const struct cli_filter_opts *fo)
 {
-	printf("{\"wall_ns\":%" PRIu64 ",\"syscalls_traced\":%s,\"threads\":[",
-	       strata_trace_ticks_to_ns(t, r->end - r->begin),
+	printf("{\"wall_ns\":%" PRIu64 ",\"wall_ticks\":%" PRIu64
+	       ",\"syscalls_traced\":%s,\"threads\":[",
+	       strata_trace_ticks_to_ns(t, r->end - r->begin), r->end - r->begin,
 	       r->have_syscalls ? "true" : "false");
 	bool first = true;
 	for (unsigned i = 0; i < r->nthreads; i++) {
@@ -65,7 +66,10 @@ static void print_json(struct strata_trace *t, const struct bd_result *r,
 		for (int s = 0; s < BD_NSTATES; s++)
 			printf(",\"%s_ns\":%" PRIu64, state_names[s],
 			       strata_trace_ticks_to_ns(t, th->t[s]));
-		printf(",\"preempted\":%" PRIu64 ",\"switches\":%" PRIu64
+		printf(",\"ticks\":[");
+		for (int s = 0; s < BD_NSTATES; s++)
+			printf("%s%" PRIu64, s ? "," : "", th->t[s]);
+		printf("],\"preempted\":%" PRIu64 ",\"switches\":%" PRIu64
 		       ",\"wakeups\":%" PRIu64 ",\"user_events\":%" PRIu64 ",\"cpus\":{",
 		       th->preempted, th->switches_in, th->wakeups, th->user_events);
 		bool f2 = true;
@@ -115,17 +119,16 @@ static void print_text(struct strata_trace *t, const struct bd_result *r,
 	       r->have_syscalls ? "" :
 				  "\nNo syscall events: 'user' is all on-CPU time "
 				  "(record with -k sched,syscalls to split it)");
-	table_init(&tb, 10, "rrlrrrrrrl");
-	const char *hdr[10] = { "pid", "tid", "comm", r->have_syscalls ? "user" : "running",
-				"syscall", "runnable", "sleep", "io_wait", "other", "cpus" };
+	table_init(&tb, 10, "rlrrrrrrrl");
+	const char *hdr[10] = { "pid/tid", "comm", r->have_syscalls ? "user" : "running",
+				"syscall", "runnable", "sleep", "io_wait", "irq", "other", "cpus" };
 	for (int i = 0; i < 10; i++)
 		table_cell(&tb, "%s", hdr[i]);
 	for (unsigned i = 0; i < r->nthreads; i++) {
 		const struct bd_thread *th = &r->threads[i];
 		if (!wanted(fo, th) || th->t[BD_OTHER] == r->end - r->begin)
 			continue;
-		table_cell(&tb, "%u", th->pid);
-		table_cell(&tb, "%u", th->tid);
+		table_cell(&tb, "%u/%u", th->pid, th->tid);
 		table_cell(&tb, "%s", th->comm[0] ? th->comm : "?");
 		for (int s = 0; s < BD_NSTATES; s++)
 			table_cell(&tb, "%.3f", ms(t, th->t[s]));

@@ -50,6 +50,13 @@ static const struct {
 	{ KERN_IRQ, "irq", "irq_handler_exit" },
 	{ KERN_IRQ, "irq", "softirq_entry" },
 	{ KERN_IRQ, "irq", "softirq_exit" },
+	/* x86 interrupt vectors: the local timer is no irq_handler event */
+	{ KERN_IRQ, "irq_vectors", "local_timer_entry" },
+	{ KERN_IRQ, "irq_vectors", "local_timer_exit" },
+	{ KERN_IRQ, "irq_vectors", "reschedule_entry" },
+	{ KERN_IRQ, "irq_vectors", "reschedule_exit" },
+	{ KERN_IRQ, "irq_vectors", "call_function_single_entry" },
+	{ KERN_IRQ, "irq_vectors", "call_function_single_exit" },
 	{ KERN_SYSCALLS, "raw_syscalls", "sys_enter" },
 	{ KERN_SYSCALLS, "raw_syscalls", "sys_exit" },
 };
@@ -548,8 +555,8 @@ int kern_start(const struct kern_options *o, struct kern_session **out)
 		}
 
 	/* format files of the systems used */
-	const char *systems[64] = { "sched", "irq", "raw_syscalls" };
-	unsigned nsys = 3;
+	const char *systems[64] = { "sched", "irq", "raw_syscalls", "irq_vectors" };
+	unsigned nsys = 4;
 	for (const char *const *e = o->events; e && *e && nsys < 63; e++) {
 		char sys[64];
 		snprintf(sys, sizeof(sys), "%.*s", (int)strcspn(*e, ":"), *e);
@@ -560,7 +567,7 @@ int kern_start(const struct kern_options *o, struct kern_session **out)
 			nsys++;
 	}
 	s->tep = tracefs_local_events_system(NULL, systems);
-	for (unsigned i = 3; i < nsys; i++)
+	for (unsigned i = 4; i < nsys; i++)
 		free((char *)systems[i]);
 	if (!s->tep) {
 		ret = -EIO;
@@ -596,8 +603,9 @@ int kern_start(const struct kern_options *o, struct kern_session **out)
 	for (size_t i = 0; i < NGROUP_EVENTS; i++)
 		if ((o->groups & group_events[i].group) &&
 		    (ret = add_class(s, o, group_events[i].sys, group_events[i].name))) {
-			if (ret == -ENOENT && !strcmp(group_events[i].name, "sched_waking"))
-				continue; /* older kernels */
+			if (ret == -ENOENT && (!strcmp(group_events[i].name, "sched_waking") ||
+					       !strcmp(group_events[i].sys, "irq_vectors")))
+				continue; /* older kernels, other architectures */
 			goto fail_out;
 		}
 	for (const char *const *e = o->events; e && *e; e++) {

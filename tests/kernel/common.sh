@@ -1,0 +1,17 @@
+# SPDX-License-Identifier: MIT
+# Shared by the kernel tests: skip (77) with a printed reason without root or tracefs.
+kernel_test_require() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "SKIP: kernel tracing needs root (running as uid $(id -u))"
+		exit 77
+	fi
+	if ! grep -qw tracefs /proc/filesystems; then
+		echo "SKIP: this kernel has no tracefs"
+		exit 77
+	fi
+	if [ ! -d /sys/kernel/tracing/instances ] &&
+	   ! { mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && umount /sys/kernel/tracing; }; then
+		echo "SKIP: tracefs cannot be mounted on /sys/kernel/tracing"
+		exit 77
+	fi
+}
