@@ -210,15 +210,26 @@ static int decode(const char *dir, const char *mode)
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* N seeks to uniformly random times, each followed by reading the event
+ * found (checked to be at or after the target). */
 static int seek(const char *dir, unsigned n)
 {
 	struct strata_trace *t;
 	struct strata_iter *it;
 	const struct strata_event *ev;
-	if (strata_trace_open(dir, NULL, &t) < 0 || strata_iter_create(t, NULL, &it) < 0)
+	if (!n || strata_trace_open(dir, NULL, &t) < 0 || strata_iter_create(t, NULL, &it) < 0)
+		return 1;
+	double *lat = calloc(n, sizeof(*lat));
+	if (!lat)
 		return 1;
 	uint64_t b = strata_trace_begin(t), e = strata_trace_end(t), x = 12345;
-	double worst = 0, t0 = now();
+	double t0 = now();
 	for (unsigned i = 0; i < n; i++) {
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		uint64_t target = b + x % (e - b + 1);
@@ -226,13 +237,14 @@ static int seek(const char *dir, unsigned n)
 		strata_iter_seek(it, target);
 		if (strata_iter_next(it, &ev) > 0 && ev->timestamp < target)
 			return fprintf(stderr, "reader_bench: seek landed before its target\n"), 1;
-		double d = now() - s;
-		if (d > worst)
-			worst = d;
+		lat[i] = now() - s;
 	}
 	double dt = now() - t0;
-	printf("seek: %u random seeks, mean %.1f us, worst %.1f us\n", n, dt / n * 1e6,
-	       worst * 1e6);
+	qsort(lat, n, sizeof(*lat), cmp_double);
+	printf("seek: %u random seeks in %.1f GB, mean %.1f us, median %.1f us, p99 %.1f us, "
+	       "worst %.1f us\n", n, strata_trace_size(t) / 1e9, dt / n * 1e6, lat[n / 2] * 1e6,
+	       lat[n - 1 - n / 100] * 1e6, lat[n - 1] * 1e6);
+	free(lat);
 	strata_iter_destroy(it);
 	strata_trace_close(t);
 	return 0;

@@ -340,3 +340,22 @@ cleanup
 python3 "$ROOT/bench/report.py" --raw "$RAW" --env "$ENVF" --out "$REPORT" \
 	$([ $SMOKE = 1 ] && echo --smoke)
 note "wrote $REPORT (raw results: $RAW)"
+
+# ---- reader: libstrata-reader and `strata print` against babeltrace2 -----------
+# bench/reader_bench.sh records its own trace (examples/workers) under $OUT and
+# removes it; its table is appended to the report as the "Reader" section.
+READER_ENV=""
+[ $SMOKE = 1 ] && READER_ENV="READER_EVENTS=2000000 READER_REPS=1 READER_BT2_REPS=1 READER_BIG_GB=0"
+if [ -f "$BUILD/CMakeCache.txt" ]; then
+	note "reader (bench/reader_bench.sh; babeltrace2 takes minutes)"
+	# shellcheck disable=SC2086 # READER_ENV is a word list
+	if reader_table=$(env $READER_ENV TMPDIR="$OUT" sh "$ROOT/bench/reader_bench.sh" \
+		"$BUILD" 2>>"$LOG"); then
+		printf '\n## Reader\n\n%s\n' "$reader_table" >>"$REPORT"
+		note "appended the Reader table to $REPORT"
+	else
+		note "failed: reader (see $LOG)"
+	fi
+else
+	note "skip: reader: $BUILD is not a configured build tree"
+fi
