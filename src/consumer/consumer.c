@@ -383,6 +383,15 @@ static void update_metadata(struct cons *c)
 		mi.procname = comm;
 	}
 	c->reg_gen = generation(c);
+	/* An id first seen before its descriptor arrived (a traced process
+	 * sends them a little after its first events) is declared from the
+	 * descriptor from now on, never twice (babeltrace2 refuses). */
+	for (size_t i = 0; i < c->nraw;) {
+		if (event_lookup(c, c->raw[i].id))
+			c->raw[i] = c->raw[--c->nraw];
+		else
+			i++;
+	}
 	memcpy(mi.uuid, c->uuid, 16);
 	mi.freq_hz = c->freq_hz;
 	mi.offset_ns = c->offset_ns;

@@ -375,6 +375,22 @@ static void sess_send_descs(void)
 	free(b.p);
 }
 
+static char sess_enable[1024]; /* STRATA_ENABLE: patterns, comma-separated */
+
+/* Apply STRATA_ENABLE (`strata record -e`) to what is registered now:
+ * patterns name events, which exist only once their constructors ran. */
+static void sess_apply_enable(void)
+{
+	char buf[sizeof(sess_enable)], *save = NULL;
+
+	memcpy(buf, sess_enable, sizeof(buf));
+	/* Only what is named: per-event flags default to on (dsl.md). An
+	 * event racing with this may be missed once, at registration. */
+	strata_disable("*:*");
+	for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save))
+		strata_enable(p);
+}
+
 /* The helper thread: descriptors, retried handovers, every 10 ms. */
 static void *sess_main(void *arg)
 {
@@ -385,6 +401,8 @@ static void *sess_main(void *arg)
 		uint64_t g = strata_registry_generation();
 		if (g != gen) {
 			gen = g;
+			if (sess_enable[0])
+				sess_apply_enable();
 			sess_send_descs();
 		}
 		if (__atomic_load_n(&sess_state, __ATOMIC_ACQUIRE) == SESS_ON)
@@ -436,8 +454,9 @@ static void sess_leave(void)
 	}
 	bye.rings_unsent = __atomic_load_n(&sess_rings_unsent, __ATOMIC_RELAXED);
 	st = __atomic_load_n(&sess_state, __ATOMIC_ACQUIRE);
-	if (st == SESS_ON && !sess_send(&bye, sizeof(bye), -1) &&
-	    !bye.rings_unsent) {
+	if (st == SESS_ON && sess_send(&bye, sizeof(bye), -1))
+		st = SESS_DEAD;
+	if (st == SESS_ON && !bye.rings_unsent) {
 		/* fine: the daemon reports */
 	} else if (st != SESS_NEED) {
 		uint64_t lost = 0;
@@ -482,6 +501,9 @@ static int sess_join(const char *path)
 	if ((ret = options_check(&o)))
 		return ret;
 	memcpy(sess_sock, path, strlen(path) + 1);
+	const char *en = getenv("STRATA_ENABLE");
+	if (en)
+		snprintf(sess_enable, sizeof(sess_enable), "%s", en);
 	ring_cfg.psize_shift = (uint32_t)__builtin_ctzll(o.packet_size);
 	ring_cfg.npackets_shift = (uint32_t)__builtin_ctz(o.npackets);
 	ring_cfg.mode = (uint32_t)o.mode;
