@@ -13,7 +13,7 @@
  * entries; the page cache keeps the data, a later seek faults it again).
  * This is what keeps a reader's resident memory bounded by the number of
  * streams rather than growing with the bytes read. */
-#define RD_DROP_STEP (8u << 20)
+#define RD_DROP_STEP (2u << 20)
 
 struct rd_cursor {
 	/* hot: read by cursor_next_fast on every event */
@@ -86,15 +86,20 @@ static void report_packet_end(struct strata_iter *it, struct rd_cursor *c)
 	}
 }
 
-/* Give back the mapping below `upto` once a step of it was consumed. */
+/* Give back the mapping below `upto` once a step of it was consumed. The
+ * last step stays mapped: the events of a strata_iter_read batch point
+ * into packets the cursor already left, and reading them would map the
+ * pages again below c->drop, where nothing gives them back. */
 static void drop_behind(struct rd_cursor *c, const uint8_t *upto)
 {
 	uintptr_t lo = ((uintptr_t)c->drop + 4095) & ~(uintptr_t)4095;
-	uintptr_t hi = (uintptr_t)upto & ~(uintptr_t)4095;
+	uintptr_t hi = ((uintptr_t)upto - RD_DROP_STEP) & ~(uintptr_t)4095;
 	if (!c->drop || upto < c->drop) {
 		c->drop = upto;
 		return;
 	}
+	if ((uintptr_t)upto - (uintptr_t)c->drop < 2 * (uintptr_t)RD_DROP_STEP)
+		return;
 	if (hi > lo && hi - lo >= RD_DROP_STEP) {
 		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 		c->drop = (const uint8_t *)hi;

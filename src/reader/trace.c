@@ -272,10 +272,17 @@ static int build_index(struct strata_trace *t, struct rd_stream *s)
 	struct rd_packet *pk = calloc(n ? n : 1, sizeof(*pk));
 	if (!pk)
 		return -ENOMEM;
-	uint64_t last_end = 0;
+	uint64_t last_end = 0, dropped = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t off = i * s->packet_size;
 		const char *why;
+		if (off - dropped >= (8u << 20)) {
+			/* header pages read so far (the kernel maps some around
+			 * each): given back as we go, so that resident memory
+			 * does not grow with the file */
+			madvise((void *)s->map, off & ~(uint64_t)4095, MADV_DONTNEED);
+			dropped = off;
+		}
 		if (off + RD_HEADER_SIZE > s->size)
 			why = "truncated packet header";
 		else
