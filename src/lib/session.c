@@ -27,7 +27,6 @@
 
 STRATA_API volatile uint64_t strata_mask;
 
-void (*ring_created_hook)(struct strata_ring *ring);
 
 /* Defined (as 1) by programs that link libstrata statically and must not
  * trace themselves from the environment: the strata tool. */

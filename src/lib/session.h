@@ -11,13 +11,6 @@
  * all). Bit 63 is otherwise unused: major 63 is reserved. */
 #define STRATA_MAJORS_NONE STRATA_MAJOR_BIT(63)
 
-struct strata_ring;
-
-/* Called by ring_get_or_create() after it published a new ring, when set
- * (a STRATA_SESSION process hands the ring to the daemon). Runs in the
- * slow path: async-signal-safe, must not block. */
-extern void (*ring_created_hook)(struct strata_ring *ring);
-
 int options_parse_majors(const char *s, uint64_t *out);
 /* Apply defaults and validate; sets the detail string on error. */
 int options_check(struct strata_options *o);

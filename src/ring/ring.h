@@ -26,6 +26,12 @@ extern uint64_t ring_lost_global[STRATA_LOST_NCAUSES];
  * Returns the ring (possibly another thread's, if it won the race), or NULL. */
 struct strata_ring *ring_get_or_create(unsigned cpu);
 
+/* Called once for each ring this process creates, right after it is
+ * published (async-signal-safe context: the slow path of a tracepoint).
+ * Set by the session layer to hand rings to a `strata record` daemon;
+ * NULL otherwise. */
+extern void (*ring_created_hook)(struct strata_ring *ring);
+
 /* Reserve on a given ring rather than the current CPU's (the consumer's
  * own records). Same contract as strata_reserve(). */
 int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t id,

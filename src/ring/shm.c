@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "lib/session.h"
 #include "ring/ring.h"
 
 struct ring_config ring_cfg = {
@@ -17,6 +16,7 @@ struct ring_config ring_cfg = {
 };
 
 STRATA_API struct strata_ring *strata_rings[STRATA_MAX_CPUS];
+void (*ring_created_hook)(struct strata_ring *ring);
 
 /* CPUs whose ring could not be created: don't retry on every event. */
 static uint8_t ring_failed[STRATA_MAX_CPUS];

@@ -114,6 +114,9 @@ int sessd_create(const char *trace_dir, struct sessd **out, const char **what)
 	const char *tmp = getenv("TMPDIR");
 	int ret;
 
+	/* The daemon's own view of the trace clock, explicitly: libstrata's
+	 * constructor is not necessarily linked into the tool. */
+	clock_init();
 	if (!d)
 		return -ENOMEM;
 	d->lfd = -1;
