@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#ifdef STRATA_HAVE_KERNEL
+#include "kernel/kernel.h"
+#endif
 #include "session/daemon.h"
 
 /* libstrata is linked in for its consumer: it must not trace this tool
@@ -35,6 +38,10 @@ const char cmd_record_usage[] =
 	"  -e, --enable PATTERN   enable a subsystem or SUB:EVENT glob (repeatable;\n"
 	"                         then only what is enabled is traced)\n"
 	"  --duration SECONDS     stop after this long (COMMAND gets SIGINT)\n"
+	"  -k, --kernel GROUPS    also record kernel events on the same clock:\n"
+	"                         sched, irq, syscalls, or all (docs/kernel.md);\n"
+	"                         those of COMMAND's process tree only, unless\n"
+	"  --kernel-system        ... the whole system's\n"
 	"  -v, --verbose          one line per traced process at the end\n";
 
 static volatile sig_atomic_t got_signal;
@@ -63,7 +70,7 @@ static int valid_size(const char *s)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_PSIZE = 1, O_PACKETS, O_MODE, O_MAJORS, O_DURATION };
+	enum { O_PSIZE = 1, O_PACKETS, O_MODE, O_MAJORS, O_DURATION, O_KSYSTEM };
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"packet-size", required_argument, NULL, O_PSIZE},
@@ -73,18 +80,23 @@ int cmd_record(int argc, char **argv)
 		{"enable", required_argument, NULL, 'e'},
 		{"duration", required_argument, NULL, O_DURATION},
 		{"verbose", no_argument, NULL, 'v'},
+		{"kernel", required_argument, NULL, 'k'},
+		{"kernel-system", no_argument, NULL, O_KSYSTEM},
 		{NULL, 0, NULL, 0},
 	};
 	const char *out = NULL, *psize = NULL, *packets = NULL, *mode = NULL,
-		   *majors = NULL;
+		   *majors = NULL, *kgroups = NULL;
+	int ksystem = 0;
 	char enable[4096] = "", defout[64];
 	double duration = 0;
 	int verbose = 0, o;
 
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "+o:e:v", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "+o:e:k:v", opts, NULL)) != -1) {
 		switch (o) {
 		case 'o': out = optarg; break;
+		case 'k': kgroups = optarg; break;
+		case O_KSYSTEM: ksystem = 1; break;
 		case O_PSIZE: psize = optarg; break;
 		case O_PACKETS: packets = optarg; break;
 		case O_MODE: mode = optarg; break;
@@ -124,6 +136,25 @@ int cmd_record(int argc, char **argv)
 			psize && !valid_size(psize) ? psize : packets);
 		return 2;
 	}
+#ifdef STRATA_HAVE_KERNEL
+	unsigned groups = 0;
+	if (kgroups) {
+		const char *bad = NULL;
+		if (kern_groups_parse(kgroups, &groups, &bad) < 0) {
+			cli_err(NULL, "record: --kernel: unknown group '%s' (sched, "
+				"irq, syscalls, all)", bad ? bad : kgroups);
+			return 2;
+		}
+	}
+#else
+	if (kgroups) {
+		cli_err(NULL, "record: --kernel: this strata was built without "
+			"kernel support (install libtracefs-dev libtraceevent-dev "
+			"and rebuild)");
+		return 2;
+	}
+#endif
+	(void)ksystem;
 	if (mode && strcasecmp(mode, "discard") && strcasecmp(mode, "overwrite")) {
 		cli_err(NULL, "record: --mode %s: use discard or overwrite", mode);
 		return 2;
@@ -175,6 +206,14 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
+	/* With kernel events, COMMAND waits on a pipe until the kernel side
+	 * is recording (and its pid is in the filter): its first instruction
+	 * is traced at both levels. */
+	int gate[2] = {-1, -1};
+	if (kgroups && pipe(gate) < 0) {
+		cli_err(NULL, "record: pipe: %s", strerror(errno));
+		return 1;
+	}
 	pid_t child = fork();
 	if (child < 0) {
 		cli_err(NULL, "cannot fork: %s", strerror(errno));
@@ -183,10 +222,41 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	if (child == 0) {
+		if (gate[0] >= 0) {
+			char b;
+			close(gate[1]);
+			while (read(gate[0], &b, 1) < 0 && errno == EINTR)
+				;
+			close(gate[0]);
+		}
 		execvp(argv[optind], argv + optind);
 		fprintf(stderr, "strata: %s: cannot run: %s\n", argv[optind],
 			strerror(errno));
 		_exit(127);
+	}
+
+#ifdef STRATA_HAVE_KERNEL
+	struct kern_session *ks = NULL;
+	if (kgroups) {
+		char err[512] = "";
+		int pid = (int)child;
+		struct kern_options ko = {
+			.trace_dir = out,
+			.groups = groups,
+			.pids = ksystem ? NULL : &pid,
+			.npids = ksystem ? 0 : 1,
+			.err = err,
+			.errlen = sizeof(err),
+		};
+		int kret = kern_start(&ko, &ks);
+		if (kret < 0)
+			cli_err(NULL, "kernel tracing off: %s; user-space tracing "
+				"goes on", err[0] ? err : strerror(-kret));
+	}
+#endif
+	if (gate[1] >= 0) {
+		close(gate[0]);
+		close(gate[1]); /* go */
 	}
 
 	int status = 0, exited = 0, stopping = 0;
@@ -225,6 +295,20 @@ int cmd_record(int argc, char **argv)
 
 	struct sessd_totals t;
 	sessd_destroy(d, verbose ? stderr : NULL, &t);
+#ifdef STRATA_HAVE_KERNEL
+	/* After the user side's metadata exists: the kernel sub-trace takes
+	 * its clock class from it (docs/kernel.md). */
+	if (ks) {
+		struct kern_stats kst;
+		int kret = kern_stop(ks, &kst);
+		if (kret < 0)
+			cli_err(out, "kernel streams: %s", strerror(-kret));
+		fprintf(stderr, "strata: %s/kernel: %llu kernel events, %llu "
+			"discarded%s\n", out, (unsigned long long)kst.events,
+			(unsigned long long)kst.discarded,
+			kst.discarded ? " (raise the kernel buffer)" : "");
+	}
+#endif
 	fprintf(stderr, "strata: %s: %llu process%s, %llu events, %llu bytes, "
 		"%llu discarded", out, (unsigned long long)t.procs,
 		t.procs == 1 ? "" : "es", (unsigned long long)t.events,

@@ -1,0 +1,22 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# strata record -k: user events through the session daemon and kernel events, one trace, one clock.
+. "$(dirname "$0")/common.sh"
+kernel_test_require
+strata=$1 align=$2 work=$3
+command -v babeltrace2 >/dev/null || { echo "SKIP: babeltrace2 not installed"; exit 77; }
+rm -rf "$work" && mkdir -p "$work" || exit 1
+"$strata" record -k sched,syscalls -o "$work/trace" -- "$align" 1000 >/dev/null 2>"$work/rec.err" ||
+	{ echo "record failed:"; cat "$work/rec.err"; exit 1; }
+grep -q 'kernel events, 0 discarded' "$work/rec.err" || { echo "no kernel summary:"; cat "$work/rec.err"; exit 1; }
+babeltrace2 "$work/trace" >"$work/bt.txt" 2>"$work/bt.err" || { cat "$work/bt.err"; exit 1; }
+[ -s "$work/bt.err" ] && { echo "babeltrace2 warned:"; cat "$work/bt.err"; exit 1; }
+nbt=$(grep -vc ' strata:' "$work/bt.txt")
+nst=$("$strata" print "$work/trace" | wc -l)
+echo "events: babeltrace2 $nbt, strata $nst"
+[ "$nbt" -eq "$nst" ] || exit 1
+# Both levels, interleaved on one timeline.
+"$strata" print "$work/trace" >"$work/print.txt"
+grep -q ' K .* raw_syscalls:sys_enter ' "$work/print.txt" || { echo "no kernel events"; exit 1; }
+grep -q ' U ' "$work/print.txt" || { echo "no user events"; exit 1; }
+echo "record -k: OK"
