@@ -6,13 +6,14 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
 run() {
-	local dir=$1 san=$2
+	local dir=$1 san=$2 labels=$3
 	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE="$san" \
 		-DSTRATA_STRESS_EVENTS=50000 >/dev/null
 	cmake --build "$dir" -j"$jobs" >/dev/null
 	# Stress (signals, migrations, losses, overwrite), the babeltrace2
-	# round trips and the unit tests, under the sanitizer.
-	(cd "$dir" && ctest --output-on-failure -j"$jobs" -L 'stress|integration|unit')
+	# round trips and the unit tests under both; under ASan also the
+	# session daemon (crash salvage) and the kernel source.
+	(cd "$dir" && ctest --output-on-failure -j"$jobs" -L "$labels")
 }
 
 # halt_on_error: a sanitizer report fails the test, not only a crash.
@@ -20,6 +21,6 @@ export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
-run build-asan "address,undefined"
+run build-asan "address,undefined" 'stress|integration|unit|record|kernel'
 echo "== ThreadSanitizer"
-run build-tsan thread
+run build-tsan thread 'stress|integration|unit'
