@@ -96,4 +96,40 @@ int lat_compute(struct strata_trace *t, const struct lat_options *o,
 		struct lat_result *out);
 void lat_fini(struct lat_result *r);
 
+/* ---- what happened inside a pair of user events ------------------------- */
+
+struct in_options {
+	const char *from, *to; /* event name globs, paired per thread */
+};
+
+struct in_pair {
+	uint64_t begin, end;   /* ticks; end valid when closed */
+	uint32_t pid, tid;
+	bool closed;
+	uint32_t switches;     /* times the thread left a CPU inside the pair */
+	uint64_t runnable;     /* ticks off CPU while runnable (preempted) */
+	uint64_t blocked;      /* ticks off CPU while blocked (S or D) */
+};
+
+struct in_switch {
+	size_t pair;           /* index in pairs */
+	uint64_t out_at, back_at; /* ticks; back_at 0 if not back in the pair */
+	uint32_t cpu, next_tid;
+	int64_t prev_state;    /* sched_switch prev_state */
+};
+
+struct in_result {
+	struct in_pair *pairs;
+	size_t npairs;
+	struct in_switch *sw;  /* in time order */
+	size_t nsw;
+};
+
+/* Pair `from` and `to` events per thread and list the context switches of
+ * that thread inside each pair. Returns 0, -EINVAL (no class matches a
+ * glob), -ENOENT (no sched_switch events: record with -k sched), -ENOMEM. */
+int in_compute(struct strata_trace *t, const struct in_options *o,
+	       struct in_result *out);
+void in_fini(struct in_result *r);
+
 #endif /* STRATA_ANALYSIS_H */

@@ -11,7 +11,9 @@ static int cmd_help(int argc, char **argv);
 int cmd_ktrace(int argc, char **argv);
 int cmd_breakdown(int argc, char **argv);
 int cmd_latency(int argc, char **argv);
-extern const char cmd_ktrace_usage[], cmd_breakdown_usage[], cmd_latency_usage[];
+int cmd_switches(int argc, char **argv);
+extern const char cmd_ktrace_usage[], cmd_breakdown_usage[], cmd_latency_usage[],
+	cmd_switches_usage[];
 
 static const char cmd_help_usage[] =
 	"usage: strata help [COMMAND]\n\nShow the list of commands, or one command's help.\n";
@@ -35,6 +37,8 @@ static const struct cli_cmd commands[] = {
 	  cmd_breakdown_usage },
 	{ "latency", cmd_latency, "latency from one event to the next matching one",
 	  cmd_latency_usage },
+	{ "switches", cmd_switches, "context switches of a thread inside a pair of its events",
+	  cmd_switches_usage },
 	{ "help", cmd_help, "show help", cmd_help_usage },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

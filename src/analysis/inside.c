@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/* What the kernel did to a thread between two of its events: K42's "why was this lock held so long". */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+
+/*
+ * A pair opens at a `from` event of a thread and closes at that thread's
+ * next `to` event. Inside it, every sched_switch that takes the thread off
+ * a CPU is a switch: when it happened, the state it left in (preempted,
+ * sleeping, I/O), who ran instead, and how long until the thread ran
+ * again. The time off CPU split into runnable (waiting for a CPU) and
+ * blocked is what explains a long pair.
+ */
+
+struct open_pair {
+	uint32_t tid;
+	size_t pair;      /* index in out->pairs */
+	uint64_t off_at;  /* switched out at, 0 when on a CPU */
+	int off_state;    /* 1 runnable, 2 blocked */
+	size_t sw;        /* index of the open switch in out->sw */
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : 256;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static int64_t field_i(const struct strata_event *ev, int idx)
+{
+	struct strata_value v;
+	if (idx < 0 || strata_event_field(ev, (unsigned)idx, &v))
+		return -1;
+	return v.type == STRATA_VALUE_SINT ? v.s : (int64_t)v.u;
+}
+
+int in_compute(struct strata_trace *t, const struct in_options *o,
+	       struct in_result *out)
+{
+	unsigned nc = strata_trace_nclasses(t);
+	uint8_t *role = calloc(nc ? nc : 1, 1); /* 1 from, 2 to, 4 switch */
+	int (*sf)[3] = calloc(nc ? nc : 1, sizeof(*sf));
+	struct open_pair *open = NULL;
+	size_t nopen = 0, capopen = 0, cap_pairs = 0, cap_sw = 0;
+	struct strata_iter *it = NULL;
+	bool any_from = false, any_to = false, any_sw = false;
+	int ret = -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	if (!role || !sf)
+		goto out;
+	for (unsigned i = 0; i < nc; i++) {
+		const struct strata_event_class *cl = strata_trace_class(t, i);
+		if (!fnmatch(o->from, cl->name, 0))
+			role[i] |= 1, any_from = true;
+		if (!fnmatch(o->to, cl->name, 0))
+			role[i] |= 2, any_to = true;
+		if (!strcmp(cl->name, "sched:sched_switch")) {
+			role[i] |= 4;
+			any_sw = true;
+			sf[i][0] = strata_event_class_field(cl, "prev_pid");
+			sf[i][1] = strata_event_class_field(cl, "prev_state");
+			sf[i][2] = strata_event_class_field(cl, "next_pid");
+		}
+	}
+	if (!any_from || !any_to) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (!any_sw) {
+		ret = -ENOENT;
+		goto out;
+	}
+	struct strata_iter_options io = {.stream = -1};
+	if ((ret = strata_iter_create(t, &io, &it)) < 0)
+		goto out;
+	ret = -ENOMEM;
+	const struct strata_event *ev;
+	while (strata_iter_next(it, &ev) > 0) {
+		uint8_t rl = role[ev->cls->index];
+		if (!rl)
+			continue;
+		if (rl & 4) {
+			const int *f = sf[ev->cls->index];
+			int64_t prev = field_i(ev, f[0]), next = field_i(ev, f[2]);
+			for (size_t i = 0; i < nopen; i++) {
+				struct open_pair *op = &open[i];
+				struct in_pair *p = &out->pairs[op->pair];
+				if ((int64_t)op->tid == prev && !op->off_at) {
+					if (grow((void **)&out->sw, &cap_sw, out->nsw + 1,
+						 sizeof(*out->sw)))
+						goto out;
+					int64_t st = field_i(ev, f[1]);
+					struct in_switch *s = &out->sw[out->nsw];
+					memset(s, 0, sizeof(*s));
+					s->pair = op->pair;
+					s->out_at = ev->timestamp;
+					s->cpu = ev->cpu;
+					s->prev_state = st;
+					s->next_tid = (uint32_t)next;
+					op->off_at = ev->timestamp;
+					/* TASK_REPORT: 0 or 0x100 (preempted) = runnable */
+					op->off_state = (st <= 0 || (st & 0x100) || !(st & 0xff)) ? 1 : 2;
+					op->sw = out->nsw++;
+					p->switches++;
+				} else if ((int64_t)op->tid == next && op->off_at) {
+					uint64_t d = ev->timestamp - op->off_at;
+					if (op->off_state == 1)
+						p->runnable += d;
+					else
+						p->blocked += d;
+					out->sw[op->sw].back_at = ev->timestamp;
+					op->off_at = 0;
+				}
+			}
+		}
+		if (rl & 2) {
+			for (size_t i = 0; i < nopen; i++) {
+				if (open[i].tid != ev->tid)
+					continue;
+				struct in_pair *p = &out->pairs[open[i].pair];
+				p->end = ev->timestamp;
+				p->closed = true;
+				open[i] = open[--nopen];
+				break;
+			}
+		}
+		if (rl & 1) {
+			size_t i;
+			for (i = 0; i < nopen && open[i].tid != ev->tid; i++)
+				;
+			if (i < nopen) /* a second `from` before its `to` */
+				continue;
+			if (grow((void **)&open, &capopen, nopen + 1, sizeof(*open)) ||
+			    grow((void **)&out->pairs, &cap_pairs, out->npairs + 1,
+				 sizeof(*out->pairs)))
+				goto out;
+			struct in_pair *p = &out->pairs[out->npairs];
+			memset(p, 0, sizeof(*p));
+			p->begin = ev->timestamp;
+			p->pid = ev->pid;
+			p->tid = ev->tid;
+			open[nopen++] = (struct open_pair){.tid = ev->tid,
+							   .pair = out->npairs++};
+		}
+	}
+	ret = 0;
+out:
+	strata_iter_destroy(it);
+	free(open);
+	free(role);
+	free(sf);
+	if (ret)
+		in_fini(out);
+	return ret;
+}
+
+void in_fini(struct in_result *r)
+{
+	free(r->pairs);
+	free(r->sw);
+	memset(r, 0, sizeof(*r));
+}
