@@ -21,11 +21,22 @@ enum bd_state {
 	BD_NSTATES,
 };
 
+#define BD_INSIDE 4 /* event types kept per system call; the rest: in_other */
+
+/* Events of the thread between its sys_enter and sys_exit (switches away
+ * while blocked, wakeups it issues, ...), K42's fine-grained breakdown. */
+struct bd_inside {
+	const struct strata_event_class *cls;
+	uint64_t count;
+};
+
 struct bd_syscall {
 	uint32_t nr;
 	uint64_t count;
 	uint64_t time;    /* ticks from sys_enter to sys_exit, in the window */
 	uint64_t oncpu;   /* of which on a CPU */
+	struct bd_inside in[BD_INSIDE]; /* most frequent first at the end */
+	uint64_t in_other;
 };
 
 struct bd_thread {

@@ -105,8 +105,39 @@ static struct bd_thread *thread_get(struct bd_ctx *c, uint32_t tid)
 	return th;
 }
 
+static struct bd_syscall *sys_entry(struct bd_ctx *c, struct bd_thread *th,
+				    uint32_t nr);
+
+/* An event of `th` inside its current system call. */
+static void sys_inside(struct bd_ctx *c, struct bd_thread *th,
+		       const struct strata_event_class *cls)
+{
+	struct bd_syscall *s = sys_entry(c, th, th->sys_nr);
+	if (!s)
+		return;
+	for (unsigned i = 0; i < BD_INSIDE; i++) {
+		if (s->in[i].cls == cls || !s->in[i].cls) {
+			s->in[i].cls = cls;
+			s->in[i].count++;
+			return;
+		}
+	}
+	s->in_other++;
+}
+
 static void sys_account(struct bd_ctx *c, struct bd_thread *th, uint32_t nr,
 			uint64_t time, uint64_t oncpu, bool count)
+{
+	struct bd_syscall *s = sys_entry(c, th, nr);
+	if (!s)
+		return;
+	s->count += count;
+	s->time += time;
+	s->oncpu += oncpu;
+}
+
+static struct bd_syscall *sys_entry(struct bd_ctx *c, struct bd_thread *th,
+				    uint32_t nr)
 {
 	struct bd_syscall *s = NULL;
 	for (unsigned i = 0; i < th->nsc; i++)
@@ -116,16 +147,14 @@ static void sys_account(struct bd_ctx *c, struct bd_thread *th, uint32_t nr,
 		struct bd_syscall *n = realloc(th->sc, (th->nsc + 1) * sizeof(*n));
 		if (!n) {
 			c->err = -ENOMEM;
-			return;
+			return NULL;
 		}
 		th->sc = n;
 		s = &th->sc[th->nsc++];
 		memset(s, 0, sizeof(*s));
 		s->nr = nr;
 	}
-	s->count += count;
-	s->time += time;
-	s->oncpu += oncpu;
+	return s;
 }
 
 /* Leave the current state at `ts`, enter `st`. */
@@ -264,8 +293,11 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 		struct bd_thread *th = thread_get(c, ev->tid);
 		if (th) {
 			th->pid = ev->pid;
-			if (ts >= c->wfrom && ts <= c->wto)
+			if (ts >= c->wfrom && ts <= c->wto) {
 				th->user_events++;
+				if (th->in_sys) /* e.g. a signal handler's event */
+					sys_inside(c, th, ev->cls);
+			}
 		}
 		r->user_events++;
 		return;
@@ -289,6 +321,10 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 			set_state(c, cur, running_state(cur), ts);
 		}
 	}
+
+	if (cur && cur->in_sys && ci->kind != K_SYS_ENTER && ci->kind != K_SYS_EXIT &&
+	    ts >= c->wfrom && ts <= c->wto)
+		sys_inside(c, cur, ev->cls);
 
 	switch (ci->kind) {
 	case K_SWITCH: {

@@ -83,10 +83,16 @@ static void print_json(struct strata_trace *t, const struct bd_result *r,
 		for (unsigned k = 0; k < th->nsc; k++) {
 			const char *nm = bd_syscall_name(t, th->sc[k].nr);
 			printf("%s{\"nr\":%u,\"name\":\"%s\",\"count\":%" PRIu64
-			       ",\"time_ns\":%" PRIu64 ",\"oncpu_ns\":%" PRIu64 "}",
+			       ",\"time_ns\":%" PRIu64 ",\"oncpu_ns\":%" PRIu64,
 			       k ? "," : "", th->sc[k].nr, nm ? nm : "",
 			       th->sc[k].count, strata_trace_ticks_to_ns(t, th->sc[k].time),
 			       strata_trace_ticks_to_ns(t, th->sc[k].oncpu));
+			/* K42's events inside the system call */
+			printf(",\"inside\":[");
+			for (unsigned j = 0; j < BD_INSIDE && th->sc[k].in[j].cls; j++)
+				printf("%s{\"event\":\"%s\",\"count\":%" PRIu64 "}", j ? "," : "",
+				       th->sc[k].in[j].cls->name, th->sc[k].in[j].count);
+			printf("],\"inside_other\":%" PRIu64 "}", th->sc[k].in_other);
 		}
 		printf("]}");
 		first = false;
@@ -145,10 +151,10 @@ static void print_text(struct strata_trace *t, const struct bd_result *r,
 
 	if (r->have_syscalls) {
 		printf("\nSystem calls (time from entry to exit; on-CPU part):\n");
-		table_init(&tb, 8, "rrlrrrrr");
-		const char *h2[8] = { "pid", "tid", "syscall", "count", "time", "on_cpu",
-				      "blocked", "avg_us" };
-		for (int i = 0; i < 8; i++)
+		table_init(&tb, 9, "rrlrrrrrl");
+		const char *h2[9] = { "pid", "tid", "syscall", "count", "time", "on_cpu",
+				      "blocked", "avg_us", "events inside" };
+		for (int i = 0; i < 9; i++)
 			table_cell(&tb, "%s", h2[i]);
 		for (unsigned i = 0; i < r->nthreads; i++) {
 			const struct bd_thread *th = &r->threads[i];
@@ -174,6 +180,19 @@ static void print_text(struct strata_trace *t, const struct bd_result *r,
 								 sc[k].time - sc[k].oncpu : 0));
 				table_cell(&tb, "%.1f", sc[k].count ? ms(t, sc[k].time) * 1e3 /
 								      (double)sc[k].count : 0.0);
+				char in[256] = "";
+				size_t o = 0;
+				for (unsigned j = 0; j < BD_INSIDE && sc[k].in[j].cls; j++) {
+					const char *en = strchr(sc[k].in[j].cls->name, ':');
+					o += (size_t)snprintf(in + o, o < sizeof(in) ? sizeof(in) - o : 0,
+							      "%s%s x%" PRIu64, o ? ", " : "",
+							      en ? en + 1 : sc[k].in[j].cls->name,
+							      sc[k].in[j].count);
+				}
+				if (sc[k].in_other && o < sizeof(in))
+					snprintf(in + o, sizeof(in) - o, "%s+%" PRIu64 " more",
+						 o ? ", " : "", sc[k].in_other);
+				table_cell(&tb, "%s", in[0] ? in : "-");
 			}
 			free(sc);
 		}

@@ -20,3 +20,18 @@ for p in r["longest"]:
     assert p["duration_ns"] - p["blocked_ns"] - p["runnable_ns"] < 5e6, p
 print("switches: OK (5 pairs, each with its 20 ms sleep as blocked time)")
 PY
+
+# The same program's system calls: each 20 ms sleep blocks inside
+# clock_nanosleep, so a sched_switch is among the events inside it.
+rm -rf "$work/trace2"
+"$strata" record -k sched,syscalls -o "$work/trace2" -- "$holder" 2>"$work/rec2.err" || { cat "$work/rec2.err"; exit 1; }
+"$strata" breakdown --format json "$work/trace2" >"$work/bd.json" || exit 1
+python3 - "$work/bd.json" <<'PY' || exit 1
+import json, sys
+r = json.load(open(sys.argv[1]))
+sc = [s for t in r["threads"] for s in t["syscalls"] if s["name"] in ("clock_nanosleep", "nanosleep")]
+assert sc, "no sleep system call in the breakdown"
+inside = {i["event"]: i["count"] for s in sc for i in s["inside"]}
+assert inside.get("sched:sched_switch", 0) >= 5, inside
+print("breakdown: the 5 sleeps' switches are inside clock_nanosleep:", inside)
+PY
