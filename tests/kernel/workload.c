@@ -29,7 +29,7 @@
  */
 static int cpu_pin;
 static const char *io_path;
-static volatile int go_competitor, stop_competitor;
+static volatile int go_competitor;
 
 static uint64_t now_ns(clockid_t c)
 {
