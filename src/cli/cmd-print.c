@@ -249,7 +249,7 @@ int cmd_print(int argc, char **argv)
 		vals = NULL;
 	}
 	if (fmt == F_CSV)
-		cli_out_str(&out, "time,cpu,pid,tid,event,description\n");
+		cli_out_str(&out, "time,cpu,level,pid,tid,event,description\n");
 	const struct strata_event *ev;
 	uint64_t n = 0;
 	while (vals && strata_iter_next(it, &ev) > 0) {
@@ -265,7 +265,7 @@ int cmd_print(int argc, char **argv)
 			p[k++] = ',';
 			out.len += k;
 			cli_out_u64(&out, ev->cpu);
-			cli_out_mem(&out, ",", 1);
+			cli_out_mem(&out, levels[ev->stream] == 'K' ? ",K," : ",U,", 3);
 			cli_out_u64(&out, ev->pid);
 			cli_out_mem(&out, ",", 1);
 			cli_out_u64(&out, ev->tid);
