@@ -10,45 +10,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "common/numfmt.h"
 
-/* "00" .. "99": two digits per lookup when formatting numbers */
-static const char dig2[201] =
-	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-	"8081828384858687888990919293949596979899";
-
-static const uint64_t pow10_tab[20] = {
-	1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
-	100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
-	1000000000000ull, 10000000000000ull, 100000000000000ull,
-	1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
-	1000000000000000000ull, 10000000000000000000ull,
-};
-
-/* Number of decimal digits of v (1 for 0), without a loop. */
-static inline unsigned dec_len(uint64_t v)
-{
-	v |= 1; /* same digit count (10^k is even), and 0 has one */
-	unsigned t = ((64 - (unsigned)__builtin_clzll(v | 1)) * 1233) >> 12;
-	return t + (v >= pow10_tab[t]);
-}
-
-/* v as exactly n = dec_len(v) digits at d, written in place: formatting
- * into a scratch buffer and copying it reloads bytes just stored, which
- * stalls on store forwarding. */
-static inline void dec_put(char *d, uint64_t v, unsigned n)
-{
-	char *e = d + n;
-	while (v >= 100) {
-		e -= 2;
-		memcpy(e, dig2 + 2 * (v % 100), 2);
-		v /= 100;
-	}
-	if (v >= 10)
-		memcpy(e - 2, dig2 + 2 * v, 2);
-	else
-		e[-1] = (char)('0' + v);
-}
 
 void cli_err(const char *file, const char *fmt, ...)
 {
@@ -351,10 +314,10 @@ void cli_out_str(struct cli_out *o, const char *s)
 
 void cli_out_u64(struct cli_out *o, uint64_t v)
 {
-	unsigned n = dec_len(v);
+	unsigned n = numfmt_dec_len(v);
 	if (o->len + n > o->cap)
 		cli_out_flush(o);
-	dec_put(o->buf + o->len, v, n);
+	numfmt_dec_put(o->buf + o->len, v, n);
 	o->len += n;
 }
 
@@ -436,7 +399,7 @@ static inline void put_ns9(char *buf, uint32_t ns)
 	buf[8] = (char)('0' + ns % 10);
 	ns /= 10;
 	for (int i = 6; i >= 0; i -= 2) {
-		memcpy(buf + i, dig2 + 2 * (ns % 100), 2);
+		memcpy(buf + i, numfmt_dig2 + 2 * (ns % 100), 2);
 		ns /= 100;
 	}
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/numfmt.h"
 #include "rd.h"
 
 /* The per-class decode plan of fixed-layout scalar events. */
@@ -325,11 +326,6 @@ static inline void put(struct sbuf *b, const char *s, size_t n)
 	b->n += n;
 }
 
-static const char dig2[201] =
-	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-	"8081828384858687888990919293949596979899";
-
 /* "00" .. "ff" */
 static const char hex2[513] =
 	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
@@ -341,38 +337,6 @@ static const char hex2[513] =
 	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
 	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
 
-static const uint64_t pow10_tab[20] = {
-	1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
-	100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
-	1000000000000ull, 10000000000000ull, 100000000000000ull,
-	1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
-	1000000000000000000ull, 10000000000000000000ull,
-};
-
-/* Number of decimal digits of v (1 for 0), without a loop. */
-static inline unsigned dec_len(uint64_t v)
-{
-	v |= 1; /* same digit count (10^k is even), and 0 has one */
-	unsigned t = ((64 - (unsigned)__builtin_clzll(v | 1)) * 1233) >> 12;
-	return t + (v >= pow10_tab[t]);
-}
-
-/* v as exactly n = dec_len(v) digits at d, written in place: formatting
- * into a scratch buffer and copying it reloads bytes just stored, which
- * stalls on store forwarding. */
-static inline void dec_put(char *d, uint64_t v, unsigned n)
-{
-	char *e = d + n;
-	while (v >= 100) {
-		e -= 2;
-		memcpy(e, dig2 + 2 * (v % 100), 2);
-		v /= 100;
-	}
-	if (v >= 10)
-		memcpy(e - 2, dig2 + 2 * v, 2);
-	else
-		e[-1] = (char)('0' + v);
-}
 
 static const char *enum_label(const struct strata_field_class *f, uint64_t u)
 {
@@ -394,7 +358,7 @@ static void put_int(struct sbuf *b, uint64_t u, bool sgn, char spec, int base)
 		bool neg = !hex && spec != 'u' && (sgn || spec == 'd') && (int64_t)u < 0;
 		if (neg)
 			u = -u;
-		unsigned nd = hex ? (u ? (67 - (unsigned)__builtin_clzll(u)) / 4 : 1) : dec_len(u);
+		unsigned nd = hex ? (u ? (67 - (unsigned)__builtin_clzll(u)) / 4 : 1) : numfmt_dec_len(u);
 		unsigned n = nd + (hex ? 2 : neg);
 		char *d = b->n <= b->len && b->len - b->n >= n ? b->p + b->n : tmp;
 		char *q = d;
@@ -409,7 +373,7 @@ static void put_int(struct sbuf *b, uint64_t u, bool sgn, char spec, int base)
 		} else {
 			if (neg)
 				*q++ = '-';
-			dec_put(q, u, nd);
+			numfmt_dec_put(q, u, nd);
 		}
 		if (d == tmp)
 			put(b, tmp, n);
