@@ -40,6 +40,20 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+/* The thread of `op` runs again at `ts`: account its time off CPU. */
+static void back_on(struct in_result *out, struct open_pair *op, uint64_t ts)
+{
+	struct in_pair *p = &out->pairs[op->pair];
+	uint64_t d = ts - op->off_at;
+
+	if (op->off_state == 1)
+		p->runnable += d;
+	else
+		p->blocked += d;
+	out->sw[op->sw].back_at = ts;
+	op->off_at = 0;
+}
+
 static int64_t field_i(const struct strata_event *ev, int idx)
 {
 	struct strata_value v;
@@ -92,6 +106,14 @@ int in_compute(struct strata_trace *t, const struct in_options *o,
 	const struct strata_event *ev;
 	while (strata_iter_next(it, &ev) > 0) {
 		uint8_t rl = role[ev->cls->index];
+		/* A thread that logs an event runs on a CPU: if its switch-in
+		 * was not recorded (observed with ftrace's pid filter on a CPU
+		 * coming out of idle), the off-CPU interval ends here at the
+		 * latest (an upper bound). */
+		if (!(rl & 4) && ev->tid)
+			for (size_t i = 0; i < nopen; i++)
+				if (open[i].tid == ev->tid && open[i].off_at)
+					back_on(out, &open[i], ev->timestamp);
 		if (!rl)
 			continue;
 		if (rl & 4) {
@@ -118,13 +140,7 @@ int in_compute(struct strata_trace *t, const struct in_options *o,
 					op->sw = out->nsw++;
 					p->switches++;
 				} else if ((int64_t)op->tid == next && op->off_at) {
-					uint64_t d = ev->timestamp - op->off_at;
-					if (op->off_state == 1)
-						p->runnable += d;
-					else
-						p->blocked += d;
-					out->sw[op->sw].back_at = ev->timestamp;
-					op->off_at = 0;
+					back_on(out, op, ev->timestamp);
 				}
 			}
 		}
