@@ -187,14 +187,16 @@ static strata_always_inline void strata_reserved(struct strata_rsv *r,
 {
 	uint64_t *p = (uint64_t *)(ring->data + (w & ring->bufmask));
 
-	strata_store_relaxed(&strata_ring_ctl(ring)->last_ts_hi,
-			     (uint32_t)(ts >> STRATA_TS_HI_SHIFT));
 	if (need) {
 		p[0] = strata_header(ts, STRATA_ID_THREAD, 2);
 		p[1] = strata_tls.tid | ((uint64_t)strata_pid << 32);
 		p += 2;
 	}
 	if (xts) {
+		/* Without a clock record, the reservation has just checked
+		 * that ts >> 28 equals last_ts_hi: only a gap changes it. */
+		strata_store_relaxed(&strata_ring_ctl(ring)->last_ts_hi,
+				     (uint32_t)(ts >> STRATA_TS_HI_SHIFT));
 		p[0] = strata_header(ts, STRATA_ID_CLOCK, 2);
 		p[1] = ts;
 		p += 2;
