@@ -28,6 +28,35 @@ enum {
 	STRATA_RSEQ_TS_GAP = 3,  /* needs a strata:clock record (ring.md §2) */
 };
 
+/*
+ * The frame of a critical section. BEGIN emits its descriptor (struct
+ * rseq_cs: version, flags, start = 1f, length up to 2f, abort = 4f) and
+ * points the thread's rseq area at it; the section runs from label 1 to
+ * its commit instruction, which must be the last before END. END places
+ * the abort handler out of line, preceded by the signature glibc
+ * registered (ud1 <sig>(%rip), %edi), and jumps to the C label `abort`.
+ * The section must name its rseq area's rseq_cs as the operand
+ * [rseq_cs] and clobber rax.
+ */
+#define STRATA_RSEQ_BEGIN                                                      \
+	".pushsection __rseq_cs, \"aw\"\n\t"                                   \
+	".balign 32\n\t"                                                       \
+	"3:\n\t"                                                               \
+	".long 0x0, 0x0\n\t"                                                   \
+	".quad 1f, (2f - 1f), 4f\n\t"                                          \
+	".popsection\n\t"                                                      \
+	"leaq 3b(%%rip), %%rax\n\t"                                            \
+	"movq %%rax, %[rseq_cs]\n\t"                                           \
+	"1:\n\t"
+#define STRATA_RSEQ_END(abort)                                                 \
+	"2:\n\t"                                                               \
+	".pushsection __rseq_failure, \"ax\"\n\t"                              \
+	".byte 0x0f, 0xb9, 0x3d\n\t"                                           \
+	".long 0x53053053\n\t"                                                 \
+	"4:\n\t"                                                               \
+	"jmp %l[" #abort "]\n\t"                                               \
+	".popsection\n\t"
+
 static strata_always_inline struct rseq *strata_rseq_area(void)
 {
 	char *tp;
@@ -49,15 +78,7 @@ static strata_always_inline int strata_rseq_reserve(struct rseq *rs, uint32_t cp
 				      uint64_t *ts)
 {
 	__asm__ __volatile__ goto(
-		".pushsection __rseq_cs, \"aw\"\n\t"
-		".balign 32\n\t"
-		"3:\n\t"
-		".long 0x0, 0x0\n\t"
-		".quad 1f, (2f - 1f), 4f\n\t"
-		".popsection\n\t"
-		"leaq 3b(%%rip), %%rax\n\t"
-		"movq %%rax, %[rseq_cs]\n\t"
-		"1:\n\t"
+		STRATA_RSEQ_BEGIN
 		"cmpl %[cpu], %[cur_cpu]\n\t"            /* R1 */
 		"jnz %l[retry]\n\t"
 		"cmpq %[w], (%[wp])\n\t"                 /* R2 */
@@ -77,13 +98,7 @@ static strata_always_inline int strata_rseq_reserve(struct rseq *rs, uint32_t cp
 		"movl %[own], (%[ownp])\n\t"
 		"6:\n\t"
 		"movq %[neww], (%[wp])\n\t"              /* R5: commit */
-		"2:\n\t"
-		".pushsection __rseq_failure, \"ax\"\n\t"
-		".byte 0x0f, 0xb9, 0x3d\n\t"             /* ud1 <sig>(%rip), %edi */
-		".long 0x53053053\n\t"
-		"4:\n\t"
-		"jmp %l[retry]\n\t"
-		".popsection\n\t"
+		STRATA_RSEQ_END(retry)
 		:
 		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),
 		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),
@@ -110,25 +125,11 @@ static strata_always_inline int strata_rseq_commit(struct rseq *rs, uint32_t cpu
 				     uint64_t *cc, uint64_t bytes)
 {
 	__asm__ __volatile__ goto(
-		".pushsection __rseq_cs, \"aw\"\n\t"
-		".balign 32\n\t"
-		"3:\n\t"
-		".long 0x0, 0x0\n\t"
-		".quad 1f, (2f - 1f), 4f\n\t"
-		".popsection\n\t"
-		"leaq 3b(%%rip), %%rax\n\t"
-		"movq %%rax, %[rseq_cs]\n\t"
-		"1:\n\t"
+		STRATA_RSEQ_BEGIN
 		"cmpl %[cpu], %[cur_cpu]\n\t"
 		"jnz %l[moved]\n\t"
 		"addq %[bytes], (%[cc])\n\t"            /* commit */
-		"2:\n\t"
-		".pushsection __rseq_failure, \"ax\"\n\t"
-		".byte 0x0f, 0xb9, 0x3d\n\t"
-		".long 0x53053053\n\t"
-		"4:\n\t"
-		"jmp %l[aborted]\n\t"
-		".popsection\n\t"
+		STRATA_RSEQ_END(aborted)
 		:
 		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),
 		  [rseq_cs] "m"(rs->rseq_cs), [cc] "r"(cc), [bytes] "r"(bytes)
