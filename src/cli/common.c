@@ -279,21 +279,10 @@ int cli_out_fini(struct cli_out *o)
 
 void cli_out_mem(struct cli_out *o, const char *s, size_t n)
 {
-	if (n <= 8 && o->len + 8 <= o->cap) {
+	if (n <= 16 && o->len + n <= o->cap) {
 		/* short pieces of a line: no libc call */
-		char *d = o->buf + o->len;
+		fmt_copy_small(o->buf + o->len, s, n);
 		o->len += n;
-		if (n >= 4) {
-			uint32_t a, b;
-			memcpy(&a, s, 4);
-			memcpy(&b, s + n - 4, 4);
-			memcpy(d, &a, 4);
-			memcpy(d + n - 4, &b, 4);
-		} else if (n) {
-			d[0] = s[0];
-			d[n / 2] = s[n / 2];
-			d[n - 1] = s[n - 1];
-		}
 		return;
 	}
 	while (n) {

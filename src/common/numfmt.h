@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Decimal formatting without printf, for the reader's and the CLI's hot paths. */
+/* Decimal formatting and short copies without libc calls, for the reader's and the CLI's hot paths. */
 #ifndef STRATA_COMMON_NUMFMT_H
 #define STRATA_COMMON_NUMFMT_H
 
@@ -43,6 +43,34 @@ static inline void numfmt_dec_put(char *d, uint64_t v, unsigned n)
 		memcpy(e - 2, numfmt_dig2 + 2 * v, 2);
 	else
 		e[-1] = (char)('0' + v);
+}
+
+/* Short copies without a libc call: most pieces of a line (literals,
+ * numbers) are under 16 bytes. Reads and writes stay within [s, s + n)
+ * and [d, d + n). */
+static inline void fmt_copy_small(char *d, const char *s, size_t n)
+{
+	if (n >= 8) {
+		if (n > 16) {
+			memcpy(d, s, n);
+			return;
+		}
+		uint64_t a, b;
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + n - 4, &b, 4);
+	} else if (n) {
+		d[0] = s[0];
+		d[n / 2] = s[n / 2];
+		d[n - 1] = s[n - 1];
+	}
 }
 
 #endif /* STRATA_COMMON_NUMFMT_H */

@@ -287,38 +287,10 @@ struct sbuf {
 	size_t len, n; /* capacity, bytes wanted so far */
 };
 
-/* Short copies without a libc call: most pieces of a line (literals,
- * numbers) are under 16 bytes. Reads and writes stay within [s, s + n)
- * and [d, d + n). */
-static inline void copy_small(char *d, const char *s, size_t n)
-{
-	if (n >= 8) {
-		if (n > 16) {
-			memcpy(d, s, n);
-			return;
-		}
-		uint64_t a, b;
-		memcpy(&a, s, 8);
-		memcpy(&b, s + n - 8, 8);
-		memcpy(d, &a, 8);
-		memcpy(d + n - 8, &b, 8);
-	} else if (n >= 4) {
-		uint32_t a, b;
-		memcpy(&a, s, 4);
-		memcpy(&b, s + n - 4, 4);
-		memcpy(d, &a, 4);
-		memcpy(d + n - 4, &b, 4);
-	} else if (n) {
-		d[0] = s[0];
-		d[n / 2] = s[n / 2];
-		d[n - 1] = s[n - 1];
-	}
-}
-
 static inline void put(struct sbuf *b, const char *s, size_t n)
 {
 	if (RD_LIKELY(b->len - b->n >= n && b->n <= b->len)) {
-		copy_small(b->p + b->n, s, n);
+		fmt_copy_small(b->p + b->n, s, n);
 	} else if (b->n < b->len) {
 		size_t room = b->len - b->n;
 		memcpy(b->p + b->n, s, n < room ? n : room);
