@@ -87,6 +87,29 @@ void bd_free(struct bd_result *r); /* NULL ok */
 /* The name of system call `nr` from the kernel sub-trace's env, or NULL. */
 const char *bd_syscall_name(struct strata_trace *t, uint32_t nr);
 
+/* ---- the switch out of idle that ftrace did not record -------------------
+ *
+ * Some kernels never record the sched_switch that takes a CPU out of its
+ * idle task: on this project's 6.18 Firecracker guest, CPU 1 records every
+ * switch *to* idle and none *from* it, in a plain tracefs instance with no
+ * strata involved (docs/kernel.md). A CPU that a recorded switch left idle
+ * is then known to run thread T at T's first event there (kernel or user
+ * space: user events carry their CPU); the switch happened after the idle
+ * task's last event on that CPU (the interrupt that woke T) and before T's
+ * first. The analyses take the former: the idle task's last event is
+ * followed by nothing but the scheduler's return to T, a microsecond here.
+ */
+struct idle_cpu {
+	uint64_t last; /* time of the idle task's last event */
+	bool idle;     /* a recorded switch left the CPU idle */
+};
+
+/* Feed every event in time order; `is_switch` with sched_switch's prev and
+ * next pids. True when `ev` reveals an unrecorded switch out of idle on
+ * its CPU: *at is then the inferred time of that switch. */
+bool idle_infer(struct idle_cpu *cpus, unsigned ncpus, const struct strata_event *ev,
+		bool is_switch, int64_t prev, int64_t next, uint64_t *at);
+
 /* ---- latency: from an event to the next matching one --------------------- */
 
 struct lat_options {

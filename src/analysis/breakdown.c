@@ -24,6 +24,7 @@ struct bd_ctx {
 	struct bd_result *r;
 	struct kclass_info *ci;
 	bool *kernel_stream;
+	struct idle_cpu *idle; /* [r->ncpus] */
 	uint64_t wfrom, wto;
 	/* tid -> thread index, open addressing */
 	uint32_t *hkey;
@@ -288,8 +289,30 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 {
 	struct bd_result *r = c->r;
 	uint64_t ts = ev->timestamp;
+	const struct kclass_info *ci = &c->ci[ev->cls->index];
+	bool kernel = c->kernel_stream[ev->stream];
+	int64_t prev = -1, next = -1;
+	uint64_t at;
 
-	if (!c->kernel_stream[ev->stream]) {
+	if (kernel && ci->kind == K_SWITCH) {
+		prev = field_s(ev, ci->f[0]);
+		next = field_s(ev, ci->f[2]);
+	}
+	if (idle_infer(c->idle, r->ncpus, ev, kernel && ci->kind == K_SWITCH, prev, next, &at)) {
+		/* the CPU left idle for this thread at `at`, unrecorded */
+		struct bd_thread *th = thread_get(c, ev->tid);
+		if (!th)
+			return;
+		if (th->state != BD_USER && th->state != BD_SYS && th->state != BD_IRQ) {
+			th->on = (int)ev->cpu;
+			th->switches_in++;
+			set_state(c, th, running_state(th), at);
+		}
+		r->cpus[ev->cpu].depth = 0;
+		cpu_switch(c, ev->cpu, ev->tid, at);
+	}
+
+	if (!kernel) {
 		struct bd_thread *th = thread_get(c, ev->tid);
 		if (th) {
 			th->pid = ev->pid;
@@ -303,7 +326,6 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 		return;
 	}
 	r->kernel_events++;
-	const struct kclass_info *ci = &c->ci[ev->cls->index];
 	unsigned cpu = ev->cpu < r->ncpus ? ev->cpu : 0;
 	struct bd_cpu *k = &r->cpus[cpu];
 	struct bd_thread *cur = NULL;
@@ -328,8 +350,7 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 
 	switch (ci->kind) {
 	case K_SWITCH: {
-		int64_t prev = field_s(ev, ci->f[0]), pst = field_s(ev, ci->f[1]);
-		int64_t next = field_s(ev, ci->f[2]);
+		int64_t pst = field_s(ev, ci->f[1]);
 		r->have_sched = true;
 		k->depth = 0; /* no handler spans a switch */
 		if (prev > 0) {
@@ -487,7 +508,8 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 		ret = -ENOENT;
 		goto out;
 	}
-	if (!(r->cpus = calloc(r->ncpus, sizeof(*r->cpus))))
+	if (!(r->cpus = calloc(r->ncpus, sizeof(*r->cpus))) ||
+	    !(c.idle = calloc(r->ncpus, sizeof(*c.idle))))
 		goto out;
 	for (unsigned i = 0; i < r->ncpus; i++) {
 		r->cpus[i].cur = -1;
@@ -526,6 +548,7 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 out:
 	strata_iter_destroy(it);
 	free(c.kernel_stream);
+	free(c.idle);
 	free(c.ci);
 	free(c.hkey);
 	free(c.hval);

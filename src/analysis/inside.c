@@ -71,6 +71,8 @@ int in_compute(struct strata_trace *t, const struct in_options *o,
 	struct open_pair *open = NULL;
 	size_t nopen = 0, capopen = 0, cap_pairs = 0, cap_sw = 0;
 	struct strata_iter *it = NULL;
+	struct idle_cpu *idle = NULL;
+	unsigned ncpus = 0;
 	bool any_from = false, any_to = false, any_sw = false;
 	int ret = -ENOMEM;
 
@@ -99,6 +101,14 @@ int in_compute(struct strata_trace *t, const struct in_options *o,
 		ret = -ENOENT;
 		goto out;
 	}
+	for (unsigned i = 0; i < strata_trace_nstreams(t); i++) {
+		struct strata_stream_info si;
+		if (strata_trace_stream(t, i, &si) == 0 && si.cpu != UINT32_MAX &&
+		    si.cpu + 1 > ncpus)
+			ncpus = si.cpu + 1;
+	}
+	if (!(idle = calloc(ncpus ? ncpus : 1, sizeof(*idle))))
+		goto out;
 	struct strata_iter_options io = {.stream = -1};
 	if ((ret = strata_iter_create(t, &io, &it)) < 0)
 		goto out;
@@ -106,19 +116,23 @@ int in_compute(struct strata_trace *t, const struct in_options *o,
 	const struct strata_event *ev;
 	while (strata_iter_next(it, &ev) > 0) {
 		uint8_t rl = role[ev->cls->index];
+		const int *f = sf[ev->cls->index];
+		int64_t prev = -1, next = -1;
+		uint64_t at = ev->timestamp;
+		if (rl & 4) {
+			prev = field_i(ev, f[0]);
+			next = field_i(ev, f[2]);
+		}
 		/* A thread that logs an event runs on a CPU: if its switch-in
-		 * was not recorded (observed with ftrace's pid filter on a CPU
-		 * coming out of idle), the off-CPU interval ends here at the
-		 * latest (an upper bound). */
-		if (!(rl & 4) && ev->tid)
+		 * was not recorded (a CPU leaving idle, analysis.h), it came
+		 * back when the idle task's last event says, or here at the
+		 * latest. */
+		idle_infer(idle, ncpus, ev, rl & 4, prev, next, &at);
+		if (ev->tid)
 			for (size_t i = 0; i < nopen; i++)
 				if (open[i].tid == ev->tid && open[i].off_at)
-					back_on(out, &open[i], ev->timestamp);
-		if (!rl)
-			continue;
+					back_on(out, &open[i], at > open[i].off_at ? at : ev->timestamp);
 		if (rl & 4) {
-			const int *f = sf[ev->cls->index];
-			int64_t prev = field_i(ev, f[0]), next = field_i(ev, f[2]);
 			for (size_t i = 0; i < nopen; i++) {
 				struct open_pair *op = &open[i];
 				struct in_pair *p = &out->pairs[op->pair];
@@ -178,6 +192,7 @@ int in_compute(struct strata_trace *t, const struct in_options *o,
 out:
 	strata_iter_destroy(it);
 	free(open);
+	free(idle);
 	free(role);
 	free(sf);
 	if (ret)
