@@ -292,6 +292,28 @@ static void put_body(FILE *f, const struct meta_info *mi)
 		"\t\tuint32_t pad;\n\t} align(64);\n};\n\n",
 		STRATA_ID_THREAD, STRATA_ID_CLOCK, STRATA_ID_CALIB,
 		STRATA_ID_LOST);
+	/* the state dump, format.md §4 */
+	fprintf(f,
+		"event {\n\tname = \"strata:process\";\n\tid = %u;\n\tstream_id = 0;\n"
+		"\tfields := struct {\n\t\tuint32_t pid;\n\t\tuint32_t ppid;\n"
+		"\t\tuint32_t _name_len;\n\t\tchar_t name[_name_len];\n"
+		"\t} align(64);\n};\n\n"
+		"event {\n\tname = \"strata:thread_name\";\n\tid = %u;\n\tstream_id = 0;\n"
+		"\tfields := struct {\n\t\tuint32_t tid;\n\t\tuint32_t pid;\n"
+		"\t\tuint32_t _name_len;\n\t\tchar_t name[_name_len];\n"
+		"\t} align(64);\n};\n\n"
+		"event {\n\tname = \"strata:map\";\n\tid = %u;\n\tstream_id = 0;\n"
+		"\tfields := struct {\n\t\tuint64_hex_t start;\n"
+		"\t\tuint64_hex_t end;\n"
+		"\t\tuint64_hex_t offset;\n"
+		"\t\tuint64_t inode;\n\t\tuint32_t prot;\n"
+		"\t\tuint32_t _path_len;\n\t\tchar_t path[_path_len];\n"
+		"\t} align(64);\n};\n\n"
+		"event {\n\tname = \"strata:statedump\";\n\tid = %u;\n\tstream_id = 0;\n"
+		"\tfields := struct {\n\t\tuint32_t phase;\n\t\tuint32_t pad;\n"
+		"\t} align(64);\n};\n\n",
+		STRATA_ID_PROCESS, STRATA_ID_THREAD_NAME, STRATA_ID_MAP,
+		STRATA_ID_STATEDUMP);
 
 	if (mi->events)
 		for (size_t i = 0; i < mi->nevents; i++)

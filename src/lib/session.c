@@ -22,6 +22,7 @@
 #include "lib/clock.h"
 #include "lib/registry.h"
 #include "lib/session.h"
+#include "lib/statedump.h"
 #include "ring/ring.h"
 #include "session/proto.h"
 
@@ -396,6 +397,7 @@ static void *sess_main(void *arg)
 	uint64_t gen = 0;
 
 	(void)arg;
+	statedump_self(); /* who we are, on this thread, not the program's */
 	while (!__atomic_load_n(&sess_thread_stop, __ATOMIC_ACQUIRE)) {
 		uint64_t g = strata_registry_generation();
 		if (g != gen) {
@@ -616,6 +618,8 @@ STRATA_API int strata_start(const struct strata_options *user)
 	}
 out:
 	pthread_mutex_unlock(&sess_lock);
+	if (!ret)
+		statedump_self();
 	return ret;
 }
 
@@ -633,6 +637,7 @@ STRATA_API int strata_stop(void)
 		ret = cons_destroy(sess_cons, &last_stats);
 		sess_cons = NULL;
 		ring_stats(&last_stats);
+		last_stats.internal_logged += statedump_logged();
 		/* Unpublish the rings so that a new session gets fresh ones,
 		 * but never unmap them: a thread that passed the mask check
 		 * before tracing stopped may still be writing (its events are
@@ -677,6 +682,7 @@ STRATA_API void strata_get_stats(struct strata_stats *st)
 		memset(st, 0, sizeof(*st));
 		cons_get_stats(sess_cons, st);
 		ring_stats(st);
+		st->internal_logged += statedump_logged();
 	} else {
 		*st = last_stats;
 	}

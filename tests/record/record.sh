@@ -47,9 +47,11 @@ pipeline() {
 		n=$((n + 1))
 	done
 	[ $n = 4 ] || fail "$n processes traced, 4 expected"
-	# tids: the 2 + 3 worker threads, the forker and its child
-	# (packet contexts name the opener, strata:thread records the others)
-	tids=$(grep -oE 'tid = [0-9]+' "$work/all.txt" | sort -u | wc -l)
+	# tids of the programs' events: the 2 + 3 worker threads, the forker
+	# and its child (strata's own records, logged by its helper threads
+	# too, are not the programs')
+	tids=$("$strata" print --format json "$work/t" |
+		python3 -c 'import json, sys; print(len({json.loads(l)["tid"] for l in sys.stdin}))')
 	[ "$tids" = 7 ] || fail "$tids distinct tids, 7 expected"
 }
 

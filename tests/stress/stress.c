@@ -126,7 +126,7 @@ struct seen {
 static struct seen seen[MAX_WORKERS];
 static long errors, recorded_main, recorded_sig, discarded_total;
 static long ts_backwards, dup_main, dup_sig, misattributed, bad_payload;
-static long recorded_internal; /* strata:calib and strata:lost records */
+static long recorded_internal; /* strata:calib, strata:lost and state dump records */
 
 #define FAIL(...)                                                              \
 	do {                                                                   \
@@ -224,7 +224,7 @@ static void check_stream(const char *path)
 			ts = full;
 			if (major == 0 && minor == 1) {
 				cur = (uint32_t)w[1];
-			} else if (major == 0 && (minor == 3 || minor == 5)) {
+			} else if (major == 0 && (minor == 3 || minor >= 5)) {
 				recorded_internal++;
 			} else if (major == MAJ_MAIN || major == MAJ_SIG) {
 				uint64_t v = w[1];

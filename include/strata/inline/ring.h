@@ -36,6 +36,10 @@ extern "C" {
 #define STRATA_ID_CALIB 3u
 #define STRATA_ID_WORDS 4u
 #define STRATA_ID_LOST 5u
+#define STRATA_ID_PROCESS 6u     /* state dump (src/lib/statedump.c) */
+#define STRATA_ID_THREAD_NAME 7u
+#define STRATA_ID_MAP 8u
+#define STRATA_ID_STATEDUMP 9u
 
 enum strata_lost_cause {
 	STRATA_LOST_FULL = 0,

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/* State dump: this process, its threads' names and its memory maps, as strata records (format.md §4). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+#include "common/compiler.h"
+#include "lib/statedump.h"
+
+/*
+ * LTT recorded the system's initial state from /proc and LTTng-UST has
+ * its state dump; a reader needs the same to name threads and, later, to
+ * symbolize addresses. The process writes its own: the records go into its
+ * rings like any event, with its clock, so a trace of a process that is
+ * killed still holds them, and no other process needs to read our /proc.
+ * It runs once when tracing starts (in-process consumer) or when the
+ * process joins a session, on a thread that is not the program's hot path
+ * (the session helper thread; strata_start()'s caller otherwise), and reads
+ * /proc with plain stdio: a few hundred microseconds.
+ */
+
+/* records attempted by the last dump: strata_stats.internal_logged */
+static uint64_t dumped;
+
+uint64_t statedump_logged(void)
+{
+	return __atomic_load_n(&dumped, __ATOMIC_RELAXED);
+}
+
+/* Fixed words, then one counted string (format.md §3): `fixed` bytes of
+ * fields whose last 4 bytes are the string's count, filled here. */
+static void put_record(uint16_t minor, const void *fixed, size_t nfixed,
+		       const char *str)
+{
+	struct strata_rsv r;
+	size_t n = strnlen(str, 4000);
+	/* the count covers the text, its NUL and the padding to a word */
+	size_t end = ALIGN_UP(nfixed + n + 1, 8);
+	uint32_t count = (uint32_t)(end - nfixed);
+
+	__atomic_add_fetch(&dumped, 1, __ATOMIC_RELAXED);
+	if (!strata_reserve(&r, STRATA_ID(0, minor), (uint32_t)(1 + end / 8)))
+		return;
+	unsigned char *p = (unsigned char *)r.p;
+	memset(p + end - 8, 0, 8);
+	memcpy(p, fixed, nfixed - 4);
+	memcpy(p + nfixed - 4, &count, 4);
+	memcpy(p + nfixed, str, n);
+	p[nfixed + n] = 0;
+	strata_commit(&r);
+}
+
+static void put_phase(uint32_t phase)
+{
+	struct strata_rsv r;
+
+	__atomic_add_fetch(&dumped, 1, __ATOMIC_RELAXED);
+	if (!strata_reserve(&r, STRATA_ID(0, STRATA_ID_STATEDUMP), 2))
+		return;
+	r.p[0] = phase;
+	strata_commit(&r);
+}
+
+static void read_line(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "re");
+
+	buf[0] = 0;
+	if (!f)
+		return;
+	if (fgets(buf, (int)size, f))
+		buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+static uint32_t status_ppid(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	unsigned long ppid = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "PPid: %lu", &ppid) == 1)
+			break;
+	fclose(f);
+	return (uint32_t)ppid;
+}
+
+static void dump_threads(uint32_t pid)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *end, path[300], name[64];
+		unsigned long tid = strtoul(e->d_name, &end, 10);
+		if (*end || !tid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		read_line(path, name, sizeof(name));
+		uint32_t f[3] = {(uint32_t)tid, pid, 0};
+		put_record(STRATA_ID_THREAD_NAME, f, sizeof(f), name);
+	}
+	closedir(d);
+}
+
+/* Every mapping with a name: files (what a symbolizer needs), and
+ * [heap], [stack], [vdso]. */
+static void dump_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4400];
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off, ino;
+		char perms[8];
+		int at = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %llu %n", &start, &end,
+			   perms, &off, &ino, &at) < 5 || !at)
+			continue;
+		char *path = line + at;
+		path[strcspn(path, "\n")] = 0;
+		if (!*path)
+			continue;
+		uint32_t prot = (perms[0] == 'r') | (perms[1] == 'w') << 1 |
+				(perms[2] == 'x') << 2 | (perms[3] == 's') << 3;
+		uint64_t fx[5];
+		fx[0] = start;
+		fx[1] = end;
+		fx[2] = off;
+		fx[3] = ino;
+		fx[4] = prot; /* u32 prot, then the string's u32 count */
+		put_record(STRATA_ID_MAP, fx, sizeof(fx), path);
+	}
+	fclose(f);
+}
+
+void statedump_self(void)
+{
+	char name[64];
+	uint32_t pid = (uint32_t)strata_pid;
+
+	__atomic_store_n(&dumped, 0, __ATOMIC_RELAXED);
+	if (!strata_mask) /* nothing enabled (STRATA_MAJORS=none): nothing */
+		return;
+	put_phase(0);
+	read_line("/proc/self/comm", name, sizeof(name));
+	/* not getppid(): a traced program's own system calls stay its own */
+	uint32_t f[3] = {pid, status_ppid(), 0};
+	put_record(STRATA_ID_PROCESS, f, sizeof(f), name);
+	dump_threads(pid);
+	dump_maps();
+	put_phase(1);
+}
