@@ -16,7 +16,7 @@
  *                                               mixed events, 256 KiB packets
  *        reader_bench decode DIR [MODE]          iterate, decode every field;
  *                                               prints events/s (MODE: next,
- *                                               read or unordered, below)
+ *                                               read, unordered or batch, below)
  *        reader_bench seek DIR [N]               N random seeks; mean latency
  */
 
@@ -160,11 +160,29 @@ static inline void fold(const struct strata_event *ev, struct strata_value *v,
 	*nf += k > 0 ? k : 0;
 }
 
+/* Read every field of a batch: the same sum as fold() over its events;
+ * the values must be exactly those of the events' classes. */
+static int fold_batch(const struct strata_batch *b, uint64_t *sum, uint64_t *nf)
+{
+	uint64_t want = 0, s = 0;
+	const struct strata_value *v = b->values;
+	uint32_t nv = b->first[b->n] - b->first[0];
+	for (unsigned i = 0; i < b->n; i++)
+		want += b->events[i].cls->nfields;
+	for (uint32_t j = 0; j < nv; j++)
+		s += v[j].type >= STRATA_VALUE_STRING ? v[j].count : v[j].u;
+	*sum += s;
+	*nf += nv;
+	return want == nv ? 0 : -1;
+}
+
 /*
  * Full decode: open, iterate, read every field of every event.
  *   next       merged by time, one strata_iter_next call per event
  *   read       merged by time, strata_iter_read batches of 256
  *   unordered  STRATA_ITER_UNORDERED (stream after stream), batches
+ *   batch      merged by time, strata_iter_decode: events with their
+ *              fields decoded, batches of 1024
  */
 static int decode(const char *dir, const char *mode)
 {
@@ -175,9 +193,9 @@ static int decode(const char *dir, const char *mode)
 	struct strata_value v[8];
 	struct strata_iter_options io = { .stream = -1 };
 	int m = !strcmp(mode, "next") ? 0 : !strcmp(mode, "read") ? 1 :
-		!strcmp(mode, "unordered") ? 2 : -1;
+		!strcmp(mode, "unordered") ? 2 : !strcmp(mode, "batch") ? 3 : -1;
 	if (m < 0) {
-		fprintf(stderr, "reader_bench: decode mode: next, read or unordered\n");
+		fprintf(stderr, "reader_bench: decode mode: next, read, unordered or batch\n");
 		return 1;
 	}
 	if (m == 2)
@@ -193,6 +211,17 @@ static int decode(const char *dir, const char *mode)
 			fold(ev, v, &sum, &nf);
 			n++;
 		}
+	} else if (m == 3) {
+		struct strata_batch *b;
+		int k;
+		if (strata_batch_alloc(t, 1024, &b) < 0)
+			return fprintf(stderr, "reader_bench: out of memory\n"), 1;
+		while ((k = strata_iter_decode(it, b)) > 0) {
+			if (fold_batch(b, &sum, &nf) < 0)
+				return fprintf(stderr, "reader_bench: a batch lacks values\n"), 1;
+			n += k;
+		}
+		strata_batch_free(b);
 	} else {
 		int k;
 		while ((k = strata_iter_read(it, evs, 256)) > 0) {
@@ -258,7 +287,7 @@ int main(int argc, char **argv)
 		return decode(argv[2], argc == 4 ? argv[3] : "next");
 	if (argc >= 3 && !strcmp(argv[1], "seek"))
 		return seek(argv[2], argc > 3 ? atoi(argv[3]) : 1000);
-	fprintf(stderr, "usage: reader_bench gen DIR NEVENTS [NCPUS] | decode DIR [next|read|unordered] |"
+	fprintf(stderr, "usage: reader_bench gen DIR NEVENTS [NCPUS] | decode DIR [next|read|unordered|batch] |"
 		" seek DIR [N]\n");
 	return 2;
 }

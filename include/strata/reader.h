@@ -312,6 +312,43 @@ STRATA_API int strata_iter_next(struct strata_iter *it,
  */
 STRATA_API int strata_iter_read(struct strata_iter *it, struct strata_event *evs,
 				unsigned n);
+
+/* ---- batches: events with every field decoded --------------------------- */
+
+/*
+ * What strata_iter_decode fills: events and the values of all their
+ * fields in flat arrays, for work that reads every field of every event
+ * (statistics, conversion, full scans) without a call per event or field.
+ * Everything it points to is owned by the batch and valid until the next
+ * strata_iter_decode into it or strata_batch_free(); payload and string
+ * pointers stay valid until strata_trace_close().
+ */
+struct strata_batch {
+	unsigned n;                        /* events in the batch */
+	const struct strata_event *events; /* events[0 .. n) */
+	/* Event i's fields are values[first[i] .. first[i + 1]), in the order
+	 * of its class's fields, as strata_event_fields() decodes them; none
+	 * when its payload is damaged (strata_event_fields: -EBADMSG). */
+	const uint32_t *first;             /* first[0 .. n] */
+	const struct strata_value *values; /* values[0 .. first[n]) */
+};
+
+/* A batch with room for up to `cap` events (1..65536) of trace t, and for
+ * their values. Returns 0, -EINVAL (cap), -ENOMEM. */
+STRATA_API int strata_batch_alloc(const struct strata_trace *t, unsigned cap,
+				  struct strata_batch **out);
+STRATA_API void strata_batch_free(struct strata_batch *b); /* NULL ok */
+/*
+ * Fill b with the next events, the same events in the same order as
+ * strata_iter_next would return, and decode all their fields. Returns the
+ * number of events (b->n): 0 only at the end; a batch may hold fewer than
+ * its cap before the end. b must come from strata_batch_alloc() for this
+ * iterator's trace (else -EINVAL). strata_iter_next, strata_iter_read and
+ * strata_iter_decode may be mixed on one iterator: each goes on where the
+ * last call stopped.
+ */
+STRATA_API int strata_iter_decode(struct strata_iter *it, struct strata_batch *b);
+
 /* Position before the first event with timestamp >= ts: a binary search of
  * each stream's packet index, then a scan of one packet. Returns 0. */
 STRATA_API int strata_iter_seek(struct strata_iter *it, uint64_t ts);

@@ -11,6 +11,9 @@
 /* The per-class decode plan of fixed-layout scalar events. */
 static int compile_plan(struct rd_class *c, struct rd_meta *m)
 {
+	c->fast_min = UINT32_MAX;
+	if (!c->pub.nfields)
+		c->fast_min = 0; /* nothing to decode: any payload */
 	if (!c->pub.fixed || !c->pub.nfields)
 		return 0;
 	for (unsigned i = 0; i < c->pub.nfields; i++) {
@@ -41,6 +44,11 @@ static int compile_plan(struct rd_class *c, struct rd_meta *m)
 			     f->is_signed ? STRATA_VALUE_SINT : STRATA_VALUE_UINT;
 	}
 	c->plan = p;
+	c->words = 1;
+	for (unsigned i = 0; i < c->pub.nfields; i++)
+		c->words &= c->pub.fields[i].bits == 64;
+	if (c->pub.nfields <= RD_FAST_MAX)
+		c->fast_min = c->plan_min;
 	return 0;
 }
 
@@ -204,21 +212,12 @@ int strata_event_fields(const struct strata_event *ev, struct strata_value *vals
 			/* whole steps; the padding writes zeros past nfields,
 			 * inside the caller's n */
 			for (unsigned i = 0; i < rc->nplan; i += RD_PLAN_STEP)
-				for (unsigned j = i; j < i + RD_PLAN_STEP; j++) {
-					const struct rd_plan *pl = &plan[j];
-					uint64_t v = (rd_le64(p + pl->word) >> pl->shift) &
-						     pl->mask;
-					vals[j].u = (uint64_t)((int64_t)(v << pl->sx) >> pl->sx);
-					vals[j].type = pl->vtype;
-				}
+				for (unsigned j = i; j < i + RD_PLAN_STEP; j++)
+					rd_plan_value(&plan[j], p, &vals[j]);
 			return c->nfields;
 		}
-		for (unsigned i = 0; i < c->nfields; i++) {
-			const struct rd_plan *pl = &plan[i];
-			uint64_t v = (rd_le64(p + pl->word) >> pl->shift) & pl->mask;
-			vals[i].u = (uint64_t)((int64_t)(v << pl->sx) >> pl->sx);
-			vals[i].type = pl->vtype;
-		}
+		for (unsigned i = 0; i < c->nfields; i++)
+			rd_plan_value(&plan[i], p, &vals[i]);
 		return c->nfields;
 	}
 	if (RD_LIKELY(c->fixed)) {

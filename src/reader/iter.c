@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -34,6 +35,11 @@ struct rd_cursor {
 	bool done;
 	bool pkt_damage_reported; /* once per packet */
 	bool pending;             /* ev holds an event not yet returned (seek) */
+	/* the head is not in ev yet: it is the ordinary event at pos (one
+	 * run_fast can take), key already set from its timestamp; iter_step
+	 * consumes it when the cursor wins (a batch's run switch costs no
+	 * copy, see iter_batch) */
+	bool peek;
 };
 
 #define RD_KEY_DONE (~(unsigned __int128)0)
@@ -313,6 +319,7 @@ static void cursor_seek(struct strata_iter *it, struct rd_cursor *c, uint64_t ts
 	c->in_packet = false;
 	c->pos = c->end = NULL;
 	c->pending = false;
+	c->peek = false;
 	/* scan within the packet (and on, if all its events are earlier) */
 	while (cursor_next(it, c))
 		if (c->ev.timestamp >= ts) {
@@ -400,8 +407,35 @@ static void build_merge(struct strata_iter *it)
 	it->advance_top = false;
 }
 
+/* Cursor w's key changed to wk: replay its matches up to the root, with
+ * branch-free selects; returns the new winner. */
+static inline __attribute__((always_inline)) unsigned
+replay(struct strata_iter *it, unsigned w, unsigned __int128 wk)
+{
+	struct rd_cursor *cur = it->cur;
+	unsigned *tree = it->tree;
+	for (unsigned node = (w + it->width) >> 1; node; node >>= 1) {
+		unsigned l = tree[node];
+		unsigned __int128 lk = cur[l].key;
+		/* all-ones when the stored loser wins this match; the empty
+		 * asm keeps the compiler from turning the selects back into
+		 * a (mispredicted) branch */
+		uint64_t m = -(uint64_t)(lk < wk);
+		__asm__("" : "+r"(m));
+		unsigned d = (l ^ w) & (unsigned)m;
+		tree[node] = l ^ d;
+		w ^= d;
+		uint64_t lo = (uint64_t)wk ^ (((uint64_t)wk ^ (uint64_t)lk) & m);
+		uint64_t hi = (uint64_t)(wk >> 64) ^
+			      (((uint64_t)(wk >> 64) ^ (uint64_t)(lk >> 64)) & m);
+		wk = (unsigned __int128)hi << 64 | lo;
+	}
+	tree[0] = w;
+	return w;
+}
+
 /* The cursor holding the next event, or NULL at the end: the body of
- * strata_iter_next and strata_iter_read, inlined into both. */
+ * strata_iter_next, inlined into it and into the batches. */
 static inline __attribute__((always_inline)) struct rd_cursor *
 iter_step(struct strata_iter *it)
 {
@@ -419,32 +453,19 @@ iter_step(struct strata_iter *it)
 		bool has = RD_LIKELY(fast) ? cursor_next_fast(it, c) : cursor_next(it, c);
 		c->key = RD_LIKELY(has) ? (it->unordered ? key_unordered(c) : key_of(c))
 					: RD_KEY_DONE;
-		/* replay w's matches up to the root: branch-free selects */
-		unsigned __int128 wk = c->key;
-		unsigned *tree = it->tree;
-		for (unsigned node = (w + it->width) >> 1; node; node >>= 1) {
-			unsigned l = tree[node];
-			unsigned __int128 lk = cur[l].key;
-			/* all-ones when the stored loser wins this match; the
-			 * empty asm keeps the compiler from turning the
-			 * selects back into a (mispredicted) branch */
-			uint64_t m = -(uint64_t)(lk < wk);
-			__asm__("" : "+r"(m));
-			unsigned d = (l ^ w) & (unsigned)m;
-			tree[node] = l ^ d;
-			w ^= d;
-			uint64_t lo = (uint64_t)wk ^ (((uint64_t)wk ^ (uint64_t)lk) & m);
-			uint64_t hi = (uint64_t)(wk >> 64) ^
-				      (((uint64_t)(wk >> 64) ^ (uint64_t)(lk >> 64)) & m);
-			wk = (unsigned __int128)hi << 64 | lo;
-		}
-		tree[0] = w;
+		w = replay(it, w, c->key);
 	} else {
 		w = it->tree[0];
 	}
 	if (RD_UNLIKELY(cur[w].key == RD_KEY_DONE)) {
 		it->advance_top = false;
 		return NULL;
+	}
+	if (RD_UNLIKELY(cur[w].peek)) {
+		/* the event run_fast looked at: the fast path takes it, with
+		 * the timestamp that made the key */
+		cur[w].peek = false;
+		cursor_next_fast(it, &cur[w]);
 	}
 	it->advance_top = true;
 	return &cur[w];
@@ -459,13 +480,311 @@ int strata_iter_next(struct strata_iter *it, const struct strata_event **ev)
 	return 1;
 }
 
+/* ---- batches ------------------------------------------------------------------ */
+
+/* strata_batch_alloc's object: the public view, then the arrays. */
+struct rd_batch {
+	struct strata_batch pub;
+	const struct strata_trace *t;
+	struct strata_event *ev; /* cap */
+	uint32_t *first;         /* cap + 1 */
+	struct strata_value *val;
+	unsigned cap, vcap;
+};
+
+_Static_assert(sizeof(struct strata_value) == 16 &&
+		       offsetof(struct strata_value, u) == 8,
+	       "rd_plan_value writes the value's head as one 8-byte word");
+
+/* Where one batch call writes: events, and optionally their values. */
+struct rd_out {
+	struct strata_event *ev;
+	uint32_t *first;
+	struct strata_value *val;
+	unsigned n;              /* room for events */
+	unsigned vcap;           /* room for values */
+	unsigned fast_nf;        /* values run_fast may write per event */
+	unsigned need;           /* values the general path may write */
+	unsigned k;              /* events written */
+	uint32_t nv;             /* values written */
+};
+
+/*
+ * The end of the run of winner w: its events come before every other
+ * stream's head while their timestamp is below the returned bound. The
+ * runner-up is the least of the losers on w's path (a loser tree keeps
+ * them there). Conservative only at UINT64_MAX (never a bound here):
+ * run_fast leaves such an event to the exact merge.
+ */
+static uint64_t run_limit(const struct strata_iter *it, unsigned w)
+{
+	if (it->unordered)
+		return UINT64_MAX; /* keys rank streams first */
+	unsigned __int128 best = RD_KEY_DONE;
+	for (unsigned node = (w + it->width) >> 1; node; node >>= 1) {
+		unsigned __int128 k = it->cur[it->tree[node]].key;
+		best = k < best ? k : best;
+	}
+	if (best == RD_KEY_DONE)
+		return UINT64_MAX;
+	uint64_t ts = (uint64_t)(best >> 32);
+	/* ties go to the lower stream order */
+	if (it->cur[w].order < (uint32_t)best)
+		return ts == UINT64_MAX ? ts : ts + 1;
+	return ts;
+}
+
+/* Word i of a struct strata_event, stored as one 64-bit move: seven of
+ * them fill the event (layout checked below) without a copy. */
+static inline void rd_put64(struct strata_event *ev, unsigned i, uint64_t v)
+{
+	memcpy((char *)ev + 8 * i, &v, 8);
+}
+_Static_assert(sizeof(struct strata_event) == 56 &&
+		       offsetof(struct strata_event, cls) == 8 &&
+		       offsetof(struct strata_event, payload) == 16 &&
+		       offsetof(struct strata_event, size) == 24 &&
+		       offsetof(struct strata_event, cpu) == 28 &&
+		       offsetof(struct strata_event, pid) == 32 &&
+		       offsetof(struct strata_event, tid) == 36 &&
+		       offsetof(struct strata_event, stream) == 40 &&
+		       offsetof(struct strata_event, id) == 44 &&
+		       offsetof(struct strata_event, offset) == 48,
+	       "run_fast writes struct strata_event as 7 words");
+
+enum run_end {
+	RUN_ROOM,  /* the batch is full */
+	RUN_SLOW,  /* the event at pos needs the general path */
+	RUN_LIMIT, /* the event at pos is ordinary but not before lim: peeked */
+};
+
+/*
+ * The batch's hot loop: cursor c's events, straight from the packet into
+ * o, while they are ordinary events (not strata records, known class with
+ * a decode plan, inside the packet) with timestamps below lim, at most
+ * `room` of them. It stops before the first event it cannot take, without
+ * consuming it; at RUN_LIMIT *ts is that event's timestamp. Attribution
+ * (cpu, pid, tid) is constant over the run: a strata:thread record ends it.
+ * Every byte is untrusted: the length is checked against the packet's
+ * content before anything of the event is read past its header.
+ */
+static inline __attribute__((always_inline)) enum run_end
+run_fast(struct rd_cursor *c, uint64_t lim, unsigned room, struct rd_out *o,
+	 uint64_t *tsp, const bool values)
+{
+	const uint8_t *pos = c->pos, *const end = c->end;
+	const struct rd_subtrace *const sub = c->sub;
+	/* the event's constant words: cpu beside size, pid/tid, stream
+	 * beside id (struct strata_event's layout) */
+	const uint64_t cpu_hi = (uint64_t)c->cpu << 32;
+	const uint64_t pidtid = c->pid | (uint64_t)c->tid << 32;
+	const uint64_t stream = c->order;
+	const uintptr_t map = (uintptr_t)c->map;
+	uint64_t prev = c->prev_ts;
+	struct strata_event *ev = o->ev + o->k, *const ev_end = ev + room;
+	uint32_t *first = o->first + o->k;
+	struct strata_value *val = o->val + o->nv;
+	enum run_end why = RUN_ROOM;
+	while (ev < ev_end) {
+		if (RD_UNLIKELY(pos >= end)) {
+			why = RUN_SLOW;
+			break;
+		}
+		uint64_t w = rd_le64(pos);
+		uint64_t len = w >> 54;
+		uint32_t id = (uint32_t)(w >> 32) & 0x3fffff;
+		uint32_t major = id >> 16, minor = id & 0xffff;
+		/* len 0 wraps to a huge value: one compare checks both */
+		if (RD_UNLIKELY(len - 1 >= (uint64_t)(end - pos) / 8 ||
+				major == 0 || minor >= sub->nminor[major])) {
+			why = RUN_SLOW;
+			break;
+		}
+		const struct rd_class *cls = sub->by_major[major][minor];
+		uint32_t size = (uint32_t)(len * 8 - 8);
+		if (RD_UNLIKELY(!cls || size < cls->fast_min)) {
+			why = RUN_SLOW;
+			break;
+		}
+		uint64_t ts = prev + (uint32_t)((uint32_t)w - (uint32_t)prev);
+		if (ts >= lim) {
+			/* another stream's turn: once per run */
+			*tsp = ts;
+			why = RUN_LIMIT;
+			break;
+		}
+		rd_put64(ev, 0, ts);
+		rd_put64(ev, 1, (uintptr_t)&cls->pub);
+		rd_put64(ev, 2, (uintptr_t)(pos + 8));
+		rd_put64(ev, 3, size | cpu_hi);
+		rd_put64(ev, 4, pidtid);
+		rd_put64(ev, 5, stream | (uint64_t)id << 32);
+		rd_put64(ev, 6, (uintptr_t)pos - map);
+		if (values) {
+			/* pairs: one loop trip for the common 1-2 fields; the
+			 * odd one out decodes a padding entry (0) past the
+			 * event's values, inside the room */
+			const struct rd_plan *pl = cls->plan;
+			const unsigned nf = cls->pub.nfields;
+			*first++ = (uint32_t)(val - o->val);
+			if (RD_LIKELY(cls->words)) {
+				/* whole words: a load and the type; the odd
+				 * one out copies word 0 past the values */
+				for (unsigned j = 0; j < nf; j += 2) {
+					rd_plan_word(&pl[j], pos + 8, &val[j]);
+					rd_plan_word(&pl[j + 1], pos + 8, &val[j + 1]);
+				}
+			} else {
+				for (unsigned j = 0; j < nf; j += 2) {
+					rd_plan_value(&pl[j], pos + 8, &val[j]);
+					rd_plan_value(&pl[j + 1], pos + 8, &val[j + 1]);
+				}
+			}
+			val += nf;
+		}
+		prev = ts;
+		pos += len * 8;
+		ev++;
+	}
+	c->pos = pos;
+	c->prev_ts = prev;
+	o->k = (unsigned)(ev - o->ev);
+	o->nv = (uint32_t)(val - o->val);
+	return why;
+}
+
+/* One event by the general path: copied, fields by strata_event_fields. */
+static inline void emit(struct rd_out *o, const struct strata_event *ev,
+			const bool values)
+{
+	o->ev[o->k] = *ev;
+	if (values) {
+		o->first[o->k] = o->nv;
+		int r = strata_event_fields(ev, o->val + o->nv, o->vcap - o->nv);
+		if (r > 0)
+			o->nv += (uint32_t)r;
+	}
+	o->k++;
+}
+
+/* Events run_fast may still write into o (a division only when values
+ * are short: events of the general path took more than fast_nf each). */
+static inline unsigned room_of(const struct rd_out *o, const bool values)
+{
+	unsigned room = o->n - o->k;
+	if (values && (uint64_t)room * o->fast_nf > o->vcap - o->nv)
+		room = (o->vcap - o->nv) / o->fast_nf;
+	return room;
+}
+
+/*
+ * The body of strata_iter_read and strata_iter_decode. The merge picks a
+ * winner, then run_fast takes its following events without touching the
+ * tree while they stay ahead of the runner-up. Streams interleave in runs
+ * (a thread logs a few events between two of another's); at the end of a
+ * run the cursor keeps its next event unread but keyed (peek), one tree
+ * replay names the next winner, and if that one is peeked too, run_fast
+ * goes on from its position: no event is copied or decoded twice.
+ * Everything else (packet ends, records, damage, filters) goes through
+ * iter_step and cursor_next, exactly as strata_iter_next does.
+ */
+static inline __attribute__((always_inline)) void
+iter_batch(struct strata_iter *it, struct rd_out *o, const bool values)
+{
+	const bool fast = it->fast && (!it->f || !it->f->narrowed);
+	struct rd_cursor *const cur = it->cur;
+	while (o->k < o->n && (!values || o->vcap - o->nv >= o->need)) {
+		struct rd_cursor *c = iter_step(it);
+		if (!c)
+			return;
+		emit(o, &c->ev, values);
+		if (!fast)
+			continue;
+		unsigned w = (unsigned)(c - cur);
+		for (;;) {
+			uint64_t ts;
+			enum run_end why = run_fast(c, run_limit(it, w), room_of(o, values),
+						    o, &ts, values);
+			if (why != RUN_LIMIT)
+				break; /* full, or iter_step advances c */
+			/* c's head is the event at pos: keyed, not consumed */
+			c->ev.timestamp = ts;
+			c->key = it->unordered ? key_unordered(c) : key_of(c);
+			c->peek = true;
+			w = replay(it, w, c->key);
+			c = &cur[w];
+			if (RD_UNLIKELY(!c->peek || !room_of(o, values))) {
+				/* a head the general path made (or no room):
+				 * iter_step returns it as it is */
+				it->advance_top = false;
+				break;
+			}
+			c->peek = false; /* run_fast consumes it */
+		}
+	}
+}
+
 int strata_iter_read(struct strata_iter *it, struct strata_event *evs, unsigned n)
 {
-	unsigned k = 0;
-	struct rd_cursor *c;
-	while (k < n && (c = iter_step(it)) != NULL)
-		evs[k++] = c->ev;
-	return (int)k;
+	struct rd_out o = { .ev = evs, .n = n };
+	iter_batch(it, &o, false);
+	return (int)o.k;
+}
+
+int strata_batch_alloc(const struct strata_trace *t, unsigned cap,
+		       struct strata_batch **out)
+{
+	*out = NULL;
+	if (!cap || cap > 65536)
+		return -EINVAL;
+	struct rd_batch *b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->t = t;
+	b->cap = cap;
+	/* run_fast needs fast_nf per event, the general path the largest
+	 * class rounded up to whole plan steps (strata_event_fields) */
+	unsigned need = (t->max_nf + RD_PLAN_STEP - 1) / RD_PLAN_STEP * RD_PLAN_STEP;
+	b->vcap = cap * t->fast_nf + need;
+	b->ev = calloc(cap, sizeof(*b->ev));
+	b->first = calloc(cap + 1, sizeof(*b->first));
+	b->val = calloc(b->vcap, sizeof(*b->val));
+	if (!b->ev || !b->first || !b->val) {
+		strata_batch_free(&b->pub);
+		return -ENOMEM;
+	}
+	b->pub.events = b->ev;
+	b->pub.first = b->first;
+	b->pub.values = b->val;
+	*out = &b->pub;
+	return 0;
+}
+
+void strata_batch_free(struct strata_batch *pb)
+{
+	if (!pb)
+		return;
+	struct rd_batch *b = (struct rd_batch *)pb;
+	free(b->ev);
+	free(b->first);
+	free(b->val);
+	free(b);
+}
+
+int strata_iter_decode(struct strata_iter *it, struct strata_batch *pb)
+{
+	struct rd_batch *b = (struct rd_batch *)pb;
+	if (b->t != it->t)
+		return -EINVAL;
+	struct rd_out o = {
+		.ev = b->ev, .first = b->first, .val = b->val, .n = b->cap,
+		.vcap = b->vcap, .fast_nf = it->t->fast_nf,
+		.need = (it->t->max_nf + RD_PLAN_STEP - 1) / RD_PLAN_STEP * RD_PLAN_STEP,
+	};
+	iter_batch(it, &o, true);
+	b->first[o.k] = o.nv;
+	b->pub.n = o.k;
+	return (int)o.k;
 }
 
 int strata_iter_seek(struct strata_iter *it, uint64_t ts)

@@ -70,6 +70,31 @@ struct rd_plan {
 };
 
 #define RD_PLAN_STEP 4u
+/* Classes with more fields than this take the general path in batches. */
+#define RD_FAST_MAX 16u
+
+/* Decode plan entry pl of payload p into v: all 8 bytes of v's head are
+ * written (type, zero count), so no stale byte of the caller's survives. */
+static inline void rd_plan_value(const struct rd_plan *pl, const uint8_t *p,
+				 struct strata_value *v)
+{
+	uint64_t x, head = pl->vtype;
+	memcpy(&x, p + pl->word, 8);
+	x = (x >> pl->shift) & pl->mask;
+	x = (uint64_t)((int64_t)(x << pl->sx) >> pl->sx);
+	memcpy(v, &head, 8);
+	v->u = x;
+}
+
+/* rd_plan_value for a field that is a whole word (rd_class.words). */
+static inline void rd_plan_word(const struct rd_plan *pl, const uint8_t *p,
+				struct strata_value *v)
+{
+	uint64_t x, head = pl->vtype;
+	memcpy(&x, p + pl->word, 8);
+	memcpy(v, &head, 8);
+	v->u = x;
+}
 
 struct rd_class {
 	struct strata_event_class pub;
@@ -77,6 +102,11 @@ struct rd_class {
 	uint32_t nplan;          /* nfields rounded up to RD_PLAN_STEP: the
 				  * padding entries decode to 0 */
 	uint32_t plan_min;       /* payload bytes the plan reads */
+	uint8_t words;           /* plan fields are whole 64-bit words: no
+				  * shift, mask or sign extension */
+	uint32_t fast_min;       /* payload bytes the batch loop needs to take
+				  * an event of this class (iter.c run_fast);
+				  * UINT32_MAX: never, the general path does */
 	struct rd_fmt_part *fmt; /* NULL: no format string */
 	unsigned nfmt;
 };
@@ -154,6 +184,9 @@ struct strata_trace {
 	unsigned nstreams;
 	const struct strata_event_class **classes; /* by pub.index */
 	unsigned nclasses;
+	uint32_t max_nf;     /* most fields of any class */
+	uint32_t fast_nf;    /* most fields of a class the batch loop takes,
+			      * rounded up to even (>= 2) */
 	uint64_t begin, end, total_size;
 	uint64_t freq;
 	int64_t offset_s, offset;

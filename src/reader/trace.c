@@ -604,7 +604,12 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 			struct rd_class *c = t->subs[i].meta.classes[j];
 			c->pub.index = k;
 			t->classes[k++] = &c->pub;
+			if (c->pub.nfields > t->max_nf)
+				t->max_nf = c->pub.nfields;
+			if (c->fast_min != UINT32_MAX && c->pub.nfields > t->fast_nf)
+				t->fast_nf = c->pub.nfields;
 		}
+	t->fast_nf = t->fast_nf < 2 ? 2 : (t->fast_nf + 1) & ~1u;
 	t->freq = t->subs[0].meta.freq;
 	t->offset_s = t->subs[0].meta.offset_s;
 	t->offset = t->subs[0].meta.offset;

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <ftw.h>
 
-enum { SYNTH_ALLOC, SYNTH_OPEN, SYNTH_THREAD, SYNTH_CLOCK };
+enum { SYNTH_ALLOC, SYNTH_OPEN, SYNTH_THREAD, SYNTH_CLOCK, SYNTH_FREE };
 
 struct synth_ev {
 	uint64_t ts;
@@ -46,7 +46,10 @@ static const char synth_metadata[] =
 	"  fields := struct { uint64_t size; integer { size = 64; align = 64; base = 16; } addr;\n"
 	"  uint32_t flags; } align(64); };\n"
 	"event { name = \"io:open\"; id = 65538; stream_id = 0;\n"
-	"  fields := struct { uint32_t _path_len; char_t path[_path_len]; int32_t fd; } align(64); };\n";
+	"  fields := struct { uint32_t _path_len; char_t path[_path_len]; int32_t fd; } align(64); };\n"
+	"event { name = \"mem:free\"; id = 65539; stream_id = 0;\n"
+	"  fields := struct { integer { size = 64; align = 64; base = 16; } addr;\n"
+	"  integer { size = 64; align = 64; signed = true; } delta; } align(64); };\n";
 
 static inline void synth_put64(uint8_t *p, uint64_t v)
 {
@@ -80,6 +83,11 @@ static inline unsigned synth_record(const struct synth_ev *e, uint32_t pid, uint
 		w[0] = ts | (uint64_t)1 << 32 | (uint64_t)2 << 54;
 		w[1] = e->arg | (uint64_t)pid << 32;
 		return 2;
+	case SYNTH_FREE: /* whole-word fields, one signed */
+		w[0] = ts | (uint64_t)0x10003 << 32 | (uint64_t)3 << 54;
+		w[1] = e->ts * 8;
+		w[2] = (uint64_t)-(int64_t)e->ts;
+		return 3;
 	default:
 		w[0] = ts | (uint64_t)2 << 32 | (uint64_t)2 << 54;
 		w[1] = e->ts;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The reader's fast paths: batch reads, unordered iteration, the loser-tree merge, number formatting. */
 #define _GNU_SOURCE /* nftw, in synth.h */
+#include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 
 #include "rd.h"
 #include "synth.h"
+#include "batch_check.h"
 
 /* Three streams (a non-power-of-two count: the tree has a sentinel leaf),
  * with timestamps that tie across streams: the merge breaks ties by
@@ -106,6 +108,72 @@ static void test_read_unordered(void **state)
 		free(e[s]);
 }
 
+/* Batches (strata_iter_decode, strata_iter_read) against strata_iter_next:
+ * three streams with tied timestamps, thread switches, clock records,
+ * every class kind (whole words, a generic plan, a sequence), runs of
+ * every length from one event up, across packet ends; merged, unordered,
+ * with records, per stream, and through filters (a time range and a
+ * narrowing one: the general path). */
+static void test_batch_decode(void **state)
+{
+	(void)state;
+	enum { N = 2500, S = 3 };
+	struct synth_ev *e[S];
+	uint64_t x = 7;
+	for (int s = 0; s < S; s++) {
+		e[s] = calloc(N, sizeof(*e[s]));
+		uint64_t ts = 1000;
+		for (int i = 0; i < N; i++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			/* runs: stream s is active in windows of varying length */
+			ts += 1 + ((x >> 60) < 2 ? (x >> 40) % 400 : 0) + (i % 11 == 0 ? 0 : 2);
+			int k = (int)((x >> 33) % 16);
+			int kind = k < 6 ? SYNTH_FREE : k < 11 ? SYNTH_ALLOC : k < 13 ? SYNTH_OPEN :
+				   k < 15 ? SYNTH_THREAD : SYNTH_CLOCK;
+			if (i % 997 == 500)
+				ts += 1ull << 33; /* a jump only a clock record explains */
+			if (i % 997 == 500)
+				kind = SYNTH_CLOCK;
+			e[s][i] = (struct synth_ev){ ts, kind, 200 + (uint32_t)(x % 3) };
+		}
+	}
+	char dir[] = "/tmp/strata-test-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	for (int s = 0; s < S; s++)
+		synth_write(dir, s, 100, 100 + s, e[s], N, 4096);
+	batch_check(dir);
+
+	struct strata_trace *t;
+	struct strata_filter *f;
+	assert_int_equal(strata_trace_open(dir, NULL, &t), 0);
+	assert_int_equal(strata_filter_create(t, &f), 0);
+	struct strata_iter_options io = { .stream = -1, .filter = f };
+	batch_check_trace(t, &io); /* no condition: the fast path */
+	assert_int_equal(strata_filter_time(f, 5000, 1ull << 40), 0);
+	batch_check_trace(t, &io);
+	assert_int_equal(strata_filter_tid(f, 201), 0);
+	batch_check_trace(t, &io);
+	strata_filter_destroy(f);
+	/* a batch of another trace is refused */
+	struct strata_trace *t2;
+	struct strata_iter *it;
+	struct strata_batch *b;
+	assert_int_equal(strata_trace_open(dir, NULL, &t2), 0);
+	assert_int_equal(strata_batch_alloc(t2, 16, &b), 0);
+	assert_int_equal(strata_iter_create(t, NULL, &it), 0);
+	assert_int_equal(strata_iter_decode(it, b), -EINVAL);
+	strata_batch_free(b);
+	assert_int_equal(strata_batch_alloc(t, 0, &b), -EINVAL);
+	assert_null(b);
+	strata_batch_free(NULL);
+	strata_iter_destroy(it);
+	strata_trace_close(t2);
+	strata_trace_close(t);
+	synth_rmdir(dir);
+	for (int s = 0; s < S; s++)
+		free(e[s]);
+}
+
 static const char nums_meta[] =
 	"/* CTF 1.8 */\n"
 	"trace { major = 1; minor = 8; byte_order = le; };\n"
@@ -195,6 +263,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read_unordered),
+		cmocka_unit_test(test_batch_decode),
 		cmocka_unit_test(test_describe_numbers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,8 +29,9 @@ static void test_metadata_ok(void **state)
 	assert_int_equal(m.freq, 1000000000);
 	assert_int_equal(m.offset_s, 1700000000);
 	assert_string_equal(rd_meta_env(&m, "procname"), "synth");
-	/* sorted by id: thread(1), clock(2), mem:alloc(65537), io:open(65538) */
-	assert_int_equal(m.nclasses, 4);
+	/* sorted by id: thread(1), clock(2), mem:alloc(65537), io:open(65538),
+	 * mem:free(65539) */
+	assert_int_equal(m.nclasses, 5);
 	const struct strata_event_class *c = &m.classes[2]->pub;
 	assert_string_equal(c->name, "mem:alloc");
 	assert_int_equal(c->id, 65537);

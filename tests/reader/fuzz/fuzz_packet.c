@@ -53,6 +53,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			;
 		strata_iter_destroy(it);
 	}
+	/* the batch path: its hot loop reads the stream bytes directly */
+	struct strata_batch *b;
+	io.flags = 0;
+	if (strata_iter_create(t, &io, &it) == 0) {
+		if (strata_batch_alloc(t, 3, &b) == 0) {
+			while (strata_iter_decode(it, b) > 0)
+				if (strata_iter_next(it, &ev) <= 0)
+					break;
+			strata_batch_free(b);
+		}
+		strata_iter_destroy(it);
+	}
 	strata_trace_close(t);
 	return 0;
 }
