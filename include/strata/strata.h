@@ -81,6 +81,21 @@ STRATA_API int strata_stop(void);
 /* Close every partial packet now so the consumer writes it (ring.md §4). */
 STRATA_API void strata_flush(void);
 
+/*
+ * Flight recorder: write the newest complete packets of every ring of
+ * this process into the trace directory `dir` (created if needed; a
+ * trace of its own, `dir/ust/pid-N`) while tracing goes on. Needs the
+ * in-process consumer (strata_start(), STRATA_OUTPUT) in overwrite mode;
+ * under a `strata record` or `strata daemon` session use SIGUSR1 or
+ * `strata session snapshot` instead. A packet that writers take back
+ * while it is copied is left out, never written torn (docs/record.md,
+ * "Snapshots"). Any thread, not a signal handler (allocates, writes
+ * files); concurrent calls are serialized. Returns 0, -ENOENT (not
+ * tracing in-process), -EINVAL (discard mode), or the negative errno of
+ * a failed mkdir/open/write.
+ */
+STRATA_API int strata_snapshot(const char *dir);
+
 /* Counters for this process since strata_start(). */
 struct strata_stats {
 	uint64_t packets_written;

@@ -4,6 +4,7 @@
 #define STRATA_CLI_H
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,46 @@ extern const char cmd_record_usage[];
 /* "strata: <file>: <problem>" on stderr. */
 void cli_err(const char *file, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* strata daemon, strata session: a long-lived session (docs/record.md). */
+int cmd_daemon(int argc, char **argv);
+int cmd_session(int argc, char **argv);
+extern const char cmd_daemon_usage[], cmd_session_usage[];
+
+/* The ring options of record and daemon (cmd-record.c). */
+enum { OPT_RING_PSIZE = 1100, OPT_RING_PACKETS, OPT_RING_MODE, OPT_RING_MAJORS };
+#define CLI_RING_OPTIONS                                           \
+	{ "packet-size", required_argument, NULL, OPT_RING_PSIZE },  \
+	{ "packets", required_argument, NULL, OPT_RING_PACKETS },    \
+	{ "mode", required_argument, NULL, OPT_RING_MODE },          \
+	{ "majors", required_argument, NULL, OPT_RING_MAJORS },      \
+	{ "enable", required_argument, NULL, 'e' }
+#define CLI_RING_HELP                                                           \
+	"  --packet-size SIZE     packet (sub-buffer) size, e.g. 256K (default)\n" \
+	"  --packets N            packets per CPU ring (default 16)\n"             \
+	"  --mode discard|overwrite   drop new events when full (default), or\n"  \
+	"                         keep the newest (flight recorder)\n"             \
+	"  --majors LIST          majors enabled at start: all, none, 1,2,5-9, 0x...\n" \
+	"  -e, --enable PATTERN   enable a subsystem or SUB:EVENT glob (repeatable;\n" \
+	"                         then only what is enabled is traced)\n"
+struct cli_ring_opts {
+	const char *psize, *packets, *mode, *majors;
+	char enable[4096]; /* comma-separated -e patterns */
+};
+/* One option of CLI_RING_OPTIONS: 1 taken, 0 not one of them, -1 bad
+ * (said on stderr). */
+int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg);
+/* Check them and export them as STRATA_PACKET_SIZE, ..., STRATA_ENABLE
+ * (-e alone starts from no majors). 0, or -1 after saying why. */
+int cli_ring_env(const struct cli_ring_opts *r, const char *cmd);
+/* SIGUSR1 of record and daemon: a snapshot of every overwrite-mode
+ * buffer into the new directory `dir`, one line on stderr. */
+struct sessd;
+void cli_snapshot(struct sessd *d, const char *dir);
+/* SIGINT, SIGTERM, SIGHUP (the last one in cli_got_signal) and SIGUSR1
+ * (cli_got_usr1) of record and daemon, without SA_RESTART (poll returns). */
+extern volatile sig_atomic_t cli_got_signal, cli_got_usr1;
+void cli_session_signals(void);
+
 
 /* Filter options shared by print, stats and convert. */
 enum {

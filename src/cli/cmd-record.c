@@ -30,25 +30,36 @@ const char cmd_record_usage[] =
 	"keeps everything recorded. The exit status is COMMAND's.\n\n"
 	"Options:\n"
 	"  -o, --output DIR       trace directory (default strata-YYYYmmdd-HHMMSS)\n"
-	"  --packet-size SIZE     packet (sub-buffer) size, e.g. 256K (default)\n"
-	"  --packets N            packets per CPU ring (default 16)\n"
-	"  --mode discard|overwrite   drop new events when full (default), or\n"
-	"                         keep the newest (flight recorder)\n"
-	"  --majors LIST          majors enabled at start: all, none, 1,2,5-9, 0x...\n"
-	"  -e, --enable PATTERN   enable a subsystem or SUB:EVENT glob (repeatable;\n"
-	"                         then only what is enabled is traced)\n"
+	CLI_RING_HELP
 	"  --duration SECONDS     stop after this long (COMMAND gets SIGINT)\n"
 	"  -k, --kernel GROUPS    also record kernel events on the same clock:\n"
 	"                         sched, irq, syscalls, or all (docs/kernel.md);\n"
 	"                         those of COMMAND's process tree only, unless\n"
 	"  --kernel-system        ... the whole system's\n"
-	"  -v, --verbose          one line per traced process at the end\n";
+	"  -v, --verbose          one line per traced process at the end\n\n"
+	"SIGUSR1 writes a snapshot of the buffers (overwrite mode) to\n"
+	"DIR-snapshot-N while tracing goes on.\n";
 
-static volatile sig_atomic_t got_signal;
+volatile sig_atomic_t cli_got_signal, cli_got_usr1;
 
 static void on_signal(int sig)
 {
-	got_signal = sig;
+	if (sig == SIGUSR1)
+		cli_got_usr1 = 1;
+	else
+		cli_got_signal = sig;
+}
+
+void cli_session_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: poll() returns */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 }
 
 static double now_s(void)
@@ -68,49 +79,109 @@ static int valid_size(const char *s)
 		!strcmp(s + n + 1, "B"))));
 }
 
+/* SIGUSR1: a snapshot into `dir`, one line on stderr (cli.h). */
+void cli_snapshot(struct sessd *d, const char *dir)
+{
+	struct sessd_snap sn;
+	char line[1024], made[4200];
+	int ret;
+
+	if ((ret = sessd_mkdir_new(dir, "strata-snapshot", made, sizeof(made)))) {
+		cli_err(dir, "cannot create the snapshot directory: %s",
+			strerror(-ret));
+		return;
+	}
+	ret = sessd_snapshot(d, made, &sn);
+	if (ret == -ENOENT)
+		rmdir(made);
+	sessd_snap_line(made, ret, &sn, line, sizeof(line));
+	fprintf(stderr, "strata: %s\n", line);
+}
+
+int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_RING_PSIZE: r->psize = arg; return 1;
+	case OPT_RING_PACKETS: r->packets = arg; return 1;
+	case OPT_RING_MODE: r->mode = arg; return 1;
+	case OPT_RING_MAJORS: r->majors = arg; return 1;
+	case 'e':
+		if (strlen(r->enable) + strlen(arg) + 2 > sizeof(r->enable)) {
+			cli_err(NULL, "--enable: too many patterns");
+			return -1;
+		}
+		if (*r->enable)
+			strcat(r->enable, ",");
+		strcat(r->enable, arg);
+		return 1;
+	}
+	return 0;
+}
+
+int cli_ring_env(const struct cli_ring_opts *r, const char *cmd)
+{
+	const char *majors = r->majors;
+
+	if ((r->psize && !valid_size(r->psize)) ||
+	    (r->packets && !valid_size(r->packets))) {
+		cli_err(NULL, "%s: '%s' is not a size (use e.g. 256K, 1M)", cmd,
+			r->psize && !valid_size(r->psize) ? r->psize : r->packets);
+		return -1;
+	}
+	if (r->mode && strcasecmp(r->mode, "discard") &&
+	    strcasecmp(r->mode, "overwrite")) {
+		cli_err(NULL, "%s: --mode %s: use discard or overwrite", cmd,
+			r->mode);
+		return -1;
+	}
+	if (r->psize)
+		setenv("STRATA_PACKET_SIZE", r->psize, 1);
+	if (r->packets)
+		setenv("STRATA_PACKETS", r->packets, 1);
+	if (r->mode)
+		setenv("STRATA_MODE", r->mode, 1);
+	if (*r->enable) {
+		setenv("STRATA_ENABLE", r->enable, 1);
+		if (!majors)
+			majors = "none";
+	}
+	if (majors)
+		setenv("STRATA_MAJORS", majors, 1);
+	return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
-	enum { O_PSIZE = 1, O_PACKETS, O_MODE, O_MAJORS, O_DURATION, O_KSYSTEM };
+	enum { O_DURATION = 1, O_KSYSTEM };
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
-		{"packet-size", required_argument, NULL, O_PSIZE},
-		{"packets", required_argument, NULL, O_PACKETS},
-		{"mode", required_argument, NULL, O_MODE},
-		{"majors", required_argument, NULL, O_MAJORS},
-		{"enable", required_argument, NULL, 'e'},
+		CLI_RING_OPTIONS,
 		{"duration", required_argument, NULL, O_DURATION},
 		{"verbose", no_argument, NULL, 'v'},
 		{"kernel", required_argument, NULL, 'k'},
 		{"kernel-system", no_argument, NULL, O_KSYSTEM},
 		{NULL, 0, NULL, 0},
 	};
-	const char *out = NULL, *psize = NULL, *packets = NULL, *mode = NULL,
-		   *majors = NULL, *kgroups = NULL;
+	const char *out = NULL, *kgroups = NULL;
+	struct cli_ring_opts ro;
 	int ksystem = 0;
-	char enable[4096] = "", defout[64];
+	char defout[64];
 	double duration = 0;
-	int verbose = 0, o;
+	int verbose = 0, o, taken;
 
+	memset(&ro, 0, sizeof(ro));
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "+o:e:k:v", opts, NULL)) != -1) {
+		if ((taken = cli_ring_opt(&ro, o, optarg))) {
+			if (taken < 0)
+				return 2;
+			continue;
+		}
 		switch (o) {
 		case 'o': out = optarg; break;
 		case 'k': kgroups = optarg; break;
 		case O_KSYSTEM: ksystem = 1; break;
-		case O_PSIZE: psize = optarg; break;
-		case O_PACKETS: packets = optarg; break;
-		case O_MODE: mode = optarg; break;
-		case O_MAJORS: majors = optarg; break;
 		case 'v': verbose = 1; break;
-		case 'e':
-			if (strlen(enable) + strlen(optarg) + 2 > sizeof(enable)) {
-				cli_err(NULL, "--enable: too many patterns");
-				return 2;
-			}
-			if (*enable)
-				strcat(enable, ",");
-			strcat(enable, optarg);
-			break;
 		case O_DURATION: {
 			char *end;
 			duration = strtod(optarg, &end);
@@ -131,11 +202,8 @@ int cmd_record(int argc, char **argv)
 			"[OPTIONS] -- COMMAND [ARGS...]");
 		return 2;
 	}
-	if ((psize && !valid_size(psize)) || (packets && !valid_size(packets))) {
-		cli_err(NULL, "record: '%s' is not a size (use e.g. 256K, 1M)",
-			psize && !valid_size(psize) ? psize : packets);
+	if (cli_ring_env(&ro, "record"))
 		return 2;
-	}
 #ifdef STRATA_HAVE_KERNEL
 	unsigned groups = 0;
 	if (kgroups) {
@@ -155,10 +223,6 @@ int cmd_record(int argc, char **argv)
 	}
 #endif
 	(void)ksystem;
-	if (mode && strcasecmp(mode, "discard") && strcasecmp(mode, "overwrite")) {
-		cli_err(NULL, "record: --mode %s: use discard or overwrite", mode);
-		return 2;
-	}
 	if (!out) {
 		time_t t = time(NULL);
 		struct tm tm;
@@ -174,8 +238,9 @@ int cmd_record(int argc, char **argv)
 	}
 
 	struct sessd *d;
+	struct sessd_config scfg = {.trace_dir = out};
 	const char *what = "";
-	int ret = sessd_create(out, &d, &what);
+	int ret = sessd_create(&scfg, &d, &what);
 	if (ret) {
 		cli_err(NULL, "%s: %s", what, strerror(-ret));
 		rmdir(out);
@@ -185,26 +250,8 @@ int cmd_record(int argc, char **argv)
 	/* The environment the whole process tree inherits: libstrata
 	 * reads the session and the ring geometry from it. */
 	setenv("STRATA_SESSION", sessd_socket(d), 1);
-	if (psize)
-		setenv("STRATA_PACKET_SIZE", psize, 1);
-	if (packets)
-		setenv("STRATA_PACKETS", packets, 1);
-	if (mode)
-		setenv("STRATA_MODE", mode, 1);
-	if (*enable) {
-		setenv("STRATA_ENABLE", enable, 1);
-		if (!majors)
-			majors = "none";
-	}
-	if (majors)
-		setenv("STRATA_MAJORS", majors, 1);
 
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal; /* no SA_RESTART: poll() returns */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	cli_session_signals();
 
 	/* With kernel events, COMMAND waits on a pipe until the kernel side
 	 * is recording (and its pid is in the filter): its first instruction
@@ -261,16 +308,22 @@ int cmd_record(int argc, char **argv)
 
 	int status = 0, exited = 0, stopping = 0;
 	double t0 = now_s(), stop_at = 0;
-	unsigned work = 0;
+	unsigned work = 0, nsnap = 0;
 	for (;;) {
 		work = sessd_step(d, work ? 1 : 5);
+		if (cli_got_usr1) {
+			char snap[4200];
+			cli_got_usr1 = 0;
+			snprintf(snap, sizeof(snap), "%s-snapshot-%u", out, ++nsnap);
+			cli_snapshot(d, snap);
+		}
 		if (!exited && waitpid(child, &status, WNOHANG) == child)
 			exited = 1;
-		if (got_signal && !stopping) {
+		if (cli_got_signal && !stopping) {
 			/* Ctrl-C reached the command too (same process
 			 * group); SIGTERM/SIGHUP are passed on. */
-			if (got_signal != SIGINT && !exited)
-				kill(child, got_signal);
+			if (cli_got_signal != SIGINT && !exited)
+				kill(child, cli_got_signal);
 			stopping = 1;
 			stop_at = now_s() + 2;
 		}

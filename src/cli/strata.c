@@ -22,6 +22,10 @@ static const char cmd_help_usage[] =
 static const struct cli_cmd commands[] = {
 	{ "record", cmd_record, "trace a command and its children (session daemon)",
 	  cmd_record_usage },
+	{ "daemon", cmd_daemon, "long-lived session that programs started later join",
+	  cmd_daemon_usage },
+	{ "session", cmd_session, "start, stop, snapshot or show a daemon's trace",
+	  cmd_session_usage },
 	{ "info", cmd_info, "streams, CPUs, processes, threads, time span, counts",
 	  cmd_info_usage },
 	{ "print", cmd_print, "one line per event (text, JSON or CSV)", cmd_print_usage },

@@ -45,6 +45,10 @@ struct cons {
 	 * packet is copied to pktbuf before it is read. */
 	struct cons_source src;
 	int external;
+	/* A snapshot (consumer/snapshot.c): packets come only through
+	 * cons_write_copy(); nothing is drained or finished from the rings. */
+	int snapshot;
+	int passive; /* external || snapshot: no thread, rings are added */
 	unsigned char *pktbuf;
 	size_t pktbuf_size;
 	uint64_t salvaged, unsalvageable, dropped_bytes;
@@ -229,20 +233,27 @@ next:
  * ring's process wrote for this trace (format.md §2): a packet with
  * another magic or uuid would make the whole stream unreadable.
  */
+static int packet_ours(struct cons *c, const struct strata_ring *r,
+		       const unsigned char *pkt, uint64_t begin)
+{
+	uint32_t magic;
+
+	memcpy(&magic, pkt, 4);
+	if (magic != 0xC1FC1FC1u || memcmp(pkt + 4, c->uuid, 16)) {
+		slog("%s/cpu%u: packet %llu has a bad magic or uuid: skipped",
+		     c->dir, r->cpu, (unsigned long long)(begin >> r->pshift));
+		return 0;
+	}
+	return 1;
+}
+
 static const unsigned char *copy_packet(struct cons *c, struct cons_stream *s,
 					uint64_t begin)
 {
 	struct strata_ring *r = s->ring;
-	uint32_t magic;
 
 	memcpy(c->pktbuf, ring_packet_addr(r, begin), r->psize);
-	memcpy(&magic, c->pktbuf, 4);
-	if (magic != 0xC1FC1FC1u || memcmp(c->pktbuf + 4, c->uuid, 16)) {
-		slog("%s/cpu%u: packet %llu has a bad magic or uuid: skipped",
-		     c->dir, r->cpu, (unsigned long long)(begin >> r->pshift));
-		return NULL;
-	}
-	return c->pktbuf;
+	return packet_ours(c, r, c->pktbuf, begin) ? c->pktbuf : NULL;
 }
 
 /* Write one packet (`pkt`: its bytes, in the ring or a private copy). */
@@ -346,7 +357,7 @@ static struct cons_stream *stream_of(struct cons *c, unsigned cpu)
 {
 	struct strata_ring *r;
 
-	if (c->streams[cpu] || c->external)
+	if (c->streams[cpu] || c->passive)
 		return c->streams[cpu];
 	r = strata_load_acquire(&strata_rings[cpu]);
 	if (!r)
@@ -363,11 +374,14 @@ static void update_metadata(struct cons *c)
 	char comm[64] = "";
 
 	memset(&mi, 0, sizeof(mi));
-	if (c->external) {
-		/* No calibration record in another process's ring: the fit
-		 * runs from the session's first point to now. */
+	if (c->passive) {
+		/* No calibration record in another process's ring (nor in a
+		 * snapshot): the fit runs from the session's first point to
+		 * now. */
 		clock_point_take(&c->cp_last);
 		clock_fit(&c->cp_first, &c->cp_last, &c->freq_hz, &c->offset_ns);
+	}
+	if (c->external) {
 		mi.pid = c->src.pid;
 		mi.procname = c->src.procname;
 		if (c->src.events)
@@ -510,12 +524,16 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 		c->external = 1;
 		c->src = *cfg->src;
 	}
+	c->snapshot = cfg->snapshot;
+	c->passive = c->external || c->snapshot;
 	clock_point_take(&c->cp_first);
 	if (c->external && c->src.cp_first)
 		c->cp_first = *c->src.cp_first;
+	if (cfg->cp_first)
+		c->cp_first = *cfg->cp_first;
 	c->cp_last = c->cp_first;
 	c->freq_hz = strata_clock_tsc ? 0 : 1000000000u;
-	if (strata_clock_tsc && !c->external) {
+	if (strata_clock_tsc && !c->passive) {
 		/* A first guess until the 20 ms estimate: 2 ms of counting. */
 		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
@@ -528,7 +546,7 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 		goto fail;
 	}
 
-	if (c->external) {
+	if (c->passive) {
 		*out = c;
 		return 0;
 	}
@@ -549,7 +567,7 @@ fail:
 
 int cons_add_ring(struct cons *c, struct strata_ring *ring)
 {
-	if (!c->external || ring->cpu >= STRATA_MAX_CPUS)
+	if (!c->passive || ring->cpu >= STRATA_MAX_CPUS)
 		return -EINVAL;
 	if (c->streams[ring->cpu])
 		return -EEXIST;
@@ -574,12 +592,28 @@ unsigned cons_poll(struct cons *c)
 
 	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
 		struct cons_stream *s = c->streams[cpu];
-		if (s && c->mode == STRATA_MODE_DISCARD)
+		if (s && c->mode == STRATA_MODE_DISCARD && !c->snapshot)
 			work += drain_ring(c, s);
 	}
 	if (c->meta_dirty || c->reg_gen != generation(c))
 		update_metadata(c);
 	return work;
+}
+
+int cons_write_copy(struct cons *c, unsigned cpu, const unsigned char *pkt,
+		    uint64_t begin)
+{
+	struct cons_stream *s = cpu < STRATA_MAX_CPUS ? c->streams[cpu] : NULL;
+
+	if (!s || !packet_ours(c, s->ring, pkt, begin))
+		return -EINVAL;
+	write_packet_buf(c, s, pkt, begin);
+	return s->dead ? c->err : 0;
+}
+
+void cons_clock_first(const struct cons *c, struct clock_point *out)
+{
+	*out = c->cp_first;
 }
 
 /* Bytes committed into the packet that began at `begin`, in its lap. */
@@ -682,7 +716,13 @@ static void finish_external(struct cons *c, struct cons_stream *s,
 		drain_ring(c, s);
 		b = strata_load_relaxed(&r->ctl->consumed);
 	} else {
+		/* The packets held, but none an earlier trace of a long-lived
+		 * session wrote already: in overwrite mode no writer reads
+		 * `consumed`, so it marks where the last trace ended. */
 		b = end > r->bufmask ? end - (r->bufmask + 1) : 0;
+		uint64_t done = strata_load_relaxed(&r->ctl->consumed);
+		if (done > b && done <= end)
+			b = done;
 	}
 	/* Untrusted offsets: at most one ring's worth of packets. */
 	if (end < b || end - b > r->bufmask + 1)
@@ -702,8 +742,7 @@ static void finish_external(struct cons *c, struct cons_stream *s,
 			     c->dir, r->cpu, (unsigned long long)(b >> r->pshift));
 		}
 	}
-	if (c->mode == STRATA_MODE_DISCARD)
-		strata_store_release(&r->ctl->consumed, end);
+	strata_store_release(&r->ctl->consumed, end);
 }
 
 static void close_stream(struct cons *c, struct cons_stream *s)
@@ -739,7 +778,7 @@ int cons_finish(struct cons *c, int writers_gone, struct strata_stats *final,
 
 	if (!c)
 		return 0;
-	if (!c->external)
+	if (!c->passive)
 		return cons_destroy(c, final);
 	if (salv)
 		memset(salv, 0, sizeof(*salv));
@@ -747,7 +786,8 @@ int cons_finish(struct cons *c, int writers_gone, struct strata_stats *final,
 		struct cons_stream *s = c->streams[cpu];
 		if (!s)
 			continue;
-		finish_external(c, s, writers_gone);
+		if (!c->snapshot)
+			finish_external(c, s, writers_gone);
 		close_stream(c, s);
 		c->streams[cpu] = NULL;
 	}
@@ -820,7 +860,7 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 
 	if (!c)
 		return 0;
-	if (c->external)
+	if (c->passive)
 		return cons_finish(c, 0, final, NULL);
 	__atomic_store_n(&c->running, 0, __ATOMIC_RELEASE);
 	pthread_join(c->thread, NULL);

@@ -54,6 +54,12 @@ struct cons_config {
 	 * of the consumer's own. Otherwise rings are added with
 	 * cons_add_ring() and drained by cons_poll(): no thread. */
 	const struct cons_source *src;
+	/* A snapshot (consumer/snapshot.c): no thread, rings added with
+	 * cons_add_ring(), packets written only by cons_write_copy(). */
+	int snapshot;
+	/* The clock fit's first point (the running session's, so that the
+	 * snapshot's clock description agrees with it); NULL: src's, or now. */
+	const struct clock_point *cp_first;
 };
 
 /*
@@ -94,6 +100,41 @@ unsigned cons_poll(struct cons *c);
 int cons_destroy(struct cons *c, struct strata_stats *final);
 int cons_finish(struct cons *c, int writers_gone, struct strata_stats *final,
 		struct cons_salvage *salv);
+
+/*
+ * Snapshot consumer only: write `pkt`, a private copy of the packet that
+ * began at virtual offset `begin` of the ring of `cpu` (added before),
+ * after the checks every copied packet gets (magic, uuid, content size,
+ * event lengths). Returns 0, -EINVAL (no such ring, or the packet is not
+ * one of this trace's) or the stream's I/O error.
+ */
+int cons_write_copy(struct cons *c, unsigned cpu, const unsigned char *pkt,
+		    uint64_t begin);
+
+/* The first calibration point of `c` (immutable after cons_create()). */
+void cons_clock_first(const struct cons *c, struct clock_point *out);
+
+/* What a snapshot wrote and left out (consumer/snapshot.c). */
+struct cons_snap_stats {
+	uint64_t packets;     /* written */
+	uint64_t events;
+	uint64_t bytes;
+	uint64_t overwritten; /* taken by writers before or while copied */
+	uint64_t busy;        /* a writer had not committed all of it */
+};
+
+/*
+ * Flight recorder (docs/record.md, "Snapshots"): write the newest
+ * complete packets of `rings` (nrings, NULL entries skipped) to a new
+ * sub-trace `cfg->dir` (must exist; cfg->snapshot is implied) while their
+ * writers go on. No packet is torn: each is copied, then its slot is
+ * re-checked (ring.md §1: still complete for the same lap, and `write`
+ * not yet in the slot's next lap); one that changed during the copy is
+ * dropped and counted. Not async-signal-safe (malloc, files). Adds to *st;
+ * returns 0 or a negative errno (what was written is a valid trace).
+ */
+int cons_snapshot(const struct cons_config *cfg, struct strata_ring *const *rings,
+		  unsigned nrings, struct cons_snap_stats *st);
 
 /* Add the consumer's counters to *st. */
 void cons_get_stats(struct cons *c, struct strata_stats *st);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -24,6 +25,7 @@
 #include "lib/session.h"
 #include "lib/statedump.h"
 #include "ring/ring.h"
+#include "session/paths.h"
 #include "session/proto.h"
 
 STRATA_API volatile uint64_t strata_mask;
@@ -391,6 +393,115 @@ static void sess_apply_enable(void)
 		strata_enable(p);
 }
 
+/* ---- a long-lived daemon's state file (docs/record.md, "The control
+ * file"): mapped read-only, polled by the helper thread, never waited on. */
+static const struct sess_state *sess_st; /* NULL: none (strata record) */
+static uint64_t sess_st_gen;              /* the generation applied */
+static int sess_disabled;                 /* the daemon said: stopped */
+static int sess_ack_due;                  /* tell the daemon sess_st_gen */
+
+/* A consistent, checked copy of the state (proto.h: the seqlock reader).
+ * Returns 0, -EAGAIN (the daemon is writing it) or -EINVAL. */
+static int state_read(struct sess_state *out)
+{
+	for (int tries = 0; tries < 16; tries++) {
+		uint64_t g = __atomic_load_n(&sess_st->gen, __ATOMIC_ACQUIRE);
+		if (g & 1)
+			continue;
+		memcpy(out, (const void *)sess_st, sizeof(*out));
+		/* The copy's loads before the second load of gen (pairs with
+		 * the daemon's release fence after its odd store). */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&sess_st->gen, __ATOMIC_RELAXED) != g)
+			continue;
+		out->gen = g;
+		out->enable[sizeof(out->enable) - 1] = 0;
+		if (out->magic != SESS_STATE_MAGIC || out->version != SESS_VERSION ||
+		    out->psize_shift < 14 || out->psize_shift > 26 ||
+		    out->npackets_shift < 1 || out->npackets_shift > 16 ||
+		    out->mode > STRATA_MODE_OVERWRITE)
+			return -EINVAL;
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+/* Map DIR/state beside the socket, if there is one of ours. */
+static int state_map(const char *sock, struct sess_state *out)
+{
+	char path[sizeof(sess_sock) + 8];
+	const char *slash = strrchr(sock, '/');
+	struct stat st;
+	int fd;
+	void *p;
+
+	if (!slash)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%.*s/state", (int)(slash - sock), sock);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || st.st_uid != getuid() || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)SESS_STATE_SIZE) {
+		close(fd);
+		return -EINVAL;
+	}
+	p = mmap(NULL, SESS_STATE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return -errno;
+	sess_st = p;
+	if (state_read(out)) {
+		munmap(p, SESS_STATE_SIZE);
+		sess_st = NULL;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* What the daemon says: the mask (and -e patterns) while a trace runs,
+ * nothing while it is stopped. */
+static void state_apply(const struct sess_state *s)
+{
+	sess_disabled = !s->enabled;
+	if (sess_disabled) {
+		strata_mask = 0;
+		return;
+	}
+	strata_mask = s->majors & ~STRATA_MAJOR_BIT(63);
+	if (sess_enable[0])
+		sess_apply_enable();
+}
+
+/*
+ * Helper thread, every 10 ms: apply a new state. On a stop, close this
+ * process's open packets (after 1 ms for writers that passed the mask
+ * check, as at exit) so that the daemon can finish the trace, then ACK
+ * (non-blocking; retried on the next round if the socket is full).
+ */
+static void sess_follow_state(void)
+{
+	struct sess_state s;
+
+	if (state_read(&s) == 0 && s.gen != sess_st_gen) {
+		sess_st_gen = s.gen;
+		state_apply(&s);
+		if (sess_disabled) {
+			struct timespec ts = {0, 1000000};
+			nanosleep(&ts, NULL);
+			strata_flush();
+		}
+		sess_ack_due = 1;
+	}
+	if (sess_ack_due && __atomic_load_n(&sess_state, __ATOMIC_ACQUIRE) == SESS_ON) {
+		struct sess_ack a = {{SESS_ACK, sizeof(a)}, sess_st_gen};
+		sess_sweep(); /* the daemon has every ring before the ACK */
+		int ret = sess_send(&a, sizeof(a), -1);
+		if (ret != -EAGAIN && ret != -ENOBUFS)
+			sess_ack_due = 0;
+	}
+}
+
 /* The helper thread: descriptors, retried handovers, every 10 ms. */
 static void *sess_main(void *arg)
 {
@@ -402,12 +513,14 @@ static void *sess_main(void *arg)
 		uint64_t g = strata_registry_generation();
 		if (g != gen) {
 			gen = g;
-			if (sess_enable[0])
+			if (sess_enable[0] && !sess_disabled)
 				sess_apply_enable();
 			sess_send_descs();
 		}
 		if (__atomic_load_n(&sess_state, __ATOMIC_ACQUIRE) == SESS_ON)
 			sess_sweep();
+		if (sess_st)
+			sess_follow_state();
 		struct timespec ts = {0, 10000000};
 		nanosleep(&ts, NULL);
 	}
@@ -482,15 +595,18 @@ static void sess_at_exit(void)
 }
 
 /*
- * Join the session whose socket is `path` (STRATA_SESSION): the ring
- * geometry, mode and initial majors come from the environment, which
- * `strata record` sets for the whole process tree. Returns 0, or a
- * negative errno with the detail set (the caller falls back).
+ * Join the session whose socket is `path` (STRATA_SESSION, or a daemon's
+ * default socket): the ring geometry, mode and initial majors come from
+ * the daemon's state file when it has one (`strata daemon`), else from
+ * the environment, which `strata record` sets for the whole process
+ * tree. Returns 0, or a negative errno with the detail set (the caller
+ * falls back).
  */
 static int sess_join(const char *path)
 {
 	struct strata_options o;
-	int ret;
+	struct sess_state stt;
+	int ret, have_state;
 
 	if (strlen(path) >= sizeof(sess_sock)) {
 		slog_detail("STRATA_SESSION: socket path too long: %s", path);
@@ -502,9 +618,15 @@ static int sess_join(const char *path)
 	if ((ret = options_check(&o)))
 		return ret;
 	memcpy(sess_sock, path, strlen(path) + 1);
-	const char *en = getenv("STRATA_ENABLE");
+	have_state = state_map(path, &stt) == 0;
+	const char *en = have_state ? stt.enable : getenv("STRATA_ENABLE");
 	if (en)
 		snprintf(sess_enable, sizeof(sess_enable), "%s", en);
+	if (have_state) {
+		o.packet_size = (size_t)1 << stt.psize_shift;
+		o.npackets = 1u << stt.npackets_shift;
+		o.mode = (int)stt.mode;
+	}
 	ring_cfg.psize_shift = (uint32_t)__builtin_ctzll(o.packet_size);
 	ring_cfg.npackets_shift = (uint32_t)__builtin_ctz(o.npackets);
 	ring_cfg.mode = (uint32_t)o.mode;
@@ -512,6 +634,9 @@ static int sess_join(const char *path)
 	if ((ret = sess_connect())) {
 		slog_detail("STRATA_SESSION: %s: cannot connect: %s", path,
 			    strerror(-ret));
+		if (sess_st)
+			munmap((void *)sess_st, SESS_STATE_SIZE);
+		sess_st = NULL;
 		return ret;
 	}
 	__atomic_store_n(&sess_state, SESS_ON, __ATOMIC_SEQ_CST);
@@ -520,12 +645,34 @@ static int sess_join(const char *path)
 		pthread_setname_np(sess_thread, "strata-session");
 		sess_thread_on = 1;
 	}
-	if (o.majors == STRATA_MAJORS_NONE)
+	if (have_state) {
+		sess_st_gen = stt.gen;
+		sess_ack_due = 1;
+		state_apply(&stt);
+	} else if (o.majors == STRATA_MAJORS_NONE) {
 		strata_mask = 0;
-	else
+	} else {
 		strata_mask = o.majors ? o.majors : ~STRATA_MAJOR_BIT(63);
+	}
 	atexit(sess_at_exit);
 	return 0;
+}
+
+/*
+ * A fork child of a process in a daemon's session needs the helper
+ * thread to follow the state file (and send its descriptors): unlike
+ * under `strata record`, the session outlives it and may be stopped.
+ * Called from the pthread_atfork child handler after the rings were
+ * dropped; pthread_create there is what LTTng-UST does too (glibc resets
+ * its own locks in the child).
+ */
+static void sess_fork_helper(void)
+{
+	if (!sess_st || __atomic_load_n(&sess_state, __ATOMIC_RELAXED) != SESS_NEED)
+		return;
+	sess_ack_due = 1;
+	if (pthread_create(&sess_thread, NULL, sess_main, NULL) == 0)
+		sess_thread_on = 1;
 }
 
 /* In the child of fork(): only async-signal-safe work (the parent may
@@ -649,6 +796,58 @@ STRATA_API int strata_stop(void)
 	return ret;
 }
 
+STRATA_API int strata_snapshot(const char *dir)
+{
+	struct cons_snap_stats st;
+	struct cons_config cc;
+	struct clock_point first;
+	struct strata_ring **rings = NULL;
+	char sub[4096];
+	int ret;
+
+	pthread_mutex_lock(&sess_lock);
+	if (!sess_cons) {
+		ret = -ENOENT;
+		slog_detail("strata_snapshot: not tracing with the in-process "
+			    "consumer (strata_start)");
+		goto out;
+	}
+	if (ring_cfg.mode != STRATA_MODE_OVERWRITE) {
+		ret = -EINVAL;
+		slog_detail("strata_snapshot: needs overwrite mode (the rings "
+			    "are drained as they fill in discard mode)");
+		goto out;
+	}
+	if (snprintf(sub, sizeof(sub), "%s/ust/pid-%u", dir, strata_pid) >=
+	    (int)sizeof(sub)) {
+		ret = -ENAMETOOLONG;
+		goto out;
+	}
+	if ((ret = mkdir_p(sub))) {
+		slog_detail("%s: cannot create directory: %s", sub, strerror(-ret));
+		goto out;
+	}
+	rings = calloc(STRATA_MAX_CPUS, sizeof(*rings));
+	if (!rings) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < STRATA_MAX_CPUS; i++)
+		rings[i] = strata_load_acquire(&strata_rings[i]);
+	cons_clock_first(sess_cons, &first);
+	memset(&cc, 0, sizeof(cc));
+	cc.dir = sub;
+	cc.mode = STRATA_MODE_OVERWRITE;
+	memcpy(cc.uuid, ring_cfg.uuid, 16);
+	cc.cp_first = &first;
+	memset(&st, 0, sizeof(st));
+	ret = cons_snapshot(&cc, rings, STRATA_MAX_CPUS, &st);
+	free(rings);
+out:
+	pthread_mutex_unlock(&sess_lock);
+	return ret;
+}
+
 STRATA_API void strata_flush(void)
 {
 	for (unsigned i = 0; i < STRATA_MAX_CPUS; i++) {
@@ -712,6 +911,7 @@ static void after_fork_child(void)
 	}
 	sess_cons = NULL; /* the parent's; its thread does not exist here */
 	pthread_mutex_init(&sess_lock, NULL);
+	sess_fork_helper();
 }
 
 __attribute__((constructor)) static void strata_init(void)
@@ -726,6 +926,20 @@ __attribute__((constructor)) static void strata_init(void)
 		return;
 	const char *out = getenv("STRATA_OUTPUT");
 	const char *sess = getenv("STRATA_SESSION");
+	if (sess && !strcmp(sess, "none")) {
+		sess = NULL; /* opted out of every daemon */
+	} else if ((!sess || !*sess) && (!out || !*out)) {
+		/* A daemon of ours listening on the default socket: join it,
+		 * silently if that fails (nobody asked for tracing). One
+		 * lstat() when there is none. */
+		char dir[4096], base[4096], sock[4200];
+		if (!sess_daemon_dir("default", dir, sizeof(dir), base, sizeof(base)) &&
+		    sess_path_private(dir, 1) &&
+		    snprintf(sock, sizeof(sock), "%s/sock", dir) > 0 &&
+		    sess_path_private(sock, 0))
+			sess_join(sock);
+		return;
+	}
 	if (sess && *sess) {
 		int ret = sess_join(sess);
 		if (!ret)

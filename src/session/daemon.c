@@ -7,9 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <strata/strata.h>
@@ -17,11 +20,15 @@
 #include "common/log.h"
 #include "consumer/consumer.h"
 #include "lib/clock.h"
+#include "lib/session.h"
 #include "ring/ring.h"
 #include "session/daemon.h"
+#include "session/paths.h"
 #include "session/proto.h"
 
 #define MAX_CLIENTS 1024
+#define MAX_CTL 16
+#define STOP_WAIT_MS 1000 /* for processes to close their packets */
 
 /* One traced process image (a connection). */
 struct client {
@@ -41,6 +48,9 @@ struct client {
 	int bye;
 	struct sess_bye byemsg;
 	uint64_t ring_lost; /* sum of the rings' counters at close */
+	uint64_t lost_base; /* ... when the current trace began */
+	int traced;         /* has a sub-trace in the current trace */
+	uint64_t acked;     /* last state generation it applied */
 	struct strata_stats st;
 	struct cons_salvage salv;
 	struct client *next;
@@ -53,6 +63,15 @@ struct pool {
 	struct pool *next;
 };
 
+/* A control connection (strata session ...), waiting for its request or,
+ * for stop and quit, for the trace to be finished. */
+struct ctl_conn {
+	int fd;
+	uint32_t waiting; /* CTL_STOP / CTL_QUIT: answer when stopped */
+};
+
+enum { ST_STOPPED = 0, ST_RUNNING = 1, ST_STOPPING = 2 };
+
 struct sessd {
 	char trace[4096];
 	char sdir[4096];
@@ -63,6 +82,18 @@ struct sessd {
 	unsigned nlive;
 	struct pool *pool;
 	int err;
+	/* long-lived daemon */
+	int daemon;
+	int state;
+	char ctl[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char statef[4200];
+	int ctl_fd, lock_fd;
+	struct sess_state *st; /* mapped, ours to write */
+	uint64_t stop_gen;
+	struct timespec stop_deadline;
+	struct ctl_conn conns[MAX_CTL];
+	int quit;
+	struct sessd_totals last; /* of the last finished trace */
 };
 
 static const struct strata_event_desc *const *src_events(void *ctx, size_t *n)
@@ -107,10 +138,148 @@ static int add_desc(struct client *c, const struct strata_event_desc *e)
 	return 0;
 }
 
-int sessd_create(const char *trace_dir, struct sessd **out, const char **what)
+static void sessd_free(struct sessd *d, int remove_files);
+
+/* Bind a SOCK_SEQPACKET socket at `path` (mode 0600) and listen. */
+static int listen_at(const char *path, int *fdp)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd, ret;
+
+	if (strlen(path) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	mode_t old = umask(0177); /* the socket file is 0600 */
+	ret = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	umask(old);
+	if (ret < 0 || listen(fd, 128) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+/* A directory that only we can enter: made 0700, or already so. */
+static int private_dir(const char *path)
+{
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return sess_path_private(path, 1) ? 0 : -EPERM;
+}
+
+/* Publish a change of `state` (proto.h: the seqlock writer). */
+static void state_publish(struct sessd *d, int enabled)
+{
+	struct sess_state *s = d->st;
+	uint64_t g;
+
+	if (!s)
+		return;
+	g = __atomic_load_n(&s->gen, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->gen, g + 1, __ATOMIC_RELAXED);
+	/* The odd generation is visible before any field changes. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&s->enabled, (uint32_t)enabled, __ATOMIC_RELAXED);
+	/* Pairs with the readers' acquire load of gen (src/lib/session.c). */
+	__atomic_store_n(&s->gen, g + 2, __ATOMIC_RELEASE);
+	d->stop_gen = g + 2;
+}
+
+/* The state file, made whole under another name and renamed: a process
+ * that mapped an earlier daemon's file keeps its own, never a truncated
+ * one (SIGBUS). */
+static int state_create(struct sessd *d, const struct sessd_config *cfg)
+{
+	char tmp[4300];
+	int fd, ret;
+	void *p;
+
+	snprintf(d->statef, sizeof(d->statef), "%s/state", d->sdir);
+	snprintf(tmp, sizeof(tmp), "%s/state.tmp", d->sdir);
+	unlink(tmp);
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, SESS_STATE_SIZE) < 0) {
+		ret = -errno;
+		close(fd);
+		unlink(tmp);
+		return ret;
+	}
+	p = mmap(NULL, SESS_STATE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		unlink(tmp);
+		return -ENOMEM;
+	}
+	d->st = p;
+	d->st->magic = SESS_STATE_MAGIC;
+	d->st->version = SESS_VERSION;
+	d->st->majors = cfg->majors;
+	d->st->psize_shift = cfg->psize_shift;
+	d->st->npackets_shift = cfg->npackets_shift;
+	d->st->mode = cfg->mode;
+	snprintf(d->st->enable, sizeof(d->st->enable), "%s",
+		 cfg->enable ? cfg->enable : "");
+	d->st->gen = 2;
+	if (rename(tmp, d->statef) < 0) {
+		ret = -errno;
+		unlink(tmp);
+		return ret;
+	}
+	return 0;
+}
+
+/* The long-lived daemon's directory: private, one daemon per name (a
+ * lock held for its life), sockets left by a dead one replaced. */
+static int daemon_dir(struct sessd *d, const struct sessd_config *cfg,
+		      const char **what)
+{
+	char lock[4200];
+	int ret;
+
+	if ((cfg->base_dir && (ret = private_dir(cfg->base_dir))) ||
+	    (ret = private_dir(d->sdir))) {
+		*what = ret == -EPERM ? "the session directory belongs to "
+					"another user or is open to others"
+				      : "cannot create the session directory";
+		return ret;
+	}
+	snprintf(lock, sizeof(lock), "%s/lock", d->sdir);
+	d->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		ret = errno == EWOULDBLOCK ? -EADDRINUSE : -errno;
+		*what = ret == -EADDRINUSE ? "a daemon of that name is running"
+					   : "cannot lock the session directory";
+		return ret;
+	}
+	if (snprintf(d->ctl, sizeof(d->ctl), "%s/ctl", d->sdir) >=
+	    (int)sizeof(d->ctl)) {
+		*what = "session directory path too long";
+		return -ENAMETOOLONG;
+	}
+	unlink(d->sock);
+	unlink(d->ctl);
+	if ((ret = state_create(d, cfg))) {
+		*what = "cannot create the state file";
+		return ret;
+	}
+	if ((ret = listen_at(d->ctl, &d->ctl_fd))) {
+		*what = "cannot listen on the control socket";
+		return ret;
+	}
+	return 0;
+}
+
+int sessd_create(const struct sessd_config *cfg, struct sessd **out,
+		 const char **what)
 {
 	struct sessd *d = calloc(1, sizeof(*d));
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	const char *tmp = getenv("TMPDIR");
 	int ret;
 
@@ -119,16 +288,22 @@ int sessd_create(const char *trace_dir, struct sessd **out, const char **what)
 	clock_init();
 	if (!d)
 		return -ENOMEM;
-	d->lfd = -1;
-	snprintf(d->trace, sizeof(d->trace), "%s", trace_dir);
-	snprintf(d->sdir, sizeof(d->sdir), "%s/strata-session-XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	/* mkdtemp: 0700, a name nobody else could have made */
-	if (!mkdtemp(d->sdir)) {
-		ret = -errno;
-		*what = "cannot create the session directory";
-		free(d);
-		return ret;
+	d->lfd = d->ctl_fd = d->lock_fd = -1;
+	for (int i = 0; i < MAX_CTL; i++)
+		d->conns[i].fd = -1;
+	d->daemon = cfg->session_dir != NULL;
+	if (d->daemon) {
+		snprintf(d->sdir, sizeof(d->sdir), "%s", cfg->session_dir);
+	} else {
+		snprintf(d->sdir, sizeof(d->sdir), "%s/strata-session-XXXXXX",
+			 tmp && *tmp ? tmp : "/tmp");
+		/* mkdtemp: 0700, a name nobody else could have made */
+		if (!mkdtemp(d->sdir)) {
+			ret = -errno;
+			*what = "cannot create the session directory";
+			free(d);
+			return ret;
+		}
 	}
 	if (snprintf(d->sock, sizeof(d->sock), "%s/sock", d->sdir) >=
 	    (int)sizeof(d->sock)) {
@@ -136,33 +311,22 @@ int sessd_create(const char *trace_dir, struct sessd **out, const char **what)
 		*what = "session socket path too long (set TMPDIR)";
 		goto fail;
 	}
-	d->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (d->lfd < 0) {
-		ret = -errno;
-		*what = "cannot create the session socket";
+	if (d->daemon && (ret = daemon_dir(d, cfg, what)))
 		goto fail;
-	}
-	memcpy(a.sun_path, d->sock, sizeof(d->sock));
-	mode_t old = umask(0177); /* the socket file is 0600 */
-	ret = bind(d->lfd, (struct sockaddr *)&a, sizeof(a));
-	umask(old);
-	if (ret < 0 || listen(d->lfd, 128) < 0) {
-		ret = -errno;
+	if ((ret = listen_at(d->sock, &d->lfd))) {
 		*what = "cannot listen on the session socket";
 		goto fail;
 	}
-	clock_point_take(&d->cp_first);
+	if (cfg->trace_dir && (ret = sessd_start(d, cfg->trace_dir))) {
+		*what = "cannot start the trace";
+		goto fail;
+	}
 	*out = d;
 	return 0;
 fail:
-	if (d->lfd >= 0)
-		close(d->lfd);
-	unlink(d->sock);
-	rmdir(d->sdir);
-	free(d);
+	sessd_free(d, ret != -EADDRINUSE);
 	return ret;
 }
-
 const char *sessd_socket(const struct sessd *d)
 {
 	return d->sock;
@@ -174,26 +338,90 @@ unsigned sessd_live(const struct sessd *d)
 }
 
 /* TRACE/ust/pid-N, or pid-N.K for the K-th image of that pid (exec). */
-static int make_dir(struct sessd *d, struct client *c)
+static int make_dir(const char *trace, uint32_t pid, char *dir, size_t n)
 {
 	char ust[4100];
 
-	if (snprintf(ust, sizeof(ust), "%s/ust", d->trace) >= (int)sizeof(ust))
+	if (snprintf(ust, sizeof(ust), "%s/ust", trace) >= (int)sizeof(ust))
 		return -ENAMETOOLONG;
 	if (mkdir(ust, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	for (unsigned k = 0; k < 1000; k++) {
 		if (k)
-			snprintf(c->dir, sizeof(c->dir), "%s/pid-%u.%u", ust,
-				 c->pid, k);
+			snprintf(dir, n, "%s/pid-%u.%u", ust, pid, k);
 		else
-			snprintf(c->dir, sizeof(c->dir), "%s/pid-%u", ust, c->pid);
-		if (mkdir(c->dir, 0755) == 0)
+			snprintf(dir, n, "%s/pid-%u", ust, pid);
+		if (mkdir(dir, 0755) == 0)
 			return 0;
 		if (errno != EEXIST)
 			return -errno;
 	}
 	return -EEXIST;
+}
+
+/* Where this client's descriptors and identity come from (consumer.h). */
+static void client_source(struct sessd *d, struct client *c,
+			  struct cons_source *src)
+{
+	memset(src, 0, sizeof(*src));
+	src->pid = c->pid;
+	src->procname = c->name;
+	src->events = src_events;
+	src->lookup = src_lookup;
+	src->generation = src_generation;
+	src->ctx = c;
+	src->cp_first = &d->cp_first;
+}
+
+static uint64_t client_ring_lost(const struct client *c)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < c->nrings; i++)
+		for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
+			n += strata_load_relaxed(&c->rings[i]->ctl->lost[k]);
+	return n;
+}
+
+/* Begin this client's sub-trace in the current trace (d->trace) and hand
+ * it the rings it has. Returns 0 or a negative errno (said on stderr). */
+static int client_begin_trace(struct sessd *d, struct client *c)
+{
+	struct cons_source src;
+	struct cons_config cc;
+	int ret;
+
+	if ((ret = make_dir(d->trace, c->pid, c->dir, sizeof(c->dir)))) {
+		fprintf(stderr, "strata: %s/ust: cannot create directory: %s\n",
+			d->trace, strerror(-ret));
+		if (!d->err)
+			d->err = ret;
+		return ret;
+	}
+	client_source(d, c, &src);
+	memset(&cc, 0, sizeof(cc));
+	cc.dir = c->dir;
+	cc.mode = (int)c->mode;
+	memcpy(cc.uuid, c->uuid, 16);
+	cc.src = &src;
+	if ((ret = cons_create(&cc, &c->cons))) {
+		fprintf(stderr, "strata: %s: %s\n", c->dir,
+			strata_strerror_detail());
+		if (!d->err)
+			d->err = ret;
+		return ret;
+	}
+	c->traced = 1;
+	c->bye = 0;
+	memset(&c->st, 0, sizeof(c->st));
+	memset(&c->salv, 0, sizeof(c->salv));
+	c->ring_lost = 0;
+	c->lost_base = client_ring_lost(c);
+	for (unsigned i = 0; i < c->nrings; i++)
+		if (cons_add_ring(c->cons, c->rings[i]))
+			slog("session: pid %u: ring of cpu %u not traced", c->pid,
+			     c->rings[i]->cpu);
+	return 0;
 }
 
 static void client_hello(struct sessd *d, struct client *c,
@@ -202,9 +430,6 @@ static void client_hello(struct sessd *d, struct client *c,
 	struct sess_hello h;
 	struct ucred cr;
 	socklen_t crlen = sizeof(cr);
-	struct cons_source src;
-	struct cons_config cc;
-	int ret;
 
 	if (len != sizeof(h))
 		goto bad;
@@ -237,33 +462,10 @@ static void client_hello(struct sessd *d, struct client *c,
 				break;
 			}
 	}
-	if ((ret = make_dir(d, c))) {
-		fprintf(stderr, "strata: %s/ust: cannot create directory: %s\n",
-			d->trace, strerror(-ret));
-		if (!d->err)
-			d->err = ret;
+	/* A stopped daemon's processes only register: their sub-traces
+	 * begin with the next trace (sessd_start). */
+	if (d->state == ST_RUNNING && client_begin_trace(d, c))
 		goto bad;
-	}
-	memset(&src, 0, sizeof(src));
-	src.pid = c->pid;
-	src.procname = c->name;
-	src.events = src_events;
-	src.lookup = src_lookup;
-	src.generation = src_generation;
-	src.ctx = c;
-	src.cp_first = &d->cp_first;
-	memset(&cc, 0, sizeof(cc));
-	cc.dir = c->dir;
-	cc.mode = (int)c->mode;
-	memcpy(cc.uuid, c->uuid, 16);
-	cc.src = &src;
-	if ((ret = cons_create(&cc, &c->cons))) {
-		fprintf(stderr, "strata: %s: %s\n", c->dir,
-			strata_strerror_detail());
-		if (!d->err)
-			d->err = ret;
-		goto bad;
-	}
 	c->registered = 1;
 	return;
 bad:
@@ -273,8 +475,8 @@ bad:
 	d->nlive--;
 }
 
-static void client_ring(struct client *c, const unsigned char *buf,
-			size_t len, int fd)
+static void client_ring(struct sessd *d, struct client *c,
+			const unsigned char *buf, size_t len, int fd)
 {
 	struct sess_ring m;
 	struct strata_ring *r;
@@ -288,10 +490,14 @@ static void client_ring(struct client *c, const unsigned char *buf,
 		goto bad;
 	if ((ret = cons_ring_map(fd, c->pid, c->uuid, &r)))
 		goto bad;
-	if (r->cpu != m.cpu || cons_add_ring(c->cons, r)) {
+	int dup = 0; /* one ring per CPU */
+	for (unsigned i = 0; i < c->nrings; i++)
+		dup |= c->rings[i]->cpu == r->cpu;
+	if (r->cpu != m.cpu || dup || (c->cons && cons_add_ring(c->cons, r))) {
 		cons_ring_unmap(r);
 		goto bad;
 	}
+	(void)d;
 	c->rings[c->nrings++] = r;
 	return;
 bad:
@@ -418,6 +624,20 @@ static void client_desc(struct sessd *d, struct client *c,
 	}
 }
 
+/* Finish this client's sub-trace of the current trace: write what its
+ * rings hold (salvaging them when `writers_gone`), close its streams. */
+static void client_end_trace(struct sessd *d, struct client *c, int writers_gone)
+{
+	if (!c->cons)
+		return;
+	c->ring_lost = client_ring_lost(c);
+	cons_poll(c->cons);
+	int ret = cons_finish(c->cons, writers_gone, &c->st, &c->salv);
+	c->cons = NULL;
+	if (ret && !d->err)
+		d->err = ret;
+}
+
 /* The process is gone (EOF) or the session ends: write everything. */
 static void client_close(struct sessd *d, struct client *c, int writers_gone)
 {
@@ -426,16 +646,7 @@ static void client_close(struct sessd *d, struct client *c, int writers_gone)
 		c->fd = -1;
 		d->nlive--;
 	}
-	if (!c->cons)
-		return;
-	for (unsigned i = 0; i < c->nrings; i++)
-		for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
-			c->ring_lost += strata_load_relaxed(&c->rings[i]->ctl->lost[k]);
-	cons_poll(c->cons);
-	int ret = cons_finish(c->cons, writers_gone, &c->st, &c->salv);
-	c->cons = NULL;
-	if (ret && !d->err)
-		d->err = ret;
+	client_end_trace(d, c, writers_gone);
 	for (unsigned i = 0; i < c->nrings; i++)
 		cons_ring_unmap(c->rings[i]);
 	c->nrings = 0;
@@ -492,7 +703,7 @@ static void client_read(struct sessd *d, struct client *c)
 					client_hello(d, c, buf, (size_t)len);
 				break;
 			case SESS_RING:
-				client_ring(c, buf, (size_t)len, fd);
+				client_ring(d, c, buf, (size_t)len, fd);
 				break;
 			case SESS_DESC:
 				client_desc(d, c, buf, (size_t)len);
@@ -503,6 +714,14 @@ static void client_read(struct sessd *d, struct client *c)
 					c->bye = 1;
 				}
 				break;
+			case SESS_ACK: {
+				struct sess_ack a;
+				if ((size_t)len == sizeof(a)) {
+					memcpy(&a, buf, sizeof(a));
+					c->acked = a.gen;
+				}
+				break;
+			}
 			}
 		}
 		if (fd >= 0)
@@ -510,25 +729,541 @@ static void client_read(struct sessd *d, struct client *c)
 	}
 }
 
+/* ---- the trace: start, stop, summary ------------------------------------ */
+
+/* Totals of the clients that had a sub-trace in the current trace, one
+ * line each to `log` (NULL: none). */
+static void trace_summary(struct sessd *d, FILE *log, struct sessd_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (struct client *c = d->clients; c; c = c->next) {
+		if (!c->registered || !c->traced)
+			continue;
+		uint64_t disc = c->bye ? 0 : c->ring_lost;
+		if (c->bye)
+			for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
+				disc += c->byemsg.lost[k];
+		/* a long-lived process: what it lost during this trace */
+		disc = disc > c->lost_base ? disc - c->lost_base : 0;
+		t->procs++;
+		t->events += c->st.events_written;
+		t->bytes += c->st.bytes_written;
+		t->discarded += disc;
+		t->lost_io += c->st.lost_io;
+		t->salvaged += c->salv.salvaged;
+		t->unsalvageable += c->st.packets_incomplete;
+		t->crashed += c->fd < 0 && !c->bye;
+		t->unsent += c->bye ? c->byemsg.rings_unsent : 0;
+		if (log)
+			fprintf(log, "strata:   pid %u (%s): %llu events, "
+				"%llu bytes, %llu discarded%s\n",
+				c->pid, c->name,
+				(unsigned long long)c->st.events_written,
+				(unsigned long long)c->st.bytes_written,
+				(unsigned long long)disc,
+				c->fd >= 0 || c->bye ? ""
+					: ", ended without goodbye (killed, "
+					  "crashed or exec'd): salvaged");
+	}
+	t->err = d->err;
+}
+
+/* Free the clients that are gone (all of them with `all`). */
+static void clients_prune(struct sessd *d, int all)
+{
+	struct client **pp = &d->clients;
+
+	while (*pp) {
+		struct client *c = *pp;
+		if (!all && c->fd >= 0) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		for (unsigned i = 0; i < c->nrings; i++)
+			cons_ring_unmap(c->rings[i]);
+		if (c->cons) {
+			struct strata_stats st;
+			cons_finish(c->cons, 0, &st, NULL);
+		}
+		free(c->evs);
+		free(c);
+	}
+}
+
+int sessd_start(struct sessd *d, const char *dir)
+{
+	if (d->state != ST_STOPPED)
+		return -EALREADY;
+	snprintf(d->trace, sizeof(d->trace), "%s", dir);
+	d->err = 0;
+	clock_point_take(&d->cp_first);
+	d->state = ST_RUNNING;
+	for (struct client *c = d->clients; c; c = c->next)
+		if (c->fd >= 0 && c->registered)
+			client_begin_trace(d, c);
+	state_publish(d, 1);
+	return 0;
+}
+
+static void ctl_send_done(struct sessd *d, int fd, int status, const char *msg);
+
+/* Every process closed its packets (or had its time): write and close
+ * the trace, answer those who asked for it. */
+static void stop_finish(struct sessd *d)
+{
+	char line[1024];
+
+	for (struct client *c = d->clients; c; c = c->next)
+		if (c->fd >= 0)
+			client_end_trace(d, c, 0);
+	trace_summary(d, NULL, &d->last);
+	for (struct client *c = d->clients; c; c = c->next)
+		c->traced = 0;
+	clients_prune(d, 0);
+	d->state = ST_STOPPED;
+	snprintf(line, sizeof(line), "%.800s: %llu process%s, %llu events, %llu "
+		 "bytes, %llu discarded%s%s", d->trace,
+		 (unsigned long long)d->last.procs, d->last.procs == 1 ? "" : "es",
+		 (unsigned long long)d->last.events,
+		 (unsigned long long)d->last.bytes,
+		 (unsigned long long)d->last.discarded,
+		 d->last.err ? "; trace incomplete: " : "",
+		 d->last.err ? strerror(-d->last.err) : "");
+	if (d->daemon)
+		fprintf(stderr, "strata: %s\n", line);
+	for (int i = 0; i < MAX_CTL; i++) {
+		struct ctl_conn *k = &d->conns[i];
+		if (k->fd < 0 || !k->waiting)
+			continue;
+		if (k->waiting == CTL_QUIT)
+			d->quit = 1;
+		ctl_send_done(d, k->fd, d->last.err, line);
+		close(k->fd);
+		k->fd = -1;
+		k->waiting = 0;
+	}
+}
+
+int sessd_stop(struct sessd *d)
+{
+	if (d->state != ST_RUNNING)
+		return -ENOENT;
+	state_publish(d, 0);
+	clock_gettime(CLOCK_MONOTONIC, &d->stop_deadline);
+	d->stop_deadline.tv_sec += STOP_WAIT_MS / 1000;
+	d->stop_deadline.tv_nsec += (STOP_WAIT_MS % 1000) * 1000000L;
+	if (d->stop_deadline.tv_nsec >= 1000000000L) {
+		d->stop_deadline.tv_sec++;
+		d->stop_deadline.tv_nsec -= 1000000000L;
+	}
+	d->state = ST_STOPPING;
+	if (!d->st)
+		stop_finish(d); /* strata record: no process to tell */
+	return 0;
+}
+
+/* Stopping: done when every process that has rings applied the stop
+ * (its ACK comes after its last flush), or when its time is up. */
+static void stop_check(struct sessd *d)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	int late = now.tv_sec > d->stop_deadline.tv_sec ||
+		   (now.tv_sec == d->stop_deadline.tv_sec &&
+		    now.tv_nsec >= d->stop_deadline.tv_nsec);
+	for (struct client *c = d->clients; c && !late; c = c->next)
+		if (c->fd >= 0 && c->registered && c->nrings &&
+		    c->acked < d->stop_gen)
+			return;
+	stop_finish(d);
+}
+
+void sessd_stop_wait(struct sessd *d, struct sessd_totals *t)
+{
+	if (sessd_stop(d) == 0)
+		while (d->state == ST_STOPPING)
+			sessd_step(d, 2);
+	*t = d->last;
+}
+
+int sessd_running(const struct sessd *d)
+{
+	return d->state;
+}
+
+const char *sessd_trace(const struct sessd *d)
+{
+	return d->trace;
+}
+
+int sessd_quit_requested(const struct sessd *d)
+{
+	return d->quit;
+}
+
+void sessd_last_totals(const struct sessd *d, struct sessd_totals *t)
+{
+	*t = d->last;
+}
+
+/* The absolute form of a directory just made (messages, status). */
+static void absolute(char *path, size_t n)
+{
+	char *abs = realpath(path, NULL);
+
+	if (abs && strlen(abs) < n)
+		memcpy(path, abs, strlen(abs) + 1);
+	free(abs);
+}
+
+int sessd_mkdir_new(const char *want, const char *prefix, char *out, size_t n)
+{
+	char stamp[32];
+	struct tm tm;
+	time_t now = time(NULL);
+
+	if (want && *want) {
+		if ((size_t)snprintf(out, n, "%s", want) >= n)
+			return -ENAMETOOLONG;
+		if (mkdir(out, 0755) < 0)
+			return -errno;
+		absolute(out, n);
+		return 0;
+	}
+	localtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+	for (unsigned k = 1; k < 1000; k++) {
+		if (k > 1)
+			snprintf(out, n, "%s-%s-%u", prefix, stamp, k);
+		else
+			snprintf(out, n, "%s-%s", prefix, stamp);
+		if (mkdir(out, 0755) == 0) {
+			absolute(out, n);
+			return 0;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+int sessd_config_from_env(struct sessd_config *cfg)
+{
+	struct strata_options o;
+	int ret;
+
+	if ((ret = strata_options_from_env(&o)))
+		return ret;
+	o.output = "-"; /* checked by options_check(), not used */
+	if ((ret = options_check(&o)))
+		return ret;
+	cfg->psize_shift = (uint32_t)__builtin_ctzll(o.packet_size);
+	cfg->npackets_shift = (uint32_t)__builtin_ctz(o.npackets);
+	cfg->mode = (uint32_t)o.mode;
+	if (o.majors == STRATA_MAJORS_NONE)
+		cfg->majors = 0;
+	else
+		cfg->majors = o.majors ? o.majors : ~STRATA_MAJOR_BIT(63);
+	cfg->enable = getenv("STRATA_ENABLE");
+	return 0;
+}
+
+int sessd_snapshot(struct sessd *d, const char *dir, struct sessd_snap *res)
+{
+	int err = 0, ret;
+
+	memset(res, 0, sizeof(*res));
+	for (struct client *c = d->clients; c; c = c->next) {
+		char sub[4400];
+		struct cons_source src;
+		struct cons_config cc;
+		struct cons_snap_stats st;
+
+		if (c->fd < 0 || !c->registered || !c->nrings)
+			continue;
+		if (c->mode != STRATA_MODE_OVERWRITE) {
+			res->skipped++;
+			continue;
+		}
+		if ((ret = make_dir(dir, c->pid, sub, sizeof(sub)))) {
+			err = err ? err : ret;
+			continue;
+		}
+		client_source(d, c, &src);
+		memset(&cc, 0, sizeof(cc));
+		cc.dir = sub;
+		cc.mode = (int)c->mode;
+		memcpy(cc.uuid, c->uuid, 16);
+		cc.src = &src;
+		memset(&st, 0, sizeof(st));
+		ret = cons_snapshot(&cc, c->rings, c->nrings, &st);
+		if (ret && !err)
+			err = ret;
+		res->procs++;
+		res->packets += st.packets;
+		res->events += st.events;
+		res->bytes += st.bytes;
+		res->overwritten += st.overwritten;
+		res->busy += st.busy;
+	}
+	if (!res->procs && !err)
+		return -ENOENT;
+	return err;
+}
+
+/* ---- the control socket (strata session ...) ----------------------------- */
+
+static void ctl_send(int fd, const void *m, size_t len)
+{
+	/* Our own command line reads at once; a peer that does not is
+	 * dropped rather than waited for. */
+	if (send(fd, m, len, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)len)
+		slog("session: a control client does not read: dropped");
+}
+
+static void ctl_send_done(struct sessd *d, int fd, int status, const char *msg)
+{
+	struct ctl_done m;
+
+	memset(&m, 0, sizeof(m));
+	m.h.type = CTL_DONE;
+	m.h.len = sizeof(m);
+	m.status = status;
+	m.running = (uint32_t)d->state;
+	m.procs = d->nlive;
+	m.daemon_pid = (uint32_t)getpid();
+	if (d->st) {
+		m.mode = d->st->mode;
+		m.psize = UINT64_C(1) << d->st->psize_shift;
+		m.npackets = UINT64_C(1) << d->st->npackets_shift;
+		m.majors = d->st->majors;
+	}
+	if (d->state == ST_STOPPED) {
+		m.events = d->last.events;
+		m.bytes = d->last.bytes;
+		m.discarded = d->last.discarded;
+	}
+	snprintf(m.trace, sizeof(m.trace), "%s", d->trace);
+	snprintf(m.msg, sizeof(m.msg), "%s", msg ? msg : "");
+	for (struct client *c = d->clients; c && d->state != ST_STOPPED; c = c->next) {
+		struct strata_stats st = c->st;
+		if (!c->traced)
+			continue;
+		if (c->cons) {
+			memset(&st, 0, sizeof(st));
+			cons_get_stats(c->cons, &st);
+		}
+		m.events += st.events_written;
+		m.bytes += st.bytes_written;
+		uint64_t lost = c->fd >= 0 ? client_ring_lost(c) : c->ring_lost;
+		m.discarded += lost > c->lost_base ? lost - c->lost_base : 0;
+	}
+	ctl_send(fd, &m, sizeof(m));
+}
+
+static void ctl_status(struct sessd *d, int fd)
+{
+	for (struct client *c = d->clients; c; c = c->next) {
+		struct ctl_proc p;
+		struct strata_stats st;
+
+		if (c->fd < 0 || !c->registered)
+			continue;
+		memset(&p, 0, sizeof(p));
+		memset(&st, 0, sizeof(st));
+		p.h.type = CTL_PROC;
+		p.h.len = sizeof(p);
+		p.pid = c->pid;
+		p.rings = c->nrings;
+		if (c->cons)
+			cons_get_stats(c->cons, &st);
+		p.events = st.events_written;
+		p.bytes = st.bytes_written;
+		if (c->traced) {
+			uint64_t lost = client_ring_lost(c);
+			p.discarded = lost > c->lost_base ? lost - c->lost_base : 0;
+		}
+		memcpy(p.name, c->name, sizeof(p.name));
+		ctl_send(fd, &p, sizeof(p));
+	}
+	ctl_send_done(d, fd, 0, NULL);
+}
+
+/* One request; returns 1 when the connection waits for the stop. */
+static int ctl_request(struct sessd *d, struct ctl_conn *k)
+{
+	struct ctl_req q;
+	char dir[4096], msg[1024];
+	ssize_t n = recv(k->fd, &q, sizeof(q), MSG_DONTWAIT);
+	int ret = 0;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 1;
+	if (n != (ssize_t)sizeof(q) || q.h.len != sizeof(q) ||
+	    q.version != SESS_VERSION) {
+		if (n > 0)
+			ctl_send_done(d, k->fd, -EPROTO, "bad request (another "
+				      "version of strata?)");
+		return 0;
+	}
+	q.path[sizeof(q.path) - 1] = 0;
+	msg[0] = 0;
+	switch (q.h.type) {
+	case CTL_START:
+		if (d->state != ST_STOPPED) {
+			ret = -EALREADY;
+			snprintf(msg, sizeof(msg), "already %s (into %.800s)",
+				 d->state == ST_RUNNING ? "running" : "stopping",
+				 d->trace);
+		} else if ((ret = sessd_mkdir_new(q.path, "strata", dir, sizeof(dir)))) {
+			snprintf(msg, sizeof(msg), "%.800s: cannot create the trace "
+				 "directory: %s", q.path[0] ? q.path : dir,
+				 strerror(-ret));
+		} else {
+			sessd_start(d, dir);
+			snprintf(msg, sizeof(msg), "started: writing to %.800s", dir);
+			if (d->daemon)
+				fprintf(stderr, "strata: %s\n", msg);
+		}
+		break;
+	case CTL_STOP:
+	case CTL_QUIT:
+		if (sessd_stop(d) == 0 || d->state == ST_STOPPING) {
+			k->waiting = q.h.type;
+			if (d->state == ST_STOPPED)
+				stop_finish(d); /* not reached with a state file */
+			return k->fd >= 0 && k->waiting;
+		}
+		if (q.h.type == CTL_QUIT) {
+			d->quit = 1;
+			snprintf(msg, sizeof(msg), "stopped already");
+		} else {
+			ret = -ENOENT;
+			snprintf(msg, sizeof(msg), "not running (the last trace "
+				 "is %.800s)", d->trace[0] ? d->trace : "none");
+		}
+		break;
+	case CTL_STATUS:
+		ctl_status(d, k->fd);
+		return 0;
+	case CTL_SNAPSHOT: {
+		struct sessd_snap sn;
+		if ((ret = sessd_mkdir_new(q.path, "strata-snapshot", dir,
+					   sizeof(dir)))) {
+			snprintf(msg, sizeof(msg), "%.800s: cannot create the snapshot "
+				 "directory: %s", q.path[0] ? q.path : dir,
+				 strerror(-ret));
+			break;
+		}
+		ret = sessd_snapshot(d, dir, &sn);
+		sessd_snap_line(dir, ret, &sn, msg, sizeof(msg));
+		if (ret == -ENOENT)
+			rmdir(dir);
+		break;
+	}
+	default:
+		ret = -EINVAL;
+		snprintf(msg, sizeof(msg), "unknown request %u", q.h.type);
+	}
+	ctl_send_done(d, k->fd, ret, msg);
+	return 0;
+}
+
+void sessd_snap_line(const char *dir, int ret, const struct sessd_snap *sn,
+		     char *buf, size_t n)
+{
+	if (ret == -ENOENT)
+		snprintf(buf, n, "snapshot: no process to snapshot (%u not in "
+			 "overwrite mode)", sn->skipped);
+	else
+		snprintf(buf, n, "snapshot %.800s: %u process%s, %llu packets, %llu "
+			 "events, %llu bytes; %llu packets overwritten while "
+			 "copied, %llu busy%s%s", dir, sn->procs,
+			 sn->procs == 1 ? "" : "es",
+			 (unsigned long long)sn->packets,
+			 (unsigned long long)sn->events,
+			 (unsigned long long)sn->bytes,
+			 (unsigned long long)sn->overwritten,
+			 (unsigned long long)sn->busy, ret ? "; error: " : "",
+			 ret ? strerror(-ret) : "");
+}
+
+static void ctl_accept(struct sessd *d)
+{
+	for (int n = 0; n < MAX_CTL; n++) {
+		struct ucred cr;
+		socklen_t crlen = sizeof(cr);
+		int fd = accept4(d->ctl_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int slot = -1;
+
+		if (fd < 0)
+			return;
+		for (int i = 0; i < MAX_CTL && slot < 0; i++)
+			if (d->conns[i].fd < 0)
+				slot = i;
+		/* Only our own uid controls the daemon (the socket is 0600
+		 * too; root may connect anyway, it is refused here). */
+		if (slot < 0 ||
+		    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 ||
+		    cr.uid != getuid()) {
+			close(fd);
+			continue;
+		}
+		d->conns[slot].fd = fd;
+		d->conns[slot].waiting = 0;
+	}
+}
+
+/* ---- the loop ------------------------------------------------------------- */
+
 unsigned sessd_step(struct sessd *d, int timeout_ms)
 {
-	struct pollfd pf[MAX_CLIENTS + 1];
-	struct client *who[MAX_CLIENTS + 1];
-	unsigned n = 0, work = 0;
+	struct pollfd pf[MAX_CLIENTS + MAX_CTL + 2];
+	struct client *who[MAX_CLIENTS + MAX_CTL + 2];
+	int conn[MAX_CLIENTS + MAX_CTL + 2];
+	unsigned n = 0, work = 0, nctl;
 
 	pf[n].fd = d->lfd;
 	pf[n].events = POLLIN;
 	who[n++] = NULL;
-	for (struct client *c = d->clients; c && n <= MAX_CLIENTS; c = c->next)
+	if (d->ctl_fd >= 0) {
+		pf[n].fd = d->ctl_fd;
+		pf[n].events = POLLIN;
+		who[n++] = NULL;
+	}
+	nctl = n;
+	for (int i = 0; i < MAX_CTL; i++)
+		if (d->conns[i].fd >= 0 && !d->conns[i].waiting) {
+			pf[n].fd = d->conns[i].fd;
+			pf[n].events = POLLIN;
+			conn[n] = i;
+			who[n++] = NULL;
+		}
+	unsigned first_client = n;
+	for (struct client *c = d->clients; c && n < first_client + MAX_CLIENTS;
+	     c = c->next)
 		if (c->fd >= 0) {
 			pf[n].fd = c->fd;
 			pf[n].events = POLLIN;
 			who[n++] = c;
 		}
 	if (poll(pf, n, timeout_ms) > 0) {
-		for (unsigned i = 1; i < n; i++)
+		for (unsigned i = first_client; i < n; i++)
 			if (pf[i].revents)
 				client_read(d, who[i]);
+		for (unsigned i = nctl; i < first_client; i++) {
+			struct ctl_conn *k = &d->conns[conn[i]];
+			if (!pf[i].revents || k->fd < 0)
+				continue;
+			if (!ctl_request(d, k) && k->fd >= 0) {
+				close(k->fd);
+				k->fd = -1;
+			}
+		}
+		if (d->ctl_fd >= 0 && (pf[1].revents & POLLIN))
+			ctl_accept(d);
 		if (pf[0].revents & POLLIN) {
 			for (int k = 0; k < 64; k++) {
 				int fd = accept4(d->lfd, NULL, NULL,
@@ -552,7 +1287,46 @@ unsigned sessd_step(struct sessd *d, int timeout_ms)
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->cons)
 			work += cons_poll(c->cons);
+	if (d->state == ST_STOPPING)
+		stop_check(d);
+	else if (d->state == ST_STOPPED && d->daemon)
+		clients_prune(d, 0); /* gone while no trace ran */
 	return work;
+}
+
+/* Close everything; remove our files unless another daemon owns them. */
+static void sessd_free(struct sessd *d, int remove_files)
+{
+	clients_prune(d, 1);
+	while (d->pool) {
+		struct pool *p = d->pool;
+		d->pool = p->next;
+		free(p);
+	}
+	for (int i = 0; i < MAX_CTL; i++)
+		if (d->conns[i].fd >= 0)
+			close(d->conns[i].fd);
+	if (d->lfd >= 0)
+		close(d->lfd);
+	if (d->ctl_fd >= 0)
+		close(d->ctl_fd);
+	if (d->st)
+		munmap(d->st, SESS_STATE_SIZE);
+	if (remove_files) {
+		unlink(d->sock);
+		if (d->daemon) {
+			char lock[4200];
+			unlink(d->ctl);
+			if (d->st)
+				unlink(d->statef);
+			snprintf(lock, sizeof(lock), "%s/lock", d->sdir);
+			unlink(lock);
+		}
+		rmdir(d->sdir);
+	}
+	if (d->lock_fd >= 0)
+		close(d->lock_fd); /* last: the next daemon may start now */
+	free(d);
 }
 
 void sessd_destroy(struct sessd *d, FILE *log, struct sessd_totals *t)
@@ -570,45 +1344,9 @@ void sessd_destroy(struct sessd *d, FILE *log, struct sessd_totals *t)
 		 * here, ring.md §7). */
 		client_close(d, c, 0);
 	}
-	while (d->clients) {
-		struct client *c = d->clients;
-		d->clients = c->next;
-		if (c->registered) {
-			uint64_t disc = c->bye ? 0 : c->ring_lost;
-			if (c->bye)
-				for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
-					disc += c->byemsg.lost[k];
-			t->procs++;
-			t->events += c->st.events_written;
-			t->bytes += c->st.bytes_written;
-			t->discarded += disc;
-			t->lost_io += c->st.lost_io;
-			t->salvaged += c->salv.salvaged;
-			t->unsalvageable += c->st.packets_incomplete;
-			t->crashed += !c->bye;
-			t->unsent += c->bye ? c->byemsg.rings_unsent : 0;
-			if (log)
-				fprintf(log, "strata:   pid %u (%s): %llu events, "
-					"%llu bytes, %llu discarded%s\n",
-					c->pid, c->name,
-					(unsigned long long)c->st.events_written,
-					(unsigned long long)c->st.bytes_written,
-					(unsigned long long)disc,
-					c->bye ? "" : ", ended without goodbye "
-						      "(killed, crashed or exec'd): "
-						      "salvaged");
-		}
-		free(c->evs);
-		free(c);
-	}
-	while (d->pool) {
-		struct pool *p = d->pool;
-		d->pool = p->next;
-		free(p);
-	}
-	t->err = d->err;
-	close(d->lfd);
-	unlink(d->sock);
-	rmdir(d->sdir);
-	free(d);
+	if (d->state != ST_STOPPED)
+		trace_summary(d, log, t);
+	else
+		*t = d->last;
+	sessd_free(d, 1);
 }

@@ -21,13 +21,40 @@ struct sessd_totals {
 	int err;             /* first I/O error (negative errno) */
 };
 
+struct sessd_config {
+	/* Trace directory (must exist); NULL: created stopped (a daemon
+	 * whose first trace is started by sessd_start()). */
+	const char *trace_dir;
+	/*
+	 * NULL: a private session directory (0700) made with mkdtemp under
+	 * $TMPDIR, holding the listening socket (0600): `strata record`.
+	 * Otherwise a long-lived daemon's (session/paths.h): this directory
+	 * (made 0700 if missing) gets `sock`, the control socket `ctl` and
+	 * the state file `state` (proto.h) that tells processes what to
+	 * trace; its parent `base` too (0700, ours alone).
+	 */
+	const char *session_dir;
+	const char *base_dir;
+	/* Daemon only, published in `state`: the ring geometry and mode of
+	 * every process that joins, the mask while a trace runs (and the
+	 * -e patterns applied on top). */
+	uint32_t psize_shift, npackets_shift, mode;
+	uint64_t majors;
+	const char *enable;
+};
+
+/* The daemon's ring settings from the environment, as libstrata reads
+ * them (STRATA_PACKET_SIZE, STRATA_PACKETS, STRATA_MODE, STRATA_MAJORS,
+ * STRATA_ENABLE). Returns 0 or -EINVAL (strata_strerror_detail()). */
+int sessd_config_from_env(struct sessd_config *cfg);
+
 /*
- * Create a session writing to `trace_dir` (must exist): a private
- * directory (0700) under $TMPDIR holding the listening socket (0600).
- * Prints nothing; returns 0 or a negative errno with *what naming the
- * failed step.
+ * Create a session. Prints nothing; returns 0 or a negative errno with
+ * *what naming the failed step (-EADDRINUSE: a daemon of that name
+ * runs already).
  */
-int sessd_create(const char *trace_dir, struct sessd **out, const char **what);
+int sessd_create(const struct sessd_config *cfg, struct sessd **out,
+		 const char **what);
 
 /* The socket path for STRATA_SESSION. */
 const char *sessd_socket(const struct sessd *d);
@@ -38,6 +65,55 @@ unsigned sessd_step(struct sessd *d, int timeout_ms);
 
 /* Processes still connected. */
 unsigned sessd_live(const struct sessd *d);
+
+/*
+ * Long-lived daemon (docs/record.md, "strata daemon"). sessd_step() also
+ * answers the control socket: start, stop, status, snapshot, quit.
+ *
+ * sessd_start: begin writing a new trace into `dir` (must exist) for
+ * every connected process and every one that joins; tells the processes
+ * through `state`. Returns 0 or -EALREADY (running or stopping).
+ *
+ * sessd_stop: tell every process to stop logging; once each has closed
+ * its open packets (its ACK) or after 1 s, sessd_step() finishes the
+ * trace (everything written, streams closed) and the session is stopped;
+ * the processes stay connected. Returns 0 or -ENOENT (not running).
+ * sessd_stop_wait: the same, stepping until finished; totals to *t.
+ */
+int sessd_start(struct sessd *d, const char *dir);
+int sessd_stop(struct sessd *d);
+void sessd_stop_wait(struct sessd *d, struct sessd_totals *t);
+int sessd_running(const struct sessd *d); /* 1 running, 2 stopping, 0 */
+const char *sessd_trace(const struct sessd *d); /* current or last; "" */
+/* A control client asked the daemon to end (CTL_QUIT, after its stop). */
+int sessd_quit_requested(const struct sessd *d);
+/* Totals of the last finished trace (sessd_stop()). */
+void sessd_last_totals(const struct sessd *d, struct sessd_totals *t);
+
+/* What a snapshot wrote. */
+struct sessd_snap {
+	unsigned procs;     /* processes snapshotted */
+	unsigned skipped;   /* connected, not in overwrite mode */
+	uint64_t packets, events, bytes;
+	uint64_t overwritten, busy; /* packets left out (consumer.h) */
+};
+
+/*
+ * Flight recorder: write the newest complete packets of every ring of
+ * every connected overwrite-mode process into `dir` (must exist) as a
+ * trace of its own, while tracing goes on (consumer/snapshot.c).
+ * Returns 0, -ENOENT (no process to snapshot: none connected, or none in
+ * overwrite mode) or the first I/O error.
+ */
+int sessd_snapshot(struct sessd *d, const char *dir, struct sessd_snap *res);
+/* The one line that says what a snapshot did (ret: sessd_snapshot's). */
+void sessd_snap_line(const char *dir, int ret, const struct sessd_snap *sn,
+		     char *buf, size_t n);
+
+/* Make a new directory: `want` if not empty (it must not exist), else
+ * PREFIX-YYYYmmdd-HHMMSS[-N] in the current directory. The path made to
+ * out. Returns 0 or a negative errno. */
+int sessd_mkdir_new(const char *want, const char *prefix, char *out, size_t n);
 
 /*
  * Finish: write what every process's rings hold (salvaging those of

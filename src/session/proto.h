@@ -30,6 +30,7 @@ enum sess_type {
 	SESS_RING = 2,
 	SESS_DESC = 3,
 	SESS_BYE = 4,
+	SESS_ACK = 5, /* a long-lived daemon's `state` applied (below) */
 };
 
 struct sess_hdr {
@@ -75,6 +76,89 @@ struct sess_bye {
 	uint32_t rings_unsent; /* rings the daemon never got (their events
 				* are lost) */
 	uint32_t pad;
+};
+
+/* ACK: the helper thread applied generation `gen` of the session's state
+ * file (and, when it says disabled, closed its open packets first). */
+struct sess_ack {
+	struct sess_hdr h;
+	uint64_t gen;
+};
+
+/*
+ * The state file of a long-lived daemon (`strata daemon`), `state` beside
+ * `sock` in the session directory (docs/record.md, "The control file").
+ * The daemon is its only writer; processes map it read-only and poll it
+ * from their helper thread every 10 ms, so the daemon tells every process
+ * something without any of them ever waiting.
+ *
+ * Seqlock: the daemon makes `gen` odd, stores the fields, then makes it
+ * even again (release); a reader loads `gen` (acquire), copies the fields,
+ * fences (acquire), and retries later if `gen` changed or was odd. A
+ * reader checks every field: the file is the daemon's, not its own.
+ */
+#define SESS_STATE_MAGIC 0x53525453u /* "STRS" */
+#define SESS_STATE_SIZE 4096u
+
+struct sess_state {
+	uint32_t magic;
+	uint32_t version; /* SESS_VERSION */
+	uint64_t gen;     /* even when stable; bumped by 2 per change */
+	uint64_t majors;  /* the mask while enabled */
+	uint32_t enabled; /* 0: the session is stopped: log nothing */
+	/* ring geometry for rings created from now on (they win over the
+	 * environment's STRATA_PACKET_SIZE / STRATA_PACKETS / STRATA_MODE) */
+	uint32_t psize_shift;
+	uint32_t npackets_shift;
+	uint32_t mode;
+	char enable[1024]; /* -e patterns, comma-separated; "" = none */
+};
+
+/*
+ * The control socket `ctl` (strata session ...): one request per
+ * connection, answered by zero or more CTL_PROC records (status), then
+ * CTL_DONE. SO_PEERCRED: the daemon's uid only.
+ */
+enum ctl_type {
+	CTL_START = 1,    /* path: the new trace directory, "" = dated */
+	CTL_STOP = 2,
+	CTL_STATUS = 3,
+	CTL_SNAPSHOT = 4, /* path: the snapshot directory, "" = dated */
+	CTL_QUIT = 5,     /* stop, then end the daemon */
+	CTL_PROC = 16,    /* reply: one connected process */
+	CTL_DONE = 17,    /* reply: the last one */
+};
+
+struct ctl_req {
+	struct sess_hdr h;
+	uint32_t version;
+	uint32_t pad;
+	char path[4096]; /* absolute; "" = the daemon's default */
+};
+
+struct ctl_proc {
+	struct sess_hdr h;
+	uint32_t pid;
+	uint32_t rings;
+	uint64_t events;    /* written into the current trace */
+	uint64_t bytes;
+	uint64_t discarded; /* counted by its rings since the trace began */
+	char name[17];
+	char pad[7];
+};
+
+struct ctl_done {
+	struct sess_hdr h;
+	int32_t status;   /* 0 or a negative errno */
+	uint32_t running; /* the session state after the request */
+	uint32_t procs;   /* processes connected */
+	uint32_t mode;    /* ring mode (enum strata_mode) */
+	uint64_t psize, npackets, majors;
+	uint64_t events, bytes, discarded; /* of the current or last trace */
+	uint32_t daemon_pid;
+	uint32_t pad;
+	char trace[4096]; /* the current or last trace directory */
+	char msg[1024];   /* one line for the user: what was done, or why not */
 };
 
 #endif /* STRATA_SESSION_PROTO_H */

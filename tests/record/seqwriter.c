@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Logs sequence numbers as fast as it can and publishes the last committed one in a shared file (crash salvage test). */
+/* Logs sequence numbers as fast as it can and publishes the last committed one in a shared file (salvage, daemon, snapshot tests). */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,14 +12,16 @@
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: seqwriter SIDE-FILE [EVENTS]\n");
+		fprintf(stderr, "usage: seqwriter SIDE-FILE [EVENTS [STOP-FILE]]\n");
 		return 2;
 	}
 	uint64_t n = argc > 2 ? strtoull(argv[2], NULL, 10) : ~0ull;
+	const char *stop = argc > 3 ? argv[3] : NULL; /* ends when it exists */
 	int fd = open(argv[1], O_RDWR | O_CREAT, 0600);
 	if (fd < 0 || ftruncate(fd, 4096) < 0)
 		return 1;
-	/* [0] pid, [1] last committed sequence number + 1 */
+	/* [0] pid, [1] last committed sequence number + 1, [2] the major
+	 * mask now (a daemon's stop clears it), [3] 1 once it ended */
 	volatile uint64_t *side = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 				       MAP_SHARED, fd, 0);
 	if (side == MAP_FAILED)
@@ -31,6 +33,12 @@ int main(int argc, char **argv)
 		__atomic_store_n(&side[1], i + 1, __ATOMIC_RELEASE);
 		if ((i & 255) == 255)
 			usleep(100); /* heavy, but within what the daemon drains */
+		if ((i & 4095) == 4095) {
+			__atomic_store_n(&side[2], strata_majors(), __ATOMIC_RELAXED);
+			if (stop && access(stop, F_OK) == 0)
+				break;
+		}
 	}
+	__atomic_store_n(&side[3], 1, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/* strata daemon: a long-lived tracing session that programs started later join. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+#include "cli.h"
+#include "session/daemon.h"
+#include "session/paths.h"
+
+const char cmd_daemon_usage[] =
+	"usage: strata daemon [OPTIONS]\n"
+	"       strata daemon --kill [--name NAME]\n\n"
+	"Run a long-lived tracing session that programs started later join\n"
+	"(docs/record.md): a program linked with libstrata joins the daemon\n"
+	"named 'default' of its user when STRATA_SESSION and STRATA_OUTPUT are\n"
+	"both unset (STRATA_SESSION=none opts out), or the one whose socket\n"
+	"STRATA_SESSION names. It writes one trace directory per started\n"
+	"trace; 'strata session' starts, stops, snapshots and shows it.\n"
+	"SIGINT or SIGTERM (or --kill) finishes the trace and ends the daemon;\n"
+	"SIGUSR1 writes a snapshot (overwrite mode).\n\n"
+	"Options:\n"
+	"  -o, --output DIR       the first trace directory (default\n"
+	"                         strata-YYYYmmdd-HHMMSS; relative paths and the\n"
+	"                         default are in the directory it starts in)\n"
+	"  --name NAME            daemon name (default 'default'): its socket is\n"
+	"                         /run/strata/NAME/sock for root, else\n"
+	"                         $XDG_RUNTIME_DIR/strata/NAME/sock (or\n"
+	"                         /tmp/strata-UID/NAME/sock); $STRATA_RUNTIME_DIR\n"
+	"                         replaces the directory above NAME\n"
+	"  --stopped              start without a trace ('strata session start')\n"
+	CLI_RING_HELP
+	"  -f, --foreground       stay in the foreground, messages on stderr\n"
+	"                         (otherwise in the session directory's 'log')\n"
+	"  --kill                 end the daemon NAME: its trace is finished first\n";
+
+/* Detach: the parent returns once the daemon listens (or says why not);
+ * the child's messages go to DIR/log. Returns the pipe's write end in
+ * the child (-1 in the foreground), and never returns in the parent. */
+static int go_background(void)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		cli_err(NULL, "daemon: pipe: %s", strerror(errno));
+		exit(1);
+	}
+	pid = fork();
+	if (pid < 0) {
+		cli_err(NULL, "daemon: fork: %s", strerror(errno));
+		exit(1);
+	}
+	if (pid > 0) {
+		char buf[2048];
+		ssize_t n, len = 0;
+		close(p[1]);
+		while (len < (ssize_t)sizeof(buf) - 1 &&
+		       (n = read(p[0], buf + len, sizeof(buf) - 1 - (size_t)len)) != 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				break;
+			len += n;
+		}
+		buf[len] = 0;
+		/* "0 message" when it listens, "1 message" when it failed */
+		if (len < 2) {
+			cli_err(NULL, "daemon: it ended before it was ready");
+			exit(1);
+		}
+		fputs(buf + 2, stderr);
+		exit(buf[0] == '0' ? 0 : 1);
+	}
+	close(p[0]);
+	setsid();
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		close(null);
+	}
+	return p[1];
+}
+
+/* Tell the waiting parent (background) or the terminal (foreground). */
+static void ready(int fd, int ok, const char *line)
+{
+	if (fd < 0) {
+		fputs(line, stderr);
+		return;
+	}
+	char buf[2100];
+	int n = snprintf(buf, sizeof(buf), "%c %s", ok ? '0' : '1', line);
+	if (write(fd, buf, (size_t)n) < 0)
+		(void)0;
+	close(fd);
+}
+
+/* Ask the daemon NAME to end, and wait until it has (cmd-session.c does
+ * the asking). */
+static int kill_daemon(const char *name)
+{
+	char *argv[] = {"session", "quit", "--name", (char *)name, NULL};
+	return cmd_session(4, argv);
+}
+
+int cmd_daemon(int argc, char **argv)
+{
+	enum { O_NAME = 1, O_KILL, O_STOPPED };
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"name", required_argument, NULL, O_NAME},
+		{"stopped", no_argument, NULL, O_STOPPED},
+		{"foreground", no_argument, NULL, 'f'},
+		{"kill", no_argument, NULL, O_KILL},
+		CLI_RING_OPTIONS,
+		{NULL, 0, NULL, 0},
+	};
+	const char *out = NULL, *name = "default";
+	struct cli_ring_opts ro;
+	int fg = 0, kill_it = 0, stopped = 0, o, taken;
+
+	memset(&ro, 0, sizeof(ro));
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "o:e:f", opts, NULL)) != -1) {
+		if ((taken = cli_ring_opt(&ro, o, optarg))) {
+			if (taken < 0)
+				return 2;
+			continue;
+		}
+		switch (o) {
+		case 'o': out = optarg; break;
+		case 'f': fg = 1; break;
+		case O_NAME: name = optarg; break;
+		case O_KILL: kill_it = 1; break;
+		case O_STOPPED: stopped = 1; break;
+		default:
+			fputs(cmd_daemon_usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		cli_err(NULL, "daemon: unexpected argument '%s'", argv[optind]);
+		return 2;
+	}
+	if (!sess_name_ok(name)) {
+		cli_err(NULL, "daemon: --name %s: use letters, digits, '_', '-', '.'",
+			name);
+		return 2;
+	}
+	if (kill_it)
+		return kill_daemon(name);
+	if (cli_ring_env(&ro, "daemon"))
+		return 2;
+
+	struct sessd_config cfg;
+	char sdir[4096], base[4096], trace[4200], line[8192];
+	memset(&cfg, 0, sizeof(cfg));
+	if (sessd_config_from_env(&cfg)) {
+		cli_err(NULL, "daemon: %s", strata_strerror_detail());
+		return 2;
+	}
+	int ret = sess_daemon_dir(name, sdir, sizeof(sdir), base, sizeof(base));
+	if (ret) {
+		cli_err(NULL, "daemon: session directory for '%s': %s", name,
+			strerror(-ret));
+		return 1;
+	}
+	cfg.session_dir = sdir;
+	cfg.base_dir = base;
+
+	int fd = fg ? -1 : go_background();
+	if (!stopped) {
+		if ((ret = sessd_mkdir_new(out, "strata", trace, sizeof(trace)))) {
+			snprintf(line, sizeof(line), "strata: %s: cannot create the "
+				 "trace directory: %s%s\n", out ? out : trace,
+				 strerror(-ret), ret == -EEXIST ? " (choose another "
+				 "with -o)" : "");
+			ready(fd, 0, line);
+			return 1;
+		}
+		cfg.trace_dir = trace;
+	}
+	struct sessd *d;
+	const char *what = "";
+	if ((ret = sessd_create(&cfg, &d, &what))) {
+		snprintf(line, sizeof(line), "strata: daemon %s: %s: %s (%s)\n",
+			 name, what, strerror(-ret), sdir);
+		if (!stopped)
+			rmdir(trace);
+		ready(fd, 0, line);
+		return 1;
+	}
+	if (fd >= 0) {
+		char log[4200];
+		snprintf(log, sizeof(log), "%s/log", sdir);
+		int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		if (lfd >= 0) {
+			dup2(lfd, 2);
+			close(lfd);
+		}
+	}
+	snprintf(line, sizeof(line), "strata: daemon %s (pid %d) listening on %s; "
+		 "%s%s\n", name, (int)getpid(), sessd_socket(d),
+		 stopped ? "stopped (strata session start)" : "writing to ",
+		 stopped ? "" : trace);
+	if (fd >= 0)
+		fputs(line, stderr); /* the log too */
+	ready(fd, 1, line);
+
+	cli_session_signals();
+	signal(SIGPIPE, SIG_IGN);
+
+	unsigned work = 0;
+	while (!cli_got_signal && !sessd_quit_requested(d)) {
+		work = sessd_step(d, work ? 1 : 5);
+		if (cli_got_usr1) {
+			cli_got_usr1 = 0;
+			cli_snapshot(d, NULL);
+		}
+	}
+	struct sessd_totals t;
+	sessd_stop_wait(d, &t);
+	sessd_destroy(d, NULL, &t);
+	fprintf(stderr, "strata: daemon %s ended\n", name);
+	return 0;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* Flight-recorder snapshots: the newest complete packets of live rings, never torn. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer/consumer.h"
+#include "ring/ring.h"
+
+/* Bytes committed into the slot of the packet that began at `begin`, over
+ * all laps: local + remote (ring.md §1, §7). */
+static uint64_t slot_committed(const struct strata_ring *r, uint64_t begin)
+{
+	const uint64_t *cc =
+		&r->commit[((begin >> r->pshift) & r->nmask) * STRATA_COMMIT_STRIDE];
+	return strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]);
+}
+
+/*
+ * Copy the packet that began at `begin` into `buf` if it is complete and
+ * stays so while it is copied. Returns 1 (copied, whole), 0 (a writer
+ * holds it: incomplete, counted busy) or -1 (its slot was or is being
+ * reused by a later lap: overwritten).
+ *
+ * Why the copy is never torn: the packet is complete when its slot's
+ * commit count is exactly (lap + 1) * psize (ring.md §1), so every byte
+ * reserved in it was written, and the acquire loads make them visible.
+ * The only writer that can touch the slot again is one that reserved in
+ * its next lap, i.e. moved `write` past begin + bufsize with its CAS (or
+ * its rseq commit, ring.md §7) *before* storing a byte there. So, with
+ * the copy's loads ordered before a second load of `write` (acquire
+ * fence: the seqlock reader's pattern, `write` is the sequence), a second
+ * `write` still <= begin + bufsize proves that no writer stored into the
+ * slot during the copy. The commit count is checked again too (same lap,
+ * still complete), as a second witness.
+ */
+static int copy_stable(const struct strata_ring *r, uint64_t begin,
+		       unsigned char *buf)
+{
+	uint64_t bufsize = r->bufmask + 1;
+	uint64_t lap = begin >> (r->pshift + __builtin_ctz(r->nmask + 1));
+	uint64_t want = (lap + 1) * r->psize, content;
+	uint64_t c1 = slot_committed(r, begin);
+
+	if (c1 != want)
+		return c1 > want ? -1 : 0;
+	if (strata_load_acquire(&r->ctl->write) > begin + bufsize)
+		return -1;
+	const unsigned char *src = ring_packet_addr(r, begin);
+	memcpy(buf, src, STRATA_PACKET_HEADER);
+	/* Only the content (the header says how much); a torn header is
+	 * caught below, and the clamp keeps the copy inside the slot. */
+	memcpy(&content, buf + 48, 8);
+	content /= 8;
+	if (content < STRATA_PACKET_HEADER || content > r->psize)
+		content = r->psize;
+	memcpy(buf + STRATA_PACKET_HEADER, src + STRATA_PACKET_HEADER,
+	       content - STRATA_PACKET_HEADER);
+	/* Orders the copy's loads before the re-checks (pairs with the
+	 * writers' acq_rel CAS on `write`, and x86 store order under rseq). */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (strata_load_relaxed(&r->ctl->write) > begin + bufsize ||
+	    slot_committed(r, begin) != want)
+		return -1;
+	return 1;
+}
+
+/* One ring: the packets before the open one, at most one ring's worth,
+ * oldest first (a stream's packets are in order). Slots overwritten
+ * meanwhile are always the oldest ones, so what is kept is the newest
+ * run of complete packets. */
+static int snap_ring(struct cons *c, const struct strata_ring *r,
+		     unsigned char *buf, struct cons_snap_stats *st)
+{
+	uint64_t bufsize = r->bufmask + 1;
+	uint64_t end = ring_packet_begin(r, strata_load_acquire(&r->ctl->write));
+	uint64_t b = end > bufsize ? end - bufsize : 0;
+	int ret = 0;
+
+	for (; b < end; b += r->psize) {
+		int got = copy_stable(r, b, buf);
+		if (got < 0) {
+			st->overwritten++;
+		} else if (got == 0) {
+			st->busy++;
+		} else {
+			int err = cons_write_copy(c, r->cpu, buf, b);
+			if (err && err != -EINVAL && !ret)
+				ret = err;
+		}
+	}
+	return ret;
+}
+
+int cons_snapshot(const struct cons_config *cfg, struct strata_ring *const *rings,
+		  unsigned nrings, struct cons_snap_stats *st)
+{
+	struct cons_config cc = *cfg;
+	struct strata_stats fin;
+	struct cons *c;
+	unsigned char *buf = NULL;
+	size_t bufsize = 0;
+	int ret, err = 0;
+
+	cc.snapshot = 1;
+	if ((ret = cons_create(&cc, &c)))
+		return ret;
+	for (unsigned i = 0; i < nrings; i++) {
+		const struct strata_ring *r = rings[i];
+		if (!r)
+			continue;
+		if (r->psize > bufsize) {
+			void *p = realloc(buf, r->psize);
+			if (!p) {
+				err = -ENOMEM;
+				break;
+			}
+			buf = p;
+			bufsize = r->psize;
+		}
+		if ((ret = cons_add_ring(c, rings[i]))) {
+			if (!err)
+				err = ret;
+			continue;
+		}
+		ret = snap_ring(c, r, buf, st);
+		if (ret && !err)
+			err = ret;
+	}
+	free(buf);
+	memset(&fin, 0, sizeof(fin));
+	ret = cons_finish(c, 0, &fin, NULL);
+	st->packets += fin.packets_written;
+	st->events += fin.events_written;
+	st->bytes += fin.bytes_written;
+	return err ? err : ret;
+}
