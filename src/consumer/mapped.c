@@ -2,6 +2,7 @@
 /* Mapping another process's ring from its memfd, trusting nothing in it. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -33,6 +34,15 @@ int cons_ring_map(int fd, uint32_t pid, const uint8_t uuid[16],
 	unsigned char *base;
 	uint64_t psize, npackets, commit_end, data_end;
 
+	/* Sealed against resizing (src/ring/shm.c) before its size is read:
+	 * a shrunk file would make our reads of the mapping fault. */
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_SEAL)) !=
+			 (F_SEAL_SHRINK | F_SEAL_SEAL)) {
+		slog_detail("ring of pid %u: its memfd is not sealed against "
+			    "shrinking", pid);
+		return -EPERM;
+	}
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)(PRIV_SIZE + CTL_SIZE)) {

@@ -2,6 +2,7 @@
 /* Ring memory: one memfd mapping per (process, CPU), created lazily. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -51,10 +52,15 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 	 * calls below must not change the interrupted code's errno. */
 	int saved_errno = errno;
 
-	fd = memfd_create("strata-ring", MFD_CLOEXEC);
+	fd = memfd_create("strata-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		goto fail;
 	if (ftruncate(fd, (off_t)size) < 0)
+		goto fail_fd;
+	/* Its size never changes again: a session daemon that maps it
+	 * (record.md, "Untrusted rings") requires the seals, so that no
+	 * process can make its reads fault by shrinking the file. */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		goto fail_fd;
 	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
