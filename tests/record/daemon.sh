@@ -133,8 +133,8 @@ snapshot() {
 		fail "strata daemon: $(cat daemon.err)"
 	daemon_pid=$(sed -nE 's/.*\(pid ([0-9]+)\).*/\1/p' daemon.err)
 	ncpu=$(nproc)
-	taskset -c 0 "$seqwriter" sideA 100000000000 stop 2>wa.err &
-	taskset -c $((ncpu > 1 ? 1 : 0)) "$seqwriter" sideB 100000000000 stop 2>wb.err &
+	taskset -c 0 "$seqwriter" sideA 100000000000 stop fast 2>wa.err &
+	taskset -c $((ncpu > 1 ? 1 : 0)) "$seqwriter" sideB 100000000000 stop fast 2>wb.err &
 	wait_for '[ -s sideA ] && [ -s sideB ] && [ "$(side sideA 1)" -gt 100000 ] && [ "$(side sideB 1)" -gt 100000 ]' "the writers to log"
 	snaps=()
 	for i in $(seq 1 "${SNAPSHOTS:-40}"); do
@@ -142,7 +142,8 @@ snapshot() {
 		grep -q "snapshot $work/s$i: 2 processes, [1-9][0-9]* packets" "s$i.err" || fail "snapshot $i said: $(cat "s$i.err")"
 		snaps+=("s$i")
 	done
-	cat s*.err | sed -nE 's/.*; ([0-9]+) packets overwritten while copied.*/\1/p' | awk '{n += $1} END {print "packets overwritten while copied (dropped, not torn):", n + 0}'
+	cat s*.err | sed -nE 's/.*; ([0-9]+) packets overwritten while copied.*/\1/p' |
+		awk '{n += $1} END {print "packets overwritten before or while copied (left out, not torn):", n + 0}'
 	# SIGUSR1: a dated snapshot, said in the log
 	kill -USR1 "$daemon_pid"
 	wait_for 'grep -q "snapshot .*strata-snapshot-" run/default/log' "the SIGUSR1 snapshot"
@@ -161,7 +162,7 @@ snapshot() {
 	# strata record: SIGUSR1 snapshots DIR-snapshot-N
 	rm -f stop
 	STRATA_SESSION= "$strata" record -o r --mode overwrite --packet-size 16K --packets 8 -- \
-		taskset -c 0 "$seqwriter" sideR 100000000000 stop 2>r.err &
+		taskset -c 0 "$seqwriter" sideR 100000000000 stop fast 2>r.err &
 	rec=$!
 	wait_for '[ -s sideR ] && [ "$(side sideR 1)" -gt 100000 ]' "the recorded writer"
 	for i in 1 2 3; do

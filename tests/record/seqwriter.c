@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -12,11 +13,13 @@
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: seqwriter SIDE-FILE [EVENTS [STOP-FILE]]\n");
+		fprintf(stderr, "usage: seqwriter SIDE-FILE [EVENTS [STOP-FILE [fast]]]\n");
 		return 2;
 	}
 	uint64_t n = argc > 2 ? strtoull(argv[2], NULL, 10) : ~0ull;
 	const char *stop = argc > 3 ? argv[3] : NULL; /* ends when it exists */
+	/* fast: no pause (overwrite mode, where nobody drains) */
+	int fast = argc > 4 && !strcmp(argv[4], "fast");
 	int fd = open(argv[1], O_RDWR | O_CREAT, 0600);
 	if (fd < 0 || ftruncate(fd, 4096) < 0)
 		return 1;
@@ -31,7 +34,7 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < n; i++) {
 		STRATA_EVENT1(5, 1, i); /* committed when this returns */
 		__atomic_store_n(&side[1], i + 1, __ATOMIC_RELEASE);
-		if ((i & 255) == 255)
+		if ((i & 255) == 255 && !fast)
 			usleep(100); /* heavy, but within what the daemon drains */
 		if ((i & 4095) == 4095) {
 			__atomic_store_n(&side[2], strata_majors(), __ATOMIC_RELAXED);
