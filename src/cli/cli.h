@@ -27,11 +27,11 @@ extern const char cmd_info_usage[], cmd_print_usage[], cmd_stats_usage[],
 
 /* strata record: the session daemon (docs/record.md). */
 int cmd_record(int argc, char **argv);
+/* Processes and threads of the system into TRACE/state (src/cli/statedump.c):
+ * 0 or a negative errno. */
+int cli_statedump_system(const char *trace);
 extern const char cmd_record_usage[];
 
-/* "strata: <file>: <problem>" on stderr. */
-void cli_err(const char *file, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 /* strata daemon, strata session: a long-lived session (docs/record.md). */
 int cmd_daemon(int argc, char **argv);
 int cmd_session(int argc, char **argv);
@@ -72,6 +72,9 @@ void cli_snapshot(struct sessd *d, const char *dir);
 extern volatile sig_atomic_t cli_got_signal, cli_got_usr1;
 void cli_session_signals(void);
 
+/* "strata: <file>: <problem>" on stderr. */
+void cli_err(const char *file, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* Filter options shared by print, stats and convert. */
 enum {

@@ -247,6 +247,11 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 
+	/* The system as the session starts (docs/record.md, "State dump"). */
+	ret = cli_statedump_system(out);
+	if (ret)
+		cli_err(out, "state dump at start: %s (tracing goes on)", strerror(-ret));
+
 	/* The environment the whole process tree inherits: libstrata
 	 * reads the session and the ring geometry from it. */
 	setenv("STRATA_SESSION", sessd_socket(d), 1);

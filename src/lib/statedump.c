@@ -79,9 +79,11 @@ static void read_line(const char *path, char *buf, size_t size)
 	fclose(f);
 }
 
-static uint32_t status_ppid(void)
+static uint32_t status_ppid(const char *proc)
 {
-	FILE *f = fopen("/proc/self/status", "re");
+	char path[300];
+	snprintf(path, sizeof(path), "%s/status", proc);
+	FILE *f = fopen(path, "re");
 	char line[256];
 	unsigned long ppid = 0;
 
@@ -94,19 +96,21 @@ static uint32_t status_ppid(void)
 	return (uint32_t)ppid;
 }
 
-static void dump_threads(uint32_t pid)
+static void dump_threads(const char *proc, uint32_t pid)
 {
-	DIR *d = opendir("/proc/self/task");
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/task", proc);
+	DIR *d = opendir(dir);
 	struct dirent *e;
 
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
-		char *end, path[300], name[64];
+		char *end, path[600], name[64];
 		unsigned long tid = strtoul(e->d_name, &end, 10);
 		if (*end || !tid)
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		snprintf(path, sizeof(path), "%s/%s/comm", dir, e->d_name);
 		read_line(path, name, sizeof(name));
 		uint32_t f[3] = {(uint32_t)tid, pid, 0};
 		put_record(STRATA_ID_THREAD_NAME, f, sizeof(f), name);
@@ -147,20 +151,46 @@ static void dump_maps(void)
 	fclose(f);
 }
 
+/* strata:process, then its threads' names. */
+static void dump_process(const char *proc, uint32_t pid)
+{
+	char path[300], name[64];
+
+	snprintf(path, sizeof(path), "%s/comm", proc);
+	read_line(path, name, sizeof(name));
+	/* not getppid(): a traced program's own system calls stay its own */
+	uint32_t f[3] = {pid, status_ppid(proc), 0};
+	put_record(STRATA_ID_PROCESS, f, sizeof(f), name);
+	dump_threads(proc, pid);
+}
+
 void statedump_self(void)
 {
-	char name[64];
-	uint32_t pid = (uint32_t)strata_pid;
-
 	__atomic_store_n(&dumped, 0, __ATOMIC_RELAXED);
 	if (!strata_mask) /* nothing enabled (STRATA_MAJORS=none): nothing */
 		return;
 	put_phase(0);
-	read_line("/proc/self/comm", name, sizeof(name));
-	/* not getppid(): a traced program's own system calls stay its own */
-	uint32_t f[3] = {pid, status_ppid(), 0};
-	put_record(STRATA_ID_PROCESS, f, sizeof(f), name);
-	dump_threads(pid);
+	dump_process("/proc/self", strata_pid);
 	dump_maps();
 	put_phase(1);
+}
+
+void statedump_system(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	put_phase(2);
+	while ((e = readdir(d))) {
+		char *end, proc[300];
+		unsigned long pid = strtoul(e->d_name, &end, 10);
+		if (*end || !pid)
+			continue;
+		snprintf(proc, sizeof(proc), "/proc/%s", e->d_name);
+		dump_process(proc, (uint32_t)pid); /* gone meanwhile: skipped */
+	}
+	closedir(d);
+	put_phase(3);
 }

@@ -8,6 +8,10 @@
 /* Log strata:statedump begin, strata:process, one strata:thread_name per
  * thread, one strata:map per named mapping, strata:statedump end. */
 void statedump_self(void);
+/* Every process of the system and its threads, named (what a session
+ * starts from: LTT's initial state); strata:statedump phases 2 and 3
+ * bracket it. Readable /proc entries only. */
+void statedump_system(void);
 /* Records attempted so far (they count in internal_logged). */
 uint64_t statedump_logged(void);
 
