@@ -106,6 +106,17 @@ static void ready(int fd, int ok, const char *line)
 	close(fd);
 }
 
+/* Each new trace begins with the system's processes and threads
+ * (docs/record.md, "State dump"), as under strata record. */
+static void dump_at_start(const char *trace)
+{
+	int ret = cli_statedump_system(trace);
+
+	if (ret)
+		cli_err(trace, "state dump at start: %s (tracing goes on)",
+			strerror(-ret));
+}
+
 /* Ask the daemon NAME to end, and wait until it has (cmd-session.c does
  * the asking). */
 static int kill_daemon(const char *name)
@@ -177,6 +188,7 @@ int cmd_daemon(int argc, char **argv)
 		return 1;
 	}
 	cfg.session_dir = sdir;
+	cfg.on_start = dump_at_start;
 	cfg.base_dir = base;
 
 	int fd = fg ? -1 : go_background();

@@ -94,6 +94,7 @@ struct sessd {
 	struct ctl_conn conns[MAX_CTL];
 	int quit;
 	struct sessd_totals last; /* of the last finished trace */
+	void (*on_start)(const char *trace_dir);
 };
 
 static const struct strata_event_desc *const *src_events(void *ctx, size_t *n)
@@ -292,6 +293,7 @@ int sessd_create(const struct sessd_config *cfg, struct sessd **out,
 	for (int i = 0; i < MAX_CTL; i++)
 		d->conns[i].fd = -1;
 	d->daemon = cfg->session_dir != NULL;
+	d->on_start = cfg->on_start;
 	if (d->daemon) {
 		snprintf(d->sdir, sizeof(d->sdir), "%s", cfg->session_dir);
 	} else {
@@ -797,6 +799,8 @@ int sessd_start(struct sessd *d, const char *dir)
 		return -EALREADY;
 	snprintf(d->trace, sizeof(d->trace), "%s", dir);
 	d->err = 0;
+	if (d->on_start)
+		d->on_start(dir);
 	clock_point_take(&d->cp_first);
 	d->state = ST_RUNNING;
 	for (struct client *c = d->clients; c; c = c->next)

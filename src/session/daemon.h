@@ -41,6 +41,9 @@ struct sessd_config {
 	uint32_t psize_shift, npackets_shift, mode;
 	uint64_t majors;
 	const char *enable;
+	/* Called with each new trace directory as it starts (the state
+	 * dump of `strata daemon`); NULL: none. */
+	void (*on_start)(const char *trace_dir);
 };
 
 /* The daemon's ring settings from the environment, as libstrata reads
