@@ -30,7 +30,8 @@ int cmd_info(int argc, char **argv)
 	struct cli_trace ct = { .quiet_lost = true };
 	struct strata_iter *it = NULL;
 	struct scan sc;
-	if (cli_open(&ct, argv[1], NULL) < 0 || cli_iter(&ct, false, &it) < 0) {
+	sc.want_names = true;
+	if (cli_open(&ct, argv[1], NULL) < 0 || cli_iter(&ct, true, &it) < 0) {
 		cli_close(&ct);
 		return 1;
 	}
@@ -130,15 +131,17 @@ int cmd_info(int argc, char **argv)
 	table_fini(&tb);
 
 	printf("\nThreads\n");
-	table_init(&tb, 5, "rrrrr");
+	table_init(&tb, 6, "rrlrrr");
 	table_cell(&tb, "PID");
 	table_cell(&tb, "TID");
+	table_cell(&tb, "NAME");
 	table_cell(&tb, "EVENTS");
 	table_cell(&tb, "FIRST (s)");
 	table_cell(&tb, "LAST (s)");
 	for (size_t i = 0; th && i < sc.threads.n; i++) {
 		table_cell(&tb, "%u", (unsigned)(th[i].key >> 32));
 		table_cell(&tb, "%u", (unsigned)th[i].key);
+		table_cell(&tb, "%s", scan_thread_name(&sc, (uint32_t)th[i].key));
 		table_cell(&tb, "%" PRIu64, th[i].count);
 		fmt_secs(&rel, th[i].first, b1);
 		table_cell(&tb, "%s", b1);

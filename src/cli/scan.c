@@ -67,9 +67,100 @@ static bool note(struct scan_map *m, uint64_t key, uint64_t ts)
 	return true;
 }
 
+static struct scan_name *name_slot(struct scan *s, uint32_t tid)
+{
+	if (s->nnames * 2 >= s->cap_names) {
+		size_t cap = s->cap_names ? s->cap_names * 2 : 256;
+		struct scan_name *v = calloc(cap, sizeof(*v));
+		if (!v)
+			return NULL;
+		for (size_t i = 0; i < s->cap_names; i++)
+			if (s->names[i].tid) {
+				size_t h = s->names[i].tid * 0x9E3779B1u;
+				while (v[h & (cap - 1)].tid)
+					h++;
+				v[h & (cap - 1)] = s->names[i];
+			}
+		free(s->names);
+		s->names = v;
+		s->cap_names = cap;
+	}
+	for (size_t h = tid * 0x9E3779B1u;; h++) {
+		struct scan_name *n = &s->names[h & (s->cap_names - 1)];
+		if (n->tid == tid)
+			return n;
+		if (!n->tid) {
+			n->tid = tid;
+			s->nnames++;
+			return n;
+		}
+	}
+}
+
+const char *scan_thread_name(const struct scan *s, uint32_t tid)
+{
+	for (size_t h = tid * 0x9E3779B1u; tid && s->cap_names; h++) {
+		const struct scan_name *n = &s->names[h & (s->cap_names - 1)];
+		if (n->tid == tid)
+			return n->name;
+		if (!n->tid)
+			break;
+	}
+	return "";
+}
+
+/* Field indexes of the classes that name threads, per class index:
+ * [0] tid, [1] its name, [2] and [3] a second pair (sched_switch's next). */
+static int (*name_fields(const struct strata_trace *t))[4]
+{
+	unsigned nc = strata_trace_nclasses(t);
+	int (*f)[4] = malloc((nc + 1) * sizeof(*f));
+	if (!f)
+		return NULL;
+	for (unsigned i = 0; i < nc; i++) {
+		const struct strata_event_class *c = strata_trace_class(t, i);
+		f[i][0] = f[i][1] = f[i][2] = f[i][3] = -1;
+		if (!strcmp(c->name, "strata:thread_name")) {
+			f[i][0] = strata_event_class_field(c, "tid");
+			f[i][1] = strata_event_class_field(c, "name");
+		} else if (!strcmp(c->name, "sched:sched_switch")) {
+			f[i][0] = strata_event_class_field(c, "prev_pid");
+			f[i][1] = strata_event_class_field(c, "prev_comm");
+			f[i][2] = strata_event_class_field(c, "next_pid");
+			f[i][3] = strata_event_class_field(c, "next_comm");
+		}
+	}
+	return f;
+}
+
+static int take_name(struct scan *s, const struct strata_event *ev, int ft, int fn,
+		     bool dump)
+{
+	struct strata_value t, n;
+	if (ft < 0 || fn < 0 || strata_event_field(ev, (unsigned)ft, &t) < 0 ||
+	    strata_event_field(ev, (unsigned)fn, &n) < 0 ||
+	    n.type != STRATA_VALUE_STRING || !t.u || t.u > UINT32_MAX)
+		return 0;
+	struct scan_name *sl = name_slot(s, (uint32_t)t.u);
+	if (!sl)
+		return -1;
+	if (sl->from_dump && !dump) /* the process's own word wins */
+		return 0;
+	size_t len = strnlen(n.str, n.count < sizeof(sl->name) - 1 ? n.count
+								    : sizeof(sl->name) - 1);
+	memcpy(sl->name, n.str, len);
+	sl->name[len] = 0;
+	sl->from_dump = dump;
+	return 0;
+}
+
 int scan_run(struct scan *s, struct cli_trace *ct, struct strata_iter *it)
 {
+	bool want_names = s->want_names;
 	memset(s, 0, sizeof(*s));
+	int (*nf)[4] = want_names ? name_fields(ct->t) : NULL;
+	if (want_names && !nf)
+		goto nomem;
 	s->per_class = calloc(strata_trace_nclasses(ct->t) + 1, sizeof(uint64_t));
 	s->per_stream = calloc(strata_trace_nstreams(ct->t) + 1, sizeof(uint64_t));
 	s->class_first = calloc(strata_trace_nclasses(ct->t) + 1, sizeof(uint64_t));
@@ -82,6 +173,15 @@ int scan_run(struct scan *s, struct cli_trace *ct, struct strata_iter *it)
 	/* consecutive events mostly share cpu and thread: skip the hash then */
 	struct scan_slot *lc = NULL, *lt = NULL;
 	while (strata_iter_next(it, &ev) > 0) {
+		if (nf && nf[ev->cls->index][0] >= 0) {
+			const int *f = nf[ev->cls->index];
+			bool dump = f[2] < 0;
+			if (take_name(s, ev, f[0], f[1], dump) < 0 ||
+			    take_name(s, ev, f[2], f[3], dump) < 0)
+				goto nomem;
+		}
+		if (!(ev->id >> 16)) /* strata's own records: not counted */
+			continue;
 		if (!s->total++)
 			s->first = ev->timestamp;
 		s->last = ev->timestamp;
@@ -111,8 +211,10 @@ int scan_run(struct scan *s, struct cli_trace *ct, struct strata_iter *it)
 			cli_progress_tick(&pg, strata_iter_progress(it));
 	}
 	cli_progress_done(&pg);
+	free(nf);
 	return 0;
 nomem:
+	free(nf);
 	cli_err(ct->path, "out of memory");
 	return -1;
 }
@@ -125,5 +227,6 @@ void scan_fini(struct scan *s)
 	free(s->per_stream);
 	free(s->cpus.v);
 	free(s->threads.v);
+	free(s->names);
 	memset(s, 0, sizeof(*s));
 }

@@ -16,7 +16,19 @@ struct scan_map {
 	size_t cap, n;
 };
 
+/* A thread's name: strata:thread_name records (the state dump), else the
+ * kernel's sched_switch comm. */
+struct scan_name {
+	uint32_t tid;
+	bool from_dump;
+	char name[16];
+};
+
 struct scan {
+	bool want_names;              /* set before scan_run: iterate with
+				       * STRATA_ITER_INTERNAL, names kept */
+	struct scan_name *names;      /* open addressing by tid, cap_names */
+	size_t cap_names, nnames;
 	uint64_t total, first, last;
 	uint64_t *per_class;          /* by class index */
 	uint64_t *class_first, *class_last;
@@ -27,6 +39,8 @@ struct scan {
 /* Iterate with it to the end; returns 0 or -1 (out of memory, printed). */
 int scan_run(struct scan *s, struct cli_trace *ct, struct strata_iter *it);
 void scan_fini(struct scan *s);
+/* The name of thread `tid`, or "" (want_names). */
+const char *scan_thread_name(const struct scan *s, uint32_t tid);
 /* Slots in key order; caller frees. */
 struct scan_slot *scan_sorted(const struct scan_map *m);
 

@@ -16,6 +16,7 @@
 #include "consumer/consumer.h"
 #include "consumer/metadata.h"
 #include "lib/clock.h"
+#include "lib/statedump.h"
 #include "lib/registry.h"
 #include "ring/ring.h"
 
@@ -470,9 +471,11 @@ static void *cons_main(void *arg)
 			update_metadata(c);
 			first = 0;
 			last_calib = t;
+			statedump_threads_update(); /* threads started since */
 		} else if (t - last_calib >= 1000) {
 			log_calib(c);
 			last_calib = t;
+			statedump_threads_update();
 		}
 		if (c->flush_ms && t - last_flush >= c->flush_ms) {
 			flush_local();

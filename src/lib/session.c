@@ -509,7 +509,10 @@ static void *sess_main(void *arg)
 
 	(void)arg;
 	statedump_self(); /* who we are, on this thread, not the program's */
-	while (!__atomic_load_n(&sess_thread_stop, __ATOMIC_ACQUIRE)) {
+	for (unsigned round = 0; !__atomic_load_n(&sess_thread_stop, __ATOMIC_ACQUIRE);
+	     round++) {
+		if (round % 100 == 2) /* 20 ms in, then every second */
+			statedump_threads_update();
 		uint64_t g = strata_registry_generation();
 		if (g != gen) {
 			gen = g;

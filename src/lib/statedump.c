@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +98,41 @@ static uint32_t status_ppid(const char *proc)
 	return (uint32_t)ppid;
 }
 
-static void dump_threads(const char *proc, uint32_t pid)
+/* Threads of this process already named, with a hash of the name: the
+ * periodic update names only new threads and renamed ones. */
+#define SEEN_CAP 4096
+static struct {
+	uint32_t tid, hash;
+} seen[SEEN_CAP];
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h | 1;
+}
+
+/* True when (tid, name) is new: remembered now. A full table names no
+ * more threads. */
+static bool seen_new(uint32_t tid, const char *name)
+{
+	uint32_t h = name_hash(name);
+	for (uint32_t i = 0, k = tid * 2654435761u; i < SEEN_CAP; i++, k++) {
+		uint32_t j = k % SEEN_CAP;
+		if (seen[j].tid == tid || !seen[j].tid) {
+			bool fresh = seen[j].tid != tid || seen[j].hash != h;
+			seen[j].tid = tid;
+			seen[j].hash = h;
+			return fresh;
+		}
+	}
+	return false;
+}
+
+/* `self`: this process, remembering what was named. */
+static void dump_threads(const char *proc, uint32_t pid, bool self)
 {
 	char dir[300];
 	snprintf(dir, sizeof(dir), "%s/task", proc);
@@ -112,6 +148,8 @@ static void dump_threads(const char *proc, uint32_t pid)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/comm", dir, e->d_name);
 		read_line(path, name, sizeof(name));
+		if (self && !seen_new((uint32_t)tid, name))
+			continue;
 		uint32_t f[3] = {(uint32_t)tid, pid, 0};
 		put_record(STRATA_ID_THREAD_NAME, f, sizeof(f), name);
 	}
@@ -152,7 +190,7 @@ static void dump_maps(void)
 }
 
 /* strata:process, then its threads' names. */
-static void dump_process(const char *proc, uint32_t pid)
+static void dump_process(const char *proc, uint32_t pid, bool self)
 {
 	char path[300], name[64];
 
@@ -161,7 +199,7 @@ static void dump_process(const char *proc, uint32_t pid)
 	/* not getppid(): a traced program's own system calls stay its own */
 	uint32_t f[3] = {pid, status_ppid(proc), 0};
 	put_record(STRATA_ID_PROCESS, f, sizeof(f), name);
-	dump_threads(proc, pid);
+	dump_threads(proc, pid, self);
 }
 
 void statedump_self(void)
@@ -169,10 +207,22 @@ void statedump_self(void)
 	__atomic_store_n(&dumped, 0, __ATOMIC_RELAXED);
 	if (!strata_mask) /* nothing enabled (STRATA_MAJORS=none): nothing */
 		return;
+	pthread_mutex_lock(&seen_lock);
+	memset(seen, 0, sizeof(seen));
 	put_phase(0);
-	dump_process("/proc/self", strata_pid);
+	dump_process("/proc/self", strata_pid, true);
 	dump_maps();
 	put_phase(1);
+	pthread_mutex_unlock(&seen_lock);
+}
+
+void statedump_threads_update(void)
+{
+	if (!strata_mask)
+		return;
+	pthread_mutex_lock(&seen_lock);
+	dump_threads("/proc/self", strata_pid, true);
+	pthread_mutex_unlock(&seen_lock);
 }
 
 void statedump_system(void)
@@ -189,7 +239,7 @@ void statedump_system(void)
 		if (*end || !pid)
 			continue;
 		snprintf(proc, sizeof(proc), "/proc/%s", e->d_name);
-		dump_process(proc, (uint32_t)pid); /* gone meanwhile: skipped */
+		dump_process(proc, (uint32_t)pid, false); /* gone meanwhile: skipped */
 	}
 	closedir(d);
 	put_phase(3);

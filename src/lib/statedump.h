@@ -8,6 +8,10 @@
 /* Log strata:statedump begin, strata:process, one strata:thread_name per
  * thread, one strata:map per named mapping, strata:statedump end. */
 void statedump_self(void);
+/* Name the threads of this process that are new or renamed since the last
+ * dump or update (strata:thread_name): called periodically by the
+ * consumer or session thread. */
+void statedump_threads_update(void);
 /* Every process of the system and its threads, named (what a session
  * starts from: LTT's initial state); strata:statedump phases 2 and 3
  * bracket it. Readable /proc entries only. */
