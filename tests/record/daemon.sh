@@ -188,4 +188,8 @@ inproc() {
 }
 
 "$what"
+# The daemon's own messages (background: its log) carry sanitizer reports.
+if grep -qiE 'sanitizer|runtime error' run/default/log *.err 2>/dev/null; then
+	fail "sanitizer report: $(grep -hiE -m3 'sanitizer|runtime error' run/default/log *.err)"
+fi
 echo "daemon-$what: OK"
