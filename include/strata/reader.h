@@ -169,6 +169,13 @@ STRATA_API uint64_t strata_value_elem(const struct strata_value *v, uint32_t i);
  */
 STRATA_API int strata_event_describe(const struct strata_event *ev, char *buf,
 				     size_t len);
+/* strata_event_describe from values already decoded: vals[0..nvals), as
+ * strata_event_fields or a batch (strata_iter_decode) gives them. Returns
+ * what strata_event_describe returns, or -EINVAL when nvals is less than
+ * the class's field count (a damaged payload has none). */
+STRATA_API int strata_event_describe_values(const struct strata_event *ev,
+					    const struct strata_value *vals,
+					    unsigned nvals, char *buf, size_t len);
 
 /* ---- traces ---------------------------------------------------------------- */
 

@@ -177,9 +177,18 @@ struct cli_time {
 	bool div_ok;
 	unsigned div_shift;
 	uint64_t div_m;
+	/* cli_time_fmt_seq: the text up to the '.' of the second that
+	 * starts at tick sec_lo (relative or wall ticks, as abs says) */
+	uint64_t sec_lo;
+	uint32_t sec_len;  /* 0: none yet */
+	char sec_txt[40];
 };
 void cli_time_init(struct cli_time *ct, struct strata_trace *t, bool abs);
 size_t cli_time_fmt(const struct cli_time *ct, uint64_t ts, char *buf);
+/* cli_time_fmt for timestamps that mostly follow each other (a listing):
+ * the seconds are formatted once per second of trace time. Writes up to
+ * 48 bytes at buf (the text is what cli_time_fmt gives); returns the length. */
+size_t cli_time_fmt_seq(struct cli_time *ct, uint64_t ts, char *buf);
 uint64_t cli_time_ns(const struct cli_time *ct, uint64_t ts); /* since start */
 
 /* Plain "1.5 MiB". */

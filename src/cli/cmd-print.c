@@ -16,11 +16,13 @@ const char cmd_print_usage[] =
 
 enum fmt { F_TEXT, F_JSON, F_CSV };
 
-static void put_desc(struct cli_out *o, const struct strata_event *ev)
+/* The description from the batch's values (decoded once, in the batch). */
+static void put_desc(struct cli_out *o, const struct strata_event *ev,
+		     const struct strata_value *vals, unsigned nv)
 {
 	char *p = cli_out_reserve(o, 256);
 	size_t room = o->cap + 65536 - o->len;
-	int n = strata_event_describe(ev, p, room);
+	int n = strata_event_describe_values(ev, vals, nv, p, room);
 	if (n < 0) {
 		cli_out_str(o, "<damaged payload>");
 		return;
@@ -32,7 +34,7 @@ static void put_desc(struct cli_out *o, const struct strata_event *ev)
 	char *big = malloc((size_t)n + 1);
 	if (!big)
 		return;
-	strata_event_describe(ev, big, (size_t)n + 1);
+	strata_event_describe_values(ev, vals, nv, big, (size_t)n + 1);
 	cli_out_mem(o, big, n);
 	free(big);
 }
@@ -120,24 +122,92 @@ static char *stream_levels(struct strata_trace *t)
 
 #define RD_UNLIKELY_CLI(x) __builtin_expect(!!(x), 0)
 
-/* "pid/tid " of the last event of one stream, ready to copy. */
-struct pt_cache {
-	uint32_t pid, tid;
+/* " [CPU] L PID/TID " of the last event of one stream, ready to copy:
+ * formatted once per change of thread in the stream, not per line. */
+struct head_cache {
+	uint32_t cpu, pid, tid;
 	uint32_t n;  /* bytes used in s; 0: empty */
-	char s[24];  /* two u32 (10 digits each), '/', ' ' */
+	char s[48];  /* " [" cpu "] L " pid "/" tid " ": at most 38 */
 };
 
-static void pt_fill(struct pt_cache *pc, uint32_t pid, uint32_t tid)
+static void head_fill(struct head_cache *hc, const struct strata_event *ev, char level)
 {
-	int n = snprintf(pc->s, sizeof(pc->s), "%u/%u ", pid, tid);
-	pc->pid = pid;
-	pc->tid = tid;
-	pc->n = (uint32_t)n;
+	int n = snprintf(hc->s, sizeof(hc->s), " [%03u] %c %u/%u ", ev->cpu, level,
+			 ev->pid, ev->tid);
+	hc->cpu = ev->cpu;
+	hc->pid = ev->pid;
+	hc->tid = ev->tid;
+	hc->n = (uint32_t)n;
+}
+
+/* Event names, each padded to whole 16-byte chunks in one block: copied
+ * by chunks, with no libc call or rep movs for a dozen bytes. */
+struct names {
+	char *text;
+	uint32_t *len, *off; /* by class index */
+};
+
+static int names_init(struct names *nm, struct strata_trace *t)
+{
+	unsigned ncls = strata_trace_nclasses(t);
+	size_t tot = 0;
+	nm->text = NULL;
+	nm->off = NULL;
+	nm->len = calloc(2 * (size_t)ncls + 1, sizeof(*nm->len));
+	if (!nm->len)
+		return -1;
+	nm->off = nm->len + ncls;
+	for (unsigned i = 0; i < ncls; i++) {
+		nm->len[i] = (uint32_t)strlen(strata_trace_class(t, i)->name);
+		nm->off[i] = (uint32_t)tot;
+		tot += (nm->len[i] + 16) & ~(size_t)15;
+	}
+	nm->text = tot < UINT32_MAX ? calloc(tot + 1, 1) : NULL;
+	for (unsigned i = 0; nm->text && i < ncls; i++)
+		memcpy(nm->text + nm->off[i], strata_trace_class(t, i)->name, nm->len[i]);
+	return nm->text ? 0 : -1;
+}
+
+static void names_fini(struct names *nm)
+{
+	free(nm->len);
+	free(nm->text);
+}
+
+/* One text line, "TIME [CPU] L PID/TID NAME DESCRIPTION", built in place
+ * in the output buffer: one reservation, no call per piece. */
+static void put_text(struct cli_out *o, struct cli_time *tm, const struct strata_event *ev,
+		     const struct strata_value *vals, unsigned nv, struct head_cache *hc,
+		     char level, const struct names *nm)
+{
+	char *p = cli_out_reserve(o, 1024), *q = p;
+	q += cli_time_fmt_seq(tm, ev->timestamp, q);
+	if (RD_UNLIKELY_CLI(!hc->n || hc->pid != ev->pid || hc->tid != ev->tid ||
+			    hc->cpu != ev->cpu))
+		head_fill(hc, ev, level);
+	memcpy(q, hc->s, sizeof(hc->s));
+	q += hc->n;
+	uint32_t ci = ev->cls->index, nl = nm->len[ci];
+	if (nl <= 256) {
+		const char *s = nm->text + nm->off[ci];
+		for (uint32_t i = 0; i < nl; i += 16)
+			memcpy(q + i, s + i, 16);
+		q += nl;
+		*q++ = ' ';
+		o->len += (size_t)(q - p);
+	} else {
+		o->len += (size_t)(q - p);
+		cli_out_mem(o, ev->cls->name, nl);
+		cli_out_mem(o, " ", 1);
+	}
+	put_desc(o, ev, vals, nv);
+	/* put_desc leaves at least the 64 KiB slack past cap */
+	o->buf[o->len++] = '\n';
 }
 
 static void put_json(struct cli_out *o, const struct cli_time *tm,
-		     const struct strata_event *ev, struct strata_value *vals,
-		     char level)
+		     const struct strata_event *ev, const struct strata_value *vals,
+		     unsigned nv, char level)
 {
 	char tb[64];
 	cli_out_str(o, "{\"time\":");
@@ -154,9 +224,8 @@ static void put_json(struct cli_out *o, const struct cli_time *tm,
 	cli_out_str(o, ",\"event\":");
 	cli_out_json_str(o, ev->cls->name, strlen(ev->cls->name));
 	cli_out_str(o, ",\"fields\":{");
-	int n = strata_event_fields(ev, vals, ev->cls->nfields);
 	bool first = true;
-	for (int i = 0; i < n; i++) {
+	for (unsigned i = 0; i < nv; i++) {
 		const struct strata_field_class *f = &ev->cls->fields[i];
 		if (f->hidden)
 			continue;
@@ -223,123 +292,78 @@ int cmd_print(int argc, char **argv)
 	cli_time_init(&tm, ct.t, abs);
 	struct cli_progress pg;
 	cli_progress_init(&pg, strata_trace_size(ct.t));
-	struct strata_value *vals = NULL;
-	unsigned maxf = 0;
-	for (unsigned i = 0; i < strata_trace_nclasses(ct.t); i++)
-		if (strata_trace_class(ct.t, i)->nfields > maxf)
-			maxf = strata_trace_class(ct.t, i)->nfields;
-	vals = calloc(maxf + 1, sizeof(*vals));
+	/* events come in batches with their fields decoded: no call per
+	 * event to iterate or to decode */
+	struct strata_batch *batch = NULL;
+	strata_batch_alloc(ct.t, 1024, &batch);
 	char *levels = stream_levels(ct.t);
-	struct pt_cache *ptc = calloc(strata_trace_nstreams(ct.t) + 1, sizeof(*ptc));
-	/* event names, each padded to 16-byte chunks in one block */
-	unsigned ncls = strata_trace_nclasses(ct.t);
-	uint32_t *namelen = calloc(2 * (size_t)ncls + 1, sizeof(*namelen));
-	uint32_t *nameoff = namelen ? namelen + ncls : NULL;
-	size_t ntot = 0;
-	for (unsigned i = 0; namelen && i < ncls; i++) {
-		namelen[i] = (uint32_t)strlen(strata_trace_class(ct.t, i)->name);
-		nameoff[i] = (uint32_t)ntot;
-		ntot += (namelen[i] + 16) & ~(size_t)15;
-	}
-	char *names = namelen && ntot < UINT32_MAX ? calloc(ntot + 1, 1) : NULL;
-	for (unsigned i = 0; names && i < ncls; i++)
-		memcpy(names + nameoff[i], strata_trace_class(ct.t, i)->name, namelen[i]);
-	if (!levels || !ptc || !namelen || !names) {
-		free(vals);
-		vals = NULL;
+	struct head_cache *hc = calloc(strata_trace_nstreams(ct.t) + 1, sizeof(*hc));
+	struct names nm;
+	int nm_rc = names_init(&nm, ct.t);
+	int rc = 0;
+	if (!batch || !levels || !hc || nm_rc < 0) {
+		cli_err(ct.path, "out of memory");
+		rc = 1;
+		strata_batch_free(batch);
+		batch = NULL;
 	}
 	if (fmt == F_CSV)
 		cli_out_str(&out, "time,cpu,level,pid,tid,event,description\n");
-	const struct strata_event *ev;
-	uint64_t n = 0;
-	while (vals && strata_iter_next(it, &ev) > 0) {
-		if (!(++n & 0xffff))
-			cli_progress_tick(&pg, strata_iter_progress(it));
-		if (fmt == F_JSON) {
-			put_json(&out, &tm, ev, vals, levels[ev->stream]);
-			continue;
-		}
-		char *p = cli_out_reserve(&out, 512);
-		size_t k = cli_time_fmt(&tm, ev->timestamp, p);
-		if (fmt == F_CSV) {
-			p[k++] = ',';
-			out.len += k;
-			cli_out_u64(&out, ev->cpu);
-			cli_out_mem(&out, levels[ev->stream] == 'K' ? ",K," : ",U,", 3);
-			cli_out_u64(&out, ev->pid);
-			cli_out_mem(&out, ",", 1);
-			cli_out_u64(&out, ev->tid);
-			cli_out_mem(&out, ",", 1);
-			put_csv_field(&out, ev->cls->name, strlen(ev->cls->name));
-			cli_out_mem(&out, ",", 1);
-			size_t at = out.len;
-			put_desc(&out, ev);
-			/* quote the description in place if it needs it */
-			if (memchr(out.buf + at, ',', out.len - at) ||
-			    memchr(out.buf + at, '"', out.len - at)) {
-				size_t dn = out.len - at;
-				char *d = malloc(dn);
-				if (d) {
-					memcpy(d, out.buf + at, dn);
-					out.len = at;
-					put_csv_field(&out, d, dn);
-					free(d);
-				}
+	int nb;
+	while (batch && (nb = strata_iter_decode(it, batch)) > 0) {
+		cli_progress_tick(&pg, strata_iter_progress(it));
+		for (int bi = 0; bi < nb; bi++) {
+			const struct strata_event *ev = &batch->events[bi];
+			const struct strata_value *vals = &batch->values[batch->first[bi]];
+			unsigned nv = batch->first[bi + 1] - batch->first[bi];
+			if (fmt == F_TEXT) {
+				put_text(&out, &tm, ev, vals, nv, &hc[ev->stream],
+					 levels[ev->stream], &nm);
+				continue;
 			}
-			cli_out_mem(&out, "\n", 1);
-			continue;
+			if (fmt == F_JSON) {
+				put_json(&out, &tm, ev, vals, nv, levels[ev->stream]);
+				continue;
+			}
+			char *p = cli_out_reserve(&out, 512);
+			size_t k = cli_time_fmt(&tm, ev->timestamp, p);
+			{
+				p[k++] = ',';
+				out.len += k;
+				cli_out_u64(&out, ev->cpu);
+				cli_out_mem(&out, levels[ev->stream] == 'K' ? ",K," : ",U,", 3);
+				cli_out_u64(&out, ev->pid);
+				cli_out_mem(&out, ",", 1);
+				cli_out_u64(&out, ev->tid);
+				cli_out_mem(&out, ",", 1);
+				put_csv_field(&out, ev->cls->name, strlen(ev->cls->name));
+				cli_out_mem(&out, ",", 1);
+				size_t at = out.len;
+				put_desc(&out, ev, vals, nv);
+				/* quote the description in place if it needs it */
+				if (memchr(out.buf + at, ',', out.len - at) ||
+				    memchr(out.buf + at, '"', out.len - at)) {
+					size_t dn = out.len - at;
+					char *d = malloc(dn);
+					if (d) {
+						memcpy(d, out.buf + at, dn);
+						out.len = at;
+						put_csv_field(&out, d, dn);
+						free(d);
+					}
+				}
+				cli_out_mem(&out, "\n", 1);
+			}
 		}
-		/* text: "TIME [CPU] PID/TID NAME DESCRIPTION" */
-		p[k++] = ' ';
-		p[k++] = '[';
-		uint32_t cpu = ev->cpu;
-		if (cpu < 1000) {
-			p[k++] = '0' + cpu / 100;
-			p[k++] = '0' + cpu / 10 % 10;
-			p[k++] = '0' + cpu % 10;
-			out.len += k;
-		} else {
-			out.len += k;
-			cli_out_u64(&out, cpu);
-		}
-		/* the rest of the line's head straight into the reserved room:
-		 * "pid/tid " formatted once per change of thread in a stream,
-		 * names measured once per class */
-		p = cli_out_reserve(&out, 512);
-		k = 0;
-		memcpy(p, levels[ev->stream] == 'K' ? "] K " : "] U ", 4);
-		k = 4;
-		struct pt_cache *pc = &ptc[ev->stream];
-		if (RD_UNLIKELY_CLI(!pc->n || pc->pid != ev->pid || pc->tid != ev->tid))
-			pt_fill(pc, ev->pid, ev->tid);
-		memcpy(p + k, pc->s, sizeof(pc->s));
-		k += pc->n;
-		uint32_t nl = namelen[ev->cls->index];
-		if (nl <= 256) {
-			/* whole 16-byte chunks of the padded copy: no libc call
-			 * or rep movs for a dozen bytes */
-			const char *nm = names + nameoff[ev->cls->index];
-			for (uint32_t i = 0; i < nl; i += 16)
-				memcpy(p + k + i, nm + i, 16);
-			k += nl;
-			p[k++] = ' ';
-			out.len += k;
-		} else {
-			out.len += k;
-			cli_out_mem(&out, ev->cls->name, nl);
-			cli_out_mem(&out, " ", 1);
-		}
-		put_desc(&out, ev);
-		cli_out_mem(&out, "\n", 1);
 	}
 	cli_progress_done(&pg);
 	free(levels);
-	free(ptc);
-	free(namelen);
-	free(names);
-	free(vals);
+	free(hc);
+	names_fini(&nm);
+	strata_batch_free(batch);
 	strata_iter_destroy(it);
-	int rc = cli_status(&ct);
+	if (!rc)
+		rc = cli_status(&ct);
 	if (cli_out_fini(&out) < 0) {
 		cli_err("<stdout>", "write error");
 		rc = 1;

@@ -345,6 +345,8 @@ void cli_time_init(struct cli_time *ct, struct strata_trace *t, bool abs)
 	ct->offset = ci.offset;
 	ct->begin = strata_trace_begin(t);
 	ct->abs = abs;
+	ct->sec_lo = 0;
+	ct->sec_len = 0;
 	/* m = ceil(2^(63+l) / d), l = ceil(log2 d): floor(x / d) ==
 	 * (x * m) >> (63 + l) for every x < 2^63 (Granlund & Montgomery 1994,
 	 * th. 4.2), provided m fits 64 bits. Also needs rem * 1e9 < 2^63. */
@@ -365,32 +367,36 @@ static inline uint64_t div_freq(const struct cli_time *ct, uint64_t x)
 	return x / ct->freq;
 }
 
+/* Nanoseconds of rem < freq ticks (the part of a second). */
+static inline uint32_t rem_ns(const struct cli_time *ct, uint64_t rem)
+{
+	if (ct->freq == 1000000000)
+		return (uint32_t)rem;
+	if (ct->div_ok)
+		return (uint32_t)div_freq(ct, rem * 1000000000u);
+	return (uint32_t)((unsigned __int128)rem * 1000000000u / ct->freq);
+}
+
 static inline void ticks_split(const struct cli_time *ct, uint64_t ticks, uint64_t *s,
 			       uint32_t *ns)
 {
 	uint64_t freq = ct->freq;
-	if (freq == 1000000000) {
-		*s = ticks / 1000000000;
-		*ns = ticks % 1000000000;
-		return;
-	}
-	uint64_t sec = div_freq(ct, ticks), rem = ticks - sec * freq;
+	uint64_t sec = freq == 1000000000 ? ticks / 1000000000 : div_freq(ct, ticks);
 	*s = sec;
-	if (ct->div_ok)
-		*ns = (uint32_t)div_freq(ct, rem * 1000000000u);
-	else
-		*ns = (uint32_t)((unsigned __int128)rem * 1000000000u / freq);
+	*ns = rem_ns(ct, ticks - sec * freq);
 }
 
-/* ns < 1e9 as exactly nine digits at buf */
+/* ns < 1e9 as exactly nine digits at buf: two short chains of two-digit
+ * lookups rather than one of nine divisions */
 static inline void put_ns9(char *buf, uint32_t ns)
 {
-	buf[8] = (char)('0' + ns % 10);
-	ns /= 10;
-	for (int i = 6; i >= 0; i -= 2) {
-		memcpy(buf + i, numfmt_dig2 + 2 * (ns % 100), 2);
-		ns /= 100;
-	}
+	uint32_t hi = ns / 100000, lo = ns % 100000; /* 4 + 5 digits */
+	memcpy(buf, numfmt_dig2 + 2 * (hi / 100), 2);
+	memcpy(buf + 2, numfmt_dig2 + 2 * (hi % 100), 2);
+	buf[4] = (char)('0' + lo / 10000);
+	lo %= 10000;
+	memcpy(buf + 5, numfmt_dig2 + 2 * (lo / 100), 2);
+	memcpy(buf + 7, numfmt_dig2 + 2 * (lo % 100), 2);
 }
 
 uint64_t cli_time_ns(const struct cli_time *ct, uint64_t ts)
@@ -440,6 +446,35 @@ size_t cli_time_fmt(const struct cli_time *ct, uint64_t ts, char *buf)
 	buf[n++] = '.';
 	put_ns9(buf + n, ns);
 	return n + 9;
+}
+
+size_t cli_time_fmt_seq(struct cli_time *ct, uint64_t ts, char *buf)
+{
+	uint64_t ticks = ct->abs ? ts + (uint64_t)ct->offset : ts > ct->begin ? ts - ct->begin : 0;
+	if (__builtin_expect(ticks - ct->sec_lo >= ct->freq || !ct->sec_len, 0)) {
+		/* a new second: its text from cli_time_fmt, up to the '.' */
+		char tmp[64];
+		size_t n = cli_time_fmt(ct, ts, tmp);
+		char *dot = memchr(tmp, '.', n);
+		uint64_t s;
+		uint32_t ns;
+		ticks_split(ct, ticks, &s, &ns);
+		if (!dot || (size_t)(dot - tmp) >= sizeof(ct->sec_txt) - 16) {
+			memcpy(buf, tmp, n);
+			ct->sec_len = 0;
+			return n;
+		}
+		ct->sec_len = (uint32_t)(dot + 1 - tmp);
+		memcpy(ct->sec_txt, tmp, ct->sec_len);
+		ct->sec_lo = s * ct->freq; /* what ticks_split took off */
+		(void)ns;
+	}
+	uint32_t n = ct->sec_len;
+	memcpy(buf, ct->sec_txt, sizeof(ct->sec_txt) - 16 + 8); /* whole: no call */
+	put_ns9(buf + n, rem_ns(ct, ticks - ct->sec_lo));
+	n += 9;
+	buf[n] = 'Z';
+	return n + ct->abs;
 }
 
 void cli_human_size(uint64_t bytes, char *buf, size_t n)

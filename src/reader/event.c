@@ -52,6 +52,81 @@ static int compile_plan(struct rd_class *c, struct rd_meta *m)
 	return 0;
 }
 
+/* The first field at or after i that descriptions show, or -1. */
+static int next_shown(const struct rd_class *c, unsigned i)
+{
+	for (; i < c->pub.nfields; i++)
+		if (!c->pub.fields[i].hidden)
+			return (int)i;
+	return -1;
+}
+
+/* How put_value renders field f with spec: an RD_OUT_* kind, or -1 when
+ * it is not a plain integer (render_fast does not do it). */
+static int out_kind(const struct strata_field_class *f, char spec)
+{
+	if (f->type != STRATA_FIELD_INT)
+		return -1; /* enum labels, floats, text, arrays */
+	if (spec == 'x' || (!spec && f->base == 16))
+		return RD_OUT_HEX;
+	if (spec == 'u')
+		return RD_OUT_DEC;
+	if (spec == 'd' || (!spec && f->base == 10))
+		return f->is_signed || spec == 'd' ? RD_OUT_SDEC : RD_OUT_DEC;
+	return -1; /* octal, binary */
+}
+
+/* The description as an out program (rd_class.out), from the format
+ * parts, or "name=value" pairs when there is no format string. */
+static int compile_out(struct rd_class *c, struct rd_meta *m)
+{
+	unsigned nf = c->pub.nfields, n = c->fmt ? c->nfmt : nf + 1;
+	struct rd_out_part *out = rd_meta_alloc(m, n * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	unsigned k = 0;
+	uint64_t max = 16; /* put_hex stores 16 bytes */
+	if (c->fmt) {
+		for (unsigned i = 0; i < c->nfmt; i++) {
+			const struct rd_fmt_part *pt = &c->fmt[i];
+			int kind = pt->field < 0 ? RD_OUT_NONE :
+				   out_kind(&c->pub.fields[pt->field], pt->spec);
+			if (kind < 0)
+				return 0;
+			out[k++] = (struct rd_out_part){ pt->lit, pt->litlen,
+							 (uint16_t)(pt->field < 0 ? 0 : pt->field),
+							 (uint8_t)kind };
+			max += pt->litlen + 22;
+		}
+	} else {
+		/* "name=" literals, a space before all but the first */
+		for (int i = next_shown(c, 0); i >= 0; i = next_shown(c, i + 1)) {
+			const struct strata_field_class *f = &c->pub.fields[i];
+			int kind = out_kind(f, 0);
+			if (kind < 0 || i > UINT16_MAX)
+				return 0;
+			size_t nl = strlen(f->name);
+			char *lit = rd_meta_alloc(m, nl + 3);
+			if (!lit)
+				return -ENOMEM;
+			size_t ll = 0;
+			if (k)
+				lit[ll++] = ' ';
+			memcpy(lit + ll, f->name, nl);
+			ll += nl;
+			lit[ll++] = '=';
+			out[k++] = (struct rd_out_part){ lit, (uint32_t)ll, (uint16_t)i, (uint8_t)kind };
+			max += ll + 22;
+		}
+	}
+	if (max > UINT32_MAX / 2)
+		return 0;
+	c->out = out;
+	c->nout = k;
+	c->out_max = (uint32_t)max;
+	return 0;
+}
+
 /* "%{name}" / "%{name:x}" / "%%" -> parts, resolved to field indexes once. */
 int rd_class_compile_format(struct rd_class *c, struct rd_meta *m)
 {
@@ -59,7 +134,7 @@ int rd_class_compile_format(struct rd_class *c, struct rd_meta *m)
 		return -ENOMEM;
 	const char *f = c->pub.format;
 	if (!f)
-		return 0;
+		return compile_out(c, m);
 	size_t cap = 2;
 	for (const char *p = f; *p; p++)
 		cap += *p == '%';
@@ -100,7 +175,7 @@ int rd_class_compile_format(struct rd_class *c, struct rd_meta *m)
 	}
 	c->fmt[n++] = (struct rd_fmt_part){ lit, (uint32_t)strlen(lit), -1, 0 };
 	c->nfmt = n;
-	return 0;
+	return compile_out(c, m);
 }
 
 int strata_event_class_field(const struct strata_event_class *cls, const char *name)
@@ -407,6 +482,111 @@ static void put_value(struct sbuf *b, const struct strata_field_class *f,
 	}
 }
 
+/* The 8 hex digits of x, most significant first, as the memory image of
+ * a word: nibbles spread to bytes, then to ASCII, all in-register. */
+static inline uint64_t hex8(uint32_t x32)
+{
+	uint64_t x = x32;
+	x = (x | x << 16) & UINT64_C(0x0000ffff0000ffff);
+	x = (x | x << 8) & UINT64_C(0x00ff00ff00ff00ff);
+	x = (x | x << 4) & UINT64_C(0x0f0f0f0f0f0f0f0f); /* byte i: nibble i */
+	uint64_t ge10 = ((x + UINT64_C(0x0606060606060606)) >> 4) & UINT64_C(0x0101010101010101);
+	x += UINT64_C(0x3030303030303030) + ge10 * ('a' - '0' - 10);
+	return __builtin_bswap64(x);
+}
+
+/* "0x" and the digits of u without leading zeros at d; stores 18 bytes
+ * (the caller's room), returns the end of what counts. */
+static inline char *put_hex(char *d, uint64_t u)
+{
+	unsigned nd = u ? (67 - (unsigned)__builtin_clzll(u)) / 4 : 1;
+	unsigned __int128 s = (unsigned __int128)hex8((uint32_t)u) << 64 | hex8((uint32_t)(u >> 32));
+	s >>= 8 * (16 - nd); /* drop the leading zeros */
+	d[0] = '0';
+	d[1] = 'x';
+	memcpy(d + 2, &s, 16);
+	return d + 2 + nd;
+}
+
+/* The out program (compile_out) into d, which has c->out_max bytes. */
+static size_t render_fast(const struct rd_class *c, const struct strata_value *vals,
+			  char *d0)
+{
+	char *d = d0;
+	for (unsigned i = 0; i < c->nout; i++) {
+		const struct rd_out_part *pt = &c->out[i];
+		fmt_copy_small(d, pt->lit, pt->litlen);
+		d += pt->litlen;
+		uint64_t u;
+		unsigned nd;
+		switch (pt->kind) {
+		case RD_OUT_SDEC:
+			u = vals[pt->field].u;
+			if ((int64_t)u < 0) {
+				*d++ = '-';
+				u = -u;
+			}
+			nd = numfmt_dec_len(u);
+			numfmt_dec_put(d, u, nd);
+			d += nd;
+			break;
+		case RD_OUT_DEC:
+			u = vals[pt->field].u;
+			nd = numfmt_dec_len(u);
+			numfmt_dec_put(d, u, nd);
+			d += nd;
+			break;
+		case RD_OUT_HEX:
+			d = put_hex(d, vals[pt->field].u);
+			break;
+		}
+	}
+	return (size_t)(d - d0);
+}
+
+/* The description from decoded values: the body of both describe calls. */
+static int render(const struct rd_class *c, const struct strata_value *vals,
+		  char *buf, size_t len)
+{
+	if (c->out && len > c->out_max) {
+		size_t n = render_fast(c, vals, buf);
+		buf[n] = 0;
+		return (int)n;
+	}
+	struct sbuf b = { buf, len ? len - 1 : 0, 0 };
+	if (c->fmt) {
+		for (unsigned i = 0; i < c->nfmt; i++) {
+			const struct rd_fmt_part *pt = &c->fmt[i];
+			put(&b, pt->lit, pt->litlen);
+			if (pt->field >= 0)
+				put_value(&b, &c->pub.fields[pt->field], &vals[pt->field],
+					  pt->spec, false);
+		}
+	} else {
+		for (int i = next_shown(c, 0); i >= 0; i = next_shown(c, i + 1)) {
+			const struct strata_field_class *f = &c->pub.fields[i];
+			if (b.n)
+				put(&b, " ", 1);
+			put(&b, f->name, strlen(f->name));
+			put(&b, "=", 1);
+			put_value(&b, f, &vals[i], 0, true);
+		}
+	}
+	if (len)
+		buf[b.n < len ? b.n : len - 1] = 0;
+	return b.n > INT32_MAX ? INT32_MAX : (int)b.n;
+}
+
+int strata_event_describe_values(const struct strata_event *ev,
+				 const struct strata_value *vals, unsigned nvals,
+				 char *buf, size_t len)
+{
+	const struct rd_class *c = (const struct rd_class *)ev->cls;
+	if (nvals < c->pub.nfields)
+		return -EINVAL;
+	return render(c, vals, buf, len);
+}
+
 int strata_event_describe(const struct strata_event *ev, char *buf, size_t len)
 {
 	const struct rd_class *c = (const struct rd_class *)ev->cls;
@@ -419,35 +599,8 @@ int strata_event_describe(const struct strata_event *ev, char *buf, size_t len)
 			return -ENOMEM;
 	}
 	rc = strata_event_fields(ev, vals, nf);
-	if (rc < 0)
-		goto out;
-	struct sbuf b = { buf, len ? len - 1 : 0, 0 };
-	if (c->fmt) {
-		for (unsigned i = 0; i < c->nfmt; i++) {
-			const struct rd_fmt_part *pt = &c->fmt[i];
-			put(&b, pt->lit, pt->litlen);
-			if (pt->field >= 0)
-				put_value(&b, &c->pub.fields[pt->field], &vals[pt->field],
-					  pt->spec, false);
-		}
-	} else {
-		bool first = true;
-		for (unsigned i = 0; i < nf; i++) {
-			const struct strata_field_class *f = &c->pub.fields[i];
-			if (f->hidden)
-				continue;
-			if (!first)
-				put(&b, " ", 1);
-			first = false;
-			put(&b, f->name, strlen(f->name));
-			put(&b, "=", 1);
-			put_value(&b, f, &vals[i], 0, true);
-		}
-	}
-	if (len)
-		buf[b.n < len ? b.n : len - 1] = 0;
-	rc = b.n > INT32_MAX ? INT32_MAX : (int)b.n;
-out:
+	if (rc >= 0)
+		rc = render(c, vals, buf, len);
 	if (vals != stack)
 		free(vals);
 	return rc;

@@ -58,6 +58,15 @@ struct rd_fmt_part {
 	char spec;     /* 0, 'x', 'd', 'u', 'o', 'b' */
 };
 
+/* One piece of a compiled description: literal text, then an integer. */
+enum { RD_OUT_NONE, RD_OUT_DEC, RD_OUT_SDEC, RD_OUT_HEX };
+struct rd_out_part {
+	const char *lit;
+	uint32_t litlen;
+	uint16_t field;
+	uint8_t kind; /* RD_OUT_* */
+};
+
 /* Branch-free decode of a fixed-offset scalar (event.c): fields never
  * cross a word (natural alignment), so load the word, shift, mask and
  * sign-extend. */
@@ -109,6 +118,13 @@ struct rd_class {
 				  * UINT32_MAX: never, the general path does */
 	struct rd_fmt_part *fmt; /* NULL: no format string */
 	unsigned nfmt;
+	/* the description as a program of literals and plain integers,
+	 * rendered without a bounds check per piece when the buffer has
+	 * out_max bytes (event.c render_fast); NULL when some field needs
+	 * more (text, arrays, floats, enum labels, octal, binary) */
+	struct rd_out_part *out;
+	unsigned nout;
+	uint32_t out_max;
 };
 
 struct rd_env {
