@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Flight-recorder snapshots: the newest complete packets of live rings, never torn. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,29 +66,47 @@ static int copy_stable(const struct strata_ring *r, uint64_t begin,
 	return 1;
 }
 
-/* One ring: the packets before the open one, at most one ring's worth,
- * oldest first (a stream's packets are in order). Slots overwritten
- * meanwhile are always the oldest ones, so what is kept is the newest
- * run of complete packets. */
+/*
+ * One ring: the packets before the open one, at most one ring's worth,
+ * oldest first, each copied into its place in `buf` (one ring's size),
+ * its check's result in got[] (one per packet).
+ * Then only those after the last one found overwritten are written: a
+ * snapshot that the writers lapped while it ran (a slow or preempted
+ * consumer) would otherwise keep an older packet, lose the next ones and
+ * keep newer ones -- whole packets, but not one run. What is written is
+ * the newest run of complete packets, in order.
+ */
 static int snap_ring(struct cons *c, const struct strata_ring *r,
-		     unsigned char *buf, struct cons_snap_stats *st)
+		     unsigned char *buf, int8_t *got, struct cons_snap_stats *st)
 {
-	uint64_t bufsize = r->bufmask + 1;
-	uint64_t end = ring_packet_begin(r, strata_load_acquire(&r->ctl->write));
-	uint64_t b = end > bufsize ? end - bufsize : 0;
+	uint64_t bufsize = r->bufmask + 1, end, b0, n, first;
 	int ret = 0;
 
-	for (; b < end; b += r->psize) {
-		int got = copy_stable(r, b, buf);
-		if (got < 0) {
-			st->overwritten++;
-		} else if (got == 0) {
-			st->busy++;
-		} else {
-			int err = cons_write_copy(c, r->cpu, buf, b);
-			if (err && err != -EINVAL && !ret)
-				ret = err;
+	/* Lapped all the way (nothing left): again, a few times. */
+	for (int tries = 0; tries < 4; tries++) {
+		end = ring_packet_begin(r, strata_load_acquire(&r->ctl->write));
+		b0 = end > bufsize ? end - bufsize : 0;
+		n = (end - b0) >> r->pshift;
+		first = 0;
+		for (uint64_t i = 0; i < n; i++) {
+			got[i] = (int8_t)copy_stable(r, b0 + (i << r->pshift),
+						     buf + (i << r->pshift));
+			if (got[i] < 0)
+				first = i + 1;
 		}
+		if (first < n || !n)
+			break;
+	}
+	st->overwritten += first;
+	for (uint64_t i = first; i < n; i++) {
+		if (got[i] == 0) {
+			st->busy++;
+			continue;
+		}
+		int err = cons_write_copy(c, r->cpu, buf + (i << r->pshift),
+					  b0 + (i << r->pshift));
+		if (err && err != -EINVAL && !ret)
+			ret = err;
 	}
 	return ret;
 }
@@ -100,34 +119,41 @@ int cons_snapshot(const struct cons_config *cfg, struct strata_ring *const *ring
 	struct cons *c;
 	unsigned char *buf = NULL;
 	size_t bufsize = 0;
+	/* npackets <= 65536 (ring.md §1, checked by cons_ring_map) */
+	int8_t *got = malloc(65536);
 	int ret, err = 0;
 
 	cc.snapshot = 1;
-	if ((ret = cons_create(&cc, &c)))
+	if (!got)
+		return -ENOMEM;
+	if ((ret = cons_create(&cc, &c))) {
+		free(got);
 		return ret;
+	}
 	for (unsigned i = 0; i < nrings; i++) {
 		const struct strata_ring *r = rings[i];
 		if (!r)
 			continue;
-		if (r->psize > bufsize) {
-			void *p = realloc(buf, r->psize);
+		if (r->bufmask + 1 > bufsize) {
+			void *p = realloc(buf, r->bufmask + 1);
 			if (!p) {
 				err = -ENOMEM;
 				break;
 			}
 			buf = p;
-			bufsize = r->psize;
+			bufsize = r->bufmask + 1;
 		}
 		if ((ret = cons_add_ring(c, rings[i]))) {
 			if (!err)
 				err = ret;
 			continue;
 		}
-		ret = snap_ring(c, r, buf, st);
+		ret = snap_ring(c, r, buf, got, st);
 		if (ret && !err)
 			err = ret;
 	}
 	free(buf);
+	free(got);
 	memset(&fin, 0, sizeof(fin));
 	ret = cons_finish(c, 0, &fin, NULL);
 	st->packets += fin.packets_written;
