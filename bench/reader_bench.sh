@@ -63,12 +63,21 @@ if [ ! -d "$trace" ]; then
 fi
 cat "$trace"/ust/*/cpu* > /dev/null # page cache warm for every reader
 
-# measure TAG CMD...: one "TAG wall user+sys maxrss_kib" line, stdout discarded
+# measure TAG CMD...: one "TAG wall user+sys maxrss_kib" line; the output
+# of a reader_bench decode must name the trace's event count and the
+# checksum of every field that the first decode found (same events, same
+# values, whatever the mode); other output is discarded
 measure() {
 	tag=$1
 	shift
-	/usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" > /dev/null 2> "$work/err" ||
+	case $tag in dec-*) out=$work/out ;; *) out=/dev/null ;; esac
+	/usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" > "$out" 2> "$work/err" ||
 		{ echo "reader_bench.sh: failed: $*" >&2; cat "$work/err" >&2; exit 1; }
+	if [ "$out" != /dev/null ] && [ -n "${refsum:-}" ]; then
+		got=$(sed -n 's/^decode-[a-z]*: \([0-9]*\) events.*checksum \([0-9a-f]*\).*/\1 \2/p' "$out")
+		[ "$got" = "$n $refsum" ] || { echo "reader_bench.sh: $*: read '$got'," \
+			"expected $n events, checksum $refsum" >&2; exit 1; }
+	fi
 	awk -v t="$tag" '{ printf "%s %s %.3f %s\n", t, $1, $2 + $3, $4 }' "$work/time" >> "$work/res"
 }
 # stats TAG N: "median (min-max)" in M events/s by wall time, then by CPU
@@ -90,12 +99,18 @@ col() { echo "$1" | cut -d'|' -f"$2"; }
 
 : > "$work/res"
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-n=$("$bin" decode "$trace" | sed -n 's/^decode-next: \([0-9]*\) events.*/\1/p')
+ref=$("$bin" decode "$trace" next)
+n=$(echo "$ref" | sed -n 's/^decode-next: \([0-9]*\) events.*/\1/p')
+refsum=$(echo "$ref" | sed -n 's/.*checksum \([0-9a-f]*\).*/\1/p')
 [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "reader_bench.sh: no events read from $trace" >&2; exit 1; }
+# the listing has one line per event (checked once, untimed)
+lines=$("$strata" print "$trace" | wc -l)
+[ "$lines" -eq "$n" ] || { echo "reader_bench.sh: strata print wrote $lines lines for $n events" >&2; exit 1; }
 size=$(du -sh "$trace" | cut -f1)
 note "$n events, $size; strata runs x $reps"
 i=0
 while [ $i -lt "$reps" ]; do # interleaved, so drift hits all of them alike
+	measure dec-batch "$bin" decode "$trace" batch
 	measure dec-next "$bin" decode "$trace" next
 	measure dec-read "$bin" decode "$trace" read
 	measure dec-unord "$bin" decode "$trace" unordered
@@ -132,6 +147,7 @@ if [ "$biggb" -gt 0 ]; then
 		note "seeks over $(du -sh "$big" | cut -f1)"
 		seekline=$("$bin" seek "$big" "$nseek" | sed 's/^seek: //')
 		nbig=$("$bin" decode "$big" read | sed -n 's/^decode-read: \([0-9]*\) events.*/\1/p')
+		refsum="" # another trace: its own count and checksum
 		measure dec-big "$bin" decode "$big" read
 		bigrss="$(col "$(stats dec-big "$nbig")" 3) MiB for $(du -sh "$big" | cut -f1) ($nbig events)"
 	else
@@ -139,14 +155,16 @@ if [ "$biggb" -gt 0 ]; then
 	fi
 fi
 
+s_batch=$(stats dec-batch "$n")
 s_next=$(stats dec-next "$n"); s_read=$(stats dec-read "$n"); s_unord=$(stats dec-unord "$n")
 s_print=$(stats print "$n")
 if [ $have_bt2 = 1 ]; then
 	b_dec=$(stats bt2-dec "$n"); b_print=$(stats bt2-print "$n")
 	ratio() { awk -v a="$(col "$1" 1 | cut -d' ' -f1)" -v b="$(col "$2" 1)" 'BEGIN { printf "%.1f x", a / b }'; }
-	r_dec=$(ratio "$s_read" "$b_dec"); r_print=$(ratio "$s_print" "$b_print")
+	r_dec=$(ratio "$s_batch" "$b_dec"); r_read=$(ratio "$s_read" "$b_dec")
+	r_print=$(ratio "$s_print" "$b_print")
 else
-	b_dec="n/a|n/a|n/a"; b_print="n/a|n/a|n/a"; r_dec=n/a; r_print=n/a
+	b_dec="n/a|n/a|n/a"; b_print="n/a|n/a|n/a"; r_dec=n/a; r_read=n/a; r_print=n/a
 fi
 
 echo "Trace: $trace, $n events ($gen), $size;" \
@@ -157,7 +175,8 @@ echo "strata: median (min-max) of $reps runs, babeltrace2: $bt2reps run(s); wall
 echo
 echo "| measure | strata | by CPU time | peak RSS | babeltrace2 | by CPU time | peak RSS | strata / babeltrace2 |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-echo "| full decode, merged by time, strata_iter_read (M events/s) | $(col "$s_read" 1) | $(col "$s_read" 2) | $(col "$s_read" 3) MiB | $(col "$b_dec" 1) | $(col "$b_dec" 2) | $(col "$b_dec" 3) MiB | $r_dec |"
+echo "| full decode, merged by time, strata_iter_decode batches (M events/s) | $(col "$s_batch" 1) | $(col "$s_batch" 2) | $(col "$s_batch" 3) MiB | $(col "$b_dec" 1) | $(col "$b_dec" 2) | $(col "$b_dec" 3) MiB | $r_dec |"
+echo "| full decode, merged by time, strata_iter_read + strata_event_fields per event (M events/s) | $(col "$s_read" 1) | $(col "$s_read" 2) | $(col "$s_read" 3) MiB | | | | $r_read |"
 echo "| full decode, merged, strata_iter_next per event (M events/s) | $(col "$s_next" 1) | $(col "$s_next" 2) | $(col "$s_next" 3) MiB | | | | |"
 echo "| full decode, stream after stream (STRATA_ITER_UNORDERED) (M events/s) | $(col "$s_unord" 1) | $(col "$s_unord" 2) | $(col "$s_unord" 3) MiB | | | | |"
 echo "| text listing to /dev/null, \`strata print\` (M events/s) | $(col "$s_print" 1) | $(col "$s_print" 2) | $(col "$s_print" 3) MiB | $(col "$b_print" 1) | $(col "$b_print" 2) | $(col "$b_print" 3) MiB | $r_print |"
