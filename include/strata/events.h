@@ -59,7 +59,8 @@ struct strata_event_desc {
 	const char *format;      /* "alloc %{size} bytes at %{addr:x}", or NULL */
 	const char *description; /* free text, or NULL */
 	/* Per-event enable flag, owned by the generated code (NULL for events
-	 * that are controlled by their major bit only). 1 = enabled. */
+	 * that are controlled by their major bit only). 1 = enabled, 0 =
+	 * disabled, STRATA_FLAG_START/STOP = an armed trigger. */
 	volatile uint8_t *enabled;
 };
 
@@ -96,6 +97,16 @@ STRATA_API const struct strata_event_desc *strata_event_lookup(uint8_t major,
  */
 STRATA_API int strata_enable(const char *pattern);
 STRATA_API int strata_disable(const char *pattern);
+
+/*
+ * Start and stop triggers (STRATA_START_ON / STRATA_STOP_ON, docs/record.md):
+ * a per-event flag that is not 1 makes the generated code call
+ * strata_event_fire(), which returns whether to log the event (an armed
+ * trigger fires, and is logged).
+ */
+#define STRATA_FLAG_START 2
+#define STRATA_FLAG_STOP 3
+STRATA_API int strata_event_fire(volatile uint8_t *flag);
 
 #ifdef __cplusplus
 }

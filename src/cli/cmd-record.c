@@ -32,6 +32,10 @@ const char cmd_record_usage[] =
 	"  -o, --output DIR       trace directory (default strata-YYYYmmdd-HHMMSS)\n"
 	CLI_RING_HELP
 	"  --duration SECONDS     stop after this long (COMMAND gets SIGINT)\n"
+	"  --start-on SUB:EVENT   record nothing until this event (a glob; the\n"
+	"                         event is recorded, it comes first)\n"
+	"  --stop-on SUB:EVENT    record nothing after this event (it is recorded);\n"
+	"                         per process, events made with strata-gen\n"
 	"  -k, --kernel GROUPS    also record kernel events on the same clock:\n"
 	"                         sched, irq, syscalls, or all (docs/kernel.md);\n"
 	"                         those of COMMAND's process tree only, unless\n"
@@ -152,11 +156,13 @@ int cli_ring_env(const struct cli_ring_opts *r, const char *cmd)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_DURATION = 1, O_KSYSTEM };
+	enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON };
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		CLI_RING_OPTIONS,
 		{"duration", required_argument, NULL, O_DURATION},
+		{"start-on", required_argument, NULL, O_START_ON},
+		{"stop-on", required_argument, NULL, O_STOP_ON},
 		{"verbose", no_argument, NULL, 'v'},
 		{"kernel", required_argument, NULL, 'k'},
 		{"kernel-system", no_argument, NULL, O_KSYSTEM},
@@ -182,6 +188,20 @@ int cmd_record(int argc, char **argv)
 		case 'k': kgroups = optarg; break;
 		case O_KSYSTEM: ksystem = 1; break;
 		case 'v': verbose = 1; break;
+		case O_START_ON:
+		case O_STOP_ON: {
+			/* checked here, applied by libstrata (control.c) */
+			const char *c = strchr(optarg, ':');
+			if (!c || c == optarg || !c[1] || strchr(c + 1, ':') ||
+			    strlen(optarg) > 255) {
+				cli_err(NULL, "--%s: '%s' is not SUB:EVENT",
+					o == O_START_ON ? "start-on" : "stop-on", optarg);
+				return 2;
+			}
+			setenv(o == O_START_ON ? "STRATA_START_ON" : "STRATA_STOP_ON",
+			       optarg, 1);
+			break;
+		}
 		case O_DURATION: {
 			char *end;
 			duration = strtod(optarg, &end);

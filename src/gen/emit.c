@@ -266,8 +266,11 @@ static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
 	put_upper(b, ss->name);
 	gen_buf_puts(b, "))\n\t\treturn;\n");
 	if (!opts->no_event_flags)
-		gen_buf_printf(b, "\tif (!strata_gen_on_%s[%zu])\n\t\treturn;\n",
-			       ss->name, index);
+		/* `!= 1`, not `!`: the same test, and an armed trigger
+		 * (STRATA_FLAG_START/STOP) reaches strata_event_fire() */
+		gen_buf_printf(b, "\tif (strata_unlikely(strata_gen_on_%s[%zu] != 1) &&\n"
+			       "\t    !strata_event_fire(&strata_gen_on_%s[%zu]))\n\t\treturn;\n",
+			       ss->name, index, ss->name, index);
 
 	/* Strings: measured now, cut so the event fits (docs/dsl.md, "Strings"). */
 	o = 0;

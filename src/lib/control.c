@@ -2,11 +2,14 @@
 /* strata_enable() / strata_disable(): switch events and subsystems on and off by name at run time. */
 #include <errno.h>
 #include <fnmatch.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <strata/strata.h>
 
 #include "lib/registry.h"
+#include "lib/session.h"
 
 struct control {
 	const char *subsys_glob; /* NUL-terminated copy of the part before ':' */
@@ -17,6 +20,8 @@ struct control {
 };
 
 #define CONTROL_MAX_PATTERN 256
+
+static void flag_store(volatile uint8_t *flag, uint8_t v);
 
 static int match_subsys(const struct strata_subsys_desc *s, void *arg)
 {
@@ -43,8 +48,7 @@ static int match_event(const struct strata_event_desc *e, void *arg)
 		/* Relaxed: the tracepoint reads the flag with a plain volatile
 		 * load and orders nothing after it; an event racing with this
 		 * store is logged or not, either is correct. */
-		__atomic_store_n(e->enabled, (uint8_t)(c->on ? 1 : 0),
-				 __ATOMIC_RELAXED);
+		flag_store(e->enabled, (uint8_t)(c->on ? 1 : 0));
 	} else if (!c->on) {
 		/* No flag (strata-gen --no-event-flags): only its subsystem's
 		 * bit controls it, and disabling that would hit its siblings. */
@@ -113,4 +117,223 @@ STRATA_API int strata_enable(const char *pattern)
 STRATA_API int strata_disable(const char *pattern)
 {
 	return control(pattern, 0);
+}
+
+/* ---- the major mask, and start/stop triggers (docs/record.md, "Triggers")
+ *
+ * Barrelfish could start and stop tracing on chosen events. A trigger is an
+ * event with a per-event flag (strata-gen's default) whose flag holds
+ * STRATA_FLAG_START or STRATA_FLAG_STOP instead of 1: the generated code
+ * tests `flag != 1` where it tested `!flag`, the same instruction, so
+ * triggers cost enabled events nothing; only a flag that is not 1 leads to
+ * strata_event_fire().
+ *
+ * STRATA_START_ON=GLOB (`strata record --start-on SUB:EVENT`) arms the
+ * gate: until a start trigger fires, the mask holds only the triggers'
+ * majors, and the other events of those majors are held off by their
+ * flags (what they should be is kept in `held`). Firing opens the gate
+ * with plain stores (a trigger may fire in a signal handler): the held
+ * flags get their values back and the mask becomes what it would have
+ * been. The trigger event itself is recorded: it is the trace's first.
+ * STRATA_STOP_ON=GLOB: the stop trigger is recorded, then the mask is 0
+ * for good. Each is one-shot, per process; a session spreads them to its
+ * other processes (lib/session.c, `control_trigger_hook`).
+ *
+ * Every wholesale write of the mask goes through mask_set() so that the
+ * gate holds whatever else changes it (a session's state, strata_start()).
+ */
+
+enum { GATE_OPEN, GATE_ARMED, GATE_STOPPED };
+
+#define HELD_MAX 1024
+
+static int gate;               /* GATE_* */
+static uint64_t want_mask;     /* the mask the gate stands for */
+static uint64_t trig_majors;   /* majors of the start triggers */
+static char start_pat[CONTROL_MAX_PATTERN], stop_pat[CONTROL_MAX_PATTERN];
+static struct {
+	volatile uint8_t *flag;
+	uint8_t want;
+} held[HELD_MAX];
+static unsigned nheld;
+static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
+
+void (*control_trigger_hook)(int start);
+
+static void policy_read(void)
+{
+	const char *s = getenv("STRATA_START_ON"), *p = getenv("STRATA_STOP_ON");
+
+	if (s && *s && strlen(s) < sizeof(start_pat)) {
+		memcpy(start_pat, s, strlen(s) + 1);
+		gate = GATE_ARMED;
+	}
+	if (p && *p && strlen(p) < sizeof(stop_pat))
+		memcpy(stop_pat, p, strlen(p) + 1);
+}
+
+static void policy_init(void)
+{
+	pthread_once(&policy_once, policy_read);
+}
+
+/* The mask as the gate allows it. */
+static uint64_t gated(uint64_t m)
+{
+	int g = __atomic_load_n(&gate, __ATOMIC_ACQUIRE);
+	return g == GATE_OPEN ? m
+	       : g == GATE_ARMED ? __atomic_load_n(&trig_majors, __ATOMIC_RELAXED) : 0;
+}
+
+void mask_set(uint64_t m)
+{
+	policy_init();
+	__atomic_store_n(&want_mask, m, __ATOMIC_RELAXED);
+	strata_mask = gated(m);
+}
+
+uint64_t mask_wanted(void)
+{
+	policy_init();
+	return __atomic_load_n(&want_mask, __ATOMIC_RELAXED);
+}
+
+STRATA_API void strata_enable_majors(uint64_t majors)
+{
+	majors &= ~STRATA_MAJOR_BIT(63);
+	policy_init();
+	__atomic_fetch_or(&want_mask, majors, __ATOMIC_RELAXED);
+	__atomic_fetch_or(&strata_mask, gated(majors), __ATOMIC_RELAXED);
+}
+
+STRATA_API void strata_disable_majors(uint64_t majors)
+{
+	policy_init();
+	__atomic_fetch_and(&want_mask, ~majors, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&gate, __ATOMIC_ACQUIRE) == GATE_OPEN)
+		__atomic_fetch_and(&strata_mask, ~majors, __ATOMIC_RELAXED);
+}
+
+STRATA_API uint64_t strata_majors(void)
+{
+	return __atomic_load_n(&strata_mask, __ATOMIC_RELAXED);
+}
+
+static int pattern_matches(const char *pat, const struct strata_event_desc *e)
+{
+	char buf[CONTROL_MAX_PATTERN];
+	const char *colon = strchr(pat, ':');
+
+	if (!pat[0] || !colon)
+		return 0;
+	memcpy(buf, pat, (size_t)(colon - pat));
+	buf[colon - pat] = 0;
+	return !fnmatch(buf, e->subsystem, 0) && !fnmatch(colon + 1, e->name, 0);
+}
+
+static int is_held(volatile uint8_t *flag)
+{
+	for (unsigned i = 0; i < nheld; i++)
+		if (held[i].flag == flag)
+			return (int)i;
+	return -1;
+}
+
+/* A flag written by strata_enable/disable: an armed trigger keeps its
+ * role; a held flag changes what it gets back when the gate opens. */
+static void flag_store(volatile uint8_t *flag, uint8_t v)
+{
+	uint8_t cur = __atomic_load_n(flag, __ATOMIC_RELAXED);
+	if (cur == STRATA_FLAG_START || cur == STRATA_FLAG_STOP)
+		return;
+	if (__atomic_load_n(&gate, __ATOMIC_ACQUIRE) == GATE_ARMED) {
+		int i = is_held(flag);
+		if (i >= 0) {
+			held[i].want = v;
+			return;
+		}
+	}
+	__atomic_store_n(flag, v, __ATOMIC_RELAXED);
+}
+
+void control_registered(const struct strata_event_desc *const *evs, size_t n)
+{
+	policy_init();
+	if (!start_pat[0] && !stop_pat[0])
+		return;
+	/* triggers first: their majors decide which siblings are held */
+	for (size_t i = 0; i < n; i++) {
+		const struct strata_event_desc *e = evs[i];
+		if (!e->enabled || e->major < 1 || e->major > STRATA_MAJOR_MAX)
+			continue;
+		if (__atomic_load_n(&gate, __ATOMIC_ACQUIRE) == GATE_ARMED &&
+		    pattern_matches(start_pat, e)) {
+			__atomic_store_n(e->enabled, STRATA_FLAG_START, __ATOMIC_RELAXED);
+			__atomic_fetch_or(&trig_majors, STRATA_MAJOR_BIT(e->major),
+					  __ATOMIC_RELAXED);
+		} else if (pattern_matches(stop_pat, e)) {
+			__atomic_store_n(e->enabled, STRATA_FLAG_STOP, __ATOMIC_RELAXED);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct strata_event_desc *e = evs[i];
+		if (!e->enabled || __atomic_load_n(&gate, __ATOMIC_ACQUIRE) != GATE_ARMED ||
+		    !(__atomic_load_n(&trig_majors, __ATOMIC_RELAXED) &
+		      STRATA_MAJOR_BIT(e->major & 63)) ||
+		    *e->enabled == STRATA_FLAG_START || *e->enabled == STRATA_FLAG_STOP ||
+		    is_held(e->enabled) >= 0 || nheld == HELD_MAX)
+			continue;
+		held[nheld].flag = e->enabled;
+		held[nheld].want = *e->enabled;
+		__atomic_store_n(&nheld, nheld + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(e->enabled, 0, __ATOMIC_RELAXED);
+	}
+	if (__atomic_load_n(&gate, __ATOMIC_ACQUIRE) == GATE_ARMED)
+		strata_mask = __atomic_load_n(&trig_majors, __ATOMIC_RELAXED);
+}
+
+/* Open or close the gate; async-signal-safe (plain stores). */
+static void gate_move(int from, int to, int start)
+{
+	int g = from;
+	if (!__atomic_compare_exchange_n(&gate, &g, to, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	if (to == GATE_OPEN)
+		for (unsigned i = 0, n = __atomic_load_n(&nheld, __ATOMIC_ACQUIRE); i < n; i++)
+			__atomic_store_n(held[i].flag, held[i].want, __ATOMIC_RELAXED);
+	strata_mask = gated(__atomic_load_n(&want_mask, __ATOMIC_RELAXED));
+	if (control_trigger_hook)
+		control_trigger_hook(start);
+}
+
+void control_remote_trigger(int start)
+{
+	if (start)
+		gate_move(GATE_ARMED, GATE_OPEN, 1);
+	else if (stop_pat[0]) {
+		gate_move(GATE_OPEN, GATE_STOPPED, 0);
+		gate_move(GATE_ARMED, GATE_STOPPED, 0);
+	}
+}
+
+STRATA_API int strata_event_fire(volatile uint8_t *flag)
+{
+	uint8_t v = __atomic_load_n(flag, __ATOMIC_RELAXED);
+
+	if (v == STRATA_FLAG_START) {
+		if (__atomic_compare_exchange_n(flag, &v, 1, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			gate_move(GATE_ARMED, GATE_OPEN, 1);
+		return 1;
+	}
+	if (v == STRATA_FLAG_STOP) {
+		if (__atomic_compare_exchange_n(flag, &v, 1, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED)) {
+			gate_move(GATE_OPEN, GATE_STOPPED, 0);
+			gate_move(GATE_ARMED, GATE_STOPPED, 0);
+		}
+		return 1;
+	}
+	return v != 0;
 }

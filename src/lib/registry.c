@@ -10,6 +10,7 @@
 #include "common/compiler.h"
 #include "common/log.h"
 #include "lib/registry.h"
+#include "lib/session.h"
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct strata_event_desc **events;
@@ -130,6 +131,7 @@ STRATA_API int strata_register(const struct strata_subsys_desc *s,
 			ret = -EEXIST;
 		}
 	}
+	control_registered(evs, n); /* triggers armed before the first firing */
 out:
 	if (added)
 		__atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);

@@ -42,21 +42,7 @@ static int atexit_done;
 static int started_from_env; /* no caller to check strata_stop()'s result */
 static char sess_output[4096];
 
-STRATA_API void strata_enable_majors(uint64_t majors)
-{
-	__atomic_fetch_or(&strata_mask, majors & ~STRATA_MAJOR_BIT(63),
-			  __ATOMIC_RELAXED);
-}
-
-STRATA_API void strata_disable_majors(uint64_t majors)
-{
-	__atomic_fetch_and(&strata_mask, ~majors, __ATOMIC_RELAXED);
-}
-
-STRATA_API uint64_t strata_majors(void)
-{
-	return __atomic_load_n(&strata_mask, __ATOMIC_RELAXED);
-}
+/* strata_enable_majors() and the mask: src/lib/control.c (the trigger gate). */
 
 static void random_uuid(uint8_t u[16])
 {
@@ -465,10 +451,10 @@ static void state_apply(const struct sess_state *s)
 {
 	sess_disabled = !s->enabled;
 	if (sess_disabled) {
-		strata_mask = 0;
+		mask_set(0);
 		return;
 	}
-	strata_mask = s->majors & ~STRATA_MAJOR_BIT(63);
+	mask_set(s->majors & ~STRATA_MAJOR_BIT(63));
 	if (sess_enable[0])
 		sess_apply_enable();
 }
@@ -543,7 +529,7 @@ static void sess_leave(void)
 
 	if (st == SESS_OFF)
 		return;
-	strata_mask = 0;
+	mask_set(0);
 	if (sess_thread_on) {
 		__atomic_store_n(&sess_thread_stop, 1, __ATOMIC_RELEASE);
 		pthread_join(sess_thread, NULL);
@@ -653,9 +639,9 @@ static int sess_join(const char *path)
 		sess_ack_due = 1;
 		state_apply(&stt);
 	} else if (o.majors == STRATA_MAJORS_NONE) {
-		strata_mask = 0;
+		mask_set(0);
 	} else {
-		strata_mask = o.majors ? o.majors : ~STRATA_MAJOR_BIT(63);
+		mask_set(o.majors ? o.majors : ~STRATA_MAJOR_BIT(63));
 	}
 	atexit(sess_at_exit);
 	return 0;
@@ -759,9 +745,9 @@ STRATA_API int strata_start(const struct strata_options *user)
 	snprintf(sess_output, sizeof(sess_output), "%s", o.output);
 	started_from_env = !user;
 	if (o.majors == STRATA_MAJORS_NONE)
-		strata_mask = 0;
+		mask_set(0);
 	else
-		strata_mask = o.majors ? o.majors : ~STRATA_MAJOR_BIT(63);
+		mask_set(o.majors ? o.majors : ~STRATA_MAJOR_BIT(63));
 	if (!atexit_done) {
 		atexit(stop_at_exit);
 		atexit_done = 1;
@@ -782,7 +768,7 @@ STRATA_API int strata_stop(void)
 	if (sess_cons) {
 		/* No new tracepoint enters; the consumer waits (bounded) for
 		 * the ones in flight, flushes and drains every ring. */
-		strata_mask = 0;
+		mask_set(0);
 		memset(&last_stats, 0, sizeof(last_stats));
 		ret = cons_destroy(sess_cons, &last_stats);
 		sess_cons = NULL;
@@ -903,7 +889,7 @@ static void after_fork_child(void)
 	/* Under `strata record` the child keeps tracing, into rings of its
 	 * own that it hands over when it creates them. */
 	if (__atomic_load_n(&sess_state, __ATOMIC_RELAXED) != SESS_ON)
-		strata_mask = 0;
+		mask_set(0);
 	strata_pid = (uint32_t)getpid();
 	sess_after_fork_child();
 	strata_tls.tid = 0;

@@ -3,6 +3,7 @@
 #ifndef STRATA_LIB_SESSION_H
 #define STRATA_LIB_SESSION_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <strata/strata.h>
@@ -14,5 +15,17 @@
 int options_parse_majors(const char *s, uint64_t *out);
 /* Apply defaults and validate; sets the detail string on error. */
 int options_check(struct strata_options *o);
+
+/* The major mask and the start/stop gate (src/lib/control.c). Every
+ * wholesale write of strata_mask goes through mask_set(). */
+void mask_set(uint64_t m);
+uint64_t mask_wanted(void);       /* the mask as set, whatever the gate */
+struct strata_event_desc;
+/* Registration of a batch of events (registry lock held): arms triggers. */
+void control_registered(const struct strata_event_desc *const *evs, size_t n);
+/* Another process of the session fired a trigger (1 start, 0 stop). */
+void control_remote_trigger(int start);
+/* Called when this process fires a trigger (any context: signal-safe). */
+extern void (*control_trigger_hook)(int start);
 
 #endif /* STRATA_LIB_SESSION_H */

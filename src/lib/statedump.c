@@ -13,6 +13,7 @@
 #include <strata/strata.h>
 
 #include "common/compiler.h"
+#include "lib/session.h"
 #include "lib/statedump.h"
 
 /*
@@ -205,7 +206,7 @@ static void dump_process(const char *proc, uint32_t pid, bool self)
 void statedump_self(void)
 {
 	__atomic_store_n(&dumped, 0, __ATOMIC_RELAXED);
-	if (!strata_mask) /* nothing enabled (STRATA_MAJORS=none): nothing */
+	if (!mask_wanted()) /* nothing enabled (STRATA_MAJORS=none): nothing */
 		return;
 	pthread_mutex_lock(&seen_lock);
 	memset(seen, 0, sizeof(seen));
@@ -218,7 +219,7 @@ void statedump_self(void)
 
 void statedump_threads_update(void)
 {
-	if (!strata_mask)
+	if (!mask_wanted())
 		return;
 	pthread_mutex_lock(&seen_lock);
 	dump_threads("/proc/self", strata_pid, true);

@@ -41,7 +41,8 @@ static inline void strata_mem_alloc(uint64_t addr, uint32_t size, uint32_t flags
 
 	if (!strata_major_enabled(STRATA_MAJOR_MEM))
 		return;
-	if (!strata_gen_on_mem[0])
+	if (strata_unlikely(strata_gen_on_mem[0] != 1) &&
+	    !strata_event_fire(&strata_gen_on_mem[0]))
 		return;
 	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_MEM, 1), 3))
 		return;
@@ -65,7 +66,8 @@ static inline void strata_mem_free(const void *addr)
 
 	if (!strata_major_enabled(STRATA_MAJOR_MEM))
 		return;
-	if (!strata_gen_on_mem[1])
+	if (strata_unlikely(strata_gen_on_mem[1] != 1) &&
+	    !strata_event_fire(&strata_gen_on_mem[1]))
 		return;
 	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_MEM, 2), 2))
 		return;
@@ -87,7 +89,8 @@ static inline void strata_mem_lock_acquire(const void *lock)
 
 	if (!strata_major_enabled(STRATA_MAJOR_MEM))
 		return;
-	if (!strata_gen_on_mem[2])
+	if (strata_unlikely(strata_gen_on_mem[2] != 1) &&
+	    !strata_event_fire(&strata_gen_on_mem[2]))
 		return;
 	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_MEM, 3), 2))
 		return;
@@ -109,7 +112,8 @@ static inline void strata_mem_lock_release(const void *lock)
 
 	if (!strata_major_enabled(STRATA_MAJOR_MEM))
 		return;
-	if (!strata_gen_on_mem[3])
+	if (strata_unlikely(strata_gen_on_mem[3] != 1) &&
+	    !strata_event_fire(&strata_gen_on_mem[3]))
 		return;
 	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_MEM, 4), 2))
 		return;
@@ -141,7 +145,8 @@ static inline void strata_net_send(uint32_t fd, const char *peer, uint64_t bytes
 
 	if (!strata_major_enabled(STRATA_MAJOR_NET))
 		return;
-	if (!strata_gen_on_net[0])
+	if (strata_unlikely(strata_gen_on_net[0] != 1) &&
+	    !strata_event_fire(&strata_gen_on_net[0]))
 		return;
 	if (!peer)
 		peer = "";

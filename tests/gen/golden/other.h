@@ -38,7 +38,8 @@ static inline void strata_sched_switch(uint32_t prev, uint32_t next)
 
 	if (!strata_major_enabled(STRATA_MAJOR_SCHED))
 		return;
-	if (!strata_gen_on_sched[0])
+	if (strata_unlikely(strata_gen_on_sched[0] != 1) &&
+	    !strata_event_fire(&strata_gen_on_sched[0]))
 		return;
 	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_SCHED, 1), 2))
 		return;

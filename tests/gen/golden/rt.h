@@ -39,7 +39,8 @@ static inline void strata_rt_ints(uint8_t a, uint16_t b, uint32_t c, uint64_t d,
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_gen_on_rt[0])
+	if (strata_unlikely(strata_gen_on_rt[0] != 1) &&
+	    !strata_event_fire(&strata_gen_on_rt[0]))
 		return;
 	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 1), 5))
 		return;
@@ -72,7 +73,8 @@ static inline void strata_rt_misc(double ratio, bool yes, bool no, const void *w
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_gen_on_rt[1])
+	if (strata_unlikely(strata_gen_on_rt[1] != 1) &&
+	    !strata_event_fire(&strata_gen_on_rt[1]))
 		return;
 	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 2), 4))
 		return;
@@ -104,7 +106,8 @@ static inline void strata_rt_text(uint8_t tag, const char *msg, uint16_t after, 
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_gen_on_rt[2])
+	if (strata_unlikely(strata_gen_on_rt[2] != 1) &&
+	    !strata_event_fire(&strata_gen_on_rt[2]))
 		return;
 	if (!msg)
 		msg = "";
@@ -158,7 +161,8 @@ static inline void strata_rt_arrays(const uint8_t bytes[3], const int16_t shorts
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_gen_on_rt[3])
+	if (strata_unlikely(strata_gen_on_rt[3] != 1) &&
+	    !strata_event_fire(&strata_gen_on_rt[3]))
 		return;
 	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 4), 6))
 		return;
@@ -185,7 +189,8 @@ static inline void strata_rt_span_begin(uint32_t id)
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_gen_on_rt[4])
+	if (strata_unlikely(strata_gen_on_rt[4] != 1) &&
+	    !strata_event_fire(&strata_gen_on_rt[4]))
 		return;
 	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 5), 2))
 		return;
@@ -207,7 +212,8 @@ static inline void strata_rt_span_end(uint32_t id)
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_gen_on_rt[5])
+	if (strata_unlikely(strata_gen_on_rt[5] != 1) &&
+	    !strata_event_fire(&strata_gen_on_rt[5]))
 		return;
 	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 6), 2))
 		return;
@@ -227,7 +233,8 @@ static inline void strata_rt_none(void)
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_gen_on_rt[6])
+	if (strata_unlikely(strata_gen_on_rt[6] != 1) &&
+	    !strata_event_fire(&strata_gen_on_rt[6]))
 		return;
 	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 7), 1))
 		return;
@@ -249,7 +256,8 @@ static inline void strata_rt_long(const char *s)
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_gen_on_rt[7])
+	if (strata_unlikely(strata_gen_on_rt[7] != 1) &&
+	    !strata_event_fire(&strata_gen_on_rt[7]))
 		return;
 	if (!s)
 		s = "";
