@@ -176,10 +176,10 @@ snapshot() {
 
 inproc() {
 	# strata_snapshot() with the in-process consumer (overwrite mode).
-	"$bin/tests/record/snapinproc" "$work/inproc" "${SNAPSHOTS:-40}" >inproc.out 2>&1 ||
+	"$bin/tests/record/snapinproc" "$work/inproc" "${SNAPSHOTS:-200}" >inproc.out 2>&1 ||
 		fail "snapinproc: $(cat inproc.out)"
 	cat inproc.out
-	python3 "$src/snapcheck.py" $(for i in $(seq 1 "${SNAPSHOTS:-40}"); do echo "inproc/snap-$i"; done) ||
+	python3 "$src/snapcheck.py" $(for i in $(seq 1 "${SNAPSHOTS:-200}"); do echo "inproc/snap-$i"; done) ||
 		fail "snapshots"
 	: >bt.err
 	babeltrace2 "$work/inproc/trace" >/dev/null 2>bt.err || fail "the trace: babeltrace2 failed"
