@@ -12,7 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <strata/strata.h>
+
 #include "cli.h"
+#include "lib/clock.h"
+#include "ring/ring.h"
 #ifdef STRATA_HAVE_KERNEL
 #include "kernel/kernel.h"
 #endif
@@ -32,6 +36,8 @@ const char cmd_record_usage[] =
 	"  -o, --output DIR       trace directory (default strata-YYYYmmdd-HHMMSS)\n"
 	CLI_RING_HELP
 	"  --duration SECONDS     stop after this long (COMMAND gets SIGINT)\n"
+	"  --clock tsc|mono       the trace clock: the invariant TSC (the default\n"
+	"                         where the kernel trusts it) or CLOCK_MONOTONIC\n"
 	"  --start-on SUB:EVENT   record nothing until this event (a glob; the\n"
 	"                         event is recorded, it comes first)\n"
 	"  --stop-on SUB:EVENT    record nothing after this event (it is recorded);\n"
@@ -156,12 +162,13 @@ int cli_ring_env(const struct cli_ring_opts *r, const char *cmd)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON };
+	enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK };
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		CLI_RING_OPTIONS,
 		{"duration", required_argument, NULL, O_DURATION},
 		{"start-on", required_argument, NULL, O_START_ON},
+		{"clock", required_argument, NULL, O_CLOCK},
 		{"stop-on", required_argument, NULL, O_STOP_ON},
 		{"verbose", no_argument, NULL, 'v'},
 		{"kernel", required_argument, NULL, 'k'},
@@ -188,6 +195,22 @@ int cmd_record(int argc, char **argv)
 		case 'k': kgroups = optarg; break;
 		case O_KSYSTEM: ksystem = 1; break;
 		case 'v': verbose = 1; break;
+		case O_CLOCK:
+			if (strcmp(optarg, "tsc") && strcmp(optarg, "mono")) {
+				cli_err(NULL, "--clock %s: use tsc or mono", optarg);
+				return 2;
+			}
+			/* read by clock_init(), here and in every process */
+			setenv("STRATA_CLOCK", optarg, 1);
+			clock_init();
+			ring_init(); /* its protocol follows the clock; no ring yet */
+			if (!strcmp(optarg, "tsc") && !strata_clock_tsc) {
+				cli_err(NULL, "--clock tsc: this machine's TSC is not "
+					"invariant or not the kernel's clocksource; use "
+					"--clock mono");
+				return 2;
+			}
+			break;
 		case O_START_ON:
 		case O_STOP_ON: {
 			/* checked here, applied by libstrata (control.c) */

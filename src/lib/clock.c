@@ -2,6 +2,7 @@
 /* The trace clock: TSC when invariant, CLOCK_MONOTONIC otherwise (format.md §5). */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,6 +42,12 @@ void clock_init(void)
 #else
 	strata_clock_tsc = 0;
 #endif
+	/* STRATA_CLOCK=mono (`strata record --clock mono`): CLOCK_MONOTONIC
+	 * even where the TSC would do, e.g. to merge with another tool's
+	 * trace on that clock. "tsc" cannot force an unreliable TSC. */
+	const char *c = getenv("STRATA_CLOCK");
+	if (c && !strcmp(c, "mono"))
+		strata_clock_tsc = 0;
 }
 
 STRATA_API uint64_t strata_clock_mono(void)
