@@ -30,6 +30,18 @@ int cmd_record(int argc, char **argv);
 /* Processes and threads of the system into TRACE/state (src/cli/statedump.c):
  * 0 or a negative errno. */
 int cli_statedump_system(const char *trace);
+/* --clock tsc|mono of record and daemon: sets STRATA_CLOCK and this
+ * process's clock; 0, or -1 after one error line. */
+int cli_clock_opt(const char *arg);
+#ifdef STRATA_HAVE_KERNEL
+struct kern_session;
+/* -k of record and daemon: start kernel streams into TRACE (pid: that
+ * process and its children, NULL: the system); NULL after one line saying
+ * why. Stop: finish them, one summary line (NULL ks: nothing). */
+struct kern_session *cli_kernel_start(const char *trace, unsigned groups,
+				      const int *pid);
+void cli_kernel_stop(struct kern_session *ks, const char *trace);
+#endif
 extern const char cmd_record_usage[];
 
 /* strata daemon, strata session: a long-lived session (docs/record.md). */

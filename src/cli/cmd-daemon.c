@@ -14,6 +14,9 @@
 #include <strata/strata.h>
 
 #include "cli.h"
+#ifdef STRATA_HAVE_KERNEL
+#include "kernel/kernel.h"
+#endif
 #include "session/daemon.h"
 #include "session/paths.h"
 
@@ -39,6 +42,12 @@ const char cmd_daemon_usage[] =
 	"                         replaces the directory above NAME\n"
 	"  --stopped              start without a trace ('strata session start')\n"
 	CLI_RING_HELP
+	"  --clock tsc|mono       the trace clock (default: the invariant TSC\n"
+	"                         where the kernel trusts it); joining programs\n"
+	"                         follow it\n"
+	"  -k, --kernel GROUPS    also record the whole system's kernel events\n"
+	"                         (sched, irq, syscalls, all) into each trace,\n"
+	"                         on the same clock (docs/kernel.md)\n"
 	"  -f, --foreground       stay in the foreground, messages on stderr\n"
 	"                         (otherwise in the session directory's 'log')\n"
 	"  --kill                 end the daemon NAME: its trace is finished first\n";
@@ -106,15 +115,37 @@ static void ready(int fd, int ok, const char *line)
 	close(fd);
 }
 
+#ifdef STRATA_HAVE_KERNEL
+static unsigned kgroups;            /* -k: kernel groups of every trace */
+static struct kern_session *ksess;  /* of the trace being written */
+#endif
+
 /* Each new trace begins with the system's processes and threads
- * (docs/record.md, "State dump"), as under strata record. */
-static void dump_at_start(const char *trace)
+ * (docs/record.md, "State dump"), as under strata record, and with -k its
+ * kernel streams start. */
+static void trace_started(const char *trace)
 {
 	int ret = cli_statedump_system(trace);
 
 	if (ret)
 		cli_err(trace, "state dump at start: %s (tracing goes on)",
 			strerror(-ret));
+#ifdef STRATA_HAVE_KERNEL
+	if (kgroups)
+		ksess = cli_kernel_start(trace, kgroups, NULL);
+#endif
+}
+
+/* The user side of `trace` is complete: finish its kernel streams (their
+ * metadata takes the clock class from the user side's, docs/kernel.md). */
+static void trace_stopped(const char *trace)
+{
+#ifdef STRATA_HAVE_KERNEL
+	cli_kernel_stop(ksess, trace);
+	ksess = NULL;
+#else
+	(void)trace;
+#endif
 }
 
 /* Ask the daemon NAME to end, and wait until it has (cmd-session.c does
@@ -127,13 +158,15 @@ static int kill_daemon(const char *name)
 
 int cmd_daemon(int argc, char **argv)
 {
-	enum { O_NAME = 1, O_KILL, O_STOPPED };
+	enum { O_NAME = 1, O_KILL, O_STOPPED, O_CLOCK };
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"name", required_argument, NULL, O_NAME},
 		{"stopped", no_argument, NULL, O_STOPPED},
 		{"foreground", no_argument, NULL, 'f'},
 		{"kill", no_argument, NULL, O_KILL},
+		{"clock", required_argument, NULL, O_CLOCK},
+		{"kernel", required_argument, NULL, 'k'},
 		CLI_RING_OPTIONS,
 		{NULL, 0, NULL, 0},
 	};
@@ -143,7 +176,7 @@ int cmd_daemon(int argc, char **argv)
 
 	memset(&ro, 0, sizeof(ro));
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "o:e:f", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "o:e:fk:", opts, NULL)) != -1) {
 		if ((taken = cli_ring_opt(&ro, o, optarg))) {
 			if (taken < 0)
 				return 2;
@@ -155,6 +188,25 @@ int cmd_daemon(int argc, char **argv)
 		case O_NAME: name = optarg; break;
 		case O_KILL: kill_it = 1; break;
 		case O_STOPPED: stopped = 1; break;
+		case O_CLOCK:
+			if (cli_clock_opt(optarg))
+				return 2;
+			break;
+		case 'k': {
+#ifdef STRATA_HAVE_KERNEL
+			const char *bad = NULL;
+			if (kern_groups_parse(optarg, &kgroups, &bad) < 0) {
+				cli_err(NULL, "daemon: --kernel: unknown group '%s' "
+					"(sched, irq, syscalls, all)", bad ? bad : optarg);
+				return 2;
+			}
+#else
+			cli_err(NULL, "daemon: --kernel: this strata was built "
+				"without libtracefs");
+			return 2;
+#endif
+			break;
+		}
 		default:
 			fputs(cmd_daemon_usage, stderr);
 			return 2;
@@ -188,7 +240,8 @@ int cmd_daemon(int argc, char **argv)
 		return 1;
 	}
 	cfg.session_dir = sdir;
-	cfg.on_start = dump_at_start;
+	cfg.on_start = trace_started;
+	cfg.on_stop = trace_stopped;
 	cfg.base_dir = base;
 
 	int fd = fg ? -1 : go_background();

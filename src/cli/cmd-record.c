@@ -108,6 +108,61 @@ void cli_snapshot(struct sessd *d, const char *dir)
 	fprintf(stderr, "strata: %s\n", line);
 }
 
+#ifdef STRATA_HAVE_KERNEL
+struct kern_session *cli_kernel_start(const char *trace, unsigned groups,
+				      const int *pid)
+{
+	struct kern_session *ks = NULL;
+	char err[512] = "";
+	struct kern_options ko = {
+		.trace_dir = trace,
+		.groups = groups,
+		.pids = pid,
+		.npids = pid ? 1 : 0,
+		.err = err,
+		.errlen = sizeof(err),
+	};
+	int ret = kern_start(&ko, &ks);
+	if (ret < 0)
+		cli_err(trace, "kernel tracing off: %s; user-space tracing goes on",
+			err[0] ? err : strerror(-ret));
+	return ret < 0 ? NULL : ks;
+}
+
+void cli_kernel_stop(struct kern_session *ks, const char *trace)
+{
+	struct kern_stats kst;
+
+	if (!ks)
+		return;
+	int ret = kern_stop(ks, &kst);
+	if (ret < 0)
+		cli_err(trace, "kernel streams: %s", strerror(-ret));
+	fprintf(stderr, "strata: %s/kernel: %llu kernel events, %llu discarded%s\n",
+		trace, (unsigned long long)kst.events,
+		(unsigned long long)kst.discarded,
+		kst.discarded ? " (raise the kernel buffer)" : "");
+}
+#endif
+
+int cli_clock_opt(const char *arg)
+{
+	if (strcmp(arg, "tsc") && strcmp(arg, "mono")) {
+		cli_err(NULL, "--clock %s: use tsc or mono", arg);
+		return -1;
+	}
+	/* read by clock_init(), here and in every process */
+	setenv("STRATA_CLOCK", arg, 1);
+	clock_init();
+	ring_init(); /* its protocol follows the clock; no ring yet */
+	if (!strcmp(arg, "tsc") && !strata_clock_tsc) {
+		cli_err(NULL, "--clock tsc: this machine's TSC is not invariant "
+			"or not the kernel's clocksource; use --clock mono");
+		return -1;
+	}
+	return 0;
+}
+
 int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg)
 {
 	switch (opt) {
@@ -196,20 +251,8 @@ int cmd_record(int argc, char **argv)
 		case O_KSYSTEM: ksystem = 1; break;
 		case 'v': verbose = 1; break;
 		case O_CLOCK:
-			if (strcmp(optarg, "tsc") && strcmp(optarg, "mono")) {
-				cli_err(NULL, "--clock %s: use tsc or mono", optarg);
+			if (cli_clock_opt(optarg))
 				return 2;
-			}
-			/* read by clock_init(), here and in every process */
-			setenv("STRATA_CLOCK", optarg, 1);
-			clock_init();
-			ring_init(); /* its protocol follows the clock; no ring yet */
-			if (!strcmp(optarg, "tsc") && !strata_clock_tsc) {
-				cli_err(NULL, "--clock tsc: this machine's TSC is not "
-					"invariant or not the kernel's clocksource; use "
-					"--clock mono");
-				return 2;
-			}
 			break;
 		case O_START_ON:
 		case O_STOP_ON: {
@@ -332,22 +375,9 @@ int cmd_record(int argc, char **argv)
 
 #ifdef STRATA_HAVE_KERNEL
 	struct kern_session *ks = NULL;
-	if (kgroups) {
-		char err[512] = "";
-		int pid = (int)child;
-		struct kern_options ko = {
-			.trace_dir = out,
-			.groups = groups,
-			.pids = ksystem ? NULL : &pid,
-			.npids = ksystem ? 0 : 1,
-			.err = err,
-			.errlen = sizeof(err),
-		};
-		int kret = kern_start(&ko, &ks);
-		if (kret < 0)
-			cli_err(NULL, "kernel tracing off: %s; user-space tracing "
-				"goes on", err[0] ? err : strerror(-kret));
-	}
+	int pid = (int)child;
+	if (kgroups)
+		ks = cli_kernel_start(out, groups, ksystem ? NULL : &pid);
 #endif
 	if (gate[1] >= 0) {
 		close(gate[0]);
@@ -399,16 +429,7 @@ int cmd_record(int argc, char **argv)
 #ifdef STRATA_HAVE_KERNEL
 	/* After the user side's metadata exists: the kernel sub-trace takes
 	 * its clock class from it (docs/kernel.md). */
-	if (ks) {
-		struct kern_stats kst;
-		int kret = kern_stop(ks, &kst);
-		if (kret < 0)
-			cli_err(out, "kernel streams: %s", strerror(-kret));
-		fprintf(stderr, "strata: %s/kernel: %llu kernel events, %llu "
-			"discarded%s\n", out, (unsigned long long)kst.events,
-			(unsigned long long)kst.discarded,
-			kst.discarded ? " (raise the kernel buffer)" : "");
-	}
+	cli_kernel_stop(ks, out);
 #endif
 	fprintf(stderr, "strata: %s: %llu process%s, %llu events, %llu bytes, "
 		"%llu discarded", out, (unsigned long long)t.procs,

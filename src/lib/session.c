@@ -611,6 +611,13 @@ static int sess_join(const char *path)
 	const char *en = have_state ? stt.enable : getenv("STRATA_ENABLE");
 	if (en)
 		snprintf(sess_enable, sizeof(sess_enable), "%s", en);
+	if (have_state && !stt.clock_tsc && strata_clock_tsc) {
+		/* the daemon's clock is CLOCK_MONOTONIC (--clock mono): ours
+		 * too, and the write protocol that goes with it; no ring
+		 * exists yet */
+		strata_clock_tsc = 0;
+		ring_init();
+	}
 	if (have_state) {
 		o.packet_size = (size_t)1 << stt.psize_shift;
 		o.npackets = 1u << stt.npackets_shift;

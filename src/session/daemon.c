@@ -95,6 +95,7 @@ struct sessd {
 	int quit;
 	struct sessd_totals last; /* of the last finished trace */
 	void (*on_start)(const char *trace_dir);
+	void (*on_stop)(const char *trace_dir);
 };
 
 static const struct strata_event_desc *const *src_events(void *ctx, size_t *n)
@@ -225,6 +226,7 @@ static int state_create(struct sessd *d, const struct sessd_config *cfg)
 	d->st->psize_shift = cfg->psize_shift;
 	d->st->npackets_shift = cfg->npackets_shift;
 	d->st->mode = cfg->mode;
+	d->st->clock_tsc = (uint32_t)strata_clock_tsc;
 	snprintf(d->st->enable, sizeof(d->st->enable), "%s",
 		 cfg->enable ? cfg->enable : "");
 	d->st->gen = 2;
@@ -294,6 +296,7 @@ int sessd_create(const struct sessd_config *cfg, struct sessd **out,
 		d->conns[i].fd = -1;
 	d->daemon = cfg->session_dir != NULL;
 	d->on_start = cfg->on_start;
+	d->on_stop = cfg->on_stop;
 	if (d->daemon) {
 		snprintf(d->sdir, sizeof(d->sdir), "%s", cfg->session_dir);
 	} else {
@@ -826,6 +829,8 @@ static void stop_finish(struct sessd *d)
 		c->traced = 0;
 	clients_prune(d, 0);
 	d->state = ST_STOPPED;
+	if (d->on_stop)
+		d->on_stop(d->trace);
 	snprintf(line, sizeof(line), "%.800s: %llu process%s, %llu events, %llu "
 		 "bytes, %llu discarded%s%s", d->trace,
 		 (unsigned long long)d->last.procs, d->last.procs == 1 ? "" : "es",

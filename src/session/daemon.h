@@ -44,6 +44,9 @@ struct sessd_config {
 	/* Called with each new trace directory as it starts (the state
 	 * dump of `strata daemon`); NULL: none. */
 	void (*on_start)(const char *trace_dir);
+	/* Called with each trace directory once its user-space streams and
+	 * metadata are complete (the daemon's kernel streams); NULL: none. */
+	void (*on_stop)(const char *trace_dir);
 };
 
 /* The daemon's ring settings from the environment, as libstrata reads

@@ -111,6 +111,9 @@ struct sess_state {
 	uint32_t psize_shift;
 	uint32_t npackets_shift;
 	uint32_t mode;
+	uint32_t clock_tsc; /* the daemon's trace clock: 0 = CLOCK_MONOTONIC,
+			     * which joining processes then use too */
+	uint32_t pad;
 	char enable[1024]; /* -e patterns, comma-separated; "" = none */
 };
 
