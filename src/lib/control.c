@@ -2,6 +2,7 @@
 /* strata_enable() / strata_disable(): switch events and subsystems on and off by name at run time. */
 #include <errno.h>
 #include <fnmatch.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,9 +257,63 @@ static void flag_store(volatile uint8_t *flag, uint8_t v)
 	__atomic_store_n(flag, v, __ATOMIC_RELAXED);
 }
 
+/* -e patterns of a session (STRATA_ENABLE, or the daemon's state file),
+ * applied to each event as it registers, so that an event fires as told
+ * from its first call; set and cleared by lib/session.c. */
+static pthread_mutex_t enable_lock = PTHREAD_MUTEX_INITIALIZER;
+static char enable_pats[1024];
+static int enable_on;
+
+void control_enable_patterns(const char *pats, int on)
+{
+	pthread_mutex_lock(&enable_lock);
+	snprintf(enable_pats, sizeof(enable_pats), "%s", pats ? pats : "");
+	enable_on = on && enable_pats[0];
+	pthread_mutex_unlock(&enable_lock);
+}
+
+/* What the patterns say of `e`: 1 named (its flag on, its major on),
+ * 2 its subsystem named (major on), 0 not named (its flag off). */
+static int enable_match(const struct strata_event_desc *e)
+{
+	char buf[sizeof(enable_pats)], *save = NULL;
+	int how = 0;
+
+	memcpy(buf, enable_pats, sizeof(buf));
+	for (char *p = strtok_r(buf, ",", &save); p && how != 1;
+	     p = strtok_r(NULL, ",", &save)) {
+		if (strchr(p, ':'))
+			how = pattern_matches(p, e) ? 1 : how;
+		else if (!fnmatch(p, e->subsystem, 0))
+			how = 2;
+	}
+	return how;
+}
+
+static void enable_registered(const struct strata_event_desc *const *evs, size_t n)
+{
+	uint64_t majors = 0;
+
+	pthread_mutex_lock(&enable_lock);
+	for (size_t i = 0; enable_on && i < n; i++) {
+		const struct strata_event_desc *e = evs[i];
+		if (e->major < 1 || e->major > STRATA_MAJOR_MAX)
+			continue;
+		int how = enable_match(e);
+		if (how)
+			majors |= STRATA_MAJOR_BIT(e->major);
+		if (e->enabled && how != 2)
+			flag_store(e->enabled, how == 1);
+	}
+	pthread_mutex_unlock(&enable_lock);
+	if (majors)
+		strata_enable_majors(majors);
+}
+
 void control_registered(const struct strata_event_desc *const *evs, size_t n)
 {
 	policy_init();
+	enable_registered(evs, n);
 	if (!start_pat[0] && !stop_pat[0])
 		return;
 	/* triggers first: their majors decide which siblings are held */

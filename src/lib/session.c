@@ -450,6 +450,7 @@ static int state_map(const char *sock, struct sess_state *out)
 static void state_apply(const struct sess_state *s)
 {
 	sess_disabled = !s->enabled;
+	control_enable_patterns(sess_enable, !sess_disabled);
 	if (sess_disabled) {
 		mask_set(0);
 		return;
@@ -649,6 +650,13 @@ static int sess_join(const char *path)
 		mask_set(0);
 	} else {
 		mask_set(o.majors ? o.majors : ~STRATA_MAJOR_BIT(63));
+	}
+	/* -e: the events registered so far now, the others as they
+	 * register (control.c), not 10 ms later on the helper thread */
+	if (!have_state) {
+		control_enable_patterns(sess_enable, 1);
+		if (sess_enable[0])
+			sess_apply_enable();
 	}
 	atexit(sess_at_exit);
 	return 0;

@@ -23,6 +23,9 @@ uint64_t mask_wanted(void);       /* the mask as set, whatever the gate */
 struct strata_event_desc;
 /* Registration of a batch of events (registry lock held): arms triggers. */
 void control_registered(const struct strata_event_desc *const *evs, size_t n);
+/* -e patterns to apply to events as they register (on = 0: none, while
+ * a session is stopped). */
+void control_enable_patterns(const char *pats, int on);
 /* Another process of the session fired a trigger (1 start, 0 stop). */
 void control_remote_trigger(int start);
 /* Called when this process fires a trigger (any context: signal-safe). */

@@ -42,6 +42,13 @@ check "$work/rec" 10 20
 STRATA_OUTPUT=$work/nostop STRATA_START_ON='trig:begin' "$prog" 50 40 1000 || fail "program failed"
 n=$("$strata" print "$work/nostop" | grep -c 'trig:tick')
 [ "$n" = 10 ] || fail "without a stop trigger: $n ticks, 10 expected"
+# -e applies from an event's first call (registration time), not ~10 ms
+# later: a program that logs everything within a millisecond
+"$strata" record -e 'trig:tick' -o "$work/e" -- "$prog" 1000 2000 3000 2>"$work/e.err" ||
+	fail "strata record -e failed: $(cat "$work/e.err")"
+n=$("$strata" print "$work/e" | grep -c 'trig:tick' || true)
+m=$("$strata" print "$work/e" | wc -l)
+[ "$n" = 1000 ] && [ "$m" = 1000 ] || fail "record -e trig:tick: $n ticks of 1000, $m events in all"
 if command -v babeltrace2 >/dev/null; then
 	babeltrace2 "$work/inproc" >/dev/null 2>"$work/bt.err" && [ ! -s "$work/bt.err" ] ||
 		fail "babeltrace2: $(head -2 "$work/bt.err")"
