@@ -1147,7 +1147,7 @@ static int ctl_request(struct sessd *d, struct ctl_conn *k)
 		}
 		if (q.h.type == CTL_QUIT) {
 			d->quit = 1;
-			snprintf(msg, sizeof(msg), "stopped already");
+			snprintf(msg, sizeof(msg), "daemon ending (no trace was running)");
 		} else {
 			ret = -ENOENT;
 			snprintf(msg, sizeof(msg), "not running (the last trace "
