@@ -645,23 +645,11 @@ static uint64_t lap_committed(const struct strata_ring *r, uint64_t begin)
  * never committed) it cannot be told apart from garbage: reported and
  * skipped.
  */
-static void salvage_packet(struct cons *c, struct cons_stream *s,
-			   uint64_t begin, uint64_t reserved)
+static int close_copy(const struct cons_stream *s, unsigned char *pkt, uint64_t done)
 {
-	struct strata_ring *r = s->ring;
-	uint64_t done = lap_committed(r, begin), off, ts;
-	unsigned char *pkt;
+	const struct strata_ring *r = s->ring;
+	uint64_t off, ts;
 
-	if (done < STRATA_PACKET_HEADER) {
-		/* The opener died before committing the header: an empty
-		 * packet, nothing of it was committed. */
-		if (reserved > done)
-			c->dropped_bytes += reserved - done;
-		return;
-	}
-	if (done > r->psize || !copy_packet(c, s, begin))
-		goto bad;
-	pkt = c->pktbuf;
 	memcpy(&ts, pkt + 32, 8); /* timestamp_begin */
 	for (off = STRATA_PACKET_HEADER; off < done;) {
 		uint64_t h, full;
@@ -669,7 +657,7 @@ static void salvage_packet(struct cons *c, struct cons_stream *s,
 		memcpy(&h, pkt + off, 8);
 		len = (uint32_t)(h >> 54);
 		if (len == 0 || off + (uint64_t)len * 8 > done)
-			goto bad;
+			return -1;
 		/* format.md §3: the full clock value from the previous one */
 		full = ts + (uint32_t)((uint32_t)h - (uint32_t)ts);
 		if (((h >> 32) & 0x3fffff) == STRATA_ID_CLOCK && len == 2)
@@ -687,6 +675,40 @@ static void salvage_packet(struct cons *c, struct cons_stream *s,
 	if (disc < s->last_disc)
 		disc = s->last_disc; /* a free-running counter never decreases */
 	memcpy(pkt + 72, &disc, 8);
+	return 0;
+}
+
+int cons_write_open(struct cons *c, unsigned cpu, unsigned char *pkt,
+		    uint64_t begin, uint64_t done)
+{
+	struct cons_stream *s = cpu < STRATA_MAX_CPUS ? c->streams[cpu] : NULL;
+
+	if (!s || done < STRATA_PACKET_HEADER || done > s->ring->psize ||
+	    close_copy(s, pkt, done) || !packet_ours(c, s->ring, pkt, begin))
+		return -EINVAL;
+	write_packet_buf(c, s, pkt, begin);
+	return s->dead ? c->err : 0;
+}
+
+static void salvage_packet(struct cons *c, struct cons_stream *s,
+			   uint64_t begin, uint64_t reserved)
+{
+	struct strata_ring *r = s->ring;
+	uint64_t done = lap_committed(r, begin);
+	unsigned char *pkt;
+
+	if (done < STRATA_PACKET_HEADER) {
+		/* The opener died before committing the header: an empty
+		 * packet, nothing of it was committed. */
+		if (reserved > done)
+			c->dropped_bytes += reserved - done;
+		return;
+	}
+	if (done > r->psize || !copy_packet(c, s, begin))
+		goto bad;
+	pkt = c->pktbuf;
+	if (close_copy(s, pkt, done))
+		goto bad;
 	write_packet_buf(c, s, pkt, begin);
 	c->salvaged++;
 	if (reserved > done && reserved <= r->psize) {

@@ -110,6 +110,12 @@ int cons_finish(struct cons *c, int writers_gone, struct strata_stats *final,
  */
 int cons_write_copy(struct cons *c, unsigned cpu, const unsigned char *pkt,
 		    uint64_t begin);
+/* A snapshot's copy of an open packet whose first `done` bytes were
+ * committed: closed as crash salvage closes a packet (the events walked
+ * must end exactly at `done`), then written. 0, -EINVAL (not whole), or
+ * the I/O error. */
+int cons_write_open(struct cons *c, unsigned cpu, unsigned char *pkt,
+		    uint64_t begin, uint64_t done);
 
 /* The first calibration point of `c` (immutable after cons_create()). */
 void cons_clock_first(const struct cons *c, struct clock_point *out);
@@ -121,11 +127,13 @@ struct cons_snap_stats {
 	uint64_t bytes;
 	uint64_t overwritten; /* taken by writers before or while copied */
 	uint64_t busy;        /* a writer had not committed all of it */
+	uint64_t open;        /* open packets written: their committed part */
 };
 
 /*
  * Flight recorder (docs/record.md, "Snapshots"): write the newest
- * complete packets of `rings` (nrings, NULL entries skipped) to a new
+ * complete packets of `rings` (nrings, NULL entries skipped), then the
+ * committed part of the open one, to a new
  * sub-trace `cfg->dir` (must exist; cfg->snapshot is implied) while their
  * writers go on. No packet is torn: each is copied, then its slot is
  * re-checked (ring.md §1: still complete for the same lap, and `write`

@@ -67,6 +67,36 @@ static int copy_stable(const struct strata_ring *r, uint64_t begin,
 }
 
 /*
+ * The open packet that began at `begin`: its committed bytes, copied into
+ * `buf`. Returns how many (0: nothing usable; the header not committed,
+ * or the slot reused during the copy). Bytes counted as committed were
+ * written before their commit (release) and our acquire load of the
+ * count; they are written once per lap, so only a writer of the next lap
+ * could change them, and `write` tells as in copy_stable(). Whether they
+ * are a prefix is checked by the event walk of cons_write_open(), as in
+ * crash salvage: a reservation still in flight before a committed one
+ * makes the walk fail, and the packet is left out.
+ */
+static uint64_t copy_open(const struct strata_ring *r, uint64_t begin,
+			  unsigned char *buf)
+{
+	uint64_t bufsize = r->bufmask + 1;
+	uint64_t lap = begin >> (r->pshift + __builtin_ctz(r->nmask + 1));
+	uint64_t c1 = slot_committed(r, begin), done;
+
+	if (c1 < lap * r->psize + STRATA_PACKET_HEADER || c1 >= (lap + 1) * r->psize)
+		return 0;
+	done = c1 - lap * r->psize;
+	if (strata_load_acquire(&r->ctl->write) > begin + bufsize)
+		return 0;
+	memcpy(buf, ring_packet_addr(r, begin), done);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (strata_load_relaxed(&r->ctl->write) > begin + bufsize)
+		return 0;
+	return done;
+}
+
+/*
  * One ring: the packets before the open one, at most one ring's worth,
  * oldest first, each copied into its place in `buf` (one ring's size),
  * its check's result in got[] (one per packet).
@@ -108,6 +138,21 @@ static int snap_ring(struct cons *c, const struct strata_ring *r,
 		if (err && err != -EINVAL && !ret)
 			ret = err;
 	}
+	/* Then what is committed of the open packet: the newest events,
+	 * when the run before it is whole (no gap in packet_seq_num). The
+	 * slot of the oldest packet copied above is the open one's: the
+	 * copy goes to a scratch packet at the end of `buf`. */
+	if (first == n && (!n || got[n - 1] == 1)) {
+		unsigned char *open = buf + bufsize;
+		uint64_t done = copy_open(r, end, open);
+		if (done) {
+			int err = cons_write_open(c, r->cpu, open, end, done);
+			if (err == 0)
+				st->open++;
+			else if (err != -EINVAL && !ret)
+				ret = err;
+		}
+	}
 	return ret;
 }
 
@@ -134,14 +179,14 @@ int cons_snapshot(const struct cons_config *cfg, struct strata_ring *const *ring
 		const struct strata_ring *r = rings[i];
 		if (!r)
 			continue;
-		if (r->bufmask + 1 > bufsize) {
-			void *p = realloc(buf, r->bufmask + 1);
+		if (r->bufmask + 1 + r->psize > bufsize) {
+			void *p = realloc(buf, r->bufmask + 1 + r->psize);
 			if (!p) {
 				err = -ENOMEM;
 				break;
 			}
 			buf = p;
-			bufsize = r->bufmask + 1;
+			bufsize = r->bufmask + 1 + r->psize;
 		}
 		if ((ret = cons_add_ring(c, rings[i]))) {
 			if (!err)

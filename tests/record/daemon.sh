@@ -181,6 +181,11 @@ inproc() {
 	cat inproc.out
 	python3 "$src/snapcheck.py" $(for i in $(seq 1 "${SNAPSHOTS:-200}"); do echo "inproc/snap-$i"; done) ||
 		fail "snapshots"
+	# a snapshot taken while every event is in the open packet holds them
+	n=$("$bin/src/cli/strata" print "$work/inproc/snap-open" | grep -c ' 5:2 ' || true)
+	[ "$n" = 10 ] || fail "snapshot of an open packet: $n of its 10 events"
+	babeltrace2 "$work/inproc/snap-open" >/dev/null 2>bt.err && [ ! -s bt.err ] ||
+		fail "snap-open: babeltrace2: $(head -3 bt.err)"
 	: >bt.err
 	babeltrace2 "$work/inproc/trace" >/dev/null 2>bt.err || fail "the trace: babeltrace2 failed"
 	[ -s bt.err ] && fail "the trace: babeltrace2 warned: $(head -3 bt.err)"

@@ -58,6 +58,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "strata_start: %s\n", strata_strerror_detail());
 		return 1;
 	}
+	/* The open packet: 10 events, less than a packet, must be in a
+	 * snapshot (its committed part, docs/record.md "Snapshots"). */
+	for (uint64_t i = 0; i < 10; i++)
+		STRATA_EVENT1(5, 2, i);
+	snprintf(path, sizeof(path), "%s/snap-open", dir);
+	if ((ret = strata_snapshot(path))) {
+		fprintf(stderr, "strata_snapshot %s (open packet only): %s\n",
+			path, strata_strerror_detail());
+		return 1;
+	}
 	pthread_create(&t, NULL, writer, NULL);
 	while (__atomic_load_n(&logged, __ATOMIC_RELAXED) < 1000000)
 		usleep(1000);
