@@ -16,7 +16,6 @@
 
 #include "cli.h"
 #include "lib/clock.h"
-#include "ring/ring.h"
 #ifdef STRATA_HAVE_KERNEL
 #include "kernel/kernel.h"
 #endif
@@ -153,8 +152,7 @@ int cli_clock_opt(const char *arg)
 	}
 	/* read by clock_init(), here and in every process */
 	setenv("STRATA_CLOCK", arg, 1);
-	clock_init();
-	ring_init(); /* its protocol follows the clock; no ring yet */
+	clock_init(); /* no ring exists yet */
 	if (!strcmp(arg, "tsc") && !strata_clock_tsc) {
 		cli_err(NULL, "--clock tsc: this machine's TSC is not invariant "
 			"or not the kernel's clocksource; use --clock mono");

@@ -10,6 +10,7 @@
 
 #include "common/compiler.h"
 #include "lib/clock.h"
+#include "ring/ring.h"
 
 STRATA_API int strata_clock_tsc;
 
@@ -48,6 +49,13 @@ void clock_init(void)
 	const char *c = getenv("STRATA_CLOCK");
 	if (c && !strcmp(c, "mono"))
 		strata_clock_tsc = 0;
+	ring_init(); /* the write protocol follows the clock (ring.md §7) */
+}
+
+void clock_use_mono(void)
+{
+	strata_clock_tsc = 0;
+	ring_init();
 }
 
 STRATA_API uint64_t strata_clock_mono(void)

@@ -13,8 +13,13 @@ struct clock_point {
 	uint64_t real_ns;
 };
 
-/* Decide the trace clock (sets strata_clock_tsc). Reads /proc and /sys. */
+/* Decide the trace clock (sets strata_clock_tsc; STRATA_CLOCK=mono forces
+ * CLOCK_MONOTONIC) and with it the ring's write protocol (ring_init(): the
+ * rseq section reads rdtsc). Reads /proc and /sys. Before any ring exists. */
 void clock_init(void);
+/* CLOCK_MONOTONIC from now on (a daemon's session says so), protocol
+ * included. Before any ring exists. */
+void clock_use_mono(void);
 
 /* Take a calibration point (the tightest of a few tries). */
 void clock_point_take(struct clock_point *p);

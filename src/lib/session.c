@@ -616,8 +616,7 @@ static int sess_join(const char *path)
 		/* the daemon's clock is CLOCK_MONOTONIC (--clock mono): ours
 		 * too, and the write protocol that goes with it; no ring
 		 * exists yet */
-		strata_clock_tsc = 0;
-		ring_init();
+		clock_use_mono();
 	}
 	if (have_state) {
 		o.packet_size = (size_t)1 << stt.psize_shift;
@@ -921,8 +920,7 @@ static void after_fork_child(void)
 __attribute__((constructor)) static void strata_init(void)
 {
 	strata_pid = (uint32_t)getpid();
-	clock_init();
-	ring_init();
+	clock_init(); /* and the write protocol */
 	pthread_atfork(NULL, NULL, after_fork_child);
 
 	/* The strata tool itself (the session daemon) is never traced. */

@@ -396,8 +396,8 @@ void ring_init(void)
 #elif defined(STRATA_RSEQ_X86)
 	const char *e = getenv("STRATA_RSEQ");
 	/* The rseq section reads the clock with rdtsc: with any other trace
-	 * clock (no invariant TSC, or STRATA_CLOCK=mono), CAS. clock_init()
-	 * ran before this (the constructor). */
+	 * clock (no invariant TSC, or STRATA_CLOCK=mono), CAS. Called by
+	 * clock_init() once it has decided the clock. */
 	strata_rseq = strata_clock_tsc &&
 		      __rseq_size >= 20 && /* cpu_id_start, cpu_id, rseq_cs */
 		      (int32_t)strata_rseq_area()->cpu_id >= 0 &&
