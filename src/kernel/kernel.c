@@ -378,16 +378,22 @@ static void remove_outputs(struct kern_session *s)
 	rmdir(s->dir);
 }
 
+/* Stop the reader thread, if it runs, and wait for it. */
+static void reader_join(struct kern_session *s)
+{
+	if (!s->thread_started)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stop = 1;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->thread, NULL);
+	s->thread_started = false;
+}
+
 static void teardown(struct kern_session *s)
 {
-	if (s->thread_started) {
-		pthread_mutex_lock(&s->lock);
-		s->stop = 1;
-		pthread_cond_broadcast(&s->cond);
-		pthread_mutex_unlock(&s->lock);
-		pthread_join(s->thread, NULL);
-		s->thread_started = false;
-	}
+	reader_join(s);
 	if (s->tcpu)
 		for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
 			if (s->tcpu[cpu])
@@ -760,14 +766,7 @@ int kern_stop(struct kern_session *s, struct kern_stats *st)
 	if (!s)
 		return 0;
 	tracefs_trace_off(s->inst);
-	if (s->thread_started) {
-		pthread_mutex_lock(&s->lock);
-		s->stop = 1;
-		pthread_cond_broadcast(&s->cond);
-		pthread_mutex_unlock(&s->lock);
-		pthread_join(s->thread, NULL);
-		s->thread_started = false;
-	}
+	reader_join(s);
 	drain_all(s, false);
 	drain_all(s, true);
 	for (unsigned cpu = 0; cpu < s->ncpus; cpu++)

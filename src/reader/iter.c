@@ -42,6 +42,25 @@ struct rd_cursor {
 	bool peek;
 };
 
+/* The cursor's current event: the `len`-word event at `at`, of class
+ * `cls`, attributed as the cursor's packet says (format.md §4). */
+static inline __attribute__((always_inline)) void
+cursor_set_event(struct rd_cursor *c, const struct strata_event_class *cls,
+		 const uint8_t *at, uint32_t len, uint64_t ts, uint32_t id)
+{
+	struct strata_event *ev = &c->ev;
+
+	ev->timestamp = ts;
+	ev->cls = cls;
+	ev->payload = at + 8;
+	ev->size = (len - 1) * 8;
+	ev->cpu = c->cpu;
+	ev->pid = c->pid;
+	ev->tid = c->tid;
+	ev->id = id;
+	ev->offset = (uint64_t)(at - c->map);
+}
+
 #define RD_KEY_DONE (~(unsigned __int128)0)
 
 /*
@@ -277,17 +296,8 @@ static bool cursor_next(struct strata_iter *it,
 			if (f->npids && !rd_in(f->pids, f->npids, c->pid))
 				continue;
 		}
-		struct strata_event *ev = &c->ev;
-		ev->timestamp = ts;
-		ev->cls = &cls->pub;
-		ev->payload = at + 8;
-		ev->size = (len - 1) * 8;
-		ev->cpu = c->cpu;
-		ev->pid = c->pid;
-		ev->tid = c->tid;
-		ev->id = id;
-		ev->offset = at - c->s->map;
-		if (f && f->nprogs && !rd_filter_expr_match(f, ev))
+		cursor_set_event(c, &cls->pub, at, len, ts, id);
+		if (f && f->nprogs && !rd_filter_expr_match(f, &c->ev))
 			continue;
 		return true;
 	}
@@ -351,18 +361,9 @@ cursor_next_fast(struct strata_iter *it, struct rd_cursor *c)
 			if (RD_LIKELY(cls != NULL)) {
 				uint64_t ts = c->prev_ts +
 					      (uint32_t)((uint32_t)w - (uint32_t)c->prev_ts);
-				struct strata_event *ev = &c->ev;
 				c->prev_ts = ts;
 				c->pos = at + (size_t)len * 8;
-				ev->timestamp = ts;
-				ev->cls = &cls->pub;
-				ev->payload = at + 8;
-				ev->size = (len - 1) * 8;
-				ev->cpu = c->cpu;
-				ev->pid = c->pid;
-				ev->tid = c->tid;
-				ev->id = id;
-				ev->offset = (uint64_t)(at - c->map);
+				cursor_set_event(c, &cls->pub, at, len, ts, id);
 				return true;
 			}
 		}
