@@ -84,6 +84,11 @@ void cli_snapshot(struct sessd *d, const char *dir);
 extern volatile sig_atomic_t cli_got_signal, cli_got_usr1;
 void cli_session_signals(void);
 
+/* Option values, checked: seconds (>= 0, "--WHAT: 'x' is not a time in
+ * seconds") and --format text|json; 0, or -1 after one error line. */
+int cli_parse_seconds(const char *arg, double *out, const char *what);
+int cli_text_json(const char *arg, bool *json);
+
 /* "strata: <file>: <problem>" on stderr. */
 void cli_err(const char *file, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

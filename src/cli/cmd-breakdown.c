@@ -236,11 +236,8 @@ int cmd_breakdown(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == OPT_FORMAT) {
-			if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
-				cli_err(NULL, "--format: expected text or json, not '%s'", optarg);
+			if (cli_text_json(optarg, &json))
 				return 1;
-			}
-			json = !strcmp(optarg, "json");
 		} else if (c == '?' || cli_filter_opt(&fo, c, optarg) < 0) {
 			return 1;
 		}

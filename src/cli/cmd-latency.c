@@ -52,9 +52,18 @@ int cmd_latency(int argc, char **argv)
 		case O_FROM: lo.from = optarg; break;
 		case O_TO: lo.to = optarg; break;
 		case O_SAME: lo.same_tid = true; break;
-		case O_SINCE: since = strtod(optarg, NULL); break;
-		case O_UNTIL: until = strtod(optarg, NULL); break;
-		case O_FMT: json = !strcmp(optarg, "json"); break;
+		case O_SINCE:
+			if (cli_parse_seconds(optarg, &since, "since"))
+				return 1;
+			break;
+		case O_UNTIL:
+			if (cli_parse_seconds(optarg, &until, "until"))
+				return 1;
+			break;
+		case O_FMT:
+			if (cli_text_json(optarg, &json))
+				return 1;
+			break;
 		default: return 1;
 		}
 	}

@@ -58,12 +58,23 @@ int cmd_switches(int argc, char **argv)
 		switch (c) {
 		case O_FROM: io.from = optarg; break;
 		case O_TO: io.to = optarg; break;
-		case O_TOP: top = strtol(optarg, NULL, 10); break;
-		case O_FMT: json = !strcmp(optarg, "json"); break;
+		case O_TOP: {
+			char *end;
+			top = strtol(optarg, &end, 10);
+			if (end == optarg || *end || top < 0) {
+				cli_err(NULL, "--top: '%s' is not a count (0: all)", optarg);
+				return 1;
+			}
+			break;
+		}
+		case O_FMT:
+			if (cli_text_json(optarg, &json))
+				return 1;
+			break;
 		default: return 1;
 		}
 	}
-	if (!io.from || !io.to || optind != argc - 1 || top < 0) {
+	if (!io.from || !io.to || optind != argc - 1) {
 		cli_err(NULL, "switches: expected --from EVENT --to EVENT TRACE (see strata switches --help)");
 		return 1;
 	}

@@ -47,7 +47,7 @@ static int parse_list(const char *arg, uint32_t *v, unsigned *n, const char *wha
 	return 0;
 }
 
-static int parse_seconds(const char *arg, double *out, const char *what)
+int cli_parse_seconds(const char *arg, double *out, const char *what)
 {
 	char *e;
 	errno = 0;
@@ -60,15 +60,25 @@ static int parse_seconds(const char *arg, double *out, const char *what)
 	return 0;
 }
 
+int cli_text_json(const char *arg, bool *json)
+{
+	if (strcmp(arg, "text") && strcmp(arg, "json")) {
+		cli_err(NULL, "--format: expected text or json, not '%s'", arg);
+		return -1;
+	}
+	*json = !strcmp(arg, "json");
+	return 0;
+}
+
 int cli_filter_opt(struct cli_filter_opts *o, int opt, const char *arg)
 {
 	switch (opt) {
 	case OPT_FROM:
 		o->has_from = true;
-		return parse_seconds(arg, &o->from, "from");
+		return cli_parse_seconds(arg, &o->from, "from");
 	case OPT_TO:
 		o->has_to = true;
-		return parse_seconds(arg, &o->to, "to");
+		return cli_parse_seconds(arg, &o->to, "to");
 	case OPT_CPU:
 		return parse_list(arg, o->cpus, &o->ncpus, "cpu");
 	case OPT_PID:
