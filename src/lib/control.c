@@ -23,6 +23,7 @@ struct control {
 #define CONTROL_MAX_PATTERN 256
 
 static void flag_store(volatile uint8_t *flag, uint8_t v);
+static int is_trigger(uint8_t v);
 
 static int match_subsys(const struct strata_subsys_desc *s, void *arg)
 {
@@ -137,8 +138,7 @@ STRATA_API int strata_disable(const char *pattern)
  * flags get their values back and the mask becomes what it would have
  * been. The trigger event itself is recorded: it is the trace's first.
  * STRATA_STOP_ON=GLOB: the stop trigger is recorded, then the mask is 0
- * for good. Each is one-shot, per process; a session spreads them to its
- * other processes (lib/session.c, `control_trigger_hook`).
+ * for good. Each is one-shot and per process (record.md).
  *
  * Every wholesale write of the mask goes through mask_set() so that the
  * gate holds whatever else changes it (a session's state, strata_start()).
@@ -158,8 +158,6 @@ static struct {
 } held[HELD_MAX];
 static unsigned nheld;
 static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
-
-void (*control_trigger_hook)(int start);
 
 static void policy_read(void)
 {
@@ -244,8 +242,7 @@ static int is_held(volatile uint8_t *flag)
  * role; a held flag changes what it gets back when the gate opens. */
 static void flag_store(volatile uint8_t *flag, uint8_t v)
 {
-	uint8_t cur = __atomic_load_n(flag, __ATOMIC_RELAXED);
-	if (cur == STRATA_FLAG_START || cur == STRATA_FLAG_STOP)
+	if (is_trigger(__atomic_load_n(flag, __ATOMIC_RELAXED)))
 		return;
 	if (__atomic_load_n(&gate, __ATOMIC_ACQUIRE) == GATE_ARMED) {
 		int i = is_held(flag);
@@ -310,19 +307,25 @@ static void enable_registered(const struct strata_event_desc *const *evs, size_t
 		strata_enable_majors(majors);
 }
 
+/* An armed trigger's flag keeps its role whatever else is asked. */
+static int is_trigger(uint8_t v)
+{
+	return v == STRATA_FLAG_START || v == STRATA_FLAG_STOP;
+}
+
 void control_registered(const struct strata_event_desc *const *evs, size_t n)
 {
 	policy_init();
 	enable_registered(evs, n);
 	if (!start_pat[0] && !stop_pat[0])
 		return;
+	int armed = __atomic_load_n(&gate, __ATOMIC_ACQUIRE) == GATE_ARMED;
 	/* triggers first: their majors decide which siblings are held */
 	for (size_t i = 0; i < n; i++) {
 		const struct strata_event_desc *e = evs[i];
 		if (!e->enabled || e->major < 1 || e->major > STRATA_MAJOR_MAX)
 			continue;
-		if (__atomic_load_n(&gate, __ATOMIC_ACQUIRE) == GATE_ARMED &&
-		    pattern_matches(start_pat, e)) {
+		if (armed && pattern_matches(start_pat, e)) {
 			__atomic_store_n(e->enabled, STRATA_FLAG_START, __ATOMIC_RELAXED);
 			__atomic_fetch_or(&trig_majors, STRATA_MAJOR_BIT(e->major),
 					  __ATOMIC_RELAXED);
@@ -330,65 +333,50 @@ void control_registered(const struct strata_event_desc *const *evs, size_t n)
 			__atomic_store_n(e->enabled, STRATA_FLAG_STOP, __ATOMIC_RELAXED);
 		}
 	}
-	for (size_t i = 0; i < n; i++) {
+	if (!armed)
+		return;
+	uint64_t majors = __atomic_load_n(&trig_majors, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < n && nheld < HELD_MAX; i++) {
 		const struct strata_event_desc *e = evs[i];
-		if (!e->enabled || __atomic_load_n(&gate, __ATOMIC_ACQUIRE) != GATE_ARMED ||
-		    !(__atomic_load_n(&trig_majors, __ATOMIC_RELAXED) &
-		      STRATA_MAJOR_BIT(e->major & 63)) ||
-		    *e->enabled == STRATA_FLAG_START || *e->enabled == STRATA_FLAG_STOP ||
-		    is_held(e->enabled) >= 0 || nheld == HELD_MAX)
+		if (!e->enabled || !(majors & STRATA_MAJOR_BIT(e->major & 63)) ||
+		    is_trigger(*e->enabled) || is_held(e->enabled) >= 0)
 			continue;
 		held[nheld].flag = e->enabled;
 		held[nheld].want = *e->enabled;
 		__atomic_store_n(&nheld, nheld + 1, __ATOMIC_RELEASE);
 		__atomic_store_n(e->enabled, 0, __ATOMIC_RELAXED);
 	}
-	if (__atomic_load_n(&gate, __ATOMIC_ACQUIRE) == GATE_ARMED)
-		strata_mask = __atomic_load_n(&trig_majors, __ATOMIC_RELAXED);
+	strata_mask = majors;
 }
 
-/* Open or close the gate; async-signal-safe (plain stores). */
-static void gate_move(int from, int to, int start)
+/* The start trigger fired: the held flags get their values back and the
+ * mask what it stands for. Async-signal-safe (plain stores). */
+static void gate_open(void)
 {
-	int g = from;
-	if (!__atomic_compare_exchange_n(&gate, &g, to, 0, __ATOMIC_ACQ_REL,
+	int g = GATE_ARMED;
+	if (!__atomic_compare_exchange_n(&gate, &g, GATE_OPEN, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return;
-	if (to == GATE_OPEN)
-		for (unsigned i = 0, n = __atomic_load_n(&nheld, __ATOMIC_ACQUIRE); i < n; i++)
-			__atomic_store_n(held[i].flag, held[i].want, __ATOMIC_RELAXED);
+	for (unsigned i = 0, n = __atomic_load_n(&nheld, __ATOMIC_ACQUIRE); i < n; i++)
+		__atomic_store_n(held[i].flag, held[i].want, __ATOMIC_RELAXED);
 	strata_mask = gated(__atomic_load_n(&want_mask, __ATOMIC_RELAXED));
-	if (control_trigger_hook)
-		control_trigger_hook(start);
-}
-
-void control_remote_trigger(int start)
-{
-	if (start)
-		gate_move(GATE_ARMED, GATE_OPEN, 1);
-	else if (stop_pat[0]) {
-		gate_move(GATE_OPEN, GATE_STOPPED, 0);
-		gate_move(GATE_ARMED, GATE_STOPPED, 0);
-	}
 }
 
 STRATA_API int strata_event_fire(volatile uint8_t *flag)
 {
 	uint8_t v = __atomic_load_n(flag, __ATOMIC_RELAXED);
 
-	if (v == STRATA_FLAG_START) {
-		if (__atomic_compare_exchange_n(flag, &v, 1, 0, __ATOMIC_RELAXED,
-						__ATOMIC_RELAXED))
-			gate_move(GATE_ARMED, GATE_OPEN, 1);
-		return 1;
-	}
-	if (v == STRATA_FLAG_STOP) {
-		if (__atomic_compare_exchange_n(flag, &v, 1, 0, __ATOMIC_RELAXED,
-						__ATOMIC_RELAXED)) {
-			gate_move(GATE_OPEN, GATE_STOPPED, 0);
-			gate_move(GATE_ARMED, GATE_STOPPED, 0);
+	if (v != STRATA_FLAG_START && v != STRATA_FLAG_STOP)
+		return v != 0;
+	/* once: the first thread to fire it acts */
+	if (__atomic_compare_exchange_n(flag, &v, 1, 0, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED)) {
+		if (v == STRATA_FLAG_START) {
+			gate_open();
+		} else { /* stop, for good: this event is the last */
+			__atomic_store_n(&gate, GATE_STOPPED, __ATOMIC_RELEASE);
+			strata_mask = 0;
 		}
-		return 1;
 	}
-	return v != 0;
+	return 1;
 }

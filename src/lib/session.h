@@ -26,9 +26,5 @@ void control_registered(const struct strata_event_desc *const *evs, size_t n);
 /* -e patterns to apply to events as they register (on = 0: none, while
  * a session is stopped). */
 void control_enable_patterns(const char *pats, int on);
-/* Another process of the session fired a trigger (1 start, 0 stop). */
-void control_remote_trigger(int start);
-/* Called when this process fires a trigger (any context: signal-safe). */
-extern void (*control_trigger_hook)(int start);
 
 #endif /* STRATA_LIB_SESSION_H */
