@@ -67,46 +67,23 @@ static bool note(struct scan_map *m, uint64_t key, uint64_t ts)
 	return true;
 }
 
-static struct scan_name *name_slot(struct scan *s, uint32_t tid)
+/* The slot of `key`, or NULL; nothing inserted. */
+static const struct scan_slot *map_find(const struct scan_map *m, uint64_t key)
 {
-	if (s->nnames * 2 >= s->cap_names) {
-		size_t cap = s->cap_names ? s->cap_names * 2 : 256;
-		struct scan_name *v = calloc(cap, sizeof(*v));
-		if (!v)
-			return NULL;
-		for (size_t i = 0; i < s->cap_names; i++)
-			if (s->names[i].tid) {
-				size_t h = s->names[i].tid * 0x9E3779B1u;
-				while (v[h & (cap - 1)].tid)
-					h++;
-				v[h & (cap - 1)] = s->names[i];
-			}
-		free(s->names);
-		s->names = v;
-		s->cap_names = cap;
+	for (size_t h = (key * 0x9E3779B97F4A7C15ull) >> 20; m->cap; h++) {
+		const struct scan_slot *s = &m->v[h & (m->cap - 1)];
+		if (!s->used)
+			break;
+		if (s->key == key)
+			return s;
 	}
-	for (size_t h = tid * 0x9E3779B1u;; h++) {
-		struct scan_name *n = &s->names[h & (s->cap_names - 1)];
-		if (n->tid == tid)
-			return n;
-		if (!n->tid) {
-			n->tid = tid;
-			s->nnames++;
-			return n;
-		}
-	}
+	return NULL;
 }
 
 const char *scan_thread_name(const struct scan *s, uint32_t tid)
 {
-	for (size_t h = tid * 0x9E3779B1u; tid && s->cap_names; h++) {
-		const struct scan_name *n = &s->names[h & (s->cap_names - 1)];
-		if (n->tid == tid)
-			return n->name;
-		if (!n->tid)
-			break;
-	}
-	return "";
+	const struct scan_slot *n = map_find(&s->names, tid);
+	return n ? n->name : "";
 }
 
 /* Field indexes of the classes that name threads, per class index:
@@ -141,7 +118,7 @@ static int take_name(struct scan *s, const struct strata_event *ev, int ft, int 
 	    strata_event_field(ev, (unsigned)fn, &n) < 0 ||
 	    n.type != STRATA_VALUE_STRING || !t.u || t.u > UINT32_MAX)
 		return 0;
-	struct scan_name *sl = name_slot(s, (uint32_t)t.u);
+	struct scan_slot *sl = map_get(&s->names, t.u);
 	if (!sl)
 		return -1;
 	if (sl->from_dump && !dump) /* the process's own word wins */
@@ -227,6 +204,6 @@ void scan_fini(struct scan *s)
 	free(s->per_stream);
 	free(s->cpus.v);
 	free(s->threads.v);
-	free(s->names);
+	free(s->names.v);
 	memset(s, 0, sizeof(*s));
 }

@@ -6,9 +6,12 @@
 #include "cli.h"
 
 struct scan_slot {
-	uint64_t key;    /* cpu, or pid << 32 | tid */
+	uint64_t key;    /* cpu, pid << 32 | tid, or tid (names) */
 	uint64_t count, first, last;
 	bool used;
+	bool from_dump;  /* names: from strata:thread_name (wins over the
+			  * kernel's sched_switch comm) */
+	char name[16];
 };
 
 struct scan_map {
@@ -16,19 +19,12 @@ struct scan_map {
 	size_t cap, n;
 };
 
-/* A thread's name: strata:thread_name records (the state dump), else the
- * kernel's sched_switch comm. */
-struct scan_name {
-	uint32_t tid;
-	bool from_dump;
-	char name[16];
-};
-
 struct scan {
 	bool want_names;              /* set before scan_run: iterate with
 				       * STRATA_ITER_INTERNAL, names kept */
-	struct scan_name *names;      /* open addressing by tid, cap_names */
-	size_t cap_names, nnames;
+	struct scan_map names;        /* by tid: strata:thread_name records
+				       * (the state dump), else the kernel's
+				       * sched_switch comm */
 	uint64_t total, first, last;
 	uint64_t *per_class;          /* by class index */
 	uint64_t *class_first, *class_last;
