@@ -501,10 +501,8 @@ static void *sess_main(void *arg)
 		if (round % 100 == 2) /* 20 ms in, then every second */
 			statedump_threads_update();
 		uint64_t g = strata_registry_generation();
-		if (g != gen) {
+		if (g != gen) { /* (-e reaches new events as they register) */
 			gen = g;
-			if (sess_enable[0] && !sess_disabled)
-				sess_apply_enable();
 			sess_send_descs();
 		}
 		if (__atomic_load_n(&sess_state, __ATOMIC_ACQUIRE) == SESS_ON)
