@@ -16,7 +16,23 @@
  * streams rather than growing with the bytes read. */
 #define RD_DROP_STEP (2u << 20)
 
+/* One event of a cursor's staging block (stage_block): the event as a
+ * batch holds it, its field count and values (it->sshift: the slots'
+ * size, a power of two). */
+struct rd_slot {
+	struct strata_event ev;
+	uint32_t nf;
+	uint32_t pad;
+	struct strata_value val[]; /* fast_nf */
+};
+
 struct rd_cursor {
+	/* hot in the batch merge (iter_blocks): the key of the cursor's
+	 * head, its staged events */
+	/* merge key: timestamp << 32 | order; RD_KEY_DONE when exhausted */
+	unsigned __int128 key;
+	struct rd_slot *sev, *sev_end; /* staged, not merged yet: the head */
+	struct rd_slot *blk;           /* the staging block, it->bcap slots */
 	/* hot: read by cursor_next_fast on every event */
 	const uint8_t *pos, *end; /* next event, end of content */
 	uint64_t prev_ts;         /* format.md §3 reconstruction base */
@@ -25,8 +41,6 @@ struct rd_cursor {
 	uint32_t pid, tid, cpu;   /* attribution, format.md §4 */
 	uint32_t order;           /* tie-break: stream order */
 	struct strata_event ev;   /* the cursor's current event */
-	/* merge key: timestamp << 32 | order; RD_KEY_DONE when exhausted */
-	unsigned __int128 key;
 	/* cold */
 	struct rd_stream *s;
 	uint64_t pkt;             /* current packet; s->npackets: done */
@@ -35,10 +49,10 @@ struct rd_cursor {
 	bool done;
 	bool pkt_damage_reported; /* once per packet */
 	bool pending;             /* ev holds an event not yet returned (seek) */
-	/* the head is not in ev yet: it is the ordinary event at pos (one
-	 * run_fast can take), key already set from its timestamp; iter_step
-	 * consumes it when the cursor wins (a batch's run switch costs no
-	 * copy, see iter_batch) */
+	/* the head is not in ev yet: it is the event at pos, of a class
+	 * cursor_next_fast takes, key already set from its timestamp (a
+	 * staged event given back, unstage); iter_step consumes it when the
+	 * cursor wins */
 	bool peek;
 };
 
@@ -86,6 +100,13 @@ struct strata_iter {
 	unsigned ncur;
 	unsigned width;
 	unsigned *tree;
+	/* the batch path's staging blocks (iter_blocks), made at its first
+	 * use: bcap events per cursor, decoded with values or without */
+	void *stage_mem;
+	unsigned bcap;
+	unsigned sshift;    /* log2 of a slot's bytes */
+	bool staged;        /* some cursor may have staged events */
+	bool staged_values; /* they were decoded with their values */
 };
 
 /* ---- one stream ---------------------------------------------------------------- */
@@ -330,6 +351,7 @@ static void cursor_seek(struct strata_iter *it, struct rd_cursor *c, uint64_t ts
 	c->pos = c->end = NULL;
 	c->pending = false;
 	c->peek = false;
+	c->sev = c->sev_end = c->blk;
 	/* scan within the packet (and on, if all its events are earlier) */
 	while (cursor_next(it, c))
 		if (c->ev.timestamp >= ts) {
@@ -371,16 +393,21 @@ cursor_next_fast(struct strata_iter *it, struct rd_cursor *c)
 	return cursor_next(it, c);
 }
 
-static inline unsigned __int128 key_of(const struct rd_cursor *c)
+/* The merge key of a head with timestamp ts: ties go to the lower stream
+ * order. STRATA_ITER_UNORDERED: the stream order ranks first, so the tree
+ * drains the streams one after another (same code, no timestamp
+ * interleaving). */
+static inline unsigned __int128 rd_key(uint64_t ts, uint32_t order, const bool unord)
 {
-	return (unsigned __int128)c->ev.timestamp << 32 | c->order;
+	if (unord)
+		return (unsigned __int128)order << 64 | ts;
+	return (unsigned __int128)ts << 32 | order;
 }
 
-/* STRATA_ITER_UNORDERED: the stream index ranks first, so the tree drains
- * the streams one after another (same code, no timestamp interleaving). */
-static inline unsigned __int128 key_unordered(const struct rd_cursor *c)
+static inline unsigned __int128 key_of(const struct strata_iter *it,
+				       const struct rd_cursor *c)
 {
-	return (unsigned __int128)c->order << 64 | c->ev.timestamp;
+	return rd_key(c->ev.timestamp, c->order, it->unordered);
 }
 
 /* The winner of the subtree at `node`; records the losers on the way. */
@@ -401,7 +428,7 @@ static void build_merge(struct strata_iter *it)
 		/* a seek leaves the cursor on its first event: keep it */
 		bool has = c->pending || cursor_next(it, c);
 		c->pending = false;
-		c->key = !has ? RD_KEY_DONE : it->unordered ? key_unordered(c) : key_of(c);
+		c->key = has ? key_of(it, c) : RD_KEY_DONE;
 	}
 	it->tree[0] = build_tree(it, 1);
 	it->started = true;
@@ -411,11 +438,20 @@ static void build_merge(struct strata_iter *it)
 /* Cursor w's key changed to wk: replay its matches up to the root, with
  * branch-free selects; returns the new winner. */
 static inline __attribute__((always_inline)) unsigned
-replay(struct strata_iter *it, unsigned w, unsigned __int128 wk)
+replay_in(const struct rd_cursor *cur, unsigned *tree, unsigned width, unsigned w,
+	  unsigned __int128 wk)
 {
-	struct rd_cursor *cur = it->cur;
-	unsigned *tree = it->tree;
-	for (unsigned node = (w + it->width) >> 1; node; node >>= 1) {
+	if (width == 2) {
+		/* one match, against the other leaf (constant width only) */
+		unsigned l = w ^ 1;
+		uint64_t m = -(uint64_t)(cur[l].key < wk);
+		__asm__("" : "+r"(m));
+		w ^= (unsigned)m & 1;
+		tree[1] = w ^ 1;
+		tree[0] = w;
+		return w;
+	}
+	for (unsigned node = (w + width) >> 1; node; node >>= 1) {
 		unsigned l = tree[node];
 		unsigned __int128 lk = cur[l].key;
 		/* all-ones when the stored loser wins this match; the empty
@@ -435,6 +471,12 @@ replay(struct strata_iter *it, unsigned w, unsigned __int128 wk)
 	return w;
 }
 
+static inline __attribute__((always_inline)) unsigned
+replay(struct strata_iter *it, unsigned w, unsigned __int128 wk)
+{
+	return replay_in(it->cur, it->tree, it->width, w, wk);
+}
+
 /* The cursor holding the next event, or NULL at the end: the body of
  * strata_iter_next, inlined into it and into the batches. */
 static inline __attribute__((always_inline)) struct rd_cursor *
@@ -452,8 +494,7 @@ iter_step(struct strata_iter *it)
 		 * the fast path; conditions added later take effect at once */
 		bool fast = it->fast && (!it->f || !it->f->narrowed);
 		bool has = RD_LIKELY(fast) ? cursor_next_fast(it, c) : cursor_next(it, c);
-		c->key = RD_LIKELY(has) ? (it->unordered ? key_unordered(c) : key_of(c))
-					: RD_KEY_DONE;
+		c->key = RD_LIKELY(has) ? key_of(it, c) : RD_KEY_DONE;
 		w = replay(it, w, c->key);
 	} else {
 		w = it->tree[0];
@@ -472,8 +513,12 @@ iter_step(struct strata_iter *it)
 	return &cur[w];
 }
 
+static void unstage_all(struct strata_iter *it);
+
 int strata_iter_next(struct strata_iter *it, const struct strata_event **ev)
 {
+	if (RD_UNLIKELY(it->staged))
+		unstage_all(it);
 	struct rd_cursor *c = iter_step(it);
 	if (!c)
 		return 0;
@@ -504,36 +549,11 @@ struct rd_out {
 	struct strata_value *val;
 	unsigned n;              /* room for events */
 	unsigned vcap;           /* room for values */
-	unsigned fast_nf;        /* values run_fast may write per event */
+	unsigned fast_nf;        /* values a staged event may write */
 	unsigned need;           /* values the general path may write */
 	unsigned k;              /* events written */
 	uint32_t nv;             /* values written */
 };
-
-/*
- * The end of the run of winner w: its events come before every other
- * stream's head while their timestamp is below the returned bound. The
- * runner-up is the least of the losers on w's path (a loser tree keeps
- * them there). Conservative only at UINT64_MAX (never a bound here):
- * run_fast leaves such an event to the exact merge.
- */
-static uint64_t run_limit(const struct strata_iter *it, unsigned w)
-{
-	if (it->unordered)
-		return UINT64_MAX; /* keys rank streams first */
-	unsigned __int128 best = RD_KEY_DONE;
-	for (unsigned node = (w + it->width) >> 1; node; node >>= 1) {
-		unsigned __int128 k = it->cur[it->tree[node]].key;
-		best = k < best ? k : best;
-	}
-	if (best == RD_KEY_DONE)
-		return UINT64_MAX;
-	uint64_t ts = (uint64_t)(best >> 32);
-	/* ties go to the lower stream order */
-	if (it->cur[w].order < (uint32_t)best)
-		return ts == UINT64_MAX ? ts : ts + 1;
-	return ts;
-}
 
 /* Word i of a struct strata_event, stored as one 64-bit move: seven of
  * them fill the event (layout checked below) without a copy. */
@@ -550,108 +570,177 @@ _Static_assert(sizeof(struct strata_event) == 56 &&
 		       offsetof(struct strata_event, tid) == 36 &&
 		       offsetof(struct strata_event, stream) == 40 &&
 		       offsetof(struct strata_event, id) == 44 &&
-		       offsetof(struct strata_event, offset) == 48,
-	       "run_fast writes struct strata_event as 7 words");
+		       offsetof(struct strata_event, offset) == 48 &&
+		       sizeof(struct rd_slot) == 64,
+	       "stage_block writes struct strata_event as 7 words");
 
-enum run_end {
-	RUN_ROOM,  /* the batch is full */
-	RUN_SLOW,  /* the event at pos needs the general path */
-	RUN_LIMIT, /* the event at pos is ordinary but not before lim: peeked */
-};
+/* Fields 2.. of a staged event of entry e (payload p) into val, in pairs
+ * (the odd one out decodes a padding entry, inside the slot). */
+static void stage_more(const struct rd_fast *e, const uint8_t *p,
+		       struct strata_value *val)
+{
+	const struct rd_plan *pl = e->cls->plan;
+	for (unsigned j = 2; j < e->nf; j += 2) {
+		rd_plan_value(&pl[j], p, &val[j]);
+		rd_plan_value(&pl[j + 1], p, &val[j + 1]);
+	}
+}
 
 /*
- * The batch's hot loop: cursor c's events, straight from the packet into
- * o, while they are ordinary events (not strata records, known class with
- * a decode plan, inside the packet) with timestamps below lim, at most
- * `room` of them. It stops before the first event it cannot take, without
- * consuming it; at RUN_LIMIT *ts is that event's timestamp. Attribution
- * (cpu, pid, tid) is constant over the run: a strata:thread record ends it.
- * Every byte is untrusted: the length is checked against the packet's
- * content before anything of the event is read past its header.
+ * The batch path's per-stream decoder: cursor c's next events, straight
+ * from the packet into its staging block, with no merge logic in the loop.
+ * It takes an event only when its header matches a batch class entry
+ * (struct rd_fast: not a strata record, a class with a decode plan, the
+ * class's own length) and the event ends inside the packet's content; it
+ * stops before any other event without consuming it, so cursor_next
+ * reports or handles it exactly as strata_iter_next would. Attribution is
+ * constant over a block: a strata:thread record ends it. Every byte is
+ * untrusted: nothing past the header is read before the event's length is
+ * checked against the content. Returns the events staged.
  */
-static inline __attribute__((always_inline)) enum run_end
-run_fast(struct rd_cursor *c, uint64_t lim, unsigned room, struct rd_out *o,
-	 uint64_t *tsp, const bool values)
+static inline struct rd_slot *slot_add(struct rd_slot *s, uintptr_t bytes)
 {
+	return (struct rd_slot *)((char *)s + bytes);
+}
+
+static inline __attribute__((always_inline)) unsigned
+stage_block(struct rd_cursor *c, unsigned bcap, unsigned sshift, const bool values,
+	    const bool tail)
+{
+	/* everything in locals: with -fno-strict-aliasing, each store below
+	 * would reload a field read through a pointer */
+	const struct rd_fast *const tab = c->sub->fast;
+	const uint32_t mult = c->sub->fast_mult;
+	const unsigned shift = c->sub->fast_shift;
 	const uint8_t *pos = c->pos, *const end = c->end;
-	const struct rd_subtrace *const sub = c->sub;
 	/* the event's constant words: cpu beside size, pid/tid, stream
 	 * beside id (struct strata_event's layout) */
 	const uint64_t cpu_hi = (uint64_t)c->cpu << 32;
 	const uint64_t pidtid = c->pid | (uint64_t)c->tid << 32;
 	const uint64_t stream = c->order;
 	const uintptr_t map = (uintptr_t)c->map;
+	const uintptr_t stride = (uintptr_t)1 << sshift;
 	uint64_t prev = c->prev_ts;
-	struct strata_event *ev = o->ev + o->k, *const ev_end = ev + room;
-	uint32_t *first = o->first + o->k;
-	struct strata_value *val = o->val + o->nv;
-	enum run_end why = RUN_ROOM;
-	while (ev < ev_end) {
-		if (RD_UNLIKELY(pos >= end)) {
-			why = RUN_SLOW;
-			break;
-		}
+	struct rd_slot *s = c->blk, *const s_end = slot_add(s, (uintptr_t)bcap << sshift);
+	/* content ends on a word (trace.c), so pos < end leaves a header;
+	 * without `tail` the 8 bytes at end are mapped too (the packet's
+	 * padding, or more of the file), and a header read there fails
+	 * the length check below */
+	while (s != s_end && (!tail || pos < end)) {
 		uint64_t w = rd_le64(pos);
-		uint64_t len = w >> 54;
-		uint32_t id = (uint32_t)(w >> 32) & 0x3fffff;
-		uint32_t major = id >> 16, minor = id & 0xffff;
-		/* len 0 wraps to a huge value: one compare checks both */
-		if (RD_UNLIKELY(len - 1 >= (uint64_t)(end - pos) / 8 ||
-				major == 0 || minor >= sub->nminor[major])) {
-			why = RUN_SLOW;
+		uint32_t hi = (uint32_t)(w >> 32);
+		const struct rd_fast *e = &tab[(uint32_t)(hi * mult) >> shift];
+		const uint64_t size = e->size;
+		if (RD_UNLIKELY(e->hi != hi || size >= (uint64_t)(end - pos)))
 			break;
-		}
-		const struct rd_class *cls = sub->by_major[major][minor];
-		uint32_t size = (uint32_t)(len * 8 - 8);
-		if (RD_UNLIKELY(!cls || size < cls->fast_min)) {
-			why = RUN_SLOW;
-			break;
-		}
 		uint64_t ts = prev + (uint32_t)((uint32_t)w - (uint32_t)prev);
-		if (ts >= lim) {
-			/* another stream's turn: once per run */
-			*tsp = ts;
-			why = RUN_LIMIT;
-			break;
-		}
+		struct strata_event *ev = &s->ev;
+		const unsigned nf = e->nf;
 		rd_put64(ev, 0, ts);
-		rd_put64(ev, 1, (uintptr_t)&cls->pub);
+		rd_put64(ev, 1, (uintptr_t)&e->cls->pub);
 		rd_put64(ev, 2, (uintptr_t)(pos + 8));
 		rd_put64(ev, 3, size | cpu_hi);
 		rd_put64(ev, 4, pidtid);
-		rd_put64(ev, 5, stream | (uint64_t)id << 32);
+		rd_put64(ev, 5, e->id_hi | stream);
 		rd_put64(ev, 6, (uintptr_t)pos - map);
+		s->nf = nf;
 		if (values) {
-			/* pairs: one loop trip for the common 1-2 fields; the
-			 * odd one out decodes a padding entry (0) past the
-			 * event's values, inside the room */
-			const struct rd_plan *pl = cls->plan;
-			const unsigned nf = cls->pub.nfields;
-			*first++ = (uint32_t)(val - o->val);
-			if (RD_LIKELY(cls->words)) {
-				/* whole words: a load and the type; the odd
-				 * one out copies word 0 past the values */
-				for (unsigned j = 0; j < nf; j += 2) {
-					rd_plan_word(&pl[j], pos + 8, &val[j]);
-					rd_plan_word(&pl[j + 1], pos + 8, &val[j + 1]);
-				}
+			/* fields 0 and 1 always (one or two is the common
+			 * case: no loop), by the entry's own plan; the slot
+			 * has room for fast_nf >= 2 */
+			struct strata_value *val = s->val;
+			if (RD_LIKELY(e->words)) {
+				rd_plan_word(&e->pl[0], pos, &val[0]);
+				rd_plan_word(&e->pl[1], pos, &val[1]);
 			} else {
-				for (unsigned j = 0; j < nf; j += 2) {
-					rd_plan_value(&pl[j], pos + 8, &val[j]);
-					rd_plan_value(&pl[j + 1], pos + 8, &val[j + 1]);
-				}
+				rd_plan_value(&e->pl[0], pos, &val[0]);
+				rd_plan_value(&e->pl[1], pos, &val[1]);
 			}
-			val += nf;
+			if (RD_UNLIKELY(nf > 2))
+				stage_more(e, pos + 8, val);
 		}
 		prev = ts;
-		pos += len * 8;
-		ev++;
+		/* the header's own length (the entry's, as hi matched): the
+		 * next load's address waits on this load only, not on the
+		 * entry's too */
+		pos += (w >> 51) & ~(uint64_t)7;
+		s = slot_add(s, stride);
 	}
 	c->pos = pos;
 	c->prev_ts = prev;
-	o->k = (unsigned)(ev - o->ev);
-	o->nv = (uint32_t)(val - o->val);
-	return why;
+	c->sev = c->blk;
+	c->sev_end = s;
+	return (unsigned)(((char *)s - (char *)c->blk) >> sshift);
+}
+
+/* c's head was consumed: its next one, staged if stage_block takes it,
+ * else by the general path; sets c->key. */
+static __attribute__((noinline)) void
+cursor_fill(struct strata_iter *it, struct rd_cursor *c, const bool values,
+	    const bool unord)
+{
+	unsigned n = 0;
+	if (c->pos >= c->end)
+		; /* packet end (or none yet): cursor_next */
+	else if ((uintptr_t)(c->map + c->s->size) - (uintptr_t)c->end >= 8)
+		n = stage_block(c, it->bcap, it->sshift, values, false);
+	else
+		n = stage_block(c, it->bcap, it->sshift, values, true);
+	if (n)
+		c->key = rd_key(c->sev->ev.timestamp, c->order, unord);
+	else if (cursor_next(it, c))
+		c->key = rd_key(c->ev.timestamp, c->order, unord);
+	else
+		c->key = RD_KEY_DONE;
+}
+
+/* Give back c's staged events: its head becomes the first of them, as a
+ * peeked event at pos (same timestamp, same key), for the paths that
+ * read one event at a time. */
+static void unstage(struct rd_cursor *c)
+{
+	if (c->sev == c->sev_end)
+		return;
+	const struct strata_event *ev = &c->sev->ev;
+	c->pos = c->map + ev->offset;
+	/* format.md §3 reconstruction from itself gives itself */
+	c->prev_ts = ev->timestamp;
+	c->ev.timestamp = ev->timestamp;
+	c->peek = true;
+	c->sev = c->sev_end = c->blk;
+}
+
+static void unstage_all(struct strata_iter *it)
+{
+	for (unsigned i = 0; i < it->ncur; i++)
+		unstage(&it->cur[i]);
+	it->staged = false;
+}
+
+/* Staging blocks for every cursor: false when there is no memory (the
+ * batches then take the general path). A block of 64 events amortises
+ * its refill; many streams get smaller ones, to stay in cache. */
+static bool stage_alloc(struct strata_iter *it)
+{
+	unsigned sshift = 6;
+	while (((size_t)1 << sshift) <
+	       sizeof(struct rd_slot) + it->t->fast_nf * sizeof(struct strata_value))
+		sshift++;
+	unsigned bcap = 8192 / it->ncur;
+	bcap = bcap > 64 ? 64 : bcap < 8 ? 8 : bcap;
+	size_t per = (size_t)bcap << sshift;
+	char *m = aligned_alloc(64, per * it->ncur);
+	if (!m)
+		return false;
+	for (unsigned i = 0; i < it->ncur; i++) {
+		struct rd_cursor *c = &it->cur[i];
+		c->blk = (struct rd_slot *)(m + per * i);
+		c->sev = c->sev_end = c->blk;
+	}
+	it->stage_mem = m;
+	it->bcap = bcap;
+	it->sshift = sshift;
+	return true;
 }
 
 /* One event by the general path: copied, fields by strata_event_fields. */
@@ -668,8 +757,9 @@ static inline void emit(struct rd_out *o, const struct strata_event *ev,
 	o->k++;
 }
 
-/* Events run_fast may still write into o (a division only when values
- * are short: events of the general path took more than fast_nf each). */
+/* Staged events that may still be merged into o (a division only when
+ * values are short: events of the general path took more than fast_nf
+ * each). */
 static inline unsigned room_of(const struct rd_out *o, const bool values)
 {
 	unsigned room = o->n - o->k;
@@ -678,51 +768,266 @@ static inline unsigned room_of(const struct rd_out *o, const bool values)
 	return room;
 }
 
+/* The merge's uncommon cases, for the winner: no room for its staged
+ * head, a peeked head (staged now, same key), a head of the general path
+ * (emitted; the cursor advances), the end. False when the batch is done. */
+static __attribute__((noinline)) bool
+batch_slow(struct strata_iter *it, struct rd_out *o, const bool values,
+	   const bool unord)
+{
+	unsigned w = it->tree[0];
+	struct rd_cursor *c = &it->cur[w];
+	if (c->sev != c->sev_end)
+		return room_of(o, values) != 0;
+	if (c->key == RD_KEY_DONE)
+		return false;
+	if (c->peek) {
+		c->peek = false;
+		cursor_fill(it, c, values, unord);
+	} else {
+		if (o->k >= o->n || (values && o->vcap - o->nv < o->need))
+			return false;
+		emit(o, &c->ev, values);
+		cursor_fill(it, c, values, unord);
+	}
+	replay(it, w, c->key);
+	return true;
+}
+
+/* Where the merge loops write: the batch's next event, first and value
+ * (locals of the loop, so in registers). */
+struct rd_put {
+	struct strata_event *ev;
+	uint32_t *first;
+	struct strata_value *val;
+	uint32_t nv;
+};
+
+static inline __attribute__((always_inline)) struct rd_put
+put_begin(const struct rd_out *o)
+{
+	return (struct rd_put){ o->ev + o->k, o->first + o->k, o->val + o->nv, o->nv };
+}
+
+static inline __attribute__((always_inline)) void
+put_end(struct rd_out *o, const struct rd_put *p)
+{
+	o->k = (unsigned)(p->ev - o->ev);
+	o->nv = p->nv;
+}
+
+/* Staged event s into the batch: event, first, values. The first pair of
+ * values always (staged for every event), into the room of fast_nf >= 2
+ * per event that the caller checked (room_of). */
+static inline __attribute__((always_inline)) void
+put_staged(struct rd_put *p, const struct rd_slot *s, const bool values)
+{
+	memcpy(p->ev++, &s->ev, sizeof(s->ev));
+	if (values) {
+		const unsigned nf = s->nf;
+		*p->first++ = p->nv;
+		memcpy(p->val, s->val, 2 * sizeof(s->val[0]));
+		for (unsigned j = 2; RD_UNLIKELY(j < nf); j += 2)
+			memcpy(&p->val[j], &s->val[j], 2 * sizeof(s->val[0]));
+		p->val += nf;
+		p->nv += nf;
+	}
+}
+
+/* c's staged head was taken: its key from the next staged event, or its
+ * next head (cursor_fill) when the block is used up. */
+static inline __attribute__((always_inline)) void
+cursor_rekey(struct strata_iter *it, struct rd_cursor *c, const bool values,
+	     const bool unord)
+{
+	if (c->sev == c->sev_end)
+		cursor_fill(it, c, values, unord);
+	else
+		c->key = rd_key(c->sev->ev.timestamp, c->order, unord);
+}
+
+/* The winner w's staged events, while it stays the winner whatever its
+ * keys: the other cursors are done, or STRATA_ITER_UNORDERED (the stream
+ * order ranks first). A block at a time, no compare per event. */
+static inline __attribute__((always_inline)) void
+drain1(struct strata_iter *it, struct rd_out *o, unsigned w, const bool values,
+       const bool unord)
+{
+	struct rd_cursor *c = &it->cur[w];
+	const unsigned sh = it->sshift;
+	unsigned n = room_of(o, values), left = (unsigned)(((char *)c->sev_end -
+							    (char *)c->sev) >> sh);
+	struct rd_slot *s = c->sev;
+	struct rd_put p = put_begin(o);
+	for (unsigned i = n < left ? n : left; i; i--) {
+		put_staged(&p, s, values);
+		s = slot_add(s, (uintptr_t)1 << sh);
+	}
+	c->sev = s;
+	put_end(o, &p);
+	cursor_rekey(it, c, values, unord);
+	replay(it, w, c->key);
+}
+
+/* One event of the winner (staged), then its matches replayed: the merge
+ * of any number of cursors. */
+static inline __attribute__((always_inline)) void
+step1(struct strata_iter *it, struct rd_out *o, unsigned w, const bool values,
+      const bool unord)
+{
+	struct rd_cursor *c = &it->cur[w];
+	struct rd_put p = put_begin(o);
+	put_staged(&p, c->sev, values);
+	put_end(o, &p);
+	c->sev = slot_add(c->sev, (uintptr_t)1 << it->sshift);
+	cursor_rekey(it, c, values, unord);
+	replay(it, w, c->key);
+}
+
 /*
- * The body of strata_iter_read and strata_iter_decode. The merge picks a
- * winner, then run_fast takes its following events without touching the
- * tree while they stay ahead of the runner-up. Streams interleave in runs
- * (a thread logs a few events between two of another's); at the end of a
- * run the cursor keeps its next event unread but keyed (peek), one tree
- * replay names the next winner, and if that one is peeked too, run_fast
- * goes on from its position: no event is copied or decoded twice.
- * Everything else (packet ends, records, damage, filters) goes through
- * iter_step and cursor_next, exactly as strata_iter_next does.
+ * The merge of two cursors that both have staged events (one process on
+ * two CPUs, the common case), with both heads in registers: per event one
+ * compare picks the head and the other stays, by a mask, with no branch
+ * and no store reloaded on the way from one pick to the next (the
+ * loop-carried chain is a load and a compare). It runs n events at a time,
+ * n no more than either block holds (so neither ends inside), and goes
+ * on through refills while both cursors stage their next events.
  */
 static inline __attribute__((always_inline)) void
-iter_batch(struct strata_iter *it, struct rd_out *o, const bool values)
+merge2(struct strata_iter *it, struct rd_out *o, const bool values)
 {
-	const bool fast = it->fast && (!it->f || !it->f->narrowed);
+	struct rd_cursor *const a = &it->cur[0], *const b = &it->cur[1];
+	const unsigned sh = it->sshift;
+	for (;;) {
+		struct rd_slot *sa = a->sev, *sb = b->sev;
+		unsigned ra = (unsigned)(((char *)a->sev_end - (char *)sa) >> sh);
+		unsigned rb = (unsigned)(((char *)b->sev_end - (char *)sb) >> sh);
+		unsigned n = room_of(o, values);
+		n = ra < n ? ra : n;
+		n = rb < n ? rb : n;
+		if (!n)
+			break;
+		struct rd_put p = put_begin(o);
+		for (; n; n--) {
+			/* b first only when strictly earlier: ties go to the
+			 * lower stream order, a's; the empty asm keeps the
+			 * selects from becoming a (mispredicted) branch */
+			uintptr_t m = -(uintptr_t)(sb->ev.timestamp < sa->ev.timestamp);
+			__asm__("" : "+r"(m));
+			put_staged(&p, (const struct rd_slot *)(((uintptr_t)sa & ~m) |
+								((uintptr_t)sb & m)),
+				   values);
+			sa = slot_add(sa, ((uintptr_t)1 << sh) & ~m);
+			sb = slot_add(sb, ((uintptr_t)1 << sh) & m);
+		}
+		put_end(o, &p);
+		a->sev = sa;
+		b->sev = sb;
+		if (sa == a->sev_end || sb == b->sev_end) {
+			cursor_rekey(it, a, values, false);
+			cursor_rekey(it, b, values, false);
+			if (a->sev == a->sev_end || b->sev == b->sev_end)
+				break;
+		}
+	}
+	/* keys at the end only; the tree of two: the winner, and the other
+	 * leaf as its loser */
+	if (a->sev != a->sev_end)
+		a->key = rd_key(a->sev->ev.timestamp, a->order, false);
+	if (b->sev != b->sev_end)
+		b->key = rd_key(b->sev->ev.timestamp, b->order, false);
+	unsigned w = b->key < a->key;
+	it->tree[0] = w;
+	it->tree[1] = w ^ 1;
+}
+
+/*
+ * The body of strata_iter_read and strata_iter_decode: a merge of
+ * blocks. Each cursor decodes its stream ahead into a staging block
+ * (stage_block, a tight loop with no merge logic); the staged events are
+ * then merged and copied out: two cursors by merge2, more by the loser
+ * tree one event at a time (replay: no data-dependent branch), a lone or
+ * unordered one a block at a time (drain1). However finely the streams
+ * interleave (a thread logs a few events between two of another's), an
+ * event costs the same as in a long run. Heads the blocks do not take
+ * (packet ends, records, damage, unknown ids, other lengths) go through
+ * cursor_next, exactly as strata_iter_next's do (batch_slow); filters
+ * with conditions take the general path for every event. Staged events
+ * stay staged between calls; the one-event paths give them back first
+ * (unstage).
+ */
+static inline __attribute__((always_inline)) void
+iter_blocks(struct strata_iter *it, struct rd_out *o, const bool values,
+	    const bool unord, const unsigned width)
+{
 	struct rd_cursor *const cur = it->cur;
+	if (RD_UNLIKELY(!it->started))
+		build_merge(it);
+	if (it->advance_top) {
+		/* strata_iter_next returned the winner's head */
+		unsigned w = it->tree[0];
+		cursor_fill(it, &cur[w], values, unord);
+		replay(it, w, cur[w].key);
+		it->advance_top = false;
+	}
+	it->staged = true;
+	it->staged_values = values;
+	for (;;) {
+		unsigned w = it->tree[0];
+		struct rd_cursor *c = &cur[w];
+		if (RD_UNLIKELY(c->sev == c->sev_end || !room_of(o, values))) {
+			if (!batch_slow(it, o, values, unord))
+				break;
+		} else if (unord || width == 1 ||
+			   (width == 2 && cur[w ^ 1].key == RD_KEY_DONE)) {
+			drain1(it, o, w, values, unord);
+		} else if (width == 2 && cur[w ^ 1].sev != cur[w ^ 1].sev_end) {
+			merge2(it, o, values);
+		} else {
+			step1(it, o, w, values, unord);
+		}
+	}
+}
+
+/* The general path for every event: filters with conditions, internal
+ * records, no memory for staging blocks. */
+static void iter_general(struct strata_iter *it, struct rd_out *o, const bool values)
+{
 	while (o->k < o->n && (!values || o->vcap - o->nv >= o->need)) {
 		struct rd_cursor *c = iter_step(it);
 		if (!c)
 			return;
 		emit(o, &c->ev, values);
-		if (!fast)
-			continue;
-		unsigned w = (unsigned)(c - cur);
-		for (;;) {
-			uint64_t ts;
-			enum run_end why = run_fast(c, run_limit(it, w), room_of(o, values),
-						    o, &ts, values);
-			if (why != RUN_LIMIT)
-				break; /* full, or iter_step advances c */
-			/* c's head is the event at pos: keyed, not consumed */
-			c->ev.timestamp = ts;
-			c->key = it->unordered ? key_unordered(c) : key_of(c);
-			c->peek = true;
-			w = replay(it, w, c->key);
-			c = &cur[w];
-			if (RD_UNLIKELY(!c->peek || !room_of(o, values))) {
-				/* a head the general path made (or no room):
-				 * iter_step returns it as it is */
-				it->advance_top = false;
-				break;
-			}
-			c->peek = false; /* run_fast consumes it */
-		}
 	}
+}
+
+/* iter_blocks for the iterator's mode and tree width. */
+static inline __attribute__((always_inline)) void
+iter_blocks_w(struct strata_iter *it, struct rd_out *o, const bool values)
+{
+	if (it->unordered)
+		iter_blocks(it, o, values, true, 0); /* drain1 only */
+	else if (it->width == 2)
+		iter_blocks(it, o, values, false, 2);
+	else if (it->width == 1)
+		iter_blocks(it, o, values, false, 1);
+	else
+		iter_blocks(it, o, values, false, 0);
+}
+
+static void iter_batch(struct strata_iter *it, struct rd_out *o, const bool values)
+{
+	/* a filter with no condition (the CLI always makes one) keeps the
+	 * fast path; conditions added later take effect at once */
+	bool fast = it->fast && (!it->f || !it->f->narrowed);
+	if (it->staged && (!fast || it->staged_values != values))
+		unstage_all(it);
+	if (!fast || (!it->stage_mem && !stage_alloc(it)))
+		iter_general(it, o, values);
+	else if (values)
+		iter_blocks_w(it, o, true);
+	else
+		iter_blocks_w(it, o, false);
 }
 
 int strata_iter_read(struct strata_iter *it, struct strata_event *evs, unsigned n)
@@ -794,6 +1099,7 @@ int strata_iter_seek(struct strata_iter *it, uint64_t ts)
 		struct rd_cursor *c = &it->cur[i];
 		cursor_seek(it, c, ts);
 	}
+	it->staged = false; /* cursor_seek dropped them */
 	it->started = false;
 	return 0;
 }
@@ -868,5 +1174,6 @@ void strata_iter_destroy(struct strata_iter *it)
 		return;
 	free(it->cur);
 	free(it->tree);
+	free(it->stage_mem);
 	free(it);
 }

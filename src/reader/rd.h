@@ -171,6 +171,31 @@ struct rd_packet {
 	uint32_t flags;        /* RD_PK_* */
 };
 
+/*
+ * The batch path's class lookup (iter.c stage_block), by the upper half of
+ * an event's header word (format.md §3: length and id): one compare of
+ * `hi` proves the id is a class with a decode plan, not a strata record
+ * (major 0), and that the event has exactly the class's length, so the
+ * payload holds every word the plan reads. Events of other lengths are
+ * valid too; the general path takes them.
+ */
+struct rd_fast {
+	/* the plan of fields 0 and 1, by offset from the header: decoded
+	 * without a check of the field count (zero entries for a class with
+	 * fewer read the header, mask 0); fields 2.. by cls->plan */
+	struct rd_plan pl[2];
+	uint32_t hi;           /* header bits 32..63 this entry takes */
+	uint16_t nf;           /* fields */
+	uint8_t words;         /* rd_class.words */
+	uint8_t pad;
+	uint64_t size;         /* payload bytes */
+	uint64_t id_hi;        /* id << 32 (struct strata_event's word 5) */
+	const struct rd_class *cls;
+};
+
+_Static_assert(sizeof(struct rd_fast) == 64 && RD_PLAN_STEP >= 2,
+	       "one cache line per class; plans hold fields 0 and 1");
+
 struct rd_subtrace {
 	char *dir;
 	struct rd_meta meta;
@@ -178,7 +203,18 @@ struct rd_subtrace {
 	struct rd_class **by_major[64];
 	uint32_t nminor[64];
 	uint32_t vpid;
+	/* rd_fast entries by (hi * fast_mult) >> fast_shift; an empty slot
+	 * holds a hi that hashes elsewhere, so it matches no header */
+	struct rd_fast *fast;
+	uint32_t fast_mult;
+	uint8_t fast_shift;
 };
+
+static inline const struct rd_fast *rd_fast_slot(const struct rd_subtrace *s,
+						 uint32_t hi)
+{
+	return &s->fast[(uint32_t)(hi * s->fast_mult) >> s->fast_shift];
+}
 
 struct rd_stream {
 	char *path;

@@ -243,6 +243,7 @@ static int load_index(struct strata_trace *t, struct rd_stream *s,
 		if (pk[i].offset != i * s->packet_size ||
 		    rd_be64(e + 8) != s->packet_size * 8 ||
 		    pk[i].content > s->packet_size || pk[i].content < RD_HEADER_SIZE ||
+		    pk[i].content % 8 ||
 		    pk[i].offset + pk[i].content > s->size ||
 		    pk[i].ts_end < pk[i].ts_begin ||
 		    (i && pk[i].ts_begin < pk[i - 1].ts_begin)) {
@@ -533,6 +534,93 @@ static int build_lookup(struct rd_subtrace *sub)
 	return 0;
 }
 
+/* hi of the event a class's batch entry takes: its id and the length of
+ * its fields (format.md §3), or 0 when the batch path cannot take it */
+static uint32_t fast_hi(const struct rd_subtrace *sub, const struct rd_class *c)
+{
+	uint32_t id = c->pub.id;
+	if (id >> 22 || !(id >> 16) || c->fast_min == UINT32_MAX ||
+	    rd_lookup(sub, id) != c || c->plan_min / 8 + 1 > 1023)
+		return 0;
+	return (c->plan_min / 8 + 1) << 22 | id;
+}
+
+/* Slot of hi in a table of 1 << bits entries with multiplier mult. */
+static uint32_t fast_idx(uint32_t hi, uint32_t mult, unsigned bits)
+{
+	return (uint32_t)(hi * mult) >> (32 - bits);
+}
+
+/*
+ * The batch path's class table (struct rd_fast): the smallest size and
+ * multiplier that put every class in a slot of its own (most traces have a
+ * few dozen classes: found at once). Should none fit in 1024 slots, the
+ * classes that collide are left to the general path.
+ */
+static int build_fast(struct rd_subtrace *sub)
+{
+	static const uint32_t mults[] = { 0x9e3779b1u, 0x85ebca6bu, 0xc2b2ae35u,
+					  0x27d4eb2fu, 0x165667b1u, 0x7feb352du,
+					  0x846ca68bu, 0x2c1b3c6du };
+	unsigned n = 0, bits = 1, mi = 0;
+	for (unsigned i = 0; i < sub->meta.nclasses; i++)
+		n += fast_hi(sub, sub->meta.classes[i]) != 0;
+	while (bits < 10 && (1u << bits) < 2 * n)
+		bits++;
+	uint8_t *used = calloc(1024, 1);
+	if (!used)
+		return -ENOMEM;
+	for (;; mi++) {
+		if (mi == sizeof(mults) / sizeof(mults[0])) {
+			if (bits == 10) {
+				mi = 0; /* collisions stay: first come */
+				break;
+			}
+			bits++;
+			mi = 0;
+		}
+		memset(used, 0, 1024);
+		bool clash = false;
+		for (unsigned i = 0; i < sub->meta.nclasses && !clash; i++) {
+			uint32_t hi = fast_hi(sub, sub->meta.classes[i]);
+			if (hi)
+				clash = used[fast_idx(hi, mults[mi], bits)]++;
+		}
+		if (!clash)
+			break;
+	}
+	free(used);
+	sub->fast = calloc(1u << bits, sizeof(*sub->fast));
+	if (!sub->fast)
+		return -ENOMEM;
+	sub->fast_mult = mults[mi];
+	sub->fast_shift = (uint8_t)(32 - bits);
+	for (uint32_t i = 0; i < 1u << bits; i++) {
+		uint32_t h = 0;
+		while (fast_idx(h, mults[mi], bits) == i)
+			h++;
+		sub->fast[i].hi = h; /* hashes elsewhere: no header matches it */
+	}
+	for (unsigned i = 0; i < sub->meta.nclasses; i++) {
+		const struct rd_class *c = sub->meta.classes[i];
+		uint32_t hi = fast_hi(sub, c);
+		struct rd_fast *e = &sub->fast[fast_idx(hi, mults[mi], bits)];
+		if (!hi || fast_idx(e->hi, mults[mi], bits) == fast_idx(hi, mults[mi], bits))
+			continue; /* not taken, or its slot is taken */
+		e->hi = hi;
+		e->nf = (uint16_t)c->pub.nfields;
+		e->size = c->plan_min;
+		e->id_hi = (uint64_t)c->pub.id << 32;
+		e->cls = c;
+		e->words = c->words;
+		for (unsigned j = 0; j < 2 && c->plan; j++) {
+			e->pl[j] = c->plan[j]; /* padded to RD_PLAN_STEP */
+			e->pl[j].word += 8;
+		}
+	}
+	return 0;
+}
+
 int strata_trace_open(const char *path, const struct strata_open_options *opt,
 		      struct strata_trace **out)
 {
@@ -579,7 +667,7 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 			continue;
 		}
 		t->nsubs++;
-		if ((rc = build_lookup(sub)) < 0)
+		if ((rc = build_lookup(sub)) < 0 || (rc = build_fast(sub)) < 0)
 			goto fail;
 		const char *vpid = rd_meta_env(&sub->meta, "vpid");
 		sub->vpid = vpid ? (uint32_t)strtoul(vpid, NULL, 10) : 0;
@@ -655,6 +743,7 @@ void strata_trace_close(struct strata_trace *t)
 	for (unsigned i = 0; i < t->nsubs; i++) {
 		for (unsigned mj = 0; mj < 64; mj++)
 			free(t->subs[i].by_major[mj]);
+		free(t->subs[i].fast);
 		rd_meta_fini(&t->subs[i].meta);
 		free(t->subs[i].dir);
 	}
