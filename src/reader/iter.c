@@ -17,13 +17,10 @@
 #define RD_DROP_STEP (2u << 20)
 
 /* One event of a cursor's staging block (stage_block): the event as a
- * batch holds it, its field count and values (it->sshift: the slots'
- * size, a power of two). */
+ * batch holds it, and its class entry (the merge decodes its values). */
 struct rd_slot {
 	struct strata_event ev;
-	uint32_t nf;
-	uint32_t pad;
-	struct strata_value val[]; /* fast_nf */
+	const struct rd_fast *e;
 };
 
 struct rd_cursor {
@@ -101,12 +98,10 @@ struct strata_iter {
 	unsigned width;
 	unsigned *tree;
 	/* the batch path's staging blocks (iter_blocks), made at its first
-	 * use: bcap events per cursor, decoded with values or without */
+	 * use: bcap events per cursor */
 	void *stage_mem;
 	unsigned bcap;
-	unsigned sshift;    /* log2 of a slot's bytes */
 	bool staged;        /* some cursor may have staged events */
-	bool staged_values; /* they were decoded with their values */
 };
 
 /* ---- one stream ---------------------------------------------------------------- */
@@ -571,18 +566,19 @@ _Static_assert(sizeof(struct strata_event) == 56 &&
 		       offsetof(struct strata_event, stream) == 40 &&
 		       offsetof(struct strata_event, id) == 44 &&
 		       offsetof(struct strata_event, offset) == 48 &&
-		       sizeof(struct rd_slot) == 64,
+		       offsetof(struct rd_slot, e) == 56,
 	       "stage_block writes struct strata_event as 7 words");
 
-/* Fields 2.. of a staged event of entry e (payload p) into val, in pairs
- * (the odd one out decodes a padding entry, inside the slot). */
-static void stage_more(const struct rd_fast *e, const uint8_t *p,
+/* The values of an event of entry e that is not `simple` (header at at),
+ * in pairs by the class's plan; the odd one out decodes a padding entry,
+ * inside the room of fast_nf per event. */
+static void put_fields(const struct rd_fast *e, const uint8_t *at,
 		       struct strata_value *val)
 {
 	const struct rd_plan *pl = e->cls->plan;
-	for (unsigned j = 2; j < e->nf; j += 2) {
-		rd_plan_value(&pl[j], p, &val[j]);
-		rd_plan_value(&pl[j + 1], p, &val[j + 1]);
+	for (unsigned j = 0; j < e->nf; j += 2) {
+		rd_plan_value(&pl[j], at + 8, &val[j]);
+		rd_plan_value(&pl[j + 1], at + 8, &val[j + 1]);
 	}
 }
 
@@ -603,9 +599,10 @@ static inline struct rd_slot *slot_add(struct rd_slot *s, uintptr_t bytes)
 	return (struct rd_slot *)((char *)s + bytes);
 }
 
+_Static_assert(sizeof(struct rd_slot) == 64, "merge2 steps by a mask of 64");
+
 static inline __attribute__((always_inline)) unsigned
-stage_block(struct rd_cursor *c, unsigned bcap, unsigned sshift, const bool values,
-	    const bool tail)
+stage_block(struct rd_cursor *c, unsigned bcap, const bool tail)
 {
 	/* everything in locals: with -fno-strict-aliasing, each store below
 	 * would reload a field read through a pointer */
@@ -619,9 +616,8 @@ stage_block(struct rd_cursor *c, unsigned bcap, unsigned sshift, const bool valu
 	const uint64_t pidtid = c->pid | (uint64_t)c->tid << 32;
 	const uint64_t stream = c->order;
 	const uintptr_t map = (uintptr_t)c->map;
-	const uintptr_t stride = (uintptr_t)1 << sshift;
 	uint64_t prev = c->prev_ts;
-	struct rd_slot *s = c->blk, *const s_end = slot_add(s, (uintptr_t)bcap << sshift);
+	struct rd_slot *s = c->blk, *const s_end = s + bcap;
 	/* content ends on a word (trace.c), so pos < end leaves a header;
 	 * without `tail` the 8 bytes at end are mapped too (the packet's
 	 * padding, or more of the file), and a header read there fails
@@ -635,7 +631,6 @@ stage_block(struct rd_cursor *c, unsigned bcap, unsigned sshift, const bool valu
 			break;
 		uint64_t ts = prev + (uint32_t)((uint32_t)w - (uint32_t)prev);
 		struct strata_event *ev = &s->ev;
-		const unsigned nf = e->nf;
 		rd_put64(ev, 0, ts);
 		rd_put64(ev, 1, (uintptr_t)&e->cls->pub);
 		rd_put64(ev, 2, (uintptr_t)(pos + 8));
@@ -643,49 +638,33 @@ stage_block(struct rd_cursor *c, unsigned bcap, unsigned sshift, const bool valu
 		rd_put64(ev, 4, pidtid);
 		rd_put64(ev, 5, e->id_hi | stream);
 		rd_put64(ev, 6, (uintptr_t)pos - map);
-		s->nf = nf;
-		if (values) {
-			/* fields 0 and 1 always (one or two is the common
-			 * case: no loop), by the entry's own plan; the slot
-			 * has room for fast_nf >= 2 */
-			struct strata_value *val = s->val;
-			if (RD_LIKELY(e->words)) {
-				rd_plan_word(&e->pl[0], pos, &val[0]);
-				rd_plan_word(&e->pl[1], pos, &val[1]);
-			} else {
-				rd_plan_value(&e->pl[0], pos, &val[0]);
-				rd_plan_value(&e->pl[1], pos, &val[1]);
-			}
-			if (RD_UNLIKELY(nf > 2))
-				stage_more(e, pos + 8, val);
-		}
+		s->e = e;
 		prev = ts;
 		/* the header's own length (the entry's, as hi matched): the
 		 * next load's address waits on this load only, not on the
 		 * entry's too */
 		pos += (w >> 51) & ~(uint64_t)7;
-		s = slot_add(s, stride);
+		s++;
 	}
 	c->pos = pos;
 	c->prev_ts = prev;
 	c->sev = c->blk;
 	c->sev_end = s;
-	return (unsigned)(((char *)s - (char *)c->blk) >> sshift);
+	return (unsigned)(s - c->blk);
 }
 
 /* c's head was consumed: its next one, staged if stage_block takes it,
  * else by the general path; sets c->key. */
 static __attribute__((noinline)) void
-cursor_fill(struct strata_iter *it, struct rd_cursor *c, const bool values,
-	    const bool unord)
+cursor_fill(struct strata_iter *it, struct rd_cursor *c, const bool unord)
 {
 	unsigned n = 0;
 	if (c->pos >= c->end)
 		; /* packet end (or none yet): cursor_next */
 	else if ((uintptr_t)(c->map + c->s->size) - (uintptr_t)c->end >= 8)
-		n = stage_block(c, it->bcap, it->sshift, values, false);
+		n = stage_block(c, it->bcap, false);
 	else
-		n = stage_block(c, it->bcap, it->sshift, values, true);
+		n = stage_block(c, it->bcap, true);
 	if (n)
 		c->key = rd_key(c->sev->ev.timestamp, c->order, unord);
 	else if (cursor_next(it, c))
@@ -722,13 +701,9 @@ static void unstage_all(struct strata_iter *it)
  * its refill; many streams get smaller ones, to stay in cache. */
 static bool stage_alloc(struct strata_iter *it)
 {
-	unsigned sshift = 6;
-	while (((size_t)1 << sshift) <
-	       sizeof(struct rd_slot) + it->t->fast_nf * sizeof(struct strata_value))
-		sshift++;
 	unsigned bcap = 8192 / it->ncur;
 	bcap = bcap > 64 ? 64 : bcap < 8 ? 8 : bcap;
-	size_t per = (size_t)bcap << sshift;
+	size_t per = (size_t)bcap * sizeof(struct rd_slot);
 	char *m = aligned_alloc(64, per * it->ncur);
 	if (!m)
 		return false;
@@ -739,7 +714,6 @@ static bool stage_alloc(struct strata_iter *it)
 	}
 	it->stage_mem = m;
 	it->bcap = bcap;
-	it->sshift = sshift;
 	return true;
 }
 
@@ -783,12 +757,12 @@ batch_slow(struct strata_iter *it, struct rd_out *o, const bool values,
 		return false;
 	if (c->peek) {
 		c->peek = false;
-		cursor_fill(it, c, values, unord);
+		cursor_fill(it, c, unord);
 	} else {
 		if (o->k >= o->n || (values && o->vcap - o->nv < o->need))
 			return false;
 		emit(o, &c->ev, values);
-		cursor_fill(it, c, values, unord);
+		cursor_fill(it, c, unord);
 	}
 	replay(it, w, c->key);
 	return true;
@@ -816,19 +790,25 @@ put_end(struct rd_out *o, const struct rd_put *p)
 	o->nv = p->nv;
 }
 
-/* Staged event s into the batch: event, first, values. The first pair of
- * values always (staged for every event), into the room of fast_nf >= 2
- * per event that the caller checked (room_of). */
+/* Staged event s into the batch: the event, then its values decoded from
+ * the payload (fields 0 and 1 by the entry's own plan, with no loop: the
+ * common case), into the room of fast_nf >= 2 per event that the caller
+ * checked (room_of). */
 static inline __attribute__((always_inline)) void
 put_staged(struct rd_put *p, const struct rd_slot *s, const bool values)
 {
 	memcpy(p->ev++, &s->ev, sizeof(s->ev));
 	if (values) {
-		const unsigned nf = s->nf;
+		const struct rd_fast *e = s->e;
+		const uint8_t *at = s->ev.payload - 8;
+		const unsigned nf = e->nf;
 		*p->first++ = p->nv;
-		memcpy(p->val, s->val, 2 * sizeof(s->val[0]));
-		for (unsigned j = 2; RD_UNLIKELY(j < nf); j += 2)
-			memcpy(&p->val[j], &s->val[j], 2 * sizeof(s->val[0]));
+		if (RD_LIKELY(e->simple)) {
+			rd_plan_word(&e->pl[0], at, &p->val[0]);
+			rd_plan_word(&e->pl[1], at, &p->val[1]);
+		} else {
+			put_fields(e, at, p->val);
+		}
 		p->val += nf;
 		p->nv += nf;
 	}
@@ -837,11 +817,10 @@ put_staged(struct rd_put *p, const struct rd_slot *s, const bool values)
 /* c's staged head was taken: its key from the next staged event, or its
  * next head (cursor_fill) when the block is used up. */
 static inline __attribute__((always_inline)) void
-cursor_rekey(struct strata_iter *it, struct rd_cursor *c, const bool values,
-	     const bool unord)
+cursor_rekey(struct strata_iter *it, struct rd_cursor *c, const bool unord)
 {
 	if (c->sev == c->sev_end)
-		cursor_fill(it, c, values, unord);
+		cursor_fill(it, c, unord);
 	else
 		c->key = rd_key(c->sev->ev.timestamp, c->order, unord);
 }
@@ -854,18 +833,14 @@ drain1(struct strata_iter *it, struct rd_out *o, unsigned w, const bool values,
        const bool unord)
 {
 	struct rd_cursor *c = &it->cur[w];
-	const unsigned sh = it->sshift;
-	unsigned n = room_of(o, values), left = (unsigned)(((char *)c->sev_end -
-							    (char *)c->sev) >> sh);
+	unsigned n = room_of(o, values), left = (unsigned)(c->sev_end - c->sev);
 	struct rd_slot *s = c->sev;
 	struct rd_put p = put_begin(o);
-	for (unsigned i = n < left ? n : left; i; i--) {
-		put_staged(&p, s, values);
-		s = slot_add(s, (uintptr_t)1 << sh);
-	}
+	for (unsigned i = n < left ? n : left; i; i--)
+		put_staged(&p, s++, values);
 	c->sev = s;
 	put_end(o, &p);
-	cursor_rekey(it, c, values, unord);
+	cursor_rekey(it, c, unord);
 	replay(it, w, c->key);
 }
 
@@ -879,8 +854,8 @@ step1(struct strata_iter *it, struct rd_out *o, unsigned w, const bool values,
 	struct rd_put p = put_begin(o);
 	put_staged(&p, c->sev, values);
 	put_end(o, &p);
-	c->sev = slot_add(c->sev, (uintptr_t)1 << it->sshift);
-	cursor_rekey(it, c, values, unord);
+	c->sev++;
+	cursor_rekey(it, c, unord);
 	replay(it, w, c->key);
 }
 
@@ -897,11 +872,9 @@ static inline __attribute__((always_inline)) void
 merge2(struct strata_iter *it, struct rd_out *o, const bool values)
 {
 	struct rd_cursor *const a = &it->cur[0], *const b = &it->cur[1];
-	const unsigned sh = it->sshift;
 	for (;;) {
 		struct rd_slot *sa = a->sev, *sb = b->sev;
-		unsigned ra = (unsigned)(((char *)a->sev_end - (char *)sa) >> sh);
-		unsigned rb = (unsigned)(((char *)b->sev_end - (char *)sb) >> sh);
+		unsigned ra = (unsigned)(a->sev_end - sa), rb = (unsigned)(b->sev_end - sb);
 		unsigned n = room_of(o, values);
 		n = ra < n ? ra : n;
 		n = rb < n ? rb : n;
@@ -917,15 +890,15 @@ merge2(struct strata_iter *it, struct rd_out *o, const bool values)
 			put_staged(&p, (const struct rd_slot *)(((uintptr_t)sa & ~m) |
 								((uintptr_t)sb & m)),
 				   values);
-			sa = slot_add(sa, ((uintptr_t)1 << sh) & ~m);
-			sb = slot_add(sb, ((uintptr_t)1 << sh) & m);
+			sa = slot_add(sa, sizeof(*sa) & ~m);
+			sb = slot_add(sb, sizeof(*sb) & m);
 		}
 		put_end(o, &p);
 		a->sev = sa;
 		b->sev = sb;
 		if (sa == a->sev_end || sb == b->sev_end) {
-			cursor_rekey(it, a, values, false);
-			cursor_rekey(it, b, values, false);
+			cursor_rekey(it, a, false);
+			cursor_rekey(it, b, false);
 			if (a->sev == a->sev_end || b->sev == b->sev_end)
 				break;
 		}
@@ -966,12 +939,11 @@ iter_blocks(struct strata_iter *it, struct rd_out *o, const bool values,
 	if (it->advance_top) {
 		/* strata_iter_next returned the winner's head */
 		unsigned w = it->tree[0];
-		cursor_fill(it, &cur[w], values, unord);
+		cursor_fill(it, &cur[w], unord);
 		replay(it, w, cur[w].key);
 		it->advance_top = false;
 	}
 	it->staged = true;
-	it->staged_values = values;
 	for (;;) {
 		unsigned w = it->tree[0];
 		struct rd_cursor *c = &cur[w];
@@ -1020,7 +992,7 @@ static void iter_batch(struct strata_iter *it, struct rd_out *o, const bool valu
 	/* a filter with no condition (the CLI always makes one) keeps the
 	 * fast path; conditions added later take effect at once */
 	bool fast = it->fast && (!it->f || !it->f->narrowed);
-	if (it->staged && (!fast || it->staged_values != values))
+	if (it->staged && !fast)
 		unstage_all(it);
 	if (!fast || (!it->stage_mem && !stage_alloc(it)))
 		iter_general(it, o, values);

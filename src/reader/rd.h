@@ -186,7 +186,7 @@ struct rd_fast {
 	struct rd_plan pl[2];
 	uint32_t hi;           /* header bits 32..63 this entry takes */
 	uint16_t nf;           /* fields */
-	uint8_t words;         /* rd_class.words */
+	uint8_t simple;        /* at most 2 fields, whole words: pl only */
 	uint8_t pad;
 	uint64_t size;         /* payload bytes */
 	uint64_t id_hi;        /* id << 32 (struct strata_event's word 5) */

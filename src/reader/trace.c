@@ -612,7 +612,7 @@ static int build_fast(struct rd_subtrace *sub)
 		e->size = c->plan_min;
 		e->id_hi = (uint64_t)c->pub.id << 32;
 		e->cls = c;
-		e->words = c->words;
+		e->simple = c->pub.nfields <= 2 && (c->words || !c->pub.nfields);
 		for (unsigned j = 0; j < 2 && c->plan; j++) {
 			e->pl[j] = c->plan[j]; /* padded to RD_PLAN_STEP */
 			e->pl[j].word += 8;
