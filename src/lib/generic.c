@@ -10,18 +10,13 @@
 STRATA_API void strata_log_words(uint8_t major, uint16_t minor,
 				 const uint64_t *words, size_t n)
 {
-	struct strata_rsv r;
-
 	if (major > 63 || !(strata_mask & STRATA_MAJOR_BIT(major)))
 		return;
-	/* n + 1 > STRATA_MAX_WORDS is refused and counted by
-	 * strata_reserve(); clamp so that the 32-bit count cannot wrap. */
+	/* n + 1 > STRATA_MAX_WORDS is refused and counted by the slow
+	 * path; clamp so that the 32-bit count cannot wrap. */
 	if (n > STRATA_MAX_WORDS)
 		n = STRATA_MAX_WORDS;
-	if (!strata_reserve(&r, STRATA_ID(major, minor), (uint32_t)n + 1))
-		return;
-	memcpy(r.p, words, n * 8);
-	strata_commit(&r);
+	strata_log_fixed(STRATA_ID(major, minor), (uint32_t)n + 1, words);
 }
 
 STRATA_API void strata_log_blob(uint8_t major, uint16_t minor, const void *p,

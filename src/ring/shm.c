@@ -79,6 +79,7 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 	c->data_offset = CTL_SIZE + commit_size;
 	c->map_size = size - PRIV_SIZE;
 	memcpy(c->uuid, ring_cfg.uuid, sizeof(c->uuid));
+	c->owner = STRATA_OWNER_NONE;
 
 	ring->ctl = c;
 	ring->commit = (uint64_t *)((unsigned char *)c + CTL_SIZE);

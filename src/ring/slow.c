@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -265,12 +266,42 @@ drop:
 	/* ring.md §3 rule 4: our owner store, if any, was not followed by a
 	 * reservation. */
 	if (need)
-		strata_store_relaxed(&ring->ctl->owner, 0);
+		strata_store_relaxed(&ring->ctl->owner, STRATA_OWNER_NONE);
 	count_lost(ring, cause);
 release:
 	strata_barrier();
 	t->nesting--;
 	return 0;
+}
+
+/* strata_log_rseq() reads owner and last_ts_hi as one word, and the
+ * thread's tid and nesting as another. */
+_Static_assert(offsetof(struct strata_ring_ctl, last_ts_hi) ==
+		       offsetof(struct strata_ring_ctl, owner) + 4 &&
+		       offsetof(struct strata_tls, nesting) ==
+			       offsetof(struct strata_tls, tid) + 4,
+	       "owner | last_ts_hi << 32, tid | nesting << 32");
+
+STRATA_API void strata_log_slow(uint32_t id, uint32_t words, const uint64_t *pl)
+{
+	struct strata_rsv r;
+
+	/* In rseq mode the inline attempt has just failed: go straight to
+	 * the loop that handles every case; in CAS mode, the CAS fast path. */
+	if (!(strata_rseq ? strata_reserve_slow(&r, id, words, 0)
+			  : strata_reserve(&r, id, words)))
+		return;
+	if (words > 1)
+		memcpy(r.p, pl, (size_t)(words - 1) * 8);
+	strata_commit(&r);
+}
+
+STRATA_API void strata_log_slow4(uint32_t id, uint32_t words, uint64_t a,
+				 uint64_t b, uint64_t c, uint64_t d)
+{
+	const uint64_t pl[4] = {a, b, c, d};
+
+	strata_log_slow(id, words, pl);
 }
 
 STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,

@@ -58,6 +58,17 @@
  * leaves an owner store with no reservation, and the writer then retries
  * or gives up as after a failed CAS. One CPU is sequentially consistent for
  * its own threads, so no store buffer is needed there.
+ * -DRSEQ also models the inline path of ring.md §7 (strata_log_rseq()):
+ * every event first tries it, unless its thread holds the nesting guard
+ * (t1_guard: T1 is inside the slow path, between its first step and its
+ * commit). It loads write (B) and owner (C), then one section appends the
+ * EVENT with no record if write is unchanged, owner is the writer and the
+ * packet is open, or fails having stored nothing (the event would fill
+ * the packet or not fit, a timestamp gap, an abort: free choice); the
+ * event then goes to the slow path above. It takes no guard, so a handler
+ * that interrupts it, or that runs while T1 is between events, starts at
+ * nest 1 and may trust owner; only a handler that interrupts T1's slow
+ * path starts at nest 2 (rule 3).
  *
  * Why SC (and the TSO variant) is sound for this property under the C11
  * orders of include/strata/inline/ring.h (acquire B, relaxed C and E,
@@ -90,6 +101,8 @@
  *   -DBROKEN_NO_RULE3        rule 3: the nested handler trusts owner
  *   -DBROKEN_NO_RULE4        rule 4: no reset of owner on give-up
  *   -DBROKEN_OPENER_NO_OWNER §3/§4: the packet opener leaves owner alone
+ *   -DRSEQ -DBROKEN_FAST_IN_GUARD  the inline path runs inside the
+ *                            nesting guard (it must refuse: ring.md §7)
  *   -DTSO -DBROKEN_RELAXED_CAS  the CAS does not order the owner store
  *                            before it (a relaxed CAS on a weak machine):
  *                            shows that the release in F is needed
@@ -137,6 +150,7 @@ byte owner;	/* ring->owner */
 byte attr;	/* the reader's "current thread" at the end of the buffer */
 
 bit sig_go;	/* T1 -> handler: run now; T1 waits for it to clear */
+bit t1_guard;	/* T1 holds the nesting guard (is in the slow path) */
 byte sigs;	/* signals delivered */
 byte flush_left = NFLUSH;
 byte switch_left = NSWITCH;
@@ -241,7 +255,7 @@ inline place(k, t)
 inline sigpoint(me, nest)
 {
 	if
-	:: me == T1 && nest == 1 && sig_left > 0 ->
+	:: me == T1 && !inh && sig_left > 0 ->
 		sig_left--;
 		sigs++;
 		printf("T1: signal\n");
@@ -504,13 +518,74 @@ inline log_event(me, nest)
 	sigpoint(me, nest)	/* between F and G, or after a drop */
 }
 
+/* The inline path of ring.md §7 (-DRSEQ): B, C, then one section that
+ * appends the event with no record, or fails having stored nothing. */
+inline fast_event(me, nest)
+{
+	ok = 0;
+	if
+#ifdef BROKEN_FAST_IN_GUARD
+	:: true ->
+#else
+	:: me == T2 || !t1_guard ->
+#endif
+		atomic {
+			w = write;
+			if
+			:: w == 0 -> pos0 = 1
+			:: else -> pos0 = (kind[w - 1] == PAD)
+			fi
+		};
+		sigpoint(me, nest);
+		atomic { ld_owner(me, ow) };
+		sigpoint(me, nest);
+		atomic {
+			if
+			:: write == w && ow == me && !pos0 ->
+				printf("T%d: inline path\n", me);
+				place(EVENT, me);
+				ok = 1
+			:: true -> skip	/* fills, does not fit, gap, abort */
+			fi
+		}
+	:: else -> skip
+	fi;
+	atomic { w = 0; ow = 0; pos0 = 0 }
+}
+
+/* One event from the top of a tracepoint: the inline path first (-DRSEQ),
+ * else the slow path, holding the nesting guard. The handler's slow path
+ * is nested (rule 3) only when T1 holds its guard. */
+inline log_top(me)
+{
+#ifdef RSEQ
+	fast_event(me, 1);
+	if
+	:: ok -> ok = 0
+	:: else ->
+		if
+		:: inh && t1_guard -> log_event(me, 2)
+		:: inh && !t1_guard -> log_event(me, 1)
+		:: !inh && me == T1 -> t1_guard = 1; log_event(me, 1); t1_guard = 0
+		:: !inh && me == T2 -> log_event(me, 1)
+		fi
+	fi
+#else
+	if
+	:: inh -> log_event(me, 2)
+	:: else -> log_event(me, 1)
+	fi
+#endif
+}
+
 proctype writer(byte me; byte nev; byte sig_left)
 {
 	byte w, ow, tries, e;
 	bit need, stored, ok, pos0, opening;
+	bit inh = 0;
 
 	do
-	:: e < nev -> log_event(me, 1); e++
+	:: e < nev -> log_top(me); e++
 	:: else -> break
 	od;
 	finished++
@@ -521,10 +596,11 @@ proctype handler()
 {
 	byte w, ow, tries, sig_left;
 	bit need, stored, ok, pos0, opening;
+	bit inh = 1;
 
 end:
 	do
-	:: sig_go == 1 -> log_event(T1, 2); sig_go = 0
+	:: sig_go == 1 -> log_top(T1); sig_go = 0
 	od
 }
 

@@ -110,6 +110,7 @@ check "broken rule 2: need not sticky" assert -DBROKEN_NOT_STICKY
 check "broken rule 3: nested writer trusts owner" assert -DBROKEN_NO_RULE3
 check "broken rule 3 (rseq): nested writer trusts owner" assert -DRSEQ -DBROKEN_NO_RULE3
 check "broken rule 4 (rseq): no reset on give-up" assert -DRSEQ -DBROKEN_NO_RULE4
+check "broken §7: inline path inside the nesting guard" assert -DRSEQ -DBROKEN_FAST_IN_GUARD
 check "broken rule 4: no reset on give-up" assert -DBROKEN_NO_RULE4
 check "broken §4: opener leaves owner alone" assert -DBROKEN_OPENER_NO_OWNER
 check "broken F: CAS does not order E (TSO, no drain)" assert -DTSO -DBROKEN_RELAXED_CAS

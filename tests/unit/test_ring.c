@@ -301,28 +301,39 @@ static void test_options(void **state)
  * commits with plain stores; a writer that migrates between reserve and
  * commit commits to the remote counter, and the packet still completes.
  */
+/* rseq mode on CPU `cpu` with fresh 4 × 16 KiB rings; 0 (and the test
+ * skipped) where there is no rseq or a single CPU. */
+static int rseq_on(unsigned cpu, cpu_set_t *saved)
+{
+	cpu_set_t one;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		skip();
+		return 0;
+	}
+	ring_init();
+	if (!strata_rseq) {
+		skip(); /* no rseq here: the CAS tests above cover the ring */
+		return 0;
+	}
+	sched_getaffinity(0, sizeof(*saved), saved);
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	ring_cfg.psize_shift = 14;
+	ring_cfg.npackets_shift = 2;
+	ring_cfg.mode = STRATA_MODE_DISCARD;
+	return 1;
+}
+
 static void test_rseq_paths(void **state)
 {
 	(void)state;
 	cpu_set_t saved, one;
 	struct strata_rsv r;
 
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-		skip();
+	if (!rseq_on(0, &saved))
 		return;
-	}
-	ring_init();
-	if (!strata_rseq) {
-		skip(); /* no rseq here: the CAS tests above cover the ring */
-		return;
-	}
-	sched_getaffinity(0, sizeof(saved), &saved);
-	CPU_ZERO(&one);
-	CPU_SET(0, &one);
-	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
-	ring_cfg.psize_shift = 14;
-	ring_cfg.npackets_shift = 2;
-	ring_cfg.mode = STRATA_MODE_DISCARD;
 
 	for (int i = 0; i < 10; i++) { /* first one through the slow path */
 		assert_int_equal(strata_reserve(&r, STRATA_ID(3, 2), 2), 1);
@@ -349,6 +360,83 @@ static void test_rseq_paths(void **state)
 	assert_true(ring_packet_complete(ring, 0));
 	assert_int_equal(packet(ring, 0)->content_bits, (96 + 11 * 16) * 8);
 	assert_int_equal(sched_getcpu(), 1); /* affinity restored */
+
+	sched_setaffinity(0, sizeof(saved), &saved);
+	strata_rseq = 0;
+}
+
+/* The inline path (ring.md §7, "The inline path") and each case it
+ * leaves to the slow path. */
+static void test_rseq_inline_path(void **state)
+{
+	(void)state;
+	cpu_set_t saved;
+	uint64_t pl[2] = {11, 12}, before;
+
+	if (!rseq_on(1, &saved))
+		return;
+	strata_log_fixed(STRATA_ID(3, 3), 3, pl); /* opens: slow path */
+	struct strata_ring *ring = strata_rings[1];
+	assert_non_null(ring);
+	assert_int_equal(ring->ctl->owner, strata_tls.tid);
+	assert_int_equal(ring->ctl->write, 96 + 24);
+
+	/* Inline: no record, header + payload, committed locally. */
+	pl[0] = 21;
+	pl[1] = 22;
+	strata_log_fixed(STRATA_ID(3, 3), 3, pl);
+	const uint64_t *w = (const uint64_t *)(ring->data + 96 + 24);
+	assert_int_equal(ring->ctl->write, 96 + 48);
+	assert_int_equal((w[0] >> 32) & 0x3fffff, STRATA_ID(3, 3));
+	assert_int_equal(w[0] >> 54, 3);
+	assert_int_equal(w[1], 21);
+	assert_int_equal(w[2], 22);
+	assert_int_equal(ring->commit[0], 96 + 48);
+	assert_int_equal(strata_tls.nesting, 0);
+
+	/* Inside a tracepoint of this thread (a signal handler): slow path,
+	 * with a thread record (rule 3). */
+	strata_tls.nesting = 1;
+	before = ring->ctl->write;
+	strata_log_fixed(STRATA_ID(3, 3), 3, pl);
+	strata_tls.nesting = 0;
+	assert_int_equal(ring->ctl->write - before, 16 + 24);
+	w = (const uint64_t *)(ring->data + before);
+	assert_int_equal((w[0] >> 32) & 0x3fffff, STRATA_ID_THREAD);
+
+	/* Another thread wrote last: a record, and the owner is us again. */
+	ring->ctl->owner = strata_tls.tid + 1;
+	before = ring->ctl->write;
+	strata_log_fixed(STRATA_ID(3, 3), 3, pl);
+	assert_int_equal(ring->ctl->write - before, 16 + 24);
+	assert_int_equal(ring->ctl->owner, strata_tls.tid);
+	before = ring->ctl->write;
+	strata_log_fixed(STRATA_ID(3, 3), 3, pl);
+	assert_int_equal(ring->ctl->write - before, 24);
+
+	/* A timestamp gap: a strata:clock record first. */
+	ring->ctl->last_ts_hi ^= 1;
+	before = ring->ctl->write;
+	strata_log_fixed(STRATA_ID(3, 3), 3, pl);
+	assert_int_equal(ring->ctl->write - before, 16 + 24);
+	w = (const uint64_t *)(ring->data + before);
+	assert_int_equal((w[0] >> 32) & 0x3fffff, STRATA_ID_CLOCK);
+
+	/* Fill the packet to the byte: the event that fills it closes it
+	 * (slow path), and the next one opens packet 1. */
+	uint64_t room;
+	while ((room = PSIZE - (ring->ctl->write & (PSIZE - 1))) > 24)
+		strata_log_fixed(STRATA_ID(3, 1), room >= 24 + 16 ? 2 : 1, pl);
+	assert_int_equal(PSIZE - (ring->ctl->write & (PSIZE - 1)), 24);
+	strata_log_fixed(STRATA_ID(3, 3), 3, pl);
+	assert_int_equal(ring->ctl->write, PSIZE);
+	assert_true(ring_packet_complete(ring, 0));
+	assert_int_equal(packet(ring, 0)->content_bits, PSIZE * 8);
+	strata_log_fixed(STRATA_ID(3, 3), 3, pl);
+	assert_int_equal(ring->ctl->write, PSIZE + 96 + 24);
+	assert_int_equal(ring->ctl->lost[STRATA_LOST_BUSY] +
+				 ring->ctl->lost[STRATA_LOST_FULL],
+			 0);
 
 	sched_setaffinity(0, sizeof(saved), &saved);
 	strata_rseq = 0;
@@ -388,6 +476,7 @@ int main(void)
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_clock_fit),
 		cmocka_unit_test(test_rseq_paths),
+		cmocka_unit_test(test_rseq_inline_path),
 	};
 	/* The tests above use rings of CPUs that do not exist (100 on), so
 	 * they run the CAS protocol; test_rseq_paths switches to rseq. */

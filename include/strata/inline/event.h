@@ -19,27 +19,16 @@
 #define STRATA_EVENT_(major, minor, n, ...)                                    \
 	do {                                                                   \
 		if (strata_major_enabled(major)) {                             \
-			struct strata_rsv strata_r_;                           \
-			if (strata_reserve(&strata_r_,                         \
-					   STRATA_ID(major, minor), (n) + 1)) {  \
-				const uint64_t strata_w_[] = {__VA_ARGS__};    \
-				for (unsigned strata_i_ = 0; strata_i_ < (n);  \
-				     strata_i_++)                              \
-					strata_r_.p[strata_i_] =               \
-						strata_w_[strata_i_];          \
-				strata_commit(&strata_r_);                     \
-			}                                                      \
+			const uint64_t strata_w_[] = {__VA_ARGS__};            \
+			strata_log_fixed(STRATA_ID(major, minor), (n) + 1,     \
+					 strata_w_);                           \
 		}                                                              \
 	} while (0)
 
 #define STRATA_EVENT0(major, minor)                                            \
 	do {                                                                   \
-		if (strata_major_enabled(major)) {                             \
-			struct strata_rsv strata_r_;                           \
-			if (strata_reserve(&strata_r_,                         \
-					   STRATA_ID(major, minor), 1))        \
-				strata_commit(&strata_r_);                     \
-		}                                                              \
+		if (strata_major_enabled(major))                               \
+			strata_log_fixed(STRATA_ID(major, minor), 1, 0);       \
 	} while (0)
 #define STRATA_EVENT1(major, minor, w0)                                        \
 	STRATA_EVENT_(major, minor, 1, (uint64_t)(w0))

@@ -79,6 +79,13 @@ struct strata_ring_ctl {
 	uint32_t disabled;
 } __attribute__((aligned(64)));
 
+/* owner and last_ts_hi read as one word (strata_log_rseq). */
+typedef uint64_t strata_u64_alias __attribute__((may_alias));
+
+/* The owner hint when no thread is named (a fresh ring, ring.md §3 rule
+ * 4): not 0, which is the tid of a thread that has not logged yet. */
+#define STRATA_OWNER_NONE 0xffffffffu
+
 #define STRATA_RING_MAGIC 0x52525453u /* "STRR" */
 #define STRATA_RING_VERSION 1u
 /* Per packet slot, one cache line: [0] the local commit count (rseq: plain
@@ -106,10 +113,10 @@ struct strata_ring {
 	int fd;
 };
 
-struct strata_tls {
+struct strata_tls { /* 8-byte aligned: read as one word by strata_log_rseq() */
 	uint32_t tid;     /* 0 until the thread's first event */
 	uint32_t nesting; /* tracepoints in progress on this thread */
-};
+} __attribute__((aligned(8)));
 
 extern STRATA_API struct strata_ring *strata_rings[STRATA_MAX_CPUS];
 extern STRATA_API __thread struct strata_tls strata_tls
@@ -137,6 +144,13 @@ struct strata_rsv {
 #define STRATA_SLOW_HELD 2u
 STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,
 				   uint32_t words, uint32_t need);
+/* The whole event out of line: reserve (any protocol, every case), copy
+ * the words-1 payload words from `pl`, commit. strata_log_fixed()'s
+ * fallback. */
+STRATA_API void strata_log_slow(uint32_t id, uint32_t words, const uint64_t *pl);
+/* The same for events of at most 4 payload words, passed in registers. */
+STRATA_API void strata_log_slow4(uint32_t id, uint32_t words, uint64_t a,
+				 uint64_t b, uint64_t c, uint64_t d);
 /* Close the packet that the reservation at `end` exactly filled. */
 STRATA_API void strata_ring_close_exact(struct strata_ring *ring,
 					uint64_t end, uint64_t ts);
@@ -151,14 +165,20 @@ strata_ring_ctl(struct strata_ring *ring)
 	return (struct strata_ring_ctl *)((char *)ring + STRATA_RING_CTL_OFFSET);
 }
 
+#if defined(__x86_64__)
+static strata_always_inline uint64_t strata_rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
 static strata_always_inline uint64_t strata_clock(void)
 {
 #if defined(__x86_64__)
-	if (strata_likely(strata_clock_tsc)) {
-		uint32_t lo, hi;
-		__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-		return ((uint64_t)hi << 32) | lo;
-	}
+	if (strata_likely(strata_clock_tsc))
+		return strata_rdtsc();
 #endif
 	return strata_clock_mono();
 }
@@ -315,26 +335,41 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t id
 	return 1;
 }
 
+static strata_always_inline uint64_t *strata_ring_cc(struct strata_ring *ring,
+						     uint64_t off)
+{
+	return &ring->commit[((off >> ring->pshift) & ring->nmask) *
+			     STRATA_COMMIT_STRIDE];
+}
+
+#ifdef STRATA_RSEQ_X86
+/* ring.md §7 commit: a plain add on the ring's CPU, a locked add to the
+ * remote counter from any other. x86 stores are ordered: the plain add
+ * publishes like a release (the asm is a compiler barrier). */
+static strata_always_inline void strata_ring_commit_rseq(struct rseq *rs,
+					   struct strata_ring *ring,
+					   uint64_t *cc, uint64_t bytes)
+{
+	int rc;
+
+	while (strata_unlikely(rc = strata_rseq_commit(rs, ring->cpu, cc, bytes))) {
+		if (rc == 1) { /* migrated: the remote counter */
+			strata_add_release(cc + 1, bytes);
+			break;
+		}
+	}
+}
+#endif
+
 /* Add `bytes` to the commit count of the packet holding virtual offset
  * `off` (ring.md §2 G, §7). The release publishes what the writer wrote. */
 static strata_always_inline void strata_ring_commit(struct strata_ring *ring, uint64_t off,
 				      uint64_t bytes)
 {
-	uint64_t *cc = &ring->commit[((off >> ring->pshift) & ring->nmask) *
-				     STRATA_COMMIT_STRIDE];
+	uint64_t *cc = strata_ring_cc(ring, off);
 #ifdef STRATA_RSEQ_X86
 	if (strata_likely(strata_rseq)) {
-		struct rseq *rs = strata_rseq_area();
-		int rc;
-		/* x86 stores are ordered: the plain add publishes like a
-		 * release (the asm is a compiler barrier). */
-		while (strata_unlikely(rc = strata_rseq_commit(rs, ring->cpu, cc,
-							       bytes))) {
-			if (rc == 1) { /* migrated: the remote counter */
-				strata_add_release(cc + 1, bytes);
-				break;
-			}
-		}
+		strata_ring_commit_rseq(strata_rseq_area(), ring, cc, bytes);
 		return;
 	}
 #endif
@@ -347,6 +382,80 @@ static strata_always_inline void strata_commit(struct strata_rsv *r)
 	strata_ring_commit(r->ring, r->off, (uint64_t)r->bytes);
 	strata_barrier();
 	strata_tls.nesting--;
+}
+
+#ifdef STRATA_RSEQ_X86
+/*
+ * The whole event in two restartable sequences and no call (ring.md §7,
+ * "The inline path"): reserve, write, commit. It runs only when the ring's
+ * owner hint already names this thread (no strata:thread record) and no
+ * tracepoint of this thread is in progress, and it never stores the owner:
+ * so it can neither trust nor leave behind an owner store that no
+ * reservation followed (ring.md §3), and needs no nesting guard. Anything
+ * else (first use, another thread wrote last, nesting, a packet that the
+ * event would open, fill or not fit, a timestamp gap, preemption or
+ * migration during the reservation) returns 0 having stored nothing; the
+ * caller then does the whole event on the slow path.
+ */
+static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
+				  const uint64_t *pl)
+{
+	struct rseq *rs = strata_rseq_area();
+	struct strata_ring *ring;
+	struct strata_ring_ctl *c;
+	uint64_t w, oh, ts, tn, *p;
+	uint32_t cpu, len = words * 8, i;
+
+	cpu = *(volatile uint32_t *)&rs->cpu_id_start;
+	if (strata_unlikely(cpu >= STRATA_MAX_CPUS) ||
+	    strata_unlikely(words > STRATA_MAX_WORDS) ||
+	    strata_unlikely(!(ring = strata_load_acquire(&strata_rings[cpu]))))
+		return 0;
+	c = strata_ring_ctl(ring);
+	w = strata_load_relaxed(&c->write);
+	/* owner | last_ts_hi << 32, the word after `write` */
+	oh = *(const volatile strata_u64_alias *)&c->owner;
+	/* tid | nesting << 32 */
+	tn = *(const volatile strata_u64_alias *)&strata_tls;
+	/* One compare: the owner is this thread and no tracepoint of it is
+	 * in progress (owner is never 0, a tid not yet known: STRATA_OWNER_NONE).
+	 * w - 1 and w + len in one packet: the event neither opens the
+	 * packet (pos == 0) nor fills it (pos + len == psize) nor overflows. */
+	ts = strata_rdtsc();
+	if (strata_unlikely((oh & 0xffffffffu) != tn) ||
+	    strata_unlikely(((w - 1) ^ (w + len)) >= ring->psize) ||
+	    strata_unlikely((uint32_t)(ts >> STRATA_TS_HI_SHIFT) != (uint32_t)(oh >> 32)) ||
+	    strata_unlikely(!strata_rseq_reserve_fast(rs, cpu, &c->write, w, len)))
+		return 0;
+	p = (uint64_t *)(ring->data + (w & ring->bufmask));
+	p[0] = strata_header(ts, id, words);
+	for (i = 1; i < words; i++)
+		p[i] = pl[i - 1];
+	strata_ring_commit_rseq(rs, ring, strata_ring_cc(ring, w), len);
+	return 1;
+}
+#endif
+
+/*
+ * Log one event of `words` words (header included): the payload is
+ * pl[0 .. words-2]. With constant `words` (every tracepoint of fixed
+ * size) the copy unrolls and the payload stays in registers; up to four
+ * payload words also reach the slow path in registers, as a tail call.
+ * Async-signal-safe; never blocks; drops and counts when it must.
+ */
+static strata_always_inline void strata_log_fixed(uint32_t id, uint32_t words,
+				    const uint64_t *pl)
+{
+#ifdef STRATA_RSEQ_X86
+	if (strata_likely(strata_rseq) && strata_likely(strata_log_rseq(id, words, pl)))
+		return;
+#endif
+	if (__builtin_constant_p(words) && words <= 5)
+		strata_log_slow4(id, words, words > 1 ? pl[0] : 0,
+				 words > 2 ? pl[1] : 0, words > 3 ? pl[2] : 0,
+				 words > 4 ? pl[3] : 0);
+	else
+		strata_log_slow(id, words, pl);
 }
 
 #ifdef __cplusplus

@@ -116,6 +116,37 @@ gap:
 }
 
 /*
+ * The inline path's reservation (ring.md §7, "The inline path"): R1, R2
+ * and R5 of strata_rseq_reserve(), with the clock read by the caller
+ * after it loaded w, and no owner store. On CPU `cpu`, if *wp == w,
+ * commit by adding len to *wp (an add without lock: the section is atomic
+ * on its CPU) and return 1. Anything else returns 0 having stored
+ * nothing.
+ */
+static strata_always_inline int strata_rseq_reserve_fast(struct rseq *rs, uint32_t cpu,
+					   uint64_t *wp, uint64_t w,
+					   uint64_t len)
+{
+	__asm__ __volatile__ goto(
+		STRATA_RSEQ_BEGIN
+		"cmpl %[cpu], %[cur_cpu]\n\t"            /* R1 */
+		"jnz %l[fail]\n\t"
+		"cmpq %[w], (%[wp])\n\t"                 /* R2 */
+		"jnz %l[fail]\n\t"
+		"addq %[len], (%[wp])\n\t"               /* R5: commit */
+		STRATA_RSEQ_END(fail)
+		:
+		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),
+		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),
+		  [len] "ir"(len)
+		: "memory", "cc", "rax"
+		: fail);
+	return 1;
+fail:
+	return 0;
+}
+
+/*
  * Add `bytes` to the local commit counter *cc if running on `cpu`
  * (a plain add: the section's commit); returns 0 then, 1 if the thread is
  * on another CPU now (the caller adds to the remote counter with a locked
