@@ -243,7 +243,16 @@ static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
 
 	put_layout_comment(b, ss, ev, &lay);
 	put_signature(b, ss, ev);
-	gen_buf_puts(b, "{\n\tstruct strata_rsv strata_r;\n");
+	/* Fixed size: the payload is built in a local array and logged by
+	 * strata_log_fixed() (it stays in registers on the inline path,
+	 * ring.md §7); with strings, reserve the measured size and write in
+	 * place. */
+	if (lay.nstr)
+		gen_buf_puts(b, "{\n\tstruct strata_rsv strata_r;\n");
+	else if (lay.min)
+		gen_buf_printf(b, "{\n\tuint64_t strata_w[%u];\n", lay.min / 8);
+	else
+		gen_buf_puts(b, "{\n");
 	if (ev->nfields)
 		gen_buf_puts(b, "\tunsigned char *strata_p;\n");
 	if (lay.nstr)
@@ -298,21 +307,19 @@ static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
 				       empty - bstart);
 	}
 
-	gen_buf_printf(b, "\tif (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_");
-	put_upper(b, ss->name);
 	if (lay.nstr) {
+		gen_buf_printf(b, "\tif (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_");
+		put_upper(b, ss->name);
 		gen_buf_printf(b, ", %u),\n\t\t\t    1 + (%u", ev->minor, lay.fixed);
 		for (i = 0; i < ev->nfields; i++)
 			if (ev->fields[i].type == STRATA_T_STRING)
 				gen_buf_printf(b, " + strata_c_%s", ev->fields[i].name);
 		gen_buf_puts(b, ") / 8))\n\t\treturn;\n");
-	} else {
-		gen_buf_printf(b, ", %u), %u))\n\t\treturn;\n", ev->minor,
-			       1 + lay.min / 8);
 	}
 
 	if (ev->nfields)
-		gen_buf_puts(b, "\tstrata_p = (unsigned char *)strata_r.p;\n");
+		gen_buf_puts(b, lay.nstr ? "\tstrata_p = (unsigned char *)strata_r.p;\n"
+					 : "\tstrata_p = (unsigned char *)strata_w;\n");
 	for (i = 0; i < ev->nfields; i++) {
 		const struct gen_field *f = &ev->fields[i];
 		unsigned size = gen_type_size(f->type), at = lay.off[i];
@@ -344,7 +351,14 @@ static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
 	}
 	if (ev->nfields && ev->fields[ev->nfields - 1].type != STRATA_T_STRING)
 		put_pad(b, o, align_up(o, 8));
-	gen_buf_puts(b, "\tstrata_commit(&strata_r);\n}\n\n");
+	if (lay.nstr) {
+		gen_buf_puts(b, "\tstrata_commit(&strata_r);\n}\n\n");
+	} else {
+		gen_buf_printf(b, "\tstrata_log_fixed(STRATA_ID(STRATA_MAJOR_");
+		put_upper(b, ss->name);
+		gen_buf_printf(b, ", %u), %u, %s);\n}\n\n", ev->minor,
+			       1 + lay.min / 8, lay.min ? "strata_w" : "0");
+	}
 	free(lay.off);
 	return 0;
 }

@@ -36,7 +36,7 @@ volatile uint8_t strata_gen_on_mem[4]
  */
 static inline void strata_mem_alloc(uint64_t addr, uint32_t size, uint32_t flags)
 {
-	struct strata_rsv strata_r;
+	uint64_t strata_w[2];
 	unsigned char *strata_p;
 
 	if (!strata_major_enabled(STRATA_MAJOR_MEM))
@@ -44,13 +44,11 @@ static inline void strata_mem_alloc(uint64_t addr, uint32_t size, uint32_t flags
 	if (strata_unlikely(strata_gen_on_mem[0] != 1) &&
 	    !strata_event_fire(&strata_gen_on_mem[0]))
 		return;
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_MEM, 1), 3))
-		return;
-	strata_p = (unsigned char *)strata_r.p;
+	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &addr, 8);
 	memcpy(strata_p + 8, &size, 4);
 	memcpy(strata_p + 12, &flags, 4);
-	strata_commit(&strata_r);
+	strata_log_fixed(STRATA_ID(STRATA_MAJOR_MEM, 1), 3, strata_w);
 }
 
 /*
@@ -60,7 +58,7 @@ static inline void strata_mem_alloc(uint64_t addr, uint32_t size, uint32_t flags
  */
 static inline void strata_mem_free(const void *addr)
 {
-	struct strata_rsv strata_r;
+	uint64_t strata_w[1];
 	unsigned char *strata_p;
 	const uint64_t strata_v_addr = (uintptr_t)addr;
 
@@ -69,11 +67,9 @@ static inline void strata_mem_free(const void *addr)
 	if (strata_unlikely(strata_gen_on_mem[1] != 1) &&
 	    !strata_event_fire(&strata_gen_on_mem[1]))
 		return;
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_MEM, 2), 2))
-		return;
-	strata_p = (unsigned char *)strata_r.p;
+	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &strata_v_addr, 8);
-	strata_commit(&strata_r);
+	strata_log_fixed(STRATA_ID(STRATA_MAJOR_MEM, 2), 2, strata_w);
 }
 
 /*
@@ -83,7 +79,7 @@ static inline void strata_mem_free(const void *addr)
  */
 static inline void strata_mem_lock_acquire(const void *lock)
 {
-	struct strata_rsv strata_r;
+	uint64_t strata_w[1];
 	unsigned char *strata_p;
 	const uint64_t strata_v_lock = (uintptr_t)lock;
 
@@ -92,11 +88,9 @@ static inline void strata_mem_lock_acquire(const void *lock)
 	if (strata_unlikely(strata_gen_on_mem[2] != 1) &&
 	    !strata_event_fire(&strata_gen_on_mem[2]))
 		return;
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_MEM, 3), 2))
-		return;
-	strata_p = (unsigned char *)strata_r.p;
+	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &strata_v_lock, 8);
-	strata_commit(&strata_r);
+	strata_log_fixed(STRATA_ID(STRATA_MAJOR_MEM, 3), 2, strata_w);
 }
 
 /*
@@ -106,7 +100,7 @@ static inline void strata_mem_lock_acquire(const void *lock)
  */
 static inline void strata_mem_lock_release(const void *lock)
 {
-	struct strata_rsv strata_r;
+	uint64_t strata_w[1];
 	unsigned char *strata_p;
 	const uint64_t strata_v_lock = (uintptr_t)lock;
 
@@ -115,11 +109,9 @@ static inline void strata_mem_lock_release(const void *lock)
 	if (strata_unlikely(strata_gen_on_mem[3] != 1) &&
 	    !strata_event_fire(&strata_gen_on_mem[3]))
 		return;
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_MEM, 4), 2))
-		return;
-	strata_p = (unsigned char *)strata_r.p;
+	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &strata_v_lock, 8);
-	strata_commit(&strata_r);
+	strata_log_fixed(STRATA_ID(STRATA_MAJOR_MEM, 4), 2, strata_w);
 }
 
 /* ---- subsystem net (3) ---- */

@@ -33,7 +33,7 @@ volatile uint8_t strata_gen_on_sched[1]
  */
 static inline void strata_sched_switch(uint32_t prev, uint32_t next)
 {
-	struct strata_rsv strata_r;
+	uint64_t strata_w[1];
 	unsigned char *strata_p;
 
 	if (!strata_major_enabled(STRATA_MAJOR_SCHED))
@@ -41,12 +41,10 @@ static inline void strata_sched_switch(uint32_t prev, uint32_t next)
 	if (strata_unlikely(strata_gen_on_sched[0] != 1) &&
 	    !strata_event_fire(&strata_gen_on_sched[0]))
 		return;
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_SCHED, 1), 2))
-		return;
-	strata_p = (unsigned char *)strata_r.p;
+	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &prev, 4);
 	memcpy(strata_p + 4, &next, 4);
-	strata_commit(&strata_r);
+	strata_log_fixed(STRATA_ID(STRATA_MAJOR_SCHED, 1), 2, strata_w);
 }
 
 /* ---- subsystem empty (5) ---- */

@@ -29,14 +29,12 @@ extern "C" {
  */
 static inline void strata_rt_ints(uint8_t a, uint16_t b, uint32_t c, uint64_t d, int8_t e, int16_t f, int32_t g, int64_t h)
 {
-	struct strata_rsv strata_r;
+	uint64_t strata_w[4];
 	unsigned char *strata_p;
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 1), 5))
-		return;
-	strata_p = (unsigned char *)strata_r.p;
+	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &a, 1);
 	memset(strata_p + 1, 0, 1);
 	memcpy(strata_p + 2, &b, 2);
@@ -47,7 +45,7 @@ static inline void strata_rt_ints(uint8_t a, uint16_t b, uint32_t c, uint64_t d,
 	memcpy(strata_p + 18, &f, 2);
 	memcpy(strata_p + 20, &g, 4);
 	memcpy(strata_p + 24, &h, 8);
-	strata_commit(&strata_r);
+	strata_log_fixed(STRATA_ID(STRATA_MAJOR_RT, 1), 5, strata_w);
 }
 
 /*
@@ -57,7 +55,7 @@ static inline void strata_rt_ints(uint8_t a, uint16_t b, uint32_t c, uint64_t d,
  */
 static inline void strata_rt_misc(double ratio, bool yes, bool no, const void *where)
 {
-	struct strata_rsv strata_r;
+	uint64_t strata_w[3];
 	unsigned char *strata_p;
 	const uint8_t strata_v_yes = (uint8_t)yes;
 	const uint8_t strata_v_no = (uint8_t)no;
@@ -65,15 +63,13 @@ static inline void strata_rt_misc(double ratio, bool yes, bool no, const void *w
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 2), 4))
-		return;
-	strata_p = (unsigned char *)strata_r.p;
+	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &ratio, 8);
 	memcpy(strata_p + 8, &strata_v_yes, 1);
 	memcpy(strata_p + 9, &strata_v_no, 1);
 	memset(strata_p + 10, 0, 6);
 	memcpy(strata_p + 16, &strata_v_where, 8);
-	strata_commit(&strata_r);
+	strata_log_fixed(STRATA_ID(STRATA_MAJOR_RT, 2), 4, strata_w);
 }
 
 /*
@@ -142,21 +138,19 @@ static inline void strata_rt_text(uint8_t tag, const char *msg, uint16_t after, 
  */
 static inline void strata_rt_arrays(const uint8_t bytes[3], const int16_t shorts[5], const uint32_t words[2], const int64_t big[2])
 {
-	struct strata_rsv strata_r;
+	uint64_t strata_w[5];
 	unsigned char *strata_p;
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 4), 6))
-		return;
-	strata_p = (unsigned char *)strata_r.p;
+	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, bytes, 3);
 	memset(strata_p + 3, 0, 1);
 	memcpy(strata_p + 4, shorts, 10);
 	memset(strata_p + 14, 0, 2);
 	memcpy(strata_p + 16, words, 8);
 	memcpy(strata_p + 24, big, 16);
-	strata_commit(&strata_r);
+	strata_log_fixed(STRATA_ID(STRATA_MAJOR_RT, 4), 6, strata_w);
 }
 
 /*
@@ -167,17 +161,15 @@ static inline void strata_rt_arrays(const uint8_t bytes[3], const int16_t shorts
  */
 static inline void strata_rt_span_begin(uint32_t id)
 {
-	struct strata_rsv strata_r;
+	uint64_t strata_w[1];
 	unsigned char *strata_p;
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 5), 2))
-		return;
-	strata_p = (unsigned char *)strata_r.p;
+	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &id, 4);
 	memset(strata_p + 4, 0, 4);
-	strata_commit(&strata_r);
+	strata_log_fixed(STRATA_ID(STRATA_MAJOR_RT, 5), 2, strata_w);
 }
 
 /*
@@ -187,17 +179,15 @@ static inline void strata_rt_span_begin(uint32_t id)
  */
 static inline void strata_rt_span_end(uint32_t id)
 {
-	struct strata_rsv strata_r;
+	uint64_t strata_w[1];
 	unsigned char *strata_p;
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 6), 2))
-		return;
-	strata_p = (unsigned char *)strata_r.p;
+	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &id, 4);
 	memset(strata_p + 4, 0, 4);
-	strata_commit(&strata_r);
+	strata_log_fixed(STRATA_ID(STRATA_MAJOR_RT, 6), 2, strata_w);
 }
 
 /*
@@ -206,13 +196,10 @@ static inline void strata_rt_span_end(uint32_t id)
  */
 static inline void strata_rt_none(void)
 {
-	struct strata_rsv strata_r;
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 7), 1))
-		return;
-	strata_commit(&strata_r);
+	strata_log_fixed(STRATA_ID(STRATA_MAJOR_RT, 7), 1, 0);
 }
 
 /*
