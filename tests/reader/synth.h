@@ -14,7 +14,9 @@
 #include <unistd.h>
 #include <ftw.h>
 
-enum { SYNTH_ALLOC, SYNTH_OPEN, SYNTH_THREAD, SYNTH_CLOCK, SYNTH_FREE };
+/* SYNTH_MARK: one field; SYNTH_LONG: a mem:free with a word more than
+ * its fields (valid: readers take any payload that holds them) */
+enum { SYNTH_ALLOC, SYNTH_OPEN, SYNTH_THREAD, SYNTH_CLOCK, SYNTH_FREE, SYNTH_MARK, SYNTH_LONG };
 
 struct synth_ev {
 	uint64_t ts;
@@ -49,7 +51,9 @@ static const char synth_metadata[] =
 	"  fields := struct { uint32_t _path_len; char_t path[_path_len]; int32_t fd; } align(64); };\n"
 	"event { name = \"mem:free\"; id = 65539; stream_id = 0;\n"
 	"  fields := struct { integer { size = 64; align = 64; base = 16; } addr;\n"
-	"  integer { size = 64; align = 64; signed = true; } delta; } align(64); };\n";
+	"  integer { size = 64; align = 64; signed = true; } delta; } align(64); };\n"
+	"event { name = \"mem:mark\"; id = 65540; stream_id = 0;\n"
+	"  fields := struct { integer { size = 64; align = 64; signed = true; } v; } align(64); };\n";
 
 static inline void synth_put64(uint8_t *p, uint64_t v)
 {
@@ -88,6 +92,16 @@ static inline unsigned synth_record(const struct synth_ev *e, uint32_t pid, uint
 		w[1] = e->ts * 8;
 		w[2] = (uint64_t)-(int64_t)e->ts;
 		return 3;
+	case SYNTH_LONG:
+		w[0] = ts | (uint64_t)0x10003 << 32 | (uint64_t)4 << 54;
+		w[1] = e->ts * 8;
+		w[2] = (uint64_t)-(int64_t)e->ts;
+		w[3] = ~e->ts;
+		return 4;
+	case SYNTH_MARK:
+		w[0] = ts | (uint64_t)0x10004 << 32 | (uint64_t)2 << 54;
+		w[1] = (uint64_t)-(int64_t)e->ts;
+		return 2;
 	default:
 		w[0] = ts | (uint64_t)2 << 32 | (uint64_t)2 << 54;
 		w[1] = e->ts;

@@ -109,26 +109,28 @@ static void test_read_unordered(void **state)
 }
 
 /* Batches (strata_iter_decode, strata_iter_read) against strata_iter_next:
- * three streams with tied timestamps, thread switches, clock records,
- * every class kind (whole words, a generic plan, a sequence), runs of
- * every length from one event up, across packet ends; merged, unordered,
- * with records, per stream, and through filters (a time range and a
- * narrowing one: the general path). */
-static void test_batch_decode(void **state)
+ * S streams (2: the two-cursor merge; 3: the loser tree) of different
+ * lengths, with tied timestamps, thread switches, clock records, every
+ * class kind (whole words, one field, a generic plan, a sequence, a
+ * payload longer than its fields), runs of every length from one event
+ * up, across packet ends; merged, unordered, with records, per stream,
+ * and through filters (a time range and a narrowing one: the general
+ * path). */
+static void batch_decode_streams(int S)
 {
-	(void)state;
-	enum { N = 2500, S = 3 };
-	struct synth_ev *e[S];
+	enum { N = 2500 };
+	struct synth_ev *e[3];
 	uint64_t x = 7;
 	for (int s = 0; s < S; s++) {
 		e[s] = calloc(N, sizeof(*e[s]));
 		uint64_t ts = 1000;
-		for (int i = 0; i < N; i++) {
+		for (int i = 0; i < N - 300 * s; i++) {
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 			/* runs: stream s is active in windows of varying length */
 			ts += 1 + ((x >> 60) < 2 ? (x >> 40) % 400 : 0) + (i % 11 == 0 ? 0 : 2);
 			int k = (int)((x >> 33) % 16);
-			int kind = k < 6 ? SYNTH_FREE : k < 11 ? SYNTH_ALLOC : k < 13 ? SYNTH_OPEN :
+			int kind = k < 4 ? SYNTH_FREE : k < 6 ? SYNTH_MARK : k < 10 ? SYNTH_ALLOC :
+				   k < 11 ? SYNTH_LONG : k < 13 ? SYNTH_OPEN :
 				   k < 15 ? SYNTH_THREAD : SYNTH_CLOCK;
 			if (i % 997 == 500)
 				ts += 1ull << 33; /* a jump only a clock record explains */
@@ -140,7 +142,7 @@ static void test_batch_decode(void **state)
 	char dir[] = "/tmp/strata-test-XXXXXX";
 	assert_non_null(mkdtemp(dir));
 	for (int s = 0; s < S; s++)
-		synth_write(dir, s, 100, 100 + s, e[s], N, 4096);
+		synth_write(dir, s, 100, 100 + s, e[s], N - 300 * s, 4096);
 	batch_check(dir);
 
 	struct strata_trace *t;
@@ -172,6 +174,13 @@ static void test_batch_decode(void **state)
 	synth_rmdir(dir);
 	for (int s = 0; s < S; s++)
 		free(e[s]);
+}
+
+static void test_batch_decode(void **state)
+{
+	(void)state;
+	batch_decode_streams(2);
+	batch_decode_streams(3);
 }
 
 static const char nums_meta[] =

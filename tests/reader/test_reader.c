@@ -30,8 +30,8 @@ static void test_metadata_ok(void **state)
 	assert_int_equal(m.offset_s, 1700000000);
 	assert_string_equal(rd_meta_env(&m, "procname"), "synth");
 	/* sorted by id: thread(1), clock(2), mem:alloc(65537), io:open(65538),
-	 * mem:free(65539) */
-	assert_int_equal(m.nclasses, 5);
+	 * mem:free(65539), mem:mark(65540) */
+	assert_int_equal(m.nclasses, 6);
 	const struct strata_event_class *c = &m.classes[2]->pub;
 	assert_string_equal(c->name, "mem:alloc");
 	assert_int_equal(c->id, 65537);
