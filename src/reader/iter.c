@@ -872,36 +872,45 @@ static inline __attribute__((always_inline)) void
 merge2(struct strata_iter *it, struct rd_out *o, const bool values)
 {
 	struct rd_cursor *const a = &it->cur[0], *const b = &it->cur[1];
+	/* each event takes at most fast_nf values: room for n events stays
+	 * room for the rest after n */
+	unsigned room = room_of(o, values);
 	for (;;) {
 		struct rd_slot *sa = a->sev, *sb = b->sev;
-		unsigned ra = (unsigned)(a->sev_end - sa), rb = (unsigned)(b->sev_end - sb);
-		unsigned n = room_of(o, values);
-		n = ra < n ? ra : n;
-		n = rb < n ? rb : n;
-		if (!n)
-			break;
+		struct rd_slot *const ea = a->sev_end, *const eb = b->sev_end;
 		struct rd_put p = put_begin(o);
-		for (; n; n--) {
-			/* b first only when strictly earlier: ties go to the
-			 * lower stream order, a's; the empty asm keeps the
-			 * selects from becoming a (mispredicted) branch */
-			uintptr_t m = -(uintptr_t)(sb->ev.timestamp < sa->ev.timestamp);
-			__asm__("" : "+r"(m));
-			put_staged(&p, (const struct rd_slot *)(((uintptr_t)sa & ~m) |
-								((uintptr_t)sb & m)),
-				   values);
-			sa = slot_add(sa, sizeof(*sa) & ~m);
-			sb = slot_add(sb, sizeof(*sb) & m);
+		for (;;) {
+			unsigned n = (unsigned)(ea - sa), nb = (unsigned)(eb - sb);
+			n = nb < n ? nb : n;
+			n = room < n ? room : n;
+			if (!n)
+				break;
+			room -= n;
+			for (; n; n--) {
+				/* b first only when strictly earlier: ties go
+				 * to the lower stream order, a's; the empty asm
+				 * keeps the selects from becoming a
+				 * (mispredicted) branch */
+				uintptr_t m = -(uintptr_t)(sb->ev.timestamp < sa->ev.timestamp);
+				__asm__("" : "+r"(m));
+				put_staged(&p, (const struct rd_slot *)(((uintptr_t)sa & ~m) |
+									((uintptr_t)sb & m)),
+					   values);
+				sa = slot_add(sa, sizeof(*sa) & ~m);
+				sb = slot_add(sb, sizeof(*sb) & m);
+			}
 		}
 		put_end(o, &p);
 		a->sev = sa;
 		b->sev = sb;
-		if (sa == a->sev_end || sb == b->sev_end) {
+		if (sa == ea || sb == eb) {
+			/* refill the block that ended (or its cursor leaves
+			 * the blocks): a cursor's key is its head's */
 			cursor_rekey(it, a, false);
 			cursor_rekey(it, b, false);
-			if (a->sev == a->sev_end || b->sev == b->sev_end)
-				break;
 		}
+		if (!room || a->sev == a->sev_end || b->sev == b->sev_end)
+			break;
 	}
 	/* keys at the end only; the tree of two: the winner, and the other
 	 * leaf as its loser */
