@@ -499,8 +499,8 @@ iter_step(struct strata_iter *it)
 		return NULL;
 	}
 	if (RD_UNLIKELY(cur[w].peek)) {
-		/* the event run_fast looked at: the fast path takes it, with
-		 * the timestamp that made the key */
+		/* a staged event given back (unstage): the fast path takes
+		 * it, with the timestamp that made the key */
 		cur[w].peek = false;
 		cursor_next_fast(it, &cur[w]);
 	}

@@ -113,9 +113,10 @@ struct rd_class {
 	uint32_t plan_min;       /* payload bytes the plan reads */
 	uint8_t words;           /* plan fields are whole 64-bit words: no
 				  * shift, mask or sign extension */
-	uint32_t fast_min;       /* payload bytes the batch loop needs to take
-				  * an event of this class (iter.c run_fast);
-				  * UINT32_MAX: never, the general path does */
+	uint32_t fast_min;       /* payload bytes the batch path needs to take
+				  * an event of this class (a batch entry,
+				  * struct rd_fast); UINT32_MAX: never, the
+				  * general path does */
 	struct rd_fmt_part *fmt; /* NULL: no format string */
 	unsigned nfmt;
 	/* the description as a program of literals and plain integers,
