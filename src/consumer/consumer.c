@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +22,9 @@
 #include "ring/ring.h"
 
 #define IDX_ENTRY 72 /* format.md §7 */
+/* Direct I/O: buffer address, length and file offset in multiples of this
+ * (the page: as large as any device's logical block). */
+#define DIO_ALIGN 4096u
 #define IDX_BATCH 64
 
 struct cons_stream {
@@ -28,6 +32,7 @@ struct cons_stream {
 	uint32_t pid;       /* of the ring's process (index entries) */
 	int fd;
 	int idx_fd;
+	int direct;        /* fd is O_DIRECT */
 	int dead;          /* an I/O error stopped this stream */
 	uint64_t last_disc; /* events_discarded of the last packet written */
 	uint64_t file_off; /* where the next packet goes */
@@ -50,8 +55,11 @@ struct cons {
 	 * cons_write_copy(); nothing is drained or finished from the rings. */
 	int snapshot;
 	int passive; /* external || snapshot: no thread, rings are added */
-	unsigned char *pktbuf;
+	unsigned char *pktbuf; /* DIO_ALIGN-aligned */
 	size_t pktbuf_size;
+	unsigned char *tail;   /* DIO_ALIGN bytes, aligned: a packet's last page */
+	unsigned char *bounce; /* aligned copy of an unaligned packet */
+	size_t bounce_size;
 	uint64_t salvaged, unsalvageable, dropped_bytes;
 
 	struct cons_stream *streams[STRATA_MAX_CPUS];
@@ -110,6 +118,67 @@ static int write_all(int fd, const void *buf, size_t len, off_t off)
 	return 0;
 }
 
+/*
+ * Write a packet's `content` bytes at the stream's current offset. Stream
+ * files are opened with O_DIRECT where the file system takes it (docs/
+ * record.md, "Direct I/O"): the kernel then moves the ring's pages to the
+ * device without copying them into the page cache, which is most of a
+ * buffered write's CPU cost (measured in BENCHMARKS.md). Direct I/O needs
+ * aligned lengths: the whole pages of the content are written from the
+ * packet itself, and its last partial page from a copy padded with zeros
+ * (the ring is never written to). The rest of the packet stays a hole.
+ * A file system that refuses direct writes gets buffered ones from then on.
+ */
+static int stream_write(struct cons *c, struct cons_stream *s,
+			const unsigned char *pkt, uint64_t content)
+{
+	uint64_t whole = content & ~(uint64_t)(DIO_ALIGN - 1);
+	uint64_t part = content - whole;
+	struct iovec iov[2];
+	int n = 0;
+
+	if (!s->direct)
+		goto buffered;
+	if ((uintptr_t)pkt & (DIO_ALIGN - 1)) {
+		/* a caller's copy (snapshots): through an aligned one */
+		if (c->bounce_size < s->ring->psize) {
+			free(c->bounce);
+			c->bounce = aligned_alloc(DIO_ALIGN, s->ring->psize);
+			c->bounce_size = c->bounce ? s->ring->psize : 0;
+		}
+		if (!c->bounce)
+			goto no_direct;
+		memcpy(c->bounce, pkt, content);
+		pkt = c->bounce;
+	}
+	if (whole)
+		iov[n++] = (struct iovec){(void *)pkt, whole};
+	if (part) {
+		memcpy(c->tail, pkt + whole, part);
+		memset(c->tail + part, 0, DIO_ALIGN - part);
+		iov[n++] = (struct iovec){c->tail, DIO_ALIGN};
+	}
+	size_t want = whole + (part ? DIO_ALIGN : 0);
+	ssize_t got;
+	do
+		got = pwritev(s->fd, iov, n, (off_t)s->file_off);
+	while (got < 0 && errno == EINTR);
+	if (got == (ssize_t)want)
+		return 0;
+	if (got >= 0)
+		return -ENOSPC; /* a short direct write: the device is full */
+	if (errno != EINVAL)
+		return -errno;
+	/* The file system takes O_DIRECT at open but not this write. */
+no_direct:;
+	int fl = fcntl(s->fd, F_GETFL);
+	if (fl < 0 || fcntl(s->fd, F_SETFL, fl & ~O_DIRECT) < 0)
+		return -EINVAL;
+	s->direct = 0;
+buffered:
+	return write_all(s->fd, pkt, content, (off_t)s->file_off);
+}
+
 static int idx_flush(struct cons *c, struct cons_stream *s)
 {
 	off_t end;
@@ -141,7 +210,15 @@ static struct cons_stream *stream_open(struct cons *c, struct strata_ring *r)
 	s->ring = r;
 	s->pid = c->external ? c->src.pid : strata_pid;
 	snprintf(path, sizeof(path), "%s/cpu%u", c->dir, r->cpu);
-	s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	const char *dio = getenv("STRATA_DIRECT_IO");
+	s->fd = -1;
+	if (c->tail && !(dio && !strcmp(dio, "0"))) {
+		s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT,
+			     0644);
+		s->direct = s->fd >= 0;
+	}
+	if (s->fd < 0) /* EINVAL: no direct I/O on this file system */
+		s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (s->fd < 0) {
 		cons_error(c, -errno, "cannot create stream file", path);
 		s->dead = 1;
@@ -282,7 +359,7 @@ static void write_packet_buf(struct cons *c, struct cons_stream *s,
 	}
 	/* Only the content: the padding is a hole in a sparse file, and the
 	 * file is extended to whole packets at the end. */
-	ret = write_all(s->fd, pkt, content, (off_t)s->file_off);
+	ret = stream_write(c, s, pkt, content);
 	if (ret) {
 		/* Keep only whole packets: cut the partial one. What was
 		 * written before stays a valid trace. */
@@ -506,6 +583,8 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 
 	if (!c)
 		return -ENOMEM;
+	/* no buffer: no direct I/O (stream_open), nothing else changes */
+	c->tail = aligned_alloc(DIO_ALIGN, DIO_ALIGN);
 	c->seen = calloc(1, (1u << 22) / 8);
 	if (!c->seen) {
 		ret = -ENOMEM;
@@ -575,9 +654,11 @@ int cons_add_ring(struct cons *c, struct strata_ring *ring)
 	if (c->streams[ring->cpu])
 		return -EEXIST;
 	if (ring->psize > c->pktbuf_size) {
-		void *p = realloc(c->pktbuf, ring->psize);
+		/* aligned, so that direct I/O can write from it */
+		void *p = aligned_alloc(DIO_ALIGN, ring->psize);
 		if (!p)
 			return -ENOMEM;
+		free(c->pktbuf);
 		c->pktbuf = p;
 		c->pktbuf_size = ring->psize;
 	}
@@ -791,6 +872,8 @@ static void cons_free(struct cons *c)
 	if (!c)
 		return;
 	free(c->pktbuf);
+	free(c->tail);
+	free(c->bounce);
 	free(c->raw);
 	free(c->seen);
 	free(c);
