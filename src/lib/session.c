@@ -555,6 +555,7 @@ static void sess_leave(void)
 		sess_sweep();
 	}
 	bye.rings_unsent = __atomic_load_n(&sess_rings_unsent, __ATOMIC_RELAXED);
+	bye.internal_lost = (uint32_t)statedump_lost();
 	st = __atomic_load_n(&sess_state, __ATOMIC_ACQUIRE);
 	if (st == SESS_ON && sess_send(&bye, sizeof(bye), -1))
 		st = SESS_DEAD;

@@ -28,12 +28,27 @@
  * /proc with plain stdio: a few hundred microseconds.
  */
 
-/* records attempted by the last dump: strata_stats.internal_logged */
-static uint64_t dumped;
+/* records attempted by the last dump: strata_stats.internal_logged; and
+ * those dropped (buffer full), which count among the ring's losses */
+static uint64_t dumped, dump_lost;
 
 uint64_t statedump_logged(void)
 {
 	return __atomic_load_n(&dumped, __ATOMIC_RELAXED);
+}
+
+uint64_t statedump_lost(void)
+{
+	return __atomic_load_n(&dump_lost, __ATOMIC_RELAXED);
+}
+
+static int reserve(struct strata_rsv *r, uint16_t minor, uint32_t words)
+{
+	__atomic_add_fetch(&dumped, 1, __ATOMIC_RELAXED);
+	if (strata_reserve(r, STRATA_ID(0, minor), words))
+		return 1;
+	__atomic_add_fetch(&dump_lost, 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
 /* Fixed words, then one counted string (format.md §3): `fixed` bytes of
@@ -47,8 +62,7 @@ static void put_record(uint16_t minor, const void *fixed, size_t nfixed,
 	size_t end = ALIGN_UP(nfixed + n + 1, 8);
 	uint32_t count = (uint32_t)(end - nfixed);
 
-	__atomic_add_fetch(&dumped, 1, __ATOMIC_RELAXED);
-	if (!strata_reserve(&r, STRATA_ID(0, minor), (uint32_t)(1 + end / 8)))
+	if (!reserve(&r, minor, (uint32_t)(1 + end / 8)))
 		return;
 	unsigned char *p = (unsigned char *)r.p;
 	memset(p + end - 8, 0, 8);
@@ -63,8 +77,7 @@ static void put_phase(uint32_t phase)
 {
 	struct strata_rsv r;
 
-	__atomic_add_fetch(&dumped, 1, __ATOMIC_RELAXED);
-	if (!strata_reserve(&r, STRATA_ID(0, STRATA_ID_STATEDUMP), 2))
+	if (!reserve(&r, STRATA_ID_STATEDUMP, 2))
 		return;
 	r.p[0] = phase;
 	strata_commit(&r);

@@ -16,7 +16,9 @@ void statedump_threads_update(void);
  * starts from: LTT's initial state); strata:statedump phases 2 and 3
  * bracket it. Readable /proc entries only. */
 void statedump_system(void);
-/* Records attempted so far (they count in internal_logged). */
+/* Records attempted so far (they count in internal_logged), and those
+ * of them dropped (counted in the ring's losses too). */
 uint64_t statedump_logged(void);
+uint64_t statedump_lost(void);
 
 #endif /* STRATA_LIB_STATEDUMP_H */

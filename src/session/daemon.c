@@ -748,6 +748,13 @@ static void trace_summary(struct sessd *d, FILE *log, struct sessd_totals *t)
 		if (c->bye)
 			for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
 				disc += c->byemsg.lost[k];
+		/* strata's own records (the state dump) are not the
+		 * program's events: recorded + discarded == logged. Known
+		 * for a process whose whole life is in this trace (BYE); a
+		 * long-lived one's earlier losses are in lost_base. */
+		if (c->bye && !c->lost_base)
+			disc -= disc < c->byemsg.internal_lost ? disc
+							       : c->byemsg.internal_lost;
 		/* a long-lived process: what it lost during this trace */
 		disc = disc > c->lost_base ? disc - c->lost_base : 0;
 		t->procs++;

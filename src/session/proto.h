@@ -75,7 +75,9 @@ struct sess_bye {
 	uint64_t lost[STRATA_LOST_NCAUSES]; /* over all its rings and none */
 	uint32_t rings_unsent; /* rings the daemon never got (their events
 				* are lost) */
-	uint32_t pad;
+	uint32_t internal_lost; /* strata's own records among lost[] (the
+				 * state dump's, dropped when the buffer was
+				 * full): not the program's events */
 };
 
 /* ACK: the helper thread applied generation `gen` of the session's state

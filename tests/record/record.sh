@@ -94,13 +94,25 @@ PY
 	done
 }
 
+# Wait (10 s at most) until the traced program has joined the session of
+# trace $1 (its sub-trace directory exists): before that, stopping or
+# killing `strata record` keeps the program from starting at all, which is
+# not what the cases below test.
+started() {
+	for _ in $(seq 200); do
+		compgen -G "$1/ust/pid-*" >/dev/null && return 0
+		sleep 0.05
+	done
+	fail "the program did not join the session of $1"
+}
+
 daemon() {
 	# 1. The daemon stopped (SIGSTOP) while the program runs: the program
 	# finishes; once resumed, the daemon writes what the buffers held and
 	# counts the rest: recorded + discarded == logged.
 	"$strata" record -o "$work/s" -- "$workers" 4 200000 2>"$work/s.err" &
 	rec=$!
-	sleep 0.05
+	started "$work/s"
 	kill -STOP $rec
 	for _ in $(seq 600); do grep -q 'events logged' "$work/s.err" && break; sleep 0.05; done
 	grep -q 'events logged' "$work/s.err" || { kill -CONT $rec; fail "the program did not finish while the daemon was stopped"; }
@@ -120,7 +132,7 @@ daemon() {
 	# line that events were not recorded.
 	"$strata" record -o "$work/k" -- "$workers" 4 300000 2>"$work/k.err" &
 	rec=$!
-	sleep 0.05
+	started "$work/k"
 	kill -9 $rec
 	wait $rec || true
 	for _ in $(seq 600); do grep -q 'events logged' "$work/k.err" && break; sleep 0.05; done
