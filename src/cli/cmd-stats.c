@@ -34,7 +34,7 @@ int cmd_stats(int argc, char **argv)
 	}
 	struct cli_trace ct = { .quiet_lost = true };
 	struct strata_iter *it = NULL;
-	struct scan sc;
+	struct scan sc = { .want_names = false };
 	if (cli_open(&ct, argv[optind], &fo) < 0 || cli_iter(&ct, fo.internal, &it) < 0) {
 		cli_close(&ct);
 		return 1;
