@@ -16,20 +16,10 @@
  * streams rather than growing with the bytes read. */
 #define RD_DROP_STEP (2u << 20)
 
-/* One event of a cursor's staging block (stage_block): the event as a
- * batch holds it, and its class entry (the merge decodes its values). */
-struct rd_slot {
-	struct strata_event ev;
-	const struct rd_fast *e;
-};
-
 struct rd_cursor {
-	/* hot in the batch merge (iter_blocks): the key of the cursor's
-	 * head, its staged events */
-	/* merge key: timestamp << 32 | order; RD_KEY_DONE when exhausted */
+	/* merge key of the head: timestamp << 32 | order; RD_KEY_DONE when
+	 * exhausted */
 	unsigned __int128 key;
-	struct rd_slot *sev, *sev_end; /* staged, not merged yet: the head */
-	struct rd_slot *blk;           /* the staging block, it->bcap slots */
 	/* hot: read by cursor_next_fast on every event */
 	const uint8_t *pos, *end; /* next event, end of content */
 	uint64_t prev_ts;         /* format.md §3 reconstruction base */
@@ -46,10 +36,9 @@ struct rd_cursor {
 	bool done;
 	bool pkt_damage_reported; /* once per packet */
 	bool pending;             /* ev holds an event not yet returned (seek) */
-	/* the head is not in ev yet: it is the event at pos, of a class
-	 * cursor_next_fast takes, key already set from its timestamp (a
-	 * staged event given back, unstage); iter_step consumes it when the
-	 * cursor wins */
+	/* the head is not in ev yet: it is the event at pos, one the batch
+	 * path takes (cursor_peek), prev_ts and key already its timestamp;
+	 * iter_step consumes it when the cursor wins */
 	bool peek;
 };
 
@@ -97,11 +86,6 @@ struct strata_iter {
 	unsigned ncur;
 	unsigned width;
 	unsigned *tree;
-	/* the batch path's staging blocks (iter_blocks), made at its first
-	 * use: bcap events per cursor */
-	void *stage_mem;
-	unsigned bcap;
-	bool staged;        /* some cursor may have staged events */
 };
 
 /* ---- one stream ---------------------------------------------------------------- */
@@ -346,7 +330,6 @@ static void cursor_seek(struct strata_iter *it, struct rd_cursor *c, uint64_t ts
 	c->pos = c->end = NULL;
 	c->pending = false;
 	c->peek = false;
-	c->sev = c->sev_end = c->blk;
 	/* scan within the packet (and on, if all its events are earlier) */
 	while (cursor_next(it, c))
 		if (c->ev.timestamp >= ts) {
@@ -499,7 +482,7 @@ iter_step(struct strata_iter *it)
 		return NULL;
 	}
 	if (RD_UNLIKELY(cur[w].peek)) {
-		/* a staged event given back (unstage): the fast path takes
+		/* a head peeked by the batch path: the fast path takes
 		 * it, with the timestamp that made the key */
 		cur[w].peek = false;
 		cursor_next_fast(it, &cur[w]);
@@ -508,12 +491,8 @@ iter_step(struct strata_iter *it)
 	return &cur[w];
 }
 
-static void unstage_all(struct strata_iter *it);
-
 int strata_iter_next(struct strata_iter *it, const struct strata_event **ev)
 {
-	if (RD_UNLIKELY(it->staged))
-		unstage_all(it);
 	struct rd_cursor *c = iter_step(it);
 	if (!c)
 		return 0;
@@ -544,7 +523,7 @@ struct rd_out {
 	struct strata_value *val;
 	unsigned n;              /* room for events */
 	unsigned vcap;           /* room for values */
-	unsigned fast_nf;        /* values a staged event may write */
+	unsigned fast_nf;        /* values an event of the batch path may write */
 	unsigned need;           /* values the general path may write */
 	unsigned k;              /* events written */
 	uint32_t nv;             /* values written */
@@ -565,9 +544,8 @@ _Static_assert(sizeof(struct strata_event) == 56 &&
 		       offsetof(struct strata_event, tid) == 36 &&
 		       offsetof(struct strata_event, stream) == 40 &&
 		       offsetof(struct strata_event, id) == 44 &&
-		       offsetof(struct strata_event, offset) == 48 &&
-		       offsetof(struct rd_slot, e) == 56,
-	       "stage_block writes struct strata_event as 7 words");
+		       offsetof(struct strata_event, offset) == 48,
+	       "put_direct writes struct strata_event as 7 words");
 
 /* The values of an event of entry e that is not `simple` (header at at),
  * in pairs by the class's plan; the odd one out decodes a padding entry,
@@ -580,141 +558,6 @@ static void put_fields(const struct rd_fast *e, const uint8_t *at,
 		rd_plan_value(&pl[j], at + 8, &val[j]);
 		rd_plan_value(&pl[j + 1], at + 8, &val[j + 1]);
 	}
-}
-
-/*
- * The batch path's per-stream decoder: cursor c's next events, straight
- * from the packet into its staging block, with no merge logic in the loop.
- * It takes an event only when its header matches a batch class entry
- * (struct rd_fast: not a strata record, a class with a decode plan, the
- * class's own length) and the event ends inside the packet's content; it
- * stops before any other event without consuming it, so cursor_next
- * reports or handles it exactly as strata_iter_next would. Attribution is
- * constant over a block: a strata:thread record ends it. Every byte is
- * untrusted: nothing past the header is read before the event's length is
- * checked against the content. Returns the events staged.
- */
-static inline struct rd_slot *slot_add(struct rd_slot *s, uintptr_t bytes)
-{
-	return (struct rd_slot *)((char *)s + bytes);
-}
-
-_Static_assert(sizeof(struct rd_slot) == 64, "merge2 steps by a mask of 64");
-
-static inline __attribute__((always_inline)) unsigned
-stage_block(struct rd_cursor *c, unsigned bcap, const bool tail)
-{
-	/* everything in locals: with -fno-strict-aliasing, each store below
-	 * would reload a field read through a pointer */
-	const struct rd_fast *const tab = c->sub->fast;
-	const uint32_t mult = c->sub->fast_mult;
-	const unsigned shift = c->sub->fast_shift;
-	const uint8_t *pos = c->pos, *const end = c->end;
-	/* the event's constant words: cpu beside size, pid/tid, stream
-	 * beside id (struct strata_event's layout) */
-	const uint64_t cpu_hi = (uint64_t)c->cpu << 32;
-	const uint64_t pidtid = c->pid | (uint64_t)c->tid << 32;
-	const uint64_t stream = c->order;
-	const uintptr_t map = (uintptr_t)c->map;
-	uint64_t prev = c->prev_ts;
-	struct rd_slot *s = c->blk, *const s_end = s + bcap;
-	/* content ends on a word (trace.c), so pos < end leaves a header;
-	 * without `tail` the 8 bytes at end are mapped too (the packet's
-	 * padding, or more of the file), and a header read there fails
-	 * the length check below */
-	while (s != s_end && (!tail || pos < end)) {
-		uint64_t w = rd_le64(pos);
-		uint32_t hi = (uint32_t)(w >> 32);
-		const struct rd_fast *e = &tab[(uint32_t)(hi * mult) >> shift];
-		const uint64_t size = e->size;
-		if (RD_UNLIKELY(e->hi != hi || size >= (uint64_t)(end - pos)))
-			break;
-		uint64_t ts = prev + (uint32_t)((uint32_t)w - (uint32_t)prev);
-		struct strata_event *ev = &s->ev;
-		rd_put64(ev, 0, ts);
-		rd_put64(ev, 1, (uintptr_t)&e->cls->pub);
-		rd_put64(ev, 2, (uintptr_t)(pos + 8));
-		rd_put64(ev, 3, size | cpu_hi);
-		rd_put64(ev, 4, pidtid);
-		rd_put64(ev, 5, e->id_hi | stream);
-		rd_put64(ev, 6, (uintptr_t)pos - map);
-		s->e = e;
-		prev = ts;
-		/* the header's own length (the entry's, as hi matched): the
-		 * next load's address waits on this load only, not on the
-		 * entry's too */
-		pos += (w >> 51) & ~(uint64_t)7;
-		s++;
-	}
-	c->pos = pos;
-	c->prev_ts = prev;
-	c->sev = c->blk;
-	c->sev_end = s;
-	return (unsigned)(s - c->blk);
-}
-
-/* c's head was consumed: its next one, staged if stage_block takes it,
- * else by the general path; sets c->key. */
-static __attribute__((noinline)) void
-cursor_fill(struct strata_iter *it, struct rd_cursor *c, const bool unord)
-{
-	unsigned n = 0;
-	if (c->pos >= c->end)
-		; /* packet end (or none yet): cursor_next */
-	else if ((uintptr_t)(c->map + c->s->size) - (uintptr_t)c->end >= 8)
-		n = stage_block(c, it->bcap, false);
-	else
-		n = stage_block(c, it->bcap, true);
-	if (n)
-		c->key = rd_key(c->sev->ev.timestamp, c->order, unord);
-	else if (cursor_next(it, c))
-		c->key = rd_key(c->ev.timestamp, c->order, unord);
-	else
-		c->key = RD_KEY_DONE;
-}
-
-/* Give back c's staged events: its head becomes the first of them, as a
- * peeked event at pos (same timestamp, same key), for the paths that
- * read one event at a time. */
-static void unstage(struct rd_cursor *c)
-{
-	if (c->sev == c->sev_end)
-		return;
-	const struct strata_event *ev = &c->sev->ev;
-	c->pos = c->map + ev->offset;
-	/* format.md §3 reconstruction from itself gives itself */
-	c->prev_ts = ev->timestamp;
-	c->ev.timestamp = ev->timestamp;
-	c->peek = true;
-	c->sev = c->sev_end = c->blk;
-}
-
-static void unstage_all(struct strata_iter *it)
-{
-	for (unsigned i = 0; i < it->ncur; i++)
-		unstage(&it->cur[i]);
-	it->staged = false;
-}
-
-/* Staging blocks for every cursor: false when there is no memory (the
- * batches then take the general path). A block of 64 events amortises
- * its refill; many streams get smaller ones, to stay in cache. */
-static bool stage_alloc(struct strata_iter *it)
-{
-	unsigned bcap = 8192 / it->ncur;
-	bcap = bcap > 64 ? 64 : bcap < 8 ? 8 : bcap;
-	size_t per = (size_t)bcap * sizeof(struct rd_slot);
-	char *m = aligned_alloc(64, per * it->ncur);
-	if (!m)
-		return false;
-	for (unsigned i = 0; i < it->ncur; i++) {
-		struct rd_cursor *c = &it->cur[i];
-		c->blk = (struct rd_slot *)(m + per * i);
-		c->sev = c->sev_end = c->blk;
-	}
-	it->stage_mem = m;
-	it->bcap = bcap;
-	return true;
 }
 
 /* One event by the general path: copied, fields by strata_event_fields. */
@@ -731,7 +574,7 @@ static inline void emit(struct rd_out *o, const struct strata_event *ev,
 	o->k++;
 }
 
-/* Staged events that may still be merged into o (a division only when
+/* Events of the batch path that still fit in o (a division only when
  * values are short: events of the general path took more than fast_nf
  * each). */
 static inline unsigned room_of(const struct rd_out *o, const bool values)
@@ -742,33 +585,60 @@ static inline unsigned room_of(const struct rd_out *o, const bool values)
 	return room;
 }
 
-/* The merge's uncommon cases, for the winner: no room for its staged
- * head, a peeked head (staged now, same key), a head of the general path
- * (emitted; the cursor advances), the end. False when the batch is done. */
-static __attribute__((noinline)) bool
-batch_slow(struct strata_iter *it, struct rd_out *o, const bool values,
-	   const bool unord)
+/*
+ * The batch path's class lookup: the entry of the event whose header word
+ * is w, at `at` (< end: content ends on a word, trace.c, so a header is
+ * there), when the batch path takes it, else NULL. The header's upper half
+ * matching an entry (struct rd_fast) proves at once that the id is a class
+ * with a decode plan, not a strata record, and that the event has its
+ * class's length; the length is then checked against the content, so every
+ * word the plan reads is inside it.
+ */
+struct rd_fast_tab {
+	const struct rd_fast *tab;
+	uint32_t mult;
+	unsigned shift;
+};
+
+static inline struct rd_fast_tab fast_tab(const struct rd_subtrace *sub)
 {
-	unsigned w = it->tree[0];
-	struct rd_cursor *c = &it->cur[w];
-	if (c->sev != c->sev_end)
-		return room_of(o, values) != 0;
-	if (c->key == RD_KEY_DONE)
-		return false;
-	if (c->peek) {
-		c->peek = false;
-		cursor_fill(it, c, unord);
-	} else {
-		if (o->k >= o->n || (values && o->vcap - o->nv < o->need))
-			return false;
-		emit(o, &c->ev, values);
-		cursor_fill(it, c, unord);
-	}
-	replay(it, w, c->key);
-	return true;
+	return (struct rd_fast_tab){ sub->fast, sub->fast_mult, sub->fast_shift };
 }
 
-/* Where the merge loops write: the batch's next event, first and value
+static inline __attribute__((always_inline)) const struct rd_fast *
+fast_at(const struct rd_fast_tab *ft, const uint8_t *at, const uint8_t *end,
+	uint64_t w)
+{
+	uint32_t hi = (uint32_t)(w >> 32);
+	const struct rd_fast *e = &ft->tab[(uint32_t)(hi * ft->mult) >> ft->shift];
+	if (RD_UNLIKELY(e->hi != hi || e->size >= (uint64_t)(end - at)))
+		return NULL;
+	return e;
+}
+
+/* A cursor's constants while the batch path writes its events: its end of
+ * content and the words of struct strata_event that do not change from one
+ * event to the next (attribution changes only in cursor_next). */
+struct rd_lane {
+	const uint8_t *end;
+	uint64_t cpu_hi;  /* cpu << 32: beside size (word 3) */
+	uint64_t pidtid;  /* word 4 */
+	uint64_t stream;  /* beside id (word 5) */
+	uintptr_t map;    /* offsets (word 6) */
+};
+
+static inline struct rd_lane lane_of(const struct rd_cursor *c)
+{
+	return (struct rd_lane){
+		.end = c->end,
+		.cpu_hi = (uint64_t)c->cpu << 32,
+		.pidtid = c->pid | (uint64_t)c->tid << 32,
+		.stream = c->order,
+		.map = (uintptr_t)c->map,
+	};
+}
+
+/* Where the batch loops write: the batch's next event, first and value
  * (locals of the loop, so in registers). */
 struct rd_put {
 	struct strata_event *ev;
@@ -790,17 +660,24 @@ put_end(struct rd_out *o, const struct rd_put *p)
 	o->nv = p->nv;
 }
 
-/* Staged event s into the batch: the event, then its values decoded from
- * the payload (fields 0 and 1 by the entry's own plan, with no loop: the
- * common case), into the room of fast_nf >= 2 per event that the caller
- * checked (room_of). */
+/* The event at `at` (entry e, timestamp ts, of lane l) into the batch,
+ * straight from the packet: the event's seven words, then its values
+ * (fields 0 and 1 by the entry's own plan, with no loop: the common
+ * case), into the room of fast_nf >= 2 per event that the caller checked
+ * (room_of). */
 static inline __attribute__((always_inline)) void
-put_staged(struct rd_put *p, const struct rd_slot *s, const bool values)
+put_direct(struct rd_put *p, const uint8_t *at, uint64_t ts, const struct rd_fast *e,
+	   const struct rd_lane *l, const bool values)
 {
-	memcpy(p->ev++, &s->ev, sizeof(s->ev));
+	struct strata_event *ev = p->ev++;
+	rd_put64(ev, 0, ts);
+	rd_put64(ev, 1, (uintptr_t)&e->cls->pub);
+	rd_put64(ev, 2, (uintptr_t)(at + 8));
+	rd_put64(ev, 3, e->size | l->cpu_hi);
+	rd_put64(ev, 4, l->pidtid);
+	rd_put64(ev, 5, e->id_hi | l->stream);
+	rd_put64(ev, 6, (uintptr_t)at - l->map);
 	if (values) {
-		const struct rd_fast *e = s->e;
-		const uint8_t *at = s->ev.payload - 8;
 		const unsigned nf = e->nf;
 		*p->first++ = p->nv;
 		if (RD_LIKELY(e->simple)) {
@@ -814,132 +691,196 @@ put_staged(struct rd_put *p, const struct rd_slot *s, const bool values)
 	}
 }
 
-/* c's staged head was taken: its key from the next staged event, or its
- * next head (cursor_fill) when the block is used up. */
-static inline __attribute__((always_inline)) void
-cursor_rekey(struct strata_iter *it, struct rd_cursor *c, const bool unord)
+/* c's next event as its head, when the batch path takes it (fast_at):
+ * peeked at pos, its timestamp in prev_ts and in the key. False, with
+ * nothing changed, otherwise. */
+static inline __attribute__((always_inline)) bool
+cursor_peek(struct rd_cursor *c, const bool unord)
 {
-	if (c->sev == c->sev_end)
-		cursor_fill(it, c, unord);
+	const uint8_t *at = c->pos;
+	if (RD_UNLIKELY(at >= c->end))
+		return false;
+	uint64_t w = rd_le64(at);
+	struct rd_fast_tab ft = fast_tab(c->sub);
+	if (!fast_at(&ft, at, c->end, w))
+		return false;
+	c->prev_ts += (uint32_t)((uint32_t)w - (uint32_t)c->prev_ts);
+	c->peek = true;
+	c->key = rd_key(c->prev_ts, c->order, unord);
+	return true;
+}
+
+/* c's head was taken: its next one, peeked if the batch path takes it,
+ * else by cursor_next (packet ends, records, damage, unknown ids, other
+ * lengths), exactly as for strata_iter_next; sets c->key. */
+static __attribute__((noinline)) void
+cursor_advance(struct strata_iter *it, struct rd_cursor *c, const bool unord)
+{
+	c->peek = false;
+	if (cursor_peek(c, unord))
+		return;
+	if (cursor_next(it, c))
+		c->key = rd_key(c->ev.timestamp, c->order, unord);
 	else
-		c->key = rd_key(c->sev->ev.timestamp, c->order, unord);
-}
-
-/* The winner w's staged events, while it stays the winner whatever its
- * keys: the other cursors are done, or STRATA_ITER_UNORDERED (the stream
- * order ranks first). A block at a time, no compare per event. */
-static inline __attribute__((always_inline)) void
-drain1(struct strata_iter *it, struct rd_out *o, unsigned w, const bool values,
-       const bool unord)
-{
-	struct rd_cursor *c = &it->cur[w];
-	unsigned n = room_of(o, values), left = (unsigned)(c->sev_end - c->sev);
-	struct rd_slot *s = c->sev;
-	struct rd_put p = put_begin(o);
-	for (unsigned i = n < left ? n : left; i; i--)
-		put_staged(&p, s++, values);
-	c->sev = s;
-	put_end(o, &p);
-	cursor_rekey(it, c, unord);
-	replay(it, w, c->key);
-}
-
-/* One event of the winner (staged), then its matches replayed: the merge
- * of any number of cursors. */
-static inline __attribute__((always_inline)) void
-step1(struct strata_iter *it, struct rd_out *o, unsigned w, const bool values,
-      const bool unord)
-{
-	struct rd_cursor *c = &it->cur[w];
-	struct rd_put p = put_begin(o);
-	put_staged(&p, c->sev, values);
-	put_end(o, &p);
-	c->sev++;
-	cursor_rekey(it, c, unord);
-	replay(it, w, c->key);
+		c->key = RD_KEY_DONE;
 }
 
 /*
- * The merge of two cursors that both have staged events (one process on
- * two CPUs, the common case), with both heads in registers: per event one
- * compare picks the head and the other stays, by a mask, with no branch
- * and no store reloaded on the way from one pick to the next (the
- * loop-carried chain is a load and a compare). It runs n events at a time,
- * n no more than either block holds (so neither ends inside), and goes
- * on through refills while both cursors stage their next events.
+ * The winner c's peeked events into the batch while its key stays below
+ * lim (`bounded`; else while it has events: the other cursors are done,
+ * or STRATA_ITER_UNORDERED, where the stream order ranks first), straight
+ * from the packet: per event the class lookup, the checks and the writes,
+ * no merge logic. Leaves c with its next head (key set); the caller
+ * replays its matches.
  */
 static inline __attribute__((always_inline)) void
-merge2(struct strata_iter *it, struct rd_out *o, const bool values)
+drain_direct(struct strata_iter *it, struct rd_out *o, struct rd_cursor *c,
+	     const bool values, const bool unord, const bool bounded,
+	     unsigned __int128 lim)
+{
+	const struct rd_fast_tab ft = fast_tab(c->sub);
+	const struct rd_lane l = lane_of(c);
+	const uint8_t *at = c->pos;
+	uint64_t ts = c->prev_ts, w = rd_le64(at);
+	const struct rd_fast *e = fast_at(&ft, at, l.end, w); /* peeked: taken */
+	unsigned room = room_of(o, values);
+	struct rd_put p = put_begin(o);
+	bool gone = false;
+	/* the head is peeked: e is its entry; the loop puts it, then reads
+	 * the next header, which ends the loop unless the path takes it */
+	for (; room; room--) {
+		if (bounded && !(rd_key(ts, c->order, false) < lim))
+			break;
+		put_direct(&p, at, ts, e, &l, values);
+		at += (w >> 51) & ~(uint64_t)7; /* the header's length: e's */
+		if (RD_UNLIKELY(at >= l.end)) {
+			gone = true;
+			break;
+		}
+		w = rd_le64(at);
+		e = fast_at(&ft, at, l.end, w);
+		if (RD_UNLIKELY(!e)) {
+			gone = true;
+			break;
+		}
+		ts += (uint32_t)((uint32_t)w - (uint32_t)ts);
+	}
+	put_end(o, &p);
+	c->pos = at;
+	c->prev_ts = ts;
+	if (gone)
+		cursor_advance(it, c, unord); /* not peekable: cursor_next */
+	else
+		c->key = rd_key(ts, c->order, unord);
+}
+
+/* x where m is 0, y where m is all ones, with no branch */
+static inline uint64_t rd_sel(uint64_t x, uint64_t y, uint64_t m)
+{
+	return x ^ ((x ^ y) & m);
+}
+
+/*
+ * The merge of two cursors of one sub-trace that both have peeked heads
+ * (one process on two CPUs, the common case), straight from the packets
+ * into the batch: per event one compare picks the head (ties to the lower
+ * stream, cursor 0) and the other stays, by a mask, with no branch; the
+ * chosen cursor's next header is looked up and checked as drain_direct
+ * does, and the loop ends, with that cursor at the event, when the batch
+ * path does not take it. The next header's address comes from the
+ * header's own length, so the chain from one pick to the next is a load
+ * and a few operations.
+ */
+static inline __attribute__((always_inline)) void
+merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values)
 {
 	struct rd_cursor *const a = &it->cur[0], *const b = &it->cur[1];
-	/* each event takes at most fast_nf values: room for n events stays
-	 * room for the rest after n */
+	const struct rd_fast_tab ft = fast_tab(a->sub);
+	/* the heads (event, its header, its entry) and lanes by cursor:
+	 * indexed by the pick, only the timestamps stay in registers */
+	struct rd_lane lane[2] = { lane_of(a), lane_of(b) };
+	const uint8_t *pos[2] = { a->pos, b->pos };
+	uint64_t hw[2] = { rd_le64(a->pos), rd_le64(b->pos) };
+	const struct rd_fast *he[2] = { fast_at(&ft, a->pos, lane[0].end, hw[0]),
+					fast_at(&ft, b->pos, lane[1].end, hw[1]) };
+	uint64_t ta = a->prev_ts, tb = b->prev_ts;
 	unsigned room = room_of(o, values);
-	for (;;) {
-		struct rd_slot *sa = a->sev, *sb = b->sev;
-		struct rd_slot *const ea = a->sev_end, *const eb = b->sev_end;
-		struct rd_put p = put_begin(o);
-		for (;;) {
-			unsigned n = (unsigned)(ea - sa), nb = (unsigned)(eb - sb);
-			n = nb < n ? nb : n;
-			n = room < n ? room : n;
-			if (!n)
-				break;
-			room -= n;
-			for (; n; n--) {
-				/* b first only when strictly earlier: ties go
-				 * to the lower stream order, a's; the empty asm
-				 * keeps the selects from becoming a
-				 * (mispredicted) branch */
-				uintptr_t m = -(uintptr_t)(sb->ev.timestamp < sa->ev.timestamp);
-				__asm__("" : "+r"(m));
-				put_staged(&p, (const struct rd_slot *)(((uintptr_t)sa & ~m) |
-									((uintptr_t)sb & m)),
-					   values);
-				sa = slot_add(sa, sizeof(*sa) & ~m);
-				sb = slot_add(sb, sizeof(*sb) & m);
-			}
-		}
-		put_end(o, &p);
-		a->sev = sa;
-		b->sev = sb;
-		if (sa == ea || sb == eb) {
-			/* refill the block that ended (or its cursor leaves
-			 * the blocks): a cursor's key is its head's */
-			cursor_rekey(it, a, false);
-			cursor_rekey(it, b, false);
-		}
-		if (!room || a->sev == a->sev_end || b->sev == b->sev_end)
+	struct rd_put p = put_begin(o);
+	int gone = -1;
+	for (; room; room--) {
+		/* b first only when strictly earlier; the empty asm keeps the
+		 * selects from becoming a (mispredicted) branch */
+		uint64_t m = -(uint64_t)(tb < ta);
+		__asm__("" : "+r"(m));
+		const unsigned w = (unsigned)m & 1;
+		const uint8_t *at = pos[w];
+		const uint64_t ts = rd_sel(ta, tb, m);
+		put_direct(&p, at, ts, he[w], &lane[w], values);
+		const uint8_t *np = at + ((hw[w] >> 51) & ~(uint64_t)7);
+		pos[w] = np;
+		if (RD_UNLIKELY(np >= lane[w].end)) {
+			gone = (int)w;
 			break;
+		}
+		const uint64_t nw = rd_le64(np);
+		const struct rd_fast *ne = fast_at(&ft, np, lane[w].end, nw);
+		if (RD_UNLIKELY(!ne)) {
+			gone = (int)w;
+			break;
+		}
+		hw[w] = nw;
+		he[w] = ne;
+		const uint64_t nt = ts + (uint32_t)((uint32_t)nw - (uint32_t)ts);
+		ta = rd_sel(nt, ta, m);
+		tb = rd_sel(tb, nt, m);
 	}
-	/* keys at the end only; the tree of two: the winner, and the other
-	 * leaf as its loser */
-	if (a->sev != a->sev_end)
-		a->key = rd_key(a->sev->ev.timestamp, a->order, false);
-	if (b->sev != b->sev_end)
-		b->key = rd_key(b->sev->ev.timestamp, b->order, false);
+	put_end(o, &p);
+	a->pos = pos[0];
+	b->pos = pos[1];
+	for (int i = 0; i < 2; i++) {
+		struct rd_cursor *c = i ? b : a;
+		uint64_t t = i ? tb : ta;
+		c->prev_ts = t; /* a gone cursor's: of the event it gave last */
+		if (i == gone)
+			cursor_advance(it, c, false);
+		else
+			c->key = rd_key(t, c->order, false);
+	}
+	/* the tree of two: the winner, and the other leaf as its loser */
 	unsigned w = b->key < a->key;
 	it->tree[0] = w;
 	it->tree[1] = w ^ 1;
 }
 
+/* The key of the runner-up when w wins: the least of the losers on w's
+ * path to the root (each lost its last match to w). */
+static inline unsigned __int128 runner_up(const struct strata_iter *it, unsigned w)
+{
+	unsigned __int128 k = RD_KEY_DONE;
+	for (unsigned node = (w + it->width) >> 1; node; node >>= 1) {
+		unsigned __int128 lk = it->cur[it->tree[node]].key;
+		k = lk < k ? lk : k;
+	}
+	return k;
+}
+
 /*
- * The body of strata_iter_read and strata_iter_decode: a merge of
- * blocks. Each cursor decodes its stream ahead into a staging block
- * (stage_block, a tight loop with no merge logic); the staged events are
- * then merged and copied out: two cursors by merge2, more by the loser
- * tree one event at a time (replay: no data-dependent branch), a lone or
- * unordered one a block at a time (drain1). However finely the streams
- * interleave (a thread logs a few events between two of another's), an
- * event costs the same as in a long run. Heads the blocks do not take
- * (packet ends, records, damage, unknown ids, other lengths) go through
- * cursor_next, exactly as strata_iter_next's do (batch_slow); filters
- * with conditions take the general path for every event. Staged events
- * stay staged between calls; the one-event paths give them back first
- * (unstage).
+ * The body of strata_iter_read and strata_iter_decode. Each cursor's head
+ * is peeked (cursor_peek: an event the batch path takes, read in place)
+ * or came from cursor_next (the general path: packet starts, events after
+ * records, damage, unknown ids, other lengths, classes without a plan),
+ * exactly as strata_iter_next's heads. The winner's peeked events go
+ * straight from the packet into the batch: while it wins whatever its
+ * keys (a lone cursor, the others done, STRATA_ITER_UNORDERED) or as long
+ * as it stays below the runner-up (drain_direct), and two cursors of one
+ * sub-trace interleave by merge2_direct with no branch per pick. A head of
+ * the general path is copied, its fields decoded by strata_event_fields.
+ * Filters with conditions take the general path for every event. Peeked
+ * heads stay peeked between calls; strata_iter_next takes them as they
+ * are (iter_step).
  */
 static inline __attribute__((always_inline)) void
-iter_blocks(struct strata_iter *it, struct rd_out *o, const bool values,
+iter_direct(struct strata_iter *it, struct rd_out *o, const bool values,
 	    const bool unord, const unsigned width)
 {
 	struct rd_cursor *const cur = it->cur;
@@ -948,30 +889,38 @@ iter_blocks(struct strata_iter *it, struct rd_out *o, const bool values,
 	if (it->advance_top) {
 		/* strata_iter_next returned the winner's head */
 		unsigned w = it->tree[0];
-		cursor_fill(it, &cur[w], unord);
+		cursor_advance(it, &cur[w], unord);
 		replay(it, w, cur[w].key);
 		it->advance_top = false;
 	}
-	it->staged = true;
 	for (;;) {
 		unsigned w = it->tree[0];
 		struct rd_cursor *c = &cur[w];
-		if (RD_UNLIKELY(c->sev == c->sev_end || !room_of(o, values))) {
-			if (!batch_slow(it, o, values, unord))
+		if (RD_UNLIKELY(c->key == RD_KEY_DONE))
+			break;
+		if (RD_UNLIKELY(!c->peek)) {
+			if (o->k >= o->n || (values && o->vcap - o->nv < o->need))
 				break;
+			emit(o, &c->ev, values);
+			cursor_advance(it, c, unord);
+		} else if (!room_of(o, values)) {
+			break;
 		} else if (unord || width == 1 ||
 			   (width == 2 && cur[w ^ 1].key == RD_KEY_DONE)) {
-			drain1(it, o, w, values, unord);
-		} else if (width == 2 && cur[w ^ 1].sev != cur[w ^ 1].sev_end) {
-			merge2(it, o, values);
+			drain_direct(it, o, c, values, unord, false, 0);
+		} else if (width == 2 && cur[w ^ 1].peek && cur[0].sub == cur[1].sub) {
+			merge2_direct(it, o, values);
+			continue; /* the tree is set */
 		} else {
-			step1(it, o, w, values, unord);
+			drain_direct(it, o, c, values, unord, true,
+				     width == 2 ? cur[w ^ 1].key : runner_up(it, w));
 		}
+		replay(it, w, c->key);
 	}
 }
 
 /* The general path for every event: filters with conditions, internal
- * records, no memory for staging blocks. */
+ * records. */
 static void iter_general(struct strata_iter *it, struct rd_out *o, const bool values)
 {
 	while (o->k < o->n && (!values || o->vcap - o->nv >= o->need)) {
@@ -982,18 +931,18 @@ static void iter_general(struct strata_iter *it, struct rd_out *o, const bool va
 	}
 }
 
-/* iter_blocks for the iterator's mode and tree width. */
+/* iter_direct for the iterator's mode and tree width. */
 static inline __attribute__((always_inline)) void
-iter_blocks_w(struct strata_iter *it, struct rd_out *o, const bool values)
+iter_direct_w(struct strata_iter *it, struct rd_out *o, const bool values)
 {
 	if (it->unordered)
-		iter_blocks(it, o, values, true, 0); /* drain1 only */
+		iter_direct(it, o, values, true, 0); /* drain_direct only */
 	else if (it->width == 2)
-		iter_blocks(it, o, values, false, 2);
+		iter_direct(it, o, values, false, 2);
 	else if (it->width == 1)
-		iter_blocks(it, o, values, false, 1);
+		iter_direct(it, o, values, false, 1);
 	else
-		iter_blocks(it, o, values, false, 0);
+		iter_direct(it, o, values, false, 0);
 }
 
 static void iter_batch(struct strata_iter *it, struct rd_out *o, const bool values)
@@ -1001,14 +950,12 @@ static void iter_batch(struct strata_iter *it, struct rd_out *o, const bool valu
 	/* a filter with no condition (the CLI always makes one) keeps the
 	 * fast path; conditions added later take effect at once */
 	bool fast = it->fast && (!it->f || !it->f->narrowed);
-	if (it->staged && !fast)
-		unstage_all(it);
-	if (!fast || (!it->stage_mem && !stage_alloc(it)))
+	if (!fast)
 		iter_general(it, o, values);
 	else if (values)
-		iter_blocks_w(it, o, true);
+		iter_direct_w(it, o, true);
 	else
-		iter_blocks_w(it, o, false);
+		iter_direct_w(it, o, false);
 }
 
 int strata_iter_read(struct strata_iter *it, struct strata_event *evs, unsigned n)
@@ -1029,7 +976,7 @@ int strata_batch_alloc(const struct strata_trace *t, unsigned cap,
 		return -ENOMEM;
 	b->t = t;
 	b->cap = cap;
-	/* run_fast needs fast_nf per event, the general path the largest
+	/* put_direct needs fast_nf per event, the general path the largest
 	 * class rounded up to whole plan steps (strata_event_fields) */
 	unsigned need = (t->max_nf + RD_PLAN_STEP - 1) / RD_PLAN_STEP * RD_PLAN_STEP;
 	b->vcap = cap * t->fast_nf + need;
@@ -1080,7 +1027,6 @@ int strata_iter_seek(struct strata_iter *it, uint64_t ts)
 		struct rd_cursor *c = &it->cur[i];
 		cursor_seek(it, c, ts);
 	}
-	it->staged = false; /* cursor_seek dropped them */
 	it->started = false;
 	return 0;
 }
@@ -1155,6 +1101,5 @@ void strata_iter_destroy(struct strata_iter *it)
 		return;
 	free(it->cur);
 	free(it->tree);
-	free(it->stage_mem);
 	free(it);
 }

@@ -173,7 +173,7 @@ struct rd_packet {
 };
 
 /*
- * The batch path's class lookup (iter.c stage_block), by the upper half of
+ * The batch path's class lookup (iter.c fast_at), by the upper half of
  * an event's header word (format.md §3: length and id): one compare of
  * `hi` proves the id is a class with a decode plan, not a strata record
  * (major 0), and that the event has exactly the class's length, so the
