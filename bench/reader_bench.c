@@ -180,9 +180,9 @@ static int fold_batch(const struct strata_batch *b, uint64_t *sum, uint64_t *nf)
  * Full decode: open, iterate, read every field of every event.
  *   next       merged by time, one strata_iter_next call per event
  *   read       merged by time, strata_iter_read batches of 256
- *   unordered  STRATA_ITER_UNORDERED (stream after stream), batches
  *   batch      merged by time, strata_iter_decode: events with their
  *              fields decoded, batches of 1024
+ *   unordered  the same with STRATA_ITER_UNORDERED (stream after stream)
  */
 static int decode(const char *dir, const char *mode)
 {
@@ -211,7 +211,7 @@ static int decode(const char *dir, const char *mode)
 			fold(ev, v, &sum, &nf);
 			n++;
 		}
-	} else if (m == 3) {
+	} else if (m >= 2) {
 		struct strata_batch *b;
 		int k;
 		if (strata_batch_alloc(t, 1024, &b) < 0)

@@ -178,7 +178,7 @@ echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 echo "| full decode, merged by time, strata_iter_decode batches (M events/s) | $(col "$s_batch" 1) | $(col "$s_batch" 2) | $(col "$s_batch" 3) MiB | $(col "$b_dec" 1) | $(col "$b_dec" 2) | $(col "$b_dec" 3) MiB | $r_dec |"
 echo "| full decode, merged by time, strata_iter_read + strata_event_fields per event (M events/s) | $(col "$s_read" 1) | $(col "$s_read" 2) | $(col "$s_read" 3) MiB | | | | $r_read |"
 echo "| full decode, merged, strata_iter_next per event (M events/s) | $(col "$s_next" 1) | $(col "$s_next" 2) | $(col "$s_next" 3) MiB | | | | |"
-echo "| full decode, stream after stream (STRATA_ITER_UNORDERED) (M events/s) | $(col "$s_unord" 1) | $(col "$s_unord" 2) | $(col "$s_unord" 3) MiB | | | | |"
+echo "| full decode, stream after stream (STRATA_ITER_UNORDERED), strata_iter_decode batches (M events/s) | $(col "$s_unord" 1) | $(col "$s_unord" 2) | $(col "$s_unord" 3) MiB | | | | |"
 echo "| text listing to /dev/null, \`strata print\` (M events/s) | $(col "$s_print" 1) | $(col "$s_print" 2) | $(col "$s_print" 3) MiB | $(col "$b_print" 1) | $(col "$b_print" 2) | $(col "$b_print" 3) MiB | $r_print |"
 echo "| seek to a random time, then read the event | $seekline | | | n/a | | | |"
 if [ -n "$bigrss" ]; then
