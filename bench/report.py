@@ -261,9 +261,12 @@ def main():
         w("### Where the time goes on this machine")
         w("")
         w("Each row is one non-inlined call per event doing one thing (1 thread). "
-          "strata's fast path (docs/ring.md §2) does an `rdtsc`, a `lock cmpxchg` "
-          "on the ring's write offset and a `lock xadd` on the packet's commit "
-          "count, so the model row is its lower bound with this design.")
+          "strata's CAS protocol (docs/ring.md §2, the fallback) does an `rdtsc`, a "
+          "`lock cmpxchg` on the ring's write offset and a `lock xadd` on the "
+          "packet's commit count: the last row is its lower bound, which is why "
+          "strata writes rings with restartable sequences where it can (ring.md §7: "
+          "an `rdtsc` and two plain adds, each in an rseq critical section, and no "
+          "locked instruction).")
         w("")
         w("| part | ns/event | × floor |")
         w("| --- | --- | --- |")

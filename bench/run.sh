@@ -3,11 +3,15 @@
 # `make bench`: builds the benchmarks, runs strata, the floor, LTTng-UST and FxT side by side, writes BENCHMARKS.md.
 #
 # usage: bench/run.sh [--smoke] [--no-build] [--bin-dir DIR] [--out-dir DIR] [--threads N]
+#                     [--no-reader | --reader-only]
 #   --smoke     tiny sizes, a few seconds, no LTTng daemon; writes OUT/BENCHMARKS.md only
 #   --no-build  use the programs already in --bin-dir (default build-bench/bench)
 #   --out-dir   where traces and raw results go (default build-bench/bench-out, or
 #               build-bench/bench-smoke with --smoke; on disk)
 #   --threads   threads of the "one per core" runs (default: the CPUs we may use)
+#   --no-reader     leave out the Reader section (bench/reader_bench.sh)
+#   --reader-only   run only the Reader section and put it in place of the one
+#                   in BENCHMARKS.md (the producer figures stay as they were)
 # Environment knobs (defaults in brackets): BENCH_EVENTS [1000000] events per thread
 # per repetition, BENCH_REPS [7], BENCH_PAUSE_MS [300], BENCH_SUST_MS [2000],
 # BENCH_WORKERS_RUNS [7], BENCH_WORKERS_ARGS ["2 4000000"], BENCH_PAIRED_FLOOR [1].
@@ -20,6 +24,8 @@ DO_BUILD=1
 BIN=""
 OUT=""
 THREADS=""
+READER=1
+PRODUCER=1
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -28,7 +34,9 @@ while [ $# -gt 0 ]; do
 	--bin-dir) BIN=$2; shift ;;
 	--out-dir) OUT=$2; shift ;;
 	--threads) THREADS=$2; shift ;;
-	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	--no-reader) READER=0 ;;
+	--reader-only) PRODUCER=0 ;;
+	-h|--help) sed -n '2,18p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -72,6 +80,8 @@ if [ $DO_BUILD = 1 ]; then
 fi
 
 mkdir -p "$OUT"
+# ---- producer runs, up to the report (all skipped by --reader-only) ----------------
+if [ $PRODUCER = 1 ]; then
 # only what an earlier run left here: --out-dir may name a shared folder
 rm -rf "$OUT"/raw.txt "$OUT"/env.txt "$OUT"/stderr.log "$OUT"/strata-* "$OUT"/lttng-* \
 	"$OUT"/fxt-* "$OUT"/cg-* "$OUT"/callgrind.* "$OUT"/workers-trace
@@ -340,6 +350,20 @@ cleanup
 python3 "$ROOT/bench/report.py" --raw "$RAW" --env "$ENVF" --out "$REPORT" \
 	$([ $SMOKE = 1 ] && echo --smoke)
 note "wrote $REPORT (raw results: $RAW)"
+else
+	LOG=$OUT/stderr-reader.log
+	: >"$LOG"
+	# the Reader section is the report's last: cut it, a new one follows
+	[ -f "$REPORT" ] || { echo "run.sh: --reader-only needs $REPORT" >&2; exit 1; }
+	python3 - "$REPORT" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+i = s.find("\n## Reader\n")
+open(p, "w").write(s if i < 0 else s[:i] + "\n")
+PY
+fi
+[ $READER = 1 ] || exit 0
 
 # ---- reader: libstrata-reader and `strata print` against babeltrace2 -----------
 # bench/reader_bench.sh records its own trace (examples/workers) under $OUT and

@@ -265,6 +265,7 @@ static uint64_t scan_events(struct cons *c, const unsigned char *pkt,
 	const uint64_t *w = (const uint64_t *)(pkt + STRATA_PACKET_HEADER);
 	const uint64_t *end = (const uint64_t *)(pkt + content);
 	uint64_t n = 0;
+	uint32_t last = 0; /* an id known to be seen (0: strata's own) */
 
 	while (w < end) {
 		uint64_t h = *w;
@@ -278,6 +279,9 @@ static uint64_t scan_events(struct cons *c, const unsigned char *pkt,
 		}
 		if (id >> 16) {
 			n++;
+			if (id == last)
+				goto next; /* runs of one event: no bitmap look-up */
+			last = id;
 			if (!(c->seen[id >> 3] & (1u << (id & 7)))) {
 				c->seen[id >> 3] |= (uint8_t)(1u << (id & 7));
 				if (!event_lookup(c, id)) {
