@@ -65,6 +65,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		strata_iter_destroy(it);
 	}
+	/* stream after stream, events without values, one at a time between */
+	struct strata_event evs[4];
+	io.flags = STRATA_ITER_UNORDERED;
+	if (strata_iter_create(t, &io, &it) == 0) {
+		while (strata_iter_read(it, evs, 4) > 0)
+			if (strata_iter_next(it, &ev) <= 0)
+				break;
+		strata_iter_destroy(it);
+	}
 	strata_trace_close(t);
 	return 0;
 }
