@@ -780,63 +780,133 @@ static inline uint64_t rd_sel(uint64_t x, uint64_t y, uint64_t m)
 	return x ^ ((x ^ y) & m);
 }
 
+/* The pick of merge2_direct: all ones when tb < ta (b first), else 0,
+ * and the earlier of the two in *ts, by conditional moves: a branch
+ * would be mispredicted at every switch of stream. */
+static inline uint64_t pick2(uint64_t ta, uint64_t tb, uint64_t *ts)
+{
+	uint64_t m, t;
+#if defined(__x86_64__)
+	__asm__("mov %[ta], %[t]\n\t"
+		"cmp %[ta], %[tb]\n\t"
+		"cmovb %[tb], %[t]\n\t"
+		"sbb %[m], %[m]"
+		: [m] "=&r"(m), [t] "=&r"(t)
+		: [ta] "r"(ta), [tb] "r"(tb)
+		: "cc");
+#else
+	m = -(uint64_t)(tb < ta);
+	__asm__("" : "+r"(m)); /* keeps the select from becoming a branch */
+	t = rd_sel(ta, tb, m);
+#endif
+	*ts = t;
+	return m;
+}
+
+/* The winner of pick2's mask m takes timestamp t: *ta when m is 0, else
+ * *tb (conditional moves). */
+static inline void take2(uint64_t *ta, uint64_t *tb, uint64_t t, uint64_t m)
+{
+#if defined(__x86_64__)
+	__asm__("test %[m], %[m]\n\t"
+		"cmovz %[t], %[a]\n\t"
+		"cmovnz %[t], %[b]"
+		: [a] "+r"(*ta), [b] "+r"(*tb)
+		: [t] "r"(t), [m] "r"(m)
+		: "cc");
+#else
+	*ta = rd_sel(t, *ta, m);
+	*tb = rd_sel(*tb, t, m);
+#endif
+}
+
+/* One cursor's state in merge2_direct, a cache line indexed by the pick:
+ * its head (peeked: its entry e matched, inside the content), the header
+ * word of the event after it (nw, read one step ahead; 0 past the
+ * content, which matches no entry), and its lane. */
+struct rd_head {
+	const uint8_t *at;
+	const struct rd_fast *e;
+	uint64_t nw;
+	uint64_t tn; /* the timestamp of the event after the head */
+	struct rd_lane l;
+} __attribute__((aligned(64)));
+
+/* The header word after the head at `at` (entry e, so its length is e's
+ * and it ends inside the content, at most at end), or 0 when the content
+ * ends there. */
+static inline uint64_t next_word(const uint8_t *at, const struct rd_fast *e,
+				 const uint8_t *end)
+{
+	const uint8_t *np = at + 8 + e->size;
+	return np < end ? rd_le64(np) : 0;
+}
+
 /*
  * The merge of two cursors of one sub-trace that both have peeked heads
  * (one process on two CPUs, the common case), straight from the packets
  * into the batch: per event one compare picks the head (ties to the lower
- * stream, cursor 0) and the other stays, by a mask, with no branch; the
- * chosen cursor's next header is looked up and checked as drain_direct
- * does, and the loop ends, with that cursor at the event, when the batch
- * path does not take it. The next header's address comes from the
- * header's own length, so the chain from one pick to the next is a load
- * and a few operations.
+ * stream, cursor 0) and the other stays, by a mask, with no branch. Each
+ * cursor's next timestamp is known one step ahead (ta/tb the heads', na/nb
+ * those of the events after them, from the header read when the head was
+ * taken), so the next pick waits on no load: the chain from one pick to
+ * the next is the compare and two selects. The winner's next event becomes
+ * its head once its header is looked up and checked as drain_direct does;
+ * the loop ends, with that cursor at the event, when the batch path does
+ * not take it.
  */
 static inline __attribute__((always_inline)) void
 merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values)
 {
 	struct rd_cursor *const a = &it->cur[0], *const b = &it->cur[1];
 	const struct rd_fast_tab ft = fast_tab(a->sub);
-	/* the heads (event, its header, its entry) and lanes by cursor:
-	 * indexed by the pick, only the timestamps stay in registers */
-	struct rd_lane lane[2] = { lane_of(a), lane_of(b) };
-	const uint8_t *pos[2] = { a->pos, b->pos };
-	uint64_t hw[2] = { rd_le64(a->pos), rd_le64(b->pos) };
-	const struct rd_fast *he[2] = { fast_at(&ft, a->pos, lane[0].end, hw[0]),
-					fast_at(&ft, b->pos, lane[1].end, hw[1]) };
+	struct rd_head hd[2];
+	for (int i = 0; i < 2; i++) {
+		const struct rd_cursor *c = &it->cur[i];
+		hd[i].l = lane_of(c);
+		hd[i].at = c->pos;
+		hd[i].e = fast_at(&ft, c->pos, c->end, rd_le64(c->pos)); /* peeked */
+		hd[i].nw = next_word(c->pos, hd[i].e, c->end);
+		hd[i].tn = c->prev_ts +
+			   (uint32_t)((uint32_t)hd[i].nw - (uint32_t)c->prev_ts);
+	}
 	uint64_t ta = a->prev_ts, tb = b->prev_ts;
 	unsigned room = room_of(o, values);
 	struct rd_put p = put_begin(o);
 	int gone = -1;
 	for (; room; room--) {
-		/* b first only when strictly earlier; the empty asm keeps the
-		 * selects from becoming a (mispredicted) branch */
-		uint64_t m = -(uint64_t)(tb < ta);
-		__asm__("" : "+r"(m));
-		const unsigned w = (unsigned)m & 1;
-		const uint8_t *at = pos[w];
-		const uint64_t ts = rd_sel(ta, tb, m);
-		put_direct(&p, at, ts, he[w], &lane[w], values);
-		const uint8_t *np = at + ((hw[w] >> 51) & ~(uint64_t)7);
-		pos[w] = np;
-		if (RD_UNLIKELY(np >= lane[w].end)) {
-			gone = (int)w;
-			break;
-		}
-		const uint64_t nw = rd_le64(np);
-		const struct rd_fast *ne = fast_at(&ft, np, lane[w].end, nw);
+		/* b first only when strictly earlier */
+		uint64_t ts;
+		const uint64_t m = pick2(ta, tb, &ts);
+		/* &hd[m & 1], with no shift */
+		struct rd_head *const h =
+			(struct rd_head *)((char *)hd + (m & sizeof(*hd)));
+		const uint64_t tn = h->tn;
+		const uint8_t *const at = h->at;
+		const struct rd_fast *const e = h->e;
+		put_direct(&p, at, ts, e, &h->l, values);
+		const uint8_t *const np = at + 8 + e->size;
+		const uint64_t nw = h->nw;
+		h->at = np;
+		const struct rd_fast *const ne = fast_at(&ft, np, h->l.end, nw);
 		if (RD_UNLIKELY(!ne)) {
-			gone = (int)w;
+			/* content ends (nw 0), or the general path takes
+			 * the next event; ta/tb keep the last given */
+			gone = (int)(h - hd);
 			break;
 		}
-		hw[w] = nw;
-		he[w] = ne;
-		const uint64_t nt = ts + (uint32_t)((uint32_t)nw - (uint32_t)ts);
-		ta = rd_sel(nt, ta, m);
-		tb = rd_sel(tb, nt, m);
+		h->e = ne;
+		/* the header after it: its length is ne's (matched) */
+		const uint8_t *const nnp = np + ((nw >> 51) & ~(uint64_t)7);
+		const uint64_t nnw = nnp < h->l.end ? rd_le64(nnp) : 0;
+		h->nw = nnw;
+		h->tn = tn + (uint32_t)((uint32_t)nnw - (uint32_t)tn);
+		/* the winner's head is its next event */
+		take2(&ta, &tb, tn, m);
 	}
 	put_end(o, &p);
-	a->pos = pos[0];
-	b->pos = pos[1];
+	a->pos = hd[0].at;
+	b->pos = hd[1].at;
 	for (int i = 0; i < 2; i++) {
 		struct rd_cursor *c = i ? b : a;
 		uint64_t t = i ? tb : ta;
@@ -850,6 +920,18 @@ merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values)
 	unsigned w = b->key < a->key;
 	it->tree[0] = w;
 	it->tree[1] = w ^ 1;
+}
+
+static __attribute__((noinline)) void merge2_values(struct strata_iter *it,
+							 struct rd_out *o)
+{
+	merge2_direct(it, o, true);
+}
+
+static __attribute__((noinline)) void merge2_events(struct strata_iter *it,
+							 struct rd_out *o)
+{
+	merge2_direct(it, o, false);
 }
 
 /* The key of the runner-up when w wins: the least of the losers on w's
@@ -909,7 +991,10 @@ iter_direct(struct strata_iter *it, struct rd_out *o, const bool values,
 			   (width == 2 && cur[w ^ 1].key == RD_KEY_DONE)) {
 			drain_direct(it, o, c, values, unord, false, 0);
 		} else if (width == 2 && cur[w ^ 1].peek && cur[0].sub == cur[1].sub) {
-			merge2_direct(it, o, values);
+			if (values)
+				merge2_values(it, o);
+			else
+				merge2_events(it, o);
 			continue; /* the tree is set */
 		} else {
 			drain_direct(it, o, c, values, unord, true,
