@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "rd.h"
 
 /* Consumed stream bytes are given back to the kernel in steps of this
@@ -560,6 +564,28 @@ static void put_fields(const struct rd_fast *e, const uint8_t *at,
 	}
 }
 
+/* The values of a `simple` entry e's event (header at at): the 16 bytes
+ * at voff beside the entry's value heads, two 16-byte values written
+ * whole (so no stale byte of the batch survives); with one field the
+ * second write, at val[0], is the value kept (struct rd_fast). */
+static inline __attribute__((always_inline)) void
+put_words(const struct rd_fast *e, const uint8_t *at, struct strata_value *val)
+{
+	char *const v = (char *)val;
+#if defined(__SSE2__)
+	const __m128i x = _mm_loadu_si128((const __m128i *)(at + e->voff));
+	const __m128i h = _mm_loadu_si128((const __m128i *)e->vh);
+	_mm_storeu_si128((__m128i *)v, _mm_unpacklo_epi64(h, x));
+	_mm_storeu_si128((__m128i *)(v + 2 * e->voff), _mm_unpackhi_epi64(h, x));
+#else
+	const uint64_t x0 = rd_le64(at + e->voff), x1 = rd_le64(at + e->voff + 8);
+	memcpy(v, &e->vh[0], 8);
+	memcpy(v + 8, &x0, 8);
+	memcpy(v + 2 * e->voff, &e->vh[1], 8);
+	memcpy(v + 2 * e->voff + 8, &x1, 8);
+#endif
+}
+
 /* One event by the general path: copied, fields by strata_event_fields. */
 static inline void emit(struct rd_out *o, const struct strata_event *ev,
 			const bool values)
@@ -597,12 +623,12 @@ static inline unsigned room_of(const struct rd_out *o, const bool values)
 struct rd_fast_tab {
 	const struct rd_fast *tab;
 	uint32_t mult;
-	unsigned shift;
+	uint32_t mask;
 };
 
 static inline struct rd_fast_tab fast_tab(const struct rd_subtrace *sub)
 {
-	return (struct rd_fast_tab){ sub->fast, sub->fast_mult, sub->fast_shift };
+	return (struct rd_fast_tab){ sub->fast, sub->fast_mult, sub->fast_mask };
 }
 
 static inline __attribute__((always_inline)) const struct rd_fast *
@@ -610,7 +636,9 @@ fast_at(const struct rd_fast_tab *ft, const uint8_t *at, const uint8_t *end,
 	uint64_t w)
 {
 	uint32_t hi = (uint32_t)(w >> 32);
-	const struct rd_fast *e = &ft->tab[(uint32_t)(hi * ft->mult) >> ft->shift];
+	const struct rd_fast *e =
+		(const struct rd_fast *)((const char *)ft->tab +
+					 (((uint32_t)(hi * ft->mult) >> 16) & ft->mask));
 	if (RD_UNLIKELY(e->hi != hi || e->size >= (uint64_t)(end - at)))
 		return NULL;
 	return e;
@@ -678,16 +706,13 @@ put_direct(struct rd_put *p, const uint8_t *at, uint64_t ts, const struct rd_fas
 	rd_put64(ev, 5, e->id_hi | l->stream);
 	rd_put64(ev, 6, (uintptr_t)at - l->map);
 	if (values) {
-		const unsigned nf = e->nf;
 		*p->first++ = p->nv;
-		if (RD_LIKELY(e->simple)) {
-			rd_plan_word(&e->pl[0], at, &p->val[0]);
-			rd_plan_word(&e->pl[1], at, &p->val[1]);
-		} else {
+		if (RD_LIKELY(e->simple))
+			put_words(e, at, p->val);
+		else
 			put_fields(e, at, p->val);
-		}
-		p->val += nf;
-		p->nv += nf;
+		p->val = (struct strata_value *)((char *)p->val + e->vbytes);
+		p->nv += e->nf;
 	}
 }
 

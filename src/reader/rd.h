@@ -95,16 +95,6 @@ static inline void rd_plan_value(const struct rd_plan *pl, const uint8_t *p,
 	v->u = x;
 }
 
-/* rd_plan_value for a field that is a whole word (rd_class.words). */
-static inline void rd_plan_word(const struct rd_plan *pl, const uint8_t *p,
-				struct strata_value *v)
-{
-	uint64_t x, head = pl->vtype;
-	memcpy(&x, p + pl->word, 8);
-	memcpy(v, &head, 8);
-	v->u = x;
-}
-
 struct rd_class {
 	struct strata_event_class pub;
 	struct rd_plan *plan;    /* non-NULL when every field fits the plan */
@@ -181,21 +171,25 @@ struct rd_packet {
  * valid too; the general path takes them.
  */
 struct rd_fast {
-	/* the plan of fields 0 and 1, by offset from the header: decoded
-	 * without a check of the field count (zero entries for a class with
-	 * fewer read the header, mask 0); fields 2.. by cls->plan */
-	struct rd_plan pl[2];
+	/* `simple` classes (one or two fields, whole words: at payload
+	 * bytes 0 and 8): the 16 bytes at voff from the header hold the
+	 * fields, the last one in the upper half (voff 8 * (nf - 1), so a
+	 * lone field comes with the header), and vh the heads (type, count
+	 * 0) of the values that the lower and the upper half make; with
+	 * one field, the upper half's value is the one kept */
+	uint64_t vh[2];
+	uint64_t voff;
+	uint64_t vbytes;       /* nf * sizeof(struct strata_value) */
 	uint32_t hi;           /* header bits 32..63 this entry takes */
 	uint16_t nf;           /* fields */
-	uint8_t simple;        /* at most 2 fields, whole words: pl only */
+	uint8_t simple;        /* vh and voff make the values, else cls->plan */
 	uint8_t pad;
 	uint64_t size;         /* payload bytes */
 	uint64_t id_hi;        /* id << 32 (struct strata_event's word 5) */
 	const struct rd_class *cls;
 };
 
-_Static_assert(sizeof(struct rd_fast) == 64 && RD_PLAN_STEP >= 2,
-	       "one cache line per class; plans hold fields 0 and 1");
+_Static_assert(sizeof(struct rd_fast) == 64, "one cache line per class");
 
 struct rd_subtrace {
 	char *dir;
@@ -204,17 +198,21 @@ struct rd_subtrace {
 	struct rd_class **by_major[64];
 	uint32_t nminor[64];
 	uint32_t vpid;
-	/* rd_fast entries by (hi * fast_mult) >> fast_shift; an empty slot
-	 * holds a hi that hashes elsewhere, so it matches no header */
+	/* rd_fast entries: the one of hi at byte offset
+	 * ((hi * fast_mult) >> 16) & fast_mask (fast_mask: (slots - 1) << 6,
+	 * a multiply, a shift and a mask, no shift by a register); an empty
+	 * slot holds a hi that hashes elsewhere, so it matches no header */
 	struct rd_fast *fast;
 	uint32_t fast_mult;
-	uint8_t fast_shift;
+	uint32_t fast_mask;
 };
 
 static inline const struct rd_fast *rd_fast_slot(const struct rd_subtrace *s,
 						 uint32_t hi)
 {
-	return &s->fast[(uint32_t)(hi * s->fast_mult) >> s->fast_shift];
+	return (const struct rd_fast *)((const char *)s->fast +
+					(((uint32_t)(hi * s->fast_mult) >> 16) &
+					 s->fast_mask));
 }
 
 struct rd_stream {

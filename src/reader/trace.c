@@ -545,10 +545,11 @@ static uint32_t fast_hi(const struct rd_subtrace *sub, const struct rd_class *c)
 	return (c->plan_min / 8 + 1) << 22 | id;
 }
 
-/* Slot of hi in a table of 1 << bits entries with multiplier mult. */
+/* Slot of hi in a table of 1 << bits entries with multiplier mult (bits
+ * 22.. of the product: rd_fast_slot). */
 static uint32_t fast_idx(uint32_t hi, uint32_t mult, unsigned bits)
 {
-	return (uint32_t)(hi * mult) >> (32 - bits);
+	return ((uint32_t)(hi * mult) >> 22) & ((1u << bits) - 1);
 }
 
 /*
@@ -594,7 +595,7 @@ static int build_fast(struct rd_subtrace *sub)
 	if (!sub->fast)
 		return -ENOMEM;
 	sub->fast_mult = mults[mi];
-	sub->fast_shift = (uint8_t)(32 - bits);
+	sub->fast_mask = ((1u << bits) - 1) << 6;
 	for (uint32_t i = 0; i < 1u << bits; i++) {
 		uint32_t h = 0;
 		while (fast_idx(h, mults[mi], bits) == i)
@@ -608,14 +609,20 @@ static int build_fast(struct rd_subtrace *sub)
 		if (!hi || fast_idx(e->hi, mults[mi], bits) == fast_idx(hi, mults[mi], bits))
 			continue; /* not taken, or its slot is taken */
 		e->hi = hi;
-		e->nf = (uint16_t)c->pub.nfields;
+		unsigned nf = c->pub.nfields;
+		e->nf = (uint16_t)nf;
+		e->vbytes = (uint64_t)nf * sizeof(struct strata_value);
 		e->size = c->plan_min;
 		e->id_hi = (uint64_t)c->pub.id << 32;
 		e->cls = c;
-		e->simple = c->pub.nfields <= 2 && (c->words || !c->pub.nfields);
-		for (unsigned j = 0; j < 2 && c->plan; j++) {
-			e->pl[j] = c->plan[j]; /* padded to RD_PLAN_STEP */
-			e->pl[j].word += 8;
+		/* fields at payload bytes 0 (and 8), inside the event: the
+		 * plan reads them (plan_min) */
+		e->simple = c->plan && c->words && (nf == 1 || nf == 2) &&
+			    c->plan[0].word == 0 && (nf == 1 || c->plan[1].word == 8);
+		if (e->simple) {
+			e->voff = 8 * (nf - 1);
+			e->vh[0] = c->plan[0].vtype;
+			e->vh[1] = c->plan[nf - 1].vtype;
 		}
 	}
 	return 0;
