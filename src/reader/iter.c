@@ -845,7 +845,7 @@ static inline void take2(uint64_t *ta, uint64_t *tb, uint64_t t, uint64_t m)
 #endif
 }
 
-/* One cursor's state in merge2_direct, a cache line indexed by the pick:
+/* One cursor's state in merge2_direct, indexed by the pick mask:
  * its head (peeked: its entry e matched, inside the content), the header
  * word of the event after it (nw, read one step ahead; 0 past the
  * content, which matches no entry), and its lane. */
@@ -855,7 +855,7 @@ struct rd_head {
 	uint64_t nw;
 	uint64_t tn; /* the timestamp of the event after the head */
 	struct rd_lane l;
-} __attribute__((aligned(64)));
+};
 
 /* The header word after the head at `at` (entry e, so its length is e's
  * and it ends inside the content, at most at end), or 0 when the content
@@ -917,7 +917,7 @@ merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values)
 		if (RD_UNLIKELY(!ne)) {
 			/* content ends (nw 0), or the general path takes
 			 * the next event; ta/tb keep the last given */
-			gone = (int)(h - hd);
+			gone = h != hd;
 			break;
 		}
 		h->e = ne;
