@@ -631,14 +631,22 @@ static inline struct rd_fast_tab fast_tab(const struct rd_subtrace *sub)
 	return (struct rd_fast_tab){ sub->fast, sub->fast_mult, sub->fast_mask };
 }
 
+/* The slot of header word w (the entry of w's class when its hi is w's
+ * upper half). */
+static inline __attribute__((always_inline)) const struct rd_fast *
+fast_slot(const struct rd_fast_tab *ft, uint64_t w)
+{
+	uint32_t hi = (uint32_t)(w >> 32);
+	return (const struct rd_fast *)((const char *)ft->tab +
+					(((uint32_t)(hi * ft->mult) >> 16) & ft->mask));
+}
+
 static inline __attribute__((always_inline)) const struct rd_fast *
 fast_at(const struct rd_fast_tab *ft, const uint8_t *at, const uint8_t *end,
 	uint64_t w)
 {
 	uint32_t hi = (uint32_t)(w >> 32);
-	const struct rd_fast *e =
-		(const struct rd_fast *)((const char *)ft->tab +
-					 (((uint32_t)(hi * ft->mult) >> 16) & ft->mask));
+	const struct rd_fast *e = fast_slot(ft, w);
 	if (RD_UNLIKELY(e->hi != hi || e->size >= (uint64_t)(end - at)))
 		return NULL;
 	return e;
@@ -913,16 +921,17 @@ merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values)
 		const uint8_t *const np = at + 8 + e->size;
 		const uint64_t nw = h->nw;
 		h->at = np;
-		const struct rd_fast *const ne = fast_at(&ft, np, h->l.end, nw);
-		if (RD_UNLIKELY(!ne)) {
+		/* fast_at, its bound by the end of the event after: when
+		 * the entry matches, the header's length is the class's */
+		const struct rd_fast *const ne = fast_slot(&ft, nw);
+		const uint8_t *const nnp = np + ((nw >> 51) & ~(uint64_t)7);
+		if (RD_UNLIKELY(ne->hi != (uint32_t)(nw >> 32) || nnp > h->l.end)) {
 			/* content ends (nw 0), or the general path takes
 			 * the next event; ta/tb keep the last given */
 			gone = h != hd;
 			break;
 		}
 		h->e = ne;
-		/* the header after it: its length is ne's (matched) */
-		const uint8_t *const nnp = np + ((nw >> 51) & ~(uint64_t)7);
 		const uint64_t nnw = nnp < h->l.end ? rd_le64(nnp) : 0;
 		h->nw = nnw;
 		h->tn = tn + (uint32_t)((uint32_t)nnw - (uint32_t)tn);
