@@ -807,11 +807,13 @@ drain_direct(struct strata_iter *it, struct rd_out *o, struct rd_cursor *c,
 		c->key = rd_key(ts, c->order, unord);
 }
 
+#if !defined(__x86_64__)
 /* x where m is 0, y where m is all ones, with no branch */
 static inline uint64_t rd_sel(uint64_t x, uint64_t y, uint64_t m)
 {
 	return x ^ ((x ^ y) & m);
 }
+#endif
 
 /* The pick of merge2_direct: all ones when tb < ta (b first), else 0,
  * and the earlier of the two in *ts, by conditional moves: a branch
