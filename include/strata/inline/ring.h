@@ -420,7 +420,10 @@ static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
 	/* One compare: the owner is this thread and no tracepoint of it is
 	 * in progress (owner is never 0, a tid not yet known: STRATA_OWNER_NONE).
 	 * w - 1 and w + len in one packet: the event neither opens the
-	 * packet (pos == 0) nor fills it (pos + len == psize) nor overflows. */
+	 * packet (pos == 0) nor fills it (pos + len == psize) nor overflows.
+	 * The clock is read after w is loaded, in program order (ring.md §7):
+	 * the empty asm takes w, and volatile asms keep their order. */
+	__asm__ __volatile__("" : : "r"(w));
 	ts = strata_rdtsc();
 	if (strata_unlikely((oh & 0xffffffffu) != tn) ||
 	    strata_unlikely(((w - 1) ^ (w + len)) >= ring->psize) ||
