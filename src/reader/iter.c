@@ -572,17 +572,19 @@ static inline __attribute__((always_inline)) void
 put_words(const struct rd_fast *e, const uint8_t *at, struct strata_value *val)
 {
 	char *const v = (char *)val;
+	const uint64_t off = e->voff; /* not read again after a store */
 #if defined(__SSE2__)
-	const __m128i x = _mm_loadu_si128((const __m128i *)(at + e->voff));
+	const __m128i x = _mm_loadu_si128((const __m128i *)(at + off));
 	const __m128i h = _mm_loadu_si128((const __m128i *)e->vh);
 	_mm_storeu_si128((__m128i *)v, _mm_unpacklo_epi64(h, x));
-	_mm_storeu_si128((__m128i *)(v + 2 * e->voff), _mm_unpackhi_epi64(h, x));
+	_mm_storeu_si128((__m128i *)(v + 2 * off), _mm_unpackhi_epi64(h, x));
 #else
-	const uint64_t x0 = rd_le64(at + e->voff), x1 = rd_le64(at + e->voff + 8);
-	memcpy(v, &e->vh[0], 8);
+	const uint64_t x0 = rd_le64(at + off), x1 = rd_le64(at + off + 8);
+	const uint64_t h0 = e->vh[0], h1 = e->vh[1];
+	memcpy(v, &h0, 8);
 	memcpy(v + 8, &x0, 8);
-	memcpy(v + 2 * e->voff, &e->vh[1], 8);
-	memcpy(v + 2 * e->voff + 8, &x1, 8);
+	memcpy(v + 2 * off, &h1, 8);
+	memcpy(v + 2 * off + 8, &x1, 8);
 #endif
 }
 
@@ -706,10 +708,12 @@ put_direct(struct rd_put *p, const uint8_t *at, uint64_t ts, const struct rd_fas
 	   const struct rd_lane *l, const bool values)
 {
 	struct strata_event *ev = p->ev++;
+	/* read before the stores, which may alias it: not read twice */
+	const uint64_t size = e->size;
 	rd_put64(ev, 0, ts);
 	rd_put64(ev, 1, (uintptr_t)&e->cls->pub);
 	rd_put64(ev, 2, (uintptr_t)(at + 8));
-	rd_put64(ev, 3, e->size | l->cpu_hi);
+	rd_put64(ev, 3, size | l->cpu_hi);
 	rd_put64(ev, 4, l->pidtid);
 	rd_put64(ev, 5, e->id_hi | l->stream);
 	rd_put64(ev, 6, (uintptr_t)at - l->map);
@@ -919,8 +923,8 @@ merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values)
 		const uint64_t tn = h->tn;
 		const uint8_t *const at = h->at;
 		const struct rd_fast *const e = h->e;
-		put_direct(&p, at, ts, e, &h->l, values);
 		const uint8_t *const np = at + 8 + e->size;
+		put_direct(&p, at, ts, e, &h->l, values);
 		const uint64_t nw = h->nw;
 		h->at = np;
 		/* fast_at, its bound by the end of the event after: when
