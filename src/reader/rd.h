@@ -226,6 +226,7 @@ struct rd_stream {
 	uint64_t npackets;
 	uint32_t cpu;
 	uint64_t begin, end, discarded, packets_lost;
+	bool random; /* sought in: the reader reads ahead itself (iter.c) */
 };
 
 struct strata_trace {
