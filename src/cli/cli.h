@@ -33,6 +33,9 @@ int cli_statedump_system(const char *trace);
 /* --clock tsc|mono of record and daemon: sets STRATA_CLOCK and this
  * process's clock; 0, or -1 after one error line. */
 int cli_clock_opt(const char *arg);
+/* -k GROUPS of record, daemon and ktrace: ORed into *groups; 0, or -1
+ * after one error line (also where strata has no kernel support). */
+int cli_kernel_opt(const char *cmd, const char *arg, unsigned *groups);
 #ifdef STRATA_HAVE_KERNEL
 struct kern_session;
 /* -k of record and daemon: start kernel streams into TRACE (pid: that

@@ -192,21 +192,10 @@ int cmd_daemon(int argc, char **argv)
 			if (cli_clock_opt(optarg))
 				return 2;
 			break;
-		case 'k': {
-#ifdef STRATA_HAVE_KERNEL
-			const char *bad = NULL;
-			if (kern_groups_parse(optarg, &kgroups, &bad) < 0) {
-				cli_err(NULL, "daemon: --kernel: unknown group '%s' "
-					"(sched, irq, syscalls, all)", bad ? bad : optarg);
+		case 'k':
+			if (cli_kernel_opt("daemon", optarg, &kgroups))
 				return 2;
-			}
-#else
-			cli_err(NULL, "daemon: --kernel: this strata was built "
-				"without libtracefs");
-			return 2;
-#endif
 			break;
-		}
 		default:
 			fputs(cmd_daemon_usage, stderr);
 			return 2;

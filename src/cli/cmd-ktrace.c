@@ -63,17 +63,10 @@ int cmd_ktrace(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+k:e:o:p:c", opts, NULL)) != -1) {
 		switch (c) {
-		case 'k': {
-			const char *bad = NULL;
-			unsigned g;
-			if (kern_groups_parse(optarg, &g, &bad) < 0) {
-				cli_err(NULL, "-k: unknown group '%s' (sched, irq, syscalls, all)",
-					bad ? bad : optarg);
+		case 'k':
+			if (cli_kernel_opt("ktrace", optarg, &groups))
 				return 1;
-			}
-			groups |= g;
 			break;
-		}
 		case 'e':
 			if (nevents < 64)
 				events[nevents++] = optarg;

@@ -107,6 +107,28 @@ void cli_snapshot(struct sessd *d, const char *dir)
 	fprintf(stderr, "strata: %s\n", line);
 }
 
+int cli_kernel_opt(const char *cmd, const char *arg, unsigned *groups)
+{
+#ifdef STRATA_HAVE_KERNEL
+	const char *bad = NULL;
+	unsigned g;
+	if (kern_groups_parse(arg, &g, &bad) < 0) {
+		cli_err(NULL, "%s: --kernel: unknown group '%s' (sched, irq, "
+			"syscalls, all)", cmd, bad ? bad : arg);
+		return -1;
+	}
+	*groups |= g;
+	return 0;
+#else
+	(void)arg;
+	(void)groups;
+	cli_err(NULL, "%s: --kernel: this strata was built without kernel "
+		"support (install libtracefs-dev libtraceevent-dev and rebuild)",
+		cmd);
+	return -1;
+#endif
+}
+
 #ifdef STRATA_HAVE_KERNEL
 struct kern_session *cli_kernel_start(const char *trace, unsigned groups,
 				      const int *pid)
@@ -228,7 +250,8 @@ int cmd_record(int argc, char **argv)
 		{"kernel-system", no_argument, NULL, O_KSYSTEM},
 		{NULL, 0, NULL, 0},
 	};
-	const char *out = NULL, *kgroups = NULL;
+	const char *out = NULL;
+	unsigned groups = 0; /* -k */
 	struct cli_ring_opts ro;
 	int ksystem = 0;
 	char defout[64];
@@ -245,7 +268,10 @@ int cmd_record(int argc, char **argv)
 		}
 		switch (o) {
 		case 'o': out = optarg; break;
-		case 'k': kgroups = optarg; break;
+		case 'k':
+			if (cli_kernel_opt("record", optarg, &groups))
+				return 2;
+			break;
 		case O_KSYSTEM: ksystem = 1; break;
 		case 'v': verbose = 1; break;
 		case O_CLOCK:
@@ -288,24 +314,6 @@ int cmd_record(int argc, char **argv)
 	}
 	if (cli_ring_env(&ro, "record"))
 		return 2;
-#ifdef STRATA_HAVE_KERNEL
-	unsigned groups = 0;
-	if (kgroups) {
-		const char *bad = NULL;
-		if (kern_groups_parse(kgroups, &groups, &bad) < 0) {
-			cli_err(NULL, "record: --kernel: unknown group '%s' (sched, "
-				"irq, syscalls, all)", bad ? bad : kgroups);
-			return 2;
-		}
-	}
-#else
-	if (kgroups) {
-		cli_err(NULL, "record: --kernel: this strata was built without "
-			"kernel support (install libtracefs-dev libtraceevent-dev "
-			"and rebuild)");
-		return 2;
-	}
-#endif
 	(void)ksystem;
 	if (!out) {
 		time_t t = time(NULL);
@@ -346,7 +354,7 @@ int cmd_record(int argc, char **argv)
 	 * is recording (and its pid is in the filter): its first instruction
 	 * is traced at both levels. */
 	int gate[2] = {-1, -1};
-	if (kgroups && pipe(gate) < 0) {
+	if (groups && pipe(gate) < 0) {
 		cli_err(NULL, "record: pipe: %s", strerror(errno));
 		return 1;
 	}
@@ -374,7 +382,7 @@ int cmd_record(int argc, char **argv)
 #ifdef STRATA_HAVE_KERNEL
 	struct kern_session *ks = NULL;
 	int pid = (int)child;
-	if (kgroups)
+	if (groups)
 		ks = cli_kernel_start(out, groups, ksystem ? NULL : &pid);
 #endif
 	if (gate[1] >= 0) {
