@@ -82,7 +82,8 @@ static void *worker(void *arg)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	my_worker = w;
-	worker_tid[w] = (pid_t)syscall(SYS_gettid);
+	__atomic_store_n(&worker_tid[w], (pid_t)syscall(SYS_gettid),
+			 __ATOMIC_RELEASE);
 	if (pin_workers) {
 		cpu_set_t set;
 		CPU_ZERO(&set);
@@ -109,8 +110,14 @@ static void *signaller(void *arg)
 {
 	(void)arg;
 	unsigned i = 0;
+	/* By tid, not pthread_t: the main thread joins workers (and frees
+	 * their pthread_t) while this still runs; a tid that has exited
+	 * gets ESRCH instead. */
 	while (!__atomic_load_n(&workers_done, __ATOMIC_ACQUIRE)) {
-		pthread_kill(worker_th[i++ % (unsigned)nworkers], SIGUSR1);
+		pid_t tid = __atomic_load_n(&worker_tid[i++ % (unsigned)nworkers],
+					    __ATOMIC_ACQUIRE);
+		if (tid > 0)
+			syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
 		usleep(20);
 	}
 	return NULL;
