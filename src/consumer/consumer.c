@@ -708,17 +708,6 @@ void cons_clock_first(const struct cons *c, struct clock_point *out)
 	*out = c->cp_first;
 }
 
-/* Bytes committed into the packet that began at `begin`, in its lap. */
-static uint64_t lap_committed(const struct strata_ring *r, uint64_t begin)
-{
-	uint32_t idx = (begin >> r->pshift) & r->nmask;
-	uint64_t lap = begin >> (r->pshift + __builtin_ctz(r->nmask + 1));
-	const uint64_t *cc = &r->commit[idx * STRATA_COMMIT_STRIDE];
-	uint64_t n = strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]);
-
-	return n < lap * r->psize ? 0 : n - lap * r->psize;
-}
-
 /*
  * Crash salvage (docs/record.md): the packet that began at `begin` was
  * left incomplete by writers that will never come back (the process died
@@ -783,7 +772,13 @@ static void salvage_packet(struct cons *c, struct cons_stream *s,
 			   uint64_t begin, uint64_t reserved)
 {
 	struct strata_ring *r = s->ring;
-	uint64_t done = lap_committed(r, begin);
+	/* The open packet: its whole bytes, inline events included (ring.md
+	 * §7). An earlier one: what was committed (its closer died before
+	 * its own commit; on an rseq ring the inline events were the
+	 * closer's to count, and the walk below then fails). */
+	uint64_t done = reserved && reserved < r->psize
+				? ring_open_done(r, begin)
+				: ring_lap_committed(r, begin);
 	unsigned char *pkt;
 
 	if (done < STRATA_PACKET_HEADER) {

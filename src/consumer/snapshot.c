@@ -67,26 +67,26 @@ static int copy_stable(const struct strata_ring *r, uint64_t begin,
 }
 
 /*
- * The open packet that began at `begin`: its committed bytes, copied into
- * `buf`. Returns how many (0: nothing usable; the header not committed,
- * or the slot reused during the copy). Bytes counted as committed were
- * written before their commit (release) and our acquire load of the
- * count; they are written once per lap, so only a writer of the next lap
- * could change them, and `write` tells as in copy_stable(). Whether they
- * are a prefix is checked by the event walk of cons_write_open(), as in
- * crash salvage: a reservation still in flight before a committed one
- * makes the walk fail, and the packet is left out.
+ * The open packet that began at `begin`: its whole bytes (committed, and
+ * in rseq mode the inline events before `write`: ring_open_done()),
+ * copied into `buf`. Returns how many (0: nothing usable; the header not
+ * committed, or the slot reused during the copy). Those bytes were
+ * written before their commit (release) or before `write` passed them,
+ * and before our acquire loads; they are written once per lap, so only a
+ * writer of the next lap could change them, and `write` tells as in
+ * copy_stable(). Whether they are a prefix is checked by the event walk
+ * of cons_write_open(), as in crash salvage: a reservation still in
+ * flight before a whole one makes the walk fail, and the packet is left
+ * out.
  */
 static uint64_t copy_open(const struct strata_ring *r, uint64_t begin,
 			  unsigned char *buf)
 {
 	uint64_t bufsize = r->bufmask + 1;
-	uint64_t lap = begin >> (r->pshift + __builtin_ctz(r->nmask + 1));
-	uint64_t c1 = slot_committed(r, begin), done;
+	uint64_t done = ring_open_done(r, begin);
 
-	if (c1 < lap * r->psize + STRATA_PACKET_HEADER || c1 >= (lap + 1) * r->psize)
+	if (done < STRATA_PACKET_HEADER || done >= r->psize)
 		return 0;
-	done = c1 - lap * r->psize;
 	if (strata_load_acquire(&r->ctl->write) > begin + bufsize)
 		return 0;
 	memcpy(buf, ring_packet_addr(r, begin), done);

@@ -5,6 +5,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include <strata/strata.h>
 
@@ -63,6 +66,53 @@ static inline bool ring_packet_complete(const struct strata_ring *r,
 	/* local + remote counts (ring.md §7) */
 	return strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]) ==
 	       (lap + 1) * r->psize;
+}
+
+/* Bytes committed into the packet that began at `begin`, in its lap
+ * (local + remote counts); 0 if its slot has not reached that lap. */
+static inline uint64_t ring_lap_committed(const struct strata_ring *r,
+					  uint64_t begin)
+{
+	uint32_t idx = (begin >> r->pshift) & r->nmask;
+	uint64_t lap = begin >> (r->pshift + __builtin_ctz(r->nmask + 1));
+	const uint64_t *cc = &r->commit[idx * STRATA_COMMIT_STRIDE];
+	uint64_t n = strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]);
+
+	return n < lap * r->psize ? 0 : n - lap * r->psize;
+}
+
+/*
+ * How many bytes of the open packet that began at `begin`, header
+ * included, are whole: those committed, plus, on a ring written with
+ * restartable sequences, its inline events (ring.md §7), which commit
+ * nothing and are whole once `write` has passed them: (write - begin) -
+ * xr. `write` and `xr` are stored together by one 16-byte store, and
+ * read here together; the committed count is read before and after them
+ * and must not move, so that the three agree (a two-phase writer that
+ * reserved after our read of `write` commits after it). 0 when the
+ * writers kept moving, or the packet is not the open one any more.
+ * Whether the whole bytes are a prefix is for the caller's event walk.
+ */
+static inline uint64_t ring_open_done(const struct strata_ring *r,
+				      uint64_t begin)
+{
+	if (!r->rseq)
+		return ring_lap_committed(r, begin);
+#if defined(__x86_64__)
+	for (int i = 0; i < 64; i++) {
+		uint64_t c1 = ring_lap_committed(r, begin), w, x;
+		__m128i v = _mm_load_si128((const __m128i *)&r->ctl->write);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (ring_lap_committed(r, begin) != c1)
+			continue;
+		w = (uint64_t)_mm_cvtsi128_si64(v);
+		x = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
+		if (w <= begin || w - begin >= r->psize || x > w - begin)
+			return 0;
+		return c1 + (w - begin - x);
+	}
+#endif
+	return 0;
 }
 
 static inline unsigned char *ring_packet_addr(const struct strata_ring *r,

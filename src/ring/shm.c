@@ -80,6 +80,7 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 	c->map_size = size - PRIV_SIZE;
 	memcpy(c->uuid, ring_cfg.uuid, sizeof(c->uuid));
 	c->owner = STRATA_OWNER_NONE;
+	c->rseq = (uint32_t)strata_rseq; /* decided before any ring (ring_init) */
 
 	ring->ctl = c;
 	ring->commit = (uint64_t *)((unsigned char *)c + CTL_SIZE);
@@ -90,6 +91,7 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 	ring->pshift = ring_cfg.psize_shift;
 	ring->nmask = (uint32_t)npackets - 1;
 	ring->cpu = cpu;
+	ring->rseq = c->rseq;
 	ring->fd = fd;
 
 	/* Publish: the release pairs with the acquire load above and with

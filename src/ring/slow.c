@@ -59,11 +59,15 @@ static uint64_t committed(struct strata_ring *ring, uint64_t off)
  * Close the packet that contains virtual offset `end - 1`, whose content
  * ends at `end` (ring.md §4). The closer owns timestamp_end, content_size
  * and events_discarded; the opener may still be writing the other fields.
- * The padding commit (a release) publishes the closer's stores; when the
- * packet is exactly full there is no padding and the caller's own commit
- * publishes them.
+ * `selfc` of the packet's bytes are committed by their own writers: all
+ * reserved bytes in CAS mode, the two-phase ones (`xr`) in rseq mode,
+ * where inline events commit nothing (ring.md §7). The closer commits the
+ * rest, psize - selfc: the padding, and the inline events. That commit (a
+ * release) publishes the closer's stores; when it is 0 (a packet exactly
+ * filled by two-phase writers) the caller's own commit publishes them.
  */
-static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts)
+static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
+		       uint64_t selfc)
 {
 	uint64_t pos = ((end - 1) & ring->pmask) + 1;
 	struct packet_header *h = (struct packet_header *)ring_packet_addr(
@@ -72,14 +76,21 @@ static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts)
 	h->timestamp_end = ts;
 	h->content_size = pos * 8;
 	h->events_discarded = ring_lost_total(ring);
-	if (pos < ring->psize)
-		strata_ring_commit(ring, end - 1, ring->psize - pos);
+	if (selfc < ring->psize)
+		strata_ring_commit(ring, end - 1, ring->psize - selfc);
 }
 
 STRATA_API void strata_ring_close_exact(struct strata_ring *ring, uint64_t end,
-					uint64_t ts)
+					uint64_t ts, uint64_t selfc)
 {
-	ring_close(ring, end, ts);
+	ring_close(ring, end, ts, selfc);
+}
+
+/* What the closer of w's packet passes as selfc (see ring_close()):
+ * x, the ring's `xr` loaded with w, in rseq mode; pos in CAS mode. */
+static uint64_t self_committed(uint64_t pos, uint64_t x)
+{
+	return strata_rseq ? x : pos;
 }
 
 /* Write the opener's header fields (format.md §2). Published by the
@@ -147,10 +158,12 @@ static int current_cpu(void)
  * Move `write` from w to neww, reading the clock between the two (ring.md
  * §2 B-F, §7 R1-R5), storing `own` into the owner hint first when not 0,
  * and, with check_hi, refusing (STRATA_RSEQ_TS_GAP) when the event would
- * need a strata:clock record. The caller loaded w just before.
+ * need a strata:clock record. In rseq mode `xr` becomes newx in the same
+ * store. The caller loaded w (and then xr) just before.
  */
 static int ring_advance(struct strata_ring *ring, uint64_t w, uint64_t neww,
-			uint32_t own, uint32_t check_hi, uint64_t *ts)
+			uint64_t newx, uint32_t own, uint32_t check_hi,
+			uint64_t *ts)
 {
 	struct strata_ring_ctl *c = ring->ctl;
 
@@ -160,7 +173,7 @@ static int ring_advance(struct strata_ring *ring, uint64_t w, uint64_t neww,
 		if (*(volatile uint32_t *)&rs->cpu_id != ring->cpu)
 			return ADV_MIGRATED;
 		return strata_rseq_reserve(rs, ring->cpu, &c->write, w, neww,
-					   &c->owner, own, &c->last_ts_hi,
+					   newx, &c->owner, own, &c->last_ts_hi,
 					   check_hi, ts);
 	}
 #endif
@@ -189,7 +202,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 	struct strata_tls *t = &strata_tls;
 	enum strata_lost_cause cause = STRATA_LOST_BUSY;
 	struct strata_ring_ctl *c;
-	uint64_t w, ts, pos, begin;
+	uint64_t w, x, ts, pos, begin;
 	uint32_t xts = 0, len, i;
 	int rc;
 
@@ -214,21 +227,23 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 	c = ring->ctl;
 	for (i = 0; i < STRATA_MAX_RETRIES; i++) {
 		w = strata_load_acquire(&c->write);                  /* B */
+		x = strata_load_relaxed(&c->xr); /* checked with w by R2 */
 		need |= strata_load_relaxed(&c->owner) != t->tid;    /* C */
 		pos = w & ring->pmask;
 		len = (words + 2 * need + 2 * xts) * 8;
 		if (pos != 0 && pos + len <= ring->psize) {
 			/* It fits after all (first use of the thread or the
 			 * ring, or a retry): the fast path's steps. */
-			rc = ring_advance(ring, w, w + len, need ? t->tid : 0,
-					  !xts, &ts);
+			rc = ring_advance(ring, w, w + len, x + len,
+					  need ? t->tid : 0, !xts, &ts);
 			if (rc == STRATA_RSEQ_TS_GAP)
 				xts = 1;
 			if (rc == ADV_MIGRATED)
 				return -1;
 			if (rc != STRATA_RSEQ_OK)
 				continue;
-			strata_reserved(r, ring, w, len, ts, id, words, need, xts);
+			strata_reserved(r, ring, w, len, ts, id, words, need,
+					xts, self_committed(pos, x) + len);
 			return 1;
 		}
 
@@ -242,7 +257,9 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		if (busy < 0)
 			goto drop;
 		len = STRATA_PACKET_HEADER + words * 8;
-		rc = ring_advance(ring, w, begin + len, need ? t->tid : 0, 0, &ts);
+		/* The new packet's two-phase bytes: header and event. */
+		rc = ring_advance(ring, w, begin + len, len, need ? t->tid : 0,
+				  0, &ts);
 		if (rc == ADV_MIGRATED)
 			return -1;
 		if (rc != STRATA_RSEQ_OK)
@@ -250,7 +267,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		strata_store_relaxed(&c->last_ts_hi,
 				     (uint32_t)(ts >> STRATA_TS_HI_SHIFT));
 		if (pos != 0)
-			ring_close(ring, w, ts);
+			ring_close(ring, w, ts, self_committed(pos, x));
 		ring_open(ring, begin, ts, t->tid);
 		uint64_t *p = (uint64_t *)(ring_packet_addr(ring, begin) +
 					   STRATA_PACKET_HEADER);
@@ -382,14 +399,16 @@ void ring_flush(struct strata_ring *ring)
 	struct strata_ring_ctl *c = ring->ctl;
 	cpu_set_t saved;
 	int pinned = pin_to(ring, &saved);
-	uint64_t w, ts, pos;
+	uint64_t w, x, ts, pos;
 
 	for (int i = 0; i < 1000; i++) {
 		w = strata_load_acquire(&c->write);
+		x = strata_load_relaxed(&c->xr);
 		pos = w & ring->pmask;
 		if (pos == 0)
 			break; /* closed already */
-		int rc = ring_advance(ring, w, w - pos + ring->psize, 0, 0, &ts);
+		int rc = ring_advance(ring, w, w - pos + ring->psize, 0, 0, 0,
+				      &ts);
 		if (rc == ADV_MIGRATED && !pinned) {
 			/* Cannot run on that CPU (offline, or outside our
 			 * cpuset): no thread writes there now; close it with
@@ -401,7 +420,7 @@ void ring_flush(struct strata_ring *ring)
 			rc = STRATA_RSEQ_OK;
 		}
 		if (rc == STRATA_RSEQ_OK) {
-			ring_close(ring, w, ts);
+			ring_close(ring, w, ts, self_committed(pos, x));
 			break;
 		}
 	}

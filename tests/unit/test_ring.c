@@ -380,8 +380,11 @@ static void test_rseq_inline_path(void **state)
 	assert_non_null(ring);
 	assert_int_equal(ring->ctl->owner, strata_tls.tid);
 	assert_int_equal(ring->ctl->write, 96 + 24);
+	assert_int_equal(ring->ctl->xr, 96 + 24); /* two-phase: the opener */
+	assert_int_equal(ring->rseq, 1);
 
-	/* Inline: no record, header + payload, committed locally. */
+	/* Inline: no record, header + payload, no commit count: whole once
+	 * `write` passed it (ring.md §7). */
 	pl[0] = 21;
 	pl[1] = 22;
 	strata_log_fixed(STRATA_ID(3, 3), 3, pl);
@@ -391,7 +394,9 @@ static void test_rseq_inline_path(void **state)
 	assert_int_equal(w[0] >> 54, 3);
 	assert_int_equal(w[1], 21);
 	assert_int_equal(w[2], 22);
-	assert_int_equal(ring->commit[0], 96 + 48);
+	assert_int_equal(ring->commit[0], 96 + 24);
+	assert_int_equal(ring->ctl->xr, 96 + 24);
+	assert_int_equal(ring_open_done(ring, 0), 96 + 48);
 	assert_int_equal(strata_tls.nesting, 0);
 
 	/* Inside a tracepoint of this thread (a signal handler): slow path,
@@ -403,6 +408,9 @@ static void test_rseq_inline_path(void **state)
 	assert_int_equal(ring->ctl->write - before, 16 + 24);
 	w = (const uint64_t *)(ring->data + before);
 	assert_int_equal((w[0] >> 32) & 0x3fffff, STRATA_ID_THREAD);
+	/* The slow path's events are two-phase: counted in xr, committed. */
+	assert_int_equal(ring->ctl->xr, 96 + 24 + 16 + 24);
+	assert_int_equal(ring->commit[0], 96 + 24 + 16 + 24);
 
 	/* Another thread wrote last: a record, and the owner is us again. */
 	ring->ctl->owner = strata_tls.tid + 1;

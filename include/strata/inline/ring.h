@@ -68,8 +68,10 @@ struct strata_ring_ctl {
 	uint64_t data_offset;
 	uint64_t map_size;
 	uint8_t uuid[16];
-	/* line 1: writers */
+	/* line 1: writers. `write` and `xr` are stored together, by one
+	 * 16-byte store (rseq mode, ring.md §7 "The inline path"). */
 	uint64_t write __attribute__((aligned(64)));
+	uint64_t xr; /* rseq mode: bytes of write's packet reserved two-phase */
 	uint32_t owner;
 	uint32_t last_ts_hi;
 	/* line 2: consumer */
@@ -77,6 +79,10 @@ struct strata_ring_ctl {
 	/* line 3: loss counters (slow path only) */
 	uint64_t lost[STRATA_LOST_NCAUSES] __attribute__((aligned(64)));
 	uint32_t disabled;
+	/* 1: written with restartable sequences, whose inline events commit
+	 * nothing (ring.md §7): `xr` is kept, and a packet's closer commits
+	 * psize - xr. Set by the creator, then read-only. */
+	uint32_t rseq;
 } __attribute__((aligned(64)));
 
 /* owner and last_ts_hi read as one word (strata_log_rseq). */
@@ -87,7 +93,7 @@ typedef uint64_t strata_u64_alias __attribute__((may_alias));
 #define STRATA_OWNER_NONE 0xffffffffu
 
 #define STRATA_RING_MAGIC 0x52525453u /* "STRR" */
-#define STRATA_RING_VERSION 1u
+#define STRATA_RING_VERSION 2u
 /* Per packet slot, one cache line: [0] the local commit count (rseq: plain
  * adds on the ring's CPU only; CAS mode: every commit), [1] the remote
  * count (rseq mode: locked adds from any other CPU). ring.md §7. */
@@ -110,6 +116,7 @@ struct strata_ring {
 	uint32_t pshift;
 	uint32_t nmask;   /* npackets - 1 */
 	uint32_t cpu;
+	uint32_t rseq; /* ctl->rseq, read once */
 	int fd;
 };
 
@@ -151,9 +158,12 @@ STRATA_API void strata_log_slow(uint32_t id, uint32_t words, const uint64_t *pl)
 /* The same for events of at most 4 payload words, passed in registers. */
 STRATA_API void strata_log_slow4(uint32_t id, uint32_t words, uint64_t a,
 				 uint64_t b, uint64_t c, uint64_t d);
-/* Close the packet that the reservation at `end` exactly filled. */
+/* Close the packet that the reservation at `end` exactly filled;
+ * `selfc` is how many of its bytes their writers commit themselves
+ * (ring.md §4, §7). */
 STRATA_API void strata_ring_close_exact(struct strata_ring *ring,
-					uint64_t end, uint64_t ts);
+					uint64_t end, uint64_t ts,
+					uint64_t selfc);
 
 /* CLOCK_MONOTONIC in nanoseconds: the trace clock where the TSC is not
  * usable (out of line: keeps this header free of POSIX declarations). */
@@ -203,11 +213,14 @@ static strata_always_inline uint64_t strata_header(uint64_t ts, uint32_t id, uin
 }
 
 /* Write the records and the event header at virtual offset w (after a
- * successful reservation of len bytes) and fill *r. */
+ * successful reservation of len bytes) and fill *r. `selfc`: the bytes
+ * of w's packet, this reservation's included, that their writers commit
+ * themselves (all of them in CAS mode; `xr` in rseq mode, ring.md §7). */
 static strata_always_inline void strata_reserved(struct strata_rsv *r,
 				   struct strata_ring *ring, uint64_t w,
 				   uint32_t len, uint64_t ts, uint32_t id,
-				   uint32_t words, uint32_t need, uint32_t xts)
+				   uint32_t words, uint32_t need, uint32_t xts,
+				   uint64_t selfc)
 {
 	uint64_t *p = (uint64_t *)(ring->data + (w & ring->bufmask));
 
@@ -227,7 +240,7 @@ static strata_always_inline void strata_reserved(struct strata_rsv *r,
 	}
 	p[0] = strata_header(ts, id, words);
 	if (strata_unlikely(((w + len) & ring->pmask) == 0))
-		strata_ring_close_exact(ring, w + len, ts);
+		strata_ring_close_exact(ring, w + len, ts, selfc);
 	r->ring = ring;
 	r->off = w;
 	r->bytes = len;
@@ -249,7 +262,7 @@ static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32
 	struct rseq *rs = strata_rseq_area();
 	struct strata_ring *ring;
 	struct strata_ring_ctl *c;
-	uint64_t w, ts, pos;
+	uint64_t w, x, ts, pos;
 	uint32_t cpu, need, len, nest;
 
 	nest = ++t->nesting;
@@ -263,15 +276,17 @@ static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32
 		goto slow;
 	c = strata_ring_ctl(ring);
 	w = strata_load_relaxed(&c->write);
+	x = strata_load_relaxed(&c->xr); /* stored with write: R2 checks both */
 	need |= strata_load_relaxed(&c->owner) != t->tid;
 	len = (words + 2 * need) * 8;
 	pos = w & ring->pmask;
 	if (strata_unlikely(pos == 0 || pos + len > ring->psize) ||
 	    strata_unlikely(strata_rseq_reserve(rs, cpu, &c->write, w, w + len,
-						&c->owner, need ? t->tid : 0,
+						x + len, &c->owner,
+						need ? t->tid : 0,
 						&c->last_ts_hi, 1, &ts)))
 		goto slow;
-	strata_reserved(r, ring, w, len, ts, id, words, need, 0);
+	strata_reserved(r, ring, w, len, ts, id, words, need, 0, x + len);
 	return 1;
 slow:
 	return strata_reserve_slow(r, id, words, need | STRATA_SLOW_HELD);
@@ -331,7 +346,7 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t id
 		if (strata_likely(strata_cas_acq_rel(&c->write, &w, w + len)))
 			break;                                         /* F */
 	}
-	strata_reserved(r, ring, w, len, ts, id, words, need, xts);
+	strata_reserved(r, ring, w, len, ts, id, words, need, xts, pos + len);
 	return 1;
 }
 
@@ -386,16 +401,17 @@ static strata_always_inline void strata_commit(struct strata_rsv *r)
 
 #ifdef STRATA_RSEQ_X86
 /*
- * The whole event in two restartable sequences and no call (ring.md §7,
- * "The inline path"): reserve, write, commit. It runs only when the ring's
- * owner hint already names this thread (no strata:thread record) and no
- * tracepoint of this thread is in progress, and it never stores the owner:
- * so it can neither trust nor leave behind an owner store that no
- * reservation followed (ring.md §3), and needs no nesting guard. Anything
- * else (first use, another thread wrote last, nesting, a packet that the
- * event would open, fill or not fit, a timestamp gap, preemption or
- * migration during the reservation) returns 0 having stored nothing; the
- * caller then does the whole event on the slow path.
+ * The whole event in one restartable sequence and no call (ring.md §7,
+ * "The inline path"): the section checks the CPU and `write`, writes the
+ * event and moves `write` past it; no commit count. It runs only when the
+ * ring's owner hint already names this thread (no strata:thread record)
+ * and no tracepoint of this thread is in progress, and it never stores
+ * the owner: so it can neither trust nor leave behind an owner store that
+ * no reservation followed (ring.md §3), and needs no nesting guard.
+ * Anything else (first use, another thread wrote last, nesting, a packet
+ * that the event would open, fill or not fit, a timestamp gap,
+ * preemption or migration during the section) returns 0 having moved
+ * nothing; the caller then does the whole event on the slow path.
  */
 static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
 				  const uint64_t *pl)
@@ -403,8 +419,8 @@ static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
 	struct rseq *rs = strata_rseq_area();
 	struct strata_ring *ring;
 	struct strata_ring_ctl *c;
-	uint64_t w, oh, ts, tn, *p;
-	uint32_t cpu, len = words * 8, i;
+	uint64_t w, oh, ts, tn;
+	uint32_t cpu, len = words * 8;
 
 	cpu = *(volatile uint32_t *)&rs->cpu_id_start;
 	if (strata_unlikely(cpu >= STRATA_MAX_CPUS) ||
@@ -413,7 +429,7 @@ static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
 		return 0;
 	c = strata_ring_ctl(ring);
 	w = strata_load_relaxed(&c->write);
-	/* owner | last_ts_hi << 32, the word after `write` */
+	/* owner | last_ts_hi << 32 */
 	oh = *(const volatile strata_u64_alias *)&c->owner;
 	/* tid | nesting << 32 */
 	tn = *(const volatile strata_u64_alias *)&strata_tls;
@@ -427,15 +443,11 @@ static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
 	ts = strata_rdtsc();
 	if (strata_unlikely((oh & 0xffffffffu) != tn) ||
 	    strata_unlikely(((w - 1) ^ (w + len)) >= ring->psize) ||
-	    strata_unlikely((uint32_t)(ts >> STRATA_TS_HI_SHIFT) != (uint32_t)(oh >> 32)) ||
-	    strata_unlikely(!strata_rseq_reserve_fast(rs, cpu, &c->write, w, len)))
+	    strata_unlikely((uint32_t)(ts >> STRATA_TS_HI_SHIFT) != (uint32_t)(oh >> 32)))
 		return 0;
-	p = (uint64_t *)(ring->data + (w & ring->bufmask));
-	p[0] = strata_header(ts, id, words);
-	for (i = 1; i < words; i++)
-		p[i] = pl[i - 1];
-	strata_ring_commit_rseq(rs, ring, strata_ring_cc(ring, w), len);
-	return 1;
+	return strata_rseq_log(rs, cpu, &c->write, w,
+			       (uint64_t *)(ring->data + (w & ring->bufmask)),
+			       strata_header(ts, id, words), words, pl);
 }
 #endif
 

@@ -48,6 +48,7 @@ enum {
 	"leaq 3b(%%rip), %%rax\n\t"                                            \
 	"movq %%rax, %[rseq_cs]\n\t"                                           \
 	"1:\n\t"
+#define STRATA_RSEQ_CLOBBER_CX_DX , "rcx", "rdx"
 #define STRATA_RSEQ_END(abort)                                                 \
 	"2:\n\t"                                                               \
 	".pushsection __rseq_failure, \"ax\"\n\t"                              \
@@ -67,13 +68,14 @@ static strata_always_inline struct rseq *strata_rseq_area(void)
 /*
  * On CPU `cpu`: if *wp == w, read the TSC into *ts; if check_hi and
  * ts >> 28 != *hip, stop with STRATA_RSEQ_TS_GAP; store own into *ownp
- * when own != 0; and commit by storing neww into *wp.
+ * when own != 0; and commit by storing neww into wp[0] and newx into
+ * wp[1] (`write` and `xr`) with one 16-byte store.
  * ring.md §7 labels: R1 (cpu check), R2 (write unchanged), R3 (clock),
  * R4 (owner), R5 (commit).
  */
 static strata_always_inline int strata_rseq_reserve(struct rseq *rs, uint32_t cpu,
 				      uint64_t *wp, uint64_t w, uint64_t neww,
-				      uint32_t *ownp, uint32_t own,
+				      uint64_t newx, uint32_t *ownp, uint32_t own,
 				      const uint32_t *hip, uint32_t check_hi,
 				      uint64_t *ts)
 {
@@ -97,14 +99,18 @@ static strata_always_inline int strata_rseq_reserve(struct rseq *rs, uint32_t cp
 		"jz 6f\n\t"
 		"movl %[own], (%[ownp])\n\t"
 		"6:\n\t"
-		"movq %[neww], (%[wp])\n\t"              /* R5: commit */
+		"movq %[neww], %%xmm0\n\t"
+		"movq %[newx], %%xmm1\n\t"
+		"punpcklqdq %%xmm1, %%xmm0\n\t"
+		"movdqa %%xmm0, (%[wp])\n\t"             /* R5: commit */
 		STRATA_RSEQ_END(retry)
 		:
 		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),
 		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),
-		  [neww] "r"(neww), [ownp] "r"(ownp), [own] "r"(own),
-		  [hip] "r"(hip), [chk] "r"(check_hi), [ts] "r"(ts)
-		: "memory", "cc", "rax", "rdx"
+		  [neww] "r"(neww), [newx] "r"(newx), [ownp] "r"(ownp),
+		  [own] "r"(own), [hip] "r"(hip), [chk] "r"(check_hi),
+		  [ts] "r"(ts)
+		: "memory", "cc", "rax", "rdx", "xmm0", "xmm1"
 		: retry, stale, gap);
 	return STRATA_RSEQ_OK;
 retry:
@@ -116,32 +122,86 @@ gap:
 }
 
 /*
- * The inline path's reservation (ring.md §7, "The inline path"): R1, R2
- * and R5 of strata_rseq_reserve(), with the clock read by the caller
- * after it loaded w, and no owner store. On CPU `cpu`, if *wp == w,
- * commit by adding len to *wp (an add without lock: the section is atomic
- * on its CPU) and return 1. Anything else returns 0 having stored
- * nothing.
+ * The inline path's section (ring.md §7, "The inline path"): R1 and R2
+ * of strata_rseq_reserve(), then the event itself -- header `h` at `p`,
+ * the payload words after it -- and the commit, `write += len`: a plain
+ * add, the section being atomic on its CPU. The event is whole once
+ * `write` passes it, so it needs no commit count. Stores of an aborted
+ * section land past `write`, in bytes nobody has reserved (and that
+ * nobody can reserve while the section runs), so they are harmless.
+ * `stores` are the payload's stores, operands follow as
+ * `, [a] "r"(...)`; the C label `fail` is taken on any failure.
  */
-static strata_always_inline int strata_rseq_reserve_fast(struct rseq *rs, uint32_t cpu,
-					   uint64_t *wp, uint64_t w,
-					   uint64_t len)
+#define STRATA_RSEQ_LOG(stores, clobbers, ...)                                 \
+	__asm__ __volatile__ goto(                                             \
+		STRATA_RSEQ_BEGIN                                              \
+		"cmpl %[cpu], %[cur_cpu]\n\t"     /* R1 */                     \
+		"jnz %l[fail]\n\t"                                             \
+		"cmpq %[w], (%[wp])\n\t"          /* R2 */                     \
+		"jnz %l[fail]\n\t"                                             \
+		"movq %[h], (%[p])\n\t"                                        \
+		stores                                                         \
+		"addq %[len], (%[wp])\n\t"        /* R5: commit */             \
+		STRATA_RSEQ_END(fail)                                          \
+		:                                                              \
+		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),                   \
+		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),        \
+		  [len] "ir"(len), [p] "r"(p), [h] "r"(h) __VA_ARGS__          \
+		: "memory", "cc", "rax" clobbers                               \
+		: fail)
+
+/*
+ * Write the event of `words` words (header h, payload pl[0 .. words-2])
+ * at p = the ring's bytes at offset w, and move *wp from w to w + 8 *
+ * words, on CPU `cpu` and only if *wp is still w. Returns 1, or 0 having
+ * moved nothing. With constant `words` the switch folds to one case and
+ * up to four payload words stay in registers.
+ */
+static strata_always_inline int strata_rseq_log(struct rseq *rs, uint32_t cpu,
+				  uint64_t *wp, uint64_t w, uint64_t *p,
+				  uint64_t h, uint32_t words,
+				  const uint64_t *pl)
 {
-	__asm__ __volatile__ goto(
-		STRATA_RSEQ_BEGIN
-		"cmpl %[cpu], %[cur_cpu]\n\t"            /* R1 */
-		"jnz %l[fail]\n\t"
-		"cmpq %[w], (%[wp])\n\t"                 /* R2 */
-		"jnz %l[fail]\n\t"
-		"addq %[len], (%[wp])\n\t"               /* R5: commit */
-		STRATA_RSEQ_END(fail)
-		:
-		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),
-		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),
-		  [len] "ir"(len)
-		: "memory", "cc", "rax"
-		: fail);
-	return 1;
+	const uint64_t len = (uint64_t)words * 8;
+
+	switch (words) {
+	case 1:
+		STRATA_RSEQ_LOG("", , );
+		return 1;
+	case 2:
+		STRATA_RSEQ_LOG("movq %[a], 8(%[p])\n\t", , , [a] "r"(pl[0]));
+		return 1;
+	case 3:
+		STRATA_RSEQ_LOG("movq %[a], 8(%[p])\n\t"
+				"movq %[b], 16(%[p])\n\t", ,
+				, [a] "r"(pl[0]), [b] "r"(pl[1]));
+		return 1;
+	case 4:
+		STRATA_RSEQ_LOG("movq %[a], 8(%[p])\n\t"
+				"movq %[b], 16(%[p])\n\t"
+				"movq %[c], 24(%[p])\n\t", ,
+				, [a] "r"(pl[0]), [b] "r"(pl[1]), [c] "r"(pl[2]));
+		return 1;
+	case 5:
+		STRATA_RSEQ_LOG("movq %[a], 8(%[p])\n\t"
+				"movq %[b], 16(%[p])\n\t"
+				"movq %[c], 24(%[p])\n\t"
+				"movq %[d], 32(%[p])\n\t", ,
+				, [a] "r"(pl[0]), [b] "r"(pl[1]), [c] "r"(pl[2]),
+				[d] "r"(pl[3]));
+		return 1;
+	default: /* a copy loop from memory */
+		STRATA_RSEQ_LOG("xorl %%ecx, %%ecx\n\t"
+				"5:\n\t"
+				"movq (%[src], %%rcx, 8), %%rdx\n\t"
+				"movq %%rdx, 8(%[p], %%rcx, 8)\n\t"
+				"incq %%rcx\n\t"
+				"cmpq %[n], %%rcx\n\t"
+				"jb 5b\n\t",
+				STRATA_RSEQ_CLOBBER_CX_DX,
+				, [src] "r"(pl), [n] "r"((uint64_t)words - 1));
+		return 1;
+	}
 fail:
 	return 0;
 }
