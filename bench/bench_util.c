@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,6 +87,8 @@ struct worker {
 	void *arg;
 	pthread_barrier_t *bar;
 	uint64_t ns, ticks;
+	uint64_t cpu_ns;   /* the thread's own CPU time over the loop */
+	long nivcsw;       /* times it was preempted during the loop */
 	uint64_t floor_ns; /* the floor's loop, timed just before ours */
 	int pin_err;
 	int paired;
@@ -95,6 +98,13 @@ static void loop_floor_paired(uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)
 		bench_floor_event(i);
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void *worker_main(void *p)
@@ -112,11 +122,20 @@ static void *worker_main(void *p)
 		loop_floor_paired(w->n);
 		w->floor_ns = bench_now_ns() - f0;
 	}
+	/* Wall time is the figure; the thread's CPU time and involuntary
+	 * switches tell contention (it costs CPU time) from sharing a CPU
+	 * with another thread, e.g. the consumer (it costs wall time only). */
+	struct rusage ru0, ru1;
+	getrusage(RUSAGE_THREAD, &ru0);
+	uint64_t c0 = thread_cpu_ns();
 	uint64_t n0 = bench_now_ns(), t0 = bench_rdtsc();
 	w->loop(w->n, w->arg);
 	uint64_t t1 = bench_rdtsc(), n1 = bench_now_ns();
+	w->cpu_ns = thread_cpu_ns() - c0;
+	getrusage(RUSAGE_THREAD, &ru1);
 	w->ns = n1 - n0;
 	w->ticks = t1 - t0;
+	w->nivcsw = ru1.ru_nivcsw - ru0.ru_nivcsw;
 	return NULL;
 }
 
@@ -158,7 +177,8 @@ uint64_t bench_run(const char *suite, int nthreads, uint64_t n,
 				exit(1);
 			}
 		}
-		double sum = 0, max = 0, tsum = 0, fsum = 0;
+		double sum = 0, max = 0, tsum = 0, fsum = 0, csum = 0;
+		long nivcsw = 0;
 		int pin_err = 0;
 		for (int i = 0; i < nthreads; i++) {
 			pthread_join(w[i].th, NULL);
@@ -166,6 +186,8 @@ uint64_t bench_run(const char *suite, int nthreads, uint64_t n,
 			sum += ns;
 			tsum += (double)w[i].ticks / (double)n;
 			fsum += (double)w[i].floor_ns / (double)n;
+			csum += (double)w[i].cpu_ns / (double)n;
+			nivcsw += w[i].nivcsw;
 			if (ns > max)
 				max = ns;
 			pin_err |= w[i].pin_err;
@@ -173,10 +195,12 @@ uint64_t bench_run(const char *suite, int nthreads, uint64_t n,
 		pthread_barrier_destroy(&bar);
 		total += (uint64_t)nthreads * (n + warmup);
 		printf("RESULT suite=%s threads=%d rep=%d events=%llu ns_ev=%.4f "
-		       "ns_ev_max=%.4f tsc_ev=%.3f floor_ns=%.4f pinned=%d\n",
+		       "ns_ev_max=%.4f tsc_ev=%.3f floor_ns=%.4f cpu_ns_ev=%.4f "
+		       "nivcsw=%ld pinned=%d\n",
 		       suite, nthreads, r, (unsigned long long)n,
 		       sum / nthreads, max, tsum / nthreads,
-		       paired ? fsum / nthreads : 0.0, pin_err == 0);
+		       paired ? fsum / nthreads : 0.0, csum / nthreads, nivcsw,
+		       pin_err == 0);
 		fflush(stdout);
 		if (r + 1 < reps)
 			between(r, arg);
