@@ -287,6 +287,22 @@ static int is_in(int x, const int *v, int n)
 	return 0;
 }
 
+/* The rings of the sustained runs: "default", or "NxSIZE" as asked by
+ * BENCH_SUST_PACKETS / BENCH_SUST_PACKET. */
+static const char *rings_label(void)
+{
+	static char buf[64];
+	uint64_t np = bench_env_u64("BENCH_SUST_PACKETS", 0);
+	uint64_t ps = bench_env_u64("BENCH_SUST_PACKET", 0);
+
+	if (!np && !ps)
+		return "default";
+	snprintf(buf, sizeof(buf), "%llux%lluKiB",
+		 (unsigned long long)(np ? np : 16),
+		 (unsigned long long)((ps ? ps : 256 << 10) >> 10));
+	return buf;
+}
+
 /* One trial: a fresh session, one producer pinned to CPU 0, the consumer
  * thread where the scheduler puts it. Prints a SUSTAIN line. */
 static int trial_run(const char *dir, struct trial *t, const char *tag,
@@ -327,9 +343,10 @@ static int trial_run(const char *dir, struct trial *t, const char *tag,
 	*out = s;
 	*cons_ns = c1 - c0;
 	double secs = (double)t->ns / 1e9;
-	printf("SUSTAIN tag=%s asked=%.0f achieved=%.0f logged=%llu recorded=%llu "
-	       "lost=%llu bytes_written=%llu seconds=%.3f consumer_cpu_ns=%llu\n",
-	       tag, t->rate, (double)t->logged / secs,
+	printf("SUSTAIN rings=%s tag=%s asked=%.0f achieved=%.0f logged=%llu "
+	       "recorded=%llu lost=%llu bytes_written=%llu seconds=%.3f "
+	       "consumer_cpu_ns=%llu\n",
+	       rings_label(), tag, t->rate, (double)t->logged / secs,
 	       (unsigned long long)t->logged,
 	       (unsigned long long)s.events_written,
 	       (unsigned long long)lost_sum(&s),
@@ -378,9 +395,9 @@ static int run_sustained(const char *dir)
 	}
 	double mb = (double)best.bytes_written / 1e6;
 	/* rate: what the best lossless trial achieved (asked: its target) */
-	printf("SUSTAINED rate=%.0f asked=%.0f flatout=%.0f flatout_lost=%s "
+	printf("SUSTAINED rings=%s rate=%.0f asked=%.0f flatout=%.0f flatout_lost=%s "
 	       "mbps=%.1f bytes_per_event=%.2f consumer_cpu_ms_per_mb=%.4f\n",
-	       best_got, lo, flat, ok ? "0" : "yes",
+	       rings_label(), best_got, lo, flat, ok ? "0" : "yes",
 	       best_secs > 0 ? mb / best_secs : 0.0,
 	       best.events_written ? (double)best.bytes_written /
 					     (double)best.events_written

@@ -36,8 +36,9 @@ class Results:
         self.rep_ivcsw = defaultdict(list) # involuntary switches, all threads
         self.count = {}                    # (suite, threads) -> dict
         self.logged = {}
-        self.sustain = []
-        self.sustained = None
+        self.sustain = []                  # trials of the default rings
+        self.sustained = None              # the default rings' result
+        self.sustained_other = []          # results with other rings
         self.workers = defaultdict(list)
         self.workers_trace = None
         self.callgrind = {}
@@ -64,9 +65,13 @@ class Results:
                 elif kind == "COUNT":
                     self.count[(kv["suite"], int(kv["threads"]))] = kv
                 elif kind == "SUSTAIN":
-                    self.sustain.append(kv)
+                    if kv.get("rings", "default") == "default":
+                        self.sustain.append(kv)
                 elif kind == "SUSTAINED":
-                    self.sustained = kv
+                    if kv.get("rings", "default") == "default":
+                        self.sustained = kv
+                    else:
+                        self.sustained_other.append(kv)
                 elif kind == "WORKERS":
                     self.workers[kv["variant"]].append(float(kv["seconds"]))
                 elif kind == "WORKERS_TRACE":
@@ -365,6 +370,20 @@ def main():
             w(f"| {t['tag']} | {float(t['asked']) / 1e6:.2f} M | {float(t['achieved']) / 1e6:.2f} M | "
               f"{int(t['logged']):,} | {int(t['recorded']):,} | {int(t['lost']):,} | {t['seconds']} |")
         w("")
+        if R.sustained_other:
+            mbps = float(S["mbps"]) or 1.0
+            w("A trial loses events when the disk stalls for longer than the ring lasts "
+              f"at that rate (the default 4 MiB per CPU: about {4 * 1.048576 / mbps * 1000:.0f} ms "
+              f"at {S['mbps']} MB/s; this VM's virtual disk stalls now and then). The "
+              "same search with bigger rings:")
+            w("")
+            w("| rings per CPU | largest lossless rate | MB/s | flat-out rate (lost?) | consumer CPU per MB |")
+            w("| --- | --- | --- | --- | --- |")
+            for o in R.sustained_other:
+                w(f"| {o['rings'].replace('x', ' × ').replace('KiB', ' KiB')} | {float(o['rate']) / 1e6:.2f} M events/s | "
+                  f"{o['mbps']} | {float(o['flatout']) / 1e6:.2f} M ({o['flatout_lost']}) | "
+                  f"{o['consumer_cpu_ms_per_mb']} ms |")
+            w("")
     else:
         w("not measured")
         w("")

@@ -272,6 +272,10 @@ have bench_fxt && run fxt-disabled "$BIN/bench_fxt" disabled
 # sustained throughput to disk
 if have bench_strata; then
 	run strata-sustained "$BIN/bench_strata" sustained 1 "$OUT/strata-sustained"
+	# The same with 4 times the default ring (64 x 256 KiB per CPU): a
+	# ring absorbs a stall of the disk of about its size / bandwidth.
+	run strata-sustained-big env BENCH_SUST_PACKETS=64 \
+		"$BIN/bench_strata" sustained 1 "$OUT/strata-sustained"
 	rm -rf "$OUT/strata-sustained"
 fi
 
