@@ -8,15 +8,6 @@
 #include "consumer/consumer.h"
 #include "ring/ring.h"
 
-/* Bytes committed into the slot of the packet that began at `begin`, over
- * all laps: local + remote (ring.md §1, §7). */
-static uint64_t slot_committed(const struct strata_ring *r, uint64_t begin)
-{
-	const uint64_t *cc =
-		&r->commit[((begin >> r->pshift) & r->nmask) * STRATA_COMMIT_STRIDE];
-	return strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]);
-}
-
 /*
  * Copy the packet that began at `begin` into `buf` if it is complete and
  * stays so while it is copied. Returns 1 (copied, whole), 0 (a writer
@@ -39,9 +30,8 @@ static int copy_stable(const struct strata_ring *r, uint64_t begin,
 		       unsigned char *buf)
 {
 	uint64_t bufsize = r->bufmask + 1;
-	uint64_t lap = begin >> (r->pshift + __builtin_ctz(r->nmask + 1));
-	uint64_t want = (lap + 1) * r->psize, content;
-	uint64_t c1 = slot_committed(r, begin);
+	uint64_t want = (ring_lap(r, begin) + 1) * r->psize, content;
+	uint64_t c1 = ring_committed(r, begin);
 
 	if (c1 != want)
 		return c1 > want ? -1 : 0;
@@ -61,7 +51,7 @@ static int copy_stable(const struct strata_ring *r, uint64_t begin,
 	 * writers' acq_rel CAS on `write`, and x86 store order under rseq). */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (strata_load_relaxed(&r->ctl->write) > begin + bufsize ||
-	    slot_committed(r, begin) != want)
+	    ring_committed(r, begin) != want)
 		return -1;
 	return 1;
 }

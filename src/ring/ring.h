@@ -55,30 +55,38 @@ static inline uint64_t ring_packet_begin(const struct strata_ring *r, uint64_t o
 	return off & ~r->pmask;
 }
 
+/* The lap of virtual offset `off`: how many times the ring was written
+ * through before it (ring.md §1). */
+static inline uint64_t ring_lap(const struct strata_ring *r, uint64_t off)
+{
+	return off >> (r->pshift + __builtin_ctz(r->nmask + 1));
+}
+
+/* Bytes committed into the packet slot of `off`, over all laps: the
+ * local and remote counts (ring.md §1, §7). */
+static inline uint64_t ring_committed(const struct strata_ring *r, uint64_t off)
+{
+	const uint64_t *cc =
+		&r->commit[((off >> r->pshift) & r->nmask) * STRATA_COMMIT_STRIDE];
+	return strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]);
+}
+
 /* Whether the packet that began at virtual offset `begin` is complete,
  * i.e. every byte reserved in it was committed (ring.md §1). */
 static inline bool ring_packet_complete(const struct strata_ring *r,
 					uint64_t begin)
 {
-	uint32_t idx = (begin >> r->pshift) & r->nmask;
-	uint64_t lap = begin >> (r->pshift + __builtin_ctz(r->nmask + 1));
-	const uint64_t *cc = &r->commit[idx * STRATA_COMMIT_STRIDE];
-	/* local + remote counts (ring.md §7) */
-	return strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]) ==
-	       (lap + 1) * r->psize;
+	return ring_committed(r, begin) == (ring_lap(r, begin) + 1) * r->psize;
 }
 
-/* Bytes committed into the packet that began at `begin`, in its lap
- * (local + remote counts); 0 if its slot has not reached that lap. */
+/* Bytes committed into the packet that began at `begin`, in its lap;
+ * 0 if its slot has not reached that lap. */
 static inline uint64_t ring_lap_committed(const struct strata_ring *r,
 					  uint64_t begin)
 {
-	uint32_t idx = (begin >> r->pshift) & r->nmask;
-	uint64_t lap = begin >> (r->pshift + __builtin_ctz(r->nmask + 1));
-	const uint64_t *cc = &r->commit[idx * STRATA_COMMIT_STRIDE];
-	uint64_t n = strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]);
+	uint64_t n = ring_committed(r, begin), base = ring_lap(r, begin) * r->psize;
 
-	return n < lap * r->psize ? 0 : n - lap * r->psize;
+	return n < base ? 0 : n - base;
 }
 
 /*

@@ -47,14 +47,6 @@ static void count_lost(struct strata_ring *ring, enum strata_lost_cause cause)
 		strata_add_relaxed(&ring_lost_global[cause], 1);
 }
 
-/* Bytes committed into the slot of `off`: local + remote (ring.md §7). */
-static uint64_t committed(struct strata_ring *ring, uint64_t off)
-{
-	const uint64_t *cc = &ring->commit[((off >> ring->pshift) & ring->nmask) *
-					   STRATA_COMMIT_STRIDE];
-	return strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]);
-}
-
 /*
  * Close the packet that contains virtual offset `end - 1`, whose content
  * ends at `end` (ring.md §4). The closer owns timestamp_end, content_size
@@ -87,10 +79,12 @@ STRATA_API void strata_ring_close_exact(struct strata_ring *ring, uint64_t end,
 }
 
 /* What the closer of w's packet passes as selfc (see ring_close()):
- * x, the ring's `xr` loaded with w, in rseq mode; pos in CAS mode. */
-static uint64_t self_committed(uint64_t pos, uint64_t x)
+ * x, the ring's `xr` loaded with w, on a ring written with rseq; pos
+ * otherwise. The ring's own flag, the one its readers go by. */
+static uint64_t self_committed(const struct strata_ring *ring, uint64_t pos,
+			       uint64_t x)
 {
-	return strata_rseq ? x : pos;
+	return ring->rseq ? x : pos;
 }
 
 /* Write the opener's header fields (format.md §2). Published by the
@@ -125,8 +119,8 @@ static void ring_open(struct strata_ring *ring, uint64_t begin, uint64_t ts,
 static int slot_check(struct strata_ring *ring, uint64_t begin,
 		      enum strata_lost_cause *cause)
 {
-	uint64_t lap = begin >> (ring->pshift + __builtin_ctz(ring->nmask + 1));
-	uint64_t cc = committed(ring, begin);
+	uint64_t lap = ring_lap(ring, begin);
+	uint64_t cc = ring_committed(ring, begin);
 
 	if (cc > lap * ring->psize)
 		return 1;
@@ -243,7 +237,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 			if (rc != STRATA_RSEQ_OK)
 				continue;
 			strata_reserved(r, ring, w, len, ts, id, words, need,
-					xts, self_committed(pos, x) + len);
+					xts, self_committed(ring, pos, x) + len);
 			return 1;
 		}
 
@@ -267,7 +261,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		strata_store_relaxed(&c->last_ts_hi,
 				     (uint32_t)(ts >> STRATA_TS_HI_SHIFT));
 		if (pos != 0)
-			ring_close(ring, w, ts, self_committed(pos, x));
+			ring_close(ring, w, ts, self_committed(ring, pos, x));
 		ring_open(ring, begin, ts, t->tid);
 		uint64_t *p = (uint64_t *)(ring_packet_addr(ring, begin) +
 					   STRATA_PACKET_HEADER);
@@ -420,7 +414,7 @@ void ring_flush(struct strata_ring *ring)
 			rc = STRATA_RSEQ_OK;
 		}
 		if (rc == STRATA_RSEQ_OK) {
-			ring_close(ring, w, ts, self_committed(pos, x));
+			ring_close(ring, w, ts, self_committed(ring, pos, x));
 			break;
 		}
 	}
