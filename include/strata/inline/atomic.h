@@ -32,4 +32,8 @@
 #define strata_likely(x) __builtin_expect(!!(x), 1)
 #define strata_unlikely(x) __builtin_expect(!!(x), 0)
 
+/* A macro's value as a string (for asm immediates). */
+#define STRATA_STR_(x) #x
+#define STRATA_STR(x) STRATA_STR_(x)
+
 #endif /* STRATA_INLINE_ATOMIC_H */

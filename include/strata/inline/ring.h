@@ -419,8 +419,8 @@ static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
 	struct rseq *rs = strata_rseq_area();
 	struct strata_ring *ring;
 	struct strata_ring_ctl *c;
-	uint64_t w, oh, ts, tn;
-	uint32_t cpu, len = words * 8;
+	uint64_t w, lo, tn;
+	uint32_t cpu, hi, len = words * 8;
 
 	cpu = *(volatile uint32_t *)&rs->cpu_id_start;
 	if (strata_unlikely(cpu >= STRATA_MAX_CPUS) ||
@@ -429,25 +429,30 @@ static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
 		return 0;
 	c = strata_ring_ctl(ring);
 	w = strata_load_relaxed(&c->write);
-	/* owner | last_ts_hi << 32 */
-	oh = *(const volatile strata_u64_alias *)&c->owner;
 	/* tid | nesting << 32 */
 	tn = *(const volatile strata_u64_alias *)&strata_tls;
+	/* The clock is read after w is loaded, in program order (ring.md §7):
+	 * the asm takes w, and volatile asms keep their order. Only the low
+	 * word (the header's) and ts >> 28 (the gap check) are needed here:
+	 * rdtsc zero-extends both halves, and one shrd makes the second. */
+	__asm__ __volatile__("rdtsc\n\t"
+			     "movl %%eax, %k1\n\t"
+			     "shrdl $" STRATA_STR(STRATA_TS_HI_SHIFT) ", %%edx, %k1"
+			     : "=a"(lo), "=r"(hi)
+			     : "r"(w)
+			     : "rdx");
 	/* One compare: the owner is this thread and no tracepoint of it is
 	 * in progress (owner is never 0, a tid not yet known: STRATA_OWNER_NONE).
 	 * w - 1 and w + len in one packet: the event neither opens the
 	 * packet (pos == 0) nor fills it (pos + len == psize) nor overflows.
-	 * The clock is read after w is loaded, in program order (ring.md §7):
-	 * the empty asm takes w, and volatile asms keep their order. */
-	__asm__ __volatile__("" : : "r"(w));
-	ts = strata_rdtsc();
-	if (strata_unlikely((oh & 0xffffffffu) != tn) ||
+	 * The same 2^28-tick window as the last clock record: no gap. */
+	if (strata_unlikely((uint64_t)strata_load_relaxed(&c->owner) != tn) ||
 	    strata_unlikely(((w - 1) ^ (w + len)) >= ring->psize) ||
-	    strata_unlikely((uint32_t)(ts >> STRATA_TS_HI_SHIFT) != (uint32_t)(oh >> 32)))
+	    strata_unlikely(hi != strata_load_relaxed(&c->last_ts_hi)))
 		return 0;
 	return strata_rseq_log(rs, cpu, &c->write, w,
 			       (uint64_t *)(ring->data + (w & ring->bufmask)),
-			       strata_header(ts, id, words), words, pl);
+			       strata_header(lo, id, words), words, pl);
 }
 #endif
 

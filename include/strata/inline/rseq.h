@@ -137,15 +137,15 @@ gap:
 		STRATA_RSEQ_BEGIN                                              \
 		"cmpl %[cpu], %[cur_cpu]\n\t"     /* R1 */                     \
 		"jnz %l[fail]\n\t"                                             \
-		"cmpq %[w], (%[wp])\n\t"          /* R2 */                     \
+		"cmpq %[w], %[wp]\n\t"            /* R2 */                     \
 		"jnz %l[fail]\n\t"                                             \
 		"movq %[h], (%[p])\n\t"                                        \
 		stores                                                         \
-		"addq %[len], (%[wp])\n\t"        /* R5: commit */             \
+		"addq %[len], %[wp]\n\t"          /* R5: commit */             \
 		STRATA_RSEQ_END(fail)                                          \
 		:                                                              \
 		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),                   \
-		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),        \
+		  [rseq_cs] "m"(rs->rseq_cs), [wp] "m"(*wp), [w] "r"(w),       \
 		  [len] "ir"(len), [p] "r"(p), [h] "r"(h) __VA_ARGS__          \
 		: "memory", "cc", "rax" clobbers                               \
 		: fail)
