@@ -434,13 +434,11 @@ static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
 	/* The clock is read after w is loaded, in program order (ring.md §7):
 	 * the asm takes w, and volatile asms keep their order. Only the low
 	 * word (the header's) and ts >> 28 (the gap check) are needed here:
-	 * rdtsc zero-extends both halves, and one shrd makes the second. */
+	 * rdtsc zero-extends both halves, and one shld makes the second. */
 	__asm__ __volatile__("rdtsc\n\t"
-			     "movl %%eax, %k1\n\t"
-			     "shrdl $" STRATA_STR(STRATA_TS_HI_SHIFT) ", %%edx, %k1"
-			     : "=a"(lo), "=r"(hi)
-			     : "r"(w)
-			     : "rdx");
+			     "shldl $(32 - " STRATA_STR(STRATA_TS_HI_SHIFT) "), %%eax, %%edx"
+			     : "=a"(lo), "=d"(hi)
+			     : "r"(w));
 	/* One compare: the owner is this thread and no tracepoint of it is
 	 * in progress (owner is never 0, a tid not yet known: STRATA_OWNER_NONE).
 	 * w - 1 and w + len in one packet: the event neither opens the
@@ -452,7 +450,7 @@ static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
 		return 0;
 	return strata_rseq_log(rs, cpu, &c->write, w,
 			       (uint64_t *)(ring->data + (w & ring->bufmask)),
-			       strata_header(lo, id, words), words, pl);
+			       lo | strata_header(0, id, words), words, pl);
 }
 #endif
 
