@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -526,7 +528,9 @@ static void log_calib(struct cons *c)
  * links the consumer without it). */
 static void flush_local(void)
 {
-	for (unsigned i = 0; i < STRATA_MAX_CPUS; i++) {
+	unsigned hwm = strata_load_acquire(&ring_hwm);
+
+	for (unsigned i = 0; i < hwm; i++) {
 		struct strata_ring *r = strata_load_acquire(&strata_rings[i]);
 		if (r)
 			ring_flush(r);
@@ -540,13 +544,97 @@ static uint64_t now_ms(void)
 	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
+/* Has a packet completed on one of our rings that we have not drained? */
+static int cons_pending(struct cons *c)
+{
+	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
+		struct cons_stream *s = c->streams[cpu];
+		if (!s)
+			continue;
+		struct strata_ring *r = s->ring;
+		uint64_t consumed = strata_load_relaxed(&r->ctl->consumed);
+		if (consumed < strata_load_acquire(&r->ctl->write) &&
+		    ring_packet_complete(r, consumed))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Sleep until a packet closes on a ring we drain, a ring is created or
+ * the consumer is stopped (ring_bell moves from `bell`, read before the
+ * caller looked for new rings and at c->running), or for `ms` (ring.md
+ * §8). Where futex_waitv is missing (Linux < 5.16, or refused by a
+ * seccomp filter), or with more rings than one call can wait on, it
+ * polls every millisecond instead.
+ */
+static void cons_sleep(struct cons *c, uint32_t bell, unsigned ms)
+{
+#if defined(SYS_futex_waitv) && defined(FUTEX_WAITV_MAX)
+	static int no_waitv;
+	struct futex_waitv wv[FUTEX_WAITV_MAX];
+	unsigned n = 0, cpu;
+
+	if (!no_waitv) {
+		memset(wv, 0, sizeof(wv));
+		wv[n].val = bell;
+		wv[n].uaddr = (uintptr_t)&ring_bell;
+		wv[n++].flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
+	}
+	for (cpu = 0; n && c->mode == STRATA_MODE_DISCARD && cpu < c->max_cpu; cpu++) {
+		struct cons_stream *s = c->streams[cpu];
+		if (!s)
+			continue;
+		if (n == FUTEX_WAITV_MAX) {
+			n = 0; /* too many rings: poll */
+			break;
+		}
+		strata_store_relaxed(&s->ring->ctl->cwait, 1);
+		wv[n].val = 1;
+		wv[n].uaddr = (uintptr_t)&s->ring->ctl->cwait;
+		wv[n++].flags = FUTEX_32; /* shared: the ring is a shared mapping */
+	}
+	/* Our cwait stores, then the commit counts; a closer commits, then
+	 * reads cwait (ring_close()). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (n && !cons_pending(c)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += ms / 1000;
+		ts.tv_nsec += (long)(ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		if (syscall(SYS_futex_waitv, wv, n, 0, &ts, CLOCK_MONOTONIC) < 0 &&
+		    errno != EAGAIN && errno != ETIMEDOUT && errno != EINTR)
+			no_waitv = 1;
+	}
+	for (unsigned i = 0; c->mode == STRATA_MODE_DISCARD && i < cpu; i++)
+		if (c->streams[i])
+			strata_store_relaxed(&c->streams[i]->ring->ctl->cwait, 0);
+	if (n)
+		return;
+#else
+	(void)bell;
+	(void)ms;
+#endif
+	struct timespec d = {0, 1000000}; /* 1 ms */
+	nanosleep(&d, NULL);
+}
+
 static void *cons_main(void *arg)
 {
 	struct cons *c = arg;
 	uint64_t last_calib = now_ms(), last_flush = last_calib;
 	int first = 1;
 
-	while (__atomic_load_n(&c->running, __ATOMIC_ACQUIRE)) {
+	for (;;) {
+		/* Before c->running and the look for new rings: cons_sleep()
+		 * returns at once if either changed since. */
+		uint32_t bell = __atomic_load_n(&ring_bell, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&c->running, __ATOMIC_SEQ_CST))
+			break;
 		unsigned work = 0;
 		uint64_t t = now_ms();
 
@@ -566,7 +654,8 @@ static void *cons_main(void *arg)
 			flush_local();
 			last_flush = t;
 		}
-		for (unsigned cpu = 0; cpu < STRATA_MAX_CPUS; cpu++) {
+		unsigned hwm = strata_load_acquire(&ring_hwm);
+		for (unsigned cpu = 0; cpu < hwm; cpu++) {
 			struct cons_stream *s = stream_of(c, cpu);
 			if (s && c->mode == STRATA_MODE_DISCARD)
 				work += drain_ring(c, s);
@@ -574,8 +663,13 @@ static void *cons_main(void *arg)
 		if (c->meta_dirty || c->reg_gen != generation(c))
 			update_metadata(c);
 		if (!work) {
-			struct timespec ts = {0, 1000000}; /* 1 ms */
-			nanosleep(&ts, NULL);
+			/* Until the next calibration or flush, 100 ms at most. */
+			uint64_t due = last_calib + (first ? 20 : 1000);
+			if (c->flush_ms && last_flush + c->flush_ms < due)
+				due = last_flush + c->flush_ms;
+			uint64_t now = now_ms();
+			uint64_t ms = due > now ? due - now : 1;
+			cons_sleep(c, bell, ms > 100 ? 100 : (unsigned)ms);
 		}
 	}
 	return NULL;
@@ -973,7 +1067,8 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 		return 0;
 	if (c->passive)
 		return cons_finish(c, 0, final, NULL);
-	__atomic_store_n(&c->running, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->running, 0, __ATOMIC_SEQ_CST);
+	ring_bell_ring(); /* after running: cons_main() reads them the other way */
 	pthread_join(c->thread, NULL);
 
 	log_calib(c);

@@ -35,6 +35,24 @@ struct strata_ring *ring_get_or_create(unsigned cpu);
  * NULL otherwise. */
 extern void (*ring_created_hook)(struct strata_ring *ring);
 
+/*
+ * Doorbells (ring.md §8). A consumer about to sleep sets ctl->cwait of
+ * each ring it drains to 1 and waits on those words; the closer of a
+ * packet that finds 1 there takes it back to 0 and wakes the waiter
+ * (ring_close()). `ring_bell` is bumped, and its waiters woken, when
+ * ring_get_or_create() publishes a ring (a consumer waits on it too, to
+ * learn of rings it does not wait on yet) or when ring_bell_ring() is
+ * called (a consumer being stopped).
+ */
+extern uint32_t ring_bell;
+/* One past the highest CPU that has a ring: loops over strata_rings[]
+ * stop there (set before ring_bell moves). */
+extern uint32_t ring_hwm;
+void ring_bell_ring(void);
+/* Wake a waiter of *word (a shared futex: the waiter may be another
+ * process mapping the ring) if it is 1, setting it to 0. */
+void ring_doorbell(uint32_t *word);
+
 /* Reserve on a given ring rather than the current CPU's (the consumer's
  * own records). Same contract as strata_reserve(). */
 int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t id,

@@ -18,6 +18,7 @@ struct ring_config ring_cfg = {
 
 STRATA_API struct strata_ring *strata_rings[STRATA_MAX_CPUS];
 void (*ring_created_hook)(struct strata_ring *ring);
+uint32_t ring_hwm;
 
 /* CPUs whose ring could not be created: don't retry on every event. */
 static uint8_t ring_failed[STRATA_MAX_CPUS];
@@ -104,8 +105,14 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 		errno = saved_errno;
 		return expected;
 	}
+	uint32_t hwm = strata_load_relaxed(&ring_hwm);
+	while (hwm < cpu + 1 &&
+	       !__atomic_compare_exchange_n(&ring_hwm, &hwm, cpu + 1, 1,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
 	if (ring_created_hook)
 		ring_created_hook(ring);
+	ring_bell_ring(); /* a sleeping consumer learns of it (ring.md §8) */
 	errno = saved_errno;
 	return ring;
 

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -70,6 +72,37 @@ static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
 	h->events_discarded = ring_lost_total(ring);
 	if (selfc < ring->psize)
 		strata_ring_commit(ring, end - 1, ring->psize - selfc);
+	/* ring.md §8: the commit above, then cwait; the consumer stores
+	 * cwait, then reads the commit counts. The fence keeps one of the
+	 * two from missing the other's store. The consumer is woken when
+	 * half the ring waits for it: it then writes many packets per
+	 * wake-up, and the other half leaves it time to come. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (strata_load_relaxed(&ring->ctl->cwait) &&
+	    ring_packet_begin(ring, end - 1) + ring->psize -
+			    strata_load_relaxed(&ring->ctl->consumed) >
+		    ring->bufmask / 2)
+		ring_doorbell(&ring->ctl->cwait);
+}
+
+void ring_doorbell(uint32_t *word)
+{
+	if (__atomic_exchange_n(word, 0, __ATOMIC_RELAXED)) {
+		int saved_errno = errno; /* a tracepoint's caller keeps its errno */
+		syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+		errno = saved_errno;
+	}
+}
+
+uint32_t ring_bell;
+
+void ring_bell_ring(void)
+{
+	int saved_errno = errno;
+
+	__atomic_add_fetch(&ring_bell, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &ring_bell, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+	errno = saved_errno;
 }
 
 STRATA_API void strata_ring_close_exact(struct strata_ring *ring, uint64_t end,

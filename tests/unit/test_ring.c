@@ -127,6 +127,39 @@ static void test_exact_fill(void **state)
 	assert_int_equal(r->ctl->write, PSIZE + 96 + 16);
 }
 
+/* ring.md §8: a new ring bumps ring_bell; the closer of a packet wakes a
+ * sleeping consumer (takes cwait from 1 to 0) only when more than half
+ * the ring waits for it. */
+static void test_doorbell(void **state)
+{
+	(void)state;
+	uint32_t bell = ring_bell;
+	struct strata_ring *r = new_ring(2, STRATA_MODE_DISCARD); /* 4 packets */
+	uint64_t n = 0;
+
+	assert_int_not_equal(ring_bell, bell);
+	r->ctl->cwait = 1; /* a consumer sleeps */
+	while (r->ctl->write < PSIZE)
+		n += (uint64_t)log_on(r, 100, n);
+	assert_true(ring_packet_complete(r, 0));
+	assert_int_equal(r->ctl->cwait, 1); /* a quarter of the ring: no wake */
+	while (r->ctl->write < 2 * PSIZE)
+		n += (uint64_t)log_on(r, 100, n);
+	assert_true(ring_packet_complete(r, PSIZE));
+	assert_int_equal(r->ctl->cwait, 0); /* half: woken */
+	/* Once the consumer has caught up, a close is a quarter again. */
+	r->ctl->consumed = 2 * PSIZE;
+	r->ctl->cwait = 1;
+	while (r->ctl->write < 3 * PSIZE)
+		n += (uint64_t)log_on(r, 100, n);
+	assert_int_equal(r->ctl->cwait, 1);
+	/* An awake consumer (cwait 0) is left alone. */
+	r->ctl->cwait = 0;
+	while (r->ctl->write < 4 * PSIZE)
+		n += (uint64_t)log_on(r, 100, n);
+	assert_int_equal(r->ctl->cwait, 0);
+}
+
 static void test_discard_when_full(void **state)
 {
 	(void)state;
@@ -474,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_first_event_opens_packet),
 		cmocka_unit_test(test_switch_closes_with_padding),
 		cmocka_unit_test(test_exact_fill),
+		cmocka_unit_test(test_doorbell),
 		cmocka_unit_test(test_discard_when_full),
 		cmocka_unit_test(test_overwrite_reuses_oldest),
 		cmocka_unit_test(test_busy_packet_is_not_reused),

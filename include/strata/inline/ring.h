@@ -76,6 +76,10 @@ struct strata_ring_ctl {
 	uint32_t last_ts_hi;
 	/* line 2: consumer */
 	uint64_t consumed __attribute__((aligned(64)));
+	/* 1 while a consumer sleeps waiting on this word; the closer of a
+	 * packet that sees it takes it back to 0 and wakes it (futex,
+	 * ring.md §8). */
+	uint32_t cwait;
 	/* line 3: loss counters (slow path only) */
 	uint64_t lost[STRATA_LOST_NCAUSES] __attribute__((aligned(64)));
 	uint32_t disabled;
