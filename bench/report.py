@@ -39,8 +39,8 @@ class Results:
         self.sustain = []                  # trials of the default rings
         self.sustained = None              # the default rings' result
         self.sustained_other = []          # results with other rings
-        self.workers = defaultdict(list)
-        self.workers_trace = None
+        self.workers = defaultdict(list)   # (density, variant) -> seconds
+        self.workers_trace = {}            # density -> bytes
         self.callgrind = {}
         self.skips = []
         self.failed = []
@@ -73,9 +73,11 @@ class Results:
                     else:
                         self.sustained_other.append(kv)
                 elif kind == "WORKERS":
-                    self.workers[kv["variant"]].append(float(kv["seconds"]))
+                    self.workers[(kv.get("density", "dense"), kv["variant"])].append(
+                        float(kv["seconds"]))
                 elif kind == "WORKERS_TRACE":
-                    self.workers_trace = kv
+                    if kv.get("bytes"):
+                        self.workers_trace[kv.get("density", "dense")] = int(kv["bytes"])
                 elif kind == "CALLGRIND":
                     self.callgrind[kv["name"]] = kv
                 elif kind == "SKIP":
@@ -415,25 +417,49 @@ def main():
     w("## Real program: examples/workers.c")
     w("")
     if R.workers:
-        off = R.workers.get("compiled_out")
-        moff = statistics.median(off) if off else None
-        w(f"Elapsed wall time of the whole process (`bench_workers_* {env.get('workers_args', '')}`), "
-          "runs of the three builds interleaved.")
+        w("Elapsed wall time of the whole process (`bench_workers_* THREADS JOBS WORK`: "
+          "THREADS threads take JOBS jobs from a queue under a mutex and compute for "
+          "WORK × 150 LCG steps on average each; 5 events per job), runs of the three "
+          "builds interleaved. Two densities of events: the example as shipped, an "
+          "event every few hundred nanoseconds on each thread (a tracing "
+          "micro-benchmark more than a program), and jobs 40 times longer, an event "
+          "every couple of microseconds, nearer what K42 and LTT measured. "
+          "\"ns added per event\" is the elapsed time added over the compiled-out "
+          "build × threads ÷ events: what each event cost its thread, the consumer's "
+          "share of the CPUs included.")
         w("")
-        w("| build | seconds | × compiled out |")
-        w("| --- | --- | --- |")
-        for v, label in (("compiled_out", "`-DSTRATA_DISABLE`"),
-                         ("majors_off", "compiled in, `STRATA_MAJORS=none`"),
-                         ("recording", "compiled in, recording to disk")):
-            xs = R.workers.get(v)
-            if not xs:
+        for density, key in (("dense", "workers_args"), ("coarse", "workers_coarse_args")):
+            off = R.workers.get((density, "compiled_out"))
+            if not off:
                 continue
-            st = (statistics.median(xs), min(xs), max(xs), len(xs))
-            w(f"| {label} | {cell(st, 4)} | {ratio(st[0], moff, 3)} |")
-        w("")
-        if R.workers_trace and R.workers_trace.get("bytes"):
-            w(f"Trace of the last recording run: {int(R.workers_trace['bytes']):,} bytes.")
+            args = env.get(key, "").split()
+            try:
+                nthr, njobs = int(args[0]), int(args[1])
+            except (IndexError, ValueError):
+                nthr = njobs = 0
+            events = njobs * 5 + nthr * 4
+            moff = statistics.median(off)
+            rate = events / nthr / moff if nthr and moff > 0 else 0
+            w(f"**{density}** (`{' '.join(args)}`): {events:,} events, "
+              f"{rate / 1e6:.2f} M events/s per thread compiled out "
+              f"(one every {1e9 / rate:.0f} ns)." if rate else f"**{density}**")
             w("")
+            w("| build | seconds | × compiled out | ns added per event |")
+            w("| --- | --- | --- | --- |")
+            for v, label in (("compiled_out", "`-DSTRATA_DISABLE`"),
+                             ("majors_off", "compiled in, `STRATA_MAJORS=none`"),
+                             ("recording", "compiled in, recording to disk")):
+                xs = R.workers.get((density, v))
+                if not xs:
+                    continue
+                st = (statistics.median(xs), min(xs), max(xs), len(xs))
+                added = "—" if v == "compiled_out" or not events else \
+                    f"{(st[0] - moff) * nthr / events * 1e9:.1f}"
+                w(f"| {label} | {cell(st, 4)} | {ratio(st[0], moff, 3)} | {added} |")
+            w("")
+            if R.workers_trace.get(density):
+                w(f"Trace of the last recording run: {R.workers_trace[density]:,} bytes.")
+                w("")
     else:
         w("not measured")
         w("")

@@ -14,7 +14,9 @@
 #                   in BENCHMARKS.md (the producer figures stay as they were)
 # Environment knobs (defaults in brackets): BENCH_EVENTS [1000000] events per thread
 # per repetition, BENCH_REPS [7], BENCH_PAUSE_MS [300], BENCH_SUST_MS [2000],
-# BENCH_WORKERS_RUNS [7], BENCH_WORKERS_ARGS ["2 4000000"], BENCH_PAIRED_FLOOR [1].
+# BENCH_WORKERS_RUNS [7], BENCH_WORKERS_ARGS ["2 4000000 1"] (threads, jobs, work per
+# job: an event every ~0.1 us), BENCH_WORKERS_COARSE_ARGS ["2 100000 40"] (every ~2 us),
+# BENCH_PAIRED_FLOOR [1].
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -60,7 +62,8 @@ else
 	REPORT=$ROOT/BENCHMARKS.md
 fi
 WORKERS_RUNS=${BENCH_WORKERS_RUNS:-7}
-WORKERS_ARGS=${BENCH_WORKERS_ARGS:-"2 4000000"}
+WORKERS_ARGS=${BENCH_WORKERS_ARGS:-"2 4000000 1"}
+WORKERS_COARSE_ARGS=${BENCH_WORKERS_COARSE_ARGS:-"2 100000 40"}
 
 note() { echo "== $*" >&2; }
 
@@ -236,6 +239,7 @@ fxt_enabled() {
 	echo "events=$BENCH_EVENTS reps=$BENCH_REPS pause_ms=$BENCH_PAUSE_MS threads_n=$THREADS"
 	echo "sust_ms=$BENCH_SUST_MS"
 	echo "workers_args=$WORKERS_ARGS"
+	echo "workers_coarse_args=$WORKERS_COARSE_ARGS"
 	if command -v perf >/dev/null && perf stat -x, -e instructions true 2>&1 |
 		grep -q '^[0-9]'; then
 		echo "perf_hw=yes"
@@ -280,33 +284,35 @@ if have bench_strata; then
 fi
 
 # ---- real-program overhead: examples/workers.c built three ways -------------------
-workers_time() { # TAG RUNS ENV... -- CMD...: prints one WORKERS line per run
-	local tag=$1 runs=$2; shift 2
-	for i in $(seq "$runs"); do
-		local t0 t1
-		t0=$(date +%s%N)
-		"$@" >/dev/null 2>>"$LOG" || { echo "FAILED tag=workers-$tag" >>"$RAW"; return; }
-		t1=$(date +%s%N)
-		echo "WORKERS variant=$tag run=$i seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')" >>"$RAW"
-	done
+workers_time() { # DENSITY TAG RUN ENV... -- CMD...: prints one WORKERS line
+	local density=$1 tag=$2 run=$3 t0 t1; shift 3
+	t0=$(date +%s%N)
+	"$@" >/dev/null 2>>"$LOG" || { echo "FAILED tag=workers-$density-$tag" >>"$RAW"; return; }
+	t1=$(date +%s%N)
+	echo "WORKERS density=$density variant=$tag run=$run seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')" >>"$RAW"
 }
 if [ $SMOKE = 1 ]; then
 	skip workers "smoke_mode"
 elif have bench_workers_off && have bench_workers_on; then
-	note "workers x3 variants x $WORKERS_RUNS runs (args: $WORKERS_ARGS)"
 	wdir=$OUT/workers-trace
-	# shellcheck disable=SC2086 # WORKERS_ARGS is a word list
-	for i in $(seq "$WORKERS_RUNS"); do # interleaved, so drift hits all three
-		workers_time compiled_out 1 env -u STRATA_OUTPUT "$BIN/bench_workers_off" $WORKERS_ARGS
+	for density in dense coarse; do
+		args=$WORKERS_ARGS
+		[ $density = coarse ] && args=$WORKERS_COARSE_ARGS
+		note "workers ($density: $args) x3 variants x $WORKERS_RUNS runs"
+		# shellcheck disable=SC2086 # args is a word list
+		for i in $(seq "$WORKERS_RUNS"); do # interleaved, so drift hits all three
+			workers_time $density compiled_out "$i" env -u STRATA_OUTPUT \
+				"$BIN/bench_workers_off" $args
+			rm -rf "$wdir"
+			workers_time $density majors_off "$i" env STRATA_OUTPUT="$wdir" \
+				STRATA_MAJORS=none "$BIN/bench_workers_on" $args
+			rm -rf "$wdir"
+			workers_time $density recording "$i" env STRATA_OUTPUT="$wdir" \
+				STRATA_MAJORS=all "$BIN/bench_workers_on" $args
+		done
+		echo "WORKERS_TRACE density=$density bytes=$(du -sb "$wdir" 2>/dev/null | cut -f1)" >>"$RAW"
 		rm -rf "$wdir"
-		workers_time majors_off 1 env STRATA_OUTPUT="$wdir" STRATA_MAJORS=none \
-			"$BIN/bench_workers_on" $WORKERS_ARGS
-		rm -rf "$wdir"
-		workers_time recording 1 env STRATA_OUTPUT="$wdir" STRATA_MAJORS=all \
-			"$BIN/bench_workers_on" $WORKERS_ARGS
 	done
-	echo "WORKERS_TRACE bytes=$(du -sb "$wdir" 2>/dev/null | cut -f1)" >>"$RAW"
-	rm -rf "$wdir"
 else
 	skip workers "examples/workers.c_not_built"
 fi
