@@ -75,13 +75,13 @@ static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
 	/* ring.md §8: the commit above, then cwait; the consumer stores
 	 * cwait, then reads the commit counts. The fence keeps one of the
 	 * two from missing the other's store. The consumer is woken when
-	 * half the ring waits for it: it then writes many packets per
-	 * wake-up, and the other half leaves it time to come. */
+	 * a quarter of the ring waits for it: it then writes several packets
+	 * per wake-up, and the rest leaves it time to come. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (strata_load_relaxed(&ring->ctl->cwait) &&
 	    ring_packet_begin(ring, end - 1) + ring->psize -
 			    strata_load_relaxed(&ring->ctl->consumed) >
-		    ring->bufmask / 2)
+		    ring->bufmask / 4)
 		ring_doorbell(&ring->ctl->cwait);
 }
 

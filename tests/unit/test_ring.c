@@ -128,13 +128,13 @@ static void test_exact_fill(void **state)
 }
 
 /* ring.md §8: a new ring bumps ring_bell; the closer of a packet wakes a
- * sleeping consumer (takes cwait from 1 to 0) only when more than half
- * the ring waits for it. */
+ * sleeping consumer (takes cwait from 1 to 0) only when more than a
+ * quarter of the ring waits for it. */
 static void test_doorbell(void **state)
 {
 	(void)state;
 	uint32_t bell = ring_bell;
-	struct strata_ring *r = new_ring(2, STRATA_MODE_DISCARD); /* 4 packets */
+	struct strata_ring *r = new_ring(3, STRATA_MODE_DISCARD); /* 8 packets */
 	uint64_t n = 0;
 
 	assert_int_not_equal(ring_bell, bell);
@@ -142,12 +142,12 @@ static void test_doorbell(void **state)
 	while (r->ctl->write < PSIZE)
 		n += (uint64_t)log_on(r, 100, n);
 	assert_true(ring_packet_complete(r, 0));
-	assert_int_equal(r->ctl->cwait, 1); /* a quarter of the ring: no wake */
+	assert_int_equal(r->ctl->cwait, 1); /* an eighth of the ring: no wake */
 	while (r->ctl->write < 2 * PSIZE)
 		n += (uint64_t)log_on(r, 100, n);
 	assert_true(ring_packet_complete(r, PSIZE));
-	assert_int_equal(r->ctl->cwait, 0); /* half: woken */
-	/* Once the consumer has caught up, a close is a quarter again. */
+	assert_int_equal(r->ctl->cwait, 0); /* a quarter: woken */
+	/* Once the consumer has caught up, a close is an eighth again. */
 	r->ctl->consumed = 2 * PSIZE;
 	r->ctl->cwait = 1;
 	while (r->ctl->write < 3 * PSIZE)
