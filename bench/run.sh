@@ -240,6 +240,7 @@ fxt_enabled() {
 	echo "sust_ms=$BENCH_SUST_MS"
 	echo "workers_args=$WORKERS_ARGS"
 	echo "workers_coarse_args=$WORKERS_COARSE_ARGS"
+	echo "workers_empty_args=${WORKERS_ARGS%% *} 0 1"
 	if command -v perf >/dev/null && perf stat -x, -e instructions true 2>&1 |
 		grep -q '^[0-9]'; then
 		echo "perf_hw=yes"
@@ -295,9 +296,10 @@ if [ $SMOKE = 1 ]; then
 	skip workers "smoke_mode"
 elif have bench_workers_off && have bench_workers_on; then
 	wdir=$OUT/workers-trace
-	for density in dense coarse; do
+	for density in empty dense coarse; do # empty: the session's start and stop
 		args=$WORKERS_ARGS
 		[ $density = coarse ] && args=$WORKERS_COARSE_ARGS
+		[ $density = empty ] && args="${WORKERS_ARGS%% *} 0 1"
 		note "workers ($density: $args) x3 variants x $WORKERS_RUNS runs"
 		# shellcheck disable=SC2086 # args is a word list
 		for i in $(seq "$WORKERS_RUNS"); do # interleaved, so drift hits all three
