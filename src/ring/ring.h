@@ -49,9 +49,6 @@ extern uint32_t ring_bell;
  * stop there (set before ring_bell moves). */
 extern uint32_t ring_hwm;
 void ring_bell_ring(void);
-/* Wake a waiter of *word (a shared futex: the waiter may be another
- * process mapping the ring) if it is 1, setting it to 0. */
-void ring_doorbell(uint32_t *word);
 
 /* Reserve on a given ring rather than the current CPU's (the consumer's
  * own records). Same contract as strata_reserve(). */

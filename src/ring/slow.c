@@ -49,6 +49,17 @@ static void count_lost(struct strata_ring *ring, enum strata_lost_cause cause)
 		strata_add_relaxed(&ring_lost_global[cause], 1);
 }
 
+/* Wake a waiter of *word (a shared futex: the waiter may be another
+ * process mapping the ring) if it is 1, setting it to 0 (ring.md §8). */
+static void ring_doorbell(uint32_t *word)
+{
+	if (__atomic_exchange_n(word, 0, __ATOMIC_RELAXED)) {
+		int saved_errno = errno; /* a tracepoint's caller keeps its errno */
+		syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+		errno = saved_errno;
+	}
+}
+
 /*
  * Close the packet that contains virtual offset `end - 1`, whose content
  * ends at `end` (ring.md §4). The closer owns timestamp_end, content_size
@@ -83,15 +94,6 @@ static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
 			    strata_load_relaxed(&ring->ctl->consumed) >
 		    ring->bufmask / 4)
 		ring_doorbell(&ring->ctl->cwait);
-}
-
-void ring_doorbell(uint32_t *word)
-{
-	if (__atomic_exchange_n(word, 0, __ATOMIC_RELAXED)) {
-		int saved_errno = errno; /* a tracepoint's caller keeps its errno */
-		syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
-		errno = saved_errno;
-	}
 }
 
 uint32_t ring_bell;
