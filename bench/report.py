@@ -250,8 +250,9 @@ def main():
     w("")
     fl = [R.stats(s + "-firstlap", t) for s in ("strata-ev1",) for t in (1,)]
     if fl[0]:
-        w(f"The first lap of strata's fresh rings (page faults of the shared mapping, "
-          f"untimed above) cost {fmt(fl[0][0])} ns/event (1 thread, 1 word).")
+        w(f"The first lap of strata's fresh rings (untimed above: the pages of the "
+          f"shared mapping are new; the consumer faults them in ahead of the writer, "
+          f"docs/ring.md §1) cost {fmt(fl[0][0])} ns/event (1 thread, 1 word).")
         w("")
 
     if any(R.cpu(suite, tn) for _, suite, _ in rows):

@@ -58,6 +58,15 @@ int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t id,
 /* Choose rseq or CAS (sets strata_rseq); call before any ring exists. */
 void ring_init(void);
 
+/*
+ * Fault in the pages of bytes [off, off + len) of the ring's data in this
+ * mapping (ring.md §1, "First lap"), so that the writers of a fresh ring
+ * do not take a page fault every 4 KiB of its first lap. For a consumer:
+ * it never writes the ring (MADV_POPULATE_WRITE, or a read of each page
+ * where the kernel lacks it). Returns 0, or -errno: stop trying.
+ */
+int ring_prefault(struct strata_ring *ring, uint64_t off, uint64_t len);
+
 /* Unmap a ring (after tracing stopped and it was drained). */
 void ring_destroy(struct strata_ring *ring);
 

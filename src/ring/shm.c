@@ -126,6 +126,30 @@ fail:
 	return NULL;
 }
 
+int ring_prefault(struct strata_ring *ring, uint64_t off, uint64_t len)
+{
+	unsigned char *p = ring->data + off;
+	static int no_populate;
+
+	if (off > ring->bufmask || len > ring->bufmask + 1 - off)
+		return -EINVAL;
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+	if (!strata_load_relaxed(&no_populate)) {
+		if (!madvise(p, len, MADV_POPULATE_WRITE))
+			return 0;
+		if (errno != EINVAL)
+			return -errno;
+		strata_store_relaxed(&no_populate, 1);
+	}
+	/* A read fault on a shared memfd page allocates it (shmem maps no
+	 * zero page), which is what the writers would have waited for. */
+	for (uint64_t o = 0; o < len; o += 4096)
+		(void)*(volatile unsigned char *)(p + o);
+	return 0;
+}
+
 void ring_destroy(struct strata_ring *ring)
 {
 	if (!ring)

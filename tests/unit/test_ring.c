@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -158,6 +159,44 @@ static void test_doorbell(void **state)
 	while (r->ctl->write < 4 * PSIZE)
 		n += (uint64_t)log_on(r, 100, n);
 	assert_int_equal(r->ctl->cwait, 0);
+}
+
+/* Pages of [p, p + len) resident in this mapping. */
+static size_t resident(const unsigned char *p, size_t len)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = 0;
+	unsigned char vec[64];
+
+	assert_true(len / pg <= sizeof(vec));
+	assert_int_equal(mincore((void *)p, len, vec), 0);
+	for (size_t i = 0; i < len / pg; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+/* The consumer's prefault (ring.md §1, "First lap"): only the range
+ * asked for, contents untouched, and nothing out of the ring. */
+static void test_prefault(void **state)
+{
+	(void)state;
+	struct strata_ring *r = new_ring(3, STRATA_MODE_DISCARD); /* 8 × 16 KiB */
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	assert_int_equal(resident(r->data, 8 * PSIZE), 0); /* a fresh memfd */
+	assert_int_equal(ring_prefault(r, PSIZE, 2 * PSIZE), 0);
+	assert_int_equal(resident(r->data, PSIZE), 0);
+	assert_int_equal(resident(r->data + PSIZE, 2 * PSIZE), 2 * PSIZE / pg);
+	assert_int_equal(resident(r->data + 3 * PSIZE, 5 * PSIZE), 0);
+	/* written events survive a prefault over them */
+	uint64_t n = 0;
+	while (r->ctl->write < PSIZE / 2)
+		n += (uint64_t)log_on(r, 4, 0x5eed);
+	assert_int_equal(ring_prefault(r, 0, 8 * PSIZE), 0);
+	assert_int_equal(resident(r->data, 8 * PSIZE), 8 * PSIZE / pg);
+	assert_int_equal(((const uint64_t *)r->data)[STRATA_PACKET_HEADER / 8 + 1],
+			 0x5eed);
+	assert_int_equal(ring_prefault(r, 8 * PSIZE, 1), -EINVAL);
+	assert_int_equal(ring_prefault(r, PSIZE, 8 * PSIZE), -EINVAL);
 }
 
 static void test_discard_when_full(void **state)
@@ -508,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_switch_closes_with_padding),
 		cmocka_unit_test(test_exact_fill),
 		cmocka_unit_test(test_doorbell),
+		cmocka_unit_test(test_prefault),
 		cmocka_unit_test(test_discard_when_full),
 		cmocka_unit_test(test_overwrite_reuses_oldest),
 		cmocka_unit_test(test_busy_packet_is_not_reused),
