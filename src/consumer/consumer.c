@@ -578,9 +578,12 @@ static uint64_t now_ms(void)
 	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
-/* Has a packet completed on one of our rings that we have not drained? */
+/* Has a packet completed on one of our rings that we have not drained?
+ * Never in overwrite mode, which drains nothing until the end. */
 static int cons_pending(struct cons *c)
 {
+	if (c->mode != STRATA_MODE_DISCARD)
+		return 0;
 	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
 		struct cons_stream *s = c->streams[cpu];
 		if (!s)
