@@ -13,6 +13,7 @@
 #include "ring/ring.h"
 
 STRATA_API int strata_clock_tsc;
+struct clock_point clock_init_point;
 
 static int file_has(const char *path, const char *needle)
 {
@@ -50,6 +51,7 @@ void clock_init(void)
 	if (c && !strcmp(c, "mono"))
 		strata_clock_tsc = 0;
 	ring_init(); /* the write protocol follows the clock (ring.md §7) */
+	clock_point_take(&clock_init_point);
 }
 
 void clock_use_mono(void)

@@ -21,6 +21,11 @@ void clock_init(void);
  * included. Before any ring exists. */
 void clock_use_mono(void);
 
+/* The point clock_init() took (the library's load, as a rule): the
+ * first point of an in-process session's clock fit, which then needs no
+ * waiting to have a baseline (consumer.c, cons_create()). */
+extern struct clock_point clock_init_point;
+
 /* Take a calibration point (the tightest of a few tries). */
 void clock_point_take(struct clock_point *p);
 
