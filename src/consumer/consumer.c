@@ -445,25 +445,25 @@ static unsigned drain_ring(struct cons *c, struct cons_stream *s)
 /*
  * Fault in a fresh ring ahead of its writers (ring.md §1, "First lap"):
  * a page fault costs a writer about as much as a hundred events here,
- * one every 256 events of 16 bytes. Half a ring ahead of `write`, so
- * that the writers stay clear of the edge between two wake-ups of the
- * consumer (a quarter of a ring apart at most, §8), and no further: a
- * ring that is hardly used stays small. A megabyte at a time, between
- * drains, so that a big ring does not hold up the draining of the
- * others. Not for a snapshot, whose rings nobody writes any more.
+ * one every 256 events of 16 bytes. Like read-ahead: past the packet
+ * being written, as much again as the packets already written, half a
+ * ring at most, so that a ring that is hardly used stays small; during
+ * the first lap every packet close wakes the consumer (§8) to move the
+ * window on. A megabyte at a time, between drains, so that a big ring
+ * does not hold up the draining of the others. Not for a snapshot, whose
+ * rings nobody writes any more.
  */
 #define PREFAULT_STEP (UINT64_C(1) << 20)
 
 static unsigned prefault(struct cons *c, struct cons_stream *s)
 {
 	struct strata_ring *r = s->ring;
-	uint64_t size = r->bufmask + 1, ahead = size / 2, to, len;
+	uint64_t size = r->bufmask + 1, done, to, len;
 
 	if (s->faulted >= size || c->snapshot)
 		return 0;
-	if (ahead < 2 * r->psize)
-		ahead = 2 * r->psize;
-	to = ring_packet_begin(r, strata_load_relaxed(&r->ctl->write)) + ahead;
+	done = ring_packet_begin(r, strata_load_relaxed(&r->ctl->write));
+	to = done + r->psize + (done < size / 2 ? done : size / 2);
 	if (to > size)
 		to = size; /* past the first lap: every page was touched */
 	if (to <= s->faulted)
@@ -605,6 +605,13 @@ static int cons_pending(struct cons *c)
  * seccomp filter), or with more rings than one call can wait on, it
  * polls every millisecond instead.
  */
+/* Does the consumer wait for this ring's packets: to drain them, or in
+ * overwrite mode to fault in its first lap (prefault())? */
+static int bell_wanted(const struct cons *c, const struct cons_stream *s)
+{
+	return c->mode == STRATA_MODE_DISCARD || s->faulted <= s->ring->bufmask;
+}
+
 static void cons_sleep(struct cons *c, uint32_t bell, unsigned ms)
 {
 #if defined(SYS_futex_waitv) && defined(FUTEX_WAITV_MAX)
@@ -618,9 +625,9 @@ static void cons_sleep(struct cons *c, uint32_t bell, unsigned ms)
 		wv[n].uaddr = (uintptr_t)&ring_bell;
 		wv[n++].flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
 	}
-	for (cpu = 0; n && c->mode == STRATA_MODE_DISCARD && cpu < c->max_cpu; cpu++) {
+	for (cpu = 0; n && cpu < c->max_cpu; cpu++) {
 		struct cons_stream *s = c->streams[cpu];
-		if (!s)
+		if (!s || !bell_wanted(c, s))
 			continue;
 		if (n == FUTEX_WAITV_MAX) {
 			n = 0; /* too many rings: poll */
@@ -647,8 +654,8 @@ static void cons_sleep(struct cons *c, uint32_t bell, unsigned ms)
 		    errno != EAGAIN && errno != ETIMEDOUT && errno != EINTR)
 			no_waitv = 1;
 	}
-	for (unsigned i = 0; c->mode == STRATA_MODE_DISCARD && i < cpu; i++)
-		if (c->streams[i])
+	for (unsigned i = 0; i < cpu; i++)
+		if (c->streams[i] && bell_wanted(c, c->streams[i]))
 			strata_store_relaxed(&c->streams[i]->ring->ctl->cwait, 0);
 	if (n)
 		return;

@@ -87,12 +87,13 @@ static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
 	 * cwait, then reads the commit counts. The fence keeps one of the
 	 * two from missing the other's store. The consumer is woken when
 	 * a quarter of the ring waits for it: it then writes several packets
-	 * per wake-up, and the rest leaves it time to come. */
+	 * per wake-up, and the rest leaves it time to come. And at every
+	 * close of the first lap, to fault the next pages in (§1). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	uint64_t next = ring_packet_begin(ring, end - 1) + ring->psize;
 	if (strata_load_relaxed(&ring->ctl->cwait) &&
-	    ring_packet_begin(ring, end - 1) + ring->psize -
-			    strata_load_relaxed(&ring->ctl->consumed) >
-		    ring->bufmask / 4)
+	    (next - strata_load_relaxed(&ring->ctl->consumed) > ring->bufmask / 4 ||
+	     next <= ring->bufmask))
 		ring_doorbell(&ring->ctl->cwait);
 }
 

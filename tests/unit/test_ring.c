@@ -139,24 +139,39 @@ static void test_doorbell(void **state)
 	uint64_t n = 0;
 
 	assert_int_not_equal(ring_bell, bell);
-	r->ctl->cwait = 1; /* a consumer sleeps */
-	while (r->ctl->write < PSIZE)
+	/* First lap: every close wakes a sleeping consumer (to fault the
+	 * next pages in, ring.md §1), but for the lap's last. */
+	for (uint64_t p = 1; p < 8; p++) {
+		r->ctl->cwait = 1;
+		while (r->ctl->write < p * PSIZE)
+			n += (uint64_t)log_on(r, 100, n);
+		assert_true(ring_packet_complete(r, (p - 1) * PSIZE));
+		assert_int_equal(r->ctl->cwait, 0);
+		r->ctl->consumed = p * PSIZE; /* the consumer keeps up */
+	}
+	r->ctl->cwait = 1;
+	while (r->ctl->write < 8 * PSIZE)
 		n += (uint64_t)log_on(r, 100, n);
-	assert_true(ring_packet_complete(r, 0));
-	assert_int_equal(r->ctl->cwait, 1); /* an eighth of the ring: no wake */
-	while (r->ctl->write < 2 * PSIZE)
+	assert_int_equal(r->ctl->cwait, 1);
+	r->ctl->consumed = 8 * PSIZE;
+	/* Then a quarter of the ring waiting for the consumer wakes it. */
+	while (r->ctl->write < 9 * PSIZE)
 		n += (uint64_t)log_on(r, 100, n);
-	assert_true(ring_packet_complete(r, PSIZE));
+	assert_true(ring_packet_complete(r, 8 * PSIZE));
+	assert_int_equal(r->ctl->cwait, 1); /* an eighth: no wake */
+	while (r->ctl->write < 10 * PSIZE)
+		n += (uint64_t)log_on(r, 100, n);
+	assert_true(ring_packet_complete(r, 9 * PSIZE));
 	assert_int_equal(r->ctl->cwait, 0); /* a quarter: woken */
 	/* Once the consumer has caught up, a close is an eighth again. */
-	r->ctl->consumed = 2 * PSIZE;
+	r->ctl->consumed = 10 * PSIZE;
 	r->ctl->cwait = 1;
-	while (r->ctl->write < 3 * PSIZE)
+	while (r->ctl->write < 11 * PSIZE)
 		n += (uint64_t)log_on(r, 100, n);
 	assert_int_equal(r->ctl->cwait, 1);
 	/* An awake consumer (cwait 0) is left alone. */
 	r->ctl->cwait = 0;
-	while (r->ctl->write < 4 * PSIZE)
+	while (r->ctl->write < 12 * PSIZE)
 		n += (uint64_t)log_on(r, 100, n);
 	assert_int_equal(r->ctl->cwait, 0);
 }
