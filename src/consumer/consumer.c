@@ -597,6 +597,13 @@ static int cons_pending(struct cons *c)
 	return 0;
 }
 
+/* Does the consumer wait for this ring's packets: to drain them, or in
+ * overwrite mode to fault in its first lap (prefault())? */
+static int bell_wanted(const struct cons *c, const struct cons_stream *s)
+{
+	return c->mode == STRATA_MODE_DISCARD || s->faulted <= s->ring->bufmask;
+}
+
 /*
  * Sleep until a packet closes on a ring we drain, a ring is created or
  * the consumer is stopped (ring_bell moves from `bell`, read before the
@@ -605,13 +612,6 @@ static int cons_pending(struct cons *c)
  * seccomp filter), or with more rings than one call can wait on, it
  * polls every millisecond instead.
  */
-/* Does the consumer wait for this ring's packets: to drain them, or in
- * overwrite mode to fault in its first lap (prefault())? */
-static int bell_wanted(const struct cons *c, const struct cons_stream *s)
-{
-	return c->mode == STRATA_MODE_DISCARD || s->faulted <= s->ring->bufmask;
-}
-
 static void cons_sleep(struct cons *c, uint32_t bell, unsigned ms)
 {
 #if defined(SYS_futex_waitv) && defined(FUTEX_WAITV_MAX)
