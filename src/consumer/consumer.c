@@ -447,9 +447,9 @@ static unsigned drain_ring(struct cons *c, struct cons_stream *s)
  * a page fault costs a writer about as much as a hundred events here,
  * one every 256 events of 16 bytes. Like read-ahead: past the packet
  * being written, as much again as the packets already written, half a
- * ring at most, so that a ring that is hardly used stays small; during
- * the first lap every packet close wakes the consumer (§8) to move the
- * window on. A megabyte at a time, between drains, so that a big ring
+ * ring at most, so that a ring that is hardly used stays small; until
+ * half of the first lap is written, which makes the window reach the
+ * ring's end, every packet close wakes the consumer (§8) to move it on. A megabyte at a time, between drains, so that a big ring
  * does not hold up the draining of the others. Not for a snapshot, whose
  * rings nobody writes any more.
  */

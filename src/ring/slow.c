@@ -88,12 +88,13 @@ static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
 	 * two from missing the other's store. The consumer is woken when
 	 * a quarter of the ring waits for it: it then writes several packets
 	 * per wake-up, and the rest leaves it time to come. And at every
-	 * close of the first lap, to fault the next pages in (§1). */
+	 * close of the first half of the first lap, to fault the next pages
+	 * in (§1): from the half on, the consumer's window reaches the end. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	uint64_t next = ring_packet_begin(ring, end - 1) + ring->psize;
 	if (strata_load_relaxed(&ring->ctl->cwait) &&
 	    (next - strata_load_relaxed(&ring->ctl->consumed) > ring->bufmask / 4 ||
-	     next <= ring->bufmask))
+	     next <= (ring->bufmask + 1) / 2))
 		ring_doorbell(&ring->ctl->cwait);
 }
 
