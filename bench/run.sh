@@ -64,6 +64,7 @@ fi
 WORKERS_RUNS=${BENCH_WORKERS_RUNS:-7}
 WORKERS_ARGS=${BENCH_WORKERS_ARGS:-"2 4000000 1"}
 WORKERS_COARSE_ARGS=${BENCH_WORKERS_COARSE_ARGS:-"2 100000 40"}
+WORKERS_EMPTY_ARGS="${WORKERS_ARGS%% *} 0 1" # no jobs: the session's start and stop
 
 note() { echo "== $*" >&2; }
 
@@ -240,7 +241,7 @@ fxt_enabled() {
 	echo "sust_ms=$BENCH_SUST_MS"
 	echo "workers_args=$WORKERS_ARGS"
 	echo "workers_coarse_args=$WORKERS_COARSE_ARGS"
-	echo "workers_empty_args=${WORKERS_ARGS%% *} 0 1"
+	echo "workers_empty_args=$WORKERS_EMPTY_ARGS"
 	if command -v perf >/dev/null && perf stat -x, -e instructions true 2>&1 |
 		grep -q '^[0-9]'; then
 		echo "perf_hw=yes"
@@ -296,10 +297,10 @@ if [ $SMOKE = 1 ]; then
 	skip workers "smoke_mode"
 elif have bench_workers_off && have bench_workers_on; then
 	wdir=$OUT/workers-trace
-	for density in empty dense coarse; do # empty: the session's start and stop
+	for density in empty dense coarse; do
 		args=$WORKERS_ARGS
 		[ $density = coarse ] && args=$WORKERS_COARSE_ARGS
-		[ $density = empty ] && args="${WORKERS_ARGS%% *} 0 1"
+		[ $density = empty ] && args=$WORKERS_EMPTY_ARGS
 		note "workers ($density: $args) x3 variants x $WORKERS_RUNS runs"
 		# shellcheck disable=SC2086 # args is a word list
 		for i in $(seq "$WORKERS_RUNS"); do # interleaved, so drift hits all three

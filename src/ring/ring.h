@@ -37,7 +37,8 @@ extern void (*ring_created_hook)(struct strata_ring *ring);
 
 /*
  * Doorbells (ring.md §8). A consumer about to sleep sets ctl->cwait of
- * each ring it drains to 1 and waits on those words; the closer of a
+ * each ring it drains (or is still faulting in, §1) to 1 and waits on
+ * those words; the closer of a
  * packet that finds 1 there takes it back to 0 and wakes the waiter
  * (ring_close()). `ring_bell` is bumped, and its waiters woken, when
  * ring_get_or_create() publishes a ring (a consumer waits on it too, to

@@ -89,7 +89,7 @@ struct strata_ring_ctl {
 	uint32_t rseq;
 } __attribute__((aligned(64)));
 
-/* owner and last_ts_hi read as one word (strata_log_rseq). */
+/* strata_tls (tid and nesting) read as one word (strata_log_rseq). */
 typedef uint64_t strata_u64_alias __attribute__((may_alias));
 
 /* The owner hint when no thread is named (a fresh ring, ring.md §3 rule
