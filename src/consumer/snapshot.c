@@ -88,35 +88,47 @@ static uint64_t copy_open(const struct strata_ring *r, uint64_t begin,
 
 /*
  * One ring: the packets before the open one, at most one ring's worth,
- * oldest first, each copied into its place in `buf` (one ring's size),
- * its check's result in got[] (one per packet).
- * Then only those after the last one found overwritten are written: a
- * snapshot that the writers lapped while it ran (a slow or preempted
- * consumer) would otherwise keep an older packet, lose the next ones and
- * keep newer ones -- whole packets, but not one run. What is written is
- * the newest run of complete packets, in order.
+ * each copied into its place in `buf` (one ring's size), its check's
+ * result in got[] (one per packet); and first the open packet's committed
+ * bytes, into a scratch packet at the end of `buf` (its slot is the
+ * oldest packet's).
+ *
+ * Newest first: a writer in overwrite mode reuses the oldest slot next,
+ * so a copy that went oldest first would chase it, one packet ahead, and
+ * lose every packet to a writer that fills one faster than it is copied
+ * (a small ring, a fast writer, a preempted consumer). From the newest
+ * down, the copy moves away from the writer, and stops at the first
+ * packet found overwritten: the older ones could only be written with a
+ * gap. What is written is the newest run of complete packets, in order,
+ * then the open packet's events if they follow that run without a gap.
  */
 static int snap_ring(struct cons *c, const struct strata_ring *r,
 		     unsigned char *buf, int8_t *got, struct cons_snap_stats *st)
 {
-	uint64_t bufsize = r->bufmask + 1, end, b0, n, first;
+	uint64_t bufsize = r->bufmask + 1, end = 0, b0, n = 0, first = 0;
+	uint64_t done = 0;
+	unsigned char *open = buf + bufsize;
 	int ret = 0;
 
 	/* Lapped all the way (nothing left): again, a few times. */
 	for (int tries = 0; tries < 4; tries++) {
 		end = ring_packet_begin(r, strata_load_acquire(&r->ctl->write));
+		done = copy_open(r, end, open);
 		b0 = end > bufsize ? end - bufsize : 0;
 		n = (end - b0) >> r->pshift;
 		first = 0;
-		for (uint64_t i = 0; i < n; i++) {
+		for (uint64_t i = n; i-- > 0;) {
 			got[i] = (int8_t)copy_stable(r, b0 + (i << r->pshift),
 						     buf + (i << r->pshift));
-			if (got[i] < 0)
+			if (got[i] < 0) {
 				first = i + 1;
+				break;
+			}
 		}
 		if (first < n || !n)
 			break;
 	}
+	b0 = end > bufsize ? end - bufsize : 0;
 	st->overwritten += first;
 	for (uint64_t i = first; i < n; i++) {
 		if (got[i] == 0) {
@@ -128,20 +140,14 @@ static int snap_ring(struct cons *c, const struct strata_ring *r,
 		if (err && err != -EINVAL && !ret)
 			ret = err;
 	}
-	/* Then what is committed of the open packet: the newest events,
-	 * when the run before it is whole (no gap in packet_seq_num). The
-	 * slot of the oldest packet copied above is the open one's: the
-	 * copy goes to a scratch packet at the end of `buf`. */
-	if (first == n && (!n || got[n - 1] == 1)) {
-		unsigned char *open = buf + bufsize;
-		uint64_t done = copy_open(r, end, open);
-		if (done) {
-			int err = cons_write_open(c, r->cpu, open, end, done);
-			if (err == 0)
-				st->open++;
-			else if (err != -EINVAL && !ret)
-				ret = err;
-		}
+	/* The open packet follows the run when the newest complete packet
+	 * was written (or none was: nothing before it to leave a gap). */
+	if (done && (first == n || got[n - 1] == 1)) {
+		int err = cons_write_open(c, r->cpu, open, end, done);
+		if (err == 0)
+			st->open++;
+		else if (err != -EINVAL && !ret)
+			ret = err;
 	}
 	return ret;
 }
@@ -177,6 +183,8 @@ int cons_snapshot(const struct cons_config *cfg, struct strata_ring *const *ring
 			}
 			buf = p;
 			bufsize = r->bufmask + 1 + r->psize;
+			/* its pages now, not while racing the writers */
+			memset(buf, 0, bufsize);
 		}
 		if ((ret = cons_add_ring(c, rings[i]))) {
 			if (!err)
