@@ -200,7 +200,9 @@ def main():
                      ("fxt", "FxT"), ("babeltrace2", "babeltrace2"),
                      ("outfs", "trace output file system"), ("events", "sizes"),
                      ("loadavg", "load average"),
-                     ("perf_hw", "hardware counters (perf)")]:
+                     ("perf_hw", "hardware counters (perf)"),
+                     ("clocksource", "kernel clocksource"),
+                     ("strata_clock", "strata's trace clock (metadata)")]:
         w(f"| {label} | {env.get(k, 'n/a')} |")
     if ghz:
         w(f"| TSC | {ghz:.3f} GHz (calibrated) |")
@@ -515,10 +517,14 @@ def main():
         worst = max(sp, key=lambda x: x[1])
         med_sp = statistics.median(s for _, s in sp)
         w(f"Spread (max − min) ÷ median over the repetitions: median {med_sp:.0f} %, "
-          f"worst {worst[1]:.0f} % ({worst[0][0]}, {worst[0][1]} threads). "
-          "This is a 2-vCPU KVM guest: `rdtsc` alone costs ~15–35 ns here and varies "
-          "from run to run, so differences under ~20 % between tracers are not "
-          "significant.")
+          f"worst {worst[1]:.0f} % ({worst[0][0]}, {worst[0][1]} threads).")
+        rd = R.stats("part-rdtsc", 1)
+        virt = env.get("hypervisor", "none")
+        if rd:
+            w(f"`rdtsc` alone cost {rd[1]:.1f}–{rd[2]:.1f} ns in this run"
+              + (f" (a {env.get('cpus', '?')}-vCPU {virt} guest: it varies from run "
+                 "to run and from host to host)" if virt != "none" else "")
+              + "; differences under ~20 % between tracers are not significant.")
     w("")
 
     # ---- targets ---------------------------------------------------------------------------

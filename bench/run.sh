@@ -242,6 +242,7 @@ fxt_enabled() {
 	echo "workers_args=$WORKERS_ARGS"
 	echo "workers_coarse_args=$WORKERS_COARSE_ARGS"
 	echo "workers_empty_args=$WORKERS_EMPTY_ARGS"
+	echo "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)"
 	if command -v perf >/dev/null && perf stat -x, -e instructions true 2>&1 |
 		grep -q '^[0-9]'; then
 		echo "perf_hw=yes"
@@ -257,6 +258,11 @@ for t in 1 "$THREADS"; do
 	if have bench_strata; then
 		for m in ev1 gen1 ev2 ev8 overwrite; do
 			run "strata-$m-t$t" "$BIN/bench_strata" "$m" "$t" "$OUT/strata-$m-t$t"
+			# which clock strata chose, and why (docs/format.md §5)
+			if [ "$m$t" = ev11 ]; then
+				cat "$OUT/strata-$m-t$t"/ust/*/metadata 2>/dev/null |
+					sed -n 's/^[[:space:]]*description = "\(.*\)";$/strata_clock=\1/p' >>"$ENVF" || true
+			fi
 			rm -rf "$OUT/strata-$m-t$t"
 		done
 	else

@@ -43,7 +43,8 @@ const char cmd_daemon_usage[] =
 	"  --stopped              start without a trace ('strata session start')\n"
 	CLI_RING_HELP
 	"  --clock tsc|mono       the trace clock (default: the invariant TSC\n"
-	"                         where the kernel trusts it); joining programs\n"
+	"                         where the kernel or a KVM host vouches for\n"
+	"                         it); joining programs\n"
 	"                         follow it\n"
 	"  -k, --kernel GROUPS    also record the whole system's kernel events\n"
 	"                         (sched, irq, syscalls, all) into each trace,\n"

@@ -36,7 +36,8 @@ const char cmd_record_usage[] =
 	CLI_RING_HELP
 	"  --duration SECONDS     stop after this long (COMMAND gets SIGINT)\n"
 	"  --clock tsc|mono       the trace clock: the invariant TSC (the default\n"
-	"                         where the kernel trusts it) or CLOCK_MONOTONIC\n"
+	"                         where the kernel or a KVM host vouches for it)\n"
+	"                         or CLOCK_MONOTONIC\n"
 	"  --start-on SUB:EVENT   record nothing until this event (a glob; the\n"
 	"                         event is recorded, it comes first)\n"
 	"  --stop-on SUB:EVENT    record nothing after this event (it is recorded);\n"
@@ -177,7 +178,8 @@ int cli_clock_opt(const char *arg)
 	clock_init(); /* no ring exists yet */
 	if (!strcmp(arg, "tsc") && !strata_clock_tsc) {
 		cli_err(NULL, "--clock tsc: this machine's TSC is not invariant "
-			"or not the kernel's clocksource; use --clock mono");
+			"(no constant_tsc and nonstop_tsc in /proc/cpuinfo); "
+			"use --clock mono");
 		return -1;
 	}
 	return 0;

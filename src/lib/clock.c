@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <strata/strata.h>
 
@@ -29,27 +31,120 @@ static int file_has(const char *path, const char *needle)
 	return found;
 }
 
+#if defined(__x86_64__)
+/*
+ * KVM's paravirtual clock, per vCPU (Linux's struct
+ * pvclock_vcpu_time_info; MSR_KVM_SYSTEM_TIME_NEW in the kernel's KVM
+ * documentation). The host sets PVCLOCK_TSC_STABLE_BIT when the guest's
+ * TSC reads the same on every vCPU and never goes back: kvm-clock is then
+ * a linear function of the TSC, and the kernel maps this page into every
+ * process for the vDSO.
+ */
+struct pvclock_info {
+	uint32_t version;
+	uint32_t pad0;
+	uint64_t tsc_timestamp;
+	uint64_t system_time;
+	uint32_t tsc_to_system_mul;
+	int8_t tsc_shift;
+	uint8_t flags;
+	uint8_t pad[2];
+};
+#define PVCLOCK_TSC_STABLE_BIT 0x1
+
+/* The vDSO's pvclock page: the first page of [vvar_vclock] (Linux >=
+ * 6.13), else the second page of a 4-page [vvar] (earlier kernels). */
+static uintptr_t pvclock_page(void)
+{
+	char line[512];
+	uintptr_t vvar = 0, vclock = 0;
+	unsigned long a, b;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx", &a, &b) != 2)
+			continue;
+		if (strstr(line, "[vvar_vclock]"))
+			vclock = a;
+		else if (strstr(line, "[vvar]") && b - a == 4 * 4096)
+			vvar = a + 4096;
+	}
+	fclose(f);
+	return vclock ? vclock : vvar;
+}
+
+/* Does the hypervisor vouch for this guest's TSC? The page is read
+ * through a pipe: where it is not mapped the kernel's copy returns
+ * EFAULT, where a plain load would raise SIGBUS in the traced program. */
+static int kvm_tsc_stable(void)
+{
+	struct pvclock_info pv;
+	uintptr_t page = pvclock_page();
+	int fd[2], ok = 0;
+
+	if (!page || pipe2(fd, O_CLOEXEC))
+		return 0;
+	if (write(fd[1], (const void *)page, sizeof(pv)) == (ssize_t)sizeof(pv) &&
+	    read(fd[0], &pv, sizeof(pv)) == (ssize_t)sizeof(pv))
+		ok = pv.tsc_to_system_mul != 0 && pv.tsc_shift > -32 &&
+		     pv.tsc_shift < 32 && (pv.flags & PVCLOCK_TSC_STABLE_BIT);
+	close(fd[0]);
+	close(fd[1]);
+	return ok;
+}
+#endif
+
+static const char *clock_why = "";
+
 void clock_init(void)
 {
-#if defined(__x86_64__)
-	/* Invariant TSC (constant rate, ticking in deep C-states) and the
-	 * kernel itself trusting it as clocksource: then the TSC is
-	 * synchronised across CPUs and ftrace's x86-tsc clock is the same
-	 * counter (FKT/FUT's super-trace). */
-	strata_clock_tsc =
-		file_has("/proc/cpuinfo", " constant_tsc") &&
-		file_has("/proc/cpuinfo", " nonstop_tsc") &&
-		file_has("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-			 "tsc");
-#else
+	const char *c = getenv("STRATA_CLOCK");
+
 	strata_clock_tsc = 0;
+	clock_why = "no invariant TSC";
+#if defined(__x86_64__)
+	/* Invariant TSC: constant rate, ticking in deep C-states; and
+	 * synchronised across CPUs, which the kernel vouches for by using it
+	 * as its clocksource, or a KVM host by its pvclock's stable bit
+	 * (most cloud guests run on kvm-clock, itself computed from the
+	 * TSC). Either way ftrace's x86-tsc clock reads the same counter
+	 * (FKT/FUT's super-trace). */
+	char cs[64] = "";
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+
+	if (f) {
+		if (!fgets(cs, sizeof(cs), f))
+			cs[0] = 0;
+		cs[strcspn(cs, "\n")] = 0;
+		fclose(f);
+	}
+	if (file_has("/proc/cpuinfo", " constant_tsc") &&
+	    file_has("/proc/cpuinfo", " nonstop_tsc")) {
+		if (!strcmp(cs, "tsc")) {
+			strata_clock_tsc = 1;
+			clock_why = "the kernel's clocksource";
+		} else if (!strcmp(cs, "kvm-clock") && kvm_tsc_stable()) {
+			strata_clock_tsc = 1;
+			clock_why = "stable by the KVM host; kernel clocksource kvm-clock";
+		} else if (c && !strcmp(c, "tsc")) {
+			/* the user's word for it (--clock tsc) */
+			strata_clock_tsc = 1;
+			clock_why = "forced by STRATA_CLOCK=tsc";
+		} else {
+			clock_why = "TSC not vouched for by the kernel or hypervisor";
+		}
+	}
 #endif
 	/* STRATA_CLOCK=mono (`strata record --clock mono`): CLOCK_MONOTONIC
 	 * even where the TSC would do, e.g. to merge with another tool's
-	 * trace on that clock. "tsc" cannot force an unreliable TSC. */
-	const char *c = getenv("STRATA_CLOCK");
-	if (c && !strcmp(c, "mono"))
+	 * trace on that clock. "tsc" cannot force a TSC that is not
+	 * invariant. */
+	if (c && !strcmp(c, "mono")) {
 		strata_clock_tsc = 0;
+		clock_why = "STRATA_CLOCK=mono";
+	}
 	ring_init(); /* the write protocol follows the clock (ring.md §7) */
 	clock_point_take(&clock_init_point);
 }
@@ -57,6 +152,7 @@ void clock_init(void)
 void clock_use_mono(void)
 {
 	strata_clock_tsc = 0;
+	clock_why = "the session's daemon records on it";
 	ring_init();
 }
 
@@ -69,7 +165,12 @@ STRATA_API uint64_t strata_clock_mono(void)
 
 const char *clock_description(void)
 {
-	return strata_clock_tsc ? "x86 TSC (invariant)" : "CLOCK_MONOTONIC";
+	static char d[128];
+
+	snprintf(d, sizeof(d), "%s (%s)",
+		 strata_clock_tsc ? "x86 TSC, invariant" : "CLOCK_MONOTONIC",
+		 clock_why);
+	return d;
 }
 
 static uint64_t ns_of(clockid_t id)

@@ -14,7 +14,8 @@ struct clock_point {
 };
 
 /* Decide the trace clock (sets strata_clock_tsc; STRATA_CLOCK=mono forces
- * CLOCK_MONOTONIC) and with it the ring's write protocol (ring_init(): the
+ * CLOCK_MONOTONIC, STRATA_CLOCK=tsc an invariant TSC that neither the
+ * kernel nor a KVM host vouches for) and with it the ring's write protocol (ring_init(): the
  * rseq section reads rdtsc). Reads /proc and /sys. Before any ring exists. */
 void clock_init(void);
 /* CLOCK_MONOTONIC from now on (a daemon's session says so), protocol
@@ -34,7 +35,8 @@ void clock_point_take(struct clock_point *p);
 void clock_fit(const struct clock_point *a, const struct clock_point *b,
 	       uint64_t *freq_hz, int64_t *offset_ns);
 
-/* "x86 TSC" or "CLOCK_MONOTONIC". */
+/* "x86 TSC, invariant (why)" or "CLOCK_MONOTONIC (why)": the metadata's
+ * clock description. */
 const char *clock_description(void);
 
 /* The boot id (clock UUID, format.md §5) as 36 characters + NUL. */
