@@ -205,6 +205,7 @@ struct strata_clock_info {
 	uint64_t freq;               /* Hz */
 	int64_t offset_s;            /* Unix seconds at clock value 0 */
 	int64_t offset;              /* plus this many ticks */
+	const char *description;     /* what the clock is, and why (format.md §5), or "" */
 };
 
 struct strata_stream_info {

@@ -60,7 +60,8 @@ int cmd_info(int argc, char **argv)
 	printf("Trace:      %s\n", argv[1]);
 	printf("Size:       %s in %u stream%s, %u process%s\n", b1, ns, ns == 1 ? "" : "s",
 	       nsub, nsub == 1 ? "" : "es");
-	printf("Clock:      %s, %" PRIu64 " Hz\n", ci.name, ci.freq);
+	printf("Clock:      %s, %" PRIu64 " Hz%s%s\n", ci.name, ci.freq,
+	       ci.description[0] ? "; " : "", ci.description);
 	fmt_secs(&wall, strata_trace_begin(t), b2);
 	fmt_secs(&wall, strata_trace_end(t), b3);
 	fmt_secs(&rel, strata_trace_end(t), b1);

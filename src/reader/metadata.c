@@ -919,6 +919,8 @@ static void parse_block(struct parser *ps, enum blk b)
 		case B_CLOCK:
 			if (!strcmp(key, "name"))
 				ps->m->clock_name = v.s;
+			else if (!strcmp(key, "description"))
+				ps->m->clock_desc = v.s;
 			else if (!strcmp(key, "freq")) {
 				ps->m->freq = value_num(ps, &v, "freq");
 				if (!ps->m->freq)

@@ -129,6 +129,7 @@ struct rd_meta {
 	struct rd_env *env;
 	unsigned nenv;
 	char *clock_name;
+	char *clock_desc; /* the clock's description, or NULL */
 	uint64_t freq;
 	int64_t offset_s, offset;
 	uint8_t uuid[16];
@@ -243,6 +244,7 @@ struct strata_trace {
 	uint64_t freq;
 	int64_t offset_s, offset;
 	const char *clock_name;
+	const char *clock_desc;
 	strata_problem_fn problem;
 	void *problem_arg;
 	uint64_t nproblems;

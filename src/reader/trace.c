@@ -709,6 +709,7 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 	t->offset_s = t->subs[0].meta.offset_s;
 	t->offset = t->subs[0].meta.offset;
 	t->clock_name = t->subs[0].meta.clock_name ? t->subs[0].meta.clock_name : "";
+	t->clock_desc = t->subs[0].meta.clock_desc ? t->subs[0].meta.clock_desc : "";
 	t->begin = UINT64_MAX;
 	for (unsigned i = 0; i < t->nstreams; i++) {
 		struct rd_stream *s = &t->streams[i];
@@ -811,6 +812,7 @@ const struct strata_event_class *strata_trace_class(const struct strata_trace *t
 void strata_trace_clock(const struct strata_trace *t, struct strata_clock_info *o)
 {
 	o->name = t->clock_name;
+	o->description = t->clock_desc;
 	o->freq = t->freq;
 	o->offset_s = t->offset_s;
 	o->offset = t->offset;

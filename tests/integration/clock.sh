@@ -23,6 +23,13 @@ check() { # trace, clock: mono|tsc
 	now=$(date +%s)
 	set -- "$1" "$2" $(span "$1")
 	[ "$2" != mono ] || [ "$3" = 1000000000 ] || fail "$1: clock at $3 Hz, not CLOCK_MONOTONIC's"
+	# the metadata says which clock, and why (format.md §5); info shows it
+	desc=$("$strata" info "$1" | sed -n 's/^Clock: .* Hz; //p')
+	case "$2:$desc" in
+	"mono:CLOCK_MONOTONIC (STRATA_CLOCK=mono)") ;;
+	"default:x86 TSC, invariant ("*")" | "default:CLOCK_MONOTONIC ("*")") ;;
+	*) fail "$1: clock description '$desc' for the $2 clock" ;;
+	esac
 	[ $((now - $4)) -lt 30 ] && [ $(($4 - now)) -lt 30 ] && [ $(($5 - $4)) -lt 30 ] ||
 		fail "$1: time span $4 .. $5 is not around now ($now)"
 	if command -v babeltrace2 >/dev/null; then
