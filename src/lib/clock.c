@@ -17,18 +17,38 @@
 STRATA_API int strata_clock_tsc;
 struct clock_point clock_init_point;
 
-static int file_has(const char *path, const char *needle)
+/* The first line of `path` that starts with `prefix`, without its
+ * newline (malloc'd), or NULL. */
+static char *file_line(const char *path, const char *prefix)
 {
-	char line[4096];
-	int found = 0;
+	char *line = NULL;
+	size_t cap = 0;
 	FILE *f = fopen(path, "re");
 
 	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, needle) != NULL;
+		return NULL;
+	while (getline(&line, &cap, f) >= 0) {
+		if (!strncmp(line, prefix, strlen(prefix))) {
+			line[strcspn(line, "\n")] = 0;
+			fclose(f);
+			return line;
+		}
+	}
+	free(line);
 	fclose(f);
-	return found;
+	return NULL;
+}
+
+/* `word` is one of the space-separated words of `line` (nonstop_tsc is
+ * not nonstop_tsc_s3). */
+static int has_word(const char *line, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = line; (p = strstr(p, word)); p += n)
+		if ((p == line || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0))
+			return 1;
+	return 0;
 }
 
 #if defined(__x86_64__)
@@ -96,14 +116,15 @@ static int kvm_tsc_stable(void)
 }
 #endif
 
-static const char *clock_why = "";
+/* What the clock is, and why: the metadata's description. */
+static const char *clock_desc = "CLOCK_MONOTONIC";
 
 void clock_init(void)
 {
 	const char *c = getenv("STRATA_CLOCK");
 
 	strata_clock_tsc = 0;
-	clock_why = "no invariant TSC";
+	clock_desc = "CLOCK_MONOTONIC (no invariant TSC)";
 #if defined(__x86_64__)
 	/* Invariant TSC: constant rate, ticking in deep C-states; and
 	 * synchronised across CPUs, which the kernel vouches for by using it
@@ -111,31 +132,28 @@ void clock_init(void)
 	 * (most cloud guests run on kvm-clock, itself computed from the
 	 * TSC). Either way ftrace's x86-tsc clock reads the same counter
 	 * (FKT/FUT's super-trace). */
-	char cs[64] = "";
-	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	/* the first CPU's flags: every CPU has the same */
+	char *flags = file_line("/proc/cpuinfo", "flags");
+	char *cs = file_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", "");
 
-	if (f) {
-		if (!fgets(cs, sizeof(cs), f))
-			cs[0] = 0;
-		cs[strcspn(cs, "\n")] = 0;
-		fclose(f);
-	}
-	if (file_has("/proc/cpuinfo", " constant_tsc") &&
-	    file_has("/proc/cpuinfo", " nonstop_tsc")) {
-		if (!strcmp(cs, "tsc")) {
-			strata_clock_tsc = 1;
-			clock_why = "the kernel's clocksource";
-		} else if (!strcmp(cs, "kvm-clock") && kvm_tsc_stable()) {
-			strata_clock_tsc = 1;
-			clock_why = "stable by the KVM host; kernel clocksource kvm-clock";
-		} else if (c && !strcmp(c, "tsc")) {
-			/* the user's word for it (--clock tsc) */
-			strata_clock_tsc = 1;
-			clock_why = "forced by STRATA_CLOCK=tsc";
-		} else {
-			clock_why = "TSC not vouched for by the kernel or hypervisor";
+	if (flags && has_word(flags, "constant_tsc") &&
+	    has_word(flags, "nonstop_tsc")) {
+		strata_clock_tsc = 1;
+		if (cs && !strcmp(cs, "tsc"))
+			clock_desc = "x86 TSC, invariant (the kernel's clocksource)";
+		else if (cs && !strcmp(cs, "kvm-clock") && kvm_tsc_stable())
+			clock_desc = "x86 TSC, invariant (stable by the KVM host; "
+				     "kernel clocksource kvm-clock)";
+		else if (c && !strcmp(c, "tsc")) /* --clock tsc */
+			clock_desc = "x86 TSC, invariant (forced by STRATA_CLOCK=tsc)";
+		else {
+			strata_clock_tsc = 0;
+			clock_desc = "CLOCK_MONOTONIC (TSC not vouched for by the "
+				     "kernel or hypervisor)";
 		}
 	}
+	free(flags);
+	free(cs);
 #endif
 	/* STRATA_CLOCK=mono (`strata record --clock mono`): CLOCK_MONOTONIC
 	 * even where the TSC would do, e.g. to merge with another tool's
@@ -143,7 +161,7 @@ void clock_init(void)
 	 * invariant. */
 	if (c && !strcmp(c, "mono")) {
 		strata_clock_tsc = 0;
-		clock_why = "STRATA_CLOCK=mono";
+		clock_desc = "CLOCK_MONOTONIC (STRATA_CLOCK=mono)";
 	}
 	ring_init(); /* the write protocol follows the clock (ring.md §7) */
 	clock_point_take(&clock_init_point);
@@ -152,7 +170,7 @@ void clock_init(void)
 void clock_use_mono(void)
 {
 	strata_clock_tsc = 0;
-	clock_why = "the session's daemon records on it";
+	clock_desc = "CLOCK_MONOTONIC (the session's daemon records on it)";
 	ring_init();
 }
 
@@ -165,12 +183,7 @@ STRATA_API uint64_t strata_clock_mono(void)
 
 const char *clock_description(void)
 {
-	static char d[128];
-
-	snprintf(d, sizeof(d), "%s (%s)",
-		 strata_clock_tsc ? "x86 TSC, invariant" : "CLOCK_MONOTONIC",
-		 clock_why);
-	return d;
+	return clock_desc;
 }
 
 static uint64_t ns_of(clockid_t id)

@@ -25,26 +25,14 @@
 
 #include <strata/strata.h>
 
-static uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-}
+#include "lib/clock.h"
 
 /* rdtsc after every earlier instruction, the token's load included
  * (alone, it may execute before the load and read an earlier time). */
 static uint64_t rdtsc_ordered(void)
 {
 	__asm__ __volatile__("lfence" ::: "memory");
-	return rdtsc();
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	return strata_rdtsc();
 }
 
 static int pin(int cpu)
@@ -96,7 +84,7 @@ static int warp_check(int a, int b)
 	void *rc[2];
 
 	tok.turn = 0;
-	tok.stamp = rdtsc();
+	tok.stamp = strata_rdtsc();
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, side_main, &s[i]);
 	for (int i = 0; i < 2; i++)
@@ -121,45 +109,26 @@ static int warp_check(int a, int b)
 
 /* ---- 2. rate -------------------------------------------------------------- */
 
-struct point {
-	uint64_t ts, ns;
-};
-
-/* The tightest of a few (TSC, CLOCK_MONOTONIC, TSC) reads. */
-static struct point point_take(void)
-{
-	struct point p = {0, 0};
-	uint64_t best = UINT64_MAX;
-
-	for (int i = 0; i < 16; i++) {
-		uint64_t t0 = rdtsc(), ns = mono_ns(), t1 = rdtsc();
-		if (t1 - t0 < best) {
-			best = t1 - t0;
-			p.ts = t0 + (t1 - t0) / 2;
-			p.ns = ns;
-		}
-	}
-	return p;
-}
-
+/* Calibration points (the library's own, on the trace clock, which is
+ * the TSC here) on each CPU in turn. */
 static int rate_check(const int *cpus, int n)
 {
-	struct point a, b;
+	struct clock_point a, b, p;
 	const struct timespec gap = {0, 50 * 1000 * 1000};
 	int bad = 0;
 
 	if (pin(cpus[0]))
 		return 1;
-	a = point_take();
+	clock_point_take(&a);
 	nanosleep(&gap, NULL);
-	b = point_take();
-	double ticks_per_ns = (double)(b.ts - a.ts) / (double)(b.ns - a.ns);
+	clock_point_take(&b);
+	double ticks_per_ns = (double)(b.ts - a.ts) / (double)(b.mono_ns - a.mono_ns);
 	for (int i = 0; i < n; i++) {
 		if (pin(cpus[i]))
 			return 1;
-		struct point p = point_take();
+		clock_point_take(&p);
 		double off_ns = (double)(int64_t)(p.ts - a.ts) / ticks_per_ns -
-				(double)(int64_t)(p.ns - a.ns);
+				(double)(int64_t)(p.mono_ns - a.mono_ns);
 		/* NTP slews CLOCK_MONOTONIC by at most 500 ppm: 25 us over
 		 * the 50 ms of the fit; a CPU's own offset is what stands
 		 * out beyond that. */
@@ -182,6 +151,7 @@ int main(int argc, char **argv)
 	int cpus[CPU_SETSIZE], n = 0, bad = 0;
 
 	rounds = argc > 1 ? strtoull(argv[1], NULL, 10) : 200000;
+	clock_init(); /* linked statically: the decision the library makes at load */
 	if (!strata_clock_tsc) {
 		printf("tscsync: the trace clock is CLOCK_MONOTONIC here: "
 		       "nothing to check\n");
