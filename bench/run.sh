@@ -260,8 +260,8 @@ for t in 1 "$THREADS"; do
 			run "strata-$m-t$t" "$BIN/bench_strata" "$m" "$t" "$OUT/strata-$m-t$t"
 			# which clock strata chose, and why (docs/format.md §5)
 			if [ "$m$t" = ev11 ]; then
-				cat "$OUT/strata-$m-t$t"/ust/*/metadata 2>/dev/null |
-					sed -n 's/^[[:space:]]*description = "\(.*\)";$/strata_clock=\1/p' >>"$ENVF" || true
+				sed -n 's/^[[:space:]]*description = "\(.*\)";$/strata_clock=\1/p' \
+					"$OUT/strata-$m-t$t"/ust/*/metadata >>"$ENVF" 2>/dev/null || true
 			fi
 			rm -rf "$OUT/strata-$m-t$t"
 		done

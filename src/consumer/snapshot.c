@@ -105,7 +105,7 @@ static uint64_t copy_open(const struct strata_ring *r, uint64_t begin,
 static int snap_ring(struct cons *c, const struct strata_ring *r,
 		     unsigned char *buf, int8_t *got, struct cons_snap_stats *st)
 {
-	uint64_t bufsize = r->bufmask + 1, end = 0, b0, n = 0, first = 0;
+	uint64_t bufsize = r->bufmask + 1, end = 0, b0 = 0, n = 0, first = 0;
 	uint64_t done = 0;
 	unsigned char *open = buf + bufsize;
 	int ret = 0;
@@ -128,7 +128,6 @@ static int snap_ring(struct cons *c, const struct strata_ring *r,
 		if (first < n || !n)
 			break;
 	}
-	b0 = end > bufsize ? end - bufsize : 0;
 	st->overwritten += first;
 	for (uint64_t i = first; i < n; i++) {
 		if (got[i] == 0) {
