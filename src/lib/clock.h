@@ -15,8 +15,9 @@ struct clock_point {
 
 /* Decide the trace clock (sets strata_clock_tsc; STRATA_CLOCK=mono forces
  * CLOCK_MONOTONIC, STRATA_CLOCK=tsc an invariant TSC that neither the
- * kernel nor a KVM host vouches for) and with it the ring's write protocol (ring_init(): the
- * rseq section reads rdtsc). Reads /proc and /sys. Before any ring exists. */
+ * kernel nor a KVM host vouches for) and with it the ring's write protocol
+ * (ring_init(): the inline rseq sections read rdtsc, others run out of
+ * line). Reads /proc and /sys. Before any ring exists. */
 void clock_init(void);
 /* CLOCK_MONOTONIC from now on (a daemon's session says so), protocol
  * included. Before any ring exists. */

@@ -81,7 +81,8 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 	c->map_size = size - PRIV_SIZE;
 	memcpy(c->uuid, ring_cfg.uuid, sizeof(c->uuid));
 	c->owner = STRATA_OWNER_NONE;
-	c->rseq = (uint32_t)strata_rseq; /* decided before any ring (ring_init) */
+	/* the protocol, whichever the clock; decided before any ring (ring_init) */
+	c->rseq = strata_rseq != 0;
 
 	ring->ctl = c;
 	ring->commit = (uint64_t *)((unsigned char *)c + CTL_SIZE);

@@ -197,21 +197,24 @@ static int ring_advance(struct strata_ring *ring, uint64_t w, uint64_t neww,
 			uint64_t *ts)
 {
 	struct strata_ring_ctl *c = ring->ctl;
-
 #ifdef STRATA_RSEQ_X86
+	struct rseq *rs = NULL;
+
 	if (strata_rseq) {
-		struct rseq *rs = strata_rseq_area();
+		rs = strata_rseq_area();
 		if (*(volatile uint32_t *)&rs->cpu_id != ring->cpu)
 			return ADV_MIGRATED;
-		return strata_rseq_reserve(rs, ring->cpu, &c->write, w, neww,
-					   newx, &c->owner, own, &c->last_ts_hi,
-					   check_hi, ts);
 	}
 #endif
 	*ts = strata_clock();                                         /* D */
 	if (check_hi && (uint32_t)(*ts >> STRATA_TS_HI_SHIFT) !=
 				strata_load_relaxed(&c->last_ts_hi))
 		return STRATA_RSEQ_TS_GAP;
+#ifdef STRATA_RSEQ_X86
+	if (rs)
+		return strata_rseq_reserve(rs, ring->cpu, &c->write, w, neww,
+					   newx, &c->owner, own);
+#endif
 	if (own)
 		strata_store_relaxed(&c->owner, own);                /* E */
 	return strata_cas_acq_rel(&c->write, &w, neww) ? STRATA_RSEQ_OK /* F */
@@ -334,8 +337,15 @@ STRATA_API void strata_log_slow(uint32_t id, uint32_t words, const uint64_t *pl)
 {
 	struct strata_rsv r;
 
-	/* In rseq mode the inline attempt has just failed: go straight to
-	 * the loop that handles every case; in CAS mode, the CAS fast path. */
+#ifdef STRATA_RSEQ_X86
+	/* The inline path's attempt, with a clock the inline code cannot
+	 * read (ring.md §7, "Any clock"). */
+	if (strata_rseq == STRATA_RSEQ_OUTLINE &&
+	    strata_log_rseq(id, words, pl, 0))
+		return;
+#endif
+	/* In rseq mode the attempt has just failed: go straight to the loop
+	 * that handles every case; in CAS mode, the CAS fast path. */
 	if (!(strata_rseq ? strata_reserve_slow(&r, id, words, 0)
 			  : strata_reserve(&r, id, words)))
 		return;
@@ -476,13 +486,17 @@ void ring_init(void)
 	strata_rseq = 0;
 #elif defined(STRATA_RSEQ_X86)
 	const char *e = getenv("STRATA_RSEQ");
-	/* The rseq section reads the clock with rdtsc: with any other trace
-	 * clock (no invariant TSC, or STRATA_CLOCK=mono), CAS. Called by
-	 * clock_init() once it has decided the clock. */
-	strata_rseq = strata_clock_tsc &&
-		      __rseq_size >= 20 && /* cpu_id_start, cpu_id, rseq_cs */
-		      (int32_t)strata_rseq_area()->cpu_id >= 0 &&
-		      !(e && !strcmp(e, "0"));
+	/* The inline sections read the clock with rdtsc: with any other
+	 * trace clock (no invariant TSC that someone vouches for, or
+	 * STRATA_CLOCK=mono), the sections run out of line only, around the
+	 * library's clock. Called by clock_init() once it has decided the
+	 * clock. */
+	strata_rseq = 0;
+	if (__rseq_size >= 20 && /* cpu_id_start, cpu_id, rseq_cs */
+	    (int32_t)strata_rseq_area()->cpu_id >= 0 &&
+	    !(e && !strcmp(e, "0")))
+		strata_rseq = strata_clock_tsc ? STRATA_RSEQ_INLINE
+					       : STRATA_RSEQ_OUTLINE;
 #else
 	strata_rseq = 0;
 #endif

@@ -406,11 +406,13 @@ int main(int argc, char **argv)
 	long recorded = recorded_main + recorded_sig;
 	long lost = (long)(st.lost_full + st.lost_busy + st.lost_too_big +
 			   st.lost_nested + st.lost_no_ring);
-	printf("stress[%s]: %d threads, logged %ld (%ld from signal handlers), "
+	static const char *const proto[] = {"CAS", "rseq", "rseq out of line"};
+	printf("stress[%s, %s]: %d threads, logged %ld (%ld from signal handlers), "
 	       "recorded %ld, discarded %ld in the trace (%ld counted by the "
 	       "library: full %llu busy %llu nested %llu too_big %llu no_ring %llu), misattributed %ld, "
 	       "duplicates %ld, bad payloads %ld, timestamps backwards %ld\n",
-	       mode_name, nworkers, logged, logged_sig, recorded,
+	       mode_name, proto[strata_rseq < 0 || strata_rseq > 2 ? 0 : strata_rseq],
+	       nworkers, logged, logged_sig, recorded,
 	       discarded_total, lost, (unsigned long long)st.lost_full,
 	       (unsigned long long)st.lost_busy,
 	       (unsigned long long)st.lost_nested, (unsigned long long)st.lost_too_big,

@@ -533,6 +533,56 @@ static void test_rseq_inline_path(void **state)
 	strata_rseq = 0;
 }
 
+/* Any other clock (ring.md §7, "Any clock"): the same sections, run out
+ * of line around strata_clock(); the one-shot attempt still commits
+ * nothing, and the timestamps are CLOCK_MONOTONIC's. */
+static void test_rseq_outline(void **state)
+{
+	(void)state;
+	cpu_set_t saved;
+	struct strata_rsv r;
+	uint64_t pl[2] = {31, 32}, before, t0;
+
+	strata_clock_tsc = 0;
+	if (!rseq_on(0, &saved)) {
+		clock_init();
+		return;
+	}
+	assert_int_equal(strata_rseq, STRATA_RSEQ_OUTLINE);
+	/* CPU 0's ring of test_rseq_paths, closed by its flush: this event
+	 * opens the next packet (slow path) */
+	strata_log_fixed(STRATA_ID(3, 3), 3, pl);
+	struct strata_ring *ring = strata_rings[0];
+	assert_non_null(ring);
+	assert_int_equal(ring->rseq, 1);
+	t0 = strata_clock_mono();
+	before = ring->ctl->write;
+	uint64_t cc = *strata_ring_cc(ring, before), x = ring->ctl->xr;
+	strata_log_fixed(STRATA_ID(3, 3), 3, pl);
+	assert_int_equal(ring->ctl->write - before, 24);
+	assert_int_equal(*strata_ring_cc(ring, before), cc); /* one-shot */
+	assert_int_equal(ring->ctl->xr, x);
+	const uint64_t *w = (const uint64_t *)(ring->data + (before & ring->bufmask));
+	assert_int_equal((w[0] >> 32) & 0x3fffff, STRATA_ID(3, 3));
+	assert_int_equal(w[1], 31);
+	/* the header holds the low word of CLOCK_MONOTONIC, not of the TSC */
+	assert_true((uint32_t)((uint32_t)w[0] - (uint32_t)t0) < 1000000000u);
+
+	/* Two-phase (strata_reserve) goes out of line too, and commits. */
+	before = ring->ctl->write;
+	cc = *strata_ring_cc(ring, before);
+	assert_int_equal(strata_reserve(&r, STRATA_ID(3, 2), 2), 1);
+	r.p[0] = 7;
+	strata_commit(&r);
+	assert_int_equal(ring->ctl->write - before, 16);
+	assert_int_equal(*strata_ring_cc(ring, before), cc + 16);
+	assert_int_equal(strata_tls.nesting, 0);
+
+	sched_setaffinity(0, sizeof(saved), &saved);
+	clock_init(); /* the TSC again where it was; strata_rseq with it */
+	strata_rseq = 0;
+}
+
 static void test_clock_fit(void **state)
 {
 	(void)state;
@@ -570,6 +620,7 @@ int main(void)
 		cmocka_unit_test(test_clock_fit),
 		cmocka_unit_test(test_rseq_paths),
 		cmocka_unit_test(test_rseq_inline_path),
+		cmocka_unit_test(test_rseq_outline),
 	};
 	/* The tests above use rings of CPUs that do not exist (100 on), so
 	 * they run the CAS protocol; test_rseq_paths switches to rseq. */

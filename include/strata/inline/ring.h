@@ -134,8 +134,14 @@ extern STRATA_API __thread struct strata_tls strata_tls
 	__attribute__((tls_model("initial-exec")));
 extern STRATA_API uint32_t strata_pid;
 extern STRATA_API int strata_clock_tsc; /* 1: the trace clock is the TSC */
-/* 1: rings are written with restartable sequences (ring.md §7), decided
- * once at load time; 0: with CAS and locked adds (ring.md §2). */
+/* How rings are written, decided once at load time (ring.md §7):
+ * 0, with CAS and locked adds (ring.md §2); otherwise with restartable
+ * sequences, whose sections run inline when the trace clock is the TSC
+ * (STRATA_RSEQ_INLINE: the inline code reads it with rdtsc), and only out
+ * of line, around the library's clock, when it is not
+ * (STRATA_RSEQ_OUTLINE). */
+#define STRATA_RSEQ_INLINE 1
+#define STRATA_RSEQ_OUTLINE 2
 extern STRATA_API int strata_rseq;
 
 struct strata_rsv {
@@ -253,12 +259,12 @@ static strata_always_inline void strata_reserved(struct strata_rsv *r,
 
 #ifdef STRATA_RSEQ_X86
 /*
- * The rseq reservation (ring.md §7): one attempt, with the clock read and
- * the commit inside one restartable sequence. Anything unusual -- first
- * use, packet switch, a timestamp gap needing a strata:clock record,
- * preemption or migration in the middle -- goes to the slow path, which
- * loops. Keeping the fast path free of a retry loop keeps it free of
- * spills.
+ * The rseq reservation (ring.md §7): one attempt: the TSC read after
+ * `write` is loaded, then one restartable sequence that commits if
+ * `write` has not moved. Anything unusual -- first use, packet switch, a
+ * timestamp gap needing a strata:clock record, preemption or migration in
+ * the middle -- goes to the slow path, which loops. Keeping the fast path
+ * free of a retry loop keeps it free of spills.
  */
 static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32_t id,
 				      uint32_t words, struct strata_tls *t)
@@ -267,7 +273,7 @@ static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32
 	struct strata_ring *ring;
 	struct strata_ring_ctl *c;
 	uint64_t w, x, ts, pos;
-	uint32_t cpu, need, len, nest;
+	uint32_t cpu, need, len, nest, lo, hi;
 
 	nest = ++t->nesting;
 	strata_barrier();
@@ -282,13 +288,17 @@ static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32
 	w = strata_load_relaxed(&c->write);
 	x = strata_load_relaxed(&c->xr); /* stored with write: R2 checks both */
 	need |= strata_load_relaxed(&c->owner) != t->tid;
+	/* After w, in program order (the asm takes w): strata_log_rseq(). */
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi) : "r"(w));
+	ts = (uint64_t)hi << 32 | lo;
 	len = (words + 2 * need) * 8;
 	pos = w & ring->pmask;
 	if (strata_unlikely(pos == 0 || pos + len > ring->psize) ||
+	    strata_unlikely((uint32_t)(ts >> STRATA_TS_HI_SHIFT) !=
+			    strata_load_relaxed(&c->last_ts_hi)) ||
 	    strata_unlikely(strata_rseq_reserve(rs, cpu, &c->write, w, w + len,
 						x + len, &c->owner,
-						need ? t->tid : 0,
-						&c->last_ts_hi, 1, &ts)))
+						need ? t->tid : 0)))
 		goto slow;
 	strata_reserved(r, ring, w, len, ts, id, words, need, 0, x + len);
 	return 1;
@@ -308,8 +318,11 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t id
 {
 	struct strata_tls *t = &strata_tls;
 #ifdef STRATA_RSEQ_X86
-	if (strata_likely(strata_rseq))
-		return strata_reserve_rseq(r, id, words, t);
+	if (strata_likely(strata_rseq)) {
+		if (strata_likely(strata_rseq == STRATA_RSEQ_INLINE))
+			return strata_reserve_rseq(r, id, words, t);
+		return strata_reserve_slow(r, id, words, 0);
+	}
 #endif
 	int cpu = strata_cpu();
 	struct strata_ring *ring;
@@ -416,9 +429,12 @@ static strata_always_inline void strata_commit(struct strata_rsv *r)
  * that the event would open, fill or not fit, a timestamp gap,
  * preemption or migration during the section) returns 0 having moved
  * nothing; the caller then does the whole event on the slow path.
+ * `tsc` (a constant): 1, the clock is read with rdtsc, inline; 0, with
+ * strata_clock() (STRATA_RSEQ_OUTLINE: the library's own out-of-line
+ * attempt, src/ring/slow.c).
  */
 static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
-				  const uint64_t *pl)
+				  const uint64_t *pl, int tsc)
 {
 	struct rseq *rs = strata_rseq_area();
 	struct strata_ring *ring;
@@ -438,11 +454,18 @@ static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
 	/* The clock is read after w is loaded, in program order (ring.md §7):
 	 * the asm takes w, and volatile asms keep their order. Only the low
 	 * word (the header's) and ts >> 28 (the gap check) are needed here:
-	 * rdtsc zero-extends both halves, and one shld makes the second. */
-	__asm__ __volatile__("rdtsc\n\t"
-			     "shldl $(32 - " STRATA_STR(STRATA_TS_HI_SHIFT) "), %%eax, %%edx"
-			     : "=a"(lo), "=d"(hi)
-			     : "r"(w));
+	 * rdtsc zero-extends both halves, and one shld makes the second.
+	 * Another clock is a call, which no load moves across. */
+	if (tsc) {
+		__asm__ __volatile__("rdtsc\n\t"
+				     "shldl $(32 - " STRATA_STR(STRATA_TS_HI_SHIFT) "), %%eax, %%edx"
+				     : "=a"(lo), "=d"(hi)
+				     : "r"(w));
+	} else {
+		uint64_t ts = strata_clock();
+		lo = (uint32_t)ts;
+		hi = (uint32_t)(ts >> STRATA_TS_HI_SHIFT);
+	}
 	/* One compare: the owner is this thread and no tracepoint of it is
 	 * in progress (owner is never 0, a tid not yet known: STRATA_OWNER_NONE).
 	 * w - 1 and w + len in one packet: the event neither opens the
@@ -469,7 +492,8 @@ static strata_always_inline void strata_log_fixed(uint32_t id, uint32_t words,
 				    const uint64_t *pl)
 {
 #ifdef STRATA_RSEQ_X86
-	if (strata_likely(strata_rseq) && strata_likely(strata_log_rseq(id, words, pl)))
+	if (strata_likely(strata_rseq == STRATA_RSEQ_INLINE) &&
+	    strata_likely(strata_log_rseq(id, words, pl, 1)))
 		return;
 #endif
 	if (__builtin_constant_p(words) && words <= 5)

@@ -25,7 +25,8 @@ enum {
 	STRATA_RSEQ_OK = 0,
 	STRATA_RSEQ_RETRY = 1,   /* preempted, migrated or signalled: retry */
 	STRATA_RSEQ_STALE = 2,   /* `write` moved since it was read: retry */
-	STRATA_RSEQ_TS_GAP = 3,  /* needs a strata:clock record (ring.md §2) */
+	STRATA_RSEQ_TS_GAP = 3,  /* needs a strata:clock record (ring.md §2);
+				  * the caller's check, before the section */
 };
 
 /*
@@ -66,18 +67,17 @@ static strata_always_inline struct rseq *strata_rseq_area(void)
 }
 
 /*
- * On CPU `cpu`: if *wp == w, read the TSC into *ts; if check_hi and
- * ts >> 28 != *hip, stop with STRATA_RSEQ_TS_GAP; store own into *ownp
- * when own != 0; and commit by storing neww into wp[0] and newx into
- * wp[1] (`write` and `xr`) with one 16-byte store.
- * ring.md §7 labels: R1 (cpu check), R2 (write unchanged), R3 (clock),
- * R4 (owner), R5 (commit).
+ * On CPU `cpu`, if *wp is still w: store own into *ownp when own != 0, and
+ * commit by storing neww into wp[0] and newx into wp[1] (`write` and `xr`)
+ * with one 16-byte store. The caller has read the clock after loading w
+ * (ring.md §7: any clock will do, since the section fails if another
+ * writer moved `write` since) and checked it for a gap.
+ * ring.md §7 labels: R1 (cpu check), R2 (write unchanged), R4 (owner),
+ * R5 (commit).
  */
 static strata_always_inline int strata_rseq_reserve(struct rseq *rs, uint32_t cpu,
 				      uint64_t *wp, uint64_t w, uint64_t neww,
-				      uint64_t newx, uint32_t *ownp, uint32_t own,
-				      const uint32_t *hip, uint32_t check_hi,
-				      uint64_t *ts)
+				      uint64_t newx, uint32_t *ownp, uint32_t own)
 {
 	__asm__ __volatile__ goto(
 		STRATA_RSEQ_BEGIN
@@ -85,16 +85,6 @@ static strata_always_inline int strata_rseq_reserve(struct rseq *rs, uint32_t cp
 		"jnz %l[retry]\n\t"
 		"cmpq %[w], (%[wp])\n\t"                 /* R2 */
 		"jnz %l[stale]\n\t"
-		"rdtsc\n\t"                              /* R3 */
-		"shlq $32, %%rdx\n\t"
-		"orq %%rdx, %%rax\n\t"
-		"movq %%rax, (%[ts])\n\t"
-		"testl %[chk], %[chk]\n\t"
-		"jz 5f\n\t"
-		"shrq $28, %%rax\n\t"
-		"cmpl %%eax, (%[hip])\n\t"
-		"jnz %l[gap]\n\t"
-		"5:\n\t"
 		"testl %[own], %[own]\n\t"               /* R4 */
 		"jz 6f\n\t"
 		"movl %[own], (%[ownp])\n\t"
@@ -108,17 +98,14 @@ static strata_always_inline int strata_rseq_reserve(struct rseq *rs, uint32_t cp
 		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),
 		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),
 		  [neww] "r"(neww), [newx] "r"(newx), [ownp] "r"(ownp),
-		  [own] "r"(own), [hip] "r"(hip), [chk] "r"(check_hi),
-		  [ts] "r"(ts)
-		: "memory", "cc", "rax", "rdx", "xmm0", "xmm1"
-		: retry, stale, gap);
+		  [own] "r"(own)
+		: "memory", "cc", "rax", "xmm0", "xmm1"
+		: retry, stale);
 	return STRATA_RSEQ_OK;
 retry:
 	return STRATA_RSEQ_RETRY;
 stale:
 	return STRATA_RSEQ_STALE;
-gap:
-	return STRATA_RSEQ_TS_GAP;
 }
 
 /*
