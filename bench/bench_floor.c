@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_util.h"
 
@@ -30,6 +31,15 @@ BENCH_OPAQUE static void part_call(uint64_t w)
 BENCH_OPAQUE static void part_rdtsc(uint64_t w)
 {
 	part_word = bench_rdtsc() + w;
+}
+
+/* The trace clock where the TSC is not vouched for (docs/format.md §5):
+ * CLOCK_MONOTONIC through the vDSO. */
+BENCH_OPAQUE static void part_mono(uint64_t w)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	part_word = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec + w;
 }
 
 BENCH_OPAQUE static void part_cas(uint64_t w)
@@ -64,6 +74,7 @@ BENCH_OPAQUE static void part_model(uint64_t w)
 	}
 PART_LOOP(part_call)
 PART_LOOP(part_rdtsc)
+PART_LOOP(part_mono)
 PART_LOOP(part_cas)
 PART_LOOP(part_xadd)
 PART_LOOP(part_model)
@@ -81,6 +92,7 @@ int main(int argc, char **argv)
 			bench_loop_fn fn;
 		} p[] = {{"part-call", loop_part_call},
 			 {"part-rdtsc", loop_part_rdtsc},
+			 {"part-mono", loop_part_mono},
 			 {"part-cas", loop_part_cas},
 			 {"part-xadd", loop_part_xadd},
 			 {"part-model", loop_part_model}};

@@ -36,6 +36,12 @@ BENCH_OPAQUE static void gen1(uint64_t w)
 	strata_bench_one(w);
 }
 
+/* A string field: strata-gen reserves, copies and commits (two-phase). */
+BENCH_OPAQUE static void str1(uint64_t w)
+{
+	strata_bench_named(w, "abc");
+}
+
 BENCH_OPAQUE static void ev8(uint64_t w)
 {
 	const uint64_t v[8] = {w, w + 1, w + 2, w + 3, w + 4, w + 5, w + 6, w + 7};
@@ -61,6 +67,13 @@ static void loop_gen1(uint64_t n, void *arg)
 	(void)arg;
 	for (uint64_t i = 0; i < n; i++)
 		gen1(i);
+}
+
+static void loop_str1(uint64_t n, void *arg)
+{
+	(void)arg;
+	for (uint64_t i = 0; i < n; i++)
+		str1(i);
 }
 
 static void loop_ev8(uint64_t n, void *arg)
@@ -424,6 +437,26 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "ev2"))
 		return run_enabled("strata-ev2", loop_ev2, 2, threads, dir,
 				   STRATA_MODE_DISCARD);
+	if (!strcmp(mode, "str"))
+		return run_enabled("strata-str", loop_str1, 2, threads, dir,
+				   STRATA_MODE_DISCARD);
+	/* The same event with the fallbacks' write protocols (ring.md §7):
+	 * CAS, and rseq around CLOCK_MONOTONIC. The library chooses when it
+	 * is loaded: run again with the environment that makes it choose so. */
+	if (!strcmp(mode, "cas") || !strcmp(mode, "mono")) {
+		const char *var = mode[0] == 'c' ? "STRATA_RSEQ" : "STRATA_CLOCK";
+		const char *val = mode[0] == 'c' ? "0" : "mono";
+		const char *cur = getenv(var);
+
+		if (!cur || strcmp(cur, val)) {
+			setenv(var, val, 1);
+			execv("/proc/self/exe", argv);
+			perror("execv /proc/self/exe");
+			return 1;
+		}
+		return run_enabled(mode[0] == 'c' ? "strata-cas" : "strata-mono",
+				   loop_ev1, 1, threads, dir, STRATA_MODE_DISCARD);
+	}
 	if (!strcmp(mode, "ev8"))
 		return run_enabled("strata-ev8", loop_ev8, 8, threads, dir,
 				   STRATA_MODE_DISCARD);
@@ -436,7 +469,7 @@ int main(int argc, char **argv)
 		return run_sustained(dir);
 usage:
 	fprintf(stderr,
-		"usage: %s ev1|gen1|ev2|ev8|overwrite|disabled|sustained THREADS DIR\n",
+		"usage: %s ev1|gen1|ev2|ev8|str|cas|mono|overwrite|disabled|sustained THREADS DIR\n",
 		argv[0]);
 	return 2;
 }

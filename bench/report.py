@@ -227,6 +227,9 @@ def main():
         ("strata, 1 u64 field, strata-gen function", "strata-gen1", False),
         ("strata, 2 words (STRATA_EVENT2)", "strata-ev2", False),
         ("strata, 8 words (strata_log_words)", "strata-ev8", False),
+        ("strata, u64 + 3-byte string (strata-gen: reserve, copy, commit)", "strata-str", False),
+        ("strata, 1 word, CAS protocol (`STRATA_RSEQ=0`, ring.md §2)", "strata-cas", False),
+        ("strata, 1 word, CLOCK_MONOTONIC (`STRATA_CLOCK=mono`: rseq out of line)", "strata-mono", False),
         ("strata, 1 word, overwrite (flight recorder, memory)", "strata-overwrite", True),
         ("LTTng-UST, 1 × uint64, session → disk", "lttng", False),
         ("FxT, FUT_PROBE1, buffer → file", "fxt", False),
@@ -303,6 +306,7 @@ def main():
     # ---- parts ---------------------------------------------------------------
     parts = [("part-call", "an empty non-inlined call"),
              ("part-rdtsc", "`rdtsc` (+ one store)"),
+             ("part-mono", "`clock_gettime(CLOCK_MONOTONIC)` through the vDSO (+ one store)"),
              ("part-cas", "`lock cmpxchg` on a thread-local word"),
              ("part-xadd", "`lock xadd` on a thread-local word"),
              ("part-model", "floor + CAS + XADD: the least a CAS-reserve / atomic-commit tracer does")]
@@ -316,7 +320,10 @@ def main():
           "strata writes rings with restartable sequences where it can (ring.md §7: "
           "an `rdtsc`, then one rseq critical section that writes the event and "
           "moves the write offset with a plain add: no locked instruction, and no "
-          "commit count for fixed-size events).")
+          "commit count for fixed-size events). Where the trace clock is "
+          "CLOCK_MONOTONIC, the same sections run out of line around "
+          "`clock_gettime` (ring.md §7, \"Any clock\"); the first table's CAS and "
+          "CLOCK_MONOTONIC rows measure both fallbacks.")
         w("")
         w("| part | ns/event | × floor |")
         w("| --- | --- | --- |")

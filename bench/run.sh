@@ -256,7 +256,7 @@ lttng_setup
 for t in 1 "$THREADS"; do
 	if have bench_floor; then run "floor-t$t" "$BIN/bench_floor" "$t"; else skip floor "not_built"; fi
 	if have bench_strata; then
-		for m in ev1 gen1 ev2 ev8 overwrite; do
+		for m in ev1 gen1 ev2 ev8 str cas mono overwrite; do
 			run "strata-$m-t$t" "$BIN/bench_strata" "$m" "$t" "$OUT/strata-$m-t$t"
 			# which clock strata chose, and why (docs/format.md §5)
 			if [ "$m$t" = ev11 ]; then
