@@ -604,6 +604,25 @@ static int bell_wanted(const struct cons *c, const struct cons_stream *s)
 	return c->mode == STRATA_MODE_DISCARD || s->faulted <= s->ring->bufmask;
 }
 
+int cons_arm(struct cons *c)
+{
+	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
+		struct cons_stream *s = c->streams[cpu];
+		if (s && bell_wanted(c, s))
+			strata_store_relaxed(&s->ring->ctl->cwait, 1);
+	}
+	/* Our cwait stores, then the commit counts (cons_sleep()). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return !c->snapshot && cons_pending(c);
+}
+
+void cons_disarm(struct cons *c)
+{
+	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++)
+		if (c->streams[cpu])
+			strata_store_relaxed(&c->streams[cpu]->ring->ctl->cwait, 0);
+}
+
 /*
  * Sleep until a packet closes on a ring we drain, a ring is created or
  * the consumer is stopped (ring_bell moves from `bell`, read before the

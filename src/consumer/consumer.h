@@ -83,6 +83,14 @@ int cons_add_ring(struct cons *c, struct strata_ring *ring);
  * of packets written. */
 unsigned cons_poll(struct cons *c);
 
+/* External consumer only, around its caller's sleep (ring.md §8, "The
+ * session daemon"): cons_arm() asks the closers of the rings it waits on
+ * to ring (their `cwait`), then returns 1 if cons_poll() has work already
+ * (do not sleep); cons_disarm() takes the requests back. The caller
+ * learns of the rings through the writers' process (an eventfd). */
+int cons_arm(struct cons *c);
+void cons_disarm(struct cons *c);
+
 /*
  * Stop the thread, close every partial packet, wait (bounded) for writers
  * in flight, write what the rings hold, finish the index and metadata,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -133,6 +134,9 @@ static int sess_state;
 static int sess_fd = -1;
 static char sess_sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static uint32_t sess_fork_of;
+/* The eventfd our closers ring while a daemon drains our rings
+ * (ring_bellfd): made once, never closed (ring.h). */
+static int sess_bellfd = -1;
 static uint8_t ring_sent[STRATA_MAX_CPUS]; /* 1: handed over (or trying) */
 static uint32_t sess_rings_unsent;         /* failed for good */
 static size_t sess_desc_sent;              /* descriptors sent so far */
@@ -197,12 +201,14 @@ static void sess_sweep(void)
 	}
 }
 
-/* Connect and say HELLO. Async-signal-safe (system calls only). */
+/* Connect and say HELLO, with the doorbell the daemon will poll (an
+ * eventfd: ring.md §8, "The session daemon"; without one it polls our
+ * rings). Async-signal-safe (system calls only). */
 static int sess_connect(void)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	struct sess_hello h;
-	int s, ret;
+	int s, ret, bfd;
 
 	memcpy(a.sun_path, sess_sock, sizeof(a.sun_path));
 	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -227,10 +233,21 @@ static int sess_connect(void)
 	memcpy(h.uuid, ring_cfg.uuid, 16);
 	prctl(PR_GET_NAME, h.name, 0, 0, 0);
 	__atomic_store_n(&sess_fd, s, __ATOMIC_RELEASE);
-	ret = sess_send(&h, sizeof(h), -1);
+	bfd = __atomic_load_n(&sess_bellfd, __ATOMIC_ACQUIRE);
+	if (bfd < 0) {
+		int fresh = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), none = -1;
+		if (fresh >= 0 &&
+		    !__atomic_compare_exchange_n(&sess_bellfd, &none, fresh, 0,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			close(fresh); /* never published */
+		bfd = __atomic_load_n(&sess_bellfd, __ATOMIC_ACQUIRE);
+	}
+	ret = sess_send(&h, sizeof(h), bfd);
 	if (ret) {
 		__atomic_store_n(&sess_fd, -1, __ATOMIC_RELEASE);
 		close(s);
+	} else {
+		__atomic_store_n(&ring_bellfd, bfd, __ATOMIC_RELEASE);
 	}
 	return ret;
 }
@@ -575,6 +592,8 @@ static void sess_leave(void)
 	int s = __atomic_exchange_n(&sess_fd, -1, __ATOMIC_ACQ_REL);
 	if (s >= 0)
 		close(s);
+	/* Closers wake futexes again (an in-process consumer may come). */
+	__atomic_store_n(&ring_bellfd, -1, __ATOMIC_RELEASE);
 	__atomic_store_n(&sess_state, SESS_OFF, __ATOMIC_RELEASE);
 }
 
@@ -687,6 +706,12 @@ static void sess_after_fork_child(void)
 	if (sess_fd >= 0)
 		close(sess_fd); /* the parent's connection */
 	sess_fd = -1;
+	/* the parent's doorbell: ours comes with our own HELLO (one thread
+	 * here, nobody is ringing it) */
+	if (sess_bellfd >= 0)
+		close(sess_bellfd);
+	sess_bellfd = -1;
+	ring_bellfd = -1;
 	sess_thread_on = 0;
 	sess_thread_stop = 0;
 	sess_desc_sent = 0; /* the daemon clones the parent's; BYE sends all */

@@ -46,6 +46,12 @@ extern void (*ring_created_hook)(struct strata_ring *ring);
  * called (a consumer being stopped).
  */
 extern uint32_t ring_bell;
+/* The session daemon's doorbell for this process's rings (ring.md §8,
+ * "The session daemon"): an eventfd that closers write instead of waking
+ * a futex; -1 without a daemon. The eventfd is never closed while the
+ * process runs (a closer may have just loaded it: a closed number could
+ * be taken by another file, which the write would then hit). */
+extern int ring_bellfd;
 /* One past the highest CPU that has a ring: loops over strata_rings[]
  * stop there (set before ring_bell moves). */
 extern uint32_t ring_hwm;

@@ -49,13 +49,25 @@ static void count_lost(struct strata_ring *ring, enum strata_lost_cause cause)
 		strata_add_relaxed(&ring_lost_global[cause], 1);
 }
 
-/* Wake a waiter of *word (a shared futex: the waiter may be another
- * process mapping the ring) if it is 1, setting it to 0 (ring.md §8). */
+int ring_bellfd = -1;
+
+/* Wake the consumer waiting on *word if it is 1, setting it to 0 (ring.md
+ * §8): through the session daemon's eventfd when the process has one,
+ * else as a shared futex (the waiter may be another process mapping the
+ * ring). */
 static void ring_doorbell(uint32_t *word)
 {
 	if (__atomic_exchange_n(word, 0, __ATOMIC_RELAXED)) {
 		int saved_errno = errno; /* a tracepoint's caller keeps its errno */
-		syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+		int bfd = __atomic_load_n(&ring_bellfd, __ATOMIC_ACQUIRE);
+		if (bfd >= 0) {
+			uint64_t one = 1;
+			if (write(bfd, &one, sizeof(one)) < 0) {
+				/* EAGAIN: the counter is full, it rings */
+			}
+		} else {
+			syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+		}
 		errno = saved_errno;
 	}
 }

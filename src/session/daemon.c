@@ -33,6 +33,7 @@
 /* One traced process image (a connection). */
 struct client {
 	int fd; /* -1 once closed */
+	int bellfd; /* its rings' doorbell (an eventfd), or -1 */
 	int registered;
 	uint32_t pid, mode;
 	char name[17];
@@ -651,10 +652,30 @@ static void client_close(struct sessd *d, struct client *c, int writers_gone)
 		c->fd = -1;
 		d->nlive--;
 	}
+	if (c->bellfd >= 0) {
+		close(c->bellfd);
+		c->bellfd = -1;
+	}
 	client_end_trace(d, c, writers_gone);
 	for (unsigned i = 0; i < c->nrings; i++)
 		cons_ring_unmap(c->rings[i]);
 	c->nrings = 0;
+}
+
+/* Is fd an eventfd (what a HELLO's doorbell must be: the process is not
+ * trusted, and another kind of file could block our reads)? */
+static int is_eventfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return 0;
+	link[n] = 0;
+	return !strcmp(link, "anon_inode:[eventfd]") &&
+	       fcntl(fd, F_SETFL, O_NONBLOCK) == 0;
 }
 
 /* Read every message waiting on a client's socket. */
@@ -704,8 +725,13 @@ static void client_read(struct sessd *d, struct client *c)
 				h.type = 0;
 			switch (h.type) {
 			case SESS_HELLO:
-				if (!c->registered)
-					client_hello(d, c, buf, (size_t)len);
+				if (c->registered)
+					break;
+				client_hello(d, c, buf, (size_t)len);
+				if (c->registered && fd >= 0 && is_eventfd(fd)) {
+					c->bellfd = fd; /* ring.md §8 */
+					fd = -1;
+				}
 				break;
 			case SESS_RING:
 				client_ring(d, c, buf, (size_t)len, fd);
@@ -1234,12 +1260,37 @@ static void ctl_accept(struct sessd *d)
 
 /* ---- the loop ------------------------------------------------------------- */
 
+/*
+ * Before a sleep of more than a millisecond: ask the closers of every
+ * ring we drain to ring (cons_arm()) and sleep up to SLEEP_MS, if every
+ * process with rings gave us a doorbell. Returns the timeout to use: 0
+ * when a packet is already waiting, `timeout_ms` (polling) when a process
+ * has no doorbell, or while stopping (its deadline is polled).
+ */
+#define SLEEP_MS 100
+static int sessd_arm(struct sessd *d, int timeout_ms, int *armed)
+{
+	*armed = 0;
+	if (timeout_ms <= 1 || d->state == ST_STOPPING)
+		return timeout_ms;
+	for (struct client *c = d->clients; c; c = c->next)
+		if (c->cons && (c->fd < 0 || c->bellfd < 0))
+			return timeout_ms;
+	int pending = 0;
+	for (struct client *c = d->clients; c; c = c->next)
+		if (c->cons)
+			pending |= cons_arm(c->cons);
+	*armed = 1;
+	return pending ? 0 : SLEEP_MS;
+}
+
 unsigned sessd_step(struct sessd *d, int timeout_ms)
 {
-	struct pollfd pf[MAX_CLIENTS + MAX_CTL + 2];
-	struct client *who[MAX_CLIENTS + MAX_CTL + 2];
-	int conn[MAX_CLIENTS + MAX_CTL + 2];
+	struct pollfd pf[2 * MAX_CLIENTS + MAX_CTL + 2];
+	struct client *who[2 * MAX_CLIENTS + MAX_CTL + 2];
+	int conn[2 * MAX_CLIENTS + MAX_CTL + 2];
 	unsigned n = 0, work = 0, nctl;
+	int armed;
 
 	pf[n].fd = d->lfd;
 	pf[n].events = POLLIN;
@@ -1265,8 +1316,30 @@ unsigned sessd_step(struct sessd *d, int timeout_ms)
 			pf[n].events = POLLIN;
 			who[n++] = c;
 		}
-	if (poll(pf, n, timeout_ms) > 0) {
-		for (unsigned i = first_client; i < n; i++)
+	unsigned first_bell = n;
+	for (struct client *c = d->clients; c && n < first_bell + MAX_CLIENTS;
+	     c = c->next)
+		if (c->fd >= 0 && c->bellfd >= 0) {
+			pf[n].fd = c->bellfd;
+			pf[n].events = POLLIN;
+			who[n++] = c;
+		}
+	timeout_ms = sessd_arm(d, timeout_ms, &armed);
+	int ready = poll(pf, n, timeout_ms);
+	if (armed)
+		for (struct client *c = d->clients; c; c = c->next)
+			if (c->cons)
+				cons_disarm(c->cons);
+	if (ready > 0) {
+		for (unsigned i = first_bell; i < n; i++) {
+			uint64_t v;
+			/* before client_read(), which may close it */
+			if (pf[i].revents && who[i]->bellfd >= 0 &&
+			    read(who[i]->bellfd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: rung and read meanwhile */
+			}
+		}
+		for (unsigned i = first_client; i < first_bell; i++)
 			if (pf[i].revents)
 				client_read(d, who[i]);
 		for (unsigned i = nctl; i < first_client; i++) {
@@ -1293,6 +1366,7 @@ unsigned sessd_step(struct sessd *d, int timeout_ms)
 					continue;
 				}
 				c->fd = fd;
+				c->bellfd = -1;
 				c->next = d->clients;
 				d->clients = c;
 				d->nlive++;

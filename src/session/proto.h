@@ -13,7 +13,9 @@
  * starts with a sess_hdr. Both ends run on one host: native byte order.
  * The daemon checks every length and count (the process is not trusted).
  *
- *   process -> daemon  HELLO   first message: who it is
+ *   process -> daemon  HELLO   first message: who it is, with the
+ *                              eventfd its packet closers ring
+ *                              (SCM_RIGHTS; optional: ring.md §8)
  *   process -> daemon  RING    one per ring, with its memfd (SCM_RIGHTS)
  *   process -> daemon  DESC    event descriptors (any number of these)
  *   process -> daemon  BYE     at exit, after its last flush: counters

@@ -3,7 +3,7 @@
 # strata record end to end: several processes, SIGKILL salvage, a stopped or killed daemon.
 set -euo pipefail
 
-what=$1 # pipeline | salvage | daemon
+what=$1 # pipeline | salvage | daemon | idle
 bin=$2  # build directory
 work=$3 # scratch directory
 rm -rf "$work"; mkdir -p "$work"
@@ -141,6 +141,28 @@ daemon() {
 	grep -q '^strata: session .*: the daemon is gone or stalled' "$work/k.err" ||
 		fail "no line about the lost daemon: $(cat "$work/k.err")"
 	if grep -qiE 'sanitizer|segmentation|abort' "$work/k.err"; then fail "$(cat "$work/k.err")"; fi
+}
+
+idle() {
+	# A process that has rings but logs nothing more: the daemon sleeps on
+	# its doorbell (ring.md §8, "The session daemon") instead of polling
+	# every 5 ms, about 200 wake-ups a second; and then drains a burst
+	# whole, woken by its closers.
+	SEQWRITER_LINGER_MS=3000 "$strata" record -o "$work/t" -- \
+		"$bin/tests/record/seqwriter" "$work/side" 200000 2>"$work/record.err" &
+	rec=$!
+	for _ in $(seq 200); do
+		[ -s "$work/side" ] && [ "$(od -An -tu8 -j24 -N8 "$work/side" | tr -d ' ')" = 1 ] && break
+		sleep 0.02
+	done
+	sleep 0.3
+	sw() { awk '/ctxt_switches/ {n += $2} END {print n}' "/proc/$rec/task/$rec/status"; }
+	a=$(sw); sleep 1; b=$(sw)
+	wait $rec || fail "strata record failed: $(cat "$work/record.err")"
+	echo "record-idle: the daemon woke $((b - a)) times in 1 s of an idle process"
+	[ $((b - a)) -lt 60 ] || fail "the daemon woke $((b - a)) times in 1 s: it polls"
+	grep -q '^strata: .*: 1 process, 200000 events, [0-9]* bytes, 0 discarded' "$work/record.err" ||
+		fail "summary: $(cat "$work/record.err")"
 }
 
 "$what"

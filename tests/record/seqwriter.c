@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Logs sequence numbers as fast as it can and publishes the last committed one in a shared file (salvage, daemon, snapshot tests). */
+/* Logs sequence numbers as fast as it can and publishes the last committed one in a shared file (salvage, daemon, snapshot, idle tests). */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,5 +43,9 @@ int main(int argc, char **argv)
 		}
 	}
 	__atomic_store_n(&side[3], 1, __ATOMIC_RELEASE);
+	/* SEQWRITER_LINGER_MS: stay a while, rings and all, logging nothing */
+	const char *linger = getenv("SEQWRITER_LINGER_MS");
+	if (linger)
+		usleep((useconds_t)strtoul(linger, NULL, 10) * 1000);
 	return 0;
 }
