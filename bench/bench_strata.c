@@ -443,19 +443,23 @@ int main(int argc, char **argv)
 	/* The same event with the fallbacks' write protocols (ring.md §7):
 	 * CAS, and rseq around CLOCK_MONOTONIC. The library chooses when it
 	 * is loaded: run again with the environment that makes it choose so. */
-	if (!strcmp(mode, "cas") || !strcmp(mode, "mono")) {
-		const char *var = mode[0] == 'c' ? "STRATA_RSEQ" : "STRATA_CLOCK";
-		const char *val = mode[0] == 'c' ? "0" : "mono";
-		const char *cur = getenv(var);
+	static const struct {
+		const char *mode, *suite, *var, *val;
+	} fallback[] = {{"cas", "strata-cas", "STRATA_RSEQ", "0"},
+			{"mono", "strata-mono", "STRATA_CLOCK", "mono"}};
+	for (size_t i = 0; i < sizeof(fallback) / sizeof(fallback[0]); i++) {
+		const char *cur = getenv(fallback[i].var);
 
-		if (!cur || strcmp(cur, val)) {
-			setenv(var, val, 1);
+		if (strcmp(mode, fallback[i].mode))
+			continue;
+		if (!cur || strcmp(cur, fallback[i].val)) {
+			setenv(fallback[i].var, fallback[i].val, 1);
 			execv("/proc/self/exe", argv);
 			perror("execv /proc/self/exe");
 			return 1;
 		}
-		return run_enabled(mode[0] == 'c' ? "strata-cas" : "strata-mono",
-				   loop_ev1, 1, threads, dir, STRATA_MODE_DISCARD);
+		return run_enabled(fallback[i].suite, loop_ev1, 1, threads, dir,
+				   STRATA_MODE_DISCARD);
 	}
 	if (!strcmp(mode, "ev8"))
 		return run_enabled("strata-ev8", loop_ev8, 8, threads, dir,

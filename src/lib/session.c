@@ -208,7 +208,7 @@ static int sess_connect(void)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	struct sess_hello h;
-	int s, ret, bfd;
+	int s, ret;
 
 	memcpy(a.sun_path, sess_sock, sizeof(a.sun_path));
 	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -233,21 +233,16 @@ static int sess_connect(void)
 	memcpy(h.uuid, ring_cfg.uuid, 16);
 	prctl(PR_GET_NAME, h.name, 0, 0, 0);
 	__atomic_store_n(&sess_fd, s, __ATOMIC_RELEASE);
-	bfd = __atomic_load_n(&sess_bellfd, __ATOMIC_ACQUIRE);
-	if (bfd < 0) {
-		int fresh = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), none = -1;
-		if (fresh >= 0 &&
-		    !__atomic_compare_exchange_n(&sess_bellfd, &none, fresh, 0,
-						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			close(fresh); /* never published */
-		bfd = __atomic_load_n(&sess_bellfd, __ATOMIC_ACQUIRE);
-	}
-	ret = sess_send(&h, sizeof(h), bfd);
+	/* One caller at a time: the session's start, or the thread that
+	 * took SESS_BUSY. */
+	if (sess_bellfd < 0)
+		sess_bellfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ret = sess_send(&h, sizeof(h), sess_bellfd);
 	if (ret) {
 		__atomic_store_n(&sess_fd, -1, __ATOMIC_RELEASE);
 		close(s);
 	} else {
-		__atomic_store_n(&ring_bellfd, bfd, __ATOMIC_RELEASE);
+		__atomic_store_n(&ring_bellfd, sess_bellfd, __ATOMIC_RELEASE);
 	}
 	return ret;
 }

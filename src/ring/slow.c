@@ -195,12 +195,14 @@ static int current_cpu(void)
 	return cpu;
 }
 
+/* ring_advance()'s outcomes besides strata_rseq_reserve()'s */
+#define ADV_TS_GAP 3   /* needs a strata:clock record (ring.md §2) */
 #define ADV_MIGRATED 4 /* not on the ring's CPU (rseq mode) */
 
 /*
  * Move `write` from w to neww, reading the clock between the two (ring.md
  * §2 B-F, §7 R1-R5), storing `own` into the owner hint first when not 0,
- * and, with check_hi, refusing (STRATA_RSEQ_TS_GAP) when the event would
+ * and, with check_hi, refusing (ADV_TS_GAP) when the event would
  * need a strata:clock record. In rseq mode `xr` becomes newx in the same
  * store. The caller loaded w (and then xr) just before.
  */
@@ -209,23 +211,19 @@ static int ring_advance(struct strata_ring *ring, uint64_t w, uint64_t neww,
 			uint64_t *ts)
 {
 	struct strata_ring_ctl *c = ring->ctl;
-#ifdef STRATA_RSEQ_X86
-	struct rseq *rs = NULL;
 
-	if (strata_rseq) {
-		rs = strata_rseq_area();
-		if (*(volatile uint32_t *)&rs->cpu_id != ring->cpu)
-			return ADV_MIGRATED;
-	}
-#endif
 	*ts = strata_clock();                                         /* D */
 	if (check_hi && (uint32_t)(*ts >> STRATA_TS_HI_SHIFT) !=
 				strata_load_relaxed(&c->last_ts_hi))
-		return STRATA_RSEQ_TS_GAP;
+		return ADV_TS_GAP;
 #ifdef STRATA_RSEQ_X86
-	if (rs)
+	if (strata_rseq) {
+		struct rseq *rs = strata_rseq_area();
+		if (*(volatile uint32_t *)&rs->cpu_id != ring->cpu)
+			return ADV_MIGRATED;
 		return strata_rseq_reserve(rs, ring->cpu, &c->write, w, neww,
 					   newx, &c->owner, own);
+	}
 #endif
 	if (own)
 		strata_store_relaxed(&c->owner, own);                /* E */
@@ -282,7 +280,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 			 * ring, or a retry): the fast path's steps. */
 			rc = ring_advance(ring, w, w + len, x + len,
 					  need ? t->tid : 0, !xts, &ts);
-			if (rc == STRATA_RSEQ_TS_GAP)
+			if (rc == ADV_TS_GAP)
 				xts = 1;
 			if (rc == ADV_MIGRATED)
 				return -1;

@@ -411,7 +411,7 @@ int main(int argc, char **argv)
 	       "recorded %ld, discarded %ld in the trace (%ld counted by the "
 	       "library: full %llu busy %llu nested %llu too_big %llu no_ring %llu), misattributed %ld, "
 	       "duplicates %ld, bad payloads %ld, timestamps backwards %ld\n",
-	       mode_name, proto[strata_rseq < 0 || strata_rseq > 2 ? 0 : strata_rseq],
+	       mode_name, proto[strata_rseq], /* 0, INLINE or OUTLINE */
 	       nworkers, logged, logged_sig, recorded,
 	       discarded_total, lost, (unsigned long long)st.lost_full,
 	       (unsigned long long)st.lost_busy,

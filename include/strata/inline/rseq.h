@@ -25,8 +25,6 @@ enum {
 	STRATA_RSEQ_OK = 0,
 	STRATA_RSEQ_RETRY = 1,   /* preempted, migrated or signalled: retry */
 	STRATA_RSEQ_STALE = 2,   /* `write` moved since it was read: retry */
-	STRATA_RSEQ_TS_GAP = 3,  /* needs a strata:clock record (ring.md §2);
-				  * the caller's check, before the section */
 };
 
 /*
