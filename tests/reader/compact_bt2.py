@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The compact event layout of docs/compact.md, checked against babeltrace2.
+
+Writes one synthetic packet in stream class 1 (32-bit compact header with
+LTTng's variant shape, 4-byte granularity, 64-bit fields at 4-byte
+alignment, counted strings padded to 4) and checks that babeltrace2 decodes
+every event as the layout says: names, full timestamps (27-bit wrap,
+extended headers after a large gap), field values. Nothing in strata writes
+this layout yet; this keeps the specification honest until it does.
+
+usage: compact_bt2.py BABELTRACE2 WORKDIR
+"""
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import uuid
+
+TS27 = (1 << 27) - 1
+UUID = uuid.UUID("5a7a0c0d-0001-4c0d-8e11-0123456789ab")
+
+METADATA = """/* CTF 1.8 */
+typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+typealias integer { size = 32; align = 32; signed = false; } := uint32_t;
+typealias integer { size = 64; align = 64; signed = false; } := uint64_t;
+typealias integer { size = 64; align = 32; signed = false; } := uint64_c_t;
+typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := char_t;
+
+trace {
+	major = 1;
+	minor = 8;
+	uuid = "%s";
+	byte_order = le;
+	packet.header := struct {
+		uint32_t magic;
+		uint8_t uuid[16];
+		uint32_t stream_id;
+		uint64_t stream_instance_id;
+	};
+};
+
+clock {
+	name = "strata";
+	freq = 1000000000;
+	offset_s = 0;
+	absolute = TRUE;
+};
+
+typealias integer { size = 64; align = 64; signed = false; map = clock.strata.value; } := uint64_clock_t;
+
+stream {
+	id = 1;
+	packet.context := struct {
+		uint64_clock_t timestamp_begin;
+		uint64_clock_t timestamp_end;
+		uint64_t content_size;
+		uint64_t packet_size;
+		uint64_t packet_seq_num;
+		uint64_t events_discarded;
+		uint32_t cpu_id;
+		uint32_t pid;
+		uint32_t tid;
+		uint32_t pad;
+	};
+	event.header := struct {
+		enum : integer { size = 5; align = 32; signed = false; }
+			{ compact = 0 ... 30, extended = 31 } id;
+		variant <id> {
+			struct {
+				integer { size = 27; align = 1; signed = false; map = clock.strata.value; } timestamp;
+			} compact;
+			struct {
+				uint32_t id;
+				integer { size = 64; align = 32; signed = false; map = clock.strata.value; } timestamp;
+			} extended;
+		} v;
+	} align(32);
+};
+
+event { name = "strata:thread"; id = 1; stream_id = 1;
+	fields := struct { uint32_t tid; uint32_t pid; } align(32); };
+event { name = "work:one"; id = 10; stream_id = 1;
+	fields := struct { uint64_c_t w; } align(32); };
+event { name = "work:mixed"; id = 11; stream_id = 1;
+	fields := struct { uint32_t a; uint64_c_t b; } align(32); };
+event { name = "work:named"; id = 12; stream_id = 1;
+	fields := struct { uint32_t n; uint32_t _name_len; char_t name[_name_len]; } align(32); };
+event { name = "other:late"; id = 131077; stream_id = 1;
+	fields := struct { uint64_c_t w; } align(32); };
+""" % UUID
+
+
+class Packet:
+    def __init__(self, ts_begin):
+        self.body = b""
+        self.prev = ts_begin
+        self.expect = []
+
+    def compact(self, cid, ts, payload, name, fields):
+        assert 0 < cid < 31 and 0 <= ts - self.prev <= TS27
+        self.body += struct.pack("<I", cid | (ts & TS27) << 5) + payload
+        self._done(ts, name, fields)
+
+    def extended(self, eid, ts, payload, name, fields):
+        words = (16 + len(payload)) // 4
+        self.body += struct.pack("<IIQ", 31 | words << 5, eid, ts) + payload
+        self._done(ts, name, fields)
+
+    def _done(self, ts, name, fields):
+        assert len(self.body) % 4 == 0
+        self.prev = ts
+        self.expect.append("[%d] %s: { %s }" % (ts, name, fields))
+
+
+def string(s):
+    b = s.encode() + b"\0"
+    b += b"\0" * (-len(b) % 4)
+    return struct.pack("<I", len(b)) + b, '"%s"' % s
+
+
+def main():
+    bt2, work = sys.argv[1], sys.argv[2]
+    trace = os.path.join(work, "compact")
+    shutil.rmtree(trace, ignore_errors=True)
+    os.makedirs(trace)
+    with open(os.path.join(trace, "metadata"), "w") as f:
+        f.write(METADATA)
+
+    begin = (5 << 27) - 40  # the first events wrap the 27-bit timestamp
+    p = Packet(begin)
+    ts = begin + 10
+    p.compact(1, ts, struct.pack("<II", 4242, 4240), "strata:thread",
+              "tid = 4242, pid = 4240")
+    for i in range(6):
+        ts += 9
+        w = 0x0123456789ABCDEF + i
+        p.compact(10, ts, struct.pack("<Q", w), "work:one", "w = %d" % w)
+    ts += 3
+    p.compact(11, ts, struct.pack("<IQ", 7, 1 << 40), "work:mixed",
+              "a = 7, b = %d" % (1 << 40))
+    for name in ("", "abc", "abcd", "a longer thread name"):
+        ts += 1
+        s, shown = string(name)
+        p.compact(12, ts, struct.pack("<I", len(name)) + s, "work:named",
+                  "n = %d, name_len = %d, name = %s" %
+                  (len(name), len(s) - 4, shown))  # bt2 drops the leading _
+    ts += 2
+    p.extended(131077, ts, struct.pack("<Q", 99), "other:late", "w = 99")
+    ts += 1 << 28  # too far for 27 bits: the extended form of a compact class
+    p.extended(10, ts, struct.pack("<Q", 5), "work:one", "w = 5")
+    ts += TS27  # the largest gap a compact header may carry
+    p.compact(10, ts, struct.pack("<Q", 6), "work:one", "w = 6")
+
+    psize = 4096
+    head = struct.pack("<I16sIQ", 0xC1FC1FC1, UUID.bytes, 1, 7 << 32)
+    ctx = struct.pack("<QQQQQQIIII", begin, ts, (96 + len(p.body)) * 8,
+                      psize * 8, 0, 0, 0, 4240, 4242, 0)
+    pkt = head + ctx + p.body
+    pkt += b"\0" * (psize - len(pkt))
+    with open(os.path.join(trace, "cpu0"), "wb") as f:
+        f.write(pkt)
+
+    out = subprocess.run([bt2, "--clock-cycles", "--no-delta", trace],
+                         capture_output=True, text=True)
+    # "[00000000000671088610] work:one: { cpu_id = 0, ... }, { w = 5 }"
+    got = []
+    for ln in out.stdout.splitlines():
+        m = re.match(r"\[(\d+)\] (\S+) \{ cpu_id = 0, pid = 4240, "
+                     r"tid = 4242, pad = 0 \}, (\{.*\})$", ln.strip())
+        got.append("[%d] %s %s" % (int(m.group(1)), m.group(2), m.group(3))
+                   if m else ln)
+    if out.returncode != 0 or out.stderr.strip() or got != p.expect:
+        print("babeltrace2 exit %d, stderr:\n%s" % (out.returncode, out.stderr))
+        for i in range(max(len(got), len(p.expect))):
+            e = p.expect[i] if i < len(p.expect) else "(nothing)"
+            g = got[i] if i < len(got) else "(nothing)"
+            print("%s expected %s\n  got      %s" % ("  " if e == g else "!!", e, g))
+        return 1
+    print("compact layout: babeltrace2 decoded %d events as specified" % len(got))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
