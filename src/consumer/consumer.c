@@ -611,7 +611,8 @@ int cons_arm(struct cons *c)
 		if (s && bell_wanted(c, s))
 			strata_store_relaxed(&s->ring->ctl->cwait, 1);
 	}
-	/* Our cwait stores, then the commit counts (cons_sleep()). */
+	/* Our cwait stores, then the commit counts; a closer commits, then
+	 * reads cwait (ring_close()). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return !c->snapshot && cons_pending(c);
 }
@@ -652,15 +653,11 @@ static void cons_sleep(struct cons *c, uint32_t bell, unsigned ms)
 			n = 0; /* too many rings: poll */
 			break;
 		}
-		strata_store_relaxed(&s->ring->ctl->cwait, 1);
 		wv[n].val = 1;
 		wv[n].uaddr = (uintptr_t)&s->ring->ctl->cwait;
 		wv[n++].flags = FUTEX_32; /* shared: the ring is a shared mapping */
 	}
-	/* Our cwait stores, then the commit counts; a closer commits, then
-	 * reads cwait (ring_close()). */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (n && !cons_pending(c)) {
+	if (n && !cons_arm(c)) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_sec += ms / 1000;
@@ -673,11 +670,10 @@ static void cons_sleep(struct cons *c, uint32_t bell, unsigned ms)
 		    errno != EAGAIN && errno != ETIMEDOUT && errno != EINTR)
 			no_waitv = 1;
 	}
-	for (unsigned i = 0; i < cpu; i++)
-		if (c->streams[i] && bell_wanted(c, c->streams[i]))
-			strata_store_relaxed(&c->streams[i]->ring->ctl->cwait, 0);
-	if (n)
+	if (n) {
+		cons_disarm(c);
 		return;
+	}
 #else
 	(void)bell;
 	(void)ms;

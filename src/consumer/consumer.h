@@ -83,11 +83,12 @@ int cons_add_ring(struct cons *c, struct strata_ring *ring);
  * of packets written. */
 unsigned cons_poll(struct cons *c);
 
-/* External consumer only, around its caller's sleep (ring.md §8, "The
- * session daemon"): cons_arm() asks the closers of the rings it waits on
- * to ring (their `cwait`), then returns 1 if cons_poll() has work already
- * (do not sleep); cons_disarm() takes the requests back. The caller
- * learns of the rings through the writers' process (an eventfd). */
+/* Around a sleep (ring.md §8): cons_arm() asks the closers of the rings
+ * it waits on to ring (their `cwait`), then returns 1 if cons_poll() has
+ * work already (do not sleep); cons_disarm() takes the requests back. The
+ * consumer's thread sleeps on the `cwait` futexes themselves; the session
+ * daemon learns of the rings through the writers' process (an eventfd,
+ * "The session daemon"). */
 int cons_arm(struct cons *c);
 void cons_disarm(struct cons *c);
 

@@ -1334,8 +1334,7 @@ unsigned sessd_step(struct sessd *d, int timeout_ms)
 		for (unsigned i = first_bell; i < n; i++) {
 			uint64_t v;
 			/* before client_read(), which may close it */
-			if (pf[i].revents && who[i]->bellfd >= 0 &&
-			    read(who[i]->bellfd, &v, sizeof(v)) < 0) {
+			if (pf[i].revents && read(pf[i].fd, &v, sizeof(v)) < 0) {
 				/* EAGAIN: rung and read meanwhile */
 			}
 		}

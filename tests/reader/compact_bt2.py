@@ -19,6 +19,8 @@ import subprocess
 import sys
 import uuid
 
+from gen_trace import CLOCK_T, PACKET_CONTEXT, TRACE_BLOCK, packet_header
+
 TS27 = (1 << 27) - 1
 UUID = uuid.UUID("5a7a0c0d-0001-4c0d-8e11-0123456789ab")
 
@@ -29,43 +31,17 @@ typealias integer { size = 64; align = 64; signed = false; } := uint64_t;
 typealias integer { size = 64; align = 32; signed = false; } := uint64_c_t;
 typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := char_t;
 
-trace {
-	major = 1;
-	minor = 8;
-	uuid = "%s";
-	byte_order = le;
-	packet.header := struct {
-		uint32_t magic;
-		uint8_t uuid[16];
-		uint32_t stream_id;
-		uint64_t stream_instance_id;
-	};
-};
-
-clock {
+""" + TRACE_BLOCK % UUID + """clock {
 	name = "strata";
 	freq = 1000000000;
 	offset_s = 0;
 	absolute = TRUE;
 };
 
-typealias integer { size = 64; align = 64; signed = false; map = clock.strata.value; } := uint64_clock_t;
-
+""" + CLOCK_T + """
 stream {
 	id = 1;
-	packet.context := struct {
-		uint64_clock_t timestamp_begin;
-		uint64_clock_t timestamp_end;
-		uint64_t content_size;
-		uint64_t packet_size;
-		uint64_t packet_seq_num;
-		uint64_t events_discarded;
-		uint32_t cpu_id;
-		uint32_t pid;
-		uint32_t tid;
-		uint32_t pad;
-	};
-	event.header := struct {
+""" + PACKET_CONTEXT + """	event.header := struct {
 		enum : integer { size = 5; align = 32; signed = false; }
 			{ compact = 0 ... 30, extended = 31 } id;
 		variant <id> {
@@ -90,7 +66,7 @@ event { name = "work:named"; id = 12; stream_id = 1;
 	fields := struct { uint32_t n; uint32_t _name_len; char_t name[_name_len]; } align(32); };
 event { name = "other:late"; id = 131077; stream_id = 1;
 	fields := struct { uint64_c_t w; } align(32); };
-""" % UUID
+"""
 
 
 class Packet:
@@ -155,10 +131,8 @@ def main():
     p.compact(10, ts, struct.pack("<Q", 6), "work:one", "w = 6")
 
     psize = 4096
-    head = struct.pack("<I16sIQ", 0xC1FC1FC1, UUID.bytes, 1, 7 << 32)
-    ctx = struct.pack("<QQQQQQIIII", begin, ts, (96 + len(p.body)) * 8,
-                      psize * 8, 0, 0, 0, 4240, 4242, 0)
-    pkt = head + ctx + p.body
+    pkt = packet_header(UUID.bytes, 1, 4240, 0, 4242, begin, ts,
+                        96 + len(p.body), psize, 0, 0) + p.body
     pkt += b"\0" * (psize - len(pkt))
     with open(os.path.join(trace, "cpu0"), "wb") as f:
         f.write(pkt)

@@ -60,12 +60,49 @@ typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := c
 """
 
 
+# format.md §2: the trace block (its packet header) and a stream's packet
+# context, shared by every stream class (compact_bt2.py uses them too).
+TRACE_BLOCK = """trace {
+	major = 1;
+	minor = 8;
+	uuid = "%s";
+	byte_order = le;
+	packet.header := struct {
+		uint32_t magic;
+		uint8_t uuid[16];
+		uint32_t stream_id;
+		uint64_t stream_instance_id;
+	};
+};
+
+"""
+CLOCK_T = """typealias integer { size = 64; align = 64; signed = false; map = clock.strata.value; } := uint64_clock_t;
+"""
+PACKET_CONTEXT = """	packet.context := struct {
+		uint64_clock_t timestamp_begin;
+		uint64_clock_t timestamp_end;
+		uint64_t content_size;
+		uint64_t packet_size;
+		uint64_t packet_seq_num;
+		uint64_t events_discarded;
+		uint32_t cpu_id;
+		uint32_t pid;
+		uint32_t tid;
+		uint32_t pad;
+	};
+"""
+
+
+def packet_header(uuid_bytes, stream_id, pid, cpu, tid, tb, te, content, psize, seq, disc):
+    """The 96 bytes of format.md §2; content and psize in bytes."""
+    hdr = struct.pack("<I16sIQQQQQQQIIII", 0xC1FC1FC1, uuid_bytes, stream_id, pid << 32 | cpu,
+                      tb, te, content * 8, psize * 8, seq, disc, cpu, pid, tid, 0)
+    assert len(hdr) == 96
+    return hdr
+
+
 def metadata(pid, procname, trace_uuid):
-    out = [PREAMBLE]
-    out.append('trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = "%s";\n\tbyte_order = le;\n'
-               '\tpacket.header := struct {\n\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n'
-               '\t\tuint32_t stream_id;\n\t\tuint64_t stream_instance_id;\n\t};\n};\n\n'
-               % trace_uuid)
+    out = [PREAMBLE, TRACE_BLOCK % trace_uuid]
     env = ['\tdomain = "ust";', '\ttracer_name = "strata";', '\ttracer_major = 0;',
            '\ttracer_minor = 1;', '\tvpid = %d;' % pid, '\tprocname = "%s";' % procname,
            '\thostname = "testhost";', '\ttrace_creation_datetime = "20240101T000000+0000";']
@@ -79,23 +116,7 @@ def metadata(pid, procname, trace_uuid):
     out.append('clock {\n\tname = "strata";\n\tuuid = "%s";\n\tdescription = "CLOCK_MONOTONIC";\n'
                '\tfreq = %d;\n\tprecision = 1;\n\toffset_s = %d;\n\toffset = 0;\n'
                '\tabsolute = TRUE;\n};\n\n' % (UUID_CLOCK, FREQ, OFFSET_S))
-    out.append("""typealias integer { size = 64; align = 64; signed = false; map = clock.strata.value; } := uint64_clock_t;
-
-stream {
-	id = 0;
-	packet.context := struct {
-		uint64_clock_t timestamp_begin;
-		uint64_clock_t timestamp_end;
-		uint64_t content_size;
-		uint64_t packet_size;
-		uint64_t packet_seq_num;
-		uint64_t events_discarded;
-		uint32_t cpu_id;
-		uint32_t pid;
-		uint32_t tid;
-		uint32_t pad;
-	};
-	event.header := struct {
+    out.append(CLOCK_T + "\nstream {\n\tid = 0;\n" + PACKET_CONTEXT + """	event.header := struct {
 		integer { size = 32; align = 64; signed = false; map = clock.strata.value; } timestamp;
 		integer { size = 22; align = 1; signed = false; } id;
 	} align(64);
@@ -191,10 +212,8 @@ def write_stream(path, idxpath, packets, psize, uuid_bytes, pid, cpu):
         ix.write(struct.pack(">IIII", 0xC1F1DCC1, 1, 1, 72))
         for i, (data, tb, te, seq, disc, tid) in enumerate(packets):
             content = 96 + len(data)
-            hdr = struct.pack("<I16sIQQQQQQQIIII", 0xC1FC1FC1, uuid_bytes, 0, pid << 32 | cpu,
-                              tb, te, content * 8, psize * 8, seq, disc, cpu, pid, tid, 0)
-            assert len(hdr) == 96
-            pkt = hdr + data
+            pkt = packet_header(uuid_bytes, 0, pid, cpu, tid, tb, te, content, psize, seq,
+                                disc) + data
             pkt += b"\0" * (psize - len(pkt))
             f.write(pkt)
             ix.write(struct.pack(">QQQQQQQQQ", i * psize, psize * 8, content * 8, tb, te, disc,
