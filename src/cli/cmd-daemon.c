@@ -116,8 +116,8 @@ static void ready(int fd, int ok, const char *line)
 	close(fd);
 }
 
-#ifdef STRATA_HAVE_KERNEL
 static unsigned kgroups;            /* -k: kernel groups of every trace */
+#ifdef STRATA_HAVE_KERNEL
 static struct kern_session *ksess;  /* of the trace being written */
 #endif
 
