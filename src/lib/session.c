@@ -99,10 +99,12 @@ static void stop_at_exit(void)
 			st.lost_nested + st.lost_no_ring;
 	if (ret)
 		fprintf(stderr, "strata: %s: trace incomplete: %s; %llu events "
-			"written, %llu not written, the trace is readable up to "
-			"there\n", sess_output, strata_strerror_detail(),
+			"written, %llu not written, %llu lost before (buffers "
+			"full: %llu); the trace is readable up to there\n",
+			sess_output, strata_strerror_detail(),
 			(unsigned long long)st.events_written,
-			(unsigned long long)st.lost_io);
+			(unsigned long long)st.lost_io, (unsigned long long)lost,
+			(unsigned long long)(st.lost_full + st.lost_busy));
 	else if (lost)
 		fprintf(stderr, "strata: %s: %llu events recorded, %llu lost "
 			"(buffers full: %llu); raise STRATA_PACKETS or "
