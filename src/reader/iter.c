@@ -46,18 +46,21 @@ struct rd_cursor {
 	bool peek;
 };
 
-/* The cursor's current event: the `len`-word event at `at`, of class
- * `cls`, attributed as the cursor's packet says (format.md §4). */
+/* The cursor's current event: the event at `at`, of class `cls`, its
+ * payload the `size` bytes at `payload` (at + 8 in stream class 0, 4 or
+ * 16 after at in stream class 1), attributed as the cursor's packet says
+ * (format.md §4). */
 static inline __attribute__((always_inline)) void
 cursor_set_event(struct rd_cursor *c, const struct strata_event_class *cls,
-		 const uint8_t *at, uint32_t len, uint64_t ts, uint32_t id)
+		 const uint8_t *at, const uint8_t *payload, uint32_t size,
+		 uint64_t ts, uint32_t id)
 {
 	struct strata_event *ev = &c->ev;
 
 	ev->timestamp = ts;
 	ev->cls = cls;
-	ev->payload = at + 8;
-	ev->size = (len - 1) * 8;
+	ev->payload = payload;
+	ev->size = size;
 	ev->cpu = c->cpu;
 	ev->pid = c->pid;
 	ev->tid = c->tid;
@@ -179,6 +182,8 @@ static bool enter_packet(struct strata_iter *it, struct rd_cursor *c)
 				const uint8_t *hp = s->map + p->offset;
 				if (rd_le32(hp) != RD_PACKET_MAGIC)
 					why = "bad packet magic";
+				else if (rd_le32(hp + 20) != s->sclass)
+					why = "stream_id is not the metadata's stream class";
 				else if (rd_le64(hp + 48) / 8 != p->content ||
 					 rd_le64(hp + 32) != p->ts_begin)
 					why = "packet header disagrees with the index";
@@ -253,6 +258,82 @@ packet_damage(struct strata_iter *it, struct rd_cursor *c, const uint8_t *at,
 		  c->prev_ts, "%s", what);
 }
 
+/* An event's payload and full timestamp. */
+struct rd_body {
+	const uint8_t *payload;
+	uint32_t size;
+	uint64_t ts;
+};
+
+/*
+ * cursor_next's step for stream class 1 (docs/compact.md, "Reading, and
+ * damage"): the event at `at`, c->pos moved past it. Returns its class,
+ * or NULL for one to pass over: strata's own records (the thread record
+ * attributes what follows) unless `internal`, an extended event of an
+ * unknown id, or damage, which ends the packet's readable part (a compact
+ * event's length comes from its class, so nothing after an unknown one
+ * can be found).
+ */
+static const struct rd_class *compact_next(struct strata_iter *it,
+					   struct rd_cursor *c, const uint8_t *at,
+					   const bool internal, struct rd_body *b)
+{
+	const struct rd_class *cls;
+	size_t room = (size_t)(c->end - at);
+	uint32_t h = rd_le32(at), cid = h & 31, len, hdr;
+	uint64_t ts;
+
+	if (cid == 31) {
+		/* extended: u32 length in 32-bit words << 5 | 31, u32 id, u64 clock */
+		len = (h >> 5) * 4;
+		hdr = 16;
+		if (RD_UNLIKELY(len < hdr || len > room || (len - hdr) % 8)) {
+			packet_damage(it, c, at, "extended event of %u bytes does not "
+				      "fit the packet; rest of packet skipped", len);
+			c->pos = c->end;
+			return NULL;
+		}
+		c->pos = at + len;
+		uint32_t id = rd_le32(at + 4);
+		ts = rd_le64(at + 8);
+		cls = rd_lookup(c->sub, id);
+		if (RD_UNLIKELY(!cls)) {
+			packet_damage(it, c, at, "unknown event id %u; skipped, with "
+				      "later unknown ids of this packet", id);
+			return NULL;
+		}
+	} else {
+		cls = cid ? rd_lookup(c->sub, cid) : NULL;
+		if (RD_UNLIKELY(!cls || !cls->clen || cls->clen > room)) {
+			packet_damage(it, c, at, "%s; rest of packet skipped",
+				      !cid ? "event id 0" :
+				      !cls ? "unknown compact event id" :
+				      !cls->clen ? "compact event of a variable-length class" :
+						   "event runs past content_size");
+			c->pos = c->end;
+			return NULL;
+		}
+		len = cls->clen;
+		hdr = 4;
+		c->pos = at + len;
+		ts = c->prev_ts + (((h >> 5) - c->prev_ts) & ((1u << 27) - 1));
+	}
+	c->prev_ts = ts;
+	*b = (struct rd_body){ at + hdr, len - hdr, ts };
+	if (RD_UNLIKELY(!(cls->pub.id >> 16))) {
+		/* strata's own records, format.md §4 */
+		if (cls->ctf == RD_ID_THREAD && b->size >= 8) {
+			c->tid = rd_le32(b->payload);
+			c->pid = rd_le32(b->payload + 4);
+		} else if (cls->ctf == RD_ID_CLOCK && b->size >= 8) {
+			b->ts = c->prev_ts = rd_le64(b->payload);
+		}
+		if (!internal)
+			return NULL;
+	}
+	return cls;
+}
+
 /*
  * Move cursor c to its next event that passes the cheap filters (and the
  * expression). Returns false at the end of the stream. Every read is within
@@ -276,6 +357,14 @@ static bool cursor_next(struct strata_iter *it,
 			continue;
 		}
 		const uint8_t *at = c->pos;
+		const struct rd_class *cls;
+		struct rd_body b;
+		if (c->s->sclass) {
+			cls = compact_next(it, c, at, internal, &b);
+			if (!cls)
+				continue;
+			goto filter;
+		}
 		uint64_t w = rd_le64(at);
 		uint32_t len = (uint32_t)(w >> 54);
 		if (RD_UNLIKELY(len == 0 || (size_t)(c->end - at) / 8 < len)) {
@@ -303,7 +392,7 @@ static bool cursor_next(struct strata_iter *it,
 			if (!internal)
 				continue;
 		}
-		const struct rd_class *cls = rd_lookup(sub, id);
+		cls = rd_lookup(sub, id);
 		if (RD_UNLIKELY(!cls)) {
 			if (id >> 16)
 				packet_damage(it, c, at, "unknown event id %u (%u:%u); "
@@ -311,10 +400,12 @@ static bool cursor_next(struct strata_iter *it,
 					      id, id >> 16, id & 0xffff);
 			continue;
 		}
+		b = (struct rd_body){ at + 8, (len - 1) * 8, ts };
+filter:
 		if (f) {
-			if (ts < f->t_begin)
+			if (b.ts < f->t_begin)
 				continue;
-			if (ts > f->t_end) {
+			if (b.ts > f->t_end) {
 				/* timestamps only grow within a stream */
 				c->pos = c->end;
 				c->pkt = c->s->npackets;
@@ -329,7 +420,7 @@ static bool cursor_next(struct strata_iter *it,
 			if (f->npids && !rd_in(f->pids, f->npids, c->pid))
 				continue;
 		}
-		cursor_set_event(c, &cls->pub, at, len, ts, id);
+		cursor_set_event(c, &cls->pub, at, b.payload, b.size, b.ts, cls->pub.id);
 		if (f && f->nprogs && !rd_filter_expr_match(f, &c->ev))
 			continue;
 		return true;
@@ -401,7 +492,8 @@ cursor_next_fast(struct strata_iter *it, struct rd_cursor *c)
 					      (uint32_t)((uint32_t)w - (uint32_t)c->prev_ts);
 				c->prev_ts = ts;
 				c->pos = at + (size_t)len * 8;
-				cursor_set_event(c, &cls->pub, at, len, ts, id);
+				cursor_set_event(c, &cls->pub, at, at + 8, (len - 1) * 8, ts,
+						 id);
 				return true;
 			}
 		}
@@ -1221,6 +1313,11 @@ int strata_iter_create(struct strata_trace *t, const struct strata_iter_options 
 	it->f = opt->filter;
 	it->flags = opt->flags;
 	it->fast = !(it->flags & STRATA_ITER_INTERNAL);
+	/* the fast paths read 64-bit headers: stream class 1 (docs/compact.md)
+	 * takes the general path, cursor_next */
+	for (unsigned i = 0; i < t->nsubs; i++)
+		if (t->subs[i].meta.sclass)
+			it->fast = false;
 	it->unordered = (it->flags & STRATA_ITER_UNORDERED) != 0;
 	it->ncur = opt->stream >= 0 ? 1 : t->nstreams;
 	it->width = 1;

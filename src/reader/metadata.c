@@ -9,8 +9,9 @@
 /*
  * The subset: typealias, trace, env, clock, stream and event blocks; types
  * integer, floating_point, enum, struct (with align), arrays and sequences,
- * encoding on byte integers; plus the event attributes strata_format and
- * strata_kind. Unknown attributes inside a known block are ignored, as
+ * encoding on byte integers, and variants where the reader decodes by hand
+ * (stream class 1's event.header, docs/compact.md); plus the event
+ * attributes strata_format and strata_kind. Unknown attributes inside a known block are ignored, as
  * babeltrace2 does; any other construct is an error naming its line.
  * Everything allocated here goes to m->allocs and dies with rd_meta_fini().
  */
@@ -67,6 +68,7 @@ struct ev_decl {
 	int kind;
 	struct ty *fields;
 	int line;
+	int sclass; /* stream_id; -1: not said (0) */
 };
 
 struct parser {
@@ -727,6 +729,24 @@ static struct ty *parse_type(struct parser *ps)
 			goto out;
 		t->kind = TY_STRUCT;
 		parse_struct_body(ps, t);
+	} else if (is_id(ps, "variant")) {
+		/* `variant [tag] <selector> { members }`: only in the event
+		 * header of stream class 1, whose layout the reader knows
+		 * (docs/compact.md); a variant in an event's fields is
+		 * refused by build_class */
+		next(ps);
+		if (ps->t.kind == TK_ID)
+			next(ps); /* variant tag name */
+		if (!expect(ps, '<'))
+			goto out;
+		while (!ps->failed && ps->t.kind != TK_EOF && !is_punct(ps, '>'))
+			next(ps);
+		if (!expect(ps, '>') || !(t = palloc(ps, sizeof(*t))))
+			goto out;
+		t->kind = TY_STRUCT;
+		parse_struct_body(ps, t);
+		t->align = 8;
+		t->nmembers = 0; /* alternatives, not members: never data */
 	} else if (is_id(ps, "string")) {
 		next(ps);
 		if (!(t = palloc(ps, sizeof(*t))))
@@ -833,7 +853,7 @@ enum blk { B_TRACE, B_ENV, B_CLOCK, B_STREAM, B_EVENT };
 
 static void parse_block(struct parser *ps, enum blk b)
 {
-	struct ev_decl ev = { .line = ps->t.line };
+	struct ev_decl ev = { .line = ps->t.line, .sclass = -1 };
 	next(ps);
 	if (!expect(ps, '{'))
 		return;
@@ -931,8 +951,15 @@ static void parse_block(struct parser *ps, enum blk b)
 				ps->m->offset = value_snum(ps, &v, "offset");
 			break;
 		case B_STREAM:
-			if (!strcmp(key, "id") && value_num(ps, &v, "id") != 0)
-				fail(ps, "strata traces have one stream class, id 0");
+			/* one stream class per sub-trace: 0 (format.md §3) or
+			 * 1 (docs/compact.md) */
+			if (!strcmp(key, "id")) {
+				uint64_t id = value_num(ps, &v, "id");
+				if (id > 1)
+					fail(ps, "stream class %llu: strata writes 0 "
+						 "and 1", (unsigned long long)id);
+				ps->m->sclass = (uint8_t)id;
+			}
 			break;
 		case B_EVENT:
 			if (!strcmp(key, "name")) {
@@ -957,8 +984,7 @@ static void parse_block(struct parser *ps, enum blk b)
 				else
 					fail(ps, "strata_kind must be \"begin\", \"end\" or \"point\"");
 			} else if (!strcmp(key, "stream_id")) {
-				if (value_num(ps, &v, "stream_id") != 0)
-					fail(ps, "strata traces have one stream class, id 0");
+				ev.sclass = (int)(value_num(ps, &v, "stream_id") & 0xff);
 			}
 			break;
 		}
@@ -971,6 +997,12 @@ static void parse_block(struct parser *ps, enum blk b)
 	if (!ev.name || !ev.has_id) {
 		ps->t.line = ev.line;
 		fail(ps, "event without %s", ev.name ? "id" : "name");
+		return;
+	}
+	if ((ev.sclass < 0 ? 0 : ev.sclass) != ps->m->sclass) {
+		ps->t.line = ev.line;
+		fail(ps, "event '%s' is of stream class %d, the stream of %u",
+		     ev.name, ev.sclass < 0 ? 0 : ev.sclass, ps->m->sclass);
 		return;
 	}
 	if (ps->nevs == ps->capevs) {
@@ -997,18 +1029,38 @@ static const char *strip_(const char *s)
 	return s[0] == '_' ? s + 1 : s; /* CTF 1.8 §4.1.8: '_' escapes names */
 }
 
+/* A gap that stream class 1 declares as a field (docs/compact.md): `_padK`. */
+static bool is_gap(const char *name)
+{
+	if (strncmp(name, "_pad", 4) || !name[4])
+		return false;
+	for (const char *p = name + 4; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
 static int build_class(struct parser *ps, const struct ev_decl *ev,
 		       struct rd_class *c)
 {
 	struct ty *st = ev->fields;
-	unsigned nf = st ? st->nmembers : 0;
+	unsigned nm = st ? st->nmembers : 0, nf = 0;
+	const bool compact = ps->m->sclass == 1;
 	/* Word padding that the writer declares only for babeltrace2's sake
 	 * (format.md §6): a trailing `_pad`, or `_length` (the header's length
-	 * bits) as the only member of an event without fields. Not data. */
-	if (nf && !strcmp(st->members[nf - 1].name, "_pad"))
-		nf--;
-	if (nf == 1 && !strcmp(st->members[0].name, "_length"))
-		nf = 0;
+	 * bits) as the only member of an event without fields; in stream
+	 * class 1 also the gaps of the payload's own 8-byte alignment, which
+	 * the offsets below reproduce. Not data. */
+	if (nm && !strcmp(st->members[nm - 1].name, "_pad"))
+		nm--;
+	if (nm == 1 && !strcmp(st->members[0].name, "_length"))
+		nm = 0;
+	struct member **mbs = palloc(ps, (nm ? nm : 1) * sizeof(*mbs));
+	if (!mbs)
+		return -ENOMEM;
+	for (unsigned i = 0; i < nm; i++)
+		if (!compact || !is_gap(st->members[i].name))
+			mbs[nf++] = &st->members[i];
 	struct strata_field_class *fs = palloc(ps, (nf ? nf : 1) * sizeof(*fs));
 	if (!fs)
 		return -ENOMEM;
@@ -1026,7 +1078,7 @@ static int build_class(struct parser *ps, const struct ev_decl *ev,
 	uint64_t off = 0;
 	bool fixed = true;
 	for (unsigned i = 0; i < nf; i++) {
-		struct member *mb = &st->members[i];
+		struct member *mb = mbs[i];
 		struct ty *t = mb->type, *e = t;
 		struct strata_field_class *f = &fs[i];
 		f->name = strip_(mb->name);
@@ -1061,6 +1113,10 @@ static int build_class(struct parser *ps, const struct ev_decl *ev,
 			return -EINVAL;
 		}
 		f->align = e->align / 8;
+		/* stream class 1 declares 64-bit fields 4-byte aligned in the
+		 * packet; in the payload they stay at 8 (docs/compact.md) */
+		if (compact && e->bits == 64 && e->align == 32)
+			f->align = 8;
 		if (t->kind == TY_ARRAY) {
 			if (e->kind != TY_INT) {
 				fail(ps, "event '%s', field '%s': arrays of integers only",
@@ -1077,7 +1133,7 @@ static int build_class(struct parser *ps, const struct ev_decl *ev,
 			}
 			f->type = STRATA_FIELD_SEQUENCE;
 			for (unsigned j = 0; j < i; j++)
-				if (!strcmp(st->members[j].name, t->lenname) ||
+				if (!strcmp(mbs[j]->name, t->lenname) ||
 				    !strcmp(fs[j].name, strip_(t->lenname)))
 					f->length_field = j;
 			if (f->length_field < 0 ||
@@ -1116,7 +1172,7 @@ static int cmp_class(const void *a, const void *b)
 {
 	const struct rd_class *x = *(struct rd_class *const *)a;
 	const struct rd_class *y = *(struct rd_class *const *)b;
-	return x->pub.id < y->pub.id ? -1 : x->pub.id > y->pub.id;
+	return x->ctf < y->ctf ? -1 : x->ctf > y->ctf;
 }
 
 int rd_meta_parse(const char *text, size_t len, struct rd_meta *m, char *err,
@@ -1186,13 +1242,30 @@ int rd_meta_parse(const char *text, size_t len, struct rd_meta *m, char *err,
 			fail(&ps, "out of memory");
 			goto fail;
 		}
+		/* stream class 1: a compact id 10-30 stands for the full id
+		 * env names (docs/compact.md); the public id is the full one */
+		c->ctf = (uint32_t)ev->id;
+		snprintf(key, sizeof(key), "strata_id_%llu", (unsigned long long)ev->id);
+		const char *full = m->sclass == 1 ? rd_meta_env(m, key) : NULL;
+		if (full) {
+			unsigned long long v = strtoull(full, NULL, 10);
+			if (v >> 22 || !(v >> 16)) {
+				ps.t.line = ev->line;
+				fail(&ps, "%s = %s is not a user event id", key, full);
+				goto fail;
+			}
+			c->pub.id = (uint32_t)v;
+		}
+		/* a compact event's length: header + payload (whole words) */
+		if (c->pub.fixed)
+			c->clen = 4 + ((c->pub.min_size + 7) & ~7u);
 		m->classes[m->nclasses++] = c;
 	}
 	qsort(m->classes, m->nclasses, sizeof(*m->classes), cmp_class);
 	for (unsigned i = 1; i < m->nclasses; i++)
-		if (m->classes[i]->pub.id == m->classes[i - 1]->pub.id) {
+		if (m->classes[i]->ctf == m->classes[i - 1]->ctf) {
 			ps.t.line = 0;
-			fail(&ps, "two events with id %u", m->classes[i]->pub.id);
+			fail(&ps, "two events with id %u", m->classes[i]->ctf);
 			goto fail;
 		}
 	free(ps.aliases);

@@ -97,6 +97,11 @@ static inline void rd_plan_value(const struct rd_plan *pl, const uint8_t *p,
 
 struct rd_class {
 	struct strata_event_class pub;
+	uint32_t ctf;            /* id in the event headers: pub.id, or in
+				  * stream class 1 a compact id standing for
+				  * it (docs/compact.md) */
+	uint32_t clen;           /* stream class 1: bytes of a compact event
+				  * of this class; 0: not fixed, never compact */
 	struct rd_plan *plan;    /* non-NULL when every field fits the plan */
 	uint32_t nplan;          /* nfields rounded up to RD_PLAN_STEP: the
 				  * padding entries decode to 0 */
@@ -128,6 +133,8 @@ struct rd_meta {
 	unsigned nclasses;
 	struct rd_env *env;
 	unsigned nenv;
+	uint8_t sclass;            /* stream class: 0 (format.md §3) or 1
+				    * (docs/compact.md) */
 	char *clock_name;
 	char *clock_desc; /* the clock's description, or NULL */
 	uint64_t freq;
@@ -226,6 +233,7 @@ struct rd_stream {
 	struct rd_packet *packets;
 	uint64_t npackets;
 	uint32_t cpu;
+	uint8_t sclass; /* its sub-trace's stream class (packet stream_id) */
 	uint64_t begin, end, discarded, packets_lost;
 	bool random; /* sought in: the reader reads ahead itself (iter.c) */
 };

@@ -158,13 +158,17 @@ static const char *check_header(const struct rd_stream *s, uint64_t off,
 	pk->offset = off;
 	if (rd_le32(h) != RD_PACKET_MAGIC)
 		return "bad packet magic";
+	if (rd_le32(h + 20) != s->sclass)
+		return "stream_id is not the metadata's stream class";
 	uint64_t ps_bits = rd_le64(h + 56), cs_bits = rd_le64(h + 48);
 	if (psize && ps_bits != psize * 8)
 		return "packet_size differs from the stream's";
 	if (!pow2(ps_bits / 8) || ps_bits % 8 || ps_bits / 8 < RD_MIN_PACKET ||
 	    ps_bits / 8 > RD_MAX_PACKET)
 		return "impossible packet_size";
-	if (cs_bits > ps_bits || cs_bits < RD_HEADER_SIZE * 8 || cs_bits % 64)
+	/* whole events: 64-bit words, or 32-bit ones in stream class 1 */
+	if (cs_bits > ps_bits || cs_bits < RD_HEADER_SIZE * 8 ||
+	    cs_bits % (s->sclass ? 32 : 64))
 		return "impossible content_size";
 	pk->ts_begin = rd_le64(h + 32);
 	pk->ts_end = rd_le64(h + 40);
@@ -243,7 +247,7 @@ static int load_index(struct strata_trace *t, struct rd_stream *s,
 		if (pk[i].offset != i * s->packet_size ||
 		    rd_be64(e + 8) != s->packet_size * 8 ||
 		    pk[i].content > s->packet_size || pk[i].content < RD_HEADER_SIZE ||
-		    pk[i].content % 8 ||
+		    pk[i].content % (s->sclass ? 4 : 8) ||
 		    pk[i].offset + pk[i].content > s->size ||
 		    pk[i].ts_end < pk[i].ts_begin ||
 		    (i && pk[i].ts_begin < pk[i - 1].ts_begin)) {
@@ -451,6 +455,7 @@ static int add_streams(struct strata_trace *t, unsigned subidx)
 		t->nstreams++;
 		const char *nm = names.v[i];
 		s->cpu = strncmp(nm, "cpu", 3) ? UINT32_MAX : (uint32_t)strtoul(nm + 3, NULL, 10);
+		s->sclass = sub->meta.sclass;
 		rc = open_stream(t, s);
 		if (!rc && s->cpu == UINT32_MAX && s->npackets) {
 			for (uint64_t k = 0; k < s->npackets; k++)
@@ -511,7 +516,7 @@ static int build_lookup(struct rd_subtrace *sub)
 {
 	uint32_t maxminor[64] = { 0 };
 	for (unsigned i = 0; i < sub->meta.nclasses; i++) {
-		uint32_t id = sub->meta.classes[i]->pub.id;
+		uint32_t id = sub->meta.classes[i]->ctf;
 		uint32_t mj = (id >> 16) & 63, mn = id & 0xffff;
 		if (mn + 1 > maxminor[mj])
 			maxminor[mj] = mn + 1;
@@ -526,7 +531,7 @@ static int build_lookup(struct rd_subtrace *sub)
 	}
 	for (unsigned i = 0; i < sub->meta.nclasses; i++) {
 		struct rd_class *c = sub->meta.classes[i];
-		uint32_t id = c->pub.id;
+		uint32_t id = c->ctf;
 		if (id >> 22)
 			continue;
 		sub->by_major[(id >> 16) & 63][id & 0xffff] = c;
@@ -535,11 +540,12 @@ static int build_lookup(struct rd_subtrace *sub)
 }
 
 /* hi of the event a class's batch entry takes: its id and the length of
- * its fields (format.md §3), or 0 when the batch path cannot take it */
+ * its fields (format.md §3), or 0 when the batch path cannot take it (a
+ * class of stream class 1 too: its headers are not 64-bit words) */
 static uint32_t fast_hi(const struct rd_subtrace *sub, const struct rd_class *c)
 {
-	uint32_t id = c->pub.id;
-	if (id >> 22 || !(id >> 16) || c->fast_min == UINT32_MAX ||
+	uint32_t id = c->ctf;
+	if (sub->meta.sclass || id >> 22 || !(id >> 16) || c->fast_min == UINT32_MAX ||
 	    rd_lookup(sub, id) != c || c->plan_min / 8 + 1 > 1023)
 		return 0;
 	return (c->plan_min / 8 + 1) << 22 | id;

@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The compact event layout of docs/compact.md, checked against babeltrace2.
+"""The compact event layout of docs/compact.md, checked against babeltrace2
+and strata's reader.
 
 Writes one synthetic packet in stream class 1 (32-bit compact header with
-LTTng's variant shape, 4-byte granularity, 64-bit fields at 4-byte
-alignment, counted strings padded to 4) and checks that babeltrace2 decodes
-every event as the layout says: names, full timestamps (27-bit wrap,
-extended headers after a large gap), field values. Nothing in strata writes
-this layout yet; this keeps the specification honest until it does.
+LTTng's variant shape, 4-byte granularity, the payload of format.md §6
+starting 4 or 16 bytes into the event: 64-bit fields declared 4-byte
+aligned, the gaps of its own 8-byte alignment as `_padK` fields, counted
+strings padded to the payload's next 8 bytes) and checks that babeltrace2
+decodes every event as the layout says: names, full timestamps (27-bit
+wrap, extended headers after a large gap), field values. With STRATA, it
+then checks that `strata print` reads the same events, with the same
+values, attributed to the thread the packet names.
 
-usage: compact_bt2.py BABELTRACE2 WORKDIR
+usage: compact_bt2.py BABELTRACE2 WORKDIR [STRATA]
 """
+import json
 import os
 import re
 import shutil
@@ -31,7 +36,13 @@ typealias integer { size = 64; align = 64; signed = false; } := uint64_t;
 typealias integer { size = 64; align = 32; signed = false; } := uint64_c_t;
 typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := char_t;
 
-""" + TRACE_BLOCK % UUID + """clock {
+""" + TRACE_BLOCK % UUID + """env {
+	strata_id_10 = 65537;
+	strata_id_11 = 65538;
+	strata_id_12 = 65539;
+};
+
+clock {
 	name = "strata";
 	freq = 1000000000;
 	offset_s = 0;
@@ -61,7 +72,8 @@ event { name = "strata:thread"; id = 1; stream_id = 1;
 event { name = "work:one"; id = 10; stream_id = 1;
 	fields := struct { uint64_c_t w; } align(32); };
 event { name = "work:mixed"; id = 11; stream_id = 1;
-	fields := struct { uint32_t a; uint64_c_t b; } align(32); };
+	fields := struct { uint32_t a; integer { size = 32; align = 1; signed = false; } _pad0;
+		uint64_c_t b; } align(32); };
 event { name = "work:named"; id = 12; stream_id = 1;
 	fields := struct { uint32_t n; uint32_t _name_len; char_t name[_name_len]; } align(32); };
 event { name = "other:late"; id = 131077; stream_id = 1;
@@ -74,26 +86,31 @@ class Packet:
         self.body = b""
         self.prev = ts_begin
         self.expect = []
+        self.values = []  # (ts, name, fields) as strata prints them
 
-    def compact(self, cid, ts, payload, name, fields):
+    def compact(self, cid, ts, payload, name, fields, values):
         assert 0 < cid < 31 and 0 <= ts - self.prev <= TS27
         self.body += struct.pack("<I", cid | (ts & TS27) << 5) + payload
-        self._done(ts, name, fields)
+        self._done(ts, name, fields, values, payload)
 
-    def extended(self, eid, ts, payload, name, fields):
+    def extended(self, eid, ts, payload, name, fields, values):
         words = (16 + len(payload)) // 4
         self.body += struct.pack("<IIQ", 31 | words << 5, eid, ts) + payload
-        self._done(ts, name, fields)
+        self._done(ts, name, fields, values, payload)
 
-    def _done(self, ts, name, fields):
-        assert len(self.body) % 4 == 0
+    def _done(self, ts, name, fields, values, payload):
+        assert len(self.body) % 4 == 0 and len(payload) % 8 == 0
         self.prev = ts
         self.expect.append("[%d] %s: { %s }" % (ts, name, fields))
+        if not name.startswith("strata:"):
+            self.values.append((ts, name, values))
 
 
-def string(s):
+def string(s, before):
+    """A counted string after `before` payload bytes: padded to the
+    payload's next multiple of 8 (format.md §6)."""
     b = s.encode() + b"\0"
-    b += b"\0" * (-len(b) % 4)
+    b += b"\0" * (-(before + 4 + len(b)) % 8)
     return struct.pack("<I", len(b)) + b, '"%s"' % s
 
 
@@ -109,26 +126,31 @@ def main():
     p = Packet(begin)
     ts = begin + 10
     p.compact(1, ts, struct.pack("<II", 4242, 4240), "strata:thread",
-              "tid = 4242, pid = 4240")
+              "tid = 4242, pid = 4240", None)
     for i in range(6):
         ts += 9
         w = 0x0123456789ABCDEF + i
-        p.compact(10, ts, struct.pack("<Q", w), "work:one", "w = %d" % w)
+        p.compact(10, ts, struct.pack("<Q", w), "work:one", "w = %d" % w,
+                  {"w": w})
     ts += 3
-    p.compact(11, ts, struct.pack("<IQ", 7, 1 << 40), "work:mixed",
-              "a = 7, b = %d" % (1 << 40))
+    p.compact(11, ts, struct.pack("<IIQ", 7, 0, 1 << 40), "work:mixed",
+              "a = 7, pad0 = 0, b = %d" % (1 << 40), {"a": 7, "b": 1 << 40})
+    # strings cannot be compact (their length is not the class's): the
+    # extended header, with the compact id (docs/compact.md)
     for name in ("", "abc", "abcd", "a longer thread name"):
         ts += 1
-        s, shown = string(name)
-        p.compact(12, ts, struct.pack("<I", len(name)) + s, "work:named",
-                  "n = %d, name_len = %d, name = %s" %
-                  (len(name), len(s) - 4, shown))  # bt2 drops the leading _
+        s, shown = string(name, 4)
+        p.extended(12, ts, struct.pack("<I", len(name)) + s, "work:named",
+                   "n = %d, name_len = %d, name = %s" %
+                   (len(name), len(s) - 4, shown),  # bt2 drops the leading _
+                   {"n": len(name), "name": name})
     ts += 2
-    p.extended(131077, ts, struct.pack("<Q", 99), "other:late", "w = 99")
+    p.extended(131077, ts, struct.pack("<Q", 99), "other:late", "w = 99",
+               {"w": 99})
     ts += 1 << 28  # too far for 27 bits: the extended form of a compact class
-    p.extended(10, ts, struct.pack("<Q", 5), "work:one", "w = 5")
+    p.extended(10, ts, struct.pack("<Q", 5), "work:one", "w = 5", {"w": 5})
     ts += TS27  # the largest gap a compact header may carry
-    p.compact(10, ts, struct.pack("<Q", 6), "work:one", "w = 6")
+    p.compact(10, ts, struct.pack("<Q", 6), "work:one", "w = 6", {"w": 6})
 
     psize = 4096
     pkt = packet_header(UUID.bytes, 1, 4240, 0, 4242, begin, ts,
@@ -154,6 +176,30 @@ def main():
             print("%s expected %s\n  got      %s" % ("  " if e == g else "!!", e, g))
         return 1
     print("compact layout: babeltrace2 decoded %d events as specified" % len(got))
+    if len(sys.argv) > 3:
+        return check_strata(sys.argv[3], trace, p.values)
+    return 0
+
+
+def check_strata(strata, trace, want):
+    out = subprocess.run([strata, "print", "--format", "json", trace],
+                         capture_output=True, text=True)
+    got = []
+    for ln in out.stdout.splitlines():
+        e = json.loads(ln)
+        if (e["pid"], e["tid"]) != (4240, 4242):
+            print("strata attributed %s to %d/%d, not 4240/4242" %
+                  (e["event"], e["pid"], e["tid"]))
+            return 1
+        got.append((e["ts"], e["event"], e["fields"]))
+    if out.returncode != 0 or out.stderr.strip() or got != want:
+        print("strata print exit %d, stderr:\n%s" % (out.returncode, out.stderr))
+        for i in range(max(len(got), len(want))):
+            e = want[i] if i < len(want) else "(nothing)"
+            g = got[i] if i < len(got) else "(nothing)"
+            print("%s expected %s\n  got      %s" % ("  " if e == g else "!!", e, g))
+        return 1
+    print("compact layout: strata read the same %d events" % len(got))
     return 0
 
 
