@@ -75,6 +75,9 @@ struct cons {
 	size_t nraw, cap_raw;
 	int meta_dirty;
 	uint64_t reg_gen;
+	/* The compact ids of the rings' process (docs/compact.md): the
+	 * union of the rings' tables, as read so far. */
+	uint64_t cids[STRATA_NCIDS];
 
 	struct clock_point cp_first, cp_last;
 	uint64_t freq_hz;
@@ -257,52 +260,131 @@ static uint64_t generation(struct cons *c)
 }
 
 /*
+ * Learn the compact ids given since we last looked, from every ring's
+ * table (docs/compact.md: one ring may lag another for an id given while
+ * it was being made) and, in the traced process itself, from the
+ * process's own. Entries are only ever added; one from another process's
+ * ring that is not an entry (a bad length) is ignored.
+ */
+static void cids_refresh(struct cons *c)
+{
+	for (uint32_t i = 1; i < STRATA_NCIDS; i++) {
+		uint64_t e = c->external ? 0 : ring_cid_entry(i);
+
+		for (unsigned cpu = 0; !e && cpu < c->max_cpu; cpu++) {
+			struct cons_stream *s = c->streams[cpu];
+			if (s)
+				e = strata_load_relaxed(&s->ring->ctl->cids[i]);
+		}
+		if (c->cids[i] || !(e & STRATA_CID_VALID))
+			continue;
+		uint32_t words = (uint32_t)(e >> 32) & 0x7fffffff;
+		if (words == 0 || words > STRATA_MAX_WORDS)
+			continue;
+		c->cids[i] = e;
+		c->meta_dirty = 1;
+	}
+}
+
+/* The class of compact id `cid`: full id | words << 32, or 0. */
+static uint64_t cid_lookup(struct cons *c, uint32_t cid)
+{
+	if (!c->cids[cid])
+		cids_refresh(c);
+	return c->cids[cid];
+}
+
+/*
+ * One event of stream class 1 (docs/compact.md) at p, with `room` bytes
+ * of content from p: its length in bytes, or 0 when it is damaged (id
+ * 0, a compact id nobody gave, an extended length that is impossible or
+ * past the content). *id is its full event id when known (compact ids
+ * 10-30 map to one), else its CTF id; *ts follows the clock.
+ */
+static uint32_t event_at(struct cons *c, const unsigned char *p, uint64_t room,
+			 uint32_t *id, uint64_t *ts)
+{
+	uint32_t h, cid, len;
+	uint64_t e;
+
+	if (room < 4)
+		return 0;
+	memcpy(&h, p, 4);
+	cid = h & 31;
+	if (cid == STRATA_CID_EXT) {
+		len = (h >> 5) * 4;
+		if (room < STRATA_HDR_EXTENDED || len < STRATA_HDR_EXTENDED ||
+		    len > room || (len - STRATA_HDR_EXTENDED) % 8)
+			return 0;
+		memcpy(id, p + 4, 4);
+		memcpy(ts, p + 8, 8);
+		if (*id - STRATA_CID_USER < STRATA_CID_EXT - STRATA_CID_USER &&
+		    (e = cid_lookup(c, *id)))
+			*id = (uint32_t)e;
+		return len;
+	}
+	if (cid == 0 || !(e = cid_lookup(c, cid)))
+		return 0;
+	len = STRATA_HDR_COMPACT + 8 * ((uint32_t)(e >> 32) & 0x7fffffff) - 8;
+	if (len > room)
+		return 0;
+	*id = (uint32_t)e;
+	*ts += ((h >> 5) - *ts) & ((1u << STRATA_TS_BITS) - 1);
+	return len;
+}
+
+/*
  * Walk the events of a packet: count them, and note ids never seen before
- * so that the metadata declares them (format.md §6). The packet is our own
- * memory, but a writer bug must not make the consumer crash: every length
- * is checked against the content.
+ * so that the metadata declares them (format.md §6; those with a compact
+ * id are declared from the table). The packet is our own memory, but a
+ * writer bug must not make the consumer crash: every length is checked
+ * against the content.
  */
 static uint64_t scan_events(struct cons *c, const unsigned char *pkt,
 			    uint64_t content)
 {
-	const uint64_t *w = (const uint64_t *)(pkt + STRATA_PACKET_HEADER);
-	const uint64_t *end = (const uint64_t *)(pkt + content);
-	uint64_t n = 0;
+	const unsigned char *p = pkt + STRATA_PACKET_HEADER;
+	const unsigned char *end = pkt + content;
+	uint64_t n = 0, ts = 0;
 	uint32_t last = 0; /* an id known to be seen (0: strata's own) */
 
-	while (w < end) {
-		uint64_t h = *w;
-		uint32_t len = (uint32_t)(h >> 54);
-		uint32_t id = (uint32_t)(h >> 32) & 0x3fffff;
+	while (p < end) {
+		uint32_t id, h;
+		uint32_t len = event_at(c, p, (uint64_t)(end - p), &id, &ts);
 
-		/* Each header's length leads to the next: a chain of loads
+		/* Each event's length leads to the next: a chain of loads
 		 * through lines another CPU has just written. Ask for the
 		 * lines ahead so that the misses overlap. */
-		__builtin_prefetch(w + 64);
-		if (len == 0 || len > (uint64_t)(end - w)) {
-			slog_once("%s: damaged event in a packet (length %u): "
-				  "rest of the packet not counted", c->dir, len);
+		__builtin_prefetch(p + 512);
+		if (len == 0) {
+			slog_once("%s: damaged event in a packet (at byte %u): "
+				  "rest of the packet not counted", c->dir,
+				  (unsigned)(p - pkt));
 			break;
 		}
-		if (id >> 16) {
+		memcpy(&h, p, 4);
+		/* a user event: a full id, or a compact id not yet in the
+		 * table (extended, docs/compact.md) */
+		if ((id >> 16) || id >= STRATA_CID_USER) {
 			n++;
-			if (id == last)
-				goto next; /* runs of one event: no bitmap look-up */
+			/* compact ids: declared from the table */
+			if (id == last || (h & 31) != STRATA_CID_EXT || !(id >> 16))
+				goto next;
 			last = id;
 			if (!(c->seen[id >> 3] & (1u << (id & 7)))) {
 				c->seen[id >> 3] |= (uint8_t)(1u << (id & 7));
 				if (!event_lookup(c, id)) {
 					if (c->nraw == c->cap_raw) {
 						size_t cap = c->cap_raw ? c->cap_raw * 2 : 32;
-						void *p = realloc(c->raw, cap * sizeof(*c->raw));
-						if (!p)
+						void *np = realloc(c->raw, cap * sizeof(*c->raw));
+						if (!np)
 							goto next;
-						c->raw = p;
+						c->raw = np;
 						c->cap_raw = cap;
 					}
 					c->raw[c->nraw++] = (struct meta_raw){
 						.id = id,
-						.words = (uint16_t)len,
+						.words = (uint16_t)((len - STRATA_HDR_EXTENDED) / 8 + 1),
 						.blob = (uint8_t)(!c->external &&
 								  registry_is_blob(id)),
 					};
@@ -311,7 +393,7 @@ static uint64_t scan_events(struct cons *c, const unsigned char *pkt,
 			}
 		}
 next:
-		w += len;
+		p += len;
 	}
 	return n;
 }
@@ -356,7 +438,7 @@ static void write_packet_buf(struct cons *c, struct cons_stream *s,
 	memcpy(&content, pkt + 48, 8);
 	content /= 8;
 	if (content < STRATA_PACKET_HEADER || content > r->psize ||
-	    content % 8) {
+	    content % 4) {
 		slog_once("%s/cpu%u: packet %llu has an impossible content "
 			  "size (%llu bytes): skipped",
 			  c->dir, r->cpu, (unsigned long long)(begin >> r->pshift),
@@ -533,6 +615,8 @@ static void update_metadata(struct cons *c)
 	mi.offset_ns = c->offset_ns;
 	mi.raw = c->raw;
 	mi.nraw = c->nraw;
+	cids_refresh(c);
+	mi.cids = c->cids;
 	int ret = meta_write(c->dir, &mi);
 	if (ret)
 		cons_error(c, ret, "cannot write metadata", c->dir);
@@ -885,25 +969,19 @@ void cons_clock_first(const struct cons *c, struct clock_point *out)
  * never committed) it cannot be told apart from garbage: reported and
  * skipped.
  */
-static int close_copy(const struct cons_stream *s, unsigned char *pkt, uint64_t done)
+static int close_copy(struct cons *c, const struct cons_stream *s,
+		      unsigned char *pkt, uint64_t done)
 {
 	const struct strata_ring *r = s->ring;
 	uint64_t off, ts;
+	uint32_t id;
 
 	memcpy(&ts, pkt + 32, 8); /* timestamp_begin */
 	for (off = STRATA_PACKET_HEADER; off < done;) {
-		uint64_t h, full;
-		uint32_t len;
-		memcpy(&h, pkt + off, 8);
-		len = (uint32_t)(h >> 54);
-		if (len == 0 || off + (uint64_t)len * 8 > done)
+		uint32_t len = event_at(c, pkt + off, done - off, &id, &ts);
+		if (len == 0)
 			return -1;
-		/* format.md §3: the full clock value from the previous one */
-		full = ts + (uint32_t)((uint32_t)h - (uint32_t)ts);
-		if (((h >> 32) & 0x3fffff) == STRATA_ID_CLOCK && len == 2)
-			memcpy(&full, pkt + off + 8, 8);
-		ts = full;
-		off += (uint64_t)len * 8;
+		off += len;
 	}
 	uint64_t bits = done * 8, disc = 0;
 	/* r->ctl, not the fast path's computed address: this view is not
@@ -924,7 +1002,7 @@ int cons_write_open(struct cons *c, unsigned cpu, unsigned char *pkt,
 	struct cons_stream *s = cpu < STRATA_MAX_CPUS ? c->streams[cpu] : NULL;
 
 	if (!s || done < STRATA_PACKET_HEADER || done > s->ring->psize ||
-	    close_copy(s, pkt, done) || !packet_ours(c, s->ring, pkt, begin))
+	    close_copy(c, s, pkt, done) || !packet_ours(c, s->ring, pkt, begin))
 		return -EINVAL;
 	write_packet_buf(c, s, pkt, begin);
 	return s->dead ? c->err : 0;
@@ -953,7 +1031,7 @@ static void salvage_packet(struct cons *c, struct cons_stream *s,
 	if (done > r->psize || !copy_packet(c, s, begin))
 		goto bad;
 	pkt = c->pktbuf;
-	if (close_copy(s, pkt, done))
+	if (close_copy(c, s, pkt, done))
 		goto bad;
 	write_packet_buf(c, s, pkt, begin);
 	c->salvaged++;

@@ -2,6 +2,7 @@
 /* Writing the TSDL metadata of a sub-trace (format.md §6). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -31,6 +32,30 @@ static const char preamble[] =
 	"typealias floating_point { exp_dig = 11; mant_dig = 53; align = 64; } := double_t;\n"
 	"typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := char_t;\n\n";
 
+/* Stream class 1 (docs/compact.md): payloads are only 4-byte aligned. */
+static const char preamble_a32[] =
+	"typealias integer { size = 64; align = 32; signed = false; } := uint64_a32_t;\n"
+	"typealias integer { size = 64; align = 32; signed = true; } := int64_a32_t;\n"
+	"typealias integer { size = 64; align = 32; signed = false; base = 16; } := uint64_hex_a32_t;\n"
+	"typealias floating_point { exp_dig = 11; mant_dig = 53; align = 32; } := double_a32_t;\n\n";
+
+/* What put_event() and put_event_env() need besides the descriptor. */
+struct meta_put {
+	FILE *f;
+	const uint64_t *cids; /* stream class 1; NULL: class 0 */
+};
+
+/* The CTF id of event class `id` of `words` words (0: any): its compact id
+ * in stream class 1 if it has one (docs/compact.md), else itself. */
+static uint32_t ctf_id(const uint64_t *cids, uint32_t id, uint32_t words)
+{
+	for (uint32_t c = STRATA_CID_USER; cids && c < STRATA_CID_EXT; c++)
+		if (cids[c] && (uint32_t)cids[c] == id &&
+		    (!words || (uint32_t)(cids[c] >> 32 & 0xffff) == words))
+			return c;
+	return id;
+}
+
 static void put_uuid(FILE *f, const uint8_t u[16])
 {
 	for (int i = 0; i < 16; i++) {
@@ -53,10 +78,19 @@ static void put_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static const char *type_name(const struct strata_field_desc *fd)
+static const char *type_name(const struct strata_field_desc *fd, int a32)
 {
 	int hex = fd->flags & STRATA_F_HEX;
 
+	if (a32) {
+		switch (fd->type) {
+		case STRATA_T_U64: return hex ? "uint64_hex_a32_t" : "uint64_a32_t";
+		case STRATA_T_S64: return "int64_a32_t";
+		case STRATA_T_F64: return "double_a32_t";
+		case STRATA_T_PTR: return "uint64_hex_a32_t";
+		default: break;
+		}
+	}
 	switch (fd->type) {
 	case STRATA_T_BOOL: return "uint8_t";
 	case STRATA_T_U8: return hex ? "uint8_hex_t" : "uint8_t";
@@ -115,27 +149,42 @@ static const char no_fields[] =
 
 static int put_event(const struct strata_event_desc *e, void *arg)
 {
-	FILE *f = arg;
+	const struct meta_put *mp = arg;
+	FILE *f = mp->f;
+	int a32 = mp->cids != NULL;
+	uint64_t pos = 0; /* bytes from the payload's start, modulo the word */
+	unsigned npad = 0;
 
 	fprintf(f, "event {\n\tname = ");
 	char full[256];
 	snprintf(full, sizeof(full), "%s:%s", e->subsystem, e->name);
 	put_str(f, full);
-	fprintf(f, ";\n\tid = %u;\n\tstream_id = 0;\n",
-		STRATA_ID(e->major, e->minor));
+	fprintf(f, ";\n\tid = %u;\n\tstream_id = %d;\n",
+		ctf_id(mp->cids, STRATA_ID(e->major, e->minor), 0), a32);
 	if (e->nfields) {
 		fprintf(f, "\tfields := struct {\n");
 		for (unsigned i = 0; i < e->nfields; i++) {
 			const struct strata_field_desc *fd = &e->fields[i];
+			/* Stream class 1: no alignment above 32 bits, so the
+			 * gaps of the payload's own alignment (format.md §6,
+			 * from its start) are fields (docs/compact.md). */
+			unsigned al = fd->type == STRATA_T_STRING ? 4 : type_bytes(fd->type);
+			uint64_t at = (pos + al - 1) / al * al;
+			if (a32 && at > pos)
+				fprintf(f, "\t\tinteger { size = %u; align = 1; "
+					   "signed = false; } _pad%u;\n",
+					(unsigned)(at - pos) * 8, npad++);
+			pos = at + (uint64_t)al * (fd->count ? fd->count : 1);
 			if (fd->type == STRATA_T_STRING) {
+				pos = 0;
 				fprintf(f, "\t\tuint32_t _%s_len;\n"
 					   "\t\tchar_t %s[_%s_len];\n",
 					fd->name, fd->name, fd->name);
 				continue;
 			}
-			const char *t = type_name(fd);
+			const char *t = type_name(fd, a32);
 			if (!t)
-				t = "uint64_t"; /* unknown type: keep the size */
+				t = a32 ? "uint64_a32_t" : "uint64_t"; /* unknown type: keep the size */
 			if (fd->count)
 				fprintf(f, "\t\t%s %s[%u];\n", t, fd->name, fd->count);
 			else
@@ -145,30 +194,31 @@ static int put_event(const struct strata_event_desc *e, void *arg)
 		if (pad)
 			fprintf(f, "\t\tinteger { size = %u; align = 1; signed = false; } _pad;\n",
 				pad);
-		fprintf(f, "\t} align(64);\n");
-	} else {
+		fprintf(f, "\t} align(%d);\n", a32 ? 32 : 64);
+	} else if (!a32) {
 		fputs(no_fields, f);
-	}
+	} /* stream class 1: the event ends with its header */
 	fprintf(f, "};\n\n");
 	return 0;
 }
 
-static void put_raw(FILE *f, const struct meta_raw *r)
+/* An event class with no descriptor: `ctf` its CTF id, `id` its full id. */
+static void put_raw(FILE *f, const struct meta_raw *r, uint32_t ctf, int a32)
 {
 	unsigned major = r->id >> 16, minor = r->id & 0xffff;
 
-	fprintf(f, "event {\n\tname = \"%u:%u\";\n\tid = %u;\n\tstream_id = 0;\n",
-		major, minor, r->id);
+	fprintf(f, "event {\n\tname = \"%u:%u\";\n\tid = %u;\n\tstream_id = %d;\n",
+		major, minor, ctf, a32);
 	if (r->blob) {
 		fprintf(f, "\tfields := struct {\n\t\tuint32_t _data_len;\n"
 			   "\t\tuint32_t size;\n\t\tuint8_t data[_data_len];\n"
-			   "\t} align(64);\n");
+			   "\t} align(%d);\n", a32 ? 32 : 64);
 	} else if (r->words > 1) {
 		fprintf(f, "\tfields := struct {\n");
 		for (unsigned i = 0; i + 1 < r->words; i++)
-			fprintf(f, "\t\tuint64_hex_t w%u;\n", i);
-		fprintf(f, "\t} align(64);\n");
-	} else {
+			fprintf(f, "\t\t%s w%u;\n", a32 ? "uint64_hex_a32_t" : "uint64_hex_t", i);
+		fprintf(f, "\t} align(%d);\n", a32 ? 32 : 64);
+	} else if (!a32) {
 		fputs(no_fields, f);
 	}
 	fprintf(f, "};\n\n");
@@ -179,8 +229,9 @@ static void put_raw(FILE *f, const struct meta_raw *r)
  * (format.md §6). */
 static int put_event_env(const struct strata_event_desc *e, void *arg)
 {
-	FILE *f = arg;
-	uint32_t id = STRATA_ID(e->major, e->minor);
+	const struct meta_put *mp = arg;
+	FILE *f = mp->f;
+	uint32_t id = ctf_id(mp->cids, STRATA_ID(e->major, e->minor), 0);
 
 	if (e->format) {
 		fprintf(f, "\tstrata_format_%u = ", id);
@@ -198,11 +249,30 @@ static int put_event_env(const struct strata_event_desc *e, void *arg)
 	return 0;
 }
 
+/* Whether the metadata declares event `id` from a descriptor. */
+static bool meta_has_event(const struct meta_info *mi, uint32_t id)
+{
+	if (!mi->events) {
+		const struct strata_event_desc *e =
+			strata_event_lookup((uint8_t)(id >> 16), (uint16_t)id);
+		return e != NULL;
+	}
+	for (size_t i = 0; i < mi->nevents; i++)
+		if (STRATA_ID(mi->events[i]->major, mi->events[i]->minor) == id)
+			return true;
+	return false;
+}
+
 static void put_body(FILE *f, const struct meta_info *mi)
 {
 	char cuuid[37], host[256] = "", date[64];
 	time_t now = time(NULL);
 	struct tm tm;
+	/* stream class 1 (docs/compact.md) or 0 (format.md §3) */
+	int sc = mi->cids != NULL;
+	const char *al = sc ? "32" : "64", *u64 = sc ? "uint64_a32_t" : "uint64_t";
+	const char *u64x = sc ? "uint64_hex_a32_t" : "uint64_hex_t";
+	struct meta_put mp = {.f = f, .cids = mi->cids};
 
 	clock_uuid(cuuid);
 	gethostname(host, sizeof(host) - 1);
@@ -210,6 +280,8 @@ static void put_body(FILE *f, const struct meta_info *mi)
 	strftime(date, sizeof(date), "%Y%m%dT%H%M%S+0000", &tm);
 
 	fputs(preamble, f);
+	if (sc)
+		fputs(preamble_a32, f);
 	fprintf(f, "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"");
 	put_uuid(f, mi->uuid);
 	fprintf(f, "\";\n\tbyte_order = le;\n"
@@ -235,9 +307,12 @@ static void put_body(FILE *f, const struct meta_info *mi)
 	}
 	if (mi->events)
 		for (size_t i = 0; i < mi->nevents; i++)
-			put_event_env(mi->events[i], f);
+			put_event_env(mi->events[i], &mp);
 	else
-		strata_registry_foreach(put_event_env, f);
+		strata_registry_foreach(put_event_env, &mp);
+	for (uint32_t c = STRATA_CID_USER; sc && c < STRATA_CID_EXT; c++)
+		if (mi->cids[c])
+			fprintf(f, "\tstrata_id_%u = %u;\n", c, (uint32_t)mi->cids[c]);
 	fprintf(f, "};\n\n");
 
 	/* offset = Unix time of clock value 0, split in seconds + cycles. */
@@ -260,68 +335,105 @@ static void put_body(FILE *f, const struct meta_info *mi)
 
 	fprintf(f,
 		"typealias integer { size = 64; align = 64; signed = false; "
-		"map = clock.strata.value; } := uint64_clock_t;\n\n"
-		"stream {\n\tid = 0;\n"
+		"map = clock.strata.value; } := uint64_clock_t;\n\n");
+	if (sc)
+		fprintf(f,
+			"typealias integer { size = 64; align = 32; signed = false; "
+			"map = clock.strata.value; } := uint64_clock_a32_t;\n\n");
+	fprintf(f,
+		"stream {\n\tid = %d;\n"
 		"\tpacket.context := struct {\n"
 		"\t\tuint64_clock_t timestamp_begin;\n"
 		"\t\tuint64_clock_t timestamp_end;\n"
 		"\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n"
 		"\t\tuint64_t packet_seq_num;\n\t\tuint64_t events_discarded;\n"
 		"\t\tuint32_t cpu_id;\n\t\tuint32_t pid;\n\t\tuint32_t tid;\n"
-		"\t\tuint32_t pad;\n\t};\n"
-		"\t/* format.md §3: bits 54-63 (length) are alignment padding */\n"
-		"\tevent.header := struct {\n"
-		"\t\tinteger { size = 32; align = 64; signed = false; "
-		"map = clock.strata.value; } timestamp;\n"
-		"\t\tinteger { size = 22; align = 1; signed = false; } id;\n"
-		"\t} align(64);\n};\n\n");
+		"\t\tuint32_t pad;\n\t};\n", sc);
+	if (sc)
+		fputs("\t/* docs/compact.md: compact (ids 1-30) or extended (31);\n"
+		      "\t * bits 5-31 of an extended header (its length in 32-bit\n"
+		      "\t * words) are alignment padding */\n"
+		      "\tevent.header := struct {\n"
+		      "\t\tenum : integer { size = 5; align = 32; signed = false; }\n"
+		      "\t\t\t{ compact = 0 ... 30, extended = 31 } id;\n"
+		      "\t\tvariant <id> {\n"
+		      "\t\t\tstruct {\n"
+		      "\t\t\t\tinteger { size = 27; align = 1; signed = false; "
+		      "map = clock.strata.value; } timestamp;\n"
+		      "\t\t\t} compact;\n"
+		      "\t\t\tstruct {\n"
+		      "\t\t\t\tuint32_t id;\n"
+		      "\t\t\t\tuint64_clock_a32_t timestamp;\n"
+		      "\t\t\t} extended;\n"
+		      "\t\t} v;\n"
+		      "\t} align(32);\n};\n\n", f);
+	else
+		fputs("\t/* format.md §3: bits 54-63 (length) are alignment padding */\n"
+		      "\tevent.header := struct {\n"
+		      "\t\tinteger { size = 32; align = 64; signed = false; "
+		      "map = clock.strata.value; } timestamp;\n"
+		      "\t\tinteger { size = 22; align = 1; signed = false; } id;\n"
+		      "\t} align(64);\n};\n\n", f);
 
 	/* strata's own records, format.md §4 */
 	fprintf(f,
-		"event {\n\tname = \"strata:thread\";\n\tid = %u;\n\tstream_id = 0;\n"
+		"event {\n\tname = \"strata:thread\";\n\tid = %u;\n\tstream_id = %d;\n"
 		"\tfields := struct {\n\t\tuint32_t tid;\n\t\tuint32_t pid;\n"
-		"\t} align(64);\n};\n\n"
-		"event {\n\tname = \"strata:clock\";\n\tid = %u;\n\tstream_id = 0;\n"
-		"\tfields := struct {\n\t\tuint64_clock_t timestamp;\n"
-		"\t} align(64);\n};\n\n"
-		"event {\n\tname = \"strata:calib\";\n\tid = %u;\n\tstream_id = 0;\n"
-		"\tfields := struct {\n\t\tuint64_t mono_ns;\n\t\tuint64_t real_ns;\n"
-		"\t\tuint64_t freq_hz;\n\t} align(64);\n};\n\n"
-		"event {\n\tname = \"strata:lost\";\n\tid = %u;\n\tstream_id = 0;\n"
-		"\tfields := struct {\n\t\tuint64_t count;\n\t\tuint32_t cause;\n"
-		"\t\tuint32_t pad;\n\t} align(64);\n};\n\n",
-		STRATA_ID_THREAD, STRATA_ID_CLOCK, STRATA_ID_CALIB,
-		STRATA_ID_LOST);
+		"\t} align(%s);\n};\n\n"
+		"event {\n\tname = \"strata:clock\";\n\tid = %u;\n\tstream_id = %d;\n"
+		"\tfields := struct {\n\t\t%s timestamp;\n"
+		"\t} align(%s);\n};\n\n",
+		STRATA_ID_THREAD, sc, al, STRATA_ID_CLOCK, sc,
+		sc ? "uint64_clock_a32_t" : "uint64_clock_t", al);
+	fprintf(f,
+		"event {\n\tname = \"strata:calib\";\n\tid = %u;\n\tstream_id = %d;\n"
+		"\tfields := struct {\n\t\t%s mono_ns;\n\t\t%s real_ns;\n"
+		"\t\t%s freq_hz;\n\t} align(%s);\n};\n\n"
+		"event {\n\tname = \"strata:lost\";\n\tid = %u;\n\tstream_id = %d;\n"
+		"\tfields := struct {\n\t\t%s count;\n\t\tuint32_t cause;\n"
+		"\t\tuint32_t pad;\n\t} align(%s);\n};\n\n",
+		STRATA_ID_CALIB, sc, u64, u64, u64, al, STRATA_ID_LOST, sc, u64, al);
 	/* the state dump, format.md §4 */
 	fprintf(f,
-		"event {\n\tname = \"strata:process\";\n\tid = %u;\n\tstream_id = 0;\n"
+		"event {\n\tname = \"strata:process\";\n\tid = %u;\n\tstream_id = %d;\n"
 		"\tfields := struct {\n\t\tuint32_t pid;\n\t\tuint32_t ppid;\n"
 		"\t\tuint32_t _name_len;\n\t\tchar_t name[_name_len];\n"
-		"\t} align(64);\n};\n\n"
-		"event {\n\tname = \"strata:thread_name\";\n\tid = %u;\n\tstream_id = 0;\n"
+		"\t} align(%s);\n};\n\n"
+		"event {\n\tname = \"strata:thread_name\";\n\tid = %u;\n\tstream_id = %d;\n"
 		"\tfields := struct {\n\t\tuint32_t tid;\n\t\tuint32_t pid;\n"
 		"\t\tuint32_t _name_len;\n\t\tchar_t name[_name_len];\n"
-		"\t} align(64);\n};\n\n"
-		"event {\n\tname = \"strata:map\";\n\tid = %u;\n\tstream_id = 0;\n"
-		"\tfields := struct {\n\t\tuint64_hex_t start;\n"
-		"\t\tuint64_hex_t end;\n"
-		"\t\tuint64_hex_t offset;\n"
-		"\t\tuint64_t inode;\n\t\tuint32_t prot;\n"
+		"\t} align(%s);\n};\n\n",
+		STRATA_ID_PROCESS, sc, al, STRATA_ID_THREAD_NAME, sc, al);
+	fprintf(f,
+		"event {\n\tname = \"strata:map\";\n\tid = %u;\n\tstream_id = %d;\n"
+		"\tfields := struct {\n\t\t%s start;\n"
+		"\t\t%s end;\n"
+		"\t\t%s offset;\n"
+		"\t\t%s inode;\n\t\tuint32_t prot;\n"
 		"\t\tuint32_t _path_len;\n\t\tchar_t path[_path_len];\n"
-		"\t} align(64);\n};\n\n"
-		"event {\n\tname = \"strata:statedump\";\n\tid = %u;\n\tstream_id = 0;\n"
+		"\t} align(%s);\n};\n\n"
+		"event {\n\tname = \"strata:statedump\";\n\tid = %u;\n\tstream_id = %d;\n"
 		"\tfields := struct {\n\t\tuint32_t phase;\n\t\tuint32_t pad;\n"
-		"\t} align(64);\n};\n\n",
-		STRATA_ID_PROCESS, STRATA_ID_THREAD_NAME, STRATA_ID_MAP,
-		STRATA_ID_STATEDUMP);
+		"\t} align(%s);\n};\n\n",
+		STRATA_ID_MAP, sc, u64x, u64x, u64x, u64, al,
+		STRATA_ID_STATEDUMP, sc, al);
 
 	if (mi->events)
 		for (size_t i = 0; i < mi->nevents; i++)
-			put_event(mi->events[i], f);
+			put_event(mi->events[i], &mp);
 	else
-		strata_registry_foreach(put_event, f);
+		strata_registry_foreach(put_event, &mp);
 	for (size_t i = 0; i < mi->nraw; i++)
-		put_raw(f, &mi->raw[i]);
+		put_raw(f, &mi->raw[i], mi->raw[i].id, sc);
+	/* compact ids with no descriptor: the generic events of a call site
+	 * (the descriptor of a class is sought by its full id) */
+	for (uint32_t c = STRATA_CID_USER; sc && c < STRATA_CID_EXT; c++) {
+		uint32_t id = (uint32_t)mi->cids[c];
+		struct meta_raw r = {.id = id, .words = (uint16_t)(mi->cids[c] >> 32)};
+		if (!mi->cids[c] || meta_has_event(mi, id))
+			continue;
+		put_raw(f, &r, c, 1);
+	}
 }
 
 int meta_write(const char *dir, const struct meta_info *mi)

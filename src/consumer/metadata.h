@@ -31,6 +31,10 @@ struct meta_info {
 	const struct strata_event_desc *const *events;
 	size_t nevents;
 	const char *const *env;
+	/* Stream class 1, compact event headers (docs/compact.md), when not
+	 * NULL: the compact ids given (STRATA_NCIDS entries, full id |
+	 * words << 32 | STRATA_CID_VALID, or 0). NULL: stream class 0. */
+	const uint64_t *cids;
 };
 
 /* Write DIR/metadata atomically (DIR/metadata.tmp, then rename), from the

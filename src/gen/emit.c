@@ -250,9 +250,10 @@ static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
 	if (lay.nstr)
 		gen_buf_puts(b, "{\n\tstruct strata_rsv strata_r;\n");
 	else if (lay.min)
-		gen_buf_printf(b, "{\n\tuint64_t strata_w[%u];\n", lay.min / 8);
+		gen_buf_printf(b, "{\n\tstatic uint8_t strata_cid;\n\tuint64_t strata_w[%u];\n",
+			       lay.min / 8);
 	else
-		gen_buf_puts(b, "{\n");
+		gen_buf_puts(b, "{\n\tstatic uint8_t strata_cid;\n");
 	if (ev->nfields)
 		gen_buf_puts(b, "\tunsigned char *strata_p;\n");
 	if (lay.nstr)
@@ -308,7 +309,8 @@ static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
 	}
 
 	if (lay.nstr) {
-		gen_buf_printf(b, "\tif (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_");
+		/* variable length: the extended header (docs/compact.md) */
+		gen_buf_printf(b, "\tif (!strata_reserve(&strata_r, STRATA_HID_EXT | STRATA_ID(STRATA_MAJOR_");
 		put_upper(b, ss->name);
 		gen_buf_printf(b, ", %u),\n\t\t\t    1 + (%u", ev->minor, lay.fixed);
 		for (i = 0; i < ev->nfields; i++)
@@ -354,7 +356,7 @@ static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
 	if (lay.nstr) {
 		gen_buf_puts(b, "\tstrata_commit(&strata_r);\n}\n\n");
 	} else {
-		gen_buf_printf(b, "\tstrata_log_fixed(STRATA_ID(STRATA_MAJOR_");
+		gen_buf_printf(b, "\tstrata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_");
 		put_upper(b, ss->name);
 		gen_buf_printf(b, ", %u), %u, %s);\n}\n\n", ev->minor,
 			       1 + lay.min / 8, lay.min ? "strata_w" : "0");

@@ -6,6 +6,9 @@
 
 #include "common/compiler.h"
 #include "lib/registry.h"
+#include "ring/ring.h"
+
+static uint8_t words_cid[256]; /* strata_log_words(): compact ids by hash */
 
 STRATA_API void strata_log_words(uint8_t major, uint16_t minor,
 				 const uint64_t *words, size_t n)
@@ -16,7 +19,22 @@ STRATA_API void strata_log_words(uint8_t major, uint16_t minor,
 	 * path; clamp so that the 32-bit count cannot wrap. */
 	if (n > STRATA_MAX_WORDS)
 		n = STRATA_MAX_WORDS;
-	strata_log_fixed(STRATA_ID(major, minor), (uint32_t)n + 1, words);
+	/* A compact id per (id, length), as for a call site of fixed size
+	 * (docs/compact.md), remembered in a small direct-mapped cache and
+	 * checked against the process's table: a collision only costs the
+	 * look-up of the slow path. */
+	uint32_t id = STRATA_ID(major, minor), nw = (uint32_t)n + 1;
+	uint8_t *slot = &words_cid[(id * 0x9E3779B1u + nw * 0x85EBCA6Bu) >> 24];
+	uint8_t cb = *(volatile uint8_t *)slot;
+
+	if (cb && ring_cid_entry(cb) == (id | (uint64_t)nw << 32 | STRATA_CID_VALID)) {
+		strata_log_fixed(&cb, id, nw, words);
+		return;
+	}
+	cb = 0;
+	strata_log_slow(&cb, id, nw, words);
+	if (cb && cb < STRATA_CID_EXT)
+		*(volatile uint8_t *)slot = cb;
 }
 
 STRATA_API void strata_log_blob(uint8_t major, uint16_t minor, const void *p,
@@ -33,7 +51,8 @@ STRATA_API void strata_log_blob(uint8_t major, uint16_t minor, const void *p,
 	registry_mark_blob(STRATA_ID(major, minor));
 	if (words + 1 > STRATA_MAX_WORDS)
 		words = STRATA_MAX_WORDS; /* refused and counted as too big */
-	if (!strata_reserve(&r, STRATA_ID(major, minor), (uint32_t)words + 1))
+	if (!strata_reserve(&r, STRATA_HID_EXT | STRATA_ID(major, minor),
+			    (uint32_t)words + 1))
 		return;
 	r.p[0] = (uint64_t)size << 32 | (uint32_t)padded;
 	r.p[words - 1] = 0; /* the padding bytes */

@@ -42,10 +42,12 @@ uint64_t statedump_lost(void)
 	return __atomic_load_n(&dump_lost, __ATOMIC_RELAXED);
 }
 
-static int reserve(struct strata_rsv *r, uint16_t minor, uint32_t words)
+/* `hid`: the record's compact id (= its minor, docs/compact.md), with
+ * STRATA_HID_EXT for those of variable length. */
+static int reserve(struct strata_rsv *r, uint32_t hid, uint32_t words)
 {
 	__atomic_add_fetch(&dumped, 1, __ATOMIC_RELAXED);
-	if (strata_reserve(r, STRATA_ID(0, minor), words))
+	if (strata_reserve(r, hid, words))
 		return 1;
 	__atomic_add_fetch(&dump_lost, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -62,7 +64,7 @@ static void put_record(uint16_t minor, const void *fixed, size_t nfixed,
 	size_t end = ALIGN_UP(nfixed + n + 1, 8);
 	uint32_t count = (uint32_t)(end - nfixed);
 
-	if (!reserve(&r, minor, (uint32_t)(1 + end / 8)))
+	if (!reserve(&r, STRATA_HID_EXT | minor, (uint32_t)(1 + end / 8)))
 		return;
 	unsigned char *p = (unsigned char *)r.p;
 	memset(p + end - 8, 0, 8);

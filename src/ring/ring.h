@@ -59,8 +59,14 @@ void ring_bell_ring(void);
 
 /* Reserve on a given ring rather than the current CPU's (the consumer's
  * own records). Same contract as strata_reserve(). */
-int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t id,
+int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t hid,
 		 uint32_t words);
+
+/* Compact ids (docs/compact.md, src/ring/slow.c): fill a new ring's
+ * table (before and after publishing it); the entry of compact id `cid`
+ * in this process (full id | words << 32 | STRATA_CID_VALID) or 0. */
+void ring_cids_copy(struct strata_ring_ctl *c);
+uint64_t ring_cid_entry(uint32_t cid);
 
 /* Choose rseq or CAS (sets strata_rseq); call before any ring exists. */
 void ring_init(void);

@@ -83,6 +83,7 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 	c->owner = STRATA_OWNER_NONE;
 	/* the protocol, whichever the clock; decided before any ring (ring_init) */
 	c->rseq = strata_rseq != 0;
+	ring_cids_copy(c);
 
 	ring->ctl = c;
 	ring->commit = (uint64_t *)((unsigned char *)c + CTL_SIZE);
@@ -106,6 +107,7 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 		errno = saved_errno;
 		return expected;
 	}
+	ring_cids_copy(c); /* ids given while it was made (see there) */
 	uint32_t hwm = strata_load_relaxed(&ring_hwm);
 	while (hwm < cpu + 1 &&
 	       !__atomic_compare_exchange_n(&ring_hwm, &hwm, cpu + 1, 1,

@@ -146,7 +146,7 @@ static void ring_open(struct strata_ring *ring, uint64_t begin, uint64_t ts,
 
 	h->magic = 0xC1FC1FC1u;
 	memcpy(h->uuid, ring->ctl->uuid, sizeof(h->uuid));
-	h->stream_id = 0;
+	h->stream_id = 1; /* compact event headers, docs/compact.md */
 	h->stream_instance_id = ((uint64_t)strata_pid << 32) | ring->cpu;
 	h->timestamp_begin = ts;
 	h->packet_size = ring->psize * 8;
@@ -196,14 +196,14 @@ static int current_cpu(void)
 }
 
 /* ring_advance()'s outcomes besides strata_rseq_reserve()'s */
-#define ADV_TS_GAP 3   /* needs a strata:clock record (ring.md §2) */
+#define ADV_TS_GAP 3   /* needs an extended header (ring.md §2, compact.md) */
 #define ADV_MIGRATED 4 /* not on the ring's CPU (rseq mode) */
 
 /*
  * Move `write` from w to neww, reading the clock between the two (ring.md
  * §2 B-F, §7 R1-R5), storing `own` into the owner hint first when not 0,
  * and, with check_hi, refusing (ADV_TS_GAP) when the event would
- * need a strata:clock record. In rseq mode `xr` becomes newx in the same
+ * need the full timestamp of an extended header. In rseq mode `xr` becomes newx in the same
  * store. The caller loaded w (and then xr) just before.
  */
 static int ring_advance(struct strata_ring *ring, uint64_t w, uint64_t neww,
@@ -240,7 +240,7 @@ static int ring_advance(struct strata_ring *ring, uint64_t w, uint64_t neww,
  * ring again; nothing was counted and the guard is still held).
  */
 static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
-			     uint32_t id, uint32_t words, uint32_t need,
+			     uint32_t hid, uint32_t words, uint32_t need,
 			     uint32_t nest)
 {
 	struct strata_tls *t = &strata_tls;
@@ -274,7 +274,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		x = strata_load_relaxed(&c->xr); /* checked with w by R2 */
 		need |= strata_load_relaxed(&c->owner) != t->tid;    /* C */
 		pos = w & ring->pmask;
-		len = (words + 2 * need + 2 * xts) * 8;
+		len = strata_rsv_len(hid, words, need, xts);
 		if (pos != 0 && pos + len <= ring->psize) {
 			/* It fits after all (first use of the thread or the
 			 * ring, or a retry): the fast path's steps. */
@@ -286,21 +286,21 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 				return -1;
 			if (rc != STRATA_RSEQ_OK)
 				continue;
-			strata_reserved(r, ring, w, len, ts, id, words, need,
+			strata_reserved(r, ring, w, len, ts, hid, words, need,
 					xts, self_committed(ring, pos, x) + len);
 			return 1;
 		}
 
 		/* Packet switch. The opener writes no thread record (the
-		 * packet context names it) and no clock record
-		 * (timestamp_begin is the base). */
+		 * packet context names it) and needs no extended header for
+		 * its time (timestamp_begin is the base). */
 		begin = pos == 0 ? w : w - pos + ring->psize;
 		int busy = slot_check(ring, begin, &cause);
 		if (busy > 0)
 			continue;
 		if (busy < 0)
 			goto drop;
-		len = STRATA_PACKET_HEADER + words * 8;
+		len = STRATA_PACKET_HEADER + strata_rsv_len(hid, words, 0, 0);
 		/* The new packet's two-phase bytes: header and event. */
 		rc = ring_advance(ring, w, begin + len, len, need ? t->tid : 0,
 				  0, &ts);
@@ -313,13 +313,17 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		if (pos != 0)
 			ring_close(ring, w, ts, self_committed(ring, pos, x));
 		ring_open(ring, begin, ts, t->tid);
-		uint64_t *p = (uint64_t *)(ring_packet_addr(ring, begin) +
-					   STRATA_PACKET_HEADER);
-		p[0] = strata_header(ts, id, words);
+		unsigned char *p = ring_packet_addr(ring, begin) + STRATA_PACKET_HEADER;
+		if (strata_hid_compact(hid)) {
+			*(strata_u32_alias *)p = strata_hdr_compact(ts, hid);
+			p += STRATA_HDR_COMPACT;
+		} else {
+			p = strata_put_ext(p, len - STRATA_PACKET_HEADER, hid, ts);
+		}
 		r->ring = ring;
 		r->off = begin;
 		r->bytes = len;
-		r->p = p + 1;
+		r->p = (strata_u64_a4 *)p;
 		return 1;
 	}
 	cause = STRATA_LOST_BUSY;
@@ -343,36 +347,143 @@ _Static_assert(offsetof(struct strata_ring_ctl, last_ts_hi) ==
 			       offsetof(struct strata_tls, tid) + 4,
 	       "owner | last_ts_hi << 32, tid | nesting << 32");
 
-STRATA_API void strata_log_slow(uint32_t id, uint32_t words, const uint64_t *pl)
+/*
+ * Compact ids (docs/compact.md). A call site's byte is 0 until its first
+ * event, which comes here for an id: the one already given to the same
+ * event class and length, or the first free one. Lock-free, since a
+ * tracepoint in a signal handler may interrupt a thread in the middle of
+ * giving an id: a thread claims a free slot of cid_table with a CAS
+ * (PENDING set), writes the entry into the table of every ring, then
+ * clears PENDING. Slots are claimed in order and a thread only passes
+ * slots that hold another key, so a key never gets two ids. Until its id
+ * is in every ring's table, an event of that class takes the extended
+ * header with the id (a consumer walks it without the table); after, the
+ * call site keeps the id in its byte and the inline path writes compact
+ * headers. With all 21 user ids given: 31, and the call site's events
+ * keep their full id and the extended header.
+ */
+#define CID_PENDING (UINT64_C(1) << 62)
+static uint64_t cid_table[STRATA_NCIDS];
+
+/* strata's own fixed-length records (format.md §4): compact id = minor */
+#define OWN_CID(minor, words)                                                   \
+	[minor] = (minor) | (uint64_t)(words) << 32 | STRATA_CID_VALID
+static const uint64_t cid_own[STRATA_CID_USER] = {
+	OWN_CID(STRATA_ID_THREAD, 2),
+	OWN_CID(STRATA_ID_CALIB, 4),
+	OWN_CID(STRATA_ID_LOST, 3),
+	OWN_CID(STRATA_ID_STATEDUMP, 2),
+};
+
+uint64_t ring_cid_entry(uint32_t cid)
+{
+	if (cid >= STRATA_NCIDS)
+		return 0;
+	if (cid < STRATA_CID_USER)
+		return cid_own[cid];
+	return __atomic_load_n(&cid_table[cid], __ATOMIC_ACQUIRE) & ~CID_PENDING;
+}
+
+/*
+ * Before and after a new ring is published (shm.c). A writer may take
+ * the ring from strata_rings[] as soon as it is published and write an
+ * event with an id given meanwhile: either the giver's walk over the
+ * rings (cid_give) sees this ring, or this copy, after the publication,
+ * sees the giver's entry -- the fences order each side's store before
+ * its loads.
+ */
+void ring_cids_copy(struct strata_ring_ctl *c)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (uint32_t i = 1; i < STRATA_NCIDS; i++) {
+		uint64_t e = ring_cid_entry(i);
+		if (e)
+			__atomic_store_n(&c->cids[i], e, __ATOMIC_RELAXED);
+	}
+}
+
+/* The id of (id, words): 10-30, | CID_PENDING while it is not in every
+ * ring's table yet; or 31, none left. */
+static uint64_t cid_give(uint32_t id, uint32_t words)
+{
+	uint64_t key = id | (uint64_t)words << 32 | STRATA_CID_VALID;
+
+	for (uint32_t c = STRATA_CID_USER; c < STRATA_CID_EXT; c++) {
+		uint64_t e = __atomic_load_n(&cid_table[c], __ATOMIC_ACQUIRE);
+
+		if (e == 0 && __atomic_compare_exchange_n(&cid_table[c], &e,
+							  key | CID_PENDING, 0,
+							  __ATOMIC_SEQ_CST,
+							  __ATOMIC_ACQUIRE)) {
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			for (uint32_t i = 0; i < STRATA_MAX_CPUS; i++) {
+				struct strata_ring *r =
+					strata_load_acquire(&strata_rings[i]);
+				if (r)
+					__atomic_store_n(&r->ctl->cids[c], key,
+							 __ATOMIC_RELAXED);
+			}
+			__atomic_store_n(&cid_table[c], key, __ATOMIC_RELEASE);
+			return c;
+		}
+		/* e: the slot's entry, read or found by the failed CAS */
+		if ((e & ~CID_PENDING) == key)
+			return c | (e & CID_PENDING);
+	}
+	return STRATA_CID_EXT;
+}
+
+/* The header id of an event of call site `cidp` (strata_log_fixed()). */
+static uint32_t hid_of(uint8_t *cidp, uint32_t id, uint32_t words)
+{
+	uint64_t c;
+
+	if (!cidp)
+		return id | STRATA_HID_EXT;
+	c = __atomic_load_n(cidp, __ATOMIC_RELAXED);
+	if (c == 0) {
+		if (words == 0 || words > STRATA_MAX_WORDS)
+			return id | STRATA_HID_EXT; /* refused and counted */
+		c = cid_give(id, words);
+		if (c & CID_PENDING)
+			return (uint32_t)c | STRATA_HID_EXT;
+		__atomic_store_n(cidp, (uint8_t)c, __ATOMIC_RELAXED);
+	}
+	return strata_hid_compact((uint32_t)c) ? (uint32_t)c : id | STRATA_HID_EXT;
+}
+
+STRATA_API void strata_log_slow(uint8_t *cidp, uint32_t id, uint32_t words,
+				const uint64_t *pl)
 {
 	struct strata_rsv r;
+	uint32_t hid = hid_of(cidp, id, words);
 
 #ifdef STRATA_RSEQ_X86
 	/* The inline path's attempt, with a clock the inline code cannot
 	 * read (ring.md §7, "Any clock"). */
-	if (strata_rseq == STRATA_RSEQ_OUTLINE &&
-	    strata_log_rseq(id, words, pl, 0))
+	if (strata_rseq == STRATA_RSEQ_OUTLINE && strata_hid_compact(hid) &&
+	    strata_log_rseq(hid, words, pl, 0))
 		return;
 #endif
 	/* In rseq mode the attempt has just failed: go straight to the loop
 	 * that handles every case; in CAS mode, the CAS fast path. */
-	if (!(strata_rseq ? strata_reserve_slow(&r, id, words, 0)
-			  : strata_reserve(&r, id, words)))
+	if (!(strata_rseq ? strata_reserve_slow(&r, hid, words, 0)
+			  : strata_reserve(&r, hid, words)))
 		return;
 	if (words > 1)
 		memcpy(r.p, pl, (size_t)(words - 1) * 8);
 	strata_commit(&r);
 }
 
-STRATA_API void strata_log_slow4(uint32_t id, uint32_t words, uint64_t a,
-				 uint64_t b, uint64_t c, uint64_t d)
+STRATA_API void strata_log_slow4(uint8_t *cidp, uint32_t id, uint32_t words,
+				 uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
 	const uint64_t pl[4] = {a, b, c, d};
 
-	strata_log_slow(id, words, pl);
+	strata_log_slow(cidp, id, words, pl);
 }
 
-STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,
+STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t hid,
 				   uint32_t words, uint32_t need)
 {
 	struct strata_tls *t = &strata_tls;
@@ -390,7 +501,7 @@ STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,
 	for (int tries = 0; rc < 0 && tries < STRATA_MAX_RETRIES; tries++) {
 		struct strata_ring *ring =
 			ring_get_or_create((unsigned)current_cpu());
-		rc = ring_reserve_held(ring, r, id, words, need & 1, nest);
+		rc = ring_reserve_held(ring, r, hid, words, need & 1, nest);
 	}
 	if (rc < 0) {
 		count_lost(NULL, STRATA_LOST_BUSY);
@@ -425,7 +536,7 @@ static void unpin(int pinned, cpu_set_t *saved)
 		sched_setaffinity(0, sizeof(*saved), saved);
 }
 
-int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t id,
+int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t hid,
 		 uint32_t words)
 {
 	cpu_set_t saved;
@@ -434,7 +545,7 @@ int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t id,
 	int rc;
 
 	strata_barrier();
-	rc = ring_reserve_held(ring, r, id, words, 0, nest);
+	rc = ring_reserve_held(ring, r, hid, words, 0, nest);
 	if (rc < 0) { /* could not run there: give up, counted */
 		count_lost(ring, STRATA_LOST_BUSY);
 		strata_barrier();

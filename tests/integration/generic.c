@@ -11,15 +11,14 @@
  * Prints, on stdout, one line per event: the name and payload as
  * babeltrace2's text output shows them ("7:1: { w0 = 0x2A }"), so that the
  * test compares them line for line. Also logs across a long pause, which
- * needs a strata:clock record (format.md §3), and checks the wall-clock
+ * needs an extended header (docs/compact.md), and checks the wall-clock
  * time babeltrace2 gives that event.
  */
 static void expect_words(unsigned major, unsigned minor, const uint64_t *w,
 			 unsigned n)
 {
 	printf("%u:%u:", major, minor);
-	if (!n) /* the header's length bits (format.md §3, §6) */
-		printf(" { length = 1 }");
+	/* no payload: the event ends with its header (docs/compact.md) */
 	if (n) {
 		printf(" {");
 		for (unsigned i = 0; i < n; i++)

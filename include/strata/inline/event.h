@@ -16,19 +16,25 @@
 #define strata_major_enabled(major)                                            \
 	strata_unlikely(strata_mask & STRATA_MAJOR_BIT(major))
 
+/* Each call site keeps its compact id in a byte of its own (docs/compact.md):
+ * 0 until its first event asks the library for one. */
 #define STRATA_EVENT_(major, minor, n, ...)                                    \
 	do {                                                                   \
 		if (strata_major_enabled(major)) {                             \
+			static uint8_t strata_cid_;                            \
 			const uint64_t strata_w_[] = {__VA_ARGS__};            \
-			strata_log_fixed(STRATA_ID(major, minor), (n) + 1,     \
-					 strata_w_);                           \
+			strata_log_fixed(&strata_cid_, STRATA_ID(major, minor), \
+					 (n) + 1, strata_w_);                  \
 		}                                                              \
 	} while (0)
 
 #define STRATA_EVENT0(major, minor)                                            \
 	do {                                                                   \
-		if (strata_major_enabled(major))                               \
-			strata_log_fixed(STRATA_ID(major, minor), 1, 0);       \
+		if (strata_major_enabled(major)) {                             \
+			static uint8_t strata_cid_;                            \
+			strata_log_fixed(&strata_cid_, STRATA_ID(major, minor), \
+					 1, 0);                                \
+		}                                                              \
 	} while (0)
 #define STRATA_EVENT1(major, minor, w0)                                        \
 	STRATA_EVENT_(major, minor, 1, (uint64_t)(w0))

@@ -26,9 +26,26 @@ extern "C" {
 #define STRATA_MAX_CPUS 4096
 #define STRATA_MAX_NEST 4
 #define STRATA_MAX_RETRIES 64
-#define STRATA_MAX_WORDS 1023 /* longest event, header included (also strata.h) */
+#define STRATA_MAX_WORDS 1023 /* longest event in 64-bit words, header counted as one */
 #define STRATA_PACKET_HEADER 96 /* bytes, docs/format.md §2 */
-#define STRATA_TS_HI_SHIFT 28   /* docs/ring.md §2, timestamp gaps */
+#define STRATA_TS_BITS 27       /* of a compact header (docs/compact.md) */
+#define STRATA_TS_HI_SHIFT STRATA_TS_BITS /* docs/ring.md §2, timestamp gaps */
+
+/*
+ * Event headers (docs/compact.md, stream class 1): one 32-bit word, the
+ * compact id (1-30) in bits 0-4 and the low 27 bits of the clock above;
+ * or the extended form, 16 bytes: 31 and the event's length in 32-bit
+ * words, the u32 event class id, the u64 clock. A "header id" (hid)
+ * names which: 1-30, compact with that id; anything else, extended with
+ * the id hid & ~STRATA_HID_EXT (the bit forces the extended form on an
+ * id below 31: strata's own variable-length records).
+ */
+#define STRATA_CID_EXT 31u
+#define STRATA_CID_USER 10u /* first compact id given to user events */
+#define STRATA_NCIDS 32u
+#define STRATA_HID_EXT (1u << 31)
+#define STRATA_HDR_COMPACT 4u
+#define STRATA_HDR_EXTENDED 16u
 
 /* strata's own event ids (docs/format.md §4) */
 #define STRATA_ID_THREAD 1u
@@ -87,17 +104,28 @@ struct strata_ring_ctl {
 	 * nothing (ring.md §7): `xr` is kept, and a packet's closer commits
 	 * psize - xr. Set by the creator, then read-only. */
 	uint32_t rseq;
+	/* lines 4-7: the process's compact ids (docs/compact.md): cids[c] =
+	 * full id | words << 32 | 1 << 63 for each compact id c given so far
+	 * (strata's own 1-9 included), 0 for the others. Written by the
+	 * process when it gives an id, before any event uses it; read by
+	 * consumers to walk packets and to write the metadata. */
+	uint64_t cids[STRATA_NCIDS] __attribute__((aligned(64)));
 } __attribute__((aligned(64)));
+
+#define STRATA_CID_VALID (UINT64_C(1) << 63)
 
 /* strata_tls (tid and nesting) read as one word (strata_log_rseq). */
 typedef uint64_t strata_u64_alias __attribute__((may_alias));
+/* A payload word: 4-byte aligned in stream class 1 (docs/compact.md). */
+typedef uint64_t strata_u64_a4 __attribute__((aligned(4), may_alias));
+typedef uint32_t strata_u32_alias __attribute__((may_alias));
 
 /* The owner hint when no thread is named (a fresh ring, ring.md §3 rule
  * 4): not 0, which is the tid of a thread that has not logged yet. */
 #define STRATA_OWNER_NONE 0xffffffffu
 
 #define STRATA_RING_MAGIC 0x52525453u /* "STRR" */
-#define STRATA_RING_VERSION 2u
+#define STRATA_RING_VERSION 3u
 /* Per packet slot, one cache line: [0] the local commit count (rseq: plain
  * adds on the ring's CPU only; CAS mode: every commit), [1] the remote
  * count (rseq mode: locked adds from any other CPU). ring.md §7. */
@@ -147,27 +175,31 @@ extern STRATA_API int strata_rseq;
 struct strata_rsv {
 	struct strata_ring *ring;
 	uint64_t off;   /* virtual offset of the reservation */
-	uint64_t *p;    /* first payload word */
+	strata_u64_a4 *p; /* first payload word (4-byte aligned) */
 	uint32_t bytes; /* whole reservation, records included */
 };
 
 /* Out-of-line slow path (src/ring/slow.c): packet switch, first use of a
- * CPU or thread, nesting and retry limits. `need` is 1 when a thread record
+ * CPU or thread, nesting and retry limits, timestamp gaps. `hid` is the
+ * header id (above). `need` is 1 when a thread record
  * is needed, plus STRATA_SLOW_HELD when the caller already holds the
  * nesting guard (it must not be released in between: a signal handler
  * could then trust an owner store that no reservation followed, ring.md
  * §3). Returns 1 with *r filled, or 0 when the event was dropped (and
  * counted); the guard is released on drop and by strata_commit(). */
 #define STRATA_SLOW_HELD 2u
-STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t id,
+STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t hid,
 				   uint32_t words, uint32_t need);
 /* The whole event out of line: reserve (any protocol, every case), copy
  * the words-1 payload words from `pl`, commit. strata_log_fixed()'s
- * fallback. */
-STRATA_API void strata_log_slow(uint32_t id, uint32_t words, const uint64_t *pl);
+ * fallback. `cidp`: the call site's compact id byte (0 until the first
+ * event gives it one, STRATA_CID_EXT when none is left), or NULL for an
+ * event of variable length, always extended. */
+STRATA_API void strata_log_slow(uint8_t *cidp, uint32_t id, uint32_t words,
+				const uint64_t *pl);
 /* The same for events of at most 4 payload words, passed in registers. */
-STRATA_API void strata_log_slow4(uint32_t id, uint32_t words, uint64_t a,
-				 uint64_t b, uint64_t c, uint64_t d);
+STRATA_API void strata_log_slow4(uint8_t *cidp, uint32_t id, uint32_t words,
+				 uint64_t a, uint64_t b, uint64_t c, uint64_t d);
 /* Close the packet that the reservation at `end` exactly filled;
  * `selfc` is how many of its bytes their writers commit themselves
  * (ring.md §4, §7). */
@@ -216,45 +248,87 @@ static strata_always_inline int strata_cpu(void)
 #endif
 }
 
-static strata_always_inline uint64_t strata_header(uint64_t ts, uint32_t id, uint32_t words)
+/* 1 if `hid` takes the compact header */
+static strata_always_inline int strata_hid_compact(uint32_t hid)
 {
-	return (ts & 0xffffffffu) | ((uint64_t)id << 32) |
-	       ((uint64_t)words << 54);
+	return hid - 1 < STRATA_CID_EXT - 1;
+}
+
+static strata_always_inline uint32_t strata_hdr_compact(uint64_t ts, uint32_t cid)
+{
+	return (uint32_t)ts << 5 | cid;
+}
+
+/*
+ * Bytes of a reservation: the event (its header and words - 1 payload
+ * words), after a strata:thread record when `need`; with `xts` (a
+ * timestamp gap) the first of them takes the extended header, which
+ * carries the full clock (docs/compact.md, "Timestamps").
+ */
+static strata_always_inline uint32_t strata_rsv_len(uint32_t hid, uint32_t words,
+						    uint32_t need, uint32_t xts)
+{
+	uint32_t hdr = strata_hid_compact(hid) ? STRATA_HDR_COMPACT
+					       : STRATA_HDR_EXTENDED;
+
+	if (need)
+		return (xts ? 24 : 12) + hdr + 8 * words - 8;
+	return (xts ? STRATA_HDR_EXTENDED : hdr) + 8 * words - 8;
+}
+
+/* An extended header of an event of `bytes` bytes at p; returns its payload. */
+static strata_always_inline unsigned char *strata_put_ext(unsigned char *p,
+							  uint32_t bytes,
+							  uint32_t id, uint64_t ts)
+{
+	((strata_u32_alias *)p)[0] = STRATA_CID_EXT | (bytes / 4) << 5;
+	((strata_u32_alias *)p)[1] = id & ~STRATA_HID_EXT;
+	*(strata_u64_a4 *)(p + 8) = ts;
+	return p + STRATA_HDR_EXTENDED;
 }
 
 /* Write the records and the event header at virtual offset w (after a
- * successful reservation of len bytes) and fill *r. `selfc`: the bytes
- * of w's packet, this reservation's included, that their writers commit
- * themselves (all of them in CAS mode; `xr` in rseq mode, ring.md §7). */
+ * successful reservation of len = strata_rsv_len(hid, words, need, xts)
+ * bytes) and fill *r. `selfc`: the bytes of w's packet, this
+ * reservation's included, that their writers commit themselves (all of
+ * them in CAS mode; `xr` in rseq mode, ring.md §7). */
 static strata_always_inline void strata_reserved(struct strata_rsv *r,
 				   struct strata_ring *ring, uint64_t w,
-				   uint32_t len, uint64_t ts, uint32_t id,
+				   uint32_t len, uint64_t ts, uint32_t hid,
 				   uint32_t words, uint32_t need, uint32_t xts,
 				   uint64_t selfc)
 {
-	uint64_t *p = (uint64_t *)(ring->data + (w & ring->bufmask));
+	unsigned char *p = ring->data + (w & ring->bufmask);
 
-	if (need) {
-		p[0] = strata_header(ts, STRATA_ID_THREAD, 2);
-		p[1] = strata_tls.tid | ((uint64_t)strata_pid << 32);
-		p += 2;
-	}
 	if (xts) {
-		/* Without a clock record, the reservation has just checked
-		 * that ts >> 28 equals last_ts_hi: only a gap changes it. */
+		/* Otherwise the reservation has just checked that ts >> 27
+		 * equals last_ts_hi: only a gap changes it. */
 		strata_store_relaxed(&strata_ring_ctl(ring)->last_ts_hi,
 				     (uint32_t)(ts >> STRATA_TS_HI_SHIFT));
-		p[0] = strata_header(ts, STRATA_ID_CLOCK, 2);
-		p[1] = ts;
-		p += 2;
 	}
-	p[0] = strata_header(ts, id, words);
+	if (need) {
+		if (xts)
+			p = strata_put_ext(p, 24, STRATA_ID_THREAD, ts);
+		else {
+			*(strata_u32_alias *)p = strata_hdr_compact(ts, STRATA_ID_THREAD);
+			p += STRATA_HDR_COMPACT;
+		}
+		*(strata_u64_a4 *)p = strata_tls.tid | ((uint64_t)strata_pid << 32);
+		p += 8;
+		xts = 0; /* the event follows at the same time */
+	}
+	if (xts || !strata_hid_compact(hid)) {
+		p = strata_put_ext(p, STRATA_HDR_EXTENDED + 8 * words - 8, hid, ts);
+	} else {
+		*(strata_u32_alias *)p = strata_hdr_compact(ts, hid);
+		p += STRATA_HDR_COMPACT;
+	}
 	if (strata_unlikely(((w + len) & ring->pmask) == 0))
 		strata_ring_close_exact(ring, w + len, ts, selfc);
 	r->ring = ring;
 	r->off = w;
 	r->bytes = len;
-	r->p = p + 1;
+	r->p = (strata_u64_a4 *)p;
 }
 
 #ifdef STRATA_RSEQ_X86
@@ -266,7 +340,7 @@ static strata_always_inline void strata_reserved(struct strata_rsv *r,
  * the middle -- goes to the slow path, which loops. Keeping the fast path
  * free of a retry loop keeps it free of spills.
  */
-static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32_t id,
+static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32_t hid,
 				      uint32_t words, struct strata_tls *t)
 {
 	struct rseq *rs = strata_rseq_area();
@@ -291,7 +365,7 @@ static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32
 	/* After w, in program order (the asm takes w): strata_log_rseq(). */
 	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi) : "r"(w));
 	ts = (uint64_t)hi << 32 | lo;
-	len = (words + 2 * need) * 8;
+	len = strata_rsv_len(hid, words, need, 0);
 	pos = w & ring->pmask;
 	if (strata_unlikely(pos == 0 || pos + len > ring->psize) ||
 	    strata_unlikely((uint32_t)(ts >> STRATA_TS_HI_SHIFT) !=
@@ -300,28 +374,30 @@ static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32
 						x + len, &c->owner,
 						need ? t->tid : 0)))
 		goto slow;
-	strata_reserved(r, ring, w, len, ts, id, words, need, 0, x + len);
+	strata_reserved(r, ring, w, len, ts, hid, words, need, 0, x + len);
 	return 1;
 slow:
-	return strata_reserve_slow(r, id, words, need | STRATA_SLOW_HELD);
+	return strata_reserve_slow(r, hid, words, need | STRATA_SLOW_HELD);
 }
 #endif
 
 /*
- * Reserve room for one event of `words` words (header included) and write
- * its header. On success the caller writes words-1 payload words at r->p
- * and calls strata_commit(). Async-signal-safe; never blocks.
- * Returns 1, or 0 if the event was dropped (counted by cause).
+ * Reserve room for one event of words - 1 payload words and write its
+ * header, compact or extended as `hid` says (above: a compact id, or an
+ * event class id, | STRATA_HID_EXT when it is below 31). On success the
+ * caller writes words-1 payload words at r->p and calls strata_commit().
+ * Async-signal-safe; never blocks. Returns 1, or 0 if the event was
+ * dropped (counted by cause).
  */
-static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t id,
+static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t hid,
 				 uint32_t words)
 {
 	struct strata_tls *t = &strata_tls;
 #ifdef STRATA_RSEQ_X86
 	if (strata_likely(strata_rseq)) {
 		if (strata_likely(strata_rseq == STRATA_RSEQ_INLINE))
-			return strata_reserve_rseq(r, id, words, t);
-		return strata_reserve_slow(r, id, words, 0);
+			return strata_reserve_rseq(r, hid, words, t);
+		return strata_reserve_slow(r, hid, words, 0);
 	}
 #endif
 	int cpu = strata_cpu();
@@ -338,7 +414,7 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t id
 	     * (a plain load on x86) */
 	    strata_unlikely(!(ring = strata_load_acquire(&strata_rings[cpu]))) ||
 	    strata_unlikely(!t->tid))
-		return strata_reserve_slow(r, id, words, 0);
+		return strata_reserve_slow(r, hid, words, 0);
 
 	nest = ++t->nesting;
 	strata_barrier(); /* the guard is set before we touch the ring */
@@ -350,12 +426,12 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t id
 		ts = strata_clock();                          /* D */
 		xts = (uint32_t)(ts >> STRATA_TS_HI_SHIFT) !=
 		      strata_load_relaxed(&c->last_ts_hi);
-		len = (words + 2 * need + 2 * xts) * 8;
+		len = strata_rsv_len(hid, words, need, xts);
 		pos = w & ring->pmask;
 		if (strata_unlikely(pos == 0 || pos + len > ring->psize ||
 				    i >= STRATA_MAX_RETRIES ||
 				    nest > STRATA_MAX_NEST)) {
-			return strata_reserve_slow(r, id, words,
+			return strata_reserve_slow(r, hid, words,
 						   need | STRATA_SLOW_HELD);
 		}
 		if (need)
@@ -363,7 +439,7 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t id
 		if (strata_likely(strata_cas_acq_rel(&c->write, &w, w + len)))
 			break;                                         /* F */
 	}
-	strata_reserved(r, ring, w, len, ts, id, words, need, xts, pos + len);
+	strata_reserved(r, ring, w, len, ts, hid, words, need, xts, pos + len);
 	return 1;
 }
 
@@ -429,18 +505,20 @@ static strata_always_inline void strata_commit(struct strata_rsv *r)
  * that the event would open, fill or not fit, a timestamp gap,
  * preemption or migration during the section) returns 0 having moved
  * nothing; the caller then does the whole event on the slow path.
+ * `cid`: the event's compact id, 1-30 (the inline path writes only
+ * compact headers).
  * `tsc` (a constant): 1, the clock is read with rdtsc, inline; 0, with
  * strata_clock() (STRATA_RSEQ_OUTLINE: the library's own out-of-line
  * attempt, src/ring/slow.c).
  */
-static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
+static strata_always_inline int strata_log_rseq(uint32_t cid, uint32_t words,
 				  const uint64_t *pl, int tsc)
 {
 	struct rseq *rs = strata_rseq_area();
 	struct strata_ring *ring;
 	struct strata_ring_ctl *c;
 	uint64_t w, lo, tn;
-	uint32_t cpu, hi, len = words * 8;
+	uint32_t cpu, hi, len = words * 8 - 4;
 
 	cpu = *(volatile uint32_t *)&rs->cpu_id_start;
 	if (strata_unlikely(cpu >= STRATA_MAX_CPUS) ||
@@ -453,7 +531,7 @@ static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
 	tn = *(const volatile strata_u64_alias *)&strata_tls;
 	/* The clock is read after w is loaded, in program order (ring.md §7):
 	 * the asm takes w, and volatile asms keep their order. Only the low
-	 * word (the header's) and ts >> 28 (the gap check) are needed here:
+	 * word (the header's) and ts >> 27 (the gap check) are needed here:
 	 * rdtsc zero-extends both halves, and one shld makes the second.
 	 * Another clock is a call, which no load moves across. */
 	if (tsc) {
@@ -470,38 +548,44 @@ static strata_always_inline int strata_log_rseq(uint32_t id, uint32_t words,
 	 * in progress (owner is never 0, a tid not yet known: STRATA_OWNER_NONE).
 	 * w - 1 and w + len in one packet: the event neither opens the
 	 * packet (pos == 0) nor fills it (pos + len == psize) nor overflows.
-	 * The same 2^28-tick window as the last clock record: no gap. */
+	 * The same 2^27-tick window as the last full timestamp: no gap. */
 	if (strata_unlikely((uint64_t)strata_load_relaxed(&c->owner) != tn) ||
 	    strata_unlikely(((w - 1) ^ (w + len)) >= ring->psize) ||
 	    strata_unlikely(hi != strata_load_relaxed(&c->last_ts_hi)))
 		return 0;
 	return strata_rseq_log(rs, cpu, &c->write, w,
-			       (uint64_t *)(ring->data + (w & ring->bufmask)),
-			       lo | strata_header(0, id, words), words, pl);
+			       ring->data + (w & ring->bufmask),
+			       strata_hdr_compact(lo, cid), words, pl);
 }
 #endif
 
 /*
- * Log one event of `words` words (header included): the payload is
- * pl[0 .. words-2]. With constant `words` (every tracepoint of fixed
- * size) the copy unrolls and the payload stays in registers; up to four
- * payload words also reach the slow path in registers, as a tail call.
- * Async-signal-safe; never blocks; drops and counts when it must.
+ * Log one event of class `id` and words - 1 payload words pl[0 ..
+ * words-2]. `cidp` is the call site's compact id byte (a static, 0 at
+ * first: the slow path asks for an id once, docs/compact.md), or NULL for
+ * an event whose length varies, which always takes the extended header.
+ * With constant `words` (every tracepoint of fixed size) the copy unrolls
+ * and the payload stays in registers; up to four payload words also reach
+ * the slow path in registers, as a tail call. Async-signal-safe; never
+ * blocks; drops and counts when it must.
  */
-static strata_always_inline void strata_log_fixed(uint32_t id, uint32_t words,
-				    const uint64_t *pl)
+static strata_always_inline void strata_log_fixed(uint8_t *cidp, uint32_t id,
+						  uint32_t words, const uint64_t *pl)
 {
 #ifdef STRATA_RSEQ_X86
-	if (strata_likely(strata_rseq == STRATA_RSEQ_INLINE) &&
-	    strata_likely(strata_log_rseq(id, words, pl, 1)))
-		return;
+	if (strata_likely(strata_rseq == STRATA_RSEQ_INLINE) && cidp) {
+		uint32_t cid = *(volatile uint8_t *)cidp;
+		if (strata_likely(cid - 1 < STRATA_CID_EXT - 1) &&
+		    strata_likely(strata_log_rseq(cid, words, pl, 1)))
+			return;
+	}
 #endif
 	if (__builtin_constant_p(words) && words <= 5)
-		strata_log_slow4(id, words, words > 1 ? pl[0] : 0,
+		strata_log_slow4(cidp, id, words, words > 1 ? pl[0] : 0,
 				 words > 2 ? pl[1] : 0, words > 3 ? pl[2] : 0,
 				 words > 4 ? pl[3] : 0);
 	else
-		strata_log_slow(id, words, pl);
+		strata_log_slow(cidp, id, words, pl);
 }
 
 #ifdef __cplusplus

@@ -124,7 +124,7 @@ stale:
 		"jnz %l[fail]\n\t"                                             \
 		"cmpq %[w], %[wp]\n\t"            /* R2 */                     \
 		"jnz %l[fail]\n\t"                                             \
-		"movq %[h], (%[p])\n\t"                                        \
+		"movl %[h], (%[p])\n\t"                                        \
 		stores                                                         \
 		"addq %[len], %[wp]\n\t"          /* R5: commit */             \
 		STRATA_RSEQ_END(fail)                                          \
@@ -136,42 +136,43 @@ stale:
 		: fail)
 
 /*
- * Write the event of `words` words (header h, payload pl[0 .. words-2])
- * at p = the ring's bytes at offset w, and move *wp from w to w + 8 *
- * words, on CPU `cpu` and only if *wp is still w. Returns 1, or 0 having
+ * Write the event of words - 1 payload words (compact header h, payload
+ * pl[0 .. words-2] at p + 4, docs/compact.md) at p = the ring's bytes at
+ * offset w, and move *wp from w to w + 8 * words - 4, on CPU `cpu` and
+ * only if *wp is still w. Returns 1, or 0 having
  * moved nothing. With constant `words` the switch folds to one case and
  * up to four payload words stay in registers.
  */
 static strata_always_inline int strata_rseq_log(struct rseq *rs, uint32_t cpu,
-				  uint64_t *wp, uint64_t w, uint64_t *p,
-				  uint64_t h, uint32_t words,
+				  uint64_t *wp, uint64_t w, unsigned char *p,
+				  uint32_t h, uint32_t words,
 				  const uint64_t *pl)
 {
-	const uint64_t len = (uint64_t)words * 8;
+	const uint64_t len = (uint64_t)words * 8 - 4;
 
 	switch (words) {
 	case 1:
 		STRATA_RSEQ_LOG("", , );
 		return 1;
 	case 2:
-		STRATA_RSEQ_LOG("movq %[a], 8(%[p])\n\t", , , [a] "r"(pl[0]));
+		STRATA_RSEQ_LOG("movq %[a], 4(%[p])\n\t", , , [a] "r"(pl[0]));
 		return 1;
 	case 3:
-		STRATA_RSEQ_LOG("movq %[a], 8(%[p])\n\t"
-				"movq %[b], 16(%[p])\n\t", ,
+		STRATA_RSEQ_LOG("movq %[a], 4(%[p])\n\t"
+				"movq %[b], 12(%[p])\n\t", ,
 				, [a] "r"(pl[0]), [b] "r"(pl[1]));
 		return 1;
 	case 4:
-		STRATA_RSEQ_LOG("movq %[a], 8(%[p])\n\t"
-				"movq %[b], 16(%[p])\n\t"
-				"movq %[c], 24(%[p])\n\t", ,
+		STRATA_RSEQ_LOG("movq %[a], 4(%[p])\n\t"
+				"movq %[b], 12(%[p])\n\t"
+				"movq %[c], 20(%[p])\n\t", ,
 				, [a] "r"(pl[0]), [b] "r"(pl[1]), [c] "r"(pl[2]));
 		return 1;
 	case 5:
-		STRATA_RSEQ_LOG("movq %[a], 8(%[p])\n\t"
-				"movq %[b], 16(%[p])\n\t"
-				"movq %[c], 24(%[p])\n\t"
-				"movq %[d], 32(%[p])\n\t", ,
+		STRATA_RSEQ_LOG("movq %[a], 4(%[p])\n\t"
+				"movq %[b], 12(%[p])\n\t"
+				"movq %[c], 20(%[p])\n\t"
+				"movq %[d], 28(%[p])\n\t", ,
 				, [a] "r"(pl[0]), [b] "r"(pl[1]), [c] "r"(pl[2]),
 				[d] "r"(pl[3]));
 		return 1;
@@ -179,7 +180,7 @@ static strata_always_inline int strata_rseq_log(struct rseq *rs, uint32_t cpu,
 		STRATA_RSEQ_LOG("xorl %%ecx, %%ecx\n\t"
 				"5:\n\t"
 				"movq (%[src], %%rcx, 8), %%rdx\n\t"
-				"movq %%rdx, 8(%[p], %%rcx, 8)\n\t"
+				"movq %%rdx, 4(%[p], %%rcx, 8)\n\t"
 				"incq %%rcx\n\t"
 				"cmpq %[n], %%rcx\n\t"
 				"jb 5b\n\t",

@@ -36,6 +36,7 @@ volatile uint8_t strata_gen_on_mem[4]
  */
 static inline void strata_mem_alloc(uint64_t addr, uint32_t size, uint32_t flags)
 {
+	static uint8_t strata_cid;
 	uint64_t strata_w[2];
 	unsigned char *strata_p;
 
@@ -48,7 +49,7 @@ static inline void strata_mem_alloc(uint64_t addr, uint32_t size, uint32_t flags
 	memcpy(strata_p + 0, &addr, 8);
 	memcpy(strata_p + 8, &size, 4);
 	memcpy(strata_p + 12, &flags, 4);
-	strata_log_fixed(STRATA_ID(STRATA_MAJOR_MEM, 1), 3, strata_w);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_MEM, 1), 3, strata_w);
 }
 
 /*
@@ -58,6 +59,7 @@ static inline void strata_mem_alloc(uint64_t addr, uint32_t size, uint32_t flags
  */
 static inline void strata_mem_free(const void *addr)
 {
+	static uint8_t strata_cid;
 	uint64_t strata_w[1];
 	unsigned char *strata_p;
 	const uint64_t strata_v_addr = (uintptr_t)addr;
@@ -69,7 +71,7 @@ static inline void strata_mem_free(const void *addr)
 		return;
 	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &strata_v_addr, 8);
-	strata_log_fixed(STRATA_ID(STRATA_MAJOR_MEM, 2), 2, strata_w);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_MEM, 2), 2, strata_w);
 }
 
 /*
@@ -79,6 +81,7 @@ static inline void strata_mem_free(const void *addr)
  */
 static inline void strata_mem_lock_acquire(const void *lock)
 {
+	static uint8_t strata_cid;
 	uint64_t strata_w[1];
 	unsigned char *strata_p;
 	const uint64_t strata_v_lock = (uintptr_t)lock;
@@ -90,7 +93,7 @@ static inline void strata_mem_lock_acquire(const void *lock)
 		return;
 	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &strata_v_lock, 8);
-	strata_log_fixed(STRATA_ID(STRATA_MAJOR_MEM, 3), 2, strata_w);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_MEM, 3), 2, strata_w);
 }
 
 /*
@@ -100,6 +103,7 @@ static inline void strata_mem_lock_acquire(const void *lock)
  */
 static inline void strata_mem_lock_release(const void *lock)
 {
+	static uint8_t strata_cid;
 	uint64_t strata_w[1];
 	unsigned char *strata_p;
 	const uint64_t strata_v_lock = (uintptr_t)lock;
@@ -111,7 +115,7 @@ static inline void strata_mem_lock_release(const void *lock)
 		return;
 	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &strata_v_lock, 8);
-	strata_log_fixed(STRATA_ID(STRATA_MAJOR_MEM, 4), 2, strata_w);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_MEM, 4), 2, strata_w);
 }
 
 /* ---- subsystem net (3) ---- */
@@ -149,7 +153,7 @@ static inline void strata_net_send(uint32_t fd, const char *peer, uint64_t bytes
 			strata_n_peer--; /* keep UTF-8 sequences whole */
 	}
 	strata_c_peer = (uint32_t)(((8 + strata_n_peer + 8) & ~(size_t)7) - 8);
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_NET, 16),
+	if (!strata_reserve(&strata_r, STRATA_HID_EXT | STRATA_ID(STRATA_MAJOR_NET, 16),
 			    1 + (16 + strata_c_peer) / 8))
 		return;
 	strata_p = (unsigned char *)strata_r.p;

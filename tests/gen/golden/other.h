@@ -33,6 +33,7 @@ volatile uint8_t strata_gen_on_sched[1]
  */
 static inline void strata_sched_switch(uint32_t prev, uint32_t next)
 {
+	static uint8_t strata_cid;
 	uint64_t strata_w[1];
 	unsigned char *strata_p;
 
@@ -44,7 +45,7 @@ static inline void strata_sched_switch(uint32_t prev, uint32_t next)
 	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &prev, 4);
 	memcpy(strata_p + 4, &next, 4);
-	strata_log_fixed(STRATA_ID(STRATA_MAJOR_SCHED, 1), 2, strata_w);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_SCHED, 1), 2, strata_w);
 }
 
 /* ---- subsystem empty (5) ---- */

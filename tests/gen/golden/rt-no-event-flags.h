@@ -29,6 +29,7 @@ extern "C" {
  */
 static inline void strata_rt_ints(uint8_t a, uint16_t b, uint32_t c, uint64_t d, int8_t e, int16_t f, int32_t g, int64_t h)
 {
+	static uint8_t strata_cid;
 	uint64_t strata_w[4];
 	unsigned char *strata_p;
 
@@ -45,7 +46,7 @@ static inline void strata_rt_ints(uint8_t a, uint16_t b, uint32_t c, uint64_t d,
 	memcpy(strata_p + 18, &f, 2);
 	memcpy(strata_p + 20, &g, 4);
 	memcpy(strata_p + 24, &h, 8);
-	strata_log_fixed(STRATA_ID(STRATA_MAJOR_RT, 1), 5, strata_w);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_RT, 1), 5, strata_w);
 }
 
 /*
@@ -55,6 +56,7 @@ static inline void strata_rt_ints(uint8_t a, uint16_t b, uint32_t c, uint64_t d,
  */
 static inline void strata_rt_misc(double ratio, bool yes, bool no, const void *where)
 {
+	static uint8_t strata_cid;
 	uint64_t strata_w[3];
 	unsigned char *strata_p;
 	const uint8_t strata_v_yes = (uint8_t)yes;
@@ -69,7 +71,7 @@ static inline void strata_rt_misc(double ratio, bool yes, bool no, const void *w
 	memcpy(strata_p + 9, &strata_v_no, 1);
 	memset(strata_p + 10, 0, 6);
 	memcpy(strata_p + 16, &strata_v_where, 8);
-	strata_log_fixed(STRATA_ID(STRATA_MAJOR_RT, 2), 4, strata_w);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_RT, 2), 4, strata_w);
 }
 
 /*
@@ -110,7 +112,7 @@ static inline void strata_rt_text(uint8_t tag, const char *msg, uint16_t after, 
 			strata_n_empty--; /* keep UTF-8 sequences whole */
 	}
 	strata_c_empty = (uint32_t)(((8 + strata_n_empty + 8) & ~(size_t)7) - 8);
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 3),
+	if (!strata_reserve(&strata_r, STRATA_HID_EXT | STRATA_ID(STRATA_MAJOR_RT, 3),
 			    1 + (24 + strata_c_msg + strata_c_empty) / 8))
 		return;
 	strata_p = (unsigned char *)strata_r.p;
@@ -138,6 +140,7 @@ static inline void strata_rt_text(uint8_t tag, const char *msg, uint16_t after, 
  */
 static inline void strata_rt_arrays(const uint8_t bytes[3], const int16_t shorts[5], const uint32_t words[2], const int64_t big[2])
 {
+	static uint8_t strata_cid;
 	uint64_t strata_w[5];
 	unsigned char *strata_p;
 
@@ -150,7 +153,7 @@ static inline void strata_rt_arrays(const uint8_t bytes[3], const int16_t shorts
 	memset(strata_p + 14, 0, 2);
 	memcpy(strata_p + 16, words, 8);
 	memcpy(strata_p + 24, big, 16);
-	strata_log_fixed(STRATA_ID(STRATA_MAJOR_RT, 4), 6, strata_w);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_RT, 4), 6, strata_w);
 }
 
 /*
@@ -161,6 +164,7 @@ static inline void strata_rt_arrays(const uint8_t bytes[3], const int16_t shorts
  */
 static inline void strata_rt_span_begin(uint32_t id)
 {
+	static uint8_t strata_cid;
 	uint64_t strata_w[1];
 	unsigned char *strata_p;
 
@@ -169,7 +173,7 @@ static inline void strata_rt_span_begin(uint32_t id)
 	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &id, 4);
 	memset(strata_p + 4, 0, 4);
-	strata_log_fixed(STRATA_ID(STRATA_MAJOR_RT, 5), 2, strata_w);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_RT, 5), 2, strata_w);
 }
 
 /*
@@ -179,6 +183,7 @@ static inline void strata_rt_span_begin(uint32_t id)
  */
 static inline void strata_rt_span_end(uint32_t id)
 {
+	static uint8_t strata_cid;
 	uint64_t strata_w[1];
 	unsigned char *strata_p;
 
@@ -187,7 +192,7 @@ static inline void strata_rt_span_end(uint32_t id)
 	strata_p = (unsigned char *)strata_w;
 	memcpy(strata_p + 0, &id, 4);
 	memset(strata_p + 4, 0, 4);
-	strata_log_fixed(STRATA_ID(STRATA_MAJOR_RT, 6), 2, strata_w);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_RT, 6), 2, strata_w);
 }
 
 /*
@@ -196,10 +201,11 @@ static inline void strata_rt_span_end(uint32_t id)
  */
 static inline void strata_rt_none(void)
 {
+	static uint8_t strata_cid;
 
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
-	strata_log_fixed(STRATA_ID(STRATA_MAJOR_RT, 7), 1, 0);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_RT, 7), 1, 0);
 }
 
 /*
@@ -226,7 +232,7 @@ static inline void strata_rt_long(const char *s)
 			strata_n_s--; /* keep UTF-8 sequences whole */
 	}
 	strata_c_s = (uint32_t)(((4 + strata_n_s + 8) & ~(size_t)7) - 4);
-	if (!strata_reserve(&strata_r, STRATA_ID(STRATA_MAJOR_RT, 8),
+	if (!strata_reserve(&strata_r, STRATA_HID_EXT | STRATA_ID(STRATA_MAJOR_RT, 8),
 			    1 + (4 + strata_c_s) / 8))
 		return;
 	strata_p = (unsigned char *)strata_r.p;
