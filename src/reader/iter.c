@@ -31,6 +31,7 @@ struct rd_cursor {
 	const uint8_t *map;       /* the stream's mapping (event offsets) */
 	uint32_t pid, tid, cpu;   /* attribution, format.md §4 */
 	uint32_t order;           /* tie-break: stream order */
+	bool c1;                  /* stream class 1 (docs/compact.md) */
 	struct strata_event ev;   /* the cursor's current event */
 	/* cold */
 	struct rd_stream *s;
@@ -468,16 +469,61 @@ static void cursor_seek(struct strata_iter *it, struct rd_cursor *c, uint64_t ts
 }
 
 /*
+ * An event header as the fast paths read it, `c1` a constant of each
+ * inlined copy: stream class 0's 64-bit word (format.md §3: length, id,
+ * 32 bits of clock) or stream class 1's 32-bit one (docs/compact.md: 27
+ * bits of clock << 5 | compact id), and the full timestamp it gives after
+ * `prev`. A header inside the content is there whole: content ends on a
+ * word of its class (trace.c).
+ */
+static inline __attribute__((always_inline)) uint64_t
+hdr_word(const uint8_t *at, const bool c1)
+{
+	return c1 ? rd_le32(at) : rd_le64(at);
+}
+
+static inline __attribute__((always_inline)) uint64_t
+hdr_ts(uint64_t prev, uint64_t w, const bool c1)
+{
+	if (c1)
+		return prev + (((w >> 5) - prev) & ((UINT64_C(1) << 27) - 1));
+	return prev + (uint32_t)((uint32_t)w - (uint32_t)prev);
+}
+
+/* The header's size: where the payload starts. */
+static inline __attribute__((always_inline)) uint32_t hdr_size(const bool c1)
+{
+	return c1 ? 4 : 8;
+}
+
+/*
  * The common case of cursor_next, inlined into the merge: an event of a
  * known class, not a strata record, inside the packet, with no filter.
  * Anything else (packet end, damage, records, unknown ids) goes to
  * cursor_next from the same position: this path changes nothing before
- * it commits.
+ * it commits. In stream class 1, the compact events the batch path takes
+ * (its table, trace.c build_fast1); the extended form and classes with no
+ * plan take cursor_next.
  */
 static inline __attribute__((always_inline)) bool
 cursor_next_fast(struct strata_iter *it, struct rd_cursor *c)
 {
 	const uint8_t *at = c->pos;
+	if (c->c1) {
+		if (RD_LIKELY(at < c->end)) {
+			uint32_t h = rd_le32(at);
+			const struct rd_fast *e = &c->sub->fast[h & 31];
+			if (RD_LIKELY(e->size < (uint64_t)(c->end - at))) {
+				uint64_t ts = hdr_ts(c->prev_ts, h, true);
+				c->prev_ts = ts;
+				c->pos = at + 4 + e->size;
+				cursor_set_event(c, &e->cls->pub, at, at + 4,
+						 (uint32_t)e->size, ts, e->cls->pub.id);
+				return true;
+			}
+		}
+		return cursor_next(it, c);
+	}
 	if (RD_LIKELY(at < c->end)) {
 		uint64_t w = rd_le64(at);
 		uint32_t len = (uint32_t)(w >> 54);
@@ -677,8 +723,8 @@ _Static_assert(sizeof(struct strata_event) == 56 &&
 		       offsetof(struct strata_event, offset) == 48,
 	       "put_direct writes struct strata_event as 7 words");
 
-/* The values of an event of entry e that is not `simple` (header at at),
- * in pairs by the class's plan; the odd one out decodes a padding entry,
+/* The values of an event of entry e that is not `simple` (payload at
+ * at + 8), in pairs by the class's plan; the odd one out decodes a padding entry,
  * inside the room of fast_nf per event. */
 static void put_fields(const struct rd_fast *e, const uint8_t *at,
 		       struct strata_value *val)
@@ -690,8 +736,8 @@ static void put_fields(const struct rd_fast *e, const uint8_t *at,
 	}
 }
 
-/* The values of a `simple` entry e's event (header at at): the 16 bytes
- * at voff beside the entry's value heads, two 16-byte values written
+/* The values of a `simple` entry e's event (payload at at + 8): the 16
+ * bytes at voff beside the entry's value heads, two 16-byte values written
  * whole (so no stale byte of the batch survives); with one field the
  * second write, at val[0], is the value kept (struct rd_fast). */
 static inline __attribute__((always_inline)) void
@@ -759,25 +805,40 @@ static inline struct rd_fast_tab fast_tab(const struct rd_subtrace *sub)
 	return (struct rd_fast_tab){ sub->fast, sub->fast_mult, sub->fast_mask };
 }
 
-/* The slot of header word w (the entry of w's class when its hi is w's
- * upper half). */
+/* The slot of header word w (stream class 0: the entry of w's class
+ * when its hi is w's upper half; 1: the compact id's entry). */
 static inline __attribute__((always_inline)) const struct rd_fast *
-fast_slot(const struct rd_fast_tab *ft, uint64_t w)
+fast_slot(const struct rd_fast_tab *ft, uint64_t w, const bool c1)
 {
+	if (c1)
+		return ft->tab + (w & 31);
 	uint32_t hi = (uint32_t)(w >> 32);
 	return (const struct rd_fast *)((const char *)ft->tab +
 					(((uint32_t)(hi * ft->mult) >> 16) & ft->mask));
 }
 
+/* Stream class 1's check is the bound alone: the entry's size is the
+ * class's payload (RD_FAST_NONE for an id the path does not take), and
+ * the event, 4 + size bytes, fits in the content when size < end - at
+ * (both multiples of 4). */
 static inline __attribute__((always_inline)) const struct rd_fast *
 fast_at(const struct rd_fast_tab *ft, const uint8_t *at, const uint8_t *end,
-	uint64_t w)
+	uint64_t w, const bool c1)
 {
 	uint32_t hi = (uint32_t)(w >> 32);
-	const struct rd_fast *e = fast_slot(ft, w);
-	if (RD_UNLIKELY(e->hi != hi || e->size >= (uint64_t)(end - at)))
+	const struct rd_fast *e = fast_slot(ft, w, c1);
+	if (RD_UNLIKELY((!c1 && e->hi != hi) || e->size >= (uint64_t)(end - at)))
 		return NULL;
 	return e;
+}
+
+/* The length of the event at header word w, entry e (fast_at took it). */
+static inline __attribute__((always_inline)) uint64_t
+ev_len(uint64_t w, const struct rd_fast *e, const bool c1)
+{
+	if (c1)
+		return 4 + e->size;
+	return (w >> 51) & ~(uint64_t)7;
 }
 
 /* A cursor's constants while the batch path writes its events: its end of
@@ -831,14 +892,18 @@ put_end(struct rd_out *o, const struct rd_put *p)
  * (room_of). */
 static inline __attribute__((always_inline)) void
 put_direct(struct rd_put *p, const uint8_t *at, uint64_t ts, const struct rd_fast *e,
-	   const struct rd_lane *l, const bool values)
+	   const struct rd_lane *l, const bool values, const bool c1)
 {
 	struct strata_event *ev = p->ev++;
 	/* read before the stores, which may alias it: not read twice */
 	const uint64_t size = e->size;
+	/* put_words and put_fields read the payload at base + 8 (stream
+	 * class 0: the header; 1: the 4 bytes before it, inside the packet,
+	 * whose header precedes every event) */
+	const uint8_t *const base = at + hdr_size(c1) - 8;
 	rd_put64(ev, 0, ts);
 	rd_put64(ev, 1, (uintptr_t)&e->cls->pub);
-	rd_put64(ev, 2, (uintptr_t)(at + 8));
+	rd_put64(ev, 2, (uintptr_t)(base + 8));
 	rd_put64(ev, 3, size | l->cpu_hi);
 	rd_put64(ev, 4, l->pidtid);
 	rd_put64(ev, 5, e->id_hi | l->stream);
@@ -846,9 +911,9 @@ put_direct(struct rd_put *p, const uint8_t *at, uint64_t ts, const struct rd_fas
 	if (values) {
 		*p->first++ = p->nv;
 		if (RD_LIKELY(e->simple))
-			put_words(e, at, p->val);
+			put_words(e, base, p->val);
 		else
-			put_fields(e, at, p->val);
+			put_fields(e, base, p->val);
 		p->val = (struct strata_value *)((char *)p->val + e->vbytes);
 		p->nv += e->nf;
 	}
@@ -858,16 +923,16 @@ put_direct(struct rd_put *p, const uint8_t *at, uint64_t ts, const struct rd_fas
  * peeked at pos, its timestamp in prev_ts and in the key. False, with
  * nothing changed, otherwise. */
 static inline __attribute__((always_inline)) bool
-cursor_peek(struct rd_cursor *c, const bool unord)
+cursor_peek(struct rd_cursor *c, const bool unord, const bool c1)
 {
 	const uint8_t *at = c->pos;
 	if (RD_UNLIKELY(at >= c->end))
 		return false;
-	uint64_t w = rd_le64(at);
+	uint64_t w = hdr_word(at, c1);
 	struct rd_fast_tab ft = fast_tab(c->sub);
-	if (!fast_at(&ft, at, c->end, w))
+	if (!fast_at(&ft, at, c->end, w, c1))
 		return false;
-	c->prev_ts += (uint32_t)((uint32_t)w - (uint32_t)c->prev_ts);
+	c->prev_ts = hdr_ts(c->prev_ts, w, c1);
 	c->peek = true;
 	c->key = rd_key(c->prev_ts, c->order, unord);
 	return true;
@@ -880,7 +945,7 @@ static __attribute__((noinline)) void
 cursor_advance(struct strata_iter *it, struct rd_cursor *c, const bool unord)
 {
 	c->peek = false;
-	if (cursor_peek(c, unord))
+	if (c->c1 ? cursor_peek(c, unord, true) : cursor_peek(c, unord, false))
 		return;
 	if (cursor_next(it, c))
 		c->key = rd_key(c->ev.timestamp, c->order, unord);
@@ -899,13 +964,13 @@ cursor_advance(struct strata_iter *it, struct rd_cursor *c, const bool unord)
 static inline __attribute__((always_inline)) void
 drain_direct(struct strata_iter *it, struct rd_out *o, struct rd_cursor *c,
 	     const bool values, const bool unord, const bool bounded,
-	     unsigned __int128 lim)
+	     unsigned __int128 lim, const bool c1)
 {
 	const struct rd_fast_tab ft = fast_tab(c->sub);
 	const struct rd_lane l = lane_of(c);
 	const uint8_t *at = c->pos;
-	uint64_t ts = c->prev_ts, w = rd_le64(at);
-	const struct rd_fast *e = fast_at(&ft, at, l.end, w); /* peeked: taken */
+	uint64_t ts = c->prev_ts, w = hdr_word(at, c1);
+	const struct rd_fast *e = fast_at(&ft, at, l.end, w, c1); /* peeked: taken */
 	unsigned room = room_of(o, values);
 	struct rd_put p = put_begin(o);
 	bool gone = false;
@@ -914,19 +979,19 @@ drain_direct(struct strata_iter *it, struct rd_out *o, struct rd_cursor *c,
 	for (; room; room--) {
 		if (bounded && !(rd_key(ts, c->order, false) < lim))
 			break;
-		put_direct(&p, at, ts, e, &l, values);
-		at += (w >> 51) & ~(uint64_t)7; /* the header's length: e's */
+		put_direct(&p, at, ts, e, &l, values, c1);
+		at += ev_len(w, e, c1);
 		if (RD_UNLIKELY(at >= l.end)) {
 			gone = true;
 			break;
 		}
-		w = rd_le64(at);
-		e = fast_at(&ft, at, l.end, w);
+		w = hdr_word(at, c1);
+		e = fast_at(&ft, at, l.end, w, c1);
 		if (RD_UNLIKELY(!e)) {
 			gone = true;
 			break;
 		}
-		ts += (uint32_t)((uint32_t)w - (uint32_t)ts);
+		ts = hdr_ts(ts, w, c1);
 	}
 	put_end(o, &p);
 	c->pos = at;
@@ -1000,11 +1065,12 @@ struct rd_head {
 /* The header word after the head at `at` (entry e, so its length is e's
  * and it ends inside the content, at most at end), or 0 when the content
  * ends there. */
-static inline uint64_t next_word(const uint8_t *at, const struct rd_fast *e,
-				 const uint8_t *end)
+static inline __attribute__((always_inline)) uint64_t
+next_word(const uint8_t *at, const struct rd_fast *e, const uint8_t *end,
+	  const bool c1)
 {
-	const uint8_t *np = at + 8 + e->size;
-	return np < end ? rd_le64(np) : 0;
+	const uint8_t *np = at + hdr_size(c1) + e->size;
+	return np < end ? hdr_word(np, c1) : 0;
 }
 
 /*
@@ -1021,7 +1087,8 @@ static inline uint64_t next_word(const uint8_t *at, const struct rd_fast *e,
  * not take it.
  */
 static inline __attribute__((always_inline)) void
-merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values)
+merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values,
+	      const bool c1)
 {
 	struct rd_cursor *const a = &it->cur[0], *const b = &it->cur[1];
 	const struct rd_fast_tab ft = fast_tab(a->sub);
@@ -1030,10 +1097,9 @@ merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values)
 		const struct rd_cursor *c = &it->cur[i];
 		hd[i].l = lane_of(c);
 		hd[i].at = c->pos;
-		hd[i].e = fast_at(&ft, c->pos, c->end, rd_le64(c->pos)); /* peeked */
-		hd[i].nw = next_word(c->pos, hd[i].e, c->end);
-		hd[i].tn = c->prev_ts +
-			   (uint32_t)((uint32_t)hd[i].nw - (uint32_t)c->prev_ts);
+		hd[i].e = fast_at(&ft, c->pos, c->end, hdr_word(c->pos, c1), c1); /* peeked */
+		hd[i].nw = next_word(c->pos, hd[i].e, c->end, c1);
+		hd[i].tn = hdr_ts(c->prev_ts, hd[i].nw, c1);
 	}
 	uint64_t ta = a->prev_ts, tb = b->prev_ts;
 	unsigned room = room_of(o, values);
@@ -1049,24 +1115,27 @@ merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values)
 		const uint64_t tn = h->tn;
 		const uint8_t *const at = h->at;
 		const struct rd_fast *const e = h->e;
-		const uint8_t *const np = at + 8 + e->size;
-		put_direct(&p, at, ts, e, &h->l, values);
+		const uint8_t *const np = at + hdr_size(c1) + e->size;
+		put_direct(&p, at, ts, e, &h->l, values, c1);
 		const uint64_t nw = h->nw;
 		h->at = np;
 		/* fast_at, its bound by the end of the event after: when
-		 * the entry matches, the header's length is the class's */
-		const struct rd_fast *const ne = fast_slot(&ft, nw);
-		const uint8_t *const nnp = np + ((nw >> 51) & ~(uint64_t)7);
-		if (RD_UNLIKELY(ne->hi != (uint32_t)(nw >> 32) || nnp > h->l.end)) {
+		 * the entry matches, the header's length is the class's
+		 * (stream class 1: the bound alone, fast_at) */
+		const struct rd_fast *const ne = fast_slot(&ft, nw, c1);
+		if (RD_UNLIKELY(c1 ? ne->size >= (uint64_t)(h->l.end - np) :
+				     ne->hi != (uint32_t)(nw >> 32) ||
+					     np + ((nw >> 51) & ~(uint64_t)7) > h->l.end)) {
 			/* content ends (nw 0), or the general path takes
 			 * the next event; ta/tb keep the last given */
 			gone = h != hd;
 			break;
 		}
 		h->e = ne;
-		const uint64_t nnw = nnp < h->l.end ? rd_le64(nnp) : 0;
+		const uint8_t *const nnp = np + ev_len(nw, ne, c1);
+		const uint64_t nnw = nnp < h->l.end ? hdr_word(nnp, c1) : 0;
 		h->nw = nnw;
-		h->tn = tn + (uint32_t)((uint32_t)nnw - (uint32_t)tn);
+		h->tn = hdr_ts(tn, nnw, c1);
 		/* the winner's head is its next event */
 		take2(&ta, &tb, tn, m);
 	}
@@ -1091,13 +1160,37 @@ merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values)
 static __attribute__((noinline)) void merge2_values(struct strata_iter *it,
 							 struct rd_out *o)
 {
-	merge2_direct(it, o, true);
+	merge2_direct(it, o, true, false);
 }
 
 static __attribute__((noinline)) void merge2_events(struct strata_iter *it,
 							 struct rd_out *o)
 {
-	merge2_direct(it, o, false);
+	merge2_direct(it, o, false, false);
+}
+
+static __attribute__((noinline)) void merge2_values1(struct strata_iter *it,
+							  struct rd_out *o)
+{
+	merge2_direct(it, o, true, true);
+}
+
+static __attribute__((noinline)) void merge2_events1(struct strata_iter *it,
+							  struct rd_out *o)
+{
+	merge2_direct(it, o, false, true);
+}
+
+/* drain_direct for c's stream class */
+static inline __attribute__((always_inline)) void
+drain(struct strata_iter *it, struct rd_out *o, struct rd_cursor *c,
+      const bool values, const bool unord, const bool bounded,
+      unsigned __int128 lim)
+{
+	if (c->c1)
+		drain_direct(it, o, c, values, unord, bounded, lim, true);
+	else
+		drain_direct(it, o, c, values, unord, bounded, lim, false);
 }
 
 /* The key of the runner-up when w wins: the least of the losers on w's
@@ -1155,16 +1248,16 @@ iter_direct(struct strata_iter *it, struct rd_out *o, const bool values,
 			break;
 		} else if (unord || width == 1 ||
 			   (width == 2 && cur[w ^ 1].key == RD_KEY_DONE)) {
-			drain_direct(it, o, c, values, unord, false, 0);
+			drain(it, o, c, values, unord, false, 0);
 		} else if (width == 2 && cur[w ^ 1].peek && cur[0].sub == cur[1].sub) {
-			if (values)
-				merge2_values(it, o);
+			if (c->c1)
+				values ? merge2_values1(it, o) : merge2_events1(it, o);
 			else
-				merge2_events(it, o);
+				values ? merge2_values(it, o) : merge2_events(it, o);
 			continue; /* the tree is set */
 		} else {
-			drain_direct(it, o, c, values, unord, true,
-				     width == 2 ? cur[w ^ 1].key : runner_up(it, w));
+			drain(it, o, c, values, unord, true,
+			      width == 2 ? cur[w ^ 1].key : runner_up(it, w));
 		}
 		replay(it, w, c->key);
 	}
@@ -1313,11 +1406,6 @@ int strata_iter_create(struct strata_trace *t, const struct strata_iter_options 
 	it->f = opt->filter;
 	it->flags = opt->flags;
 	it->fast = !(it->flags & STRATA_ITER_INTERNAL);
-	/* the fast paths read 64-bit headers: stream class 1 (docs/compact.md)
-	 * takes the general path, cursor_next */
-	for (unsigned i = 0; i < t->nsubs; i++)
-		if (t->subs[i].meta.sclass)
-			it->fast = false;
 	it->unordered = (it->flags & STRATA_ITER_UNORDERED) != 0;
 	it->ncur = opt->stream >= 0 ? 1 : t->nstreams;
 	it->width = 1;
@@ -1341,6 +1429,7 @@ int strata_iter_create(struct strata_trace *t, const struct strata_iter_options 
 		c->sub = c->s->sub;
 		c->map = c->s->map;
 		c->order = si;
+		c->c1 = c->s->sclass != 0;
 		c->ev.stream = si;
 		if (!t->streams[si].npackets)
 			c->done = true;

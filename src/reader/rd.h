@@ -199,6 +199,10 @@ struct rd_fast {
 
 _Static_assert(sizeof(struct rd_fast) == 64, "one cache line per class");
 
+/* struct rd_fast's size in stream class 1 for a compact id the batch path
+ * does not take: larger than any content (trace.c build_fast1) */
+#define RD_FAST_NONE (UINT64_MAX >> 1)
+
 struct rd_subtrace {
 	char *dir;
 	struct rd_meta meta;
@@ -209,7 +213,9 @@ struct rd_subtrace {
 	/* rd_fast entries: the one of hi at byte offset
 	 * ((hi * fast_mult) >> 16) & fast_mask (fast_mask: (slots - 1) << 6,
 	 * a multiply, a shift and a mask, no shift by a register); an empty
-	 * slot holds a hi that hashes elsewhere, so it matches no header */
+	 * slot holds a hi that hashes elsewhere, so it matches no header.
+	 * Stream class 1: 32 entries, the compact id's (hi: the id, size:
+	 * the payload, RD_FAST_NONE when the batch path does not take it) */
 	struct rd_fast *fast;
 	uint32_t fast_mult;
 	uint32_t fast_mask;

@@ -540,8 +540,8 @@ static int build_lookup(struct rd_subtrace *sub)
 }
 
 /* hi of the event a class's batch entry takes: its id and the length of
- * its fields (format.md §3), or 0 when the batch path cannot take it (a
- * class of stream class 1 too: its headers are not 64-bit words) */
+ * its fields (format.md §3), or 0 when the batch path cannot take it
+ * (stream class 1 has its own table: build_fast1) */
 static uint32_t fast_hi(const struct rd_subtrace *sub, const struct rd_class *c)
 {
 	uint32_t id = c->ctf;
@@ -558,6 +558,55 @@ static uint32_t fast_idx(uint32_t hi, uint32_t mult, unsigned bits)
 	return ((uint32_t)(hi * mult) >> 22) & ((1u << bits) - 1);
 }
 
+/* Entry e for class c, whose payload the batch path takes as `size`
+ * bytes (stream class 0: the length hi says; 1: the class's). */
+static void fast_fill(struct rd_fast *e, const struct rd_class *c, uint64_t size)
+{
+	unsigned nf = c->pub.nfields;
+	e->nf = (uint16_t)nf;
+	e->vbytes = (uint64_t)nf * sizeof(struct strata_value);
+	e->size = size;
+	e->id_hi = (uint64_t)c->pub.id << 32;
+	e->cls = c;
+	/* fields at payload bytes 0 (and 8), inside the event: the plan
+	 * reads them (plan_min) */
+	e->simple = c->plan && c->words && (nf == 1 || nf == 2) &&
+		    c->plan[0].word == 0 && (nf == 1 || c->plan[1].word == 8);
+	if (e->simple) {
+		e->voff = 8 * (nf - 1);
+		e->vh[0] = c->plan[0].vtype;
+		e->vh[1] = c->plan[nf - 1].vtype;
+	}
+}
+
+/*
+ * Stream class 1's batch table (docs/compact.md): one entry per compact
+ * id, indexed by the header's low 5 bits. A compact event's length is its
+ * class's, so the entry says it (size: the payload); ids the batch path
+ * does not take (0, strata's records, 31: the extended form, classes with
+ * no plan) hold a size no content holds, which fails the bound that every
+ * taken event is checked against anyway (iter.c fast_at).
+ */
+static int build_fast1(struct rd_subtrace *sub)
+{
+	sub->fast = calloc(32, sizeof(*sub->fast));
+	if (!sub->fast)
+		return -ENOMEM;
+	sub->fast_mult = 0;
+	sub->fast_mask = 31u << 6;
+	for (uint32_t cid = 0; cid < 32; cid++) {
+		struct rd_fast *e = &sub->fast[cid];
+		const struct rd_class *c = cid && cid < 31 ? rd_lookup(sub, cid) : NULL;
+		e->size = RD_FAST_NONE;
+		if (!c || !(c->pub.id >> 16) || !c->clen || c->fast_min == UINT32_MAX ||
+		    c->fast_min > c->clen - 4)
+			continue;
+		fast_fill(e, c, c->clen - 4);
+		e->hi = cid;
+	}
+	return 0;
+}
+
 /*
  * The batch path's class table (struct rd_fast): the smallest size and
  * multiplier that put every class in a slot of its own (most traces have a
@@ -566,6 +615,8 @@ static uint32_t fast_idx(uint32_t hi, uint32_t mult, unsigned bits)
  */
 static int build_fast(struct rd_subtrace *sub)
 {
+	if (sub->meta.sclass)
+		return build_fast1(sub);
 	static const uint32_t mults[] = { 0x9e3779b1u, 0x85ebca6bu, 0xc2b2ae35u,
 					  0x27d4eb2fu, 0x165667b1u, 0x7feb352du,
 					  0x846ca68bu, 0x2c1b3c6du };
@@ -615,21 +666,7 @@ static int build_fast(struct rd_subtrace *sub)
 		if (!hi || fast_idx(e->hi, mults[mi], bits) == fast_idx(hi, mults[mi], bits))
 			continue; /* not taken, or its slot is taken */
 		e->hi = hi;
-		unsigned nf = c->pub.nfields;
-		e->nf = (uint16_t)nf;
-		e->vbytes = (uint64_t)nf * sizeof(struct strata_value);
-		e->size = c->plan_min;
-		e->id_hi = (uint64_t)c->pub.id << 32;
-		e->cls = c;
-		/* fields at payload bytes 0 (and 8), inside the event: the
-		 * plan reads them (plan_min) */
-		e->simple = c->plan && c->words && (nf == 1 || nf == 2) &&
-			    c->plan[0].word == 0 && (nf == 1 || c->plan[1].word == 8);
-		if (e->simple) {
-			e->voff = 8 * (nf - 1);
-			e->vh[0] = c->plan[0].vtype;
-			e->vh[1] = c->plan[nf - 1].vtype;
-		}
+		fast_fill(e, c, c->plan_min);
 	}
 	return 0;
 }

@@ -267,6 +267,64 @@ static void test_bad_events(void **state)
 	synth_rmdir(dir);
 }
 
+/*
+ * Stream class 1 (docs/compact.md): a compact event's length comes from
+ * its class, so an event that does not fit, id 0, a compact id with no
+ * class or an extended header of an impossible length ends the packet's
+ * readable part, reported once; read_all's batches (the class 1 batch
+ * paths, two streams: the two-cursor merge) see exactly what
+ * strata_iter_next sees.
+ */
+static void test_compact_damage(void **state)
+{
+	(void)state;
+	enum { N1 = 400 }; /* mem:alloc, 28 bytes: 142 a packet */
+	const uint64_t ev5 = 96 + 5 * 28;
+	struct synth_ev *e = calloc(N1, sizeof(*e));
+	char c1[64], cmd[256];
+	for (unsigned i = 0; i < N1; i++)
+		e[i] = (struct synth_ev){ 100 + 2 * (uint64_t)i, SYNTH_ALLOC, 0 };
+	strcpy(c1, "/tmp/strata-damage-XXXXXX");
+	assert_non_null(mkdtemp(c1));
+	synth_write1(c1, 0, 100, 100, e, N1, PSIZE);
+	for (unsigned i = 0; i < N1; i++)
+		e[i].ts++;
+	synth_write1(c1, 1, 100, 100, e, N1, PSIZE);
+	free(e);
+	struct run cl;
+	read_all(c1, &cl);
+	assert_int_equal(cl.n, 2 * N1);
+	assert_int_equal(cl.pr.n, 0);
+	static const struct { uint64_t at; uint64_t v; unsigned n; const char *what; } cases[] = {
+		/* content_size 4 bytes short of event 5's end */
+		{ 48, (ev5 + 24) * 8, 8, "event past content_size" },
+		{ ev5, 0, 4, "compact id 0" },
+		{ ev5, 20 | 110u << 5, 4, "compact id with no class" },
+		{ ev5, 31 | 1000u << 5, 4, "extended length past content" },
+		{ ev5, 31 | 2u << 5, 4, "extended length below its header" },
+		{ ev5, 31 | 5u << 5, 4, "extended payload not in words" },
+	};
+	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char dir[64];
+		struct run r;
+		strcpy(dir, "/tmp/strata-damage-XXXXXX");
+		assert_non_null(mkdtemp(dir));
+		snprintf(cmd, sizeof(cmd), "cp -r %s/. %s/", c1, dir);
+		assert_int_equal(system(cmd), 0);
+		poke(dir, cases[k].at, &cases[k].v, cases[k].n);
+		read_all(dir, &r);
+		expect_all_but(&cl, &r, ev5, PSIZE);
+		if (r.pr.n != 1 || r.pr.offsets[0] != ev5 ||
+		    r.pr.kinds[0] != STRATA_PROBLEM_DAMAGED)
+			fail_msg("%s: %u problems, first at %llu", cases[k].what, r.pr.n,
+				 (unsigned long long)r.pr.offsets[0]);
+		free_run(&r);
+		synth_rmdir(dir);
+	}
+	free_run(&cl);
+	synth_rmdir(c1);
+}
+
 static void test_garbage_metadata(void **state)
 {
 	(void)state;
@@ -360,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_bad_headers),
 		cmocka_unit_test(test_bad_events),
+		cmocka_unit_test(test_compact_damage),
 		cmocka_unit_test(test_garbage_metadata),
 		cmocka_unit_test(test_bad_index),
 		cmocka_unit_test(test_bit_flips),

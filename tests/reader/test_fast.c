@@ -108,6 +108,40 @@ static void test_read_unordered(void **state)
 		free(e[s]);
 }
 
+/* strata_iter_next with no filter (cursor_next_fast) returns what the
+ * general path (cursor_next: a filter with a condition that passes every
+ * event) returns, field for field: n events. */
+static void fast_vs_general(const char *dir, unsigned n)
+{
+	struct strata_trace *t;
+	struct strata_filter *f;
+	struct strata_iter *fast, *gen;
+	const struct strata_event *ev, *ref;
+	struct strata_value va[8], vb[8];
+	assert_int_equal(strata_trace_open(dir, NULL, &t), 0);
+	assert_int_equal(strata_filter_create(t, &f), 0);
+	assert_int_equal(strata_filter_time(f, 0, UINT64_MAX), 0);
+	struct strata_iter_options io = { .stream = -1, .filter = f };
+	assert_int_equal(strata_iter_create(t, NULL, &fast), 0);
+	assert_int_equal(strata_iter_create(t, &io, &gen), 0);
+	unsigned k = 0;
+	while (strata_iter_next(gen, &ref) > 0) {
+		assert_int_equal(strata_iter_next(fast, &ev), 1);
+		assert_memory_equal(ev, ref, sizeof(*ev));
+		int na = strata_event_fields(ev, va, 8), nb = strata_event_fields(ref, vb, 8);
+		assert_int_equal(na, nb);
+		if (na > 0)
+			assert_memory_equal(va, vb, (size_t)na * sizeof(va[0]));
+		k++;
+	}
+	assert_int_equal(strata_iter_next(fast, &ev), 0);
+	assert_int_equal(k, n);
+	strata_iter_destroy(fast);
+	strata_iter_destroy(gen);
+	strata_filter_destroy(f);
+	strata_trace_close(t);
+}
+
 /* Batches (strata_iter_decode, strata_iter_read) against strata_iter_next:
  * S streams (2: the two-cursor merge; 3: the loser tree) of different
  * lengths, with tied timestamps, thread switches, clock records, every
@@ -116,14 +150,15 @@ static void test_read_unordered(void **state)
  * up, across packet ends; merged, unordered, with records, per stream,
  * and through filters (a time range and a narrowing one: the general
  * path). */
-static void batch_decode_streams(int S)
+static void batch_decode_streams(int S, bool c1)
 {
 	enum { N = 2500 };
 	struct synth_ev *e[3];
 	uint64_t x = 7;
 	for (int s = 0; s < S; s++) {
 		e[s] = calloc(N, sizeof(*e[s]));
-		uint64_t ts = 1000;
+		/* stream class 1: across a wrap of its 27-bit timestamps */
+		uint64_t ts = c1 ? (1u << 27) - 200000 : 1000;
 		for (int i = 0; i < N - 300 * s; i++) {
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 			/* runs: stream s is active in windows of varying length */
@@ -134,6 +169,8 @@ static void batch_decode_streams(int S)
 				   k < 15 ? SYNTH_THREAD : SYNTH_CLOCK;
 			if (i % 997 == 500)
 				ts += 1ull << 33; /* a jump only a clock record explains */
+			if (i % 997 == 700)
+				ts += (1u << 27) - 500; /* stream class 1: still compact */
 			if (i % 997 == 500)
 				kind = SYNTH_CLOCK;
 			e[s][i] = (struct synth_ev){ ts, kind, 200 + (uint32_t)(x % 3) };
@@ -142,7 +179,16 @@ static void batch_decode_streams(int S)
 	char dir[] = "/tmp/strata-test-XXXXXX";
 	assert_non_null(mkdtemp(dir));
 	for (int s = 0; s < S; s++)
-		synth_write(dir, s, 100, 100 + s, e[s], N - 300 * s, 4096);
+		(c1 ? synth_write1 : synth_write)(dir, s, 100, 100 + s, e[s], N - 300 * s, 4096);
+	if (c1) {
+		/* every event but the thread records (SYNTH_CLOCK: an event
+		 * in the extended form here) */
+		unsigned nuser = 0;
+		for (int s = 0; s < S; s++)
+			for (int i = 0; i < N - 300 * s; i++)
+				nuser += e[s][i].kind != SYNTH_THREAD;
+		fast_vs_general(dir, nuser);
+	}
 	batch_check(dir);
 
 	struct strata_trace *t;
@@ -179,8 +225,48 @@ static void batch_decode_streams(int S)
 static void test_batch_decode(void **state)
 {
 	(void)state;
-	batch_decode_streams(2);
-	batch_decode_streams(3);
+	batch_decode_streams(2, false);
+	batch_decode_streams(3, false);
+}
+
+/* The same in stream class 1 (docs/compact.md): the fast paths read
+ * compact headers and take lengths from the class table. */
+static void test_batch_decode_compact(void **state)
+{
+	(void)state;
+	batch_decode_streams(1, true);
+	batch_decode_streams(2, true);
+	batch_decode_streams(3, true);
+}
+
+/* A trace of two sub-traces, one of each stream class (a kernel
+ * sub-trace beside a compact user one): the merge runs the batch path of
+ * each cursor's class. */
+static void test_batch_mixed_classes(void **state)
+{
+	(void)state;
+	enum { N = 3000 };
+	struct synth_ev *e = calloc(N, sizeof(*e));
+	uint64_t ts = 5000;
+	for (int i = 0; i < N; i++) {
+		ts += 1 + i % 5;
+		e[i] = (struct synth_ev){ ts, i % 3 == 0 ? SYNTH_FREE : i % 3 == 1 ? SYNTH_MARK :
+						    SYNTH_ALLOC, 0 };
+	}
+	char dir[] = "/tmp/strata-test-XXXXXX", a[64], b[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	assert_int_equal(mkdir(a, 0755), 0);
+	assert_int_equal(mkdir(b, 0755), 0);
+	synth_write(a, 0, 100, 100, e, N, 4096);
+	for (int i = 0; i < N; i++)
+		e[i].ts += 2; /* interleaved with a's */
+	synth_write1(b, 0, 101, 101, e, N, 4096);
+	fast_vs_general(dir, 2 * N);
+	batch_check(dir);
+	synth_rmdir(dir);
+	free(e);
 }
 
 static const char nums_meta[] =
@@ -273,6 +359,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read_unordered),
 		cmocka_unit_test(test_batch_decode),
+		cmocka_unit_test(test_batch_decode_compact),
+		cmocka_unit_test(test_batch_mixed_classes),
 		cmocka_unit_test(test_describe_numbers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
