@@ -141,8 +141,9 @@ if [ "$biggb" -gt 0 ]; then
 	free_kb=$(df -Pk "$tmpd" | awk 'NR == 2 { print $4 }')
 	if [ -d "$big" ] || [ "$free_kb" -ge "$need_kb" ]; then
 		if [ ! -d "$big" ]; then
-			# ~18.3 bytes per event in workers' traces
-			record "$big" $((biggb * 1024 * 1024 * 1024 / 18 + 1))
+			# ~15.2 bytes per event in workers' traces (compact
+			# headers, docs/compact.md): 4.3 GiB for 4
+			record "$big" $((biggb * 1024 * 1024 * 1024 / 14 + 1))
 			made="$made $big"
 		fi
 		note "seeks over $(du -sh "$big" | cut -f1)"

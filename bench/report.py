@@ -607,8 +607,9 @@ def main():
       f"{fmt(sr / 1e6 if sr else None, 2)} M/s{why} | "
       f"{verdict(sr is not None and sr >= 40e6, 0, sr is None)} |")
     b = bpe.get("strata")
-    w(f"| ≤ 16 bytes/event | {fmt(b, 2)} (the event: 8-byte header + 8-byte word = 16; "
-      f"the rest is packet headers) | {verdict(b is not None and b <= 16, 0, b is None)} |")
+    w(f"| ≤ 16 bytes/event | {fmt(b, 2)} (the event: 4-byte compact header + 8-byte word = 12, "
+      f"docs/compact.md; the rest is packet headers) | "
+      f"{verdict(b is not None and b <= 16, 0, b is None)} |")
     w("")
 
     if R.skips or R.failed:
