@@ -12,23 +12,30 @@
 #include "../synth.h"
 
 static char dir[64];
+static int sclass = -1; /* the stream class of the metadata written */
 
-static void setup(void)
+/* The metadata of the stream class the input's first packet names
+ * (stream_id, format.md §2): 0, or 1 (docs/compact.md). */
+static void setup(int want)
 {
 	char p[128];
-	snprintf(dir, sizeof(dir), "/tmp/strata-fuzz-%d", (int)getpid());
-	mkdir(dir, 0755);
+	if (!dir[0]) {
+		snprintf(dir, sizeof(dir), "/tmp/strata-fuzz-%d", (int)getpid());
+		mkdir(dir, 0755);
+	}
 	snprintf(p, sizeof(p), "%s/metadata", dir);
 	FILE *f = fopen(p, "w");
-	fputs(synth_metadata, f);
+	fputs(want ? synth_metadata1 : synth_metadata, f);
 	fclose(f);
+	sclass = want;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char p[128];
-	if (!dir[0])
-		setup();
+	int want = size > 20 && data[20] == 1;
+	if (want != sclass)
+		setup(want);
 	snprintf(p, sizeof(p), "%s/cpu0", dir);
 	FILE *f = fopen(p, "w");
 	if (!f)
