@@ -1,10 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Round trip: run PROG with STRATA_OUTPUT set, read the trace with babeltrace2, compare every rt:* event with EXPECTED.
-# usage: roundtrip.sh PROG EXPECTED
+# usage: roundtrip.sh PROG EXPECTED [STRATA_BIN COMPARE_BT2_PY]
+# With the last two, strata's reader must show the same events, field for
+# field, as babeltrace2 (tests/reader/compare_bt2.py).
 set -eu
 prog=$1
 expected=$2
+strata=${3:-}
+compare=${4:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -20,4 +24,8 @@ perl -ne 'next unless /\s(rt:\w+): (.*)$/;
 if ! diff -u "$expected" "$tmp/got.txt"; then
 	echo "roundtrip: babeltrace2 output differs from $expected" >&2
 	exit 1
+fi
+if [ -n "$compare" ]; then
+	python3 "$compare" "$strata" "$tmp/trace" ||
+		{ echo "roundtrip: strata and babeltrace2 read the trace differently" >&2; exit 1; }
 fi
