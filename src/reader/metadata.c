@@ -11,8 +11,9 @@
  * integer, floating_point, enum, struct (with align), arrays and sequences,
  * encoding on byte integers, and variants where the reader decodes by hand
  * (stream class 1's event.header, docs/compact.md); plus the event
- * attributes strata_format and strata_kind. Unknown attributes inside a known block are ignored, as
- * babeltrace2 does; any other construct is an error naming its line.
+ * attributes strata_format and strata_kind. Unknown attributes inside a
+ * known block are ignored, as babeltrace2 does; any other construct is an
+ * error naming its line.
  * Everything allocated here goes to m->allocs and dies with rd_meta_fini().
  */
 
@@ -439,6 +440,18 @@ static uint64_t value_num(struct parser *ps, const struct value *v,
 		return 0;
 	}
 	return v->num;
+}
+
+/* A stream class strata writes: 0 (format.md §3) or 1 (docs/compact.md). */
+static int stream_class(struct parser *ps, const struct value *v, const char *what)
+{
+	uint64_t id = value_num(ps, v, what);
+	if (id > 1) {
+		fail(ps, "stream class %llu: strata writes 0 and 1",
+		     (unsigned long long)id);
+		return 0;
+	}
+	return (int)id;
 }
 
 static int64_t value_snum(struct parser *ps, const struct value *v,
@@ -953,13 +966,8 @@ static void parse_block(struct parser *ps, enum blk b)
 		case B_STREAM:
 			/* one stream class per sub-trace: 0 (format.md §3) or
 			 * 1 (docs/compact.md) */
-			if (!strcmp(key, "id")) {
-				uint64_t id = value_num(ps, &v, "id");
-				if (id > 1)
-					fail(ps, "stream class %llu: strata writes 0 "
-						 "and 1", (unsigned long long)id);
-				ps->m->sclass = (uint8_t)id;
-			}
+			if (!strcmp(key, "id"))
+				ps->m->sclass = (uint8_t)stream_class(ps, &v, "id");
 			break;
 		case B_EVENT:
 			if (!strcmp(key, "name")) {
@@ -984,7 +992,7 @@ static void parse_block(struct parser *ps, enum blk b)
 				else
 					fail(ps, "strata_kind must be \"begin\", \"end\" or \"point\"");
 			} else if (!strcmp(key, "stream_id")) {
-				ev.sclass = (int)(value_num(ps, &v, "stream_id") & 0xff);
+				ev.sclass = stream_class(ps, &v, "stream_id");
 			}
 			break;
 		}
