@@ -110,7 +110,10 @@ daemon() {
 	# 1. The daemon stopped (SIGSTOP) while the program runs: the program
 	# finishes; once resumed, the daemon writes what the buffers held and
 	# counts the rest: recorded + discarded == logged.
-	"$strata" record -o "$work/s" -- "$workers" 4 200000 2>"$work/s.err" &
+	# (WORK 40: about half a second of jobs, so the program is still
+	# running when the daemon is stopped or killed; with WORK 1 its
+	# million events took 30 ms and sometimes ended first)
+	"$strata" record -o "$work/s" -- "$workers" 4 200000 40 2>"$work/s.err" &
 	rec=$!
 	started "$work/s"
 	kill -STOP $rec
@@ -130,7 +133,7 @@ daemon() {
 
 	# 2. The daemon killed: the program finishes normally and says in one
 	# line that events were not recorded.
-	"$strata" record -o "$work/k" -- "$workers" 4 300000 2>"$work/k.err" &
+	"$strata" record -o "$work/k" -- "$workers" 4 300000 40 2>"$work/k.err" &
 	rec=$!
 	started "$work/k"
 	kill -9 $rec
