@@ -313,13 +313,9 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		if (pos != 0)
 			ring_close(ring, w, ts, self_committed(ring, pos, x));
 		ring_open(ring, begin, ts, t->tid);
-		unsigned char *p = ring_packet_addr(ring, begin) + STRATA_PACKET_HEADER;
-		if (strata_hid_compact(hid)) {
-			*(strata_u32_alias *)p = strata_hdr_compact(ts, hid);
-			p += STRATA_HDR_COMPACT;
-		} else {
-			p = strata_put_ext(p, len - STRATA_PACKET_HEADER, hid, ts);
-		}
+		unsigned char *p = strata_put_hdr(ring_packet_addr(ring, begin) +
+						  STRATA_PACKET_HEADER,
+						  hid, 8 * words - 8, ts, 0);
 		r->ring = ring;
 		r->off = begin;
 		r->bytes = len;

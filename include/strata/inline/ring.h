@@ -261,9 +261,9 @@ static strata_always_inline uint32_t strata_hdr_compact(uint64_t ts, uint32_t ci
 
 /*
  * Bytes of a reservation: the event (its header and words - 1 payload
- * words), after a strata:thread record when `need`; with `xts` (a
- * timestamp gap) the first of them takes the extended header, which
- * carries the full clock (docs/compact.md, "Timestamps").
+ * words), after a strata:thread record (one payload word) when `need`;
+ * with `xts`, the first of them takes the extended header
+ * (strata_reserved()).
  */
 static strata_always_inline uint32_t strata_rsv_len(uint32_t hid, uint32_t words,
 						    uint32_t need, uint32_t xts)
@@ -272,19 +272,28 @@ static strata_always_inline uint32_t strata_rsv_len(uint32_t hid, uint32_t words
 					       : STRATA_HDR_EXTENDED;
 
 	if (need)
-		return (xts ? 24 : 12) + hdr + 8 * words - 8;
+		return (xts ? STRATA_HDR_EXTENDED : STRATA_HDR_COMPACT) + 8 + hdr +
+		       8 * words - 8;
 	return (xts ? STRATA_HDR_EXTENDED : hdr) + 8 * words - 8;
 }
 
-/* An extended header of an event of `bytes` bytes at p; returns its payload. */
-static strata_always_inline unsigned char *strata_put_ext(unsigned char *p,
-							  uint32_t bytes,
-							  uint32_t id, uint64_t ts)
+/* The header of a record of header id `hid` and `plen` payload bytes at
+ * p: compact, or extended for an id that is not compact or with `xts`
+ * (a timestamp gap: the extended header carries the full clock,
+ * docs/compact.md). Returns the record's payload. */
+static strata_always_inline unsigned char *strata_put_hdr(unsigned char *p,
+							  uint32_t hid, uint32_t plen,
+							  uint64_t ts, uint32_t xts)
 {
-	((strata_u32_alias *)p)[0] = STRATA_CID_EXT | (bytes / 4) << 5;
-	((strata_u32_alias *)p)[1] = id & ~STRATA_HID_EXT;
-	*(strata_u64_a4 *)(p + 8) = ts;
-	return p + STRATA_HDR_EXTENDED;
+	if (xts || !strata_hid_compact(hid)) {
+		((strata_u32_alias *)p)[0] = STRATA_CID_EXT |
+					     (STRATA_HDR_EXTENDED + plen) / 4 << 5;
+		((strata_u32_alias *)p)[1] = hid & ~STRATA_HID_EXT;
+		*(strata_u64_a4 *)(p + 8) = ts;
+		return p + STRATA_HDR_EXTENDED;
+	}
+	*(strata_u32_alias *)p = strata_hdr_compact(ts, hid);
+	return p + STRATA_HDR_COMPACT;
 }
 
 /* Write the records and the event header at virtual offset w (after a
@@ -307,22 +316,12 @@ static strata_always_inline void strata_reserved(struct strata_rsv *r,
 				     (uint32_t)(ts >> STRATA_TS_HI_SHIFT));
 	}
 	if (need) {
-		if (xts)
-			p = strata_put_ext(p, 24, STRATA_ID_THREAD, ts);
-		else {
-			*(strata_u32_alias *)p = strata_hdr_compact(ts, STRATA_ID_THREAD);
-			p += STRATA_HDR_COMPACT;
-		}
+		p = strata_put_hdr(p, STRATA_ID_THREAD, 8, ts, xts);
 		*(strata_u64_a4 *)p = strata_tls.tid | ((uint64_t)strata_pid << 32);
 		p += 8;
 		xts = 0; /* the event follows at the same time */
 	}
-	if (xts || !strata_hid_compact(hid)) {
-		p = strata_put_ext(p, STRATA_HDR_EXTENDED + 8 * words - 8, hid, ts);
-	} else {
-		*(strata_u32_alias *)p = strata_hdr_compact(ts, hid);
-		p += STRATA_HDR_COMPACT;
-	}
+	p = strata_put_hdr(p, hid, 8 * words - 8, ts, xts);
 	if (strata_unlikely(((w + len) & ring->pmask) == 0))
 		strata_ring_close_exact(ring, w + len, ts, selfc);
 	r->ring = ring;
