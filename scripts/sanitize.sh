@@ -11,8 +11,9 @@ run() {
 		-DSTRATA_STRESS_EVENTS=50000 >/dev/null
 	cmake --build "$dir" -j"$jobs" >/dev/null
 	# Stress (signals, migrations, losses, overwrite), the babeltrace2
-	# round trips and the unit tests under both; under ASan also the
-	# session daemon (crash salvage) and the kernel source.
+	# round trips, the unit tests and the fork tests under both; under
+	# ASan also the session daemon (crash salvage), the other reliability
+	# tests and the kernel source.
 	(cd "$dir" && ctest --output-on-failure -j"$jobs" -L "$labels")
 }
 
@@ -21,6 +22,6 @@ export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
-run build-asan "address,undefined" 'stress|integration|unit|record|kernel'
+run build-asan "address,undefined" 'stress|integration|unit|record|kernel|reliability'
 echo "== ThreadSanitizer"
-run build-tsan thread 'stress|integration|unit'
+run build-tsan thread 'stress|integration|unit|fork'

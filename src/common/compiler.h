@@ -12,4 +12,13 @@
 #define cold __attribute__((cold))
 #define printf_like(f, a) __attribute__((format(printf, f, a)))
 
+/* Built with ThreadSanitizer (GCC says so one way, Clang another). */
+#if defined(__SANITIZE_THREAD__)
+#define STRATA_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STRATA_TSAN 1
+#endif
+#endif
+
 #endif /* STRATA_COMMON_COMPILER_H */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* strata_enable() / strata_disable(): switch events and subsystems on and off by name at run time. */
+#define _GNU_SOURCE /* PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP */
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -257,16 +258,16 @@ static void flag_store(volatile uint8_t *flag, uint8_t v)
 /* -e patterns of a session (STRATA_ENABLE, or the daemon's state file),
  * applied to each event as it registers, so that an event fires as told
  * from its first call; set and cleared by lib/session.c. */
-static pthread_mutex_t enable_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t control_enable_lock = LIB_LOCK_INITIALIZER;
 static char enable_pats[1024];
 static int enable_on;
 
 void control_enable_patterns(const char *pats, int on)
 {
-	pthread_mutex_lock(&enable_lock);
+	pthread_mutex_lock(&control_enable_lock);
 	snprintf(enable_pats, sizeof(enable_pats), "%s", pats ? pats : "");
 	enable_on = on && enable_pats[0];
-	pthread_mutex_unlock(&enable_lock);
+	pthread_mutex_unlock(&control_enable_lock);
 }
 
 /* What the patterns say of `e`: 1 named (its flag on, its major on),
@@ -291,7 +292,7 @@ static void enable_registered(const struct strata_event_desc *const *evs, size_t
 {
 	uint64_t majors = 0;
 
-	pthread_mutex_lock(&enable_lock);
+	pthread_mutex_lock(&control_enable_lock);
 	for (size_t i = 0; enable_on && i < n; i++) {
 		const struct strata_event_desc *e = evs[i];
 		if (e->major < 1 || e->major > STRATA_MAJOR_MAX)
@@ -302,7 +303,7 @@ static void enable_registered(const struct strata_event_desc *const *evs, size_t
 		if (e->enabled && how != 2)
 			flag_store(e->enabled, how == 1);
 	}
-	pthread_mutex_unlock(&enable_lock);
+	pthread_mutex_unlock(&control_enable_lock);
 	if (majors)
 		strata_enable_majors(majors);
 }

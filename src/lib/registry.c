@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The registry of event descriptors the metadata is written from. */
+#define _GNU_SOURCE /* PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -12,7 +13,7 @@
 #include "lib/registry.h"
 #include "lib/session.h"
 
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t registry_lock = LIB_LOCK_INITIALIZER;
 static const struct strata_event_desc **events;
 static size_t nevents, cap_events;
 static const struct strata_subsys_desc **subsys;
@@ -80,7 +81,7 @@ STRATA_API int strata_register(const struct strata_subsys_desc *s,
 	int ret = 0;
 	int added = 0;
 
-	pthread_mutex_lock(&reg_lock);
+	pthread_mutex_lock(&registry_lock);
 	if (s) {
 		size_t i;
 		for (i = 0; i < nsubsys; i++)
@@ -135,16 +136,16 @@ STRATA_API int strata_register(const struct strata_subsys_desc *s,
 out:
 	if (added)
 		__atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&reg_lock);
+	pthread_mutex_unlock(&registry_lock);
 	return ret;
 }
 
 STRATA_API const struct strata_event_desc *strata_event_lookup(uint8_t major,
 							       uint16_t minor)
 {
-	pthread_mutex_lock(&reg_lock);
+	pthread_mutex_lock(&registry_lock);
 	const struct strata_event_desc *d = lookup_locked(major, minor);
-	pthread_mutex_unlock(&reg_lock);
+	pthread_mutex_unlock(&registry_lock);
 	return d;
 }
 
@@ -153,10 +154,10 @@ int strata_registry_foreach(int (*fn)(const struct strata_event_desc *, void *),
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&reg_lock);
+	pthread_mutex_lock(&registry_lock);
 	for (size_t i = 0; i < nevents && !ret; i++)
 		ret = fn(events[i], arg);
-	pthread_mutex_unlock(&reg_lock);
+	pthread_mutex_unlock(&registry_lock);
 	return ret;
 }
 
@@ -165,12 +166,12 @@ int strata_registry_foreach_copy(
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&reg_lock);
+	pthread_mutex_lock(&registry_lock);
 	for (size_t i = 0; i < nevents && !ret; i++)
 		ret = fn(events[i], arg);
 	for (size_t i = 0; i < naliases && !ret; i++)
 		ret = fn(aliases[i], arg);
-	pthread_mutex_unlock(&reg_lock);
+	pthread_mutex_unlock(&registry_lock);
 	return ret;
 }
 
@@ -179,10 +180,10 @@ int strata_registry_foreach_subsys(
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&reg_lock);
+	pthread_mutex_lock(&registry_lock);
 	for (size_t i = 0; i < nsubsys && !ret; i++)
 		ret = fn(subsys[i], arg);
-	pthread_mutex_unlock(&reg_lock);
+	pthread_mutex_unlock(&registry_lock);
 	return ret;
 }
 

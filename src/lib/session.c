@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -529,6 +530,30 @@ static void *sess_main(void *arg)
 	return NULL;
 }
 
+/* How long leaving waits for the helper: one of its rounds is 10 ms of
+ * sleep and a few non-blocking sends (a state dump at most). */
+#define SESS_HELPER_JOIN_MS 1000
+
+/* Stop the helper thread and join it, for SESS_HELPER_JOIN_MS at most:
+ * exit never waits on it without a bound. True when it is joined. */
+static bool sess_stop_helper(void)
+{
+	struct timespec until;
+
+	__atomic_store_n(&sess_thread_stop, 1, __ATOMIC_RELEASE);
+	clock_gettime(CLOCK_REALTIME, &until); /* pthread_timedjoin_np's clock */
+	until.tv_sec += SESS_HELPER_JOIN_MS / 1000;
+	until.tv_nsec += (SESS_HELPER_JOIN_MS % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	if (pthread_timedjoin_np(sess_thread, NULL, &until))
+		return false;
+	sess_thread_on = 0;
+	return true;
+}
+
 /*
  * Leave the session (exit, or strata_stop()): stop the tracepoints, close
  * this process's open packets so that the daemon writes them, send the
@@ -543,10 +568,13 @@ static void sess_leave(void)
 	if (st == SESS_OFF)
 		return;
 	mask_set(0);
-	if (sess_thread_on) {
-		__atomic_store_n(&sess_thread_stop, 1, __ATOMIC_RELEASE);
-		pthread_join(sess_thread, NULL);
-		sess_thread_on = 0;
+	if (sess_thread_on && !sess_stop_helper()) {
+		/* The helper may still use the connection: leave it open
+		 * (the process is on its way out) and say so. */
+		fprintf(stderr, "strata: session %s: the helper thread did not "
+			"stop within %d ms; leaving without BYE\n", sess_sock,
+			SESS_HELPER_JOIN_MS);
+		return;
 	}
 	/* Writers that passed the mask check may still be between reserve
 	 * and commit: the daemon salvages what they leave, so 1 ms is only
@@ -652,10 +680,6 @@ static int sess_join(const char *path)
 	}
 	__atomic_store_n(&sess_state, SESS_ON, __ATOMIC_SEQ_CST);
 	ring_created_hook = sess_ring_created;
-	if (pthread_create(&sess_thread, NULL, sess_main, NULL) == 0) {
-		pthread_setname_np(sess_thread, "strata-session");
-		sess_thread_on = 1;
-	}
 	if (have_state) {
 		sess_st_gen = stt.gen;
 		sess_ack_due = 1;
@@ -671,6 +695,11 @@ static int sess_join(const char *path)
 		control_enable_patterns(sess_enable, 1);
 		if (sess_enable[0])
 			sess_apply_enable();
+	}
+	/* last: the helper reads and writes what is set above */
+	if (pthread_create(&sess_thread, NULL, sess_main, NULL) == 0) {
+		pthread_setname_np(sess_thread, "strata-session");
+		sess_thread_on = 1;
 	}
 	atexit(sess_at_exit);
 	return 0;
@@ -688,6 +717,14 @@ static void sess_fork_helper(void)
 {
 	if (!sess_st || __atomic_load_n(&sess_state, __ATOMIC_RELAXED) != SESS_NEED)
 		return;
+#if defined(STRATA_TSAN)
+	/* ThreadSanitizer's fork() runs the atfork child handlers while it
+	 * still holds its own locks: a thread created here waits forever
+	 * (GCC 12's and Clang 14's runtimes). Under it the child goes
+	 * without a helper: it joins, logs and leaves (BYE sends its
+	 * descriptors) but does not follow a stop it outlives. */
+	return;
+#endif
 	sess_ack_due = 1;
 	if (pthread_create(&sess_thread, NULL, sess_main, NULL) == 0)
 		sess_thread_on = 1;
@@ -913,6 +950,52 @@ STRATA_API void strata_get_stats(struct strata_stats *st)
 }
 
 /*
+ * fork(): the library's locks (session.h) are taken before it, in their
+ * nesting order, so that no other thread of ours is inside one when the
+ * child is made: the helper thread a daemon's session child starts would
+ * otherwise wait forever on a lock that the parent's helper held at that
+ * moment (statedump_lock), and so would its exit, joining that helper.
+ * EDEADLK: this very thread holds the lock, so fork() was called from a
+ * signal handler that interrupted the library; the child then does not
+ * trace (its helper could enter the interrupted critical section).
+ */
+static pthread_mutex_t *const lib_locks[] = {
+	&registry_lock, &control_enable_lock, &statedump_lock,
+};
+#define NLIB_LOCKS (sizeof(lib_locks) / sizeof(lib_locks[0]))
+static bool lib_locks_held[NLIB_LOCKS];
+static bool fork_interrupted_lib;
+
+static void before_fork(void)
+{
+	fork_interrupted_lib = false;
+	for (size_t i = 0; i < NLIB_LOCKS; i++) {
+		lib_locks_held[i] = pthread_mutex_lock(lib_locks[i]) == 0;
+		fork_interrupted_lib |= !lib_locks_held[i];
+	}
+}
+
+static void after_fork_parent(void)
+{
+	for (size_t i = NLIB_LOCKS; i-- > 0;)
+		if (lib_locks_held[i])
+			pthread_mutex_unlock(lib_locks[i]);
+}
+
+/* In the child, the locks belong to a thread id that no longer exists
+ * (error-checking mutexes refuse the unlock): made anew, free. */
+static void fork_child_locks(void)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
+	for (size_t i = 0; i < NLIB_LOCKS; i++)
+		pthread_mutex_init(lib_locks[i], &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+/*
  * After fork() the child has copies of the parent's mappings: MAP_SHARED
  * ring memory that the parent's consumer is still draining. The child
  * must never write there, so it drops every ring and stops tracing. (A
@@ -921,6 +1004,15 @@ STRATA_API void strata_get_stats(struct strata_stats *st)
  */
 static void after_fork_child(void)
 {
+	fork_child_locks();
+	if (fork_interrupted_lib) {
+		static const char msg[] = "strata: fork() from a signal handler "
+			"that interrupted the tracer: the child is not traced\n";
+		__atomic_store_n(&sess_state, SESS_OFF, __ATOMIC_RELAXED);
+		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+			/* nothing more to say it with */
+		}
+	}
 	/* Under `strata record` the child keeps tracing, into rings of its
 	 * own that it hands over when it creates them. */
 	if (__atomic_load_n(&sess_state, __ATOMIC_RELAXED) != SESS_ON)
@@ -942,7 +1034,7 @@ __attribute__((constructor)) static void strata_init(void)
 {
 	strata_pid = (uint32_t)getpid();
 	clock_init(); /* and the write protocol */
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 
 	/* The strata tool itself (the session daemon) is never traced. */
 	if (&strata_no_autostart && strata_no_autostart)

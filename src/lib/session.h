@@ -3,6 +3,7 @@
 #ifndef STRATA_LIB_SESSION_H
 #define STRATA_LIB_SESSION_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,5 +27,19 @@ void control_registered(const struct strata_event_desc *const *evs, size_t n);
 /* -e patterns to apply to events as they register (on = 0: none, while
  * a session is stopped). */
 void control_enable_patterns(const char *pats, int on);
+
+/*
+ * The locks the library's own threads take (the session helper, the
+ * in-process consumer) besides the program's. lib/session.c takes every
+ * one before fork() and resets them in the child, so that the child finds
+ * each free and the data behind it whole (docs/record.md, "Fork"). They
+ * check errors, so that a fork() from a signal handler that interrupted
+ * their holder is told apart (EDEADLK) instead of deadlocking. They nest
+ * in this order only: registry, control_enable, statedump.
+ */
+#define LIB_LOCK_INITIALIZER PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP
+extern pthread_mutex_t registry_lock;       /* lib/registry.c */
+extern pthread_mutex_t control_enable_lock; /* lib/control.c */
+extern pthread_mutex_t statedump_lock;      /* lib/statedump.c */
 
 #endif /* STRATA_LIB_SESSION_H */

@@ -120,7 +120,7 @@ static uint32_t status_ppid(const char *proc)
 static struct {
 	uint32_t tid, hash;
 } seen[SEEN_CAP];
-static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t statedump_lock = LIB_LOCK_INITIALIZER;
 
 static uint32_t name_hash(const char *s)
 {
@@ -223,22 +223,22 @@ void statedump_self(void)
 	__atomic_store_n(&dumped, 0, __ATOMIC_RELAXED);
 	if (!mask_wanted()) /* nothing enabled (STRATA_MAJORS=none): nothing */
 		return;
-	pthread_mutex_lock(&seen_lock);
+	pthread_mutex_lock(&statedump_lock);
 	memset(seen, 0, sizeof(seen));
 	put_phase(0);
 	dump_process("/proc/self", strata_pid, true);
 	dump_maps();
 	put_phase(1);
-	pthread_mutex_unlock(&seen_lock);
+	pthread_mutex_unlock(&statedump_lock);
 }
 
 void statedump_threads_update(void)
 {
 	if (!mask_wanted())
 		return;
-	pthread_mutex_lock(&seen_lock);
+	pthread_mutex_lock(&statedump_lock);
 	dump_threads("/proc/self", strata_pid, true);
-	pthread_mutex_unlock(&seen_lock);
+	pthread_mutex_unlock(&statedump_lock);
 }
 
 void statedump_system(void)

@@ -585,14 +585,6 @@ void ring_flush(struct strata_ring *ring)
 	unpin(pinned, &saved);
 }
 
-#if defined(__SANITIZE_THREAD__)
-#define STRATA_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define STRATA_TSAN 1
-#endif
-#endif
-
 /* Choose the write protocol once, before any ring exists (ring.md §7). */
 void ring_init(void)
 {
