@@ -108,10 +108,12 @@ struct strata_stats {
 	uint64_t lost_no_ring;    /* ring could not be created, or disabled */
 	uint64_t packets_incomplete; /* reported at stop: a writer never committed */
 	uint64_t lost_io;         /* recorded in the rings, not written: I/O error */
-	/* strata's own records attempted (calibration points, loss reports).
-	 * Losses of these count in events_discarded like any event's, so
-	 * recorded + discarded == logged + internal_logged. */
+	/* strata's own records attempted (calibration points, loss reports,
+	 * state dump), and those of them dropped. Their losses are not in
+	 * events_discarded nor in lost_* above, which count the program's
+	 * events only: events_written + lost_* == what the program logged. */
 	uint64_t internal_logged;
+	uint64_t internal_lost;
 };
 STRATA_API void strata_get_stats(struct strata_stats *st);
 

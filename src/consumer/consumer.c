@@ -37,6 +37,10 @@ struct cons_stream {
 	int direct;        /* fd is O_DIRECT */
 	int dead;          /* an I/O error stopped this stream */
 	uint64_t last_disc; /* events_discarded of the last packet written */
+	uint64_t last_ts;   /* and its timestamp_end */
+	/* its header and context (loss_trailer()); have_hdr: one was written */
+	unsigned char last_hdr[STRATA_PACKET_HEADER];
+	int have_hdr;
 	uint64_t file_off; /* where the next packet goes */
 	uint64_t faulted;  /* bytes of the ring's data faulted in (prefault()) */
 	size_t idx_len;
@@ -470,6 +474,9 @@ static void write_packet_buf(struct cons *c, struct cons_stream *s,
 	memcpy(&seq, pkt + 64, 8);
 	memcpy(&disc, pkt + 72, 8);
 	s->last_disc = disc;
+	s->last_ts = ts_end;
+	memcpy(s->last_hdr, pkt, STRATA_PACKET_HEADER);
+	s->have_hdr = 1;
 	unsigned char *e = s->idx_buf + s->idx_len;
 	put_be64(e, s->file_off);
 	put_be64(e + 8, r->psize * 8);
@@ -1051,6 +1058,37 @@ bad:
 	     c->dir, r->cpu, (unsigned long long)(begin >> r->pshift));
 }
 
+/*
+ * Events dropped after a ring's last packet was closed (the ring full at
+ * the end, or the packet after an exactly full one never opened) are in
+ * no packet's events_discarded. The stream then ends with a trailer: an
+ * empty packet (header and context only, format.md §2) whose
+ * events_discarded is the ring's final count, numbered as the packet the
+ * ring would have opened next, at the time of the last packet written. So
+ * every reader (babeltrace2 included) reports exactly what the producer
+ * counted. Called last, when nothing more will be written to the stream.
+ */
+static void loss_trailer(struct cons *c, struct cons_stream *s)
+{
+	struct strata_ring *r = s->ring;
+	uint64_t total = ring_lost_total(r);
+	uint64_t w = strata_load_acquire(&r->ctl->write);
+	uint64_t seq = ring_packet_begin(r, w + r->pmask) >> r->pshift;
+	uint64_t content = STRATA_PACKET_HEADER * 8;
+	/* aligned as direct I/O wants a buffer (stream_write()) */
+	unsigned char pkt[STRATA_PACKET_HEADER] __attribute__((aligned(DIO_ALIGN)));
+
+	if (total <= s->last_disc || !s->have_hdr || s->dead)
+		return;
+	memcpy(pkt, s->last_hdr, STRATA_PACKET_HEADER);
+	memcpy(pkt + 32, &s->last_ts, 8); /* timestamp_begin */
+	memcpy(pkt + 40, &s->last_ts, 8); /* timestamp_end */
+	memcpy(pkt + 48, &content, 8);
+	memcpy(pkt + 64, &seq, 8);
+	memcpy(pkt + 72, &total, 8);
+	write_packet_buf(c, s, pkt, seq << r->pshift);
+}
+
 /* An external ring at the end: drain, then salvage or report the rest. */
 static void finish_external(struct cons *c, struct cons_stream *s,
 			    int writers_gone)
@@ -1137,8 +1175,10 @@ int cons_finish(struct cons *c, int writers_gone, struct strata_stats *final,
 		struct cons_stream *s = c->streams[cpu];
 		if (!s)
 			continue;
-		if (!c->snapshot)
+		if (!c->snapshot) {
 			finish_external(c, s, writers_gone);
+			loss_trailer(c, s);
+		}
 		close_stream(c, s);
 		c->streams[cpu] = NULL;
 	}
@@ -1170,40 +1210,6 @@ static void drain_held(struct cons *c, struct cons_stream *s)
 	}
 }
 
-/*
- * Events dropped after a ring's last packet was closed (for instance while
- * the packet after an exactly full one could not be opened) are in no
- * packet's events_discarded. Write a strata:lost record into each such
- * ring, so that one more packet carries the final count: then the trace
- * says exactly what the library counted. Runs after the final drain, when
- * the rings are empty.
- */
-static void report_final_losses(struct cons *c)
-{
-	for (int round = 0; round < 3; round++) {
-		int again = 0;
-		for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
-			struct cons_stream *s = c->streams[cpu];
-			struct strata_rsv r;
-			if (!s || s->dead)
-				continue;
-			uint64_t total = ring_lost_total(s->ring);
-			if (total == s->last_disc)
-				continue;
-			__atomic_add_fetch(&c->internal, 1, __ATOMIC_RELAXED);
-			if (ring_reserve(s->ring, &r, STRATA_ID(0, STRATA_ID_LOST), 3)) {
-				r.p[0] = total - s->last_disc;
-				r.p[1] = 0;
-				strata_commit(&r);
-			}
-			ring_flush(s->ring);
-			drain_ring(c, s);
-			again = 1;
-		}
-		if (!again)
-			break;
-	}
-}
 
 int cons_destroy(struct cons *c, struct strata_stats *final)
 {
@@ -1250,9 +1256,6 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 		flush_local(); /* late writers may have opened packets */
 	}
 
-	if (c->mode == STRATA_MODE_DISCARD)
-		report_final_losses(c);
-
 	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
 		struct cons_stream *s = c->streams[cpu];
 		if (!s)
@@ -1280,6 +1283,7 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 			}
 			strata_store_release(&r->ctl->consumed, end);
 		}
+		loss_trailer(c, s);
 		close_stream(c, s);
 		c->streams[cpu] = NULL;
 	}

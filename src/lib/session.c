@@ -918,21 +918,25 @@ STRATA_API void strata_flush(void)
 	}
 }
 
+static void lost_add(struct strata_stats *st, uint64_t *lost, uint64_t *own)
+{
+	st->lost_full += strata_load_relaxed(&lost[STRATA_LOST_FULL]);
+	st->lost_busy += strata_load_relaxed(&lost[STRATA_LOST_BUSY]);
+	st->lost_too_big += strata_load_relaxed(&lost[STRATA_LOST_TOO_BIG]);
+	st->lost_nested += strata_load_relaxed(&lost[STRATA_LOST_NESTED]);
+	st->lost_no_ring += strata_load_relaxed(&lost[STRATA_LOST_NO_RING]);
+	st->internal_lost += strata_load_relaxed(own);
+}
+
 static void ring_stats(struct strata_stats *st)
 {
 	for (unsigned i = 0; i < STRATA_MAX_CPUS; i++) {
 		struct strata_ring *r = strata_load_acquire(&strata_rings[i]);
 		if (!r)
 			continue;
-		st->lost_full += strata_load_relaxed(&r->ctl->lost[STRATA_LOST_FULL]);
-		st->lost_busy += strata_load_relaxed(&r->ctl->lost[STRATA_LOST_BUSY]);
-		st->lost_too_big += strata_load_relaxed(&r->ctl->lost[STRATA_LOST_TOO_BIG]);
-		st->lost_nested += strata_load_relaxed(&r->ctl->lost[STRATA_LOST_NESTED]);
-		st->lost_no_ring += strata_load_relaxed(&r->ctl->lost[STRATA_LOST_NO_RING]);
+		lost_add(st, r->ctl->lost, &r->ctl->lost_own);
 	}
-	st->lost_full += strata_load_relaxed(&ring_lost_global[STRATA_LOST_FULL]);
-	st->lost_too_big += strata_load_relaxed(&ring_lost_global[STRATA_LOST_TOO_BIG]);
-	st->lost_no_ring += strata_load_relaxed(&ring_lost_global[STRATA_LOST_NO_RING]);
+	lost_add(st, ring_lost_global, &ring_lost_own_global);
 }
 
 STRATA_API void strata_get_stats(struct strata_stats *st)

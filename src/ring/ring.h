@@ -23,6 +23,8 @@ extern struct ring_config ring_cfg;
 
 /* Losses that happened before any ring existed for the CPU (no ring). */
 extern uint64_t ring_lost_global[STRATA_LOST_NCAUSES];
+/* strata's own records dropped where there was no ring */
+extern uint64_t ring_lost_own_global;
 
 /* Create the ring of `cpu` in a fresh memfd mapping and publish it in
  * strata_rings[]. Async-signal-safe (system calls only, no malloc).

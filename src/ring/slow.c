@@ -41,9 +41,24 @@ struct packet_header {
 _Static_assert(sizeof(struct packet_header) == STRATA_PACKET_HEADER,
 	       "packet header is 96 bytes (format.md §2)");
 
-static void count_lost(struct strata_ring *ring, enum strata_lost_cause cause)
+uint64_t ring_lost_own_global;
+
+/* A record of strata's own (calibration, loss report, state dump: major
+ * 0, compact ids 1-9), as opposed to one the program logged. */
+static bool hid_own(uint32_t hid)
 {
-	if (ring)
+	uint32_t id = hid & ~STRATA_HID_EXT;
+	return id < STRATA_CID_USER || (id >= STRATA_CID_EXT && id < 0x10000);
+}
+
+/* Count a dropped record: by cause for the program's events (the sum is
+ * events_discarded), apart for strata's own (strata_ring_ctl.lost_own). */
+static void count_lost(struct strata_ring *ring, enum strata_lost_cause cause,
+		       uint32_t hid)
+{
+	if (hid_own(hid))
+		strata_add_relaxed(ring ? &ring->ctl->lost_own : &ring_lost_own_global, 1);
+	else if (ring)
 		strata_add_relaxed(&ring->ctl->lost[cause], 1);
 	else
 		strata_add_relaxed(&ring_lost_global[cause], 1);
@@ -256,7 +271,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		errno = saved;
 	}
 	if (!ring || strata_load_relaxed(&ring->ctl->disabled)) {
-		count_lost(ring, STRATA_LOST_NO_RING);
+		count_lost(ring, STRATA_LOST_NO_RING, hid);
 		goto release;
 	}
 	if (words == 0 || words > STRATA_MAX_WORDS) {
@@ -328,7 +343,7 @@ drop:
 	 * reservation. */
 	if (need)
 		strata_store_relaxed(&ring->ctl->owner, STRATA_OWNER_NONE);
-	count_lost(ring, cause);
+	count_lost(ring, cause, hid);
 release:
 	strata_barrier();
 	t->nesting--;
@@ -494,13 +509,15 @@ STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t hid,
 	}
 	/* In rseq mode the ring is the one of the CPU we run on: pick it
 	 * again if we migrate meanwhile (bounded). */
+	struct strata_ring *ring = NULL;
 	for (int tries = 0; rc < 0 && tries < STRATA_MAX_RETRIES; tries++) {
-		struct strata_ring *ring =
-			ring_get_or_create((unsigned)current_cpu());
+		ring = ring_get_or_create((unsigned)current_cpu());
 		rc = ring_reserve_held(ring, r, hid, words, need & 1, nest);
 	}
 	if (rc < 0) {
-		count_lost(NULL, STRATA_LOST_BUSY);
+		/* migrated at every try: counted in the last ring tried,
+		 * whose packets carry it to readers */
+		count_lost(ring, STRATA_LOST_BUSY, hid);
 		strata_barrier();
 		t->nesting--;
 		rc = 0;
@@ -543,7 +560,7 @@ int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t hid,
 	strata_barrier();
 	rc = ring_reserve_held(ring, r, hid, words, 0, nest);
 	if (rc < 0) { /* could not run there: give up, counted */
-		count_lost(ring, STRATA_LOST_BUSY);
+		count_lost(ring, STRATA_LOST_BUSY, hid);
 		strata_barrier();
 		strata_tls.nesting--;
 		rc = 0;

@@ -104,6 +104,12 @@ struct strata_ring_ctl {
 	 * nothing (ring.md §7): `xr` is kept, and a packet's closer commits
 	 * psize - xr. Set by the creator, then read-only. */
 	uint32_t rseq;
+	/* strata's own records dropped (ids below STRATA_CID_USER): kept
+	 * apart from lost[], whose sum is the packets' events_discarded, so
+	 * that recorded + discarded == logged holds for what the program
+	 * logged (format.md §2). Appended in line 3's padding: rings of
+	 * older libraries read 0 here. */
+	uint64_t lost_own;
 	/* lines 4-7: the process's compact ids (docs/compact.md): cids[c] =
 	 * full id | words << 32 | 1 << 63 for each compact id c given so far
 	 * (strata's own 1-9 included), 0 for the others. Written by the
