@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -20,8 +21,40 @@ STRATA_API struct strata_ring *strata_rings[STRATA_MAX_CPUS];
 void (*ring_created_hook)(struct strata_ring *ring);
 uint32_t ring_hwm;
 
-/* CPUs whose ring could not be created: don't retry on every event. */
-static uint8_t ring_failed[STRATA_MAX_CPUS];
+/* CPUs whose ring could not be created (no memory, no file descriptor):
+ * when to try again, in CLOCK_MONOTONIC_COARSE milliseconds (0: not
+ * failed). Not on every event, and not never: descriptors free up
+ * (issue 24, item 9). Meanwhile their events count as lost_no_ring. */
+#define RING_RETRY_MS 100
+static uint32_t ring_retry_at[STRATA_MAX_CPUS];
+
+static uint32_t coarse_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* vDSO: no system call */
+	return (uint32_t)((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000) | 1;
+}
+
+/* Losses counted where there was no ring: the new ring takes them over,
+ * before it is published, so that its first packet's events_discarded
+ * carries them to readers. */
+static void adopt_global_losses(struct strata_ring_ctl *c)
+{
+	for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
+		c->lost[k] = __atomic_exchange_n(&ring_lost_global[k], 0,
+						 __ATOMIC_RELAXED);
+	c->lost_own = __atomic_exchange_n(&ring_lost_own_global, 0,
+					  __ATOMIC_RELAXED);
+}
+
+/* The losses a ring that lost the publication race took over go back. */
+static void return_global_losses(struct strata_ring_ctl *c)
+{
+	for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
+		strata_add_relaxed(&ring_lost_global[k], c->lost[k]);
+	strata_add_relaxed(&ring_lost_own_global, c->lost_own);
+}
 
 /*
  * Layout of one mapping (ring.md §1): the process-private `struct
@@ -47,11 +80,16 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 	if (cpu >= STRATA_MAX_CPUS)
 		return NULL;
 	ring = strata_load_acquire(&strata_rings[cpu]);
-	if (ring || strata_load_relaxed(&ring_failed[cpu]))
+	if (ring)
 		return ring;
 	/* Called from tracepoints, possibly in a signal handler: the system
 	 * calls below must not change the interrupted code's errno. */
 	int saved_errno = errno;
+	uint32_t retry = strata_load_relaxed(&ring_retry_at[cpu]);
+	if (retry && (int32_t)(coarse_ms() - retry) < 0) {
+		errno = saved_errno;
+		return NULL;
+	}
 
 	fd = memfd_create("strata-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
@@ -84,6 +122,7 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 	/* the protocol, whichever the clock; decided before any ring (ring_init) */
 	c->rseq = strata_rseq != 0;
 	ring_cids_copy(c);
+	adopt_global_losses(c);
 
 	ring->ctl = c;
 	ring->commit = (uint64_t *)((unsigned char *)c + CTL_SIZE);
@@ -102,6 +141,7 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 	 * load through the pointer: the ring's fields were written first). */
 	if (!__atomic_compare_exchange_n(&strata_rings[cpu], &expected, ring, 0,
 					 __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+		return_global_losses(c);
 		munmap(base, size);
 		close(fd);
 		errno = saved_errno;
@@ -122,9 +162,9 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 fail_fd:
 	close(fd);
 fail:
-	strata_store_relaxed(&ring_failed[cpu], 1);
-	slog_once("cannot create the ring of CPU %u: %s; its events are dropped",
-		  cpu, strerror(errno));
+	strata_store_relaxed(&ring_retry_at[cpu], coarse_ms() + RING_RETRY_MS);
+	slog_once("cannot create the ring of CPU %u: %s; its events are "
+		  "dropped (counted) until it can be", cpu, strerror(errno));
 	errno = saved_errno;
 	return NULL;
 }
