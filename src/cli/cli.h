@@ -53,13 +53,15 @@ int cmd_session(int argc, char **argv);
 extern const char cmd_daemon_usage[], cmd_session_usage[];
 
 /* The ring options of record and daemon (cmd-record.c). */
-enum { OPT_RING_PSIZE = 1100, OPT_RING_PACKETS, OPT_RING_MODE, OPT_RING_MAJORS };
+enum { OPT_RING_PSIZE = 1100, OPT_RING_PACKETS, OPT_RING_MODE, OPT_RING_MAJORS,
+       OPT_RING_GROUP };
 #define CLI_RING_OPTIONS                                           \
 	{ "packet-size", required_argument, NULL, OPT_RING_PSIZE },  \
 	{ "packets", required_argument, NULL, OPT_RING_PACKETS },    \
 	{ "mode", required_argument, NULL, OPT_RING_MODE },          \
 	{ "majors", required_argument, NULL, OPT_RING_MAJORS },      \
-	{ "enable", required_argument, NULL, 'e' }
+	{ "enable", required_argument, NULL, 'e' },                 \
+	{ "group", required_argument, NULL, OPT_RING_GROUP }
 #define CLI_RING_HELP                                                           \
 	"  --packet-size SIZE     packet (sub-buffer) size, e.g. 256K (default)\n" \
 	"  --packets N            packets per CPU ring (default 16)\n"             \
@@ -67,9 +69,11 @@ enum { OPT_RING_PSIZE = 1100, OPT_RING_PACKETS, OPT_RING_MODE, OPT_RING_MAJORS }
 	"                         keep the newest (flight recorder)\n"             \
 	"  --majors LIST          majors enabled at start: all, none, 1,2,5-9, 0x...\n" \
 	"  -e, --enable PATTERN   enable a subsystem or SUB:EVENT glob (repeatable;\n" \
-	"                         then only what is enabled is traced)\n"
+	"                         then only what is enabled is traced)\n"       \
+	"  --group GROUP          share the trace read-only with this group (it\n" \
+	"                         is owner-only otherwise: 0700/0600)\n"
 struct cli_ring_opts {
-	const char *psize, *packets, *mode, *majors;
+	const char *psize, *packets, *mode, *majors, *group;
 	char enable[4096]; /* comma-separated -e patterns */
 };
 /* One option of CLI_RING_OPTIONS: 1 taken, 0 not one of them, -1 bad

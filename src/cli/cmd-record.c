@@ -15,6 +15,7 @@
 #include <strata/strata.h>
 
 #include "cli.h"
+#include "common/tfile.h"
 #include "lib/clock.h"
 #ifdef STRATA_HAVE_KERNEL
 #include "kernel/kernel.h"
@@ -192,6 +193,7 @@ int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg)
 	case OPT_RING_PACKETS: r->packets = arg; return 1;
 	case OPT_RING_MODE: r->mode = arg; return 1;
 	case OPT_RING_MAJORS: r->majors = arg; return 1;
+	case OPT_RING_GROUP: r->group = arg; return 1;
 	case 'e':
 		if (strlen(r->enable) + strlen(arg) + 2 > sizeof(r->enable)) {
 			cli_err(NULL, "--enable: too many patterns");
@@ -220,6 +222,13 @@ int cli_ring_env(const struct cli_ring_opts *r, const char *cmd)
 		cli_err(NULL, "%s: --mode %s: use discard or overwrite", cmd,
 			r->mode);
 		return -1;
+	}
+	if (r->group) {
+		if (tfile_set_group(r->group)) {
+			cli_err(NULL, "%s: --group %s: no such group", cmd, r->group);
+			return -1;
+		}
+		setenv("STRATA_GROUP", r->group, 1);
 	}
 	if (r->psize)
 		setenv("STRATA_PACKET_SIZE", r->psize, 1);
@@ -324,10 +333,11 @@ int cmd_record(int argc, char **argv)
 		strftime(defout, sizeof(defout), "strata-%Y%m%d-%H%M%S", &tm);
 		out = defout;
 	}
-	if (mkdir(out, 0755) < 0) {
+	int mret = tfile_mkdir(out, 1);
+	if (mret) {
 		cli_err(out, "cannot create the trace directory: %s%s",
-			strerror(errno),
-			errno == EEXIST ? " (choose another with -o)" : "");
+			strerror(-mret),
+			mret == -EEXIST ? " (choose another with -o)" : "");
 		return 1;
 	}
 

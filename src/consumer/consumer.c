@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/tfile.h"
 #include "consumer/consumer.h"
 #include "consumer/metadata.h"
 #include "lib/clock.h"
@@ -223,18 +224,17 @@ static struct cons_stream *stream_open(struct cons *c, struct strata_ring *r)
 	const char *dio = getenv("STRATA_DIRECT_IO");
 	s->fd = -1;
 	if (c->tail && !(dio && !strcmp(dio, "0"))) {
-		s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT,
-			     0644);
+		s->fd = tfile_open(path, O_WRONLY | O_TRUNC | O_DIRECT);
 		s->direct = s->fd >= 0;
 	}
 	if (s->fd < 0) /* EINVAL: no direct I/O on this file system */
-		s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		s->fd = tfile_open(path, O_WRONLY | O_TRUNC);
 	if (s->fd < 0) {
-		cons_error(c, -errno, "cannot create stream file", path);
+		cons_error(c, s->fd, "cannot create stream file", path);
 		s->dead = 1;
 	}
 	snprintf(path, sizeof(path), "%s/index/cpu%u.idx", c->dir, r->cpu);
-	s->idx_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	s->idx_fd = tfile_open(path, O_WRONLY | O_TRUNC);
 	if (s->idx_fd >= 0) {
 		uint32_t h[4] = {htobe32(0xC1F1DCC1u), htobe32(1), htobe32(1),
 				 htobe32(IDX_ENTRY)};
@@ -849,10 +849,9 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 	c->flush_ms = cfg->flush_ms;
 	memcpy(c->uuid, cfg->uuid, 16);
 	snprintf(path, sizeof(path), "%s/index", c->dir);
-	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-		ret = -errno;
+	if ((ret = tfile_mkdir(path, 0))) {
 		slog_detail("%s: cannot create directory: %s", path,
-			    strerror(errno));
+			    strerror(-ret));
 		goto fail;
 	}
 

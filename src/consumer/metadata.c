@@ -2,6 +2,7 @@
 /* Writing the TSDL metadata of a sub-trace (format.md §6). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include <strata/strata.h>
 
+#include "common/tfile.h"
 #include "consumer/metadata.h"
 #include "lib/clock.h"
 #include "lib/registry.h"
@@ -442,11 +444,21 @@ int meta_write(const char *dir, const struct meta_info *mi)
 	int ret = 0;
 	FILE *f;
 
-	snprintf(tmp, sizeof(tmp), "%s/metadata.tmp", dir);
+	/* A dot file: babeltrace2 skips it, so that no moment of the trace
+	 * on disk, a kill between the fsync and the rename included, makes
+	 * it refuse the trace (it reads any other file as a stream). */
+	snprintf(tmp, sizeof(tmp), "%s/.metadata.tmp", dir);
 	snprintf(path, sizeof(path), "%s/metadata", dir);
-	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
+	int fd = tfile_open(tmp, O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		return fd;
+	f = fdopen(fd, "w");
+	if (!f) {
+		ret = -errno;
+		close(fd);
+		unlink(tmp);
+		return ret;
+	}
 	put_body(f, mi);
 	if (fflush(f) || ferror(f) || fsync(fileno(f)) < 0)
 		ret = -(errno ? errno : EIO);

@@ -24,6 +24,7 @@
 
 #include <strata/strata.h>
 
+#include "common/tfile.h"
 #include "consumer/metadata.h"
 #include "kernel/kernel.h"
 #include "kernel/kern_int.h"
@@ -437,7 +438,7 @@ static void session_free(struct kern_session *s)
 
 static int mkdir1(const char *p)
 {
-	return mkdir(p, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	return tfile_mkdir(p, 0);
 }
 
 int kern_start(const struct kern_options *o, struct kern_session **out)

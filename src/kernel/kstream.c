@@ -11,6 +11,7 @@
 
 #include <traceevent/event-parse.h>
 
+#include "common/tfile.h"
 #include "kernel/kern_int.h"
 
 #define MAX_PAYLOAD_WORDS 1022u
@@ -264,13 +265,13 @@ int kstream_open(struct kstream *s, const char *dir, unsigned cpu,
 	if (!(s->pkt = calloc(1, psize)))
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "%s/cpu%u", dir, cpu);
-	s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	s->fd = tfile_open(path, O_WRONLY | O_TRUNC);
 	if (s->fd < 0)
-		return -errno;
+		return s->fd;
 	snprintf(path, sizeof(path), "%s/index/cpu%u.idx", dir, cpu);
-	s->idx_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	s->idx_fd = tfile_open(path, O_WRONLY | O_TRUNC);
 	if (s->idx_fd < 0)
-		return -errno;
+		return s->idx_fd;
 	uint32_t h[4] = { htobe32(0xC1F1DCC1u), htobe32(1), htobe32(1), htobe32(IDX_ENTRY) };
 	return write_all(s->idx_fd, h, sizeof(h), 0);
 }

@@ -21,6 +21,7 @@
 #include <strata/strata.h>
 
 #include "common/log.h"
+#include "common/tfile.h"
 #include "consumer/consumer.h"
 #include "lib/clock.h"
 #include "lib/registry.h"
@@ -58,27 +59,6 @@ static void random_uuid(uint8_t u[16])
 		fclose(f);
 	u[6] = (u[6] & 0x0f) | 0x40; /* version 4 */
 	u[8] = (u[8] & 0x3f) | 0x80; /* RFC 4122 variant */
-}
-
-static int mkdir_p(const char *path)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 static void ring_stats(struct strata_stats *st);
@@ -787,13 +767,13 @@ STRATA_API int strata_start(const struct strata_options *user)
 				      : "tracing already started (STRATA_SESSION)");
 		goto out;
 	}
-	if ((ret = mkdir_p(o.output))) {
+	if ((ret = tfile_mkdir_p(o.output))) {
 		slog_detail("%s: cannot create directory: %s", o.output,
 			    strerror(-ret));
 		goto out;
 	}
 	snprintf(dir, sizeof(dir), "%s/ust/pid-%u", o.output, strata_pid);
-	if ((ret = mkdir_p(dir))) {
+	if ((ret = tfile_mkdir_p(dir))) {
 		slog_detail("%s: cannot create directory: %s", dir,
 			    strerror(-ret));
 		goto out;
@@ -884,7 +864,7 @@ STRATA_API int strata_snapshot(const char *dir)
 		ret = -ENAMETOOLONG;
 		goto out;
 	}
-	if ((ret = mkdir_p(sub))) {
+	if ((ret = tfile_mkdir_p(sub))) {
 		slog_detail("%s: cannot create directory: %s", sub, strerror(-ret));
 		goto out;
 	}
@@ -986,16 +966,21 @@ static void after_fork_parent(void)
 			pthread_mutex_unlock(lib_locks[i]);
 }
 
-/* In the child, the locks belong to a thread id that no longer exists
- * (error-checking mutexes refuse the unlock): made anew, free. */
+/* In the child, the locks belong to a thread id that no longer exists:
+ * glibc's error-checking unlock refuses (EPERM), so each is made anew.
+ * The unlock before is for ThreadSanitizer, which takes this thread for
+ * the owner and would call the next lock a double lock. */
 static void fork_child_locks(void)
 {
 	pthread_mutexattr_t a;
 
 	pthread_mutexattr_init(&a);
 	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
-	for (size_t i = 0; i < NLIB_LOCKS; i++)
+	for (size_t i = 0; i < NLIB_LOCKS; i++) {
+		if (lib_locks_held[i])
+			(void)pthread_mutex_unlock(lib_locks[i]);
 		pthread_mutex_init(lib_locks[i], &a);
+	}
 	pthread_mutexattr_destroy(&a);
 }
 

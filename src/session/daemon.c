@@ -18,6 +18,7 @@
 #include <strata/strata.h>
 
 #include "common/log.h"
+#include "common/tfile.h"
 #include "consumer/consumer.h"
 #include "lib/clock.h"
 #include "lib/session.h"
@@ -350,17 +351,17 @@ static int make_dir(const char *trace, uint32_t pid, char *dir, size_t n)
 
 	if (snprintf(ust, sizeof(ust), "%s/ust", trace) >= (int)sizeof(ust))
 		return -ENAMETOOLONG;
-	if (mkdir(ust, 0755) < 0 && errno != EEXIST)
-		return -errno;
+	int ret = tfile_mkdir(ust, 0);
+	if (ret)
+		return ret;
 	for (unsigned k = 0; k < 1000; k++) {
 		if (k)
 			snprintf(dir, n, "%s/pid-%u.%u", ust, pid, k);
 		else
 			snprintf(dir, n, "%s/pid-%u", ust, pid);
-		if (mkdir(dir, 0755) == 0)
-			return 0;
-		if (errno != EEXIST)
-			return -errno;
+		ret = tfile_mkdir(dir, 1);
+		if (ret != -EEXIST)
+			return ret;
 	}
 	return -EEXIST;
 }
@@ -969,8 +970,9 @@ int sessd_mkdir_new(const char *want, const char *prefix, char *out, size_t n)
 	if (want && *want) {
 		if ((size_t)snprintf(out, n, "%s", want) >= n)
 			return -ENAMETOOLONG;
-		if (mkdir(out, 0755) < 0)
-			return -errno;
+		int ret = tfile_mkdir(out, 1);
+		if (ret)
+			return ret;
 		absolute(out, n);
 		return 0;
 	}
@@ -981,12 +983,13 @@ int sessd_mkdir_new(const char *want, const char *prefix, char *out, size_t n)
 			snprintf(out, n, "%s-%s-%u", prefix, stamp, k);
 		else
 			snprintf(out, n, "%s-%s", prefix, stamp);
-		if (mkdir(out, 0755) == 0) {
+		int ret = tfile_mkdir(out, 1);
+		if (!ret) {
 			absolute(out, n);
 			return 0;
 		}
-		if (errno != EEXIST)
-			return -errno;
+		if (ret != -EEXIST)
+			return ret;
 	}
 	return -EEXIST;
 }
