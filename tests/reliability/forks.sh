@@ -5,7 +5,7 @@
 set -euo pipefail
 
 mode=$1 # first | loop | thread
-runs=$2
+runs=${STRATA_FORK_RUNS:-$2} # the sanitizer builds run fewer (scripts/sanitize.sh)
 bin=$3  # build directory
 work=$4 # scratch directory
 rm -rf "$work"; mkdir -p "$work"
