@@ -37,6 +37,11 @@ STRATA_API uint64_t strata_majors(void);
 enum strata_mode {
 	STRATA_MODE_DISCARD = 0,   /* drop new events when the consumer lags */
 	STRATA_MODE_OVERWRITE = 1, /* flight recorder: keep the newest packets */
+	/* never drop while the consumer lives: a writer that finds the ring
+	 * full waits for it, up to STRATA_BLOCK_TIMEOUT_MS (default 1000;
+	 * then the event is dropped, counted), in signal handlers too
+	 * (docs/ring.md §4, "Blocking") */
+	STRATA_MODE_BLOCK = 2,
 };
 
 struct strata_options {

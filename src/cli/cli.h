@@ -65,8 +65,9 @@ enum { OPT_RING_PSIZE = 1100, OPT_RING_PACKETS, OPT_RING_MODE, OPT_RING_MAJORS,
 #define CLI_RING_HELP                                                           \
 	"  --packet-size SIZE     packet (sub-buffer) size, e.g. 256K (default)\n" \
 	"  --packets N            packets per CPU ring (default 16)\n"             \
-	"  --mode discard|overwrite   drop new events when full (default), or\n"  \
-	"                         keep the newest (flight recorder)\n"             \
+	"  --mode discard|overwrite|block   drop new events when full (default),\n" \
+	"                         keep the newest (flight recorder), or wait\n"   \
+	"                         for room (STRATA_BLOCK_TIMEOUT_MS, default 1 s)\n" \
 	"  --majors LIST          majors enabled at start: all, none, 1,2,5-9, 0x...\n" \
 	"  -e, --enable PATTERN   enable a subsystem or SUB:EVENT glob (repeatable;\n" \
 	"                         then only what is enabled is traced)\n"       \

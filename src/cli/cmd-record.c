@@ -218,8 +218,8 @@ int cli_ring_env(const struct cli_ring_opts *r, const char *cmd)
 		return -1;
 	}
 	if (r->mode && strcasecmp(r->mode, "discard") &&
-	    strcasecmp(r->mode, "overwrite")) {
-		cli_err(NULL, "%s: --mode %s: use discard or overwrite", cmd,
+	    strcasecmp(r->mode, "overwrite") && strcasecmp(r->mode, "block")) {
+		cli_err(NULL, "%s: --mode %s: use discard, overwrite or block", cmd,
 			r->mode);
 		return -1;
 	}

@@ -92,7 +92,9 @@ static ssize_t ctl_recv(int fd, void *buf, size_t n)
 
 static const char *mode_name(uint32_t mode)
 {
-	return mode == STRATA_MODE_OVERWRITE ? "overwrite" : "discard";
+	return mode == STRATA_MODE_OVERWRITE ? "overwrite"
+	       : mode == STRATA_MODE_BLOCK   ? "block"
+					     : "discard";
 }
 
 static void print_status(const char *name, const struct ctl_done *m,

@@ -673,7 +673,7 @@ static uint64_t now_ms(void)
  * Never in overwrite mode, which drains nothing until the end. */
 static int cons_pending(struct cons *c)
 {
-	if (c->mode != STRATA_MODE_DISCARD)
+	if (c->mode == STRATA_MODE_OVERWRITE)
 		return 0;
 	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
 		struct cons_stream *s = c->streams[cpu];
@@ -692,7 +692,7 @@ static int cons_pending(struct cons *c)
  * overwrite mode to fault in its first lap (prefault())? */
 static int bell_wanted(const struct cons *c, const struct cons_stream *s)
 {
-	return c->mode == STRATA_MODE_DISCARD || s->faulted <= s->ring->bufmask;
+	return c->mode != STRATA_MODE_OVERWRITE || s->faulted <= s->ring->bufmask;
 }
 
 int cons_arm(struct cons *c)
@@ -807,7 +807,7 @@ static void *cons_main(void *arg)
 		unsigned hwm = strata_load_acquire(&ring_hwm);
 		for (unsigned cpu = 0; cpu < hwm; cpu++) {
 			struct cons_stream *s = stream_of(c, cpu);
-			if (s && c->mode == STRATA_MODE_DISCARD)
+			if (s && c->mode != STRATA_MODE_OVERWRITE)
 				work += drain_ring(c, s);
 			if (s)
 				work += prefault(c, s);
@@ -934,7 +934,7 @@ unsigned cons_poll(struct cons *c)
 
 	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
 		struct cons_stream *s = c->streams[cpu];
-		if (s && c->mode == STRATA_MODE_DISCARD && !c->snapshot)
+		if (s && c->mode != STRATA_MODE_OVERWRITE && !c->snapshot)
 			work += drain_ring(c, s);
 		if (s)
 			work += prefault(c, s);
@@ -1097,7 +1097,7 @@ static void finish_external(struct cons *c, struct cons_stream *s,
 	uint64_t end = ring_packet_begin(r, w + r->pmask);
 	uint64_t b;
 
-	if (c->mode == STRATA_MODE_DISCARD) {
+	if (c->mode != STRATA_MODE_OVERWRITE) {
 		b = strata_load_relaxed(&r->ctl->consumed);
 		drain_ring(c, s);
 		b = strata_load_relaxed(&r->ctl->consumed);
@@ -1235,7 +1235,7 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 				continue;
 			struct strata_ring *r = s->ring;
 			uint64_t w = strata_load_acquire(&r->ctl->write);
-			if (c->mode == STRATA_MODE_DISCARD) {
+			if (c->mode != STRATA_MODE_OVERWRITE) {
 				drain_ring(c, s);
 				if (strata_load_relaxed(&r->ctl->consumed) <
 				    ring_packet_begin(r, w + r->pmask))

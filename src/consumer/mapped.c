@@ -64,7 +64,7 @@ int cons_ring_map(int fd, uint32_t pid, const uint8_t uuid[16],
 	    ctl.pid != pid || ctl.cpu >= STRATA_MAX_CPUS ||
 	    ctl.psize_shift < 14 || ctl.psize_shift > 26 ||
 	    ctl.npackets_shift < 1 || ctl.npackets_shift > 16 ||
-	    ctl.mode > STRATA_MODE_OVERWRITE || ctl.rseq > 1 ||
+	    ctl.mode > STRATA_MODE_BLOCK || ctl.rseq > 1 ||
 	    ctl.commit_offset < sizeof(struct strata_ring_ctl) ||
 	    ctl.commit_offset % 64 ||
 	    ctl.data_offset < commit_end || ctl.data_offset % 4096 ||

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "lib/session.h"
+#include "ring/ring.h"
 
 static int parse_size(const char *name, const char *s, uint64_t *out)
 {
@@ -107,9 +108,11 @@ STRATA_API int strata_options_from_env(struct strata_options *opt)
 			opt->mode = STRATA_MODE_DISCARD;
 		} else if (!strcasecmp(v, "overwrite")) {
 			opt->mode = STRATA_MODE_OVERWRITE;
+		} else if (!strcasecmp(v, "block")) {
+			opt->mode = STRATA_MODE_BLOCK;
 		} else {
-			slog_detail("STRATA_MODE: \"%s\" is neither discard nor "
-				    "overwrite", v);
+			slog_detail("STRATA_MODE: \"%s\" is not discard, overwrite "
+				    "or block", v);
 			return -EINVAL;
 		}
 	}
@@ -118,6 +121,14 @@ STRATA_API int strata_options_from_env(struct strata_options *opt)
 			return -EINVAL;
 		if (!opt->majors)
 			opt->majors = STRATA_MAJORS_NONE;
+	}
+	if ((v = getenv("STRATA_BLOCK_TIMEOUT_MS")) && *v) {
+		if (parse_size("STRATA_BLOCK_TIMEOUT_MS", v, &n) || n > 3600000) {
+			slog_detail("STRATA_BLOCK_TIMEOUT_MS: \"%s\": milliseconds, "
+				    "at most an hour", v);
+			return -EINVAL;
+		}
+		ring_cfg.block_ms = (uint32_t)n;
 	}
 	if ((v = getenv("STRATA_FLUSH_MS")) && *v) {
 		if (parse_size("STRATA_FLUSH_MS", v, &n))
@@ -145,8 +156,9 @@ int options_check(struct strata_options *o)
 			    "to 65536", o->npackets);
 		return -EINVAL;
 	}
-	if (o->mode != STRATA_MODE_DISCARD && o->mode != STRATA_MODE_OVERWRITE) {
-		slog_detail("mode %d: must be discard or overwrite", o->mode);
+	if (o->mode != STRATA_MODE_DISCARD && o->mode != STRATA_MODE_OVERWRITE &&
+	    o->mode != STRATA_MODE_BLOCK) {
+		slog_detail("mode %d: must be discard, overwrite or block", o->mode);
 		return -EINVAL;
 	}
 	if (!o->output || !*o->output) {

@@ -400,7 +400,7 @@ static int state_read(struct sess_state *out)
 		if (out->magic != SESS_STATE_MAGIC || out->version != SESS_VERSION ||
 		    out->psize_shift < 14 || out->psize_shift > 26 ||
 		    out->npackets_shift < 1 || out->npackets_shift > 16 ||
-		    out->mode > STRATA_MODE_OVERWRITE)
+		    out->mode > STRATA_MODE_BLOCK)
 			return -EINVAL;
 		return 0;
 	}

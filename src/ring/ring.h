@@ -16,6 +16,7 @@ struct ring_config {
 	uint32_t psize_shift;    /* log2(packet size) */
 	uint32_t npackets_shift; /* log2(packets per ring) */
 	uint32_t mode;           /* enum strata_mode */
+	uint32_t block_ms;       /* STRATA_MODE_BLOCK: longest wait for room */
 	uint8_t uuid[16];        /* of the sub-trace (format.md §2) */
 };
 

@@ -15,6 +15,7 @@ struct ring_config ring_cfg = {
 	.psize_shift = 18,   /* 256 KiB */
 	.npackets_shift = 4, /* 16 packets */
 	.mode = STRATA_MODE_DISCARD,
+	.block_ms = 1000,
 };
 
 STRATA_API struct strata_ring *strata_rings[STRATA_MAX_CPUS];

@@ -9,6 +9,7 @@
 #include <linux/futex.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -192,12 +193,81 @@ static int slot_check(struct strata_ring *ring, uint64_t begin,
 		*cause = STRATA_LOST_BUSY;
 		return -1;
 	}
-	if (ring->ctl->mode == STRATA_MODE_DISCARD &&
+	if (ring->ctl->mode != STRATA_MODE_OVERWRITE &&
 	    begin - strata_load_acquire(&ring->ctl->consumed) > ring->bufmask) {
 		*cause = STRATA_LOST_FULL;
 		return -1;
 	}
 	return 0;
+}
+
+static uint32_t coarse_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* vDSO */
+	return (uint32_t)((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+}
+
+/* The nesting depth of this thread's tracepoint that waits in
+ * block_wait(), 0 if none: a writer nested in a signal handler may wait
+ * only when the one it interrupted is waiting too (it holds no
+ * reservation then); else the interrupted one may hold the very packet
+ * the consumer needs next, and the handler would wait for itself. */
+static __thread uint32_t block_waiter __attribute__((tls_model("initial-exec")));
+
+/*
+ * Blocking mode (ring.md §4, "Blocking"): the packet that would begin at
+ * `begin` is not drained yet, or a lagging writer has not committed its
+ * last lap (full, busy). Wake the consumer and wait for it to be free,
+ * until *deadline (coarse ms, set at the first wait of this event):
+ * yielding first, then sleeping from 20 us to 1 ms. True when there is
+ * room now; false when the time is up (the event is dropped), and at
+ * once when an earlier wait timed out and the consumer has not moved
+ * since (ring->stalled).
+ */
+static bool block_wait(struct strata_ring *ring, uint64_t begin,
+		       uint32_t nest, uint32_t *deadline)
+{
+	struct timespec nap = {0, 20000};
+	int saved_errno; /* a tracepoint's caller keeps its errno */
+	uint32_t outer = block_waiter;
+	bool room = false;
+
+	if (nest > 1 && outer != nest - 1)
+		return false;
+	uint64_t consumed = strata_load_acquire(&ring->ctl->consumed);
+	enum strata_lost_cause cause;
+	if (strata_load_relaxed(&ring->stalled) == consumed + 1)
+		return false; /* timed out already; nothing drained since */
+	saved_errno = errno;
+	block_waiter = nest;
+	strata_barrier(); /* before a signal handler may look */
+	if (!*deadline)
+		*deadline = (coarse_ms() + ring_cfg.block_ms) | 1;
+	strata_store_relaxed(&ring->ctl->cwait, 1);
+	ring_doorbell(&ring->ctl->cwait);
+	for (unsigned spin = 0;; spin++) {
+		if (slot_check(ring, begin, &cause) >= 0) {
+			room = true; /* drained, and its last lap complete */
+			break;
+		}
+		if ((int32_t)(coarse_ms() - *deadline) >= 0) {
+			strata_store_relaxed(&ring->stalled, consumed + 1);
+			break;
+		}
+		if (spin < 64) {
+			sched_yield();
+			continue;
+		}
+		nanosleep(&nap, NULL);
+		if (nap.tv_nsec < 1000000)
+			nap.tv_nsec *= 2;
+	}
+	strata_barrier();
+	block_waiter = outer;
+	errno = saved_errno;
+	return room;
 }
 
 static int current_cpu(void)
@@ -262,7 +332,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 	enum strata_lost_cause cause = STRATA_LOST_BUSY;
 	struct strata_ring_ctl *c;
 	uint64_t w, x, ts, pos, begin;
-	uint32_t xts = 0, len, i;
+	uint32_t xts = 0, len, i, deadline = 0;
 	int rc;
 
 	if (strata_unlikely(!t->tid)) {
@@ -313,6 +383,14 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		int busy = slot_check(ring, begin, &cause);
 		if (busy > 0)
 			continue;
+		/* strata's own records never wait: the in-process consumer
+		 * writes some (calibration, thread names) and would wait
+		 * for itself */
+		if (busy < 0 && !hid_own(hid) && c->mode == STRATA_MODE_BLOCK &&
+		    block_wait(ring, begin, nest, &deadline)) {
+			i = 0; /* room after a wait: bounded by the deadline */
+			continue;
+		}
 		if (busy < 0)
 			goto drop;
 		len = STRATA_PACKET_HEADER + strata_rsv_len(hid, words, 0, 0);

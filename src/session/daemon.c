@@ -441,7 +441,7 @@ static void client_hello(struct sessd *d, struct client *c,
 	if (len != sizeof(h))
 		goto bad;
 	memcpy(&h, buf, sizeof(h));
-	if (h.version != SESS_VERSION || h.mode > STRATA_MODE_OVERWRITE)
+	if (h.version != SESS_VERSION || h.mode > STRATA_MODE_BLOCK)
 		goto bad;
 	/* The kernel's word, not the message's, for who is at the other end. */
 	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 ||

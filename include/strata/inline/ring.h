@@ -156,6 +156,12 @@ struct strata_ring {
 	uint32_t cpu;
 	uint32_t rseq; /* ctl->rseq, read once */
 	int fd;
+	/* STRATA_MODE_BLOCK (slow path only): `consumed` + 1 when a wait for
+	 * room timed out, 0 otherwise; writers drop without waiting until
+	 * the consumer moves again, so that a stalled consumer costs one
+	 * timeout, not one per event. Appended: the inline path never
+	 * reads it. */
+	uint64_t stalled;
 };
 
 struct strata_tls { /* 8-byte aligned: read as one word by strata_log_rseq() */
