@@ -37,6 +37,7 @@ struct cons_stream {
 	int idx_fd;
 	int direct;        /* fd is O_DIRECT */
 	int dead;          /* an I/O error stopped this stream */
+	uint64_t lost_io;  /* events of this stream not written (I/O error) */
 	uint64_t last_disc; /* events_discarded of the last packet written */
 	uint64_t last_ts;   /* and its timestamp_end */
 	/* its header and context (loss_trailer()); have_hdr: one was written */
@@ -45,6 +46,7 @@ struct cons_stream {
 	uint64_t file_off; /* where the next packet goes */
 	uint64_t faulted;  /* bytes of the ring's data faulted in (prefault()) */
 	size_t idx_len;
+	int idx_bad; /* a write failed: the index does not cover the stream */
 	unsigned char idx_buf[IDX_ENTRY * IDX_BATCH];
 };
 
@@ -92,7 +94,14 @@ struct cons {
 	uint64_t packets, bytes, events, incomplete, internal;
 	uint64_t lost_io; /* events not written: I/O error on their stream */
 	int err; /* first I/O error, negative errno */
+	/* A few blocks held back for the end, when a full disk stopped a
+	 * stream: given up then so that the loss trailers, the index and
+	 * the metadata can say what was not written (reserve_free()). */
+	char reserve[4200];
+	int reserve_held;
 };
+
+#define RESERVE_SIZE (256u << 10)
 
 static void put_be64(unsigned char *p, uint64_t v)
 {
@@ -127,6 +136,28 @@ static int write_all(int fd, const void *buf, size_t len, off_t off)
 		off += n;
 	}
 	return 0;
+}
+
+/* Hold RESERVE_SIZE bytes of the trace's file system, as a dot file that
+ * readers skip (format.md §2, "Trailer"). Best effort. */
+static void reserve_hold(struct cons *c)
+{
+	snprintf(c->reserve, sizeof(c->reserve), "%s/.reserve", c->dir);
+	int fd = tfile_open(c->reserve, O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		return;
+	c->reserve_held = posix_fallocate(fd, 0, RESERVE_SIZE) == 0;
+	close(fd);
+	if (!c->reserve_held)
+		unlink(c->reserve);
+}
+
+/* At the end: give the reserve back, to what comes after it. */
+static void reserve_free(struct cons *c)
+{
+	if (c->reserve_held)
+		unlink(c->reserve);
+	c->reserve_held = 0;
 }
 
 /*
@@ -204,6 +235,7 @@ static int idx_flush(struct cons *c, struct cons_stream *s)
 		 * finds it short rebuilds from the stream (format.md §7). */
 		if (end >= 0 && ftruncate(s->idx_fd, end) < 0)
 			(void)0;
+		s->idx_bad = 1;
 		cons_error(c, ret, "cannot write the packet index", c->dir);
 	}
 	s->idx_len = 0;
@@ -233,7 +265,12 @@ static struct cons_stream *stream_open(struct cons *c, struct strata_ring *r)
 		cons_error(c, s->fd, "cannot create stream file", path);
 		s->dead = 1;
 	}
-	snprintf(path, sizeof(path), "%s/index/cpu%u.idx", c->dir, r->cpu);
+	/* Written as a dot file that readers skip, and renamed into place
+	 * when the stream is closed (close_stream()): babeltrace2 refuses a
+	 * trace whose index does not cover its stream exactly, which a
+	 * growing one never does, and builds one itself when there is none
+	 * (a trace whose consumer was killed). format.md §7. */
+	snprintf(path, sizeof(path), "%s/index/.cpu%u.idx", c->dir, r->cpu);
 	s->idx_fd = tfile_open(path, O_WRONLY | O_TRUNC);
 	if (s->idx_fd >= 0) {
 		uint32_t h[4] = {htobe32(0xC1F1DCC1u), htobe32(1), htobe32(1),
@@ -451,6 +488,7 @@ static void write_packet_buf(struct cons *c, struct cons_stream *s,
 	}
 	uint64_t nev = scan_events(c, pkt, content);
 	if (s->dead) {
+		s->lost_io += nev;
 		__atomic_add_fetch(&c->lost_io, nev, __ATOMIC_RELAXED);
 		return;
 	}
@@ -464,6 +502,7 @@ static void write_packet_buf(struct cons *c, struct cons_stream *s,
 			(void)0;
 		cons_error(c, ret, "cannot write packet", c->dir);
 		s->dead = 1;
+		s->lost_io += nev;
 		__atomic_add_fetch(&c->lost_io, nev, __ATOMIC_RELAXED);
 		return;
 	}
@@ -854,6 +893,8 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 			    strerror(-ret));
 		goto fail;
 	}
+	if (!cfg->snapshot)
+		reserve_hold(c);
 
 	if (cfg->src) {
 		c->external = 1;
@@ -1065,20 +1106,24 @@ bad:
  * events_discarded is the ring's final count, numbered as the packet the
  * ring would have opened next, at the time of the last packet written. So
  * every reader (babeltrace2 included) reports exactly what the producer
- * counted. Called last, when nothing more will be written to the stream.
+ * counted. Events that a write error (a full disk) kept out of the
+ * stream count there too: the trailer is written after its last whole
+ * packet, once reserve_free() has made room. Called last, when nothing
+ * more will be written to the stream.
  */
 static void loss_trailer(struct cons *c, struct cons_stream *s)
 {
 	struct strata_ring *r = s->ring;
-	uint64_t total = ring_lost_total(r);
+	uint64_t total = ring_lost_total(r) + s->lost_io;
 	uint64_t w = strata_load_acquire(&r->ctl->write);
 	uint64_t seq = ring_packet_begin(r, w + r->pmask) >> r->pshift;
 	uint64_t content = STRATA_PACKET_HEADER * 8;
 	/* aligned as direct I/O wants a buffer (stream_write()) */
 	unsigned char pkt[STRATA_PACKET_HEADER] __attribute__((aligned(DIO_ALIGN)));
 
-	if (total <= s->last_disc || !s->have_hdr || s->dead)
+	if (total <= s->last_disc || !s->have_hdr || s->fd < 0)
 		return;
+	s->dead = 0; /* one more try, with the reserve given up */
 	memcpy(pkt, s->last_hdr, STRATA_PACKET_HEADER);
 	memcpy(pkt + 32, &s->last_ts, 8); /* timestamp_begin */
 	memcpy(pkt + 40, &s->last_ts, 8); /* timestamp_end */
@@ -1131,6 +1176,25 @@ static void finish_external(struct cons *c, struct cons_stream *s,
 	strata_store_release(&r->ctl->consumed, end);
 }
 
+static void close_stream(struct cons *c, struct cons_stream *s);
+
+/* The end of every stream, once everything is drained: the reserve
+ * given back, the loss trailers, the index, the metadata. */
+static void close_streams(struct cons *c)
+{
+	reserve_free(c);
+	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
+		struct cons_stream *s = c->streams[cpu];
+		if (!s)
+			continue;
+		if (!c->snapshot)
+			loss_trailer(c, s);
+		close_stream(c, s);
+		c->streams[cpu] = NULL;
+	}
+	update_metadata(c);
+}
+
 static void close_stream(struct cons *c, struct cons_stream *s)
 {
 	idx_flush(c, s);
@@ -1142,8 +1206,15 @@ static void close_stream(struct cons *c, struct cons_stream *s)
 			cons_error(c, -errno, "cannot close stream file",
 				   c->dir);
 	}
-	if (s->idx_fd >= 0)
-		close(s->idx_fd);
+	if (s->idx_fd >= 0) {
+		char tmp[4200], path[4200];
+		snprintf(tmp, sizeof(tmp), "%s/index/.cpu%u.idx", c->dir, s->ring->cpu);
+		snprintf(path, sizeof(path), "%s/index/cpu%u.idx", c->dir, s->ring->cpu);
+		/* published only if every packet written is in it; else
+		 * readers build their own */
+		if (close(s->idx_fd) || s->idx_bad || rename(tmp, path))
+			unlink(tmp);
+	}
 	free(s);
 }
 
@@ -1170,18 +1241,10 @@ int cons_finish(struct cons *c, int writers_gone, struct strata_stats *final,
 		return cons_destroy(c, final);
 	if (salv)
 		memset(salv, 0, sizeof(*salv));
-	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
-		struct cons_stream *s = c->streams[cpu];
-		if (!s)
-			continue;
-		if (!c->snapshot) {
-			finish_external(c, s, writers_gone);
-			loss_trailer(c, s);
-		}
-		close_stream(c, s);
-		c->streams[cpu] = NULL;
-	}
-	update_metadata(c);
+	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++)
+		if (c->streams[cpu] && !c->snapshot)
+			finish_external(c, c->streams[cpu], writers_gone);
+	close_streams(c);
 	ret = c->err;
 	cons_get_stats(c, final);
 	if (salv) {
@@ -1282,11 +1345,8 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 			}
 			strata_store_release(&r->ctl->consumed, end);
 		}
-		loss_trailer(c, s);
-		close_stream(c, s);
-		c->streams[cpu] = NULL;
 	}
-	update_metadata(c);
+	close_streams(c);
 	ret = c->err;
 	cons_get_stats(c, final);
 	cons_free(c);

@@ -62,6 +62,7 @@ struct kstream {
 	uint32_t tid, pid; /* attribution of the following events */
 	uint64_t events, clamped;
 	int err; /* first write error, negative errno */
+	char *idx_tmp; /* the index while written (a dot file), renamed at close */
 };
 
 int kstream_open(struct kstream *s, const char *dir, unsigned cpu,

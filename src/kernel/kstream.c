@@ -268,8 +268,14 @@ int kstream_open(struct kstream *s, const char *dir, unsigned cpu,
 	s->fd = tfile_open(path, O_WRONLY | O_TRUNC);
 	if (s->fd < 0)
 		return s->fd;
-	snprintf(path, sizeof(path), "%s/index/cpu%u.idx", dir, cpu);
-	s->idx_fd = tfile_open(path, O_WRONLY | O_TRUNC);
+	/* A dot file until the stream is closed, as the user streams'
+	 * (consumer.c, close_stream()): babeltrace2 refuses an index that
+	 * does not cover its stream exactly. */
+	if (asprintf(&s->idx_tmp, "%s/index/.cpu%u.idx", dir, cpu) < 0) {
+		s->idx_tmp = NULL;
+		return -ENOMEM;
+	}
+	s->idx_fd = tfile_open(s->idx_tmp, O_WRONLY | O_TRUNC);
 	if (s->idx_fd < 0)
 		return s->idx_fd;
 	uint32_t h[4] = { htobe32(0xC1F1DCC1u), htobe32(1), htobe32(1), htobe32(IDX_ENTRY) };
@@ -380,8 +386,17 @@ int kstream_close(struct kstream *s, uint64_t now)
 		s->err = -errno;
 	if (s->fd >= 0)
 		close(s->fd);
-	if (s->idx_fd >= 0)
-		close(s->idx_fd);
+	if (s->idx_fd >= 0) {
+		/* ".../index/.cpuN.idx" -> ".../index/cpuN.idx" */
+		char path[4200];
+		const char *base = strrchr(s->idx_tmp, '/') + 1;
+		snprintf(path, sizeof(path), "%.*s%s", (int)(base - s->idx_tmp),
+			 s->idx_tmp, base + 1);
+		if (close(s->idx_fd) || s->err || rename(s->idx_tmp, path))
+			unlink(s->idx_tmp);
+	}
+	free(s->idx_tmp);
+	s->idx_tmp = NULL;
 	s->fd = s->idx_fd = -1;
 	free(s->pkt);
 	s->pkt = NULL;

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# A full disk is recorded in the trace (issue 26, item 4; issue 24, item 9):
+# the events that could not be written count among the discarded ones, so
+# that `strata info` and babeltrace2 say recorded + discarded == logged,
+# embedded, under strata record and under strata daemon.
+set -euo pipefail
+bin=$1
+work=$2
+strata=$bin/src/cli/strata
+burst=$bin/tests/reliability/burst
+fail() { echo "fulldisk: FAIL: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "fulldisk: needs root to mount a small tmpfs; skipped"; exit 77; }
+command -v babeltrace2 >/dev/null || { echo "babeltrace2 not installed"; exit 77; }
+rm -rf "$work" && mkdir -p "$work/small"
+mount -t tmpfs -o size=3m tmpfs "$work/small" || { echo "fulldisk: cannot mount a tmpfs; skipped"; exit 77; }
+trap '"$strata" daemon --kill >/dev/null 2>&1 || true; umount "$work/small" 2>/dev/null || true' EXIT
+cd "$work"
+export STRATA_RUNTIME_DIR=$work/run BURST_NO_SIGNALS=1
+unset STRATA_SESSION STRATA_OUTPUT STRATA_MAJORS STRATA_ENABLE STRATA_MODE
+
+# check TRACE LOGGED WHAT
+check() {
+	local info ev lost bt
+	info=$("$strata" info "$1" 2>info.err) || fail "$3: strata info: $(cat info.err)"
+	ev=$(echo "$info" | sed -nE 's/^Events: *([0-9]+).*/\1/p')
+	lost=$(echo "$info" | sed -nE 's/^Lost: *([0-9]+) events.*/\1/p')
+	[ $((ev + lost)) = "$2" ] || fail "$3: strata info: $ev recorded + $lost discarded != $2 logged"
+	[ "$lost" -gt 0 ] || fail "$3: nothing lost: the disk never filled"
+	babeltrace2 "$1" >/dev/null 2>bt.err || fail "$3: babeltrace2: $(head -3 bt.err)"
+	bt=$({ grep -oE 'Tracer discarded [0-9]+ events?' bt.err || true; } | awk '{s += $3} END {print s + 0}')
+	[ "$bt" = "$lost" ] || fail "$3: babeltrace2 says $bt discarded, strata info $lost"
+	echo "fulldisk: $3: $ev recorded + $lost discarded = $2 logged"
+}
+
+n=$(STRATA_OUTPUT=$work/small/e "$burst" 200000 2>e.err) || fail "the program failed: $(cat e.err)"
+grep -q 'trace incomplete: .*No space left on device' e.err || fail "embedded: no clear error line: $(cat e.err)"
+check small/e "$n" embedded
+rm -rf small/e
+
+n=$("$strata" record -o small/r -- "$burst" 200000 2>r.err) || fail "record failed: $(cat r.err)"
+grep -q 'trace incomplete: No space left on device' r.err || fail "record: no clear error line: $(cat r.err)"
+check small/r "$n" record
+rm -rf small/r
+
+"$strata" daemon -o "$work/small/d" 2>d.err || fail "daemon: $(cat d.err)"
+n=$("$burst" 200000 2>>d.err)
+"$strata" daemon --kill 2>>d.err || true
+check small/d "$n" daemon
