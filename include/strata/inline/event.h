@@ -17,14 +17,21 @@
 	strata_unlikely(strata_mask & STRATA_MAJOR_BIT(major))
 
 /* Each call site keeps its compact id in a byte of its own (docs/compact.md):
- * 0 until its first event asks the library for one. */
+ * 0 until its first event asks the library for one. Only a site whose id
+ * is a constant: one whose major or minor varies would log every event
+ * under the id it saw first; it takes the library's id cache instead
+ * (NULL), at the cost of the out-of-line path. */
+#define STRATA_SITE_CID_(major, minor, cid)                                    \
+	(__builtin_constant_p(STRATA_ID(major, minor)) ? &(cid) : (uint8_t *)0)
 #define STRATA_EVENT_(major, minor, n, ...)                                    \
 	do {                                                                   \
 		if (strata_major_enabled(major)) {                             \
 			static uint8_t strata_cid_;                            \
 			const uint64_t strata_w_[] = {__VA_ARGS__};            \
-			strata_log_fixed(&strata_cid_, STRATA_ID(major, minor), \
-					 (n) + 1, strata_w_);                  \
+			strata_log_fixed(STRATA_SITE_CID_(major, minor,        \
+							  strata_cid_),        \
+					 STRATA_ID(major, minor), (n) + 1,     \
+					 strata_w_);                           \
 		}                                                              \
 	} while (0)
 
@@ -32,8 +39,9 @@
 	do {                                                                   \
 		if (strata_major_enabled(major)) {                             \
 			static uint8_t strata_cid_;                            \
-			strata_log_fixed(&strata_cid_, STRATA_ID(major, minor), \
-					 1, 0);                                \
+			strata_log_fixed(STRATA_SITE_CID_(major, minor,        \
+							  strata_cid_),        \
+					 STRATA_ID(major, minor), 1, 0);       \
 		}                                                              \
 	} while (0)
 #define STRATA_EVENT1(major, minor, w0)                                        \
