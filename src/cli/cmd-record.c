@@ -246,9 +246,76 @@ int cli_ring_env(const struct cli_ring_opts *r, const char *cmd)
 	return 0;
 }
 
+/*
+ * `strata record --guard FD -o DIR`: the guardian of a program recording
+ * through STRATA_OUTPUT (src/lib/guard.c, docs/record.md "The embedded
+ * mode"). No command to run: the program, started first, joins the
+ * session whose socket path this writes to FD, and so do its fork and
+ * exec children. It ends when none has been connected for half a second
+ * (an exec reconnects within that), or when none came at all in 10 s.
+ * It lives in a session of its own: the terminal's Ctrl-C reaches the
+ * program only, whose death this then outlives to salvage its rings.
+ */
+static int record_guard(const char *out, const char *fdarg)
+{
+	char *end;
+	long fd = strtol(fdarg, &end, 10);
+	struct sessd_config scfg = {.trace_dir = out};
+	struct sessd_totals t;
+	struct sessd *d;
+	const char *what = "";
+
+	if (*end || fd < 0 || fd > 1024 || !out) {
+		cli_err(NULL, "record: --guard FD -o DIR");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, SIG_IGN); /* the program's, should one reach us */
+	signal(SIGHUP, SIG_IGN);
+	int ret = sessd_create(&scfg, &d, &what);
+	if (ret) {
+		cli_err(out, "guardian: %s: %s", what, strerror(-ret));
+		return 1; /* the program sees the pipe close and falls back */
+	}
+	const char *sock = sessd_socket(d);
+	if (write(fd, sock, strlen(sock)) < 0 || write(fd, "\n", 1) < 0) {
+		sessd_destroy(d, NULL, &t);
+		return 1;
+	}
+	close(fd);
+
+	double t0 = now_s(), idle = 0;
+	int seen = 0;
+	unsigned work = 0;
+	for (;;) {
+		work = sessd_step(d, work ? 1 : 20);
+		if (sessd_live(d)) {
+			seen = 1;
+			idle = 0;
+		} else if (seen) {
+			if (!idle)
+				idle = now_s();
+			else if (now_s() - idle >= 0.5)
+				break;
+		} else if (now_s() - t0 >= 10) {
+			break;
+		}
+	}
+	sessd_destroy(d, NULL, &t);
+	/* A clean exit reports through the program (its DONE); a death is
+	 * said here, on the program's stderr. */
+	if (t.crashed)
+		fprintf(stderr, "strata: %s: %llu process%s ended without "
+			"goodbye: %llu packets salvaged, %llu not salvageable\n",
+			out, (unsigned long long)t.crashed,
+			t.crashed == 1 ? "" : "es", (unsigned long long)t.salvaged,
+			(unsigned long long)t.unsalvageable);
+	return t.err ? 1 : 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
-	enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK };
+	enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD };
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		CLI_RING_OPTIONS,
@@ -259,8 +326,10 @@ int cmd_record(int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},
 		{"kernel", required_argument, NULL, 'k'},
 		{"kernel-system", no_argument, NULL, O_KSYSTEM},
+		{"guard", required_argument, NULL, O_GUARD}, /* not in --help */
 		{NULL, 0, NULL, 0},
 	};
+	const char *guard = NULL;
 	const char *out = NULL;
 	unsigned groups = 0; /* -k */
 	struct cli_ring_opts ro;
@@ -284,6 +353,7 @@ int cmd_record(int argc, char **argv)
 				return 2;
 			break;
 		case O_KSYSTEM: ksystem = 1; break;
+		case O_GUARD: guard = optarg; break;
 		case 'v': verbose = 1; break;
 		case O_CLOCK:
 			if (cli_clock_opt(optarg))
@@ -318,6 +388,8 @@ int cmd_record(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (guard)
+		return record_guard(out, guard);
 	if (optind >= argc) {
 		cli_err(NULL, "record: no command to run; usage: strata record "
 			"[OPTIONS] -- COMMAND [ARGS...]");

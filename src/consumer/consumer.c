@@ -468,6 +468,8 @@ static const unsigned char *copy_packet(struct cons *c, struct cons_stream *s,
 	return packet_ours(c, r, c->pktbuf, begin) ? c->pktbuf : NULL;
 }
 
+static void update_metadata(struct cons *c);
+
 /* Write one packet (`pkt`: its bytes, in the ring or a private copy). */
 static void write_packet_buf(struct cons *c, struct cons_stream *s,
 			     const unsigned char *pkt, uint64_t begin)
@@ -487,6 +489,11 @@ static void write_packet_buf(struct cons *c, struct cons_stream *s,
 		return;
 	}
 	uint64_t nev = scan_events(c, pkt, content);
+	/* The metadata first: at no moment may a stream hold an event class
+	 * the metadata does not declare (babeltrace2 refuses the whole
+	 * trace; format.md §1). */
+	if (c->meta_dirty)
+		update_metadata(c);
 	if (s->dead) {
 		s->lost_io += nev;
 		__atomic_add_fetch(&c->lost_io, nev, __ATOMIC_RELAXED);
@@ -1078,8 +1085,22 @@ static void salvage_packet(struct cons *c, struct cons_stream *s,
 	if (done > r->psize || !copy_packet(c, s, begin))
 		goto bad;
 	pkt = c->pktbuf;
-	if (close_copy(c, s, pkt, done))
-		goto bad;
+	if (close_copy(c, s, pkt, done)) {
+		/* An rseq ring's packet whose closer died between its close
+		 * and its commit: the closer wrote content_size (the opener
+		 * zeroed it), and the inline events up to there are whole
+		 * (write passed them); a walk that ends there exactly makes
+		 * it the packet's content. A two-phase event in flight (one
+		 * per thread at most) may be torn: the events strata-gen
+		 * writes through strata_reserve() (ring.md §7). */
+		uint64_t cs;
+		memcpy(&cs, pkt + 48, 8);
+		cs /= 8;
+		if (!r->rseq || reserved || cs <= done || cs > r->psize ||
+		    close_copy(c, s, pkt, cs))
+			goto bad;
+		done = cs;
+	}
 	write_packet_buf(c, s, pkt, begin);
 	c->salvaged++;
 	if (reserved > done && reserved <= r->psize) {

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include "common/tfile.h"
 #include "consumer/consumer.h"
 #include "lib/clock.h"
+#include "lib/guard.h"
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "lib/statedump.h"
@@ -68,14 +70,9 @@ static void ring_stats(struct strata_stats *st);
  * strata_stop()'s result: say in one line if anything was lost, and what
  * to do about it. Silent when the trace is complete.
  */
-static void stop_at_exit(void)
+static void report_exit(int ret, const struct strata_stats *s)
 {
-	struct strata_stats st;
-	int ret = strata_stop();
-
-	if (!started_from_env)
-		return;
-	strata_get_stats(&st);
+	const struct strata_stats st = *s;
 	uint64_t lost = st.lost_full + st.lost_busy + st.lost_too_big +
 			st.lost_nested + st.lost_no_ring;
 	if (ret)
@@ -93,6 +90,17 @@ static void stop_at_exit(void)
 			sess_output, (unsigned long long)st.events_written,
 			(unsigned long long)lost,
 			(unsigned long long)(st.lost_full + st.lost_busy));
+}
+
+static void stop_at_exit(void)
+{
+	struct strata_stats st;
+	int ret = strata_stop();
+
+	if (!started_from_env)
+		return;
+	strata_get_stats(&st);
+	report_exit(ret, &st);
 }
 
 /* ---- STRATA_SESSION: tracing under `strata record` (docs/record.md) ------
@@ -125,6 +133,10 @@ static uint32_t sess_rings_unsent;         /* failed for good */
 static size_t sess_desc_sent;              /* descriptors sent so far */
 static pthread_t sess_thread;
 static int sess_thread_on, sess_thread_stop;
+/* The session is the embedded mode's guardian (lib/guard.c): BYE asks
+ * for DONE, and leaving waits for it, up to SESS_DONE_WAIT_MS. */
+static int sess_guarded;
+#define SESS_DONE_WAIT_MS 10000
 
 /* Send one message, with `fd` attached when >= 0. Never blocks, never
  * raises SIGPIPE. Returns 0 or a negative errno; a broken connection
@@ -184,6 +196,31 @@ static void sess_sweep(void)
 	}
 }
 
+/* Our parent's pid, from /proc/self/stat rather than getppid(): the
+ * program's own system calls stay its own (a kernel trace that marks a
+ * phase with getppid, tests/kernel/align.c, sees no extra one).
+ * Async-signal-safe; 0 if unknown. */
+static uint32_t self_ppid(void)
+{
+	char buf[512];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	uint32_t ppid = 0;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* "pid (comm) S ppid ...": comm may hold anything, ')' last */
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
+		return 0;
+	for (p += 4; *p >= '0' && *p <= '9'; p++)
+		ppid = ppid * 10 + (uint32_t)(*p - '0');
+	return ppid;
+}
+
 /* Connect and say HELLO, with the doorbell the daemon will poll (an
  * eventfd: ring.md §8, "The session daemon"; without one it polls our
  * rings). Async-signal-safe (system calls only). */
@@ -209,7 +246,7 @@ static int sess_connect(void)
 	h.h.len = sizeof(h);
 	h.version = SESS_VERSION;
 	h.pid = strata_pid;
-	h.ppid = (uint32_t)getppid();
+	h.ppid = self_ppid();
 	h.fork_of = sess_fork_of;
 	h.clock_tsc = (uint32_t)strata_clock_tsc;
 	h.mode = ring_cfg.mode;
@@ -534,6 +571,8 @@ static bool sess_stop_helper(void)
 	return true;
 }
 
+static void sess_wait_done(const struct sess_bye *bye);
+
 /*
  * Leave the session (exit, or strata_stop()): stop the tracepoints, close
  * this process's open packets so that the daemon writes them, send the
@@ -577,11 +616,14 @@ static void sess_leave(void)
 		sess_sweep();
 	}
 	bye.rings_unsent = __atomic_load_n(&sess_rings_unsent, __ATOMIC_RELAXED);
-	bye.internal_lost = (uint32_t)statedump_lost();
+	bye.internal_lost = 0; /* strata's own records are not in lost[] */
+	bye.flags = sess_guarded ? SESS_BYE_DONE : 0;
 	st = __atomic_load_n(&sess_state, __ATOMIC_ACQUIRE);
 	if (st == SESS_ON && sess_send(&bye, sizeof(bye), -1))
 		st = SESS_DEAD;
-	if (st == SESS_ON && !bye.rings_unsent) {
+	if (st == SESS_ON && sess_guarded) {
+		sess_wait_done(&bye);
+	} else if (st == SESS_ON && !bye.rings_unsent) {
 		/* fine: the daemon reports */
 	} else if (st != SESS_NEED) {
 		uint64_t lost = 0;
@@ -604,7 +646,71 @@ static void sess_leave(void)
 
 static void sess_at_exit(void)
 {
+	pthread_mutex_lock(&sess_lock);
 	sess_leave();
+	pthread_mutex_unlock(&sess_lock);
+}
+
+/* ---- STRATA_OUTPUT: the embedded mode's guardian (docs/record.md) ---- */
+
+/*
+ * After a BYE that asked for it: wait for DONE, which says this
+ * process's sub-trace is on disk, then say in one line, as the in-process
+ * consumer does, if anything was lost. Bounded: a guardian that does not
+ * answer costs SESS_DONE_WAIT_MS once, and is reported.
+ */
+static void sess_wait_done(const struct sess_bye *bye)
+{
+	struct timespec t0, t;
+	struct sess_done m;
+	struct strata_stats st;
+	int fd = __atomic_load_n(&sess_fd, __ATOMIC_ACQUIRE), got = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long left = SESS_DONE_WAIT_MS - ((t.tv_sec - t0.tv_sec) * 1000 +
+						 (t.tv_nsec - t0.tv_nsec) / 1000000);
+		struct pollfd pf = {fd, POLLIN, 0};
+		if (left <= 0)
+			break;
+		int r = poll(&pf, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		ssize_t n = recv(fd, &m, sizeof(m), MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n == (ssize_t)sizeof(m) && m.h.type == SESS_DONE &&
+		    m.h.len == sizeof(m)) {
+			got = 1;
+			break;
+		}
+		if (n <= 0)
+			break; /* the guardian is gone */
+	}
+	if (!got) {
+		fprintf(stderr, "strata: %s: the recorder did not confirm the "
+			"trace within %d s; it may be incomplete\n",
+			sess_output, SESS_DONE_WAIT_MS / 1000);
+		return;
+	}
+	memset(&st, 0, sizeof(st));
+	st.events_written = m.events;
+	st.bytes_written = m.bytes;
+	st.packets_written = m.packets;
+	st.lost_io = m.lost_io;
+	st.lost_full = bye->lost[STRATA_LOST_FULL];
+	st.lost_busy = bye->lost[STRATA_LOST_BUSY];
+	st.lost_too_big = bye->lost[STRATA_LOST_TOO_BIG];
+	st.lost_nested = bye->lost[STRATA_LOST_NESTED];
+	st.lost_no_ring = bye->lost[STRATA_LOST_NO_RING];
+	st.internal_logged = statedump_logged();
+	last_stats = st; /* sess_lock held (sess_leave()'s callers) */
+	if (m.err)
+		slog_detail("%s: %s", sess_output, strerror(-m.err));
+	report_exit(m.err, &st);
 }
 
 /*
@@ -735,7 +841,7 @@ static void sess_after_fork_child(void)
 		sess_state = st == SESS_OFF ? SESS_OFF : SESS_DEAD;
 		return;
 	}
-	sess_fork_of = (uint32_t)getppid();
+	sess_fork_of = self_ppid();
 	if (getrandom(ring_cfg.uuid, 16, GRND_NONBLOCK) != 16) {
 		uint64_t a = strata_clock() ^ ((uint64_t)strata_pid << 32);
 		memcpy(ring_cfg.uuid, &a, 8);
@@ -1019,6 +1125,52 @@ static void after_fork_child(void)
 	sess_fork_helper();
 }
 
+/*
+ * STRATA_OUTPUT: record through a guardian (lib/guard.c), which outlives
+ * a crash of the program and takes its fork and exec children; the
+ * in-process consumer thread only where it cannot start, or with
+ * STRATA_GUARD=0 (docs/record.md, "The embedded mode"). Returns 0 when
+ * joined; otherwise the caller starts the in-process consumer, after one
+ * line saying why there is no crash protection (bad options are left to
+ * it to report).
+ */
+static int guard_join(const char *out)
+{
+	const char *g = getenv("STRATA_GUARD");
+	struct strata_options o;
+	char sock[sizeof(sess_sock)];
+	int ret;
+
+	/* Off by default until every path of the in-process consumer has
+	 * its equivalent in the session (docs/record.md, "The embedded
+	 * mode", Limits): STRATA_GUARD=1 turns it on. */
+	if (!g || strcmp(g, "1"))
+		return -ECANCELED;
+	if (strata_options_from_env(&o) || options_check(&o))
+		return -EINVAL;
+	if ((ret = tfile_mkdir_p(out)))
+		return ret; /* strata_start() says it */
+	if ((ret = guard_spawn(out, sock, sizeof(sock)))) {
+		fprintf(stderr, "strata: %s\n", strata_strerror_detail());
+		return ret;
+	}
+	/* exec'd children join it too (a fork child does by itself) */
+	setenv("STRATA_SESSION", sock, 1);
+	setenv("STRATA_GUARDED", "1", 1);
+	snprintf(sess_output, sizeof(sess_output), "%s", out);
+	sess_guarded = 1;
+	if ((ret = sess_join(sock))) {
+		sess_guarded = 0;
+		unsetenv("STRATA_SESSION");
+		unsetenv("STRATA_GUARDED");
+		fprintf(stderr, "strata: no crash protection: %s\n",
+			strata_strerror_detail());
+		return ret;
+	}
+	started_from_env = 1;
+	return 0;
+}
+
 __attribute__((constructor)) static void strata_init(void)
 {
 	strata_pid = (uint32_t)getpid();
@@ -1045,9 +1197,15 @@ __attribute__((constructor)) static void strata_init(void)
 		return;
 	}
 	if (sess && *sess) {
+		/* an exec'd child of a guarded program: its session too */
+		const char *g = getenv("STRATA_GUARDED");
+		sess_guarded = g && !strcmp(g, "1");
+		if (out && *out)
+			snprintf(sess_output, sizeof(sess_output), "%s", out);
 		int ret = sess_join(sess);
 		if (!ret)
 			return;
+		sess_guarded = 0;
 		/* The daemon is unreachable: the in-process consumer if
 		 * STRATA_OUTPUT says where, else no tracing at all. */
 		if (!out || !*out) {
@@ -1056,6 +1214,8 @@ __attribute__((constructor)) static void strata_init(void)
 			return;
 		}
 	}
+	if (out && *out && guard_join(out) == 0)
+		return;
 	if (out && *out) {
 		int ret = strata_start(NULL);
 		/* Tracing was asked for in the environment: say why it is

@@ -49,6 +49,7 @@ struct client {
 	uint64_t gen;
 	int bye;
 	struct sess_bye byemsg;
+	int err; /* its sub-trace's first I/O error (negative errno) */
 	uint64_t ring_lost; /* sum of the rings' counters at close */
 	uint64_t lost_base; /* ... when the current trace began */
 	int traced;         /* has a sub-trace in the current trace */
@@ -641,8 +642,30 @@ static void client_end_trace(struct sessd *d, struct client *c, int writers_gone
 	cons_poll(c->cons);
 	int ret = cons_finish(c->cons, writers_gone, &c->st, &c->salv);
 	c->cons = NULL;
+	c->err = ret;
 	if (ret && !d->err)
 		d->err = ret;
+}
+
+/* A BYE that asks for DONE (the embedded mode's guardian): finish the
+ * sub-trace now (the process closed its packets before BYE) and say so,
+ * with the totals; the process waits for it at exit. */
+static void client_done(struct sessd *d, struct client *c)
+{
+	struct sess_done m;
+
+	client_end_trace(d, c, 1);
+	memset(&m, 0, sizeof(m));
+	m.h.type = SESS_DONE;
+	m.h.len = sizeof(m);
+	m.err = c->err;
+	m.events = c->st.events_written;
+	m.bytes = c->st.bytes_written;
+	m.packets = c->st.packets_written;
+	m.lost_io = c->st.lost_io;
+	if (send(c->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* it gave up waiting, or is gone: the trace is written */
+	}
 }
 
 /* The process is gone (EOF) or the session ends: write everything. */
@@ -741,9 +764,13 @@ static void client_read(struct sessd *d, struct client *c)
 				client_desc(d, c, buf, (size_t)len);
 				break;
 			case SESS_BYE:
-				if ((size_t)len == sizeof(c->byemsg)) {
-					memcpy(&c->byemsg, buf, sizeof(c->byemsg));
+				if ((size_t)len == sizeof(c->byemsg) ||
+				    (size_t)len == SESS_BYE_V1_LEN) {
+					memset(&c->byemsg, 0, sizeof(c->byemsg));
+					memcpy(&c->byemsg, buf, (size_t)len);
 					c->bye = 1;
+					if (c->byemsg.flags & SESS_BYE_DONE)
+						client_done(d, c);
 				}
 				break;
 			case SESS_ACK: {

@@ -19,9 +19,14 @@
  *   process -> daemon  RING    one per ring, with its memfd (SCM_RIGHTS)
  *   process -> daemon  DESC    event descriptors (any number of these)
  *   process -> daemon  BYE     at exit, after its last flush: counters
+ *   daemon -> process  DONE    only to a BYE that asks for it (the
+ *                              embedded mode's guardian): its sub-trace
+ *                              is written, with the totals
  *
- * The daemon never answers: a process never waits for it (docs/record.md,
- * "Never hurt the traced program"). EOF without BYE means the process
+ * Otherwise the daemon never answers: a process never waits for it
+ * (docs/record.md, "Never hurt the traced program"), except at exit in
+ * the embedded mode, for a bounded time, where the in-process consumer
+ * it replaces made exit wait too. EOF without BYE means the process
  * died, or exec'd: its rings are salvaged.
  */
 #define SESS_VERSION 1u
@@ -33,6 +38,7 @@ enum sess_type {
 	SESS_DESC = 3,
 	SESS_BYE = 4,
 	SESS_ACK = 5, /* a long-lived daemon's `state` applied (below) */
+	SESS_DONE = 6,
 };
 
 struct sess_hdr {
@@ -77,9 +83,27 @@ struct sess_bye {
 	uint64_t lost[STRATA_LOST_NCAUSES]; /* over all its rings and none */
 	uint32_t rings_unsent; /* rings the daemon never got (their events
 				* are lost) */
-	uint32_t internal_lost; /* strata's own records among lost[] (the
-				 * state dump's, dropped when the buffer was
-				 * full): not the program's events */
+	uint32_t internal_lost; /* strata's own records among lost[]: 0 from
+				 * libraries that count them apart (lost_own) */
+	uint32_t flags;         /* SESS_BYE_*; absent (a shorter BYE) from
+				 * older libraries */
+	uint32_t pad;
+};
+#define SESS_BYE_V1_LEN 56u   /* a BYE without flags */
+_Static_assert(__builtin_offsetof(struct sess_bye, flags) == SESS_BYE_V1_LEN,
+	       "BYE: flags follow the first version's fields");
+#define SESS_BYE_DONE 1u      /* answer with DONE once written */
+
+/* DONE: this process's sub-trace is finished (metadata, index, streams
+ * closed). */
+struct sess_done {
+	struct sess_hdr h;
+	int32_t err;      /* 0, or the first I/O error (negative errno) */
+	uint32_t pad;
+	uint64_t events;  /* written, strata's own records excluded */
+	uint64_t bytes;
+	uint64_t packets;
+	uint64_t lost_io; /* recorded, not written (I/O error) */
 };
 
 /* ACK: the helper thread applied generation `gen` of the session's state

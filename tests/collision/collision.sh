@@ -24,7 +24,7 @@ grep -q 'beta:y has the id 5:1 of alpha:x: not recorded' "$work/one.err" || fail
 babeltrace2 "$work/one" >"$work/bt1" 2>"$work/bt.err"
 [ -s "$work/bt.err" ] && fail "babeltrace2: $(head -2 "$work/bt.err")"
 [ "$(grep -c ' alpha:x: ' "$work/bt1")" = 202 ] || fail "expected 202 alpha:x events, got $(grep -c ' alpha:x: ' "$work/bt1")"
-grep -q 'beta' "$work/bt1" && fail "beta's events reached the trace (they would be misread as alpha:x)"
+grep -v ' strata:' "$work/bt1" | grep -q 'beta' && fail "beta's events reached the trace (they would be misread as alpha:x)"
 grep -qE '\{ a = (1|2) \}' "$work/bt1" && fail "alpha:x was logged while disabled"
 grep -q '{ a = 4000 }' "$work/bt1" || fail "strata_enable did not reach the second copy of alpha:x"
 echo "collision: OK"

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* The guardian of the embedded mode: a private `strata record` that outlives a crash of the program. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+#include "common/log.h"
+#include "lib/guard.h"
+
+/*
+ * Why a process of its own (docs/record.md, "The embedded mode"): a
+ * program that records through STRATA_OUTPUT and is killed (SIGKILL,
+ * SIGSEGV, Ctrl-C) must still leave everything it committed in the trace,
+ * with no setup. Rings in shared memory survive the program only if
+ * another process holds them; the session daemon of `strata record`
+ * already holds rings, drains them, salvages those of dead processes and
+ * takes fork and exec children. So STRATA_OUTPUT starts one, private to
+ * this program and its descendants, instead of a consumer thread.
+ *
+ * The program must not see it: it is not its child (the program's
+ * waitpid(-1) and SIGCHLD stay its own), not in its process group or
+ * session (Ctrl-C and the terminal's hangup reach the program only), and
+ * holds none of its file descriptors but stderr. Hence two raw clones: an
+ * intermediate with no exit signal, reaped with __WCLONE (which a plain
+ * waitpid never sees), that makes the guardian and exits at once, so that
+ * the guardian is reparented to init (or the nearest subreaper). Between
+ * the clones and execve only async-signal-safe system calls run: the
+ * program may have threads holding any lock.
+ */
+
+/* The strata tool: STRATA_TOOL, else beside this library (the build
+ * tree's src/cli/strata, or an installation's ../bin/strata), else where
+ * it was to be installed. */
+static int find_tool(char *out, size_t n)
+{
+	const char *env = getenv("STRATA_TOOL");
+	Dl_info di;
+
+	if (env && *env) {
+		snprintf(out, n, "%s", env);
+		return access(out, X_OK) ? -ENOENT : 0;
+	}
+	if (dladdr((void *)find_tool, &di) && di.dli_fname) {
+		static const char *const rel[] = {"cli/strata", "../bin/strata",
+						  "../../bin/strata"};
+		const char *slash = strrchr(di.dli_fname, '/');
+		int dlen = slash ? (int)(slash - di.dli_fname) : 1;
+		const char *dir = slash ? di.dli_fname : ".";
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			snprintf(out, n, "%.*s/%s", dlen, dir, rel[i]);
+			if (!access(out, X_OK))
+				return 0;
+		}
+	}
+	snprintf(out, n, "%s", STRATA_INSTALL_BINDIR "/strata");
+	return access(out, X_OK) ? -ENOENT : 0;
+}
+
+/* The guardian, between the second clone and execve. */
+static __attribute__((noreturn)) void guardian(const char *tool, char *const argv[],
+					       int wfd)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	setsid();
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+	}
+	/* stderr stays: it says so there if the program died */
+	if (wfd != 3) {
+		dup2(wfd, 3);
+		wfd = 3;
+	}
+	fcntl(wfd, F_SETFD, 0);
+	syscall(SYS_close_range, 4, ~0U, 0);
+	/* no signal mask or handler of the program's */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (chdir("/") < 0) {
+		/* the paths given are absolute */
+	}
+	execve(tool, argv, environ);
+	_exit(127);
+}
+
+int guard_spawn(const char *dir, char *sock, size_t n)
+{
+	char tool[PATH_MAX], abs[PATH_MAX];
+	int p[2], ret;
+
+	if ((ret = find_tool(tool, sizeof(tool)))) {
+		slog_detail("no crash protection: the strata tool was not found "
+			    "beside libstrata (set STRATA_TOOL to its path, or "
+			    "STRATA_GUARD=0)");
+		return ret;
+	}
+	if (!realpath(dir, abs))
+		return -errno;
+	char *const argv[] = {"strata", "record", "--guard", "3", "-o", abs, NULL};
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+
+	/* The intermediate: no exit signal (flags 0), so the program gets
+	 * no SIGCHLD and its waitpid(-1) never sees it. */
+	long mid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, NULL);
+	if (mid < 0) {
+		ret = -errno;
+		close(p[0]);
+		close(p[1]);
+		return ret;
+	}
+	if (mid == 0) {
+		close(p[0]);
+		long g = syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, NULL);
+		if (g == 0)
+			guardian(tool, argv, p[1]);
+		syscall(SYS_exit, g < 0 ? 1 : 0);
+	}
+	close(p[1]);
+	int st;
+	while (waitpid((pid_t)mid, &st, __WCLONE) < 0 && errno == EINTR)
+		;
+
+	/* The guardian says where its socket is, or nothing if it fails. */
+	size_t got = 0;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ret = -ETIMEDOUT;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long left = 5000 - ((t.tv_sec - t0.tv_sec) * 1000 +
+				    (t.tv_nsec - t0.tv_nsec) / 1000000);
+		struct pollfd pf = {p[0], POLLIN, 0};
+		if (left <= 0)
+			break;
+		int r = poll(&pf, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		ssize_t k = read(p[0], sock + got, n - 1 - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			ret = -ECHILD; /* it ended without saying */
+			break;
+		}
+		got += (size_t)k;
+		sock[got] = 0;
+		char *nl = strchr(sock, '\n');
+		if (nl) {
+			*nl = 0;
+			ret = 0;
+			break;
+		}
+		if (got == n - 1) {
+			ret = -ENAMETOOLONG;
+			break;
+		}
+	}
+	close(p[0]);
+	if (ret)
+		slog_detail("no crash protection: the guardian (%s) did not "
+			    "start: %s", tool,
+			    ret == -ETIMEDOUT ? "no answer in 5 s" : strerror(-ret));
+	return ret;
+}
