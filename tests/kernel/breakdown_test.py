@@ -44,30 +44,33 @@ def bd(frm=None, to=None):
 
 failures = []
 rows = []
-def check(what, got, ref):
-    ok = abs(got - ref) <= max(TOL_REL * abs(ref), TOL_ABS_MS)
+def check(what, got, ref, slack=0.0):
+    ok = abs(got - ref) <= max(TOL_REL * abs(ref), TOL_ABS_MS) + slack
     rows.append((what, got, ref, "ok" if ok else "FAIL"))
     if not ok:
         failures.append(what)
 
 ns = lambda v: v / 1e6
+# a phase's marks may lag the clocks the program read for them (preempted
+# in between, on a loaded machine): that much more tolerance
+sl = lambda k: ns(gt["mark_slack_ns"][k] + gt["mark_slack_ns"][k + 1])
 whole = bd(to=marks[6])
 check("whole: running vs schedstat run", whole["running"], ns(gt["run_ns"]))
 check("whole: runnable vs schedstat wait", whole["runnable"], ns(gt["wait_ns"]))
 ph = [bd(marks[k], marks[k + 1]) for k in (1, 2, 3, 4)]
-check("spin: running vs thread CPU time", ph[0]["running"], ns(gt["phase_cpu_ns"][0]))
+check("spin: running vs thread CPU time", ph[0]["running"], ns(gt["phase_cpu_ns"][0]), sl(0))
 # A thread that never blocks spends its wall time running, waiting for a
 # CPU, or under the interrupts that hit its CPU (a disk's, the host's):
 # none of it sleeping.
 check("spin: running+runnable+irq vs wall", ph[0]["running"] + ph[0]["runnable"] + ph[0]["irq"],
-      ns(gt["phase_wall_ns"][0]))
+      ns(gt["phase_wall_ns"][0]), sl(0))
 check("sleep: sleep vs nanosleep wall", ph[1]["sleep"], ns(gt["sleep_wall_ns"]))
-check("io: running vs thread CPU time", ph[2]["running"], ns(gt["phase_cpu_ns"][2]))
+check("io: running vs thread CPU time", ph[2]["running"], ns(gt["phase_cpu_ns"][2]), sl(2))
 check("io: io_wait+sleep+runnable vs wall-CPU", ph[2]["io_wait"] + ph[2]["sleep"] + ph[2]["runnable"],
-      ns(gt["phase_wall_ns"][2] - gt["phase_cpu_ns"][2]))
-check("preempted: running vs thread CPU time", ph[3]["running"], ns(gt["phase_cpu_ns"][3]))
+      ns(gt["phase_wall_ns"][2] - gt["phase_cpu_ns"][2]), sl(2))
+check("preempted: running vs thread CPU time", ph[3]["running"], ns(gt["phase_cpu_ns"][3]), sl(3))
 check("preempted: runnable vs wall-CPU", ph[3]["runnable"],
-      ns(gt["phase_wall_ns"][3] - gt["phase_cpu_ns"][3]))
+      ns(gt["phase_wall_ns"][3] - gt["phase_cpu_ns"][3]), sl(3))
 if ph[2]["io_wait"] <= 0:
     failures.append("io: no uninterruptible (D) time seen")
 if ph[3]["runnable"] < 50:

@@ -70,12 +70,16 @@ static void *subject(void *arg)
 	pin();
 	pid_t tid = (pid_t)syscall(SYS_gettid);
 
-	uint64_t pc[6], pw[6];
-#define MARK(k)                                          \
-	do {                                             \
-		pc[k - 1] = now_ns(CLOCK_THREAD_CPUTIME_ID); \
-		pw[k - 1] = now_ns(CLOCK_MONOTONIC);        \
-		STRATA_EVENT1(11, k, k);                     \
+	/* A mark reads the clocks, then logs its event: a thread preempted
+	 * between the two (a loaded machine) shifts the phase the trace sees
+	 * from the one it measured; slack[] says by how much at most. */
+	uint64_t pc[6], pw[6], slack[6];
+#define MARK(k)                                                      \
+	do {                                                         \
+		pc[k - 1] = now_ns(CLOCK_THREAD_CPUTIME_ID);             \
+		pw[k - 1] = now_ns(CLOCK_MONOTONIC);                    \
+		STRATA_EVENT1(11, k, k);                                 \
+		slack[k - 1] = now_ns(CLOCK_MONOTONIC) - pw[k - 1];      \
 	} while (0)
 	MARK(1);
 	spin_wall(300 * 1000000ull);
@@ -134,7 +138,7 @@ static void *subject(void *arg)
 	       "\"sleep_wall_ns\":%llu,\"io_wall_ns\":%llu,\"io_cpu_ns\":%llu,"
 	       "\"ru_utime_ns\":%llu,\"ru_stime_ns\":%llu,\"ps_utime_ns\":%llu,"
 	       "\"ps_stime_ns\":%llu,\"phase_cpu_ns\":[%llu,%llu,%llu,%llu],"
-	       "\"phase_wall_ns\":[%llu,%llu,%llu,%llu]}\n",
+	       "\"phase_wall_ns\":[%llu,%llu,%llu,%llu],\"mark_slack_ns\":[%llu,%llu,%llu,%llu,%llu]}\n",
 	       (int)tid, (int)getpid(), cpu_pin, run, wait,
 	       (unsigned long long)sleep_wall, (unsigned long long)io_wall,
 	       (unsigned long long)io_cpu,
@@ -145,7 +149,10 @@ static void *subject(void *arg)
 	       (unsigned long long)(pc[1] - pc[0]), (unsigned long long)(pc[2] - pc[1]),
 	       (unsigned long long)(pc[3] - pc[2]), (unsigned long long)(pc[4] - pc[3]),
 	       (unsigned long long)(pw[1] - pw[0]), (unsigned long long)(pw[2] - pw[1]),
-	       (unsigned long long)(pw[3] - pw[2]), (unsigned long long)(pw[4] - pw[3]));
+	       (unsigned long long)(pw[3] - pw[2]), (unsigned long long)(pw[4] - pw[3]),
+	       (unsigned long long)slack[0], (unsigned long long)slack[1],
+	       (unsigned long long)slack[2], (unsigned long long)slack[3],
+	       (unsigned long long)slack[4]);
 	fflush(stdout);
 	return NULL;
 }
