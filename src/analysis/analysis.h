@@ -8,16 +8,27 @@
 
 #include <strata/reader.h>
 
-/* Thread states; every tick of the window is in exactly one (so they add
- * up to the wall time). */
+/*
+ * Thread states; every tick of the window is in exactly one (so they add
+ * up to the wall time). The on-CPU states of the threads that ran on a CPU
+ * and that CPU's idle and unknown time add up to the wall time too: a CPU
+ * runs one thread at a time, and a thread whose switch-out the trace lacks
+ * (outside a -c/-p recording's scope, or lost) stops running at the last
+ * event that shows it there (docs/kernel.md, "Missing switches").
+ */
 enum bd_state {
-	BD_USER,     /* on a CPU, not in a system call (all on-CPU time without syscall events) */
+	BD_USER,     /* on a CPU outside system calls and interrupt handlers:
+		      * user code, and the page faults and other kernel entries
+		      * that no event times ("user+trap"; all on-CPU time but
+		      * handlers when system calls were not traced: "running") */
 	BD_SYS,      /* on a CPU, inside a system call */
 	BD_RUNNABLE, /* ready, waiting for a CPU: preempted or woken */
 	BD_SLEEP,    /* blocked, interruptible (S, also I, T, P) */
 	BD_IO,       /* blocked, uninterruptible (D): I/O wait */
 	BD_IRQ,      /* on a CPU, but in interrupt or softirq handlers */
-	BD_OTHER,    /* not known yet, not alive yet, or exited */
+	BD_UNKNOWN,  /* alive, but the trace lost track of it: a switch or a
+		      * wakeup of it is missing from the trace */
+	BD_UNSEEN,   /* before its first event, or after it exited */
 	BD_NSTATES,
 };
 
@@ -32,8 +43,9 @@ struct bd_inside {
 
 struct bd_syscall {
 	uint32_t nr;
-	uint64_t count;
-	uint64_t time;    /* ticks from sys_enter to sys_exit, in the window */
+	uint64_t count;   /* calls that entered and ended in the window */
+	uint64_t time;    /* ticks from sys_enter to sys_exit (or the thread's
+			   * end, for exit and exit_group), in the window */
 	uint64_t oncpu;   /* of which on a CPU */
 	struct bd_inside in[BD_INSIDE]; /* most frequent first at the end */
 	uint64_t in_other;
@@ -45,23 +57,32 @@ struct bd_thread {
 	uint64_t t[BD_NSTATES];
 	uint64_t *cpu;     /* on-CPU ticks per CPU [ncpus] */
 	uint64_t switches_in, preempted, wakeups, user_events;
+	uint64_t faults_user, faults_kernel; /* exceptions:page_fault_* */
+	uint64_t lost;     /* times the trace lost track of it */
+	bool created;      /* forked inside the trace (before it: unseen) */
+	bool exited;       /* exited inside the trace (after it: unseen) */
+	bool partial;      /* t[BD_UNKNOWN] > 0: only partly seen */
 	struct bd_syscall *sc;
 	unsigned nsc;
 	/* running state, internal */
 	int state;
 	uint64_t since;
 	int on;          /* CPU it runs on, -1 */
-	bool in_sys, sys_open;
+	bool in_sys, sys_open, sys_seen, exiting;
 	uint32_t sys_nr;
 	uint64_t sys_enter;
 };
 
 struct bd_cpu {
-	uint64_t busy, idle, other; /* add up to the wall time */
-	uint64_t irq, softirq;      /* inside busy/idle: handler time */
+	uint64_t busy, idle, unknown; /* add up to the wall time; busy is
+				       * the on-CPU time of its threads */
+	uint64_t irq, softirq;        /* inside busy/idle: handler time */
+	uint64_t lost;                /* times it lost track of its thread */
 	/* internal */
-	int64_t cur;    /* current tid, -1 unknown */
-	uint64_t since, irq_at, softirq_at;
+	int64_t cur;    /* current tid, 0 idle, -1 unknown */
+	uint64_t since; /* cur's since */
+	uint64_t last;  /* the last event that showed cur there */
+	uint64_t irq_at, softirq_at;
 	bool in_irq, in_softirq;
 	int depth; /* nested handlers (irq, vectors, softirq) */
 };
@@ -72,7 +93,7 @@ struct bd_options {
 
 struct bd_result {
 	uint64_t begin, end;  /* the window, ticks */
-	bool have_sched, have_syscalls;
+	bool have_sched, have_syscalls, have_faults, have_irq;
 	unsigned nthreads, ncpus;
 	struct bd_thread *threads; /* sorted by pid, tid */
 	struct bd_cpu *cpus;
@@ -80,12 +101,50 @@ struct bd_result {
 };
 
 /* Compute the breakdown over the whole trace, counting the window only.
- * Returns 0, -ENOENT (no kernel sched events in the trace), -ENOMEM. */
+ * Returns 0, -ENOENT (no sched_switch event up to the window's end: record
+ * with -k sched), -ENOMEM. */
 int bd_compute(struct strata_trace *t, const struct bd_options *o,
 	       struct bd_result **out);
 void bd_free(struct bd_result *r); /* NULL ok */
 /* The name of system call `nr` from the kernel sub-trace's env, or NULL. */
 const char *bd_syscall_name(struct strata_trace *t, uint32_t nr);
+/* A sched_switch prev_state as the letters ps(1) shows ("S", "D", "R+",
+ * "Z"...), into buf (at least 8 bytes); returns buf. */
+const char *bd_state_letters(int64_t prev_state, char *buf);
+
+/* Threads summed per process (pid) or per command (comm). */
+enum bd_by { BD_BY_PROCESS = 1, BD_BY_COMMAND };
+
+struct bd_group {
+	uint32_t pid;       /* BD_BY_PROCESS; the lowest pid for a command */
+	char comm[17];      /* the main thread's, or the first named one's */
+	unsigned nthreads, npartial, nprocs;
+	uint64_t t[BD_NSTATES];      /* summed over its threads */
+	uint64_t faults_user, faults_kernel, switches_in, preempted;
+};
+
+/* Groups of r's threads, most on-CPU time first; *out freed with free().
+ * Returns the number of groups, or -ENOMEM. */
+int bd_group(const struct bd_result *r, enum bd_by by, struct bd_group **out);
+
+/* ---- what the trace lost ---------------------------------------------------
+ *
+ * Every analysis says when the trace it reads lost events: its counts,
+ * times and states then miss what the lost events would have shown. The
+ * numbers are the streams' own (format.md §2: events_discarded of the last
+ * packet, packet_seq_num gaps), over the whole trace.
+ */
+struct an_loss {
+	uint64_t kernel_events, user_events;   /* discarded by the writers */
+	uint64_t kernel_packets, user_packets; /* packets missing (seq gaps) */
+	unsigned kernel_streams, user_streams; /* streams that lost any */
+};
+
+void an_loss_get(struct strata_trace *t, struct an_loss *out);
+static inline int an_loss_any(const struct an_loss *l)
+{
+	return l->kernel_events || l->user_events || l->kernel_packets || l->user_packets;
+}
 
 /* ---- the switch out of idle that ftrace did not record -------------------
  *

@@ -8,10 +8,29 @@
 
 #include "analysis/analysis.h"
 
+/*
+ * Two machines run side by side: one per thread (its state since when) and
+ * one per CPU (which thread it runs since when). Every transition that puts
+ * a thread on a CPU or takes it off goes through both at the same tick, so
+ * the per-CPU sums of the threads' on-CPU time are that CPU's busy time,
+ * exactly.
+ *
+ * The trace may lack switches: `strata record -k` filters with
+ * set_event_pid, which keeps a sched_switch only when its prev or its next
+ * is in scope, and buffers can lose events. Any kernel event says which
+ * thread is current on its CPU (common_pid). When that is not the thread
+ * the CPU was running, the switch(es) between were not recorded: the
+ * thread the CPU was running stops at the last event that showed it there,
+ * the CPU's time from then is unknown, and so is the new thread's time
+ * since its last known state. Nothing is guessed but the one documented
+ * exception, the switch out of idle this kernel never records (below).
+ */
+
 /* Event kinds the breakdown understands, resolved once per class. */
 enum kk {
-	K_NONE, K_SWITCH, K_WAKEUP, K_EXIT, K_SYS_ENTER, K_SYS_EXIT,
+	K_NONE, K_SWITCH, K_WAKEUP, K_FORK, K_EXIT, K_SYS_ENTER, K_SYS_EXIT,
 	K_IRQ_ENTRY, K_IRQ_EXIT, K_SOFTIRQ_ENTRY, K_SOFTIRQ_EXIT, K_EXEC,
+	K_FAULT_USER, K_FAULT_KERNEL, K_DUMP_THREAD,
 };
 
 struct kclass_info {
@@ -24,12 +43,14 @@ struct bd_ctx {
 	struct bd_result *r;
 	struct kclass_info *ci;
 	bool *kernel_stream;
-	struct idle_cpu *idle; /* [r->ncpus] */
 	uint64_t wfrom, wto;
-	/* tid -> thread index, open addressing */
+	/* tid -> thread, open addressing; threads stay where they were
+	 * allocated (pointers are kept across lookups) */
 	uint32_t *hkey;
-	int32_t *hval;
-	size_t hcap, cap;
+	struct bd_thread **hval;
+	size_t hcap;
+	struct bd_thread **all;
+	size_t nall, cap;
 	int err;
 };
 
@@ -42,32 +63,21 @@ static uint64_t clip(const struct bd_ctx *c, uint64_t a, uint64_t b)
 	return b > a ? b - a : 0;
 }
 
-static struct bd_thread *thread_get(struct bd_ctx *c, uint32_t tid)
+static int table_put(struct bd_ctx *c, uint32_t tid, struct bd_thread *th)
 {
-	struct bd_result *r = c->r;
-	size_t h = (tid * 2654435761u) & (c->hcap - 1);
-
-	for (;; h = (h + 1) & (c->hcap - 1)) {
-		if (c->hval[h] < 0)
-			break;
-		if (c->hkey[h] == tid)
-			return &r->threads[c->hval[h]];
-	}
-	if (r->nthreads * 2 >= c->hcap) { /* grow the table */
+	if ((c->nall + 1) * 2 >= c->hcap) { /* grow the table */
 		size_t ncap = c->hcap * 2;
 		uint32_t *nk = calloc(ncap, sizeof(*nk));
-		int32_t *nv = malloc(ncap * sizeof(*nv));
+		struct bd_thread **nv = calloc(ncap, sizeof(*nv));
 		if (!nk || !nv) {
 			free(nk);
 			free(nv);
-			c->err = -ENOMEM;
-			return NULL;
+			return -ENOMEM;
 		}
-		memset(nv, 0xff, ncap * sizeof(*nv));
 		for (size_t i = 0; i < c->hcap; i++)
-			if (c->hval[i] >= 0) {
+			if (c->hval[i]) {
 				size_t j = (c->hkey[i] * 2654435761u) & (ncap - 1);
-				while (nv[j] >= 0)
+				while (nv[j])
 					j = (j + 1) & (ncap - 1);
 				nk[j] = c->hkey[i];
 				nv[j] = c->hval[i];
@@ -77,37 +87,73 @@ static struct bd_thread *thread_get(struct bd_ctx *c, uint32_t tid)
 		c->hkey = nk;
 		c->hval = nv;
 		c->hcap = ncap;
-		return thread_get(c, tid);
 	}
-	if (r->nthreads == c->cap) {
+	size_t h = (tid * 2654435761u) & (c->hcap - 1);
+	while (c->hval[h])
+		h = (h + 1) & (c->hcap - 1);
+	c->hkey[h] = tid;
+	c->hval[h] = th;
+	return 0;
+}
+
+static struct bd_thread *thread_find(const struct bd_ctx *c, uint32_t tid)
+{
+	for (size_t h = (tid * 2654435761u) & (c->hcap - 1); c->hval[h];
+	     h = (h + 1) & (c->hcap - 1))
+		if (c->hkey[h] == tid)
+			return c->hval[h];
+	return NULL;
+}
+
+static struct bd_thread *thread_get(struct bd_ctx *c, uint32_t tid)
+{
+	struct bd_thread *th = thread_find(c, tid);
+	if (th)
+		return th;
+	if (c->nall == c->cap) {
 		size_t ncap = c->cap ? c->cap * 2 : 64;
-		struct bd_thread *nt = realloc(r->threads, ncap * sizeof(*nt));
-		if (!nt) {
-			c->err = -ENOMEM;
-			return NULL;
-		}
-		r->threads = nt;
+		struct bd_thread **na = realloc(c->all, ncap * sizeof(*na));
+		if (!na)
+			goto nomem;
+		c->all = na;
 		c->cap = ncap;
 	}
-	struct bd_thread *th = &r->threads[r->nthreads];
-	memset(th, 0, sizeof(*th));
+	if (!(th = calloc(1, sizeof(*th))))
+		goto nomem;
 	th->tid = tid;
 	th->pid = tid;
-	th->state = BD_OTHER;
-	th->since = c->wfrom < r->begin ? r->begin : c->wfrom;
-	th->since = r->begin;
+	th->state = BD_UNSEEN;
+	th->since = c->r->begin;
 	th->on = -1;
-	if (!(th->cpu = calloc(r->ncpus, sizeof(*th->cpu)))) {
-		c->err = -ENOMEM;
-		return NULL;
+	if (!(th->cpu = calloc(c->r->ncpus, sizeof(*th->cpu))) || table_put(c, tid, th)) {
+		free(th->cpu);
+		free(th);
+		goto nomem;
 	}
-	c->hkey[h] = tid;
-	c->hval[h] = (int32_t)r->nthreads++;
+	c->all[c->nall++] = th;
 	return th;
+nomem:
+	c->err = -ENOMEM;
+	return NULL;
 }
 
 static struct bd_syscall *sys_entry(struct bd_ctx *c, struct bd_thread *th,
-				    uint32_t nr);
+				    uint32_t nr)
+{
+	for (unsigned i = 0; i < th->nsc; i++)
+		if (th->sc[i].nr == nr)
+			return &th->sc[i];
+	struct bd_syscall *n = realloc(th->sc, (th->nsc + 1) * sizeof(*n));
+	if (!n) {
+		c->err = -ENOMEM;
+		return NULL;
+	}
+	th->sc = n;
+	struct bd_syscall *s = &th->sc[th->nsc++];
+	memset(s, 0, sizeof(*s));
+	s->nr = nr;
+	return s;
+}
 
 /* An event of `th` inside its current system call. */
 static void sys_inside(struct bd_ctx *c, struct bd_thread *th,
@@ -137,25 +183,9 @@ static void sys_account(struct bd_ctx *c, struct bd_thread *th, uint32_t nr,
 	s->oncpu += oncpu;
 }
 
-static struct bd_syscall *sys_entry(struct bd_ctx *c, struct bd_thread *th,
-				    uint32_t nr)
+static bool running(const struct bd_thread *th)
 {
-	struct bd_syscall *s = NULL;
-	for (unsigned i = 0; i < th->nsc; i++)
-		if (th->sc[i].nr == nr)
-			s = &th->sc[i];
-	if (!s) {
-		struct bd_syscall *n = realloc(th->sc, (th->nsc + 1) * sizeof(*n));
-		if (!n) {
-			c->err = -ENOMEM;
-			return NULL;
-		}
-		th->sc = n;
-		s = &th->sc[th->nsc++];
-		memset(s, 0, sizeof(*s));
-		s->nr = nr;
-	}
-	return s;
+	return th->state == BD_USER || th->state == BD_SYS || th->state == BD_IRQ;
 }
 
 /* Leave the current state at `ts`, enter `st`. */
@@ -165,9 +195,7 @@ static void set_state(struct bd_ctx *c, struct bd_thread *th, int st, uint64_t t
 		ts = th->since;
 	uint64_t d = clip(c, th->since, ts);
 	th->t[th->state] += d;
-	if ((th->state == BD_USER || th->state == BD_SYS || th->state == BD_IRQ) &&
-	    th->on >= 0 &&
-	    (unsigned)th->on < c->r->ncpus)
+	if (running(th) && th->on >= 0 && (unsigned)th->on < c->r->ncpus)
 		th->cpu[th->on] += d;
 	if (th->state == BD_SYS && th->in_sys && th->sys_open)
 		sys_account(c, th, th->sys_nr, 0, d, false);
@@ -175,23 +203,134 @@ static void set_state(struct bd_ctx *c, struct bd_thread *th, int st, uint64_t t
 	th->since = ts;
 }
 
-static int running_state(const struct bd_thread *th)
+/* CPU k runs `who` (tid, 0 idle, -1 unknown) from `ts`. */
+static void cpu_set(struct bd_ctx *c, unsigned k, int64_t who, uint64_t ts)
 {
-	return th->in_sys ? BD_SYS : BD_USER;
+	struct bd_cpu *p = &c->r->cpus[k];
+	if (ts < p->since)
+		ts = p->since;
+	uint64_t d = clip(c, p->since, ts);
+	if (p->cur < 0)
+		p->unknown += d;
+	else if (p->cur == 0)
+		p->idle += d;
+	else
+		p->busy += d;
+	p->cur = who;
+	p->since = p->last = ts;
 }
 
-static void cpu_switch(struct bd_ctx *c, unsigned cpu, int64_t next, uint64_t ts)
+/* The thread's system call ends with the thread (exit, exit_group). */
+static void sys_close(struct bd_ctx *c, struct bd_thread *th, uint64_t ts)
 {
-	struct bd_cpu *k = &c->r->cpus[cpu];
-	uint64_t d = clip(c, k->since, ts);
-	if (k->cur < 0)
-		k->other += d;
-	else if (k->cur == 0)
-		k->idle += d;
-	else
-		k->busy += d;
-	k->cur = next;
-	k->since = ts;
+	if (!th->in_sys)
+		return;
+	set_state(c, th, th->state, ts); /* account the on-CPU part */
+	if (th->sys_open)
+		sys_account(c, th, th->sys_nr, clip(c, th->sys_enter, ts), 0,
+			    th->sys_enter >= c->wfrom && ts <= c->wto);
+	th->in_sys = th->sys_open = false;
+}
+
+/* Thread `th`, on CPU k, leaves it at ts for state st (BD_UNSEEN: it exited). */
+static void leave_cpu(struct bd_ctx *c, struct bd_thread *th, int st, uint64_t ts)
+{
+	if (st == BD_UNSEEN) {
+		sys_close(c, th, ts);
+		th->exited = true;
+	}
+	set_state(c, th, st, ts);
+	th->on = -1;
+}
+
+/* Thread `th` runs on CPU k from ts (the same tick for both machines). */
+static void run_on(struct bd_ctx *c, struct bd_thread *th, unsigned k, uint64_t ts)
+{
+	struct bd_cpu *p = &c->r->cpus[k];
+	if (ts < th->since)
+		ts = th->since;
+	if (ts < p->since)
+		ts = p->since;
+	cpu_set(c, k, th->tid, ts);
+	th->on = (int)k;
+	th->switches_in++;
+	set_state(c, th, th->in_sys ? BD_SYS : BD_USER, ts);
+}
+
+/* The trace lost track of what CPU k ran after its last event there: the
+ * thread stops at that event, the CPU's time from then is unknown. */
+static void lose_cpu(struct bd_ctx *c, unsigned k)
+{
+	struct bd_cpu *p = &c->r->cpus[k];
+	uint64_t at = p->last;
+
+	if (p->cur < 0)
+		return;
+	if (p->cur > 0) {
+		struct bd_thread *th = thread_find(c, (uint32_t)p->cur);
+		if (th && th->on == (int)k && running(th)) {
+			if (at < th->since)
+				at = th->since;
+			if (th->exiting) { /* it exited: its last switch is missing */
+				leave_cpu(c, th, BD_UNSEEN, at);
+			} else {
+				leave_cpu(c, th, BD_UNKNOWN, at);
+				th->lost++;
+			}
+		}
+		p->lost++;
+	}
+	cpu_set(c, k, -1, at);
+}
+
+/* What `th` did since its last known state is not known: a switch-in or a
+ * wakeup of it is missing. A thread not seen before stays unseen. */
+static void forget(struct bd_thread *th)
+{
+	if (th->state == BD_UNSEEN && !th->exited)
+		return;
+	if (th->state != BD_UNKNOWN)
+		th->lost++;
+	th->state = BD_UNKNOWN; /* from th->since: nothing was accounted yet */
+}
+
+/*
+ * An event of thread `x` (0: the idle task) on CPU k at ts: x runs there
+ * now. `user` marks a user-space event, trusted only to end idle (below).
+ */
+static void on_cpu(struct bd_ctx *c, unsigned k, uint32_t x, uint64_t ts, bool user)
+{
+	struct bd_cpu *p = &c->r->cpus[k];
+	if (p->cur == (int64_t)x) {
+		p->last = ts;
+		return;
+	}
+	if (x == 0) { /* a switch to idle is missing */
+		lose_cpu(c, k);
+		cpu_set(c, k, 0, ts);
+		return;
+	}
+	struct bd_thread *th = thread_get(c, x);
+	if (!th)
+		return;
+	/*
+	 * The switch out of idle that this project's kernel does not record
+	 * (docs/kernel.md): a CPU that a recorded switch left idle runs a
+	 * runnable thread from the idle task's last event there (the
+	 * interrupt that woke it) or from its wakeup, whichever is later.
+	 */
+	if (p->cur == 0 && th->state == BD_RUNNABLE) {
+		uint64_t at = p->last > th->since ? p->last : th->since;
+		run_on(c, th, k, at < ts ? at : ts);
+		return;
+	}
+	if (user)
+		return;
+	if (running(th) && th->on >= 0 && (unsigned)th->on != k)
+		lose_cpu(c, (unsigned)th->on); /* it left that CPU unrecorded */
+	lose_cpu(c, k);
+	forget(th);
+	run_on(c, th, k, ts);
 }
 
 static int64_t field_s(const struct strata_event *ev, int idx)
@@ -206,27 +345,59 @@ static int64_t field_s(const struct strata_event *ev, int idx)
 	return -1;
 }
 
-static void field_str(const struct strata_event *ev, int idx, char out[17])
+static void field_str(const struct strata_event *ev, int idx, char out[17], bool base)
 {
 	struct strata_value v;
 	if (idx < 0 || strata_event_field(ev, (unsigned)idx, &v) < 0 ||
 	    v.type != STRATA_VALUE_STRING)
 		return;
-	size_t n = strnlen(v.str, v.count < 16 ? v.count : 16);
-	memcpy(out, v.str, n);
+	size_t n = strnlen(v.str, v.count);
+	const char *s = v.str;
+	if (base) { /* the file name of a path, as the kernel's comm */
+		const char *sl = memrchr(s, '/', n);
+		if (sl) {
+			n -= (size_t)(sl + 1 - s);
+			s = sl + 1;
+		}
+	}
+	if (n > 15)
+		n = 15;
+	memcpy(out, s, n);
 	out[n] = 0;
 }
+
+#define PS_DEAD 0x30 /* TASK_REPORT: X (dead) and Z (zombie) */
 
 /* sched_switch prev_state -> state (TASK_REPORT bits; 0x100 = preempted). */
 static int prev_state_of(int64_t s)
 {
 	if (s < 0 || (s & 0x100) || (s & 0xff) == 0)
 		return BD_RUNNABLE;
+	if (s & PS_DEAD)
+		return BD_UNSEEN;
 	if (s & 0x02)
 		return BD_IO;
-	if (s & 0x30) /* X, Z: exited */
-		return BD_OTHER;
 	return BD_SLEEP; /* S, T, t, P, I */
+}
+
+const char *bd_state_letters(int64_t s, char *buf)
+{
+	/* TASK_REPORT order, as the kernel's sched_switch print format */
+	static const char letters[] = "SDTtXZPI";
+	size_t n = 0;
+	if (s < 0) {
+		strcpy(buf, "?");
+		return buf;
+	}
+	for (unsigned i = 0; i < 8; i++)
+		if (s & (1 << i))
+			buf[n++] = letters[i];
+	if (!n)
+		buf[n++] = 'R';
+	if (s & 0x100)
+		buf[n++] = '+';
+	buf[n] = 0;
+	return buf;
 }
 
 static void resolve_classes(struct bd_ctx *c)
@@ -245,10 +416,14 @@ static void resolve_classes(struct bd_ctx *c)
 			   !strcmp(nm, "sched:sched_wakeup_new")) {
 			ci->kind = K_WAKEUP;
 			F(0, "pid"), F(1, "comm");
+		} else if (!strcmp(nm, "sched:sched_process_fork")) {
+			ci->kind = K_FORK;
+			F(0, "child_pid"), F(1, "child_comm");
 		} else if (!strcmp(nm, "sched:sched_process_exit")) {
 			ci->kind = K_EXIT;
 		} else if (!strcmp(nm, "sched:sched_process_exec")) {
 			ci->kind = K_EXEC;
+			F(0, "filename");
 		} else if (!strcmp(nm, "raw_syscalls:sys_enter")) {
 			ci->kind = K_SYS_ENTER;
 			F(0, "id");
@@ -267,6 +442,13 @@ static void resolve_classes(struct bd_ctx *c)
 			ci->kind = K_SOFTIRQ_ENTRY;
 		} else if (!strcmp(nm, "irq:softirq_exit")) {
 			ci->kind = K_SOFTIRQ_EXIT;
+		} else if (!strcmp(nm, "exceptions:page_fault_user")) {
+			ci->kind = K_FAULT_USER;
+		} else if (!strcmp(nm, "exceptions:page_fault_kernel")) {
+			ci->kind = K_FAULT_KERNEL;
+		} else if (!strcmp(nm, "strata:thread_name")) {
+			ci->kind = K_DUMP_THREAD;
+			F(0, "tid"), F(1, "pid"), F(2, "name");
 		}
 #undef F
 	}
@@ -281,8 +463,39 @@ static void handler(struct bd_ctx *c, struct bd_cpu *k, struct bd_thread *cur,
 		if (k->depth++ == 0 && cur && (cur->state == BD_USER || cur->state == BD_SYS))
 			set_state(c, cur, BD_IRQ, ts);
 	} else if (k->depth > 0 && --k->depth == 0 && cur && cur->state == BD_IRQ) {
-		set_state(c, cur, running_state(cur), ts);
+		set_state(c, cur, cur->in_sys ? BD_SYS : BD_USER, ts);
 	}
+}
+
+static void on_switch(struct bd_ctx *c, const struct strata_event *ev,
+		      const struct kclass_info *ci, unsigned cpu)
+{
+	struct bd_result *r = c->r;
+	int64_t prev = field_s(ev, ci->f[0]), next = field_s(ev, ci->f[2]);
+	uint64_t ts = ev->timestamp;
+
+	r->have_sched = true;
+	r->cpus[cpu].depth = 0; /* no handler spans a switch */
+	if (prev > 0 && r->cpus[cpu].cur == prev) {
+		struct bd_thread *p = thread_find(c, (uint32_t)prev);
+		int st = prev_state_of(field_s(ev, ci->f[1]));
+		if (st == BD_RUNNABLE)
+			p->preempted++;
+		leave_cpu(c, p, st, ts);
+	}
+	if (next <= 0) {
+		cpu_set(c, cpu, 0, ts);
+		return;
+	}
+	struct bd_thread *n = thread_get(c, (uint32_t)next);
+	if (!n)
+		return;
+	field_str(ev, ci->f[3], n->comm, false);
+	if (running(n) && n->on >= 0 && (unsigned)n->on != cpu)
+		lose_cpu(c, (unsigned)n->on); /* it left that CPU unrecorded */
+	if (n->state == BD_SLEEP || n->state == BD_IO)
+		forget(n); /* blocked, and its wakeup is missing */
+	run_on(c, n, cpu, ts);
 }
 
 static void on_event(struct bd_ctx *c, const struct strata_event *ev)
@@ -291,108 +504,88 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 	uint64_t ts = ev->timestamp;
 	const struct kclass_info *ci = &c->ci[ev->cls->index];
 	bool kernel = c->kernel_stream[ev->stream];
-	int64_t prev = -1, next = -1;
-	uint64_t at;
+	bool in_window = ts >= c->wfrom && ts <= c->wto;
 
-	if (kernel && ci->kind == K_SWITCH) {
-		prev = field_s(ev, ci->f[0]);
-		next = field_s(ev, ci->f[2]);
+	if (ci->kind == K_DUMP_THREAD) { /* the state dump: tid -> pid, name */
+		int64_t tid = field_s(ev, ci->f[0]), pid = field_s(ev, ci->f[1]);
+		struct bd_thread *th = tid > 0 ? thread_get(c, (uint32_t)tid) : NULL;
+		if (th && pid > 0)
+			th->pid = (uint32_t)pid;
+		if (th && !th->comm[0])
+			field_str(ev, ci->f[2], th->comm, false);
+		return;
 	}
-	if (idle_infer(c->idle, r->ncpus, ev, kernel && ci->kind == K_SWITCH, prev, next, &at)) {
-		/* the CPU left idle for this thread at `at`, unrecorded */
+	if (!(ev->id >> 16))
+		return; /* strata's own records */
+	if (!kernel) {
 		struct bd_thread *th = thread_get(c, ev->tid);
 		if (!th)
 			return;
-		if (th->state != BD_USER && th->state != BD_SYS && th->state != BD_IRQ) {
-			th->on = (int)ev->cpu;
-			th->switches_in++;
-			set_state(c, th, running_state(th), at);
-		}
-		r->cpus[ev->cpu].depth = 0;
-		cpu_switch(c, ev->cpu, ev->tid, at);
-	}
-
-	if (!kernel) {
-		struct bd_thread *th = thread_get(c, ev->tid);
-		if (th) {
-			th->pid = ev->pid;
-			if (ts >= c->wfrom && ts <= c->wto) {
-				th->user_events++;
-				if (th->in_sys) /* e.g. a signal handler's event */
-					sys_inside(c, th, ev->cls);
-			}
+		th->pid = ev->pid;
+		if (ev->cpu < r->ncpus)
+			on_cpu(c, ev->cpu, ev->tid, ts, true);
+		if (in_window) {
+			th->user_events++;
+			if (th->in_sys) /* e.g. a signal handler's event */
+				sys_inside(c, th, ev->cls);
 		}
 		r->user_events++;
 		return;
 	}
 	r->kernel_events++;
-	unsigned cpu = ev->cpu < r->ncpus ? ev->cpu : 0;
+	if (ev->cpu >= r->ncpus)
+		return;
+	unsigned cpu = ev->cpu;
 	struct bd_cpu *k = &r->cpus[cpu];
 	struct bd_thread *cur = NULL;
 
 	/* The thread an event is attributed to runs on that CPU now. */
-	if (k->cur < 0)
-		cpu_switch(c, cpu, ev->tid, ts);
+	on_cpu(c, cpu, ev->tid, ts, false);
 	if (ev->tid) {
 		if (!(cur = thread_get(c, ev->tid)))
 			return;
 		cur->pid = ev->pid;
-		if (cur->state != BD_USER && cur->state != BD_SYS &&
-		    cur->state != BD_IRQ && ci->kind != K_WAKEUP) {
-			cur->on = (int)cpu;
-			set_state(c, cur, running_state(cur), ts);
-		}
 	}
-
 	if (cur && cur->in_sys && ci->kind != K_SYS_ENTER && ci->kind != K_SYS_EXIT &&
-	    ts >= c->wfrom && ts <= c->wto)
+	    in_window)
 		sys_inside(c, cur, ev->cls);
 
 	switch (ci->kind) {
-	case K_SWITCH: {
-		int64_t pst = field_s(ev, ci->f[1]);
-		r->have_sched = true;
-		k->depth = 0; /* no handler spans a switch */
-		if (prev > 0) {
-			struct bd_thread *p = thread_get(c, (uint32_t)prev);
-			if (!p)
-				return;
-			int st = prev_state_of(pst);
-			if (st == BD_RUNNABLE)
-				p->preempted++;
-			set_state(c, p, st, ts);
-			p->on = -1;
-		}
-		if (next > 0) {
-			struct bd_thread *n = thread_get(c, (uint32_t)next);
-			if (!n)
-				return;
-			field_str(ev, ci->f[3], n->comm);
-			n->on = (int)cpu;
-			n->switches_in++;
-			set_state(c, n, running_state(n), ts);
-		}
-		cpu_switch(c, cpu, next < 0 ? -1 : next, ts);
+	case K_SWITCH:
+		on_switch(c, ev, ci, cpu);
 		break;
-	}
 	case K_WAKEUP: {
 		int64_t pid = field_s(ev, ci->f[0]);
 		if (pid <= 0)
 			break;
 		struct bd_thread *w = thread_get(c, (uint32_t)pid);
-		if (!w)
-			return;
+		if (!w || w->exited)
+			break;
 		if (!w->comm[0])
-			field_str(ev, ci->f[1], w->comm);
-		w->wakeups++;
-		if (w->state == BD_SLEEP || w->state == BD_IO || w->state == BD_OTHER)
+			field_str(ev, ci->f[1], w->comm, false);
+		w->wakeups += in_window;
+		if (w->state == BD_SLEEP || w->state == BD_IO || w->state == BD_UNSEEN ||
+		    w->state == BD_UNKNOWN)
 			set_state(c, w, BD_RUNNABLE, ts);
 		break;
 	}
+	case K_FORK: {
+		int64_t pid = field_s(ev, ci->f[0]);
+		struct bd_thread *ch = pid > 0 ? thread_get(c, (uint32_t)pid) : NULL;
+		if (ch) {
+			ch->created = true;
+			field_str(ev, ci->f[1], ch->comm, false);
+		}
+		break;
+	}
+	case K_EXIT:
+		if (cur)
+			cur->exiting = true;
+		break;
 	case K_SYS_ENTER:
 		r->have_syscalls = true;
 		if (cur) {
-			cur->in_sys = cur->sys_open = true;
+			cur->in_sys = cur->sys_open = cur->sys_seen = true;
 			cur->sys_nr = (uint32_t)field_s(ev, ci->f[0]);
 			cur->sys_enter = ts;
 			set_state(c, cur, BD_SYS, ts);
@@ -401,6 +594,11 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 	case K_SYS_EXIT:
 		r->have_syscalls = true;
 		if (cur) {
+			/* A thread first seen leaving a system call was in it
+			 * since it was first seen running. */
+			if (!cur->sys_seen && cur->state == BD_USER)
+				cur->state = BD_SYS;
+			cur->sys_seen = true;
 			set_state(c, cur, BD_SYS, ts); /* account the on-CPU part */
 			if (cur->sys_open)
 				sys_account(c, cur, cur->sys_nr, clip(c, cur->sys_enter, ts), 0,
@@ -410,6 +608,7 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 		}
 		break;
 	case K_IRQ_ENTRY:
+		r->have_irq = true;
 		k->in_irq = true;
 		k->irq_at = ts;
 		handler(c, k, cur, true, ts);
@@ -433,7 +632,17 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 		break;
 	case K_EXEC:
 		if (cur)
-			cur->comm[0] = 0; /* the next switch names it again */
+			field_str(ev, ci->f[0], cur->comm, true);
+		break;
+	case K_FAULT_USER:
+		r->have_faults = true;
+		if (cur && in_window)
+			cur->faults_user++;
+		break;
+	case K_FAULT_KERNEL:
+		r->have_faults = true;
+		if (cur && in_window)
+			cur->faults_kernel++;
 		break;
 	default:
 		break;
@@ -463,6 +672,33 @@ const char *bd_syscall_name(struct strata_trace *t, uint32_t nr)
 	return NULL;
 }
 
+/* The state dump of `strata record` (TRACE/state, format.md §4) names the
+ * threads alive when it started and gives their process ids. */
+static int read_state_dump(struct bd_ctx *c)
+{
+	struct strata_trace *t = c->t;
+	for (unsigned i = 0; i < strata_trace_nstreams(t); i++) {
+		struct strata_stream_info si;
+		if (strata_trace_stream(t, i, &si) < 0 || c->kernel_stream[i])
+			continue;
+		const char *base = strrchr(si.trace_dir, '/');
+		if (strcmp(base ? base + 1 : si.trace_dir, "state"))
+			continue;
+		struct strata_iter_options io = { .stream = (int)i,
+						  .flags = STRATA_ITER_INTERNAL };
+		struct strata_iter *it;
+		const struct strata_event *ev;
+		int ret = strata_iter_create(t, &io, &it);
+		if (ret < 0)
+			return ret;
+		while (!c->err && strata_iter_next(it, &ev) > 0)
+			if (c->ci[ev->cls->index].kind == K_DUMP_THREAD)
+				on_event(c, ev);
+		strata_iter_destroy(it);
+	}
+	return c->err;
+}
+
 int bd_compute(struct strata_trace *t, const struct bd_options *o,
 	       struct bd_result **out)
 {
@@ -488,10 +724,9 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 	c.ci = calloc(strata_trace_nclasses(t) + 1, sizeof(*c.ci));
 	c.hcap = 1024;
 	c.hkey = calloc(c.hcap, sizeof(*c.hkey));
-	c.hval = malloc(c.hcap * sizeof(*c.hval));
+	c.hval = calloc(c.hcap, sizeof(*c.hval));
 	if (!c.kernel_stream || !c.ci || !c.hkey || !c.hval)
 		goto out;
-	memset(c.hval, 0xff, c.hcap * sizeof(*c.hval));
 	for (unsigned i = 0; i < ns; i++) {
 		struct strata_stream_info si;
 		if (strata_trace_stream(t, i, &si) < 0)
@@ -508,14 +743,15 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 		ret = -ENOENT;
 		goto out;
 	}
-	if (!(r->cpus = calloc(r->ncpus, sizeof(*r->cpus))) ||
-	    !(c.idle = calloc(r->ncpus, sizeof(*c.idle))))
+	if (!(r->cpus = calloc(r->ncpus, sizeof(*r->cpus))))
 		goto out;
 	for (unsigned i = 0; i < r->ncpus; i++) {
 		r->cpus[i].cur = -1;
-		r->cpus[i].since = r->begin;
+		r->cpus[i].since = r->cpus[i].last = r->begin;
 	}
 	resolve_classes(&c);
+	if ((ret = read_state_dump(&c)) < 0)
+		goto out;
 
 	struct strata_iter_options io = { .stream = -1 };
 	if ((ret = strata_iter_create(t, &io, &it)) < 0)
@@ -528,27 +764,42 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 	}
 	if ((ret = c.err))
 		goto out;
-	/* close every state at the end of the window */
-	for (unsigned i = 0; i < r->nthreads; i++) {
-		struct bd_thread *th = &r->threads[i];
-		if (th->in_sys && th->sys_open)
-			sys_account(&c, th, th->sys_nr, clip(&c, th->sys_enter, c.wto), 0, false);
-		set_state(&c, th, th->state, c.wto);
-	}
-	for (unsigned i = 0; i < r->ncpus; i++)
-		cpu_switch(&c, i, r->cpus[i].cur, c.wto);
 	if (!r->have_sched) {
 		ret = -ENOENT;
 		goto out;
 	}
+	/* close every state at the end of the window */
+	for (size_t i = 0; i < c.nall; i++) {
+		struct bd_thread *th = c.all[i];
+		if (th->in_sys && th->sys_open)
+			sys_account(&c, th, th->sys_nr, clip(&c, th->sys_enter, c.wto), 0, false);
+		set_state(&c, th, th->state, c.wto);
+		th->partial = th->t[BD_UNKNOWN] > 0;
+	}
+	for (unsigned i = 0; i < r->ncpus; i++)
+		cpu_set(&c, i, r->cpus[i].cur, c.wto);
 	r->begin = c.wfrom;
 	r->end = c.wto;
+	/* one array, as analysis.h shows it */
+	if (!(r->threads = malloc((c.nall ? c.nall : 1) * sizeof(*r->threads))))
+		goto out;
+	for (size_t i = 0; i < c.nall; i++) {
+		r->threads[i] = *c.all[i];
+		c.all[i]->cpu = NULL;
+		c.all[i]->sc = NULL;
+	}
+	r->nthreads = (unsigned)c.nall;
 	qsort(r->threads, r->nthreads, sizeof(*r->threads), cmp_thread);
 	ret = 0;
 out:
 	strata_iter_destroy(it);
+	for (size_t i = 0; i < c.nall; i++) {
+		free(c.all[i]->cpu);
+		free(c.all[i]->sc);
+		free(c.all[i]);
+	}
+	free(c.all);
 	free(c.kernel_stream);
-	free(c.idle);
 	free(c.ci);
 	free(c.hkey);
 	free(c.hval);
@@ -571,4 +822,71 @@ void bd_free(struct bd_result *r)
 	free(r->threads);
 	free(r->cpus);
 	free(r);
+}
+
+/* ---- roll-ups ------------------------------------------------------------- */
+
+static uint64_t oncpu(const uint64_t *t)
+{
+	return t[BD_USER] + t[BD_SYS] + t[BD_IRQ];
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+	const struct bd_group *x = a, *y = b;
+	uint64_t cx = oncpu(x->t), cy = oncpu(y->t);
+	if (cx != cy)
+		return cx < cy ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+int bd_group(const struct bd_result *r, enum bd_by by, struct bd_group **out)
+{
+	struct bd_group *g = calloc(r->nthreads ? r->nthreads : 1, sizeof(*g));
+	unsigned n = 0;
+
+	*out = NULL;
+	if (!g)
+		return -ENOMEM;
+	/* threads are sorted by pid: a process's threads are neighbours */
+	for (unsigned i = 0, end; i < r->nthreads; i = end) {
+		const char *name = "";
+		uint32_t pid = r->threads[i].pid;
+		for (end = i; end < r->nthreads && r->threads[end].pid == pid; end++)
+			if (!name[0] || r->threads[end].tid == pid)
+				name = r->threads[end].comm[0] ? r->threads[end].comm : name;
+		unsigned k;
+		for (k = 0; k < n; k++)
+			if (by == BD_BY_PROCESS ? g[k].pid == pid : !strcmp(g[k].comm, name))
+				break;
+		struct bd_group *x = &g[k];
+		if (k == n) {
+			n++;
+			x->pid = pid;
+			snprintf(x->comm, sizeof(x->comm), "%s", name);
+		}
+		unsigned before = x->nthreads;
+		for (unsigned j = i; j < end; j++) {
+			const struct bd_thread *th = &r->threads[j];
+			if (th->t[BD_UNSEEN] == r->end - r->begin)
+				continue; /* not in the window */
+			x->nthreads++;
+			x->npartial += th->partial;
+			for (int s = 0; s < BD_NSTATES; s++)
+				x->t[s] += th->t[s];
+			x->faults_user += th->faults_user;
+			x->faults_kernel += th->faults_kernel;
+			x->switches_in += th->switches_in;
+			x->preempted += th->preempted;
+		}
+		x->nprocs += x->nthreads > before;
+	}
+	unsigned m = 0; /* groups with a thread in the window */
+	for (unsigned k = 0; k < n; k++)
+		if (g[k].nthreads)
+			g[m++] = g[k];
+	n = m;
+	qsort(g, n, sizeof(*g), cmp_group);
+	*out = g;
+	return (int)n;
 }

@@ -12,19 +12,25 @@
 
 const char cmd_breakdown_usage[] =
 	"usage: strata breakdown [OPTIONS] TRACE\n\n"
-	"Per process and thread, over the trace or a window: time running in user\n"
-	"space, in system calls (per call: count, time, on-CPU part), runnable\n"
-	"(preempted or woken, waiting for a CPU), blocked sleeping (S) and blocked\n"
-	"uninterruptible (D, I/O wait), and on which CPUs; then per CPU busy and\n"
-	"idle time. The states of each thread add up to the wall time exactly\n"
-	"('other': before it was first seen, or after it exited). Needs kernel\n"
-	"events (strata ktrace -k sched[,syscalls]).\n\n"
+	"Per thread (or process, or command), over the trace or a window: time on\n"
+	"a CPU in user space and traps, in system calls (per call: count, time,\n"
+	"on-CPU part) and in interrupt handlers; runnable (waiting for a CPU);\n"
+	"blocked sleeping (S) and uninterruptible (D, I/O wait); page faults; on\n"
+	"which CPUs. Then per CPU: busy, idle and unknown time. Each thread's\n"
+	"states add up to the wall time, and so do each CPU's. A thread whose\n"
+	"switches the trace lacks (outside the scope of record -k's command, or\n"
+	"lost) is marked partial: its 'unknown' time is when the trace lost\n"
+	"track of it. Needs kernel events (strata record -k sched[,syscalls]).\n\n"
+	"  --by process|command  one row per process, or per command name, summing\n"
+	"                        their threads (default: one row per thread)\n"
+	"  --complete            leave out the threads only partly seen\n"
 	"  --pid N, --tid N      only these (repeatable, comma lists)\n"
 	"  --from SEC, --to SEC  window, seconds since the trace start\n"
 	"  --format text|json    output format (default text)\n";
 
-static const char *const state_names[BD_NSTATES] = {
-	"user", "syscall", "runnable", "sleep", "io_wait", "irq", "other",
+/* JSON keys and text headers, by enum bd_state */
+static const char *const state_keys[BD_NSTATES] = {
+	"user_trap", "syscall", "runnable", "sleep", "io_wait", "irq", "unknown", "unseen",
 };
 
 static bool wanted(const struct cli_filter_opts *fo, const struct bd_thread *th)
@@ -40,43 +46,92 @@ static bool wanted(const struct cli_filter_opts *fo, const struct bd_thread *th)
 	return false;
 }
 
-static double ms(struct strata_trace *t, uint64_t ticks)
+/* A thread with nothing but unseen time in the window says nothing. */
+static bool shown(const struct bd_result *r, const struct cli_filter_opts *fo,
+		  const struct bd_thread *th, bool complete)
 {
-	return (double)strata_trace_ticks_to_ns(t, ticks) / 1e6;
+	return wanted(fo, th) && th->t[BD_UNSEEN] != r->end - r->begin &&
+	       !(complete && th->partial);
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++)
+		if ((unsigned char)*s >= 0x20 && *s != '"' && *s != '\\')
+			putchar(*s);
+	putchar('"');
+}
+
+static const char *running_key(const struct bd_result *r)
+{
+	return r->have_syscalls ? "user_trap" : "running";
+}
+
+static void json_states(struct strata_trace *t, const struct bd_result *r, const uint64_t *st)
+{
+	for (int s = 0; s < BD_NSTATES; s++)
+		printf(",\"%s_ns\":%" PRIu64, s == BD_USER ? running_key(r) : state_keys[s],
+		       strata_trace_ticks_to_ns(t, st[s]));
+	printf(",\"ticks\":[");
+	for (int s = 0; s < BD_NSTATES; s++)
+		printf("%s%" PRIu64, s ? "," : "", st[s]);
+	printf("]");
 }
 
 static void print_json(struct strata_trace *t, const struct bd_result *r,
-		       const struct cli_filter_opts *fo)
+		       const struct cli_filter_opts *fo, const struct an_loss *loss,
+		       enum bd_by by, bool complete)
 {
+#define NS(x) strata_trace_ticks_to_ns(t, (x))
 	printf("{\"wall_ns\":%" PRIu64 ",\"wall_ticks\":%" PRIu64
-	       ",\"syscalls_traced\":%s,\"threads\":[",
-	       strata_trace_ticks_to_ns(t, r->end - r->begin), r->end - r->begin,
-	       r->have_syscalls ? "true" : "false");
+	       ",\"syscalls_traced\":%s,\"faults_traced\":%s,\"irq_traced\":%s",
+	       NS(r->end - r->begin), r->end - r->begin, r->have_syscalls ? "true" : "false",
+	       r->have_faults ? "true" : "false", r->have_irq ? "true" : "false");
+	report_loss_json(stdout, loss);
+	if (by) {
+		struct bd_group *g;
+		int n = bd_group(r, by, &g);
+		printf(",\"by\":\"%s\",\"groups\":[", by == BD_BY_PROCESS ? "process" : "command");
+		for (int i = 0; i < n; i++) {
+			printf("%s\n{\"pid\":%u,\"comm\":", i ? "," : "", g[i].pid);
+			json_str(g[i].comm);
+			printf(",\"processes\":%u,\"threads\":%u,\"partial_threads\":%u",
+			       g[i].nprocs, g[i].nthreads, g[i].npartial);
+			json_states(t, r, g[i].t);
+			printf(",\"faults_user\":%" PRIu64 ",\"faults_kernel\":%" PRIu64 "}",
+			       g[i].faults_user, g[i].faults_kernel);
+		}
+		printf("]");
+		free(g);
+	}
+	printf(",\"threads\":[");
 	bool first = true;
 	for (unsigned i = 0; i < r->nthreads; i++) {
 		const struct bd_thread *th = &r->threads[i];
-		if (!wanted(fo, th))
+		if (!shown(r, fo, th, complete))
 			continue;
-		printf("%s\n{\"pid\":%u,\"tid\":%u,\"comm\":\"", first ? "" : ",", th->pid,
-		       th->tid);
-		for (const char *p = th->comm; *p; p++)
-			if (*p >= 0x20 && *p != '"' && *p != '\\')
-				putchar(*p);
-		printf("\"");
-		for (int s = 0; s < BD_NSTATES; s++)
-			printf(",\"%s_ns\":%" PRIu64, state_names[s],
-			       strata_trace_ticks_to_ns(t, th->t[s]));
-		printf(",\"ticks\":[");
-		for (int s = 0; s < BD_NSTATES; s++)
-			printf("%s%" PRIu64, s ? "," : "", th->t[s]);
-		printf("],\"preempted\":%" PRIu64 ",\"switches\":%" PRIu64
-		       ",\"wakeups\":%" PRIu64 ",\"user_events\":%" PRIu64 ",\"cpus\":{",
-		       th->preempted, th->switches_in, th->wakeups, th->user_events);
+		printf("%s\n{\"pid\":%u,\"tid\":%u,\"comm\":", first ? "" : ",", th->pid, th->tid);
+		json_str(th->comm);
+		printf(",\"partial\":%s,\"created\":%s,\"exited\":%s", th->partial ? "true" : "false",
+		       th->created ? "true" : "false", th->exited ? "true" : "false");
+		json_states(t, r, th->t);
+		printf(",\"preempted\":%" PRIu64 ",\"switches\":%" PRIu64 ",\"wakeups\":%" PRIu64
+		       ",\"user_events\":%" PRIu64 ",\"faults_user\":%" PRIu64
+		       ",\"faults_kernel\":%" PRIu64 ",\"lost_track\":%" PRIu64 ",\"cpus\":{",
+		       th->preempted, th->switches_in, th->wakeups, th->user_events,
+		       th->faults_user, th->faults_kernel, th->lost);
 		bool f2 = true;
 		for (unsigned c = 0; c < r->ncpus; c++)
 			if (th->cpu[c]) {
-				printf("%s\"%u\":%" PRIu64, f2 ? "" : ",", c,
-				       strata_trace_ticks_to_ns(t, th->cpu[c]));
+				printf("%s\"%u\":%" PRIu64, f2 ? "" : ",", c, NS(th->cpu[c]));
+				f2 = false;
+			}
+		printf("},\"cpu_ticks\":{");
+		f2 = true;
+		for (unsigned c = 0; c < r->ncpus; c++)
+			if (th->cpu[c]) {
+				printf("%s\"%u\":%" PRIu64, f2 ? "" : ",", c, th->cpu[c]);
 				f2 = false;
 			}
 		printf("},\"syscalls\":[");
@@ -85,8 +140,7 @@ static void print_json(struct strata_trace *t, const struct bd_result *r,
 			printf("%s{\"nr\":%u,\"name\":\"%s\",\"count\":%" PRIu64
 			       ",\"time_ns\":%" PRIu64 ",\"oncpu_ns\":%" PRIu64,
 			       k ? "," : "", th->sc[k].nr, nm ? nm : "",
-			       th->sc[k].count, strata_trace_ticks_to_ns(t, th->sc[k].time),
-			       strata_trace_ticks_to_ns(t, th->sc[k].oncpu));
+			       th->sc[k].count, NS(th->sc[k].time), NS(th->sc[k].oncpu));
 			/* K42's events inside the system call */
 			printf(",\"inside\":[");
 			for (unsigned j = 0; j < BD_INSIDE && th->sc[k].in[j].cls; j++)
@@ -101,12 +155,13 @@ static void print_json(struct strata_trace *t, const struct bd_result *r,
 	for (unsigned c = 0; c < r->ncpus; c++) {
 		const struct bd_cpu *k = &r->cpus[c];
 		printf("%s{\"cpu\":%u,\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64
-		       ",\"other_ns\":%" PRIu64 ",\"irq_ns\":%" PRIu64 ",\"softirq_ns\":%" PRIu64 "}",
-		       c ? "," : "", c, strata_trace_ticks_to_ns(t, k->busy),
-		       strata_trace_ticks_to_ns(t, k->idle), strata_trace_ticks_to_ns(t, k->other),
-		       strata_trace_ticks_to_ns(t, k->irq), strata_trace_ticks_to_ns(t, k->softirq));
+		       ",\"unknown_ns\":%" PRIu64 ",\"irq_ns\":%" PRIu64 ",\"softirq_ns\":%" PRIu64
+		       ",\"ticks\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "],\"lost_track\":%" PRIu64 "}",
+		       c ? "," : "", c, NS(k->busy), NS(k->idle), NS(k->unknown), NS(k->irq),
+		       NS(k->softirq), k->busy, k->idle, k->unknown, k->lost);
 	}
 	printf("]}\n");
+#undef NS
 }
 
 static int cmp_sc(const void *a, const void *b)
@@ -115,122 +170,272 @@ static int cmp_sc(const void *a, const void *b)
 	return x->time < y->time ? 1 : x->time > y->time ? -1 : 0;
 }
 
-static void print_text(struct strata_trace *t, const struct bd_result *r,
-		       const struct cli_filter_opts *fo)
+/* The state columns of the text tables, in this order. */
+static const int text_states[] = { BD_USER, BD_SYS, BD_IRQ, BD_RUNNABLE, BD_SLEEP,
+				   BD_IO, BD_UNKNOWN, BD_UNSEEN };
+#define NTEXT (sizeof(text_states) / sizeof(text_states[0]))
+
+static const char *text_header(const struct bd_result *r, int s)
+{
+	static const char *const h[BD_NSTATES] = {
+		"user+trap", "syscall", "runnable", "sleep", "io_wait", "irq", "unknown", "unseen",
+	};
+	return s == BD_USER && !r->have_syscalls ? "running" : h[s];
+}
+
+static void cell_time(struct table *tb, struct strata_trace *t, struct dur_unit u,
+		      uint64_t ticks)
+{
+	char b[40];
+	table_cell(tb, "%s", dur_in(u, strata_trace_ticks_to_ns(t, ticks), b, sizeof(b)));
+}
+
+static void print_threads(struct strata_trace *t, const struct bd_result *r,
+			  const struct cli_filter_opts *fo, struct dur_unit u, bool complete)
 {
 	struct table tb;
-	double wall = ms(t, r->end - r->begin);
+	unsigned npartial = 0, nleft = 0;
+	uint64_t left_oncpu = 0;
 
-	printf("Wall time: %.3f ms (times in ms; each row adds up to it)%s\n\n", wall,
-	       r->have_syscalls ? "" :
-				  "\nNo syscall events: 'user' is all on-CPU time "
-				  "(record with -k sched,syscalls to split it)");
-	table_init(&tb, 10, "rlrrrrrrrl");
-	const char *hdr[10] = { "pid/tid", "comm", r->have_syscalls ? "user" : "running",
-				"syscall", "runnable", "sleep", "io_wait", "irq", "other", "cpus" };
-	for (int i = 0; i < 10; i++)
-		table_cell(&tb, "%s", hdr[i]);
+	table_init(&tb, 5 + NTEXT, "rlrrrrrrrrrll");
+	table_cell(&tb, "pid/tid");
+	table_cell(&tb, "comm");
+	for (size_t s = 0; s < NTEXT; s++)
+		table_cell(&tb, "%s", text_header(r, text_states[s]));
+	table_cell(&tb, "faults u/k");
+	table_cell(&tb, "cpus (%s on each)", u.name);
+	table_cell(&tb, "seen");
 	for (unsigned i = 0; i < r->nthreads; i++) {
 		const struct bd_thread *th = &r->threads[i];
-		if (!wanted(fo, th) || th->t[BD_OTHER] == r->end - r->begin)
+		if (!shown(r, fo, th, false))
 			continue;
+		if (th->partial && complete) {
+			nleft++;
+			left_oncpu += th->t[BD_USER] + th->t[BD_SYS] + th->t[BD_IRQ];
+			continue;
+		}
+		npartial += th->partial;
 		table_cell(&tb, "%u/%u", th->pid, th->tid);
 		table_cell(&tb, "%s", th->comm[0] ? th->comm : "?");
-		for (int s = 0; s < BD_NSTATES; s++)
-			table_cell(&tb, "%.3f", ms(t, th->t[s]));
-		char cpus[256] = "";
+		for (size_t s = 0; s < NTEXT; s++)
+			cell_time(&tb, t, u, th->t[text_states[s]]);
+		if (r->have_faults)
+			table_cell(&tb, "%" PRIu64 "/%" PRIu64, th->faults_user, th->faults_kernel);
+		else
+			table_cell(&tb, "-");
+		char cpus[256] = "", v[40];
 		size_t n = 0;
-		for (unsigned c = 0; c < r->ncpus && n < sizeof(cpus) - 32; c++)
+		for (unsigned c = 0; c < r->ncpus && n < sizeof(cpus) - 48; c++)
 			if (th->cpu[c])
-				n += snprintf(cpus + n, sizeof(cpus) - n, "%s%u:%.1f", n ? " " : "", c,
-					      ms(t, th->cpu[c]));
+				n += (size_t)snprintf(cpus + n, sizeof(cpus) - n, "%s%u:%s",
+						      n ? " " : "", c,
+						      dur_in(u, strata_trace_ticks_to_ns(t, th->cpu[c]),
+							     v, sizeof(v)));
 		table_cell(&tb, "%s", cpus[0] ? cpus : "-");
+		table_cell(&tb, "%s", th->partial ? "partial" : "all");
 	}
-	table_print(&tb, stdout, "");
+	table_print(&tb, stdout, "  ");
 	table_fini(&tb);
-
-	if (r->have_syscalls) {
-		printf("\nSystem calls (time from entry to exit; on-CPU part):\n");
-		table_init(&tb, 9, "rrlrrrrrl");
-		const char *h2[9] = { "pid", "tid", "syscall", "count", "time", "on_cpu",
-				      "blocked", "avg_us", "events inside" };
-		for (int i = 0; i < 9; i++)
-			table_cell(&tb, "%s", h2[i]);
-		for (unsigned i = 0; i < r->nthreads; i++) {
-			const struct bd_thread *th = &r->threads[i];
-			if (!wanted(fo, th) || !th->nsc)
-				continue;
-			struct bd_syscall *sc = malloc(th->nsc * sizeof(*sc));
-			if (!sc)
-				break;
-			memcpy(sc, th->sc, th->nsc * sizeof(*sc));
-			qsort(sc, th->nsc, sizeof(*sc), cmp_sc);
-			for (unsigned k = 0; k < th->nsc; k++) {
-				const char *nm = bd_syscall_name(t, sc[k].nr);
-				table_cell(&tb, "%u", th->pid);
-				table_cell(&tb, "%u", th->tid);
-				if (nm)
-					table_cell(&tb, "%s", nm);
-				else
-					table_cell(&tb, "#%u", sc[k].nr);
-				table_cell(&tb, "%" PRIu64, sc[k].count);
-				table_cell(&tb, "%.3f", ms(t, sc[k].time));
-				table_cell(&tb, "%.3f", ms(t, sc[k].oncpu));
-				table_cell(&tb, "%.3f", ms(t, sc[k].time > sc[k].oncpu ?
-								 sc[k].time - sc[k].oncpu : 0));
-				table_cell(&tb, "%.1f", sc[k].count ? ms(t, sc[k].time) * 1e3 /
-								      (double)sc[k].count : 0.0);
-				char in[256] = "";
-				size_t o = 0;
-				for (unsigned j = 0; j < BD_INSIDE && sc[k].in[j].cls; j++) {
-					const char *en = strchr(sc[k].in[j].cls->name, ':');
-					o += (size_t)snprintf(in + o, o < sizeof(in) ? sizeof(in) - o : 0,
-							      "%s%s x%" PRIu64, o ? ", " : "",
-							      en ? en + 1 : sc[k].in[j].cls->name,
-							      sc[k].in[j].count);
-				}
-				if (sc[k].in_other && o < sizeof(in))
-					snprintf(in + o, sizeof(in) - o, "%s+%" PRIu64 " more",
-						 o ? ", " : "", sc[k].in_other);
-				table_cell(&tb, "%s", in[0] ? in : "-");
-			}
-			free(sc);
-		}
-		table_print(&tb, stdout, "");
-		table_fini(&tb);
+	if (npartial)
+		printf("  %u thread%s only partly seen: the trace lost track of %s for its "
+		       "'unknown' time (switches\n  outside the scope of record -k's command, "
+		       "or lost); --complete leaves them out.\n", npartial,
+		       npartial == 1 ? "" : "s", npartial == 1 ? "it" : "each");
+	if (nleft) {
+		char d[40];
+		printf("  %u thread%s only partly seen left out (--complete), %s on CPU "
+		       "among them.\n", nleft, nleft == 1 ? "" : "s",
+		       dur_fmt(strata_trace_ticks_to_ns(t, left_oncpu), d, sizeof(d)));
 	}
+}
 
-	printf("\nCPUs:\n");
-	table_init(&tb, 6, "rrrrrr");
-	const char *h3[6] = { "cpu", "busy", "idle", "other", "irq", "softirq" };
-	for (int i = 0; i < 6; i++)
+static void print_groups(struct strata_trace *t, const struct bd_result *r, enum bd_by by,
+			 struct dur_unit u)
+{
+	struct bd_group *g;
+	int n = bd_group(r, by, &g);
+	struct table tb;
+
+	if (n < 0) {
+		cli_err(NULL, "breakdown: out of memory");
+		return;
+	}
+	printf("  Times summed over each %s's threads.\n\n",
+	       by == BD_BY_PROCESS ? "process" : "command");
+	table_init(&tb, 6 + NTEXT - 1, "rlrrrrrrrrrrl");
+	table_cell(&tb, by == BD_BY_PROCESS ? "pid" : "procs");
+	table_cell(&tb, "comm");
+	table_cell(&tb, "threads");
+	for (size_t s = 0; s + 1 < NTEXT; s++) /* no unseen: it says nothing summed */
+		table_cell(&tb, "%s", text_header(r, text_states[s]));
+	table_cell(&tb, "faults u/k");
+	table_cell(&tb, "on_cpu");
+	table_cell(&tb, "seen");
+	for (int i = 0; i < n; i++) {
+		if (g[i].t[BD_UNSEEN] == (uint64_t)g[i].nthreads * (r->end - r->begin))
+			continue;
+		if (by == BD_BY_PROCESS)
+			table_cell(&tb, "%u", g[i].pid);
+		else
+			table_cell(&tb, "%u", g[i].nprocs);
+		table_cell(&tb, "%s", g[i].comm[0] ? g[i].comm : "?");
+		table_cell(&tb, "%u", g[i].nthreads);
+		for (size_t s = 0; s + 1 < NTEXT; s++)
+			cell_time(&tb, t, u, g[i].t[text_states[s]]);
+		if (r->have_faults)
+			table_cell(&tb, "%" PRIu64 "/%" PRIu64, g[i].faults_user, g[i].faults_kernel);
+		else
+			table_cell(&tb, "-");
+		cell_time(&tb, t, u, g[i].t[BD_USER] + g[i].t[BD_SYS] + g[i].t[BD_IRQ]);
+		if (g[i].npartial)
+			table_cell(&tb, "%u partial", g[i].npartial);
+		else
+			table_cell(&tb, "all");
+	}
+	table_print(&tb, stdout, "  ");
+	table_fini(&tb);
+	free(g);
+}
+
+static void print_syscalls(struct strata_trace *t, const struct bd_result *r,
+			   const struct cli_filter_opts *fo, struct dur_unit u, bool complete)
+{
+	struct table tb;
+	printf("\nSystem calls (%s; time from entry to exit, or to the thread's end for "
+	       "exit and exit_group):\n", u.name);
+	table_init(&tb, 9, "rrlrrrrrl");
+	const char *h2[9] = { "pid", "tid", "syscall", "count", "time", "on_cpu",
+			      "blocked", "average", "events inside" };
+	for (int i = 0; i < 9; i++)
+		table_cell(&tb, "%s", h2[i]);
+	for (unsigned i = 0; i < r->nthreads; i++) {
+		const struct bd_thread *th = &r->threads[i];
+		if (!shown(r, fo, th, complete) || !th->nsc)
+			continue;
+		struct bd_syscall *sc = malloc(th->nsc * sizeof(*sc));
+		if (!sc)
+			break;
+		memcpy(sc, th->sc, th->nsc * sizeof(*sc));
+		qsort(sc, th->nsc, sizeof(*sc), cmp_sc);
+		for (unsigned k = 0; k < th->nsc; k++) {
+			const char *nm = bd_syscall_name(t, sc[k].nr);
+			char avg[40];
+			table_cell(&tb, "%u", th->pid);
+			table_cell(&tb, "%u", th->tid);
+			if (nm)
+				table_cell(&tb, "%s", nm);
+			else
+				table_cell(&tb, "#%u", sc[k].nr);
+			table_cell(&tb, "%" PRIu64, sc[k].count);
+			cell_time(&tb, t, u, sc[k].time);
+			cell_time(&tb, t, u, sc[k].oncpu);
+			cell_time(&tb, t, u, sc[k].time > sc[k].oncpu ? sc[k].time - sc[k].oncpu : 0);
+			if (sc[k].count)
+				table_cell(&tb, "%s", dur_fmt(strata_trace_ticks_to_ns(t, sc[k].time) /
+							      sc[k].count, avg, sizeof(avg)));
+			else
+				table_cell(&tb, "-");
+			char in[256] = "";
+			size_t o = 0;
+			for (unsigned j = 0; j < BD_INSIDE && sc[k].in[j].cls; j++) {
+				const char *en = strchr(sc[k].in[j].cls->name, ':');
+				o += (size_t)snprintf(in + o, o < sizeof(in) ? sizeof(in) - o : 0,
+						      "%s%s x%" PRIu64, o ? ", " : "",
+						      en ? en + 1 : sc[k].in[j].cls->name,
+						      sc[k].in[j].count);
+			}
+			if (sc[k].in_other && o < sizeof(in))
+				snprintf(in + o, sizeof(in) - o, "%s+%" PRIu64 " more",
+					 o ? ", " : "", sc[k].in_other);
+			table_cell(&tb, "%s", in[0] ? in : "-");
+		}
+		free(sc);
+	}
+	table_print(&tb, stdout, "  ");
+	table_fini(&tb);
+}
+
+static void print_cpus(struct strata_trace *t, const struct bd_result *r, struct dur_unit u)
+{
+	struct table tb;
+	printf("\nCPUs (%s; busy + idle + unknown = the wall time):\n", u.name);
+	table_init(&tb, 7, "rrrrrrr");
+	const char *h3[7] = { "cpu", "busy", "idle", "unknown", "irq", "softirq", "lost_track" };
+	for (int i = 0; i < 7; i++)
 		table_cell(&tb, "%s", h3[i]);
 	for (unsigned c = 0; c < r->ncpus; c++) {
 		const struct bd_cpu *k = &r->cpus[c];
 		table_cell(&tb, "%u", c);
-		table_cell(&tb, "%.3f", ms(t, k->busy));
-		table_cell(&tb, "%.3f", ms(t, k->idle));
-		table_cell(&tb, "%.3f", ms(t, k->other));
-		table_cell(&tb, "%.3f", ms(t, k->irq));
-		table_cell(&tb, "%.3f", ms(t, k->softirq));
+		cell_time(&tb, t, u, k->busy);
+		cell_time(&tb, t, u, k->idle);
+		cell_time(&tb, t, u, k->unknown);
+		cell_time(&tb, t, u, k->irq);
+		cell_time(&tb, t, u, k->softirq);
+		table_cell(&tb, "%" PRIu64, k->lost);
 	}
-	table_print(&tb, stdout, "");
+	table_print(&tb, stdout, "  ");
 	table_fini(&tb);
+}
+
+static void print_text(struct strata_trace *t, const struct bd_result *r,
+		       const struct cli_filter_opts *fo, const struct an_loss *loss,
+		       enum bd_by by, bool complete)
+{
+	uint64_t wall = strata_trace_ticks_to_ns(t, r->end - r->begin);
+	struct dur_unit u = dur_unit_for(wall);
+	char w[40];
+
+	(void)loss; /* said before the report (report_loss) */
+	printf("Window: %s, from %.6f s to %.6f s of the trace; times in %s.\n",
+	       dur_fmt(wall, w, sizeof(w)),
+	       (double)strata_trace_ticks_to_ns(t, r->begin - strata_trace_begin(t)) / 1e9,
+	       (double)strata_trace_ticks_to_ns(t, r->end - strata_trace_begin(t)) / 1e9, u.name);
+	if (by)
+		print_groups(t, r, by, u);
+	else
+		print_threads(t, r, fo, u, complete);
+	if (r->have_syscalls && !by)
+		print_syscalls(t, r, fo, u, complete);
+	print_cpus(t, r, u);
+
+	printf("\nColumns:\n");
+	if (r->have_syscalls)
+		printf("  user+trap  on a CPU outside system calls and interrupt handlers: user code,\n"
+		       "             and the page faults and other kernel entries no event times\n"
+		       "  syscall    on a CPU inside a system call (raw_syscalls)\n");
+	else
+		printf("  running    on a CPU outside interrupt handlers (system calls were not\n"
+		       "             traced: record with -k sched,syscalls to split them out)\n");
+	printf("  irq        on a CPU in interrupt and softirq handlers%s\n"
+	       "  runnable   ready, waiting for a CPU (woken, or preempted)\n"
+	       "  sleep      blocked, interruptible (S, also I, T)\n"
+	       "  io_wait    blocked, uninterruptible (D)\n"
+	       "  unknown    alive, but the trace lacks a switch or wakeup of it\n"
+	       "  unseen     before its first event (or its fork), or after its exit\n"
+	       "  faults u/k page faults taken in user mode / kernel mode%s\n",
+	       r->have_irq ? "" : " (not traced: -k irq)",
+	       r->have_faults ? "" : " (not traced: -k faults)");
 }
 
 int cmd_breakdown(int argc, char **argv)
 {
+	enum { O_BY = 3200, O_COMPLETE };
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "from", required_argument, NULL, OPT_FROM },
 		{ "to", required_argument, NULL, OPT_TO },
+		{ "since", required_argument, NULL, OPT_FROM }, /* old spellings */
+		{ "until", required_argument, NULL, OPT_TO },
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "tid", required_argument, NULL, OPT_TID },
+		{ "by", required_argument, NULL, O_BY },
+		{ "complete", no_argument, NULL, O_COMPLETE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ 0 },
 	};
 	struct cli_filter_opts fo = { 0 };
-	bool json = false;
+	enum bd_by by = 0;
+	bool json = false, complete = false;
 	int c;
 
 	optind = 1;
@@ -238,12 +443,27 @@ int cmd_breakdown(int argc, char **argv)
 		if (c == OPT_FORMAT) {
 			if (cli_text_json(optarg, &json))
 				return 1;
+		} else if (c == O_BY) {
+			if (!strcmp(optarg, "process"))
+				by = BD_BY_PROCESS;
+			else if (!strcmp(optarg, "command"))
+				by = BD_BY_COMMAND;
+			else {
+				cli_err(NULL, "--by: expected process or command, not '%s'", optarg);
+				return 1;
+			}
+		} else if (c == O_COMPLETE) {
+			complete = true;
 		} else if (c == '?' || cli_filter_opt(&fo, c, optarg) < 0) {
 			return 1;
 		}
 	}
 	if (optind != argc - 1) {
 		cli_err(NULL, "breakdown: expected one TRACE directory (see strata breakdown --help)");
+		return 1;
+	}
+	if (fo.has_from && fo.has_to && fo.from > fo.to) {
+		cli_err(NULL, "breakdown: --from %g is after --to %g", fo.from, fo.to);
 		return 1;
 	}
 	struct cli_trace ct = { .quiet_lost = true };
@@ -258,7 +478,9 @@ int cmd_breakdown(int argc, char **argv)
 	struct bd_result *r = NULL;
 	int ret = bd_compute(ct.t, &bo, &r);
 	if (ret == -ENOENT) {
-		cli_err(ct.path, "no kernel sched events (record with strata ktrace -k sched)");
+		cli_err(ct.path, "no sched:sched_switch event%s: breakdown needs the kernel's "
+			"scheduling events (record with strata record -k sched)",
+			fo.has_to ? " up to --to" : "");
 		cli_close(&ct);
 		return 1;
 	}
@@ -267,10 +489,13 @@ int cmd_breakdown(int argc, char **argv)
 		cli_close(&ct);
 		return 1;
 	}
+	struct an_loss loss;
+	an_loss_get(ct.t, &loss);
+	report_loss(ct.path, &loss, json ? NULL : stdout);
 	if (json)
-		print_json(ct.t, r, &fo);
+		print_json(ct.t, r, &fo, &loss, by, complete);
 	else
-		print_text(ct.t, r, &fo);
+		print_text(ct.t, r, &fo, &loss, by, complete);
 	bd_free(r);
 	int rc = cli_status(&ct);
 	cli_close(&ct);

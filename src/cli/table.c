@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Aligned text tables for the report commands. */
+/* What the report commands print: aligned text tables, durations in units that scale, the lost-events warning. */
 #define _GNU_SOURCE
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
 #include "table.h"
 
 void table_init(struct table *t, unsigned ncol, const char *align)
@@ -63,4 +65,83 @@ void table_fini(struct table *t)
 		free(t->cells[i]);
 	free(t->cells);
 	memset(t, 0, sizeof(*t));
+}
+
+/* ---- durations ----------------------------------------------------------- */
+
+struct dur_unit dur_unit_for(uint64_t max_ns)
+{
+	if (max_ns < 10000)
+		return (struct dur_unit){ "ns", 1 };
+	if (max_ns < 10000000)
+		return (struct dur_unit){ "us", 1e3 };
+	if (max_ns < UINT64_C(10000000000))
+		return (struct dur_unit){ "ms", 1e6 };
+	return (struct dur_unit){ "s", 1e9 };
+}
+
+const char *dur_in(struct dur_unit u, uint64_t ns, char *buf, size_t len)
+{
+	if (u.ns == 1)
+		snprintf(buf, len, "%" PRIu64, ns);
+	else
+		snprintf(buf, len, "%.3f", (double)ns / u.ns);
+	return buf;
+}
+
+const char *dur_fmt(uint64_t ns, char *buf, size_t len)
+{
+	/* alone, three digits before the point at most */
+	struct dur_unit u = ns < 1000 ? (struct dur_unit){ "ns", 1 } :
+			    ns < 1000000 ? (struct dur_unit){ "us", 1e3 } :
+			    ns < 1000000000 ? (struct dur_unit){ "ms", 1e6 } :
+					      (struct dur_unit){ "s", 1e9 };
+	char v[32];
+	snprintf(buf, len, "%s %s", dur_in(u, ns, v, sizeof(v)), u.name);
+	return buf;
+}
+
+/* ---- lost events ----------------------------------------------------------- */
+
+static void loss_words(const struct an_loss *l, char *buf, size_t len)
+{
+	size_t n = 0;
+#define ADD(...) (n += (size_t)snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__))
+	ADD("this trace lost ");
+	bool any = false;
+	if (l->kernel_events || l->kernel_packets) {
+		ADD("%" PRIu64 " kernel events", l->kernel_events);
+		if (l->kernel_packets)
+			ADD(" and %" PRIu64 " kernel packets", l->kernel_packets);
+		ADD(" (%u stream%s)", l->kernel_streams, l->kernel_streams == 1 ? "" : "s");
+		any = true;
+	}
+	if (l->user_events || l->user_packets) {
+		ADD("%s%" PRIu64 " user events", any ? ", and " : "", l->user_events);
+		if (l->user_packets)
+			ADD(" and %" PRIu64 " user packets", l->user_packets);
+		ADD(" (%u stream%s)", l->user_streams, l->user_streams == 1 ? "" : "s");
+	}
+	ADD(": the counts, times and states below miss what they did "
+	    "(strata info shows where)");
+#undef ADD
+}
+
+void report_loss(const char *path, const struct an_loss *l, FILE *text)
+{
+	char w[512];
+	if (!an_loss_any(l))
+		return;
+	loss_words(l, w, sizeof(w));
+	fflush(stdout);
+	fprintf(stderr, "strata: %s: WARNING: %s\n", path, w);
+	if (text)
+		fprintf(text, "WARNING: %s\n\n", w);
+}
+
+void report_loss_json(FILE *f, const struct an_loss *l)
+{
+	fprintf(f, ",\"lost\":{\"kernel_events\":%" PRIu64 ",\"kernel_packets\":%" PRIu64
+		",\"user_events\":%" PRIu64 ",\"user_packets\":%" PRIu64 "}",
+		l->kernel_events, l->kernel_packets, l->user_events, l->user_packets);
 }

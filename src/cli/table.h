@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Aligned text tables for the report commands. */
+/* What the report commands print: aligned text tables, durations in units that scale, the lost-events warning. */
 #ifndef STRATA_CLI_TABLE_H
 #define STRATA_CLI_TABLE_H
 
+#include <stdint.h>
 #include <stdio.h>
 
-#define TABLE_MAXCOL 10
+#define TABLE_MAXCOL 16
 
 struct table {
 	unsigned ncol;
@@ -20,5 +21,30 @@ void table_init(struct table *t, unsigned ncol, const char *align);
 void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void table_print(struct table *t, FILE *f, const char *indent);
 void table_fini(struct table *t);
+
+/* ---- durations ----------------------------------------------------------- */
+
+/* One unit for a column or a table: the one in which `max_ns` shows with
+ * at most four digits before the point (ns, us, ms, s). */
+struct dur_unit {
+	const char *name;
+	double ns; /* nanoseconds per unit */
+};
+struct dur_unit dur_unit_for(uint64_t max_ns);
+/* ns in unit u with three decimals (none for ns), into buf; returns buf. */
+const char *dur_in(struct dur_unit u, uint64_t ns, char *buf, size_t len);
+/* One duration scaled on its own, with its unit: "812 ns", "12.300 us",
+ * "4.560 ms", "1.234 s"; returns buf (32 bytes are enough). */
+const char *dur_fmt(uint64_t ns, char *buf, size_t len);
+
+/* ---- lost events ----------------------------------------------------------- */
+
+struct an_loss;
+/* When the trace lost events: one line on stderr ("strata: TRACE:
+ * WARNING: ...") and, when text is not NULL, the same words as the first
+ * line of the report on it. Nothing when nothing was lost. */
+void report_loss(const char *path, const struct an_loss *l, FILE *text);
+/* ,"lost":{...} for a JSON report (always written, zeros included). */
+void report_loss_json(FILE *f, const struct an_loss *l);
 
 #endif /* STRATA_CLI_TABLE_H */

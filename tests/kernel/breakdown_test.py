@@ -39,7 +39,7 @@ def bd(frm=None, to=None):
                      (th["tid"], sum(th["ticks"]), r["wall_ticks"]))
     th = [t for t in r["threads"] if t["tid"] == tid][0]
     ms = {k[:-3]: v / 1e6 for k, v in th.items() if k.endswith("_ns")}
-    ms["running"] = ms["user"] + ms["syscall"]
+    ms["running"] = ms["user_trap"] + ms["syscall"]
     return ms
 
 failures = []
@@ -80,8 +80,8 @@ print("%-42s %12s %12s" % ("state (ms)", "strata", "truth"))
 for what, got, ref, st in rows:
     print("%-42s %12.3f %12.3f  %s" % (what, got, ref, st))
 print("\nwhat the usual tools say about this thread (whole run):")
-print("  strata: user %.1f  syscall %.1f  runnable %.1f  sleep %.1f  io_wait %.1f" %
-      (whole["user"], whole["syscall"], whole["runnable"], whole["sleep"], whole["io_wait"]))
+print("  strata: user+trap %.1f  syscall %.1f  runnable %.1f  sleep %.1f  io_wait %.1f" %
+      (whole["user_trap"], whole["syscall"], whole["runnable"], whole["sleep"], whole["io_wait"]))
 print("  time (getrusage): user %.1f  sys %.1f   ps (/proc stat): user %.1f  sys %.1f"
       "   - neither sees runnable, sleep or I/O wait" %
       (ns(gt["ru_utime_ns"]), ns(gt["ru_stime_ns"]), ns(gt["ps_utime_ns"]), ns(gt["ps_stime_ns"])))

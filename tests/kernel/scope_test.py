@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# strata breakdown of a record -k trace (switches outside the command's tree dropped) against the kernel's accounting.
+import json, os, subprocess, sys, time
+
+strata, work = sys.argv[1], sys.argv[2]
+TOL_REL, TOL_ABS_MS = 0.02, 2.0
+trace = os.path.join(work, "trace")
+subprocess.run(["rm", "-rf", work], check=True)
+os.makedirs(work)
+
+# The command's tree: find (CPU and I/O), /bin/true (exit_group right away),
+# sleep 0.2, each waited with wait4 for the kernel's own account of it
+# (rusage: utime + stime = its runtime, to the microsecond).
+CHILD = r'''
+import json, os, sys, time
+out = {}
+for name, argv in (("find", ["find", "/usr/share", "-name", "*.x*"]), ("true", ["/bin/true"]),
+                   ("sleep", ["sleep", "0.2"])):
+    t0 = time.monotonic_ns()
+    pid = os.posix_spawn(argv[0] if argv[0].startswith("/") else "/usr/bin/" + argv[0], argv,
+                         os.environ, file_actions=[(os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0)])
+    _, st, ru = os.wait4(pid, 0)
+    out[name] = {"pid": pid, "cpu_ns": round((ru.ru_utime + ru.ru_stime) * 1e9),
+                 "wall_ns": time.monotonic_ns() - t0}
+print(json.dumps(out))
+'''
+
+# A CPU hog outside the tree: the command yields to it, and its switches
+# to other outside threads are not in the trace (set_event_pid).
+hog = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+try:
+    time.sleep(0.1)
+    p = subprocess.run([strata, "record", "-k", "sched,syscalls,irq", "-o", trace, "--",
+                        sys.executable, "-c", CHILD], capture_output=True, text=True)
+finally:
+    hog.kill()
+    hog.wait()
+sys.stderr.write(p.stderr)
+if p.returncode != 0:
+    sys.exit("record failed: %d" % p.returncode)
+truth = json.loads(p.stdout.strip().splitlines()[-1])
+
+def breakdown(*args):
+    r = subprocess.run([strata, "breakdown", "--format", "json", *args, trace],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("breakdown %s failed (%d): %s" % (" ".join(args), r.returncode, r.stderr))
+    return json.loads(r.stdout)
+
+r = breakdown()
+failures = []
+def fail(msg):
+    print("FAIL: " + msg)
+    failures.append(msg)
+
+wall = r["wall_ticks"]
+ncpus = len(r["cpus"])
+# 1. Per CPU, its threads' on-CPU time is its busy time, and busy + idle +
+# unknown is the wall time: arithmetic, so exact to the tick. (Before the
+# fix, threads whose switch-out was not recorded ran on until their next
+# event: a CPU's threads summed to several times the wall time.)
+oncpu_ns = [0] * ncpus
+for th in r["threads"]:
+    if sum(th["ticks"]) != wall:
+        fail("tid %d: states add up to %d ticks, wall is %d" % (th["tid"], sum(th["ticks"]), wall))
+    for c, ns in th["cpus"].items():
+        oncpu_ns[int(c)] += ns
+for k in r["cpus"]:
+    c = k["cpu"]
+    if oncpu_ns[c] > r["wall_ns"] + 1000 * len(r["threads"]):
+        fail("cpu %d: its threads ran %.3f ms in a %.3f ms window" %
+             (c, oncpu_ns[c] / 1e6, r["wall_ns"] / 1e6))
+    if "ticks" in k:
+        busy = sum(th.get("cpu_ticks", {}).get(str(c), 0) for th in r["threads"])
+        if busy != k["ticks"][0]:
+            fail("cpu %d: threads' on-CPU ticks %d, busy %d" % (c, busy, k["ticks"][0]))
+        if sum(k["ticks"]) != wall:
+            fail("cpu %d: busy + idle + unknown = %d ticks, wall is %d" % (c, sum(k["ticks"]), wall))
+
+def proc(pid):
+    ths = [t for t in r["threads"] if t["pid"] == pid]
+    if not ths:
+        fail("pid %d not in the breakdown" % pid)
+    return ths
+
+rows = []
+def check(what, got, lo, hi):
+    ok = lo - max(TOL_REL * lo, TOL_ABS_MS) <= got <= hi + max(TOL_REL * hi, TOL_ABS_MS)
+    rows.append((what, got, lo, hi, "ok" if ok else "FAIL"))
+    if not ok:
+        failures.append(what)
+
+ms = lambda ns: ns / 1e6
+# 2. find: its on-CPU time against its rusage. What the trace knows is a
+# lower bound; with the time the trace lost track of it, an upper one.
+for name in ("find", "true", "sleep"):
+    ths = proc(truth[name]["pid"])
+    known = sum(t.get("user_trap_ns", t.get("user_ns", 0)) + t["syscall_ns"] + t["irq_ns"] for t in ths)
+    unknown = sum(t.get("unknown_ns", 0) for t in ths)
+    cpu = ms(truth[name]["cpu_ns"])
+    check("%s: on-CPU (known .. known+unknown) vs rusage" % name, cpu, ms(known), ms(known + unknown))
+    # 3. exit_group ends with the process, not at the trace's end
+    for t in ths:
+        for s in t["syscalls"]:
+            if s["name"] in ("exit", "exit_group") and s["time_ns"] > truth[name]["wall_ns"]:
+                fail("%s: %s lasted %.3f ms, the whole process %.3f ms" %
+                     (name, s["name"], ms(s["time_ns"]), ms(truth[name]["wall_ns"])))
+        if t["tid"] == truth[name]["pid"] and t.get("exited") is False:
+            fail("%s: not seen exiting" % name)
+sl = proc(truth["sleep"]["pid"])[0]
+check("sleep 0.2: sleep state vs its wall time", ms(sl["sleep_ns"]), 200.0, ms(truth["sleep"]["wall_ns"]))
+
+# 4. the hog is outside the tree: partly seen, and said so
+for t in r["threads"]:
+    if t["pid"] == hog.pid and not t.get("partial"):
+        fail("the hog (pid %d, outside the recorded tree) is not marked partial" % hog.pid)
+
+# 5. roll-ups: a process's row sums its threads; the commands' rows sum
+# to all threads (a command takes its name from a process's main thread,
+# which may not be in the window)
+for by in ("process", "command"):
+    g = breakdown("--by", by)
+    if "groups" not in g:
+        fail("--by %s: no groups" % by)
+        continue
+    nst = len(g["threads"][0]["ticks"])
+    for grp in g["groups"] if by == "process" else []:
+        members = [t for t in g["threads"] if t["pid"] == grp["pid"]]
+        want = [sum(t["ticks"][s] for t in members) for s in range(nst)]
+        if grp["ticks"] != want or grp["threads"] != len(members):
+            fail("--by process: %d %r sums %r, its threads %r" %
+                 (grp["pid"], grp["comm"], grp["ticks"], want))
+    total = [sum(x["ticks"][s] for x in g["groups"]) for s in range(nst)]
+    want = [sum(t["ticks"][s] for t in g["threads"]) for s in range(nst)]
+    if total != want or sum(x["threads"] for x in g["groups"]) != len(g["threads"]):
+        fail("--by %s: the groups sum to %r, the threads to %r" % (by, total, want))
+
+print("%-52s %10s %10s %10s" % ("check (ms): value within low .. high", "value", "low", "high"))
+for what, got, lo, hi, st in rows:
+    print("%-52s %10.3f %10.3f %10.3f  %s" % (what, got, lo, hi, st))
+if failures:
+    sys.exit("FAIL: %d checks" % len(failures))
+print("PASS")
