@@ -60,6 +60,9 @@ static const struct {
 	{ KERN_IRQ, "irq_vectors", "call_function_single_exit" },
 	{ KERN_SYSCALLS, "raw_syscalls", "sys_enter" },
 	{ KERN_SYSCALLS, "raw_syscalls", "sys_exit" },
+	/* x86 page faults (entry only: their time is not traced) */
+	{ KERN_FAULTS, "exceptions", "page_fault_user" },
+	{ KERN_FAULTS, "exceptions", "page_fault_kernel" },
 };
 #define NGROUP_EVENTS (sizeof(group_events) / sizeof(group_events[0]))
 
@@ -115,26 +118,33 @@ int kern_groups_parse(const char *list, unsigned *groups, const char **bad)
 {
 	static char tok[64];
 	const char *p = list;
+	unsigned add = 0, del = 0;
 
 	*groups = 0;
 	while (p && *p) {
 		size_t n = strcspn(p, ",");
 		snprintf(tok, sizeof(tok), "%.*s", (int)(n < 63 ? n : 63), p);
-		if (!strcmp(tok, "sched"))
-			*groups |= KERN_SCHED;
-		else if (!strcmp(tok, "irq"))
-			*groups |= KERN_IRQ;
-		else if (!strcmp(tok, "syscalls") || !strcmp(tok, "syscall"))
-			*groups |= KERN_SYSCALLS;
-		else if (!strcmp(tok, "all"))
-			*groups |= KERN_SCHED | KERN_IRQ | KERN_SYSCALLS;
+		const char *nm = tok + (tok[0] == '-');
+		unsigned g = 0;
+		if (!strcmp(nm, "sched"))
+			g = KERN_SCHED | (tok[0] == '-' ? 0 : KERN_FAULTS);
+		else if (!strcmp(nm, "irq"))
+			g = KERN_IRQ;
+		else if (!strcmp(nm, "syscalls") || !strcmp(nm, "syscall"))
+			g = KERN_SYSCALLS;
+		else if (!strcmp(nm, "faults"))
+			g = KERN_FAULTS;
+		else if (!strcmp(nm, "all"))
+			g = KERN_SCHED | KERN_IRQ | KERN_SYSCALLS | KERN_FAULTS;
 		else if (n) {
 			if (bad)
 				*bad = tok;
 			return -EINVAL;
 		}
+		*(tok[0] == '-' ? &del : &add) |= g;
 		p += n + (p[n] == ',');
 	}
+	*groups = add & ~del;
 	return 0;
 }
 
@@ -561,9 +571,10 @@ int kern_start(const struct kern_options *o, struct kern_session **out)
 			goto fail_out;
 		}
 
-	/* format files of the systems used */
-	const char *systems[64] = { "sched", "irq", "raw_syscalls", "irq_vectors" };
-	unsigned nsys = 4;
+	/* format files of the systems used: those of the groups, then -e's */
+	const char *systems[64] = { "sched", "irq", "raw_syscalls", "irq_vectors", "exceptions" };
+	const unsigned ngroup_sys = 5;
+	unsigned nsys = ngroup_sys;
 	for (const char *const *e = o->events; e && *e && nsys < 63; e++) {
 		char sys[64];
 		snprintf(sys, sizeof(sys), "%.*s", (int)strcspn(*e, ":"), *e);
@@ -574,7 +585,7 @@ int kern_start(const struct kern_options *o, struct kern_session **out)
 			nsys++;
 	}
 	s->tep = tracefs_local_events_system(NULL, systems);
-	for (unsigned i = 4; i < nsys; i++)
+	for (unsigned i = ngroup_sys; i < nsys; i++)
 		free((char *)systems[i]);
 	if (!s->tep) {
 		ret = -EIO;
@@ -611,7 +622,8 @@ int kern_start(const struct kern_options *o, struct kern_session **out)
 		if ((o->groups & group_events[i].group) &&
 		    (ret = add_class(s, o, group_events[i].sys, group_events[i].name))) {
 			if (ret == -ENOENT && (!strcmp(group_events[i].name, "sched_waking") ||
-					       !strcmp(group_events[i].sys, "irq_vectors")))
+					       !strcmp(group_events[i].sys, "irq_vectors") ||
+					       !strcmp(group_events[i].sys, "exceptions")))
 				continue; /* older kernels, other architectures */
 			goto fail_out;
 		}

@@ -11,6 +11,7 @@ enum kern_group {
 	KERN_SCHED = 0x1,    /* sched_switch, wakeup, wakeup_new, process_*, migrate */
 	KERN_IRQ = 0x2,      /* irq_handler_entry/exit, softirq_entry/exit */
 	KERN_SYSCALLS = 0x4, /* raw_syscalls sys_enter/sys_exit (about 0.4 us per call) */
+	KERN_FAULTS = 0x8,   /* exceptions:page_fault_user/kernel (x86); on with sched */
 };
 
 struct kern_options {
@@ -36,8 +37,10 @@ struct kern_stats {
 struct kern_session;
 
 /*
- * Parse a comma list of groups ("sched,irq,syscalls", or "all" for the
- * three). Returns 0, or -EINVAL with *bad pointing at the unknown name.
+ * Parse a comma list of groups ("sched,irq,syscalls,faults", or "all" for
+ * the four); "sched" brings "faults" along, and "-NAME" takes a group out
+ * ("sched,-faults"). Returns 0, or -EINVAL with *bad pointing at the
+ * unknown name.
  */
 int kern_groups_parse(const char *list, unsigned *groups, const char **bad);
 

@@ -22,7 +22,7 @@ for name, argv in (("find", ["find", "/usr/share", "-name", "*.x*"]), ("true", [
                          os.environ, file_actions=[(os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0)])
     _, st, ru = os.wait4(pid, 0)
     out[name] = {"pid": pid, "cpu_ns": round((ru.ru_utime + ru.ru_stime) * 1e9),
-                 "wall_ns": time.monotonic_ns() - t0}
+                 "wall_ns": time.monotonic_ns() - t0, "faults": ru.ru_minflt + ru.ru_majflt}
 print(json.dumps(out))
 '''
 
@@ -108,15 +108,26 @@ for name in ("find", "true", "sleep"):
                      (name, s["name"], ms(s["time_ns"]), ms(truth[name]["wall_ns"])))
         if t["tid"] == truth[name]["pid"] and t.get("exited") is False:
             fail("%s: not seen exiting" % name)
+# 4. page faults (the faults group, on with sched) against the kernel's
+# count (ru_minflt + ru_majflt; the tracepoint also sees the faults retried)
+if not r.get("faults_traced"):
+    fail("no page fault events: the faults group did not come with sched")
+for name in ("find", "true", "sleep"):
+    ths = proc(truth[name]["pid"])
+    got = sum(t["faults_user"] + t["faults_kernel"] for t in ths)
+    rows.append(("%s: page faults vs rusage" % name, got, truth[name]["faults"],
+                 truth[name]["faults"], "ok"))
+    if abs(got - truth[name]["faults"]) > 0.05 * truth[name]["faults"] + 20:
+        fail("%s: %d page faults traced, rusage says %d" % (name, got, truth[name]["faults"]))
 sl = proc(truth["sleep"]["pid"])[0]
 check("sleep 0.2: sleep state vs its wall time", ms(sl["sleep_ns"]), 200.0, ms(truth["sleep"]["wall_ns"]))
 
-# 4. the hog is outside the tree: partly seen, and said so
+# 5. the hog is outside the tree: partly seen, and said so
 for t in r["threads"]:
     if t["pid"] == hog.pid and not t.get("partial"):
         fail("the hog (pid %d, outside the recorded tree) is not marked partial" % hog.pid)
 
-# 5. roll-ups: a process's row sums its threads; the commands' rows sum
+# 6. roll-ups: a process's row sums its threads; the commands' rows sum
 # to all threads (a command takes its name from a process's main thread,
 # which may not be in the window)
 for by in ("process", "command"):
@@ -136,7 +147,7 @@ for by in ("process", "command"):
     if total != want or sum(x["threads"] for x in g["groups"]) != len(g["threads"]):
         fail("--by %s: the groups sum to %r, the threads to %r" % (by, total, want))
 
-print("%-52s %10s %10s %10s" % ("check (ms): value within low .. high", "value", "low", "high"))
+print("%-52s %10s %10s %10s" % ("check (ms, or a count): value within low .. high", "value", "low", "high"))
 for what, got, lo, hi, st in rows:
     print("%-52s %10.3f %10.3f %10.3f  %s" % (what, got, lo, hi, st))
 if failures:
