@@ -172,22 +172,81 @@ bool idle_infer(struct idle_cpu *cpus, unsigned ncpus, const struct strata_event
 /* ---- latency: from an event to the next matching one --------------------- */
 
 struct lat_options {
-	const char *from, *to; /* event name globs */
-	bool same_tid;         /* pair only events of the same thread */
-	uint64_t wfrom, wto;   /* window, ticks */
+	const char *begin, *end; /* event name globs */
+	bool same_tid;           /* pair only events of the same thread */
+	const char *by;          /* pair only events with the same value of
+				  * this field (a job id, a request), any
+				  * thread; NULL: not by a field */
+	uint64_t wfrom, wto;     /* window, ticks; 0: its edge */
+	char *err;               /* why -EINVAL, one line (optional) */
+	size_t errlen;
 };
 
 struct lat_result {
-	uint64_t n, unmatched;
-	uint64_t *ns; /* sorted latencies, n of them */
+	uint64_t n;               /* pairs */
+	uint64_t total;           /* ns, summed */
+	uint64_t unmatched_begins; /* a begin closed by no end: replaced by a
+				   * newer begin of its key, or open at the end */
+	uint64_t unmatched_ends;  /* an end with no begin open for its key */
+	uint64_t *ns;             /* sorted latencies, n of them */
 };
 
-/* Each `from` event opens a pair (per thread with same_tid, else one
- * global), closed by the next `to` event. Returns 0, -EINVAL (no class
- * matches a glob), -ENOMEM. */
+/* Each `begin` event opens a pair for its key (its thread with same_tid,
+ * the value of `by`, both, or one global key), closed by the next `end`
+ * event of that key; an event that matches both globs closes, then opens.
+ * Returns 0, -EINVAL (no class matches a glob, or a matching class has no
+ * field `by`: o->err says which), -ENOMEM. */
 int lat_compute(struct strata_trace *t, const struct lat_options *o,
 		struct lat_result *out);
 void lat_fini(struct lat_result *r);
+/* The p-quantile (0..1) of r's latencies, nearest rank; 0 when empty. */
+uint64_t lat_quantile(const uint64_t *sorted, uint64_t n, double p);
+
+/* A 64-bit key from a decoded field value: integers as they are, text and
+ * arrays hashed (FNV-1a). */
+uint64_t an_value_key(const struct strata_value *v);
+
+/* ---- scheduling latency per task (perf sched latency) ---------------------
+ *
+ * The delay from a task's wakeup (sched_wakeup, sched_wakeup_new) or its
+ * preemption (switched out runnable) to its next switch in: how long it
+ * waited for a CPU. A switch in that the trace lacks
+ * (analysis.h, "the switch out of idle") is inferred as the breakdown does;
+ * a wait whose end is not known otherwise is not counted.
+ */
+struct sl_task {
+	uint32_t pid, tid;
+	char comm[17];
+	uint64_t runtime;        /* ticks on a CPU, between recorded switches */
+	uint64_t delays;         /* waits counted */
+	uint64_t total, max;     /* ticks */
+	uint64_t max_at;         /* when the longest wait began (ticks) */
+	uint64_t wakeups, preemptions; /* what the waits began with */
+	uint64_t kpreempted, kpreempted_total; /* of the preemptions, those in
+				  * kernel mode (prev_state R+), and their ticks */
+	uint64_t inferred, inferred_total; /* waits ended by a switch out of
+				  * idle the trace lacks, inferred */
+	int max_cause;           /* SL_CAUSE_* of the longest wait */
+	bool max_inferred;
+	uint64_t unknown;        /* waits whose end the trace lacks */
+	/* internal */
+	int state, cause;
+	uint64_t since;
+	int on;
+};
+
+enum { SL_CAUSE_WAKEUP, SL_CAUSE_PREEMPTED, SL_CAUSE_KPREEMPTED };
+
+struct sl_result {
+	struct sl_task *tasks;   /* longest max delay first */
+	unsigned ntasks;
+};
+
+/* Returns 0, -ENOENT (no sched_switch event), -ENOMEM. wfrom/wto: waits
+ * that end in the window (0: its edge). */
+int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto,
+	       struct sl_result *out);
+void sl_fini(struct sl_result *r);
 
 /* ---- what happened inside a pair of user events ------------------------- */
 
