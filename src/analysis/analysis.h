@@ -248,6 +248,99 @@ int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto,
 	       struct sl_result *out);
 void sl_fini(struct sl_result *r);
 
+/* ---- thread names ----------------------------------------------------------
+ *
+ * The name of each thread, from what the trace says: the state dump and
+ * strata:thread_name records (the process's own word, which wins), else
+ * the kernel's comm in sched_switch, sched_wakeup and the fork. Feed it
+ * every event (iterate with STRATA_ITER_INTERNAL for the state dump).
+ */
+struct an_names;
+
+int an_names_create(struct strata_trace *t, struct an_names **out); /* 0, -ENOMEM */
+void an_names_destroy(struct an_names *n); /* NULL ok */
+/* 0, or -ENOMEM (the name is then not kept). */
+int an_names_feed(struct an_names *n, const struct strata_event *ev);
+/* The name of `tid`, or NULL. */
+const char *an_names_get(const struct an_names *n, uint32_t tid);
+
+/* ---- intervals: begin and end events paired by kind --------------------------
+ *
+ * Kinds come from the event names and the DSL's begin/end marks (the
+ * pairing rules are docs/cli.md's, "strata intervals"), or from two globs.
+ * A begin opens an interval of its kind for its key, the next end of that
+ * kind and key closes the most recent one still open (LIFO: nested
+ * intervals of one kind pair inside out). The key is the thread, or the
+ * value of a field (`by`), whatever thread ends it.
+ */
+struct iv_options {
+	const char *begin, *end; /* globs: one kind of these; NULL: the trace's kinds */
+	const char *kinds;       /* glob on the kinds' names; NULL: all */
+	const char *by;          /* pair by this field, any thread; NULL: per thread */
+	uint64_t from, to;       /* window, ticks; 0: its edge */
+	char *err;               /* why -EINVAL, one line (optional) */
+	size_t errlen;
+};
+
+struct iv_interval {
+	unsigned kind;
+	uint64_t begin, end;     /* ticks */
+	uint32_t pid, tid;       /* of the begin event */
+	unsigned depth;          /* intervals of its kind and key open around it */
+};
+
+typedef void (*iv_fn)(const struct iv_interval *iv, void *arg);
+
+/* The pairing engine, for any reader of intervals (the viewer's
+ * activities, iv_compute): feed it events in time order. */
+struct iv_pairer;
+
+/* Returns 0, -EINVAL (a glob matches no class, or a class of a kind has
+ * no field `by`: o->err says which), -ENOMEM. */
+int iv_pairer_create(struct strata_trace *t, const struct iv_options *o,
+		     struct iv_pairer **out);
+void iv_pairer_destroy(struct iv_pairer *p); /* NULL ok */
+unsigned iv_pairer_nkinds(const struct iv_pairer *p);
+const char *iv_pairer_kind(const struct iv_pairer *p, unsigned kind);
+/* Calls fn for each interval ev closes (ev may close one of several
+ * kinds and open another: work:lock_acquire ends a wait, begins a hold).
+ * Returns 0, or -ENOMEM. */
+int iv_pairer_feed(struct iv_pairer *p, const struct strata_event *ev, iv_fn fn, void *arg);
+/* Of a kind: begins still open, ends that found nothing open, and begins
+ * dropped when a key nested deeper than 256. */
+void iv_pairer_unmatched(const struct iv_pairer *p, unsigned kind, uint64_t *open,
+			 uint64_t *orphan_ends, uint64_t *too_deep);
+
+struct iv_stats {
+	uint64_t count, total, min, max, p50, p99; /* ns */
+};
+
+struct iv_kind_stats {
+	const char *name;        /* "work:job_begin..job_end" */
+	struct iv_stats s;
+	uint64_t open, orphan_ends, too_deep;
+};
+
+struct iv_thread_stats {
+	unsigned kind;
+	uint32_t pid, tid;
+	struct iv_stats s;
+};
+
+struct iv_result {
+	struct iv_kind_stats *kinds; /* by kind, in iv_pairer's order */
+	unsigned nkinds;
+	struct iv_thread_stats *threads; /* by kind, then pid, tid */
+	size_t nthreads;
+	struct an_names *names;  /* the threads' names */
+	struct iv_pairer *pairer;
+};
+
+/* Statistics per kind and per kind and thread over the window. Returns
+ * what iv_pairer_create returns, or -ENOMEM. */
+int iv_compute(struct strata_trace *t, const struct iv_options *o, struct iv_result **out);
+void iv_free(struct iv_result *r); /* NULL ok */
+
 /* ---- what happened inside a pair of user events ------------------------- */
 
 struct in_options {

@@ -12,8 +12,9 @@ int cmd_ktrace(int argc, char **argv);
 int cmd_breakdown(int argc, char **argv);
 int cmd_latency(int argc, char **argv);
 int cmd_switches(int argc, char **argv);
+int cmd_intervals(int argc, char **argv);
 extern const char cmd_ktrace_usage[], cmd_breakdown_usage[], cmd_latency_usage[],
-	cmd_switches_usage[];
+	cmd_switches_usage[], cmd_intervals_usage[];
 
 static const char cmd_help_usage[] =
 	"usage: strata help [COMMAND]\n\nShow the list of commands, or one command's help.\n";
@@ -39,8 +40,10 @@ static const struct cli_cmd commands[] = {
 #endif
 	{ "breakdown", cmd_breakdown, "per-thread time: user, syscalls, runnable, blocked",
 	  cmd_breakdown_usage },
-	{ "latency", cmd_latency, "latency from one event to the next matching one",
+	{ "latency", cmd_latency, "latency from one event to the next matching one; per task wait for a CPU",
 	  cmd_latency_usage },
+	{ "intervals", cmd_intervals, "begin/end intervals per kind and thread: count, total, p50, p99",
+	  cmd_intervals_usage },
 	{ "switches", cmd_switches, "context switches of a thread inside a pair of its events",
 	  cmd_switches_usage },
 	{ "help", cmd_help, "show help", cmd_help_usage },
