@@ -345,6 +345,7 @@ void iv_free(struct iv_result *r); /* NULL ok */
 
 struct in_options {
 	const char *from, *to; /* event name globs, paired per thread */
+	uint64_t wfrom, wto;   /* pairs that begin in this window (ticks; 0: its edge) */
 };
 
 struct in_pair {
@@ -368,11 +369,12 @@ struct in_result {
 	size_t npairs;
 	struct in_switch *sw;  /* in time order */
 	size_t nsw;
+	struct an_names *names; /* the threads' names */
 };
 
 /* Pair `from` and `to` events per thread and list the context switches of
  * that thread inside each pair. Returns 0, -EINVAL (no class matches a
- * glob), -ENOENT (no sched_switch events: record with -k sched), -ENOMEM. */
+ * glob), -ENOENT (no sched_switch event: record with -k sched), -ENOMEM. */
 int in_compute(struct strata_trace *t, const struct in_options *o,
 	       struct in_result *out);
 void in_fini(struct in_result *r);

@@ -107,15 +107,25 @@ int in_compute(struct strata_trace *t, const struct in_options *o,
 		    si.cpu + 1 > ncpus)
 			ncpus = si.cpu + 1;
 	}
-	if (!(idle = calloc(ncpus ? ncpus : 1, sizeof(*idle))))
+	if (!(idle = calloc(ncpus ? ncpus : 1, sizeof(*idle))) ||
+	    an_names_create(t, &out->names) < 0)
 		goto out;
-	struct strata_iter_options io = {.stream = -1};
+	/* strata's own records too: the state dump names threads */
+	struct strata_iter_options io = {.stream = -1, .flags = STRATA_ITER_INTERNAL};
 	if ((ret = strata_iter_create(t, &io, &it)) < 0)
 		goto out;
 	ret = -ENOMEM;
 	const struct strata_event *ev;
+	bool any_switch = false;
 	while (strata_iter_next(it, &ev) > 0) {
+		if (o->wto && ev->timestamp > o->wto && !nopen)
+			break;
+		if (an_names_feed(out->names, ev) < 0)
+			goto out;
+		if (!(ev->id >> 16))
+			continue; /* strata's own records: names only */
 		uint8_t rl = role[ev->cls->index];
+		any_switch |= rl & 4;
 		const int *f = sf[ev->cls->index];
 		int64_t prev = -1, next = -1;
 		uint64_t at = ev->timestamp;
@@ -169,7 +179,7 @@ int in_compute(struct strata_trace *t, const struct in_options *o,
 				break;
 			}
 		}
-		if (rl & 1) {
+		if ((rl & 1) && ev->timestamp >= o->wfrom && (!o->wto || ev->timestamp <= o->wto)) {
 			size_t i;
 			for (i = 0; i < nopen && open[i].tid != ev->tid; i++)
 				;
@@ -188,7 +198,7 @@ int in_compute(struct strata_trace *t, const struct in_options *o,
 							   .pair = out->npairs++};
 		}
 	}
-	ret = 0;
+	ret = any_switch ? 0 : -ENOENT;
 out:
 	strata_iter_destroy(it);
 	free(open);
@@ -204,5 +214,6 @@ void in_fini(struct in_result *r)
 {
 	free(r->pairs);
 	free(r->sw);
+	an_names_destroy(r->names);
 	memset(r, 0, sizeof(*r));
 }

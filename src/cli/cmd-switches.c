@@ -2,21 +2,25 @@
 /* strata switches: the context switches of a thread between two of its events ("why was this lock held so long?"). */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/analysis.h"
 #include "cli.h"
+#include "table.h"
 
 const char cmd_switches_usage[] =
-	"usage: strata switches --from EVENT --to EVENT [OPTIONS] TRACE\n\n"
-	"Pair each FROM event of a thread with that thread's next TO event (globs\n"
-	"on event names, e.g. --from work:lock_acquire --to work:lock_release),\n"
+	"usage: strata switches --begin EVENT --end EVENT [OPTIONS] TRACE\n\n"
+	"Pair each BEGIN event of a thread with that thread's next END event (globs\n"
+	"on event names, e.g. --begin work:lock_acquire --end work:lock_release),\n"
 	"and show, for the longest pairs, the context switches inside them: when\n"
 	"the thread left its CPU, in which state (preempted, sleeping, I/O), who\n"
 	"ran instead, and when it came back. Needs kernel sched events (strata\n"
 	"record -k sched). K42 explained long lock hold times this way.\n\n"
 	"  --top N               the N longest pairs (default 10; 0: all)\n"
+	"  --from SEC, --to SEC  pairs that begin in this window, seconds since the\n"
+	"                        trace start\n"
 	"  --format text|json    output format (default text)\n";
 
 static int by_duration(const void *a, const void *b)
@@ -25,6 +29,17 @@ static int by_duration(const void *a, const void *b)
 	const struct in_pair *y = *(const struct in_pair *const *)b;
 	uint64_t dx = x->end - x->begin, dy = y->end - y->begin;
 	return dx < dy ? 1 : dx > dy ? -1 : (x->begin > y->begin) - (x->begin < y->begin);
+}
+
+/* A name for JSON: without quotes, backslashes and control bytes. */
+static const char *json_safe(const char *s, char *buf, size_t n)
+{
+	size_t k = 0;
+	for (; s && *s && k + 1 < n; s++)
+		if ((unsigned char)*s >= 0x20 && *s != '"' && *s != '\\')
+			buf[k++] = *s;
+	buf[k] = 0;
+	return buf;
 }
 
 static const char *state_name(int64_t s)
@@ -38,17 +53,45 @@ static const char *state_name(int64_t s)
 	return "blocked";
 }
 
+/* --from/--to once named the events: an argument that is no time still
+ * means one, when --begin/--end do not say otherwise. */
+static bool is_seconds(const char *s)
+{
+	char *e;
+	double v = strtod(s, &e);
+	return e != s && !*e && isfinite(v) && v >= 0;
+}
+
+/* "tid 123 (name)", or "tid 123" */
+static const char *who(const struct in_result *r, uint32_t tid, char *buf, size_t n)
+{
+	const char *nm = an_names_get(r->names, tid);
+	if (!tid)
+		snprintf(buf, n, "idle");
+	else if (nm)
+		snprintf(buf, n, "%s (tid %u)", nm, tid);
+	else
+		snprintf(buf, n, "tid %u", tid);
+	return buf;
+}
+
 int cmd_switches(int argc, char **argv)
 {
-	enum { O_FROM = 3100, O_TO, O_TOP, O_FMT };
+	enum { O_BEGIN = 3100, O_END, O_TOP, O_FMT, O_FROM, O_TO };
 	static const struct option opts[] = {
+		{ "begin", required_argument, NULL, O_BEGIN },
+		{ "end", required_argument, NULL, O_END },
 		{ "from", required_argument, NULL, O_FROM },
 		{ "to", required_argument, NULL, O_TO },
+		{ "since", required_argument, NULL, O_FROM }, /* old spellings */
+		{ "until", required_argument, NULL, O_TO },
 		{ "top", required_argument, NULL, O_TOP },
 		{ "format", required_argument, NULL, O_FMT },
 		{ 0 },
 	};
 	struct in_options io = { 0 };
+	const char *from = NULL, *to = NULL;
+	double since = -1, until = -1;
 	long top = 10;
 	bool json = false;
 	int c;
@@ -56,8 +99,10 @@ int cmd_switches(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case O_FROM: io.from = optarg; break;
-		case O_TO: io.to = optarg; break;
+		case O_BEGIN: io.from = optarg; break;
+		case O_END: io.to = optarg; break;
+		case O_FROM: from = optarg; break;
+		case O_TO: to = optarg; break;
 		case O_TOP: {
 			char *end;
 			top = strtol(optarg, &end, 10);
@@ -74,19 +119,42 @@ int cmd_switches(int argc, char **argv)
 		default: return 1;
 		}
 	}
+	/* --from EVENT --to EVENT: the old spelling of --begin/--end */
+	if (from && !is_seconds(from) && !io.from) {
+		io.from = from;
+		from = NULL;
+		fprintf(stderr, "strata: switches: --from EVENT is now --begin EVENT "
+			"(--from/--to give the window, in seconds, as in every command)\n");
+	}
+	if (to && !is_seconds(to) && !io.to) {
+		io.to = to;
+		to = NULL;
+		fprintf(stderr, "strata: switches: --to EVENT is now --end EVENT\n");
+	}
+	if ((from && cli_parse_seconds(from, &since, "from")) ||
+	    (to && cli_parse_seconds(to, &until, "to")))
+		return 1;
 	if (!io.from || !io.to || optind != argc - 1) {
-		cli_err(NULL, "switches: expected --from EVENT --to EVENT TRACE (see strata switches --help)");
+		cli_err(NULL, "switches: expected --begin EVENT --end EVENT TRACE (see strata switches --help)");
 		return 1;
 	}
 	struct cli_trace ct = { .quiet_lost = true };
 	if (cli_open(&ct, argv[optind], NULL) < 0)
 		return 1;
+	uint64_t t0 = strata_trace_begin(ct.t);
+	if (since >= 0)
+		io.wfrom = t0 + strata_trace_ns_to_ticks(ct.t, (uint64_t)llround(since * 1e9));
+	if (until >= 0)
+		io.wto = t0 + strata_trace_ns_to_ticks(ct.t, (uint64_t)llround(until * 1e9));
 	struct in_result r;
 	int ret = in_compute(ct.t, &io, &r);
 	if (ret == -EINVAL || ret == -ENOENT) {
-		cli_err(ct.path, ret == -EINVAL ?
-			"no event matches --from or --to" :
-			"no sched:sched_switch events (record with strata record -k sched)");
+		if (ret == -EINVAL)
+			cli_err(ct.path, "no event matches --begin '%s' or --end '%s' (strata "
+				"info lists the event types)", io.from, io.to);
+		else
+			cli_err(ct.path, "no sched:sched_switch event: switches needs the "
+				"kernel's scheduling events (record with strata record -k sched)");
 		cli_close(&ct);
 		return 1;
 	}
@@ -110,32 +178,40 @@ int cmd_switches(int argc, char **argv)
 	}
 	qsort(v, n, sizeof(*v), by_duration);
 	size_t show = top && (size_t)top < n ? (size_t)top : n;
-	uint64_t t0 = strata_trace_begin(ct.t);
+	struct an_loss loss;
+	an_loss_get(ct.t, &loss);
+	report_loss(ct.path, &loss, json ? NULL : stdout);
 #define NS(ticks) strata_trace_ticks_to_ns(ct.t, (ticks))
 
 	uint64_t with = 0;
 	for (size_t i = 0; i < n; i++)
 		with += v[i]->switches != 0;
-	if (json)
-		printf("{\"pairs\":%zu,\"with_switches\":%" PRIu64 ",\"longest\":[", n, with);
-	else
+	if (json) {
+		printf("{\"pairs\":%zu,\"with_switches\":%" PRIu64, n, with);
+		report_loss_json(stdout, &loss);
+		printf(",\"longest\":[");
+	} else
 		printf("%zu pairs of %s .. %s; %" PRIu64 " with context switches inside.\n"
 		       "The %zu longest:\n\n", n, io.from, io.to, with, show);
 	for (size_t k = 0; k < show; k++) {
 		const struct in_pair *p = v[k];
 		size_t pi = (size_t)(p - r.pairs);
 		uint64_t d = p->end - p->begin;
+		char d0[40], d1[40], d2[40], d3[40], nb[64];
 		if (json) {
-			printf("%s{\"time\":%.9f,\"pid\":%u,\"tid\":%u,\"duration_ns\":%" PRIu64
+			printf("%s{\"time\":%.9f,\"pid\":%u,\"tid\":%u,\"name\":\"%s\",\"duration_ns\":%" PRIu64
 			       ",\"switches\":%u,\"runnable_ns\":%" PRIu64 ",\"blocked_ns\":%" PRIu64
 			       ",\"list\":[", k ? "," : "", (double)NS(p->begin - t0) / 1e9, p->pid,
-			       p->tid, NS(d), p->switches, NS(p->runnable), NS(p->blocked));
+			       p->tid, json_safe(an_names_get(r.names, p->tid), nb, sizeof(nb)), NS(d),
+			       p->switches, NS(p->runnable), NS(p->blocked));
 		} else {
-			printf("%12.9f  %u/%u  held %" PRIu64 " ns: %u switch%s, off CPU %" PRIu64
-			       " ns runnable + %" PRIu64 " ns blocked, on CPU %" PRIu64 " ns\n",
-			       (double)NS(p->begin - t0) / 1e9, p->pid, p->tid, NS(d), p->switches,
-			       p->switches == 1 ? "" : "es", NS(p->runnable), NS(p->blocked),
-			       NS(d - p->runnable - p->blocked));
+			printf("%12.9f  %s: held %s: %u switch%s, off CPU %s runnable + %s blocked, "
+			       "on CPU %s\n", (double)NS(p->begin - t0) / 1e9,
+			       who(&r, p->tid, nb, sizeof(nb)), dur_fmt(NS(d), d0, sizeof(d0)),
+			       p->switches, p->switches == 1 ? "" : "es",
+			       dur_fmt(NS(p->runnable), d1, sizeof(d1)),
+			       dur_fmt(NS(p->blocked), d2, sizeof(d2)),
+			       dur_fmt(NS(d - p->runnable - p->blocked), d3, sizeof(d3)));
 		}
 		int first = 1;
 		for (size_t s = 0; s < r.nsw; s++) {
@@ -143,15 +219,20 @@ int cmd_switches(int argc, char **argv)
 			if (w->pair != pi)
 				continue;
 			uint64_t back = w->back_at ? w->back_at : p->end;
+			char st[8];
 			if (json) {
-				printf("%s{\"out\":%.9f,\"cpu\":%u,\"state\":\"%s\",\"next_tid\":%u,"
-				       "\"off_ns\":%" PRIu64 "}", first ? "" : ",",
-				       (double)NS(w->out_at - t0) / 1e9, w->cpu,
-				       state_name(w->prev_state), w->next_tid, NS(back - w->out_at));
+				printf("%s{\"out\":%.9f,\"cpu\":%u,\"state\":\"%s\",\"prev_state\":\"%s\","
+				       "\"next_tid\":%u,\"next_name\":\"%s\",\"off_ns\":%" PRIu64 "}",
+				       first ? "" : ",", (double)NS(w->out_at - t0) / 1e9, w->cpu,
+				       state_name(w->prev_state), bd_state_letters(w->prev_state, st),
+				       w->next_tid,
+				       json_safe(an_names_get(r.names, w->next_tid), nb, sizeof(nb)),
+				       NS(back - w->out_at));
 			} else {
-				printf("      %12.9f  cpu %-3u %-13s  tid %u ran instead; back after %" PRIu64
-				       " ns\n", (double)NS(w->out_at - t0) / 1e9, w->cpu,
-				       state_name(w->prev_state), w->next_tid, NS(back - w->out_at));
+				printf("      %12.9f  cpu %-3u %-13s  %s ran instead; back after %s\n",
+				       (double)NS(w->out_at - t0) / 1e9, w->cpu,
+				       state_name(w->prev_state), who(&r, w->next_tid, nb, sizeof(nb)),
+				       dur_fmt(NS(back - w->out_at), d0, sizeof(d0)));
 			}
 			first = 0;
 		}
@@ -163,6 +244,7 @@ int cmd_switches(int argc, char **argv)
 #undef NS
 	free(v);
 	in_fini(&r);
+	int rc = cli_status(&ct);
 	cli_close(&ct);
-	return 0;
+	return rc;
 }

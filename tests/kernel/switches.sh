@@ -6,7 +6,7 @@ kernel_test_require
 strata=$1 holder=$2 work=$3
 rm -rf "$work" && mkdir -p "$work" || exit 1
 "$strata" record -k sched -o "$work/trace" -- "$holder" 2>"$work/rec.err" || { cat "$work/rec.err"; exit 1; }
-"$strata" switches --from 7:1 --to 7:2 --top 0 --format json "$work/trace" >"$work/out.json" || exit 1
+"$strata" switches --begin 7:1 --end 7:2 --top 0 --format json "$work/trace" >"$work/out.json" || exit 1
 python3 - "$work/out.json" <<'PY' || exit 1
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -35,3 +35,27 @@ inside = {i["event"]: i["count"] for s in sc for i in s["inside"]}
 assert inside.get("sched:sched_switch", 0) >= 5, inside
 print("breakdown: the 5 sleeps' switches are inside clock_nanosleep:", inside)
 PY
+
+# Without the kernel's scheduling events, the analyses that need them say
+# so and fail: a user-space trace, and one with interrupts only.
+rm -rf "$work/user" "$work/irq"
+"$strata" record -o "$work/user" -- "$holder" 2>/dev/null || exit 1
+"$strata" record -k irq -o "$work/irq" -- "$holder" 2>/dev/null || exit 1
+for t in user irq; do
+	for cmd in "breakdown" "switches --begin 7:1 --end 7:2" "latency --sched"; do
+		if $strata $cmd "$work/$t" >"$work/out" 2>"$work/err"; then
+			echo "FAIL: strata $cmd on a trace without sched events exits 0"; exit 1
+		fi
+		grep -q -- "-k sched" "$work/err" ||
+			{ echo "FAIL: strata $cmd: no word of -k sched: $(cat "$work/err")"; exit 1; }
+	done
+done
+echo "no sched events: breakdown, switches and latency --sched fail and say -k sched"
+
+# Names rather than numbers: who ran instead is named.
+"$strata" switches --begin 7:1 --end 7:2 --top 0 "$work/trace" >"$work/sw.txt" || exit 1
+grep -q "ran instead" "$work/sw.txt" || { echo "FAIL: no switch listed"; exit 1; }
+if grep "ran instead" "$work/sw.txt" | grep -qv "(tid [0-9]*) ran instead\|idle ran instead"; then
+	echo "FAIL: a thread that ran instead is not named:"; grep "ran instead" "$work/sw.txt"; exit 1
+fi
+echo "switches names the threads that ran instead"
