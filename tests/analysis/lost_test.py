@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # Every analysis says, with numbers, that the trace it reads lost events (tiny rings, a flood).
-import json, os, re, subprocess, sys
+import fcntl, json, os, re, subprocess, sys
 
 strata, prog, work = sys.argv[1], sys.argv[2], sys.argv[3]
 subprocess.run(["rm", "-rf", work], check=True)
@@ -39,6 +39,33 @@ for c in cmds:
         if fmt == "json" and json.loads(r.stdout)["lost"]["user_events"] != lost:
             failures.append("%s: JSON lost %r, info says %d" %
                             (what, json.loads(r.stdout).get("lost"), lost))
+# breakdown reads kernel events: record them beside the flood (root only;
+# one kernel test at a time, under tests/kernel/common.sh's lock)
+ktrace = os.path.join(work, "ktrace")
+k = None
+if os.geteuid() == 0:
+    with open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "strata-kernel-tests.lock"), "w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        k = subprocess.run([strata, "record", "-k", "sched", "--packet-size", "16K", "--packets",
+                            "2", "-o", ktrace, "--", prog, "flood", "1000000"],
+                           capture_output=True, text=True)
+if k and k.returncode == 0 and os.path.isdir(os.path.join(ktrace, "kernel")):
+    info = subprocess.run([strata, "info", ktrace], capture_output=True, text=True).stdout
+    m = re.search(r"Lost:\s+(\d+) events discarded", info)
+    klost = int(m.group(1)) if m else 0
+    for fmt in ("text", "json"):
+        r = subprocess.run([strata, "breakdown", "--format", fmt, ktrace], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            failures.append("breakdown: exit %d %s" % (r.returncode, r.stderr))
+        elif klost and ("WARNING" not in r.stderr or str(klost) not in r.stderr):
+            failures.append("breakdown --format %s: stderr does not say %d events were lost: %r"
+                            % (fmt, klost, r.stderr))
+    print("breakdown of a kernel trace that lost %d events: %s" %
+          (klost, "said" if klost else "nothing lost, not checked"))
+else:
+    print("breakdown not checked: no kernel trace (%s)" %
+          (k.stderr.strip()[-200:] if k else "not root"))
 for f in failures:
     print("FAIL: " + f)
 if failures:
