@@ -8,6 +8,48 @@
 
 #include <strata/reader.h>
 
+/* ---- what the analyses share (util.c) --------------------------------------- */
+
+/* Objects by tid (open addressing), and all of them in the order made. */
+struct an_tidmap {
+	uint32_t *key;
+	void **val;
+	size_t cap;  /* slots: a power of two, or 0 */
+	void **all;  /* all[0 .. n): the objects, in the order made */
+	size_t n, allcap;
+};
+
+void *an_tidmap_find(const struct an_tidmap *m, uint32_t tid); /* or NULL */
+/* The object of tid; a new one is calloc(1, size) and *made says so.
+ * NULL: out of memory. */
+void *an_tidmap_get(struct an_tidmap *m, uint32_t tid, size_t size, bool *made);
+void an_tidmap_fini(struct an_tidmap *m); /* frees the objects too */
+
+/* The length of [a, b) inside the window [from, to]. */
+static inline uint64_t an_clip(uint64_t from, uint64_t to, uint64_t a, uint64_t b)
+{
+	if (a < from)
+		a = from;
+	if (b > to)
+		b = to;
+	return b > a ? b - a : 0;
+}
+
+/* A 64-bit key from a decoded field value: integers as they are, text and
+ * arrays hashed (FNV-1a). */
+uint64_t an_value_key(const struct strata_value *v);
+/* Whether sub-trace `subtrace` is the kernel's (env domain "kernel"). */
+bool an_is_kernel(const struct strata_trace *t, unsigned subtrace);
+/* Which streams are the kernel's, into kernel[nstreams] (or NULL); returns
+ * the number of CPUs they cover (0: no kernel stream). */
+unsigned an_kernel_streams(const struct strata_trace *t, bool *kernel);
+/* One line into err[errlen] (nothing when err is NULL). */
+void an_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* "CLASS has no field 'F' (its fields: a, b)" into err[errlen]. */
+void an_err_no_field(char *err, size_t errlen, const struct strata_event_class *c,
+		     const char *field);
+
 /*
  * Thread states; every tick of the window is in exactly one (so they add
  * up to the wall time). The on-CPU states of the threads that ran on a CPU
@@ -202,9 +244,6 @@ void lat_fini(struct lat_result *r);
 /* The p-quantile (0..1) of r's latencies, nearest rank; 0 when empty. */
 uint64_t lat_quantile(const uint64_t *sorted, uint64_t n, double p);
 
-/* A 64-bit key from a decoded field value: integers as they are, text and
- * arrays hashed (FNV-1a). */
-uint64_t an_value_key(const struct strata_value *v);
 
 /* ---- scheduling latency per task (perf sched latency) ---------------------
  *

@@ -44,97 +44,38 @@ struct bd_ctx {
 	struct kclass_info *ci;
 	bool *kernel_stream;
 	uint64_t wfrom, wto;
-	/* tid -> thread, open addressing; threads stay where they were
-	 * allocated (pointers are kept across lookups) */
-	uint32_t *hkey;
-	struct bd_thread **hval;
-	size_t hcap;
-	struct bd_thread **all;
-	size_t nall, cap;
+	/* tid -> thread; threads stay where they were allocated (pointers
+	 * are kept across lookups) */
+	struct an_tidmap threads;
 	int err;
 };
 
 static uint64_t clip(const struct bd_ctx *c, uint64_t a, uint64_t b)
 {
-	if (a < c->wfrom)
-		a = c->wfrom;
-	if (b > c->wto)
-		b = c->wto;
-	return b > a ? b - a : 0;
-}
-
-static int table_put(struct bd_ctx *c, uint32_t tid, struct bd_thread *th)
-{
-	if ((c->nall + 1) * 2 >= c->hcap) { /* grow the table */
-		size_t ncap = c->hcap * 2;
-		uint32_t *nk = calloc(ncap, sizeof(*nk));
-		struct bd_thread **nv = calloc(ncap, sizeof(*nv));
-		if (!nk || !nv) {
-			free(nk);
-			free(nv);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < c->hcap; i++)
-			if (c->hval[i]) {
-				size_t j = (c->hkey[i] * 2654435761u) & (ncap - 1);
-				while (nv[j])
-					j = (j + 1) & (ncap - 1);
-				nk[j] = c->hkey[i];
-				nv[j] = c->hval[i];
-			}
-		free(c->hkey);
-		free(c->hval);
-		c->hkey = nk;
-		c->hval = nv;
-		c->hcap = ncap;
-	}
-	size_t h = (tid * 2654435761u) & (c->hcap - 1);
-	while (c->hval[h])
-		h = (h + 1) & (c->hcap - 1);
-	c->hkey[h] = tid;
-	c->hval[h] = th;
-	return 0;
+	return an_clip(c->wfrom, c->wto, a, b);
 }
 
 static struct bd_thread *thread_find(const struct bd_ctx *c, uint32_t tid)
 {
-	for (size_t h = (tid * 2654435761u) & (c->hcap - 1); c->hval[h];
-	     h = (h + 1) & (c->hcap - 1))
-		if (c->hkey[h] == tid)
-			return c->hval[h];
-	return NULL;
+	return an_tidmap_find(&c->threads, tid);
 }
 
 static struct bd_thread *thread_get(struct bd_ctx *c, uint32_t tid)
 {
-	struct bd_thread *th = thread_find(c, tid);
-	if (th)
-		return th;
-	if (c->nall == c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 64;
-		struct bd_thread **na = realloc(c->all, ncap * sizeof(*na));
-		if (!na)
-			goto nomem;
-		c->all = na;
-		c->cap = ncap;
+	bool made;
+	struct bd_thread *th = an_tidmap_get(&c->threads, tid, sizeof(*th), &made);
+	if (th && made) {
+		th->tid = tid;
+		th->pid = tid;
+		th->state = BD_UNSEEN;
+		th->since = c->r->begin;
+		th->on = -1;
+		if (!(th->cpu = calloc(c->r->ncpus, sizeof(*th->cpu))))
+			th = NULL;
 	}
-	if (!(th = calloc(1, sizeof(*th))))
-		goto nomem;
-	th->tid = tid;
-	th->pid = tid;
-	th->state = BD_UNSEEN;
-	th->since = c->r->begin;
-	th->on = -1;
-	if (!(th->cpu = calloc(c->r->ncpus, sizeof(*th->cpu))) || table_put(c, tid, th)) {
-		free(th->cpu);
-		free(th);
-		goto nomem;
-	}
-	c->all[c->nall++] = th;
+	if (!th)
+		c->err = -ENOMEM;
 	return th;
-nomem:
-	c->err = -ENOMEM;
-	return NULL;
 }
 
 static struct bd_syscall *sys_entry(struct bd_ctx *c, struct bd_thread *th,
@@ -662,12 +603,9 @@ const char *bd_syscall_name(struct strata_trace *t, uint32_t nr)
 	char key[32];
 	snprintf(key, sizeof(key), "syscall_%u", nr);
 	for (unsigned i = 0; i < strata_trace_nsubtraces(t); i++) {
-		const char *d = strata_trace_env(t, i, "domain");
-		if (d && !strcmp(d, "kernel")) {
-			const char *v = strata_trace_env(t, i, key);
-			if (v)
-				return v;
-		}
+		const char *v = an_is_kernel(t, i) ? strata_trace_env(t, i, key) : NULL;
+		if (v)
+			return v;
 	}
 	return NULL;
 }
@@ -719,27 +657,11 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 		c.wto = c.wfrom;
 
 	unsigned ns = strata_trace_nstreams(t);
-	bool any_kernel = false;
 	c.kernel_stream = calloc(ns ? ns : 1, sizeof(bool));
 	c.ci = calloc(strata_trace_nclasses(t) + 1, sizeof(*c.ci));
-	c.hcap = 1024;
-	c.hkey = calloc(c.hcap, sizeof(*c.hkey));
-	c.hval = calloc(c.hcap, sizeof(*c.hval));
-	if (!c.kernel_stream || !c.ci || !c.hkey || !c.hval)
+	if (!c.kernel_stream || !c.ci)
 		goto out;
-	for (unsigned i = 0; i < ns; i++) {
-		struct strata_stream_info si;
-		if (strata_trace_stream(t, i, &si) < 0)
-			continue;
-		const char *d = strata_trace_env(t, si.subtrace, "domain");
-		c.kernel_stream[i] = d && !strcmp(d, "kernel");
-		if (c.kernel_stream[i]) {
-			any_kernel = true;
-			if (si.cpu != UINT32_MAX && si.cpu + 1 > r->ncpus)
-				r->ncpus = si.cpu + 1;
-		}
-	}
-	if (!any_kernel) {
+	if (!(r->ncpus = an_kernel_streams(t, c.kernel_stream))) {
 		ret = -ENOENT;
 		goto out;
 	}
@@ -769,8 +691,10 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 		goto out;
 	}
 	/* close every state at the end of the window */
-	for (size_t i = 0; i < c.nall; i++) {
-		struct bd_thread *th = c.all[i];
+	struct bd_thread **all = (struct bd_thread **)c.threads.all;
+	size_t nall = c.threads.n;
+	for (size_t i = 0; i < nall; i++) {
+		struct bd_thread *th = all[i];
 		if (th->in_sys && th->sys_open)
 			sys_account(&c, th, th->sys_nr, clip(&c, th->sys_enter, c.wto), 0, false);
 		set_state(&c, th, th->state, c.wto);
@@ -781,28 +705,26 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 	r->begin = c.wfrom;
 	r->end = c.wto;
 	/* one array, as analysis.h shows it */
-	if (!(r->threads = malloc((c.nall ? c.nall : 1) * sizeof(*r->threads))))
+	if (!(r->threads = malloc((nall ? nall : 1) * sizeof(*r->threads))))
 		goto out;
-	for (size_t i = 0; i < c.nall; i++) {
-		r->threads[i] = *c.all[i];
-		c.all[i]->cpu = NULL;
-		c.all[i]->sc = NULL;
+	for (size_t i = 0; i < nall; i++) {
+		r->threads[i] = *all[i];
+		all[i]->cpu = NULL;
+		all[i]->sc = NULL;
 	}
-	r->nthreads = (unsigned)c.nall;
+	r->nthreads = (unsigned)nall;
 	qsort(r->threads, r->nthreads, sizeof(*r->threads), cmp_thread);
 	ret = 0;
 out:
 	strata_iter_destroy(it);
-	for (size_t i = 0; i < c.nall; i++) {
-		free(c.all[i]->cpu);
-		free(c.all[i]->sc);
-		free(c.all[i]);
+	for (size_t i = 0; i < c.threads.n; i++) {
+		struct bd_thread *th = c.threads.all[i];
+		free(th->cpu);
+		free(th->sc);
 	}
-	free(c.all);
+	an_tidmap_fini(&c.threads);
 	free(c.kernel_stream);
 	free(c.ci);
-	free(c.hkey);
-	free(c.hval);
 	if (ret) {
 		bd_free(r);
 		return ret;

@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fnmatch.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,18 +73,6 @@ struct iv_pairer {
 	struct stack *st;
 	size_t cap, n;
 };
-
-static void set_err(const struct iv_options *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void set_err(const struct iv_options *o, const char *fmt, ...)
-{
-	va_list ap;
-	if (!o->err || !o->errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(o->err, o->errlen, fmt, ap);
-	va_end(ap);
-}
 
 static bool ends_with(const char *s, const char *suf, size_t *stem)
 {
@@ -192,13 +179,7 @@ static int add_role(struct iv_pairer *p, const struct iv_options *o, unsigned cl
 		return 0;
 	int byf = -1;
 	if (o->by && (byf = strata_event_class_field(c, o->by)) < 0) {
-		char names[256] = "";
-		size_t k = 0;
-		for (unsigned f = 0; f < c->nfields && k < sizeof(names); f++)
-			k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", f ? ", " : "",
-					      c->fields[f].name);
-		set_err(o, "%s (of %s) has no field '%s' (its fields: %s)", c->name,
-			p->kinds[kind].name, o->by, names[0] ? names : "none");
+		an_err_no_field(o->err, o->errlen, c, o->by);
 		return -EINVAL;
 	}
 	p->roles[cls][p->nroles[cls]++] = (struct role){ .kind = kind, .end = end, .byf = byf };
@@ -239,7 +220,7 @@ int iv_pairer_create(struct strata_trace *t, const struct iv_options *o, struct 
 		if (ret)
 			goto fail;
 		if (!any_b || !any_e) {
-			set_err(o, "no event matches %s '%s'", any_b ? "--end" : "--begin",
+			an_err(o->err, o->errlen, "no event matches %s '%s'", any_b ? "--end" : "--begin",
 				any_b ? (o->end ? o->end : "") : (o->begin ? o->begin : ""));
 			ret = -EINVAL;
 			goto fail;

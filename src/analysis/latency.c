@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,35 +24,6 @@ uint64_t lat_quantile(const uint64_t *sorted, uint64_t n, double p)
 	if (i > 0)
 		i--;
 	return sorted[i < n ? i : n - 1];
-}
-
-uint64_t an_value_key(const struct strata_value *v)
-{
-	const uint8_t *b;
-	size_t n;
-	switch (v->type) {
-	case STRATA_VALUE_UINT:
-		return v->u;
-	case STRATA_VALUE_SINT:
-		return (uint64_t)v->s;
-	case STRATA_VALUE_DOUBLE: {
-		uint64_t u;
-		memcpy(&u, &v->d, sizeof(u));
-		return u;
-	}
-	case STRATA_VALUE_STRING:
-		b = (const uint8_t *)v->str;
-		n = strnlen(v->str, v->count);
-		break;
-	default:
-		b = v->data;
-		n = (size_t)v->count * (v->elem_bits / 8);
-		break;
-	}
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
 }
 
 /* Open pairs by key: open addressing; a closed slot keeps its key. */
@@ -111,18 +81,6 @@ static uint64_t *map_slot(struct open_map *m, uint64_t key)
 	return &m->ts[i];
 }
 
-static void set_err(const struct lat_options *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void set_err(const struct lat_options *o, const char *fmt, ...)
-{
-	va_list ap;
-	if (!o->err || !o->errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(o->err, o->errlen, fmt, ap);
-	va_end(ap);
-}
-
 int lat_compute(struct strata_trace *t, const struct lat_options *o,
 		struct lat_result *out)
 {
@@ -145,19 +103,13 @@ int lat_compute(struct strata_trace *t, const struct lat_options *o,
 		if (!fnmatch(o->end, cl->name, 0))
 			role[i] |= 2, any_end = true;
 		if (role[i] && o->by && (byf[i] = strata_event_class_field(cl, o->by)) < 0) {
-			char names[256] = "";
-			size_t k = 0;
-			for (unsigned f = 0; f < cl->nfields && k < sizeof(names); f++)
-				k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s",
-						      f ? ", " : "", cl->fields[f].name);
-			set_err(o, "%s has no field '%s' (its fields: %s)", cl->name, o->by,
-				names[0] ? names : "none");
+			an_err_no_field(o->err, o->errlen, cl, o->by);
 			ret = -EINVAL;
 			goto out;
 		}
 	}
 	if (!any_begin || !any_end) {
-		set_err(o, "no event matches %s '%s'", any_begin ? "--end" : "--begin",
+		an_err(o->err, o->errlen, "no event matches %s '%s'", any_begin ? "--end" : "--begin",
 			any_begin ? o->end : o->begin);
 		ret = -EINVAL;
 		goto out;

@@ -11,11 +11,9 @@ void an_loss_get(struct strata_trace *t, struct an_loss *out)
 		struct strata_stream_info si;
 		if (strata_trace_stream(t, i, &si) < 0)
 			continue;
-		const char *d = strata_trace_env(t, si.subtrace, "domain");
-		bool kernel = d && !strcmp(d, "kernel");
 		if (!si.discarded && !si.packets_lost)
 			continue;
-		if (kernel) {
+		if (an_is_kernel(t, si.subtrace)) {
 			out->kernel_events += si.discarded;
 			out->kernel_packets += si.packets_lost;
 			out->kernel_streams++;

@@ -14,8 +14,7 @@ struct name_fields {
 };
 
 struct slot {
-	uint32_t tid;
-	bool used, own;
+	bool own;
 	char name[16];
 };
 
@@ -23,8 +22,7 @@ struct an_names {
 	struct strata_trace *t;
 	struct name_fields *cls;
 	unsigned ncls;
-	struct slot *v;
-	size_t cap, n;
+	struct an_tidmap slots;
 };
 
 int an_names_create(struct strata_trace *t, struct an_names **out)
@@ -35,10 +33,8 @@ int an_names_create(struct strata_trace *t, struct an_names **out)
 		return -ENOMEM;
 	n->t = t;
 	n->ncls = strata_trace_nclasses(t);
-	n->cap = 256;
 	n->cls = calloc(n->ncls ? n->ncls : 1, sizeof(*n->cls));
-	n->v = calloc(n->cap, sizeof(*n->v));
-	if (!n->cls || !n->v) {
+	if (!n->cls) {
 		an_names_destroy(n);
 		return -ENOMEM;
 	}
@@ -51,46 +47,8 @@ void an_names_destroy(struct an_names *n)
 	if (!n)
 		return;
 	free(n->cls);
-	free(n->v);
+	an_tidmap_fini(&n->slots);
 	free(n);
-}
-
-static struct slot *find(const struct an_names *n, uint32_t tid)
-{
-	for (size_t i = (tid * 2654435761u) & (n->cap - 1); n->v[i].used; i = (i + 1) & (n->cap - 1))
-		if (n->v[i].tid == tid)
-			return &n->v[i];
-	return NULL;
-}
-
-static struct slot *get(struct an_names *n, uint32_t tid)
-{
-	struct slot *s = find(n, tid);
-	if (s)
-		return s;
-	if ((n->n + 1) * 2 > n->cap) {
-		struct an_names g = *n;
-		g.cap = n->cap * 2;
-		if (!(g.v = calloc(g.cap, sizeof(*g.v))))
-			return NULL;
-		for (size_t i = 0; i < n->cap; i++)
-			if (n->v[i].used) {
-				size_t j = (n->v[i].tid * 2654435761u) & (g.cap - 1);
-				while (g.v[j].used)
-					j = (j + 1) & (g.cap - 1);
-				g.v[j] = n->v[i];
-			}
-		free(n->v);
-		n->v = g.v;
-		n->cap = g.cap;
-	}
-	size_t i = (tid * 2654435761u) & (n->cap - 1);
-	while (n->v[i].used)
-		i = (i + 1) & (n->cap - 1);
-	n->v[i].used = true;
-	n->v[i].tid = tid;
-	n->n++;
-	return &n->v[i];
 }
 
 static void resolve(struct name_fields *nf, const struct strata_event_class *c)
@@ -124,7 +82,8 @@ static int take(struct an_names *n, const struct strata_event *ev, int ft, int f
 	    (t.type != STRATA_VALUE_UINT && t.type != STRATA_VALUE_SINT) || !t.u ||
 	    t.u > UINT32_MAX)
 		return 0;
-	struct slot *s = get(n, (uint32_t)t.u);
+	bool made;
+	struct slot *s = an_tidmap_get(&n->slots, (uint32_t)t.u, sizeof(*s), &made);
 	if (!s)
 		return -ENOMEM;
 	if (s->own && !own)
@@ -151,6 +110,6 @@ int an_names_feed(struct an_names *n, const struct strata_event *ev)
 
 const char *an_names_get(const struct an_names *n, uint32_t tid)
 {
-	const struct slot *s = n ? find(n, tid) : NULL;
+	const struct slot *s = n ? an_tidmap_find(&n->slots, tid) : NULL;
 	return s && s->name[0] ? s->name : NULL;
 }

@@ -32,11 +32,7 @@ struct sl_cpu {
 
 struct sl_ctx {
 	struct strata_trace *t;
-	struct sl_task **tasks;
-	size_t ntasks, cap;
-	uint32_t *hkey;
-	struct sl_task **hval;
-	size_t hcap;
+	struct an_tidmap tasks;
 	struct sl_cpu *cpus;
 	unsigned ncpus;
 	uint64_t wfrom, wto;
@@ -45,65 +41,22 @@ struct sl_ctx {
 
 static struct sl_task *task_get(struct sl_ctx *c, uint32_t tid)
 {
-	size_t h = (tid * 2654435761u) & (c->hcap - 1);
-	for (; c->hval[h]; h = (h + 1) & (c->hcap - 1))
-		if (c->hkey[h] == tid)
-			return c->hval[h];
-	if ((c->ntasks + 1) * 2 >= c->hcap) {
-		size_t ncap = c->hcap * 2;
-		uint32_t *nk = calloc(ncap, sizeof(*nk));
-		struct sl_task **nv = calloc(ncap, sizeof(*nv));
-		if (!nk || !nv) {
-			free(nk);
-			free(nv);
-			c->err = -ENOMEM;
-			return NULL;
-		}
-		for (size_t i = 0; i < c->hcap; i++)
-			if (c->hval[i]) {
-				size_t j = (c->hkey[i] * 2654435761u) & (ncap - 1);
-				while (nv[j])
-					j = (j + 1) & (ncap - 1);
-				nk[j] = c->hkey[i];
-				nv[j] = c->hval[i];
-			}
-		free(c->hkey);
-		free(c->hval);
-		c->hkey = nk;
-		c->hval = nv;
-		c->hcap = ncap;
-		return task_get(c, tid);
-	}
-	if (c->ntasks == c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 64;
-		struct sl_task **n = realloc(c->tasks, ncap * sizeof(*n));
-		if (!n) {
-			c->err = -ENOMEM;
-			return NULL;
-		}
-		c->tasks = n;
-		c->cap = ncap;
-	}
-	struct sl_task *k = calloc(1, sizeof(*k));
+	bool made;
+	struct sl_task *k = an_tidmap_get(&c->tasks, tid, sizeof(*k), &made);
 	if (!k) {
 		c->err = -ENOMEM;
 		return NULL;
 	}
-	k->tid = k->pid = tid;
-	k->on = -1;
-	c->tasks[c->ntasks++] = k;
-	c->hkey[h] = tid;
-	c->hval[h] = k;
+	if (made) {
+		k->tid = k->pid = tid;
+		k->on = -1;
+	}
 	return k;
 }
 
 static uint64_t clip(const struct sl_ctx *c, uint64_t a, uint64_t b)
 {
-	if (a < c->wfrom)
-		a = c->wfrom;
-	if (b > c->wto)
-		b = c->wto;
-	return b > a ? b - a : 0;
+	return an_clip(c->wfrom, c->wto, a, b);
 }
 
 static bool in_window(const struct sl_ctx *c, uint64_t ts)
@@ -217,7 +170,7 @@ static int cmp_task(const void *a, const void *b)
 
 int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_result *out)
 {
-	struct sl_ctx c = { .t = t, .wfrom = wfrom, .wto = wto ? wto : UINT64_MAX, .hcap = 1024 };
+	struct sl_ctx c = { .t = t, .wfrom = wfrom, .wto = wto ? wto : UINT64_MAX };
 	unsigned nc = strata_trace_nclasses(t), ns = strata_trace_nstreams(t);
 	uint8_t *kind = calloc(nc ? nc : 1, 1);
 	int (*f)[4] = calloc(nc ? nc : 1, sizeof(*f));
@@ -228,9 +181,7 @@ int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_r
 	int ret = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
-	c.hkey = calloc(c.hcap, sizeof(*c.hkey));
-	c.hval = calloc(c.hcap, sizeof(*c.hval));
-	if (!kind || !f || !kernel || !c.hkey || !c.hval)
+	if (!kind || !f || !kernel)
 		goto out;
 	for (unsigned i = 0; i < nc; i++) {
 		const struct strata_event_class *cl = strata_trace_class(t, i);
@@ -247,15 +198,7 @@ int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_r
 			f[i][3] = strata_event_class_field(cl, "comm");
 		}
 	}
-	for (unsigned i = 0; i < ns; i++) {
-		struct strata_stream_info si;
-		if (strata_trace_stream(t, i, &si) < 0)
-			continue;
-		const char *d = strata_trace_env(t, si.subtrace, "domain");
-		if ((kernel[i] = d && !strcmp(d, "kernel")) && si.cpu != UINT32_MAX &&
-		    si.cpu + 1 > c.ncpus)
-			c.ncpus = si.cpu + 1;
-	}
+	c.ncpus = an_kernel_streams(t, kernel);
 	if (!(c.cpus = calloc(c.ncpus ? c.ncpus : 1, sizeof(*c.cpus))))
 		goto out;
 	for (unsigned i = 0; i < c.ncpus; i++)
@@ -330,13 +273,13 @@ int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_r
 		goto out;
 	}
 	/* tasks with something in the window, as one array */
-	out->tasks = calloc(c.ntasks ? c.ntasks : 1, sizeof(*out->tasks));
+	out->tasks = calloc(c.tasks.n ? c.tasks.n : 1, sizeof(*out->tasks));
 	if (!out->tasks) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < c.ntasks; i++) {
-		struct sl_task *k = c.tasks[i];
+	for (size_t i = 0; i < c.tasks.n; i++) {
+		struct sl_task *k = c.tasks.all[i];
 		if (k->state == SL_RUN && k->on >= 0) /* still running at the end */
 			k->runtime += clip(&c, k->since, last);
 		if (k->delays || k->runtime || k->unknown)
@@ -346,11 +289,7 @@ int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_r
 	ret = 0;
 out:
 	strata_iter_destroy(it);
-	for (size_t i = 0; i < c.ntasks; i++)
-		free(c.tasks[i]);
-	free(c.tasks);
-	free(c.hkey);
-	free(c.hval);
+	an_tidmap_fini(&c.tasks);
 	free(c.cpus);
 	free(kind);
 	free(f);

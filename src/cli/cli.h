@@ -138,6 +138,20 @@ struct cli_filter_opts {
 
 /* Handle one filter option; returns 0, or -1 after printing why. */
 int cli_filter_opt(struct cli_filter_opts *o, int opt, const char *arg);
+/* Whether --pid/--tid keep this thread (all when neither was given). */
+static inline bool cli_wants_thread(const struct cli_filter_opts *o, uint32_t pid,
+				    uint32_t tid)
+{
+	if (!o->npids && !o->ntids)
+		return true;
+	for (unsigned i = 0; i < o->npids; i++)
+		if (o->pids[i] == pid)
+			return true;
+	for (unsigned i = 0; i < o->ntids; i++)
+		if (o->tids[i] == tid)
+			return true;
+	return false;
+}
 
 /* An opened trace plus what the CLI keeps beside it. */
 struct cli_trace {

@@ -2,7 +2,6 @@
 /* strata breakdown: where each process and thread spent its time, from the kernel's sched and syscall events. */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,24 +32,11 @@ static const char *const state_keys[BD_NSTATES] = {
 	"user_trap", "syscall", "runnable", "sleep", "io_wait", "irq", "unknown", "unseen",
 };
 
-static bool wanted(const struct cli_filter_opts *fo, const struct bd_thread *th)
-{
-	if (!fo->npids && !fo->ntids)
-		return true;
-	for (unsigned i = 0; i < fo->npids; i++)
-		if (fo->pids[i] == th->pid)
-			return true;
-	for (unsigned i = 0; i < fo->ntids; i++)
-		if (fo->tids[i] == th->tid)
-			return true;
-	return false;
-}
-
 /* A thread with nothing but unseen time in the window says nothing. */
 static bool shown(const struct bd_result *r, const struct cli_filter_opts *fo,
 		  const struct bd_thread *th, bool complete)
 {
-	return wanted(fo, th) && th->t[BD_UNSEEN] != r->end - r->begin &&
+	return cli_wants_thread(fo, th->pid, th->tid) && th->t[BD_UNSEEN] != r->end - r->begin &&
 	       !(complete && th->partial);
 }
 
@@ -470,11 +456,10 @@ int cmd_breakdown(int argc, char **argv)
 	if (cli_open(&ct, argv[optind], NULL) < 0)
 		return 1;
 	struct bd_options bo = { .from = 0, .to = UINT64_MAX };
-	uint64_t b = strata_trace_begin(ct.t);
 	if (fo.has_from)
-		bo.from = b + strata_trace_ns_to_ticks(ct.t, (uint64_t)llround(fo.from * 1e9));
+		bo.from = report_tick(ct.t, fo.from);
 	if (fo.has_to)
-		bo.to = b + strata_trace_ns_to_ticks(ct.t, (uint64_t)llround(fo.to * 1e9));
+		bo.to = report_tick(ct.t, fo.to);
 	struct bd_result *r = NULL;
 	int ret = bd_compute(ct.t, &bo, &r);
 	if (ret == -ENOENT) {

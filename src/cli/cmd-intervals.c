@@ -2,7 +2,6 @@
 /* strata intervals: begin/end events paired by kind, with count, total, mean, min, p50, p99 and max per kind and per thread. */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,19 +28,6 @@ const char cmd_intervals_usage[] =
 	"  --from SEC, --to SEC  window, seconds since the trace start: intervals\n"
 	"                        that begin and end in it\n"
 	"  --format text|json    output format (default text)\n";
-
-static bool wanted(const struct cli_filter_opts *fo, const struct iv_thread_stats *th)
-{
-	if (!fo->npids && !fo->ntids)
-		return true;
-	for (unsigned i = 0; i < fo->npids; i++)
-		if (fo->pids[i] == th->pid)
-			return true;
-	for (unsigned i = 0; i < fo->ntids; i++)
-		if (fo->tids[i] == th->tid)
-			return true;
-	return false;
-}
 
 static void json_stats(const struct iv_stats *s)
 {
@@ -107,7 +93,7 @@ static void print_text(const struct iv_result *r, const struct iv_options *o,
 			table_cell(&tb, "%s", h2[i]);
 		for (size_t i = 0; i < r->nthreads; i++) {
 			const struct iv_thread_stats *th = &r->threads[i];
-			if (!wanted(fo, th))
+			if (!cli_wants_thread(fo, th->pid, th->tid))
 				continue;
 			const char *nm = an_names_get(r->names, th->tid);
 			table_cell(&tb, "%s", r->kinds[th->kind].name);
@@ -143,7 +129,7 @@ static void print_json(const struct iv_result *r, const struct iv_options *o,
 	bool first = true;
 	for (size_t i = 0; threads && i < r->nthreads; i++) {
 		const struct iv_thread_stats *th = &r->threads[i];
-		if (!wanted(fo, th))
+		if (!cli_wants_thread(fo, th->pid, th->tid))
 			continue;
 		printf("%s\n{\"kind\":", first ? "" : ",");
 		json_name(r->kinds[th->kind].name);
@@ -215,11 +201,10 @@ int cmd_intervals(int argc, char **argv)
 	struct cli_trace ct = { .quiet_lost = true };
 	if (cli_open(&ct, argv[optind], NULL) < 0)
 		return 1;
-	uint64_t b = strata_trace_begin(ct.t);
 	if (fo.has_from)
-		io.from = b + strata_trace_ns_to_ticks(ct.t, (uint64_t)llround(fo.from * 1e9));
+		io.from = report_tick(ct.t, fo.from);
 	if (fo.has_to)
-		io.to = b + strata_trace_ns_to_ticks(ct.t, (uint64_t)llround(fo.to * 1e9));
+		io.to = report_tick(ct.t, fo.to);
 	io.err = err;
 	io.errlen = sizeof(err);
 	struct iv_result *r;

@@ -2,7 +2,6 @@
 /* strata latency: from each BEGIN event to the next END event (per thread or per key), or each task's wait for a CPU. */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,15 +27,6 @@ const char cmd_latency_usage[] =
 	"  --format text|json    output format (default text)\n";
 
 static const char bar[] = "##################################################";
-
-/* --from/--to once named the events: an argument that is no time still
- * means one, when --begin/--end do not say otherwise. */
-static bool is_seconds(const char *s)
-{
-	char *e;
-	double v = strtod(s, &e);
-	return e != s && !*e && isfinite(v) && v >= 0;
-}
 
 static void print_pairs(struct strata_trace *t, const struct lat_options *lo,
 			const struct lat_result *r)
@@ -196,7 +186,7 @@ int cmd_latency(int argc, char **argv)
 	};
 	struct lat_options lo = { 0 };
 	const char *from = NULL, *to = NULL;
-	double since = -1, until = -1;
+	double since, until;
 	bool json = false, sched = false;
 	long top = 0;
 	char err[512] = "";
@@ -212,15 +202,10 @@ int cmd_latency(int argc, char **argv)
 		case O_SCHED: sched = true; break;
 		case O_FROM: from = optarg; break;
 		case O_TO: to = optarg; break;
-		case O_TOP: {
-			char *end;
-			top = strtol(optarg, &end, 10);
-			if (end == optarg || *end || top < 0) {
-				cli_err(NULL, "--top: '%s' is not a count (0: all)", optarg);
+		case O_TOP:
+			if (report_top(optarg, &top))
 				return 1;
-			}
 			break;
-		}
 		case O_FMT:
 			if (cli_text_json(optarg, &json))
 				return 1;
@@ -228,25 +213,9 @@ int cmd_latency(int argc, char **argv)
 		default: return 1;
 		}
 	}
-	/* --from EVENT --to EVENT: the old spelling of --begin/--end */
-	if (from && !is_seconds(from) && !lo.begin && !sched) {
-		lo.begin = from;
-		from = NULL;
-		fprintf(stderr, "strata: latency: --from EVENT is now --begin EVENT "
-			"(--from/--to give the window, in seconds, as in every command)\n");
-	}
-	if (to && !is_seconds(to) && !lo.end && !sched) {
-		lo.end = to;
-		to = NULL;
-		fprintf(stderr, "strata: latency: --to EVENT is now --end EVENT\n");
-	}
-	if ((from && cli_parse_seconds(from, &since, "from")) ||
-	    (to && cli_parse_seconds(to, &until, "to")))
+	if (report_window("latency", from, to, sched ? NULL : &lo.begin, sched ? NULL : &lo.end,
+			  &since, &until))
 		return 1;
-	if (since >= 0 && until >= 0 && since > until) {
-		cli_err(NULL, "latency: --from %g is after --to %g", since, until);
-		return 1;
-	}
 	if (optind != argc - 1 || (!sched && (!lo.begin || !lo.end))) {
 		cli_err(NULL, "latency: expected --begin EVENT --end EVENT TRACE, or --sched "
 			"TRACE (see strata latency --help)");
@@ -255,11 +224,10 @@ int cmd_latency(int argc, char **argv)
 	struct cli_trace ct = { .quiet_lost = true };
 	if (cli_open(&ct, argv[optind], NULL) < 0)
 		return 1;
-	uint64_t b = strata_trace_begin(ct.t);
 	if (since >= 0)
-		lo.wfrom = b + strata_trace_ns_to_ticks(ct.t, (uint64_t)llround(since * 1e9));
+		lo.wfrom = report_tick(ct.t, since);
 	if (until >= 0)
-		lo.wto = b + strata_trace_ns_to_ticks(ct.t, (uint64_t)llround(until * 1e9));
+		lo.wto = report_tick(ct.t, until);
 	struct an_loss loss;
 	an_loss_get(ct.t, &loss);
 

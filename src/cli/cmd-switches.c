@@ -2,7 +2,6 @@
 /* strata switches: the context switches of a thread between two of its events ("why was this lock held so long?"). */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,15 +52,6 @@ static const char *state_name(int64_t s)
 	return "blocked";
 }
 
-/* --from/--to once named the events: an argument that is no time still
- * means one, when --begin/--end do not say otherwise. */
-static bool is_seconds(const char *s)
-{
-	char *e;
-	double v = strtod(s, &e);
-	return e != s && !*e && isfinite(v) && v >= 0;
-}
-
 /* "tid 123 (name)", or "tid 123" */
 static const char *who(const struct in_result *r, uint32_t tid, char *buf, size_t n)
 {
@@ -91,7 +81,7 @@ int cmd_switches(int argc, char **argv)
 	};
 	struct in_options io = { 0 };
 	const char *from = NULL, *to = NULL;
-	double since = -1, until = -1;
+	double since, until;
 	long top = 10;
 	bool json = false;
 	int c;
@@ -103,15 +93,10 @@ int cmd_switches(int argc, char **argv)
 		case O_END: io.to = optarg; break;
 		case O_FROM: from = optarg; break;
 		case O_TO: to = optarg; break;
-		case O_TOP: {
-			char *end;
-			top = strtol(optarg, &end, 10);
-			if (end == optarg || *end || top < 0) {
-				cli_err(NULL, "--top: '%s' is not a count (0: all)", optarg);
+		case O_TOP:
+			if (report_top(optarg, &top))
 				return 1;
-			}
 			break;
-		}
 		case O_FMT:
 			if (cli_text_json(optarg, &json))
 				return 1;
@@ -119,20 +104,7 @@ int cmd_switches(int argc, char **argv)
 		default: return 1;
 		}
 	}
-	/* --from EVENT --to EVENT: the old spelling of --begin/--end */
-	if (from && !is_seconds(from) && !io.from) {
-		io.from = from;
-		from = NULL;
-		fprintf(stderr, "strata: switches: --from EVENT is now --begin EVENT "
-			"(--from/--to give the window, in seconds, as in every command)\n");
-	}
-	if (to && !is_seconds(to) && !io.to) {
-		io.to = to;
-		to = NULL;
-		fprintf(stderr, "strata: switches: --to EVENT is now --end EVENT\n");
-	}
-	if ((from && cli_parse_seconds(from, &since, "from")) ||
-	    (to && cli_parse_seconds(to, &until, "to")))
+	if (report_window("switches", from, to, &io.from, &io.to, &since, &until))
 		return 1;
 	if (!io.from || !io.to || optind != argc - 1) {
 		cli_err(NULL, "switches: expected --begin EVENT --end EVENT TRACE (see strata switches --help)");
@@ -143,9 +115,9 @@ int cmd_switches(int argc, char **argv)
 		return 1;
 	uint64_t t0 = strata_trace_begin(ct.t);
 	if (since >= 0)
-		io.wfrom = t0 + strata_trace_ns_to_ticks(ct.t, (uint64_t)llround(since * 1e9));
+		io.wfrom = report_tick(ct.t, since);
 	if (until >= 0)
-		io.wto = t0 + strata_trace_ns_to_ticks(ct.t, (uint64_t)llround(until * 1e9));
+		io.wto = report_tick(ct.t, until);
 	struct in_result r;
 	int ret = in_compute(ct.t, &io, &r);
 	if (ret == -EINVAL || ret == -ENOENT) {

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* What the report commands print: aligned text tables, durations in units that scale, the lost-events warning. */
+/* What the report commands share: aligned text tables, durations in units that scale, the lost-events warning, window options. */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "cli.h"
 #include "table.h"
 
 void table_init(struct table *t, unsigned ncol, const char *align)
@@ -144,4 +146,55 @@ void report_loss_json(FILE *f, const struct an_loss *l)
 	fprintf(f, ",\"lost\":{\"kernel_events\":%" PRIu64 ",\"kernel_packets\":%" PRIu64
 		",\"user_events\":%" PRIu64 ",\"user_packets\":%" PRIu64 "}",
 		l->kernel_events, l->kernel_packets, l->user_events, l->user_packets);
+}
+
+/* ---- window options ------------------------------------------------------- */
+
+uint64_t report_tick(struct strata_trace *t, double sec)
+{
+	return strata_trace_begin(t) + strata_trace_ns_to_ticks(t, (uint64_t)llround(sec * 1e9));
+}
+
+static bool is_seconds(const char *s)
+{
+	char *e;
+	double v = strtod(s, &e);
+	return e != s && !*e && isfinite(v) && v >= 0;
+}
+
+int report_window(const char *cmd, const char *from, const char *to, const char **begin,
+		  const char **end, double *from_s, double *to_s)
+{
+	*from_s = *to_s = -1;
+	if (from && !is_seconds(from) && begin && !*begin) {
+		*begin = from;
+		from = NULL;
+		fprintf(stderr, "strata: %s: --from EVENT is now --begin EVENT (--from/--to "
+			"give the window, in seconds, as in every command)\n", cmd);
+	}
+	if (to && !is_seconds(to) && end && !*end) {
+		*end = to;
+		to = NULL;
+		fprintf(stderr, "strata: %s: --to EVENT is now --end EVENT\n", cmd);
+	}
+	if ((from && cli_parse_seconds(from, from_s, "from")) ||
+	    (to && cli_parse_seconds(to, to_s, "to")))
+		return -1;
+	if (*from_s >= 0 && *to_s >= 0 && *from_s > *to_s) {
+		cli_err(NULL, "%s: --from %g is after --to %g", cmd, *from_s, *to_s);
+		return -1;
+	}
+	return 0;
+}
+
+int report_top(const char *arg, long *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (end == arg || *end || v < 0) {
+		cli_err(NULL, "--top: '%s' is not a count (0: all)", arg);
+		return -1;
+	}
+	*out = v;
+	return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What the report commands print: aligned text tables, durations in units that scale, the lost-events warning. */
+/* What the report commands share: aligned text tables, durations in units that scale, the lost-events warning, window options. */
 #ifndef STRATA_CLI_TABLE_H
 #define STRATA_CLI_TABLE_H
 
@@ -46,5 +46,22 @@ struct an_loss;
 void report_loss(const char *path, const struct an_loss *l, FILE *text);
 /* ,"lost":{...} for a JSON report (always written, zeros included). */
 void report_loss_json(FILE *f, const struct an_loss *l);
+
+/* ---- window options ------------------------------------------------------- */
+
+struct strata_trace;
+/* The tick `sec` seconds after the trace's start. */
+uint64_t report_tick(struct strata_trace *t, double sec);
+/*
+ * --from/--to once named the events of latency and switches: an argument
+ * that is no time moves to *begin / *end when those are unset, with a
+ * note on stderr; then the times are checked into *from_s / *to_s (-1
+ * when not given). 0, or -1 after one error line.
+ */
+int report_window(const char *cmd, const char *from, const char *to, const char **begin,
+		  const char **end, double *from_s, double *to_s);
+
+/* --top N: a count, 0 for all; 0, or -1 after one error line. */
+int report_top(const char *arg, long *out);
 
 #endif /* STRATA_CLI_TABLE_H */
