@@ -65,9 +65,15 @@ check("spin: running vs thread CPU time", ph[0]["running"], ns(gt["phase_cpu_ns"
 check("spin: running+runnable+irq vs wall", ph[0]["running"] + ph[0]["runnable"] + ph[0]["irq"],
       ns(gt["phase_wall_ns"][0]), sl(0))
 check("sleep: sleep vs nanosleep wall", ph[1]["sleep"], ns(gt["sleep_wall_ns"]))
-check("io: running vs thread CPU time", ph[2]["running"], ns(gt["phase_cpu_ns"][2]), sl(2))
+# The I/O phase blocks in D forty times: under contention this kernel
+# charges such a thread for time it was off its CPU (docs/kernel.md,
+# kernel-scope: 1176 us charged for a 135 us stint), so its CPU clock may
+# run ahead of the time it was switched in, and wall - CPU behind the time
+# it was off it: 15 % of its CPU time for those two checks.
+check("io: running vs thread CPU time", ph[2]["running"], ns(gt["phase_cpu_ns"][2]),
+      sl(2) + 0.15 * ns(gt["phase_cpu_ns"][2]))
 check("io: io_wait+sleep+runnable vs wall-CPU", ph[2]["io_wait"] + ph[2]["sleep"] + ph[2]["runnable"],
-      ns(gt["phase_wall_ns"][2] - gt["phase_cpu_ns"][2]), sl(2))
+      ns(gt["phase_wall_ns"][2] - gt["phase_cpu_ns"][2]), sl(2) + 0.15 * ns(gt["phase_cpu_ns"][2]))
 check("preempted: running vs thread CPU time", ph[3]["running"], ns(gt["phase_cpu_ns"][3]), sl(3))
 check("preempted: runnable vs wall-CPU", ph[3]["runnable"],
       ns(gt["phase_wall_ns"][3] - gt["phase_cpu_ns"][3]), sl(3))
