@@ -194,7 +194,7 @@ static void run_on(struct bd_ctx *c, struct bd_thread *th, unsigned k, uint64_t 
 		ts = p->since;
 	cpu_set(c, k, th->tid, ts);
 	th->on = (int)k;
-	th->switches_in++;
+	th->switches_in += ts >= c->wfrom && ts <= c->wto;
 	set_state(c, th, th->in_sys ? BD_SYS : BD_USER, ts);
 }
 
@@ -421,7 +421,7 @@ static void on_switch(struct bd_ctx *c, const struct strata_event *ev,
 		struct bd_thread *p = thread_find(c, (uint32_t)prev);
 		int st = prev_state_of(field_s(ev, ci->f[1]));
 		if (st == BD_RUNNABLE)
-			p->preempted++;
+			p->preempted += ts >= c->wfrom && ts <= c->wto;
 		leave_cpu(c, p, st, ts);
 	}
 	if (next <= 0) {

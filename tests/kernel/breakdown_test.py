@@ -39,14 +39,20 @@ def bd(frm=None, to=None):
                      (th["tid"], sum(th["ticks"]), r["wall_ticks"]))
     th = [t for t in r["threads"] if t["tid"] == tid][0]
     ms = {k[:-3]: v / 1e6 for k, v in th.items() if k.endswith("_ns")}
+    ms["switches"] = th["switches"]
     ms["running"] = ms["user_trap"] + ms["syscall"]
     return ms
 
 failures = []
 rows = []
 def check(what, got, ref, slack=0.0):
-    ok = abs(got - ref) <= max(TOL_REL * abs(ref), TOL_ABS_MS) + slack
-    rows.append((what, got, ref, "ok" if ok else "FAIL"))
+    bracket(what, ref, got, got, slack)
+
+# truth within [lo, hi] (what the trace says), give or take the tolerance
+def bracket(what, truth, lo, hi, slack=0.0):
+    tol = max(TOL_REL * abs(hi), TOL_ABS_MS) + slack
+    ok = lo - tol <= truth <= hi + tol
+    rows.append((what, truth, lo, hi, "ok" if ok else "FAIL"))
     if not ok:
         failures.append(what)
 
@@ -54,37 +60,56 @@ ns = lambda v: v / 1e6
 # a phase's marks may lag the clocks the program read for them (preempted
 # in between, on a loaded machine): that much more tolerance
 sl = lambda k: ns(gt["mark_slack_ns"][k] + gt["mark_slack_ns"][k + 1])
+# This kernel charges a thread woken from D (I/O wait) for part of the
+# time before its switch in, up to a millisecond (kernel-scope measured it
+# with sched_stat_runtime): the kernel's CPU time of a thread that blocked
+# in D lies between its traced running time and that plus its I/O wait.
+# Interrupt handlers' time counts in the thread's CPU time unless the
+# kernel has IRQ_TIME_ACCOUNTING (this one has not): it joins the upper
+# bounds too.
 whole = bd(to=marks[6])
-check("whole: running vs schedstat run", whole["running"], ns(gt["run_ns"]))
-check("whole: runnable vs schedstat wait", whole["runnable"], ns(gt["wait_ns"]))
+bracket("whole: schedstat run in running .. +irq+io_wait+unknown", ns(gt["run_ns"]),
+        whole["running"], whole["running"] + whole["irq"] + whole["io_wait"] + whole["unknown"])
+bracket("whole: schedstat wait in runnable .. +unknown", ns(gt["wait_ns"]), whole["runnable"],
+        whole["runnable"] + whole["unknown"])
 ph = [bd(marks[k], marks[k + 1]) for k in (1, 2, 3, 4)]
-check("spin: running vs thread CPU time", ph[0]["running"], ns(gt["phase_cpu_ns"][0]), sl(0))
+bracket("spin: thread CPU time in running .. +irq+unknown", ns(gt["phase_cpu_ns"][0]),
+        ph[0]["running"], ph[0]["running"] + ph[0]["irq"] + ph[0]["unknown"], sl(0))
 # A thread that never blocks spends its wall time running, waiting for a
 # CPU, or under the interrupts that hit its CPU (a disk's, the host's):
 # none of it sleeping.
-check("spin: running+runnable+irq vs wall", ph[0]["running"] + ph[0]["runnable"] + ph[0]["irq"],
-      ns(gt["phase_wall_ns"][0]), sl(0))
-check("sleep: sleep vs nanosleep wall", ph[1]["sleep"], ns(gt["sleep_wall_ns"]))
-# The I/O phase blocks in D forty times: under contention this kernel
-# charges such a thread for time it was off its CPU (docs/kernel.md,
-# kernel-scope: 1176 us charged for a 135 us stint), so its CPU clock may
-# run ahead of the time it was switched in, and wall - CPU behind the time
-# it was off it: 15 % of its CPU time for those two checks.
-check("io: running vs thread CPU time", ph[2]["running"], ns(gt["phase_cpu_ns"][2]),
-      sl(2) + 0.15 * ns(gt["phase_cpu_ns"][2]))
-check("io: io_wait+sleep+runnable vs wall-CPU", ph[2]["io_wait"] + ph[2]["sleep"] + ph[2]["runnable"],
-      ns(gt["phase_wall_ns"][2] - gt["phase_cpu_ns"][2]), sl(2) + 0.15 * ns(gt["phase_cpu_ns"][2]))
-check("preempted: running vs thread CPU time", ph[3]["running"], ns(gt["phase_cpu_ns"][3]), sl(3))
-check("preempted: runnable vs wall-CPU", ph[3]["runnable"],
-      ns(gt["phase_wall_ns"][3] - gt["phase_cpu_ns"][3]), sl(3))
+bracket("spin: wall in running+runnable+irq .. +unknown", ns(gt["phase_wall_ns"][0]),
+        ph[0]["running"] + ph[0]["runnable"] + ph[0]["irq"],
+        ph[0]["running"] + ph[0]["runnable"] + ph[0]["irq"] + ph[0]["unknown"], sl(0))
+# nanosleep's wall time: the sleep, and the wait for a CPU after it
+bracket("sleep: nanosleep wall in sleep .. +runnable+unknown", ns(gt["sleep_wall_ns"]),
+        ph[1]["sleep"], ph[1]["sleep"] + ph[1]["runnable"] + ph[1]["unknown"], sl(1))
+bracket("io: thread CPU time in running .. +irq+io_wait+unknown", ns(gt["phase_cpu_ns"][2]),
+        ph[2]["running"], ph[2]["running"] + ph[2]["irq"] + ph[2]["io_wait"] + ph[2]["unknown"],
+        sl(2))
+blocked = ph[2]["io_wait"] + ph[2]["sleep"] + ph[2]["runnable"]
+bracket("io: wall-CPU in blocked-io_wait .. +irq+unknown",
+        ns(gt["phase_wall_ns"][2] - gt["phase_cpu_ns"][2]), blocked - ph[2]["io_wait"],
+        blocked + ph[2]["irq"] + ph[2]["unknown"], sl(2))
+bracket("preempted: thread CPU time in running .. +irq+unknown", ns(gt["phase_cpu_ns"][3]),
+        ph[3]["running"], ph[3]["running"] + ph[3]["irq"] + ph[3]["unknown"], sl(3))
+bracket("preempted: wall-CPU in runnable .. +irq+unknown",
+        ns(gt["phase_wall_ns"][3] - gt["phase_cpu_ns"][3]), ph[3]["runnable"],
+        ph[3]["runnable"] + ph[3]["irq"] + ph[3]["unknown"], sl(3))
+# the trace may lose track of the subject (its CPU switched through threads
+# outside -c's scope to idle, and the kernel does not record the switch out
+# of idle): that much is unknown, never more than a tenth of a phase
+for k, p in enumerate(ph):
+    if p["unknown"] > 30:
+        failures.append("phase %d: %.1f ms unknown" % (k + 1, p["unknown"]))
 if ph[2]["io_wait"] <= 0:
     failures.append("io: no uninterruptible (D) time seen")
 if ph[3]["runnable"] < 50:
     failures.append("preempted: under 50 ms runnable with a competitor on the CPU")
 
-print("%-42s %12s %12s" % ("state (ms)", "strata", "truth"))
-for what, got, ref, st in rows:
-    print("%-42s %12.3f %12.3f  %s" % (what, got, ref, st))
+print("%-58s %10s %10s %10s" % ("ms: truth within strata's low .. high", "truth", "low", "high"))
+for what, truth, lo, hi, st in rows:
+    print("%-58s %10.3f %10.3f %10.3f  %s" % (what, truth, lo, hi, st))
 print("\nwhat the usual tools say about this thread (whole run):")
 print("  strata: user+trap %.1f  syscall %.1f  runnable %.1f  sleep %.1f  io_wait %.1f" %
       (whole["user_trap"], whole["syscall"], whole["runnable"], whole["sleep"], whole["io_wait"]))

@@ -88,8 +88,8 @@ def proc(pid):
     return ths
 
 rows = []
-def check(what, got, lo, hi, rel=TOL_REL):
-    ok = lo - max(rel * lo, TOL_ABS_MS) <= got <= hi + max(rel * hi, TOL_ABS_MS)
+def check(what, got, lo, hi):
+    ok = lo - max(TOL_REL * lo, TOL_ABS_MS) <= got <= hi + max(TOL_REL * hi, TOL_ABS_MS)
     rows.append((what, got, lo, hi, "ok" if ok else "FAIL"))
     if not ok:
         failures.append(what)
@@ -97,16 +97,17 @@ def check(what, got, lo, hi, rel=TOL_REL):
 ms = lambda ns: ns / 1e6
 # 2. each process's on-CPU time against its rusage. What the trace knows
 # is a lower bound; with the time the trace lost track of it, an upper one.
-# find blocks in D thousands of times beside the hog, and this kernel then
-# charges it for time it was off CPU (sched_stat_runtime: 1176 us for a
-# 135 us stint between its recorded switches): 10 % for it.
+# This kernel also charges a task woken from D (I/O wait) for part of the
+# time before its switch in: beside the hog, find's rusage ran up to 7 %
+# ahead of its on-CPU time, and sched_stat_runtime, recorded beside, showed
+# it all after D sleeps (1176 us charged for a 135 us stint, 6.8 ms over
+# 230 stints; nothing after preemptions): its I/O wait joins the upper bound.
 for name in ("spin", "find", "true", "sleep"):
     ths = proc(truth[name]["pid"])
     known = sum(t.get("user_trap_ns", t.get("user_ns", 0)) + t["syscall_ns"] + t["irq_ns"] for t in ths)
-    unknown = sum(t.get("unknown_ns", 0) for t in ths)
+    unknown = sum(t.get("unknown_ns", 0) + t["io_wait_ns"] for t in ths)
     cpu = ms(truth[name]["cpu_ns"])
-    check("%s: on-CPU (known .. known+unknown) vs rusage" % name, cpu, ms(known), ms(known + unknown),
-          0.10 if name == "find" else TOL_REL)
+    check("%s: rusage in on-CPU .. +unknown+io_wait" % name, cpu, ms(known), ms(known + unknown))
     # 3. exit_group ends with the process, not at the trace's end
     for t in ths:
         for s in t["syscalls"]:
