@@ -195,7 +195,7 @@ uint64_t strata_registry_generation(void)
 /* Open-addressing set of ids, filled lock-free (a slot goes from 0 to
  * id + 1 once, by CAS). 1024 distinct blob ids per process is plenty;
  * past that, blobs are declared as raw words. */
-#define BLOB_SLOTS 1024
+#define BLOB_SLOTS REGISTRY_BLOB_SLOTS
 static uint32_t blob_ids[BLOB_SLOTS];
 
 void registry_mark_blob(uint32_t id)
@@ -207,11 +207,28 @@ void registry_mark_blob(uint32_t id)
 		if (cur == id + 1)
 			return;
 		if (cur == 0 &&
-		    (__atomic_compare_exchange_n(&blob_ids[h], &cur, id + 1, 0,
-						 __ATOMIC_RELEASE, __ATOMIC_ACQUIRE) ||
-		     cur == id + 1))
+		    __atomic_compare_exchange_n(&blob_ids[h], &cur, id + 1, 0,
+						__ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+			/* a session's helper sends it with the descriptors */
+			__atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+			return;
+		}
+		if (cur == id + 1)
 			return;
 	}
+}
+
+int registry_foreach_blob(int (*fn)(unsigned slot, uint32_t id, void *arg),
+			  void *arg)
+{
+	int ret = 0;
+
+	for (unsigned h = 0; h < BLOB_SLOTS && !ret; h++) {
+		uint32_t cur = __atomic_load_n(&blob_ids[h], __ATOMIC_ACQUIRE);
+		if (cur)
+			ret = fn(h, cur - 1, arg);
+	}
+	return ret;
 }
 
 int registry_is_blob(uint32_t id)

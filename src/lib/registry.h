@@ -26,8 +26,14 @@ int strata_registry_foreach_subsys(
  * rewrites the metadata when it changes. */
 uint64_t strata_registry_generation(void);
 
-/* Ids logged with strata_log_blob() (lock-free set, async-signal-safe). */
+/* Ids logged with strata_log_blob() (lock-free set, async-signal-safe;
+ * a new one bumps the generation). */
+#define REGISTRY_BLOB_SLOTS 1024
 void registry_mark_blob(uint32_t id);
 int registry_is_blob(uint32_t id);
+/* Call fn on each, with its slot (< REGISTRY_BLOB_SLOTS, never reused),
+ * until it returns non-zero, which is returned. */
+int registry_foreach_blob(int (*fn)(unsigned slot, uint32_t id, void *arg),
+			  void *arg);
 
 #endif /* STRATA_LIB_REGISTRY_H */

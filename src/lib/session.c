@@ -131,6 +131,8 @@ static int sess_bellfd = -1;
 static uint8_t ring_sent[STRATA_MAX_CPUS]; /* 1: handed over (or trying) */
 static uint32_t sess_rings_unsent;         /* failed for good */
 static size_t sess_desc_sent;              /* descriptors sent so far */
+/* blob ids sent so far, by their registry slot */
+static uint8_t sess_blob_sent[REGISTRY_BLOB_SLOTS / 8];
 static pthread_t sess_thread;
 static int sess_thread_on, sess_thread_stop;
 /* The session is the embedded mode's guardian (lib/guard.c): BYE asks
@@ -297,6 +299,7 @@ static void sess_ring_created(struct strata_ring *ring)
 struct desc_buf {
 	unsigned char *p;
 	size_t len, count, skip;
+	size_t ndesc; /* descriptors among count (the rest: blob ids) */
 	int err;
 };
 
@@ -311,9 +314,11 @@ static void desc_flush(struct desc_buf *b)
 	d->pad = 0;
 	b->err = sess_send(b->p, b->len, -1);
 	if (!b->err)
-		sess_desc_sent += b->count;
+		sess_desc_sent += b->ndesc;
+	else /* blob ids marked sent may not be: all again next time */
+		memset(sess_blob_sent, 0, sizeof(sess_blob_sent));
 	b->len = sizeof(struct sess_desc);
-	b->count = 0;
+	b->count = b->ndesc = 0;
 }
 
 static int desc_put(unsigned char *p, size_t *len, const void *v, size_t n)
@@ -366,6 +371,7 @@ static int desc_add(const struct strata_event_desc *e, void *arg)
 		if (!bad) {
 			b->len = len;
 			b->count++;
+			b->ndesc++;
 			return 0;
 		}
 		if (!b->count)
@@ -376,6 +382,37 @@ static int desc_add(const struct strata_event_desc *e, void *arg)
 	}
 	sess_desc_sent++; /* skipped for good */
 	return 0;
+}
+
+/* A blob id not sent yet (proto.h, SESS_DESC_BLOB). */
+static int blob_add(unsigned slot, uint32_t id, void *arg)
+{
+	struct desc_buf *b = arg;
+	unsigned char rec[12];
+	size_t len;
+
+	if (sess_blob_sent[slot / 8] & (1u << (slot % 8)))
+		return 0;
+	if (b->err)
+		return 1;
+	rec[0] = (uint8_t)(id >> 16);
+	rec[1] = SESS_DESC_BLOB;
+	rec[2] = (uint8_t)id;
+	rec[3] = (uint8_t)(id >> 8);
+	memset(rec + 4, 0, 8); /* nfields, reserved, four empty strings */
+	for (int tries = 0; tries < 2; tries++) {
+		len = b->len;
+		if (!desc_put(b->p, &len, rec, sizeof(rec))) {
+			b->len = len;
+			b->count++;
+			sess_blob_sent[slot / 8] |= (uint8_t)(1u << (slot % 8));
+			return 0;
+		}
+		desc_flush(b);
+		if (b->err)
+			return 1;
+	}
+	return 1;
 }
 
 /* Send the descriptors registered since the last call. Not
@@ -391,6 +428,7 @@ static void sess_send_descs(void)
 		return;
 	b.skip = sess_desc_sent;
 	strata_registry_foreach(desc_add, &b);
+	registry_foreach_blob(blob_add, &b);
 	desc_flush(&b);
 	free(b.p);
 }
@@ -835,6 +873,7 @@ static void sess_after_fork_child(void)
 	sess_thread_on = 0;
 	sess_thread_stop = 0;
 	sess_desc_sent = 0; /* the daemon clones the parent's; BYE sends all */
+	memset(sess_blob_sent, 0, sizeof(sess_blob_sent));
 	memset(ring_sent, 0, sizeof(ring_sent));
 	sess_rings_unsent = 0;
 	if (st != SESS_ON) {

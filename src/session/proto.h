@@ -70,8 +70,11 @@ struct sess_ring {
  *   u8 major, u8 kind, u16 minor, u16 nfields, u16 reserved,
  *   then NUL-terminated: subsystem, name, format, description ("" = none),
  *   then per field: u16 type, u16 count, u32 flags, NUL-terminated name.
- * No alignment: read with memcpy.
+ * No alignment: read with memcpy. A record whose kind is SESS_DESC_BLOB
+ * (nfields 0, empty strings) says that the id is logged with
+ * strata_log_blob(): u32 size then the bytes (format.md §6).
  */
+#define SESS_DESC_BLOB 0xB1u
 struct sess_desc {
 	struct sess_hdr h;
 	uint32_t count;
