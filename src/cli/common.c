@@ -124,6 +124,8 @@ static void on_problem(const struct strata_problem *p, void *arg)
 		cli_err(p->file, "%s", p->what);
 		return;
 	case STRATA_PROBLEM_METADATA:
+	case STRATA_PROBLEM_MISSING:
+		/* the trace is incomplete: exit status 2 */
 		ct->damaged++;
 		cli_err(p->file, "%s", p->what); /* the text names the line */
 		return;

@@ -231,6 +231,7 @@ static inline const struct rd_fast *rd_fast_slot(const struct rd_subtrace *s,
 
 struct rd_stream {
 	char *path;
+	char *idxpath;  /* index/<name>.idx beside it (format.md §7) */
 	struct rd_subtrace *sub;
 	unsigned subidx;
 	const uint8_t *map;

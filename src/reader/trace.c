@@ -98,21 +98,124 @@ static int natcmp_p(const void *a, const void *b)
 	return natcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static bool is_file(const char *dir, const char *name)
+/* How a path that is not a regular file is named in reports; NULL for a
+ * regular file. */
+static const char *not_regular(mode_t m)
 {
-	struct stat st;
-	char *p = path_join(dir, name);
-	bool ok = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
-	free(p);
-	return ok;
+	if (S_ISREG(m))
+		return NULL;
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISSOCK(m))
+		return "a socket";
+	return "not a regular file";
 }
 
-static int find_subtraces(const char *dir, int depth, struct strlist *out)
+/*
+ * Open a file of the trace for reading, only if it is a regular file: a
+ * FIFO would block the reader (or read as empty), a device never ends
+ * (/dev/zero) or acts on open. stat first, so that no device is opened at
+ * all; then O_NONBLOCK (a FIFO put there in between does not block) and
+ * fstat, which decides. Returns the descriptor, or a negative errno with
+ * *kind set to not_regular()'s name when that was the reason (-EINVAL).
+ */
+static int open_regular(const char *path, struct stat *st, const char **kind)
 {
-	if (is_file(dir, "metadata")) {
-		char *d = strdup(dir);
-		return sl_push(out, d);
+	*kind = NULL;
+	if (stat(path, st) < 0)
+		return -errno;
+	if ((*kind = not_regular(st->st_mode)))
+		return -EINVAL;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0 || (*kind = not_regular(st->st_mode))) {
+		int rc = *kind ? -EINVAL : -errno;
+		close(fd);
+		return rc;
 	}
+	return fd;
+}
+
+/* "cpu<N>": the name of a stream file (format.md §1) */
+static bool stream_name(const char *s)
+{
+	return !strncmp(s, "cpu", 3) && s[3] && strspn(s + 3, "0123456789") == strlen(s + 3);
+}
+
+/* Whether dir/index holds a stream's index, index/cpu<N>.idx. */
+static bool has_index(const char *dir)
+{
+	char *p = path_join(dir, "index");
+	DIR *d = p ? opendir(p) : NULL;
+	struct dirent *de;
+	bool found = false;
+	free(p);
+	while (d && !found && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n > 4 && !strcmp(de->d_name + n - 4, ".idx")) {
+			de->d_name[n - 4] = 0;
+			found = stream_name(de->d_name);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* What discovery found: the sub-traces to read, and those that cannot be
+ * (metadata missing or not a regular file), each with why. */
+struct found {
+	struct strlist subs;
+	struct strlist broken, why;
+};
+
+static int broken_push(struct found *f, const char *dir, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int broken_push(struct found *f, const char *dir, const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	int rc = sl_push(&f->broken, strdup(dir));
+	return rc ? rc : sl_push(&f->why, strdup(why));
+}
+
+/*
+ * Every sub-trace below dir: a directory holding `metadata` (format.md §1).
+ * One whose metadata is not a regular file, or missing while the directory
+ * holds stream files or their index, is a sub-trace that cannot be read:
+ * it goes to f->broken, to be reported (its events would otherwise vanish
+ * without a word).
+ */
+static int find_subtraces(const char *dir, int depth, struct found *f)
+{
+	struct stat st;
+	char *mp = path_join(dir, "metadata");
+	if (!mp)
+		return -ENOMEM;
+	if (lstat(mp, &st) == 0) {
+		/* there: a regular file (or a link to one) is read, nothing
+		 * else, and nothing below it is another sub-trace */
+		int e = stat(mp, &st) < 0 ? errno : 0;
+		free(mp);
+		if (e)
+			return broken_push(f, dir, "metadata: %s; sub-trace skipped",
+					   strerror(e));
+		if (not_regular(st.st_mode))
+			return broken_push(f, dir, "metadata is %s, not a regular file; "
+					   "sub-trace skipped", not_regular(st.st_mode));
+		return sl_push(&f->subs, strdup(dir));
+	}
+	free(mp);
 	if (depth >= MAX_DEPTH)
 		return 0;
 	DIR *d = opendir(dir);
@@ -120,12 +223,14 @@ static int find_subtraces(const char *dir, int depth, struct strlist *out)
 		return depth ? 0 : -errno;
 	struct strlist kids = { 0 };
 	struct dirent *de;
+	bool streams = false, tmp = false;
 	int rc = 0;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
+		streams |= stream_name(de->d_name);
+		tmp |= !strcmp(de->d_name, "metadata.tmp");
 		char *p = path_join(dir, de->d_name);
-		struct stat st;
 		if (p && lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
 			if ((rc = sl_push(&kids, p)) < 0)
 				break;
@@ -134,10 +239,15 @@ static int find_subtraces(const char *dir, int depth, struct strlist *out)
 		}
 	}
 	closedir(d);
+	if (!rc && (streams || has_index(dir))) {
+		sl_free(&kids);
+		return broken_push(f, dir, "no metadata file%s; sub-trace skipped",
+				   tmp ? " (only metadata.tmp: its writer did not finish)" : "");
+	}
 	if (kids.n)
 		qsort(kids.v, kids.n, sizeof(char *), natcmp_p);
 	for (size_t i = 0; !rc && i < kids.n; i++)
-		rc = find_subtraces(kids.v[i], depth + 1, out);
+		rc = find_subtraces(kids.v[i], depth + 1, f);
 	sl_free(&kids);
 	return rc;
 }
@@ -201,39 +311,64 @@ static uint64_t find_packet_size(const struct rd_stream *s)
 	return 0;
 }
 
-static int load_index(struct strata_trace *t, struct rd_stream *s,
-		      const char *idxpath)
+/* The packets index file `path` lists (format.md §7); 0 when it is
+ * missing or unusable. */
+static uint64_t index_packets(const char *path)
 {
-	int fd = open(idxpath, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -ENOENT; /* a cache: missing is normal */
 	struct stat st;
+	const char *kind;
+	uint8_t h[16];
+	uint64_t n = 0;
+	int fd = open_regular(path, &st, &kind);
+	if (fd < 0)
+		return 0;
+	if (st.st_size >= 16 && pread(fd, h, 16, 0) == 16 && rd_be32(h) == RD_INDEX_MAGIC &&
+	    rd_be32(h + 12) >= RD_INDEX_ENTRY)
+		n = ((uint64_t)st.st_size - 16) / rd_be32(h + 12);
+	close(fd);
+	return n;
+}
+
+static int load_index(struct strata_trace *t, struct rd_stream *s)
+{
+	struct stat st;
+	const char *kind;
+	int fd = open_regular(s->idxpath, &st, &kind);
+	if (fd == -ENOENT)
+		return -ENOENT; /* a cache: missing is normal */
 	int rc = -EINVAL;
 	uint8_t *buf = NULL;
-	const char *why = "unreadable";
-	if (fstat(fd, &st) || st.st_size < 16 || st.st_size > (1ll << 32))
+	struct rd_packet *pk = NULL;
+	char why[192] = "unreadable";
+	if (fd < 0) {
+		if (kind)
+			snprintf(why, sizeof(why), "is %s, not a regular file", kind);
+		else
+			snprintf(why, sizeof(why), "cannot be opened: %s", strerror(-fd));
+		goto bad;
+	}
+	if (st.st_size < 16 || st.st_size > (1ll << 32))
 		goto bad;
 	buf = malloc(st.st_size);
 	if (!buf) {
-		close(fd);
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto out;
 	}
 	if (pread(fd, buf, st.st_size, 0) != st.st_size)
 		goto bad;
 	uint32_t esz = rd_be32(buf + 12);
-	why = "bad header";
+	snprintf(why, sizeof(why), "bad header");
 	if (rd_be32(buf) != RD_INDEX_MAGIC || rd_be32(buf + 4) != 1 || esz < RD_INDEX_ENTRY)
 		goto bad;
 	uint64_t n = (st.st_size - 16) / esz;
 	uint64_t want = (s->size + s->packet_size - 1) / s->packet_size;
-	why = "packet count differs from the stream file";
+	snprintf(why, sizeof(why), "packet count differs from the stream file");
 	if (n != want)
 		goto bad;
-	struct rd_packet *pk = calloc(n ? n : 1, sizeof(*pk));
+	pk = calloc(n ? n : 1, sizeof(*pk));
 	if (!pk) {
-		free(buf);
-		close(fd);
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto out;
 	}
 	for (uint64_t i = 0; i < n; i++) {
 		const uint8_t *e = buf + 16 + i * esz;
@@ -243,31 +378,32 @@ static int load_index(struct strata_trace *t, struct rd_stream *s,
 		pk[i].ts_end = rd_be64(e + 32);
 		pk[i].discarded = rd_be64(e + 40);
 		pk[i].seq = rd_be64(e + 64);
-		why = "entry inconsistent with the stream file";
+		snprintf(why, sizeof(why), "entry inconsistent with the stream file");
 		if (pk[i].offset != i * s->packet_size ||
 		    rd_be64(e + 8) != s->packet_size * 8 ||
 		    pk[i].content > s->packet_size || pk[i].content < RD_HEADER_SIZE ||
 		    pk[i].content % (s->sclass ? 4 : 8) ||
 		    pk[i].offset + pk[i].content > s->size ||
 		    pk[i].ts_end < pk[i].ts_begin ||
-		    (i && pk[i].ts_begin < pk[i - 1].ts_begin)) {
-			free(pk);
+		    (i && pk[i].ts_begin < pk[i - 1].ts_begin))
 			goto bad;
-		}
 		/* cpu/pid/tid come from the header, read when the packet is
 		 * entered; `bad` is decided there too. */
 		pk[i].cpu = UINT32_MAX;
 	}
-	free(buf);
-	close(fd);
 	s->packets = pk;
 	s->npackets = n;
-	return 0;
+	pk = NULL;
+	rc = 0;
+	goto out;
 bad:
-	rd_report(t, STRATA_PROBLEM_INDEX, idxpath, 0, 0, 0,
+	rd_report(t, STRATA_PROBLEM_INDEX, s->idxpath, 0, 0, 0,
 		  "index %s; rebuilt from packet headers", why);
+out:
+	free(pk);
 	free(buf);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }
 
@@ -327,143 +463,223 @@ static int build_index(struct strata_trace *t, struct rd_stream *s)
 /* Totals of a stream from its index (events_discarded is cumulative). */
 static void stream_totals(struct rd_stream *s)
 {
-	bool first = true;
-	uint64_t prev_seq = 0;
+	const struct rd_packet *prev = NULL;
 	s->begin = UINT64_MAX;
 	s->end = 0;
-	uint64_t nbad = 0;
+	s->discarded = 0;
+	s->packets_lost = 0;
 	for (uint64_t i = 0; i < s->npackets; i++) {
 		const struct rd_packet *p = &s->packets[i];
-		if (p->flags & RD_PK_BAD) {
-			nbad++;
+		if (p->flags & RD_PK_BAD)
 			continue;
-		}
 		if (p->ts_begin < s->begin)
 			s->begin = p->ts_begin;
 		if (p->ts_end > s->end)
 			s->end = p->ts_end;
 		if (p->discarded > s->discarded)
 			s->discarded = p->discarded;
-		if (!first && p->seq > prev_seq + 1 + nbad)
-			s->packets_lost += p->seq - prev_seq - 1 - nbad;
-		nbad = 0;
-		prev_seq = p->seq;
-		first = false;
+		if (prev) {
+			/* damaged or zero-filled slots between the two explain
+			 * part of a gap of packet_seq_num */
+			uint64_t slots = (p->offset - prev->offset) / s->packet_size - 1;
+			if (p->seq > prev->seq + 1 + slots)
+				s->packets_lost += p->seq - prev->seq - 1 - slots;
+		}
+		prev = p;
 	}
-	if (first)
+	if (!prev)
 		s->begin = s->end = 0;
+}
+
+/* The trace's time span: its streams' (those with a readable packet). */
+static void trace_span(struct strata_trace *t)
+{
+	t->begin = UINT64_MAX;
+	t->end = 0;
+	for (unsigned i = 0; i < t->nstreams; i++) {
+		const struct rd_stream *s = &t->streams[i];
+		bool any = false;
+		for (uint64_t p = 0; p < s->npackets && !any; p++)
+			any = !(s->packets[p].flags & RD_PK_BAD);
+		if (!any)
+			continue;
+		if (s->begin < t->begin)
+			t->begin = s->begin;
+		if (s->end > t->end)
+			t->end = s->end;
+	}
+	if (t->begin == UINT64_MAX)
+		t->begin = 0;
+}
+
+static char *index_path(const char *dir, const char *name)
+{
+	char *p = malloc(strlen(dir) + strlen(name) + 12);
+	if (p)
+		sprintf(p, "%s/index/%s.idx", dir, name);
+	return p;
 }
 
 static int open_stream(struct strata_trace *t, struct rd_stream *s)
 {
-	int fd = open(s->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, 0, 0, 0, "cannot open: %s",
-			  strerror(errno));
-		return 0;
-	}
 	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		close(fd);
+	const char *kind;
+	int fd = open_regular(s->path, &st, &kind), rc = 0;
+	if (fd < 0) {
+		/* add_streams took a regular file: it changed since */
+		rd_report(t, STRATA_PROBLEM_MISSING, s->path, 0, index_packets(s->idxpath), 0,
+			  "%s%s; stream skipped", kind ? kind : "cannot open: ",
+			  kind ? ", not a regular file" : strerror(-fd));
 		return 0;
 	}
 	s->size = st.st_size;
-	if (s->size) {
-		void *m = mmap(NULL, s->size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (m == MAP_FAILED) {
-			rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, 0, 0, 0,
-				  "cannot map: %s", strerror(errno));
-			s->size = 0;
-		} else {
-			s->map = m;
-			madvise(m, s->size, MADV_SEQUENTIAL);
-		}
+	if (!s->size) {
+		/* a stream with no packet yet is normal, unless its index
+		 * lists some */
+		uint64_t listed = index_packets(s->idxpath);
+		if (listed)
+			rd_report(t, STRATA_PROBLEM_MISSING, s->path, 0, listed, 0,
+				  "empty file, but its index lists %" PRIu64 " packet%s; "
+				  "not read", listed, listed == 1 ? "" : "s");
+		goto out;
 	}
-	close(fd);
-	if (!s->size)
-		return 0;
+	void *m = mmap(NULL, s->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED) {
+		rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, 0, 0, 0, "cannot map: %s",
+			  strerror(errno));
+		s->size = 0;
+		goto out;
+	}
+	s->map = m;
+	madvise(m, s->size, MADV_SEQUENTIAL);
 	if (s->size < RD_HEADER_SIZE) {
 		rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, 0, 0, 0,
 			  "file of %" PRIu64 " bytes is shorter than a packet header", s->size);
-		return 0;
+		goto out;
 	}
 	s->packet_size = find_packet_size(s);
 	if (!s->packet_size) {
 		rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, 0, 0, 0,
 			  "no valid packet header found; stream skipped");
-		return 0;
+		goto out;
 	}
-	/* index/<name>.idx next to the stream file */
-	const char *base = strrchr(s->path, '/');
-	base = base ? base + 1 : s->path;
-	size_t dl = base - s->path;
-	char *idx = malloc(dl + strlen(base) + 16);
-	if (!idx)
-		return -ENOMEM;
-	sprintf(idx, "%.*sindex/%s.idx", (int)dl, s->path, base);
-	int rc = load_index(t, s, idx);
-	free(idx);
+	rc = load_index(t, s);
 	if (rc == -ENOMEM)
-		return rc;
+		goto out;
 	if (rc < 0) {
 		if ((rc = build_index(t, s)) < 0)
-			return rc;
+			goto out;
 		/* the header pages it touched are not needed until read:
 		 * keep resident memory independent of the trace size */
 		madvise((void *)s->map, s->size, MADV_DONTNEED);
 	}
 	stream_totals(s);
-	return 0;
+out:
+	close(fd);
+	return rc;
+}
+
+static int add_stream(struct strata_trace *t, unsigned subidx, const char *name)
+{
+	struct rd_subtrace *sub = &t->subs[subidx];
+	struct rd_stream *ns = realloc(t->streams, (t->nstreams + 1) * sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	t->streams = ns;
+	struct rd_stream *s = &ns[t->nstreams];
+	memset(s, 0, sizeof(*s));
+	s->sub = NULL; /* fixed up once t->subs stops moving */
+	s->subidx = subidx;
+	s->path = path_join(sub->dir, name);
+	s->idxpath = index_path(sub->dir, name);
+	if (!s->path || !s->idxpath) {
+		free(s->path);
+		free(s->idxpath);
+		return -ENOMEM;
+	}
+	t->nstreams++;
+	s->cpu = stream_name(name) ? (uint32_t)strtoul(name + 3, NULL, 10) : UINT32_MAX;
+	s->sclass = sub->meta.sclass;
+	int rc = open_stream(t, s);
+	if (!rc && s->cpu == UINT32_MAX)
+		for (uint64_t k = 0; k < s->npackets; k++)
+			if (!(s->packets[k].flags & RD_PK_BAD) && s->packets[k].cpu != UINT32_MAX) {
+				s->cpu = s->packets[k].cpu;
+				break;
+			}
+	return rc;
+}
+
+/*
+ * A stream that cannot be read (name: not a regular file, or only its
+ * index is there): reported when it would hold events, one line each,
+ * instead of being passed over (format.md §1: cpu<N> and index/cpu<N>.idx
+ * are a stream).
+ */
+static void missing_stream(struct strata_trace *t, const char *dir, const char *name)
+{
+	char *p = path_join(dir, name), *idx = index_path(dir, name);
+	struct stat st;
+	if (p && idx) {
+		uint64_t listed = index_packets(idx);
+		char lists[64] = "";
+		if (listed)
+			snprintf(lists, sizeof(lists), " (its index lists %" PRIu64 " packet%s)",
+				 listed, listed == 1 ? "" : "s");
+		int e = stat(p, &st) < 0 ? errno : 0;
+		if (!e)
+			rd_report(t, STRATA_PROBLEM_MISSING, p, 0, listed, 0,
+				  "%s, not a regular file%s; not read", not_regular(st.st_mode),
+				  lists);
+		else if (lstat(p, &st) == 0 || listed)
+			rd_report(t, STRATA_PROBLEM_MISSING, p, 0, listed, 0,
+				  "cannot read: %s%s; not read", strerror(e), lists);
+	}
+	free(p);
+	free(idx);
 }
 
 static int add_streams(struct strata_trace *t, unsigned subidx)
 {
-	struct rd_subtrace *sub = &t->subs[subidx];
-	DIR *d = opendir(sub->dir);
+	const char *dir = t->subs[subidx].dir;
+	DIR *d = opendir(dir);
 	if (!d)
 		return 0;
 	struct strlist names = { 0 };
 	struct dirent *de;
 	int rc = 0;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || !strncmp(de->d_name, "metadata", 8))
-			continue;
-		if (!is_file(sub->dir, de->d_name))
-			continue;
-		if ((rc = sl_push(&names, strdup(de->d_name))) < 0)
-			break;
-	}
+	while (!rc && (de = readdir(d)))
+		if (de->d_name[0] != '.' && strncmp(de->d_name, "metadata", 8) &&
+		    strcmp(de->d_name, "index"))
+			rc = sl_push(&names, strdup(de->d_name));
 	closedir(d);
+	/* streams whose index alone is there */
+	char *ip = path_join(dir, "index");
+	d = ip ? opendir(ip) : NULL;
+	free(ip);
+	while (!rc && d && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n <= 4 || strcmp(de->d_name + n - 4, ".idx"))
+			continue;
+		de->d_name[n - 4] = 0;
+		if (stream_name(de->d_name))
+			rc = sl_push(&names, strdup(de->d_name));
+	}
+	if (d)
+		closedir(d);
 	if (names.n)
 		qsort(names.v, names.n, sizeof(char *), natcmp_p);
 	for (size_t i = 0; !rc && i < names.n; i++) {
-		struct rd_stream *ns = realloc(t->streams, (t->nstreams + 1) * sizeof(*ns));
-		if (!ns) {
-			rc = -ENOMEM;
-			break;
-		}
-		t->streams = ns;
-		struct rd_stream *s = &ns[t->nstreams];
-		memset(s, 0, sizeof(*s));
-		s->sub = NULL; /* fixed up once t->subs stops moving */
-		s->subidx = subidx;
-		s->path = path_join(sub->dir, names.v[i]);
-		if (!s->path) {
-			rc = -ENOMEM;
-			break;
-		}
-		t->nstreams++;
-		const char *nm = names.v[i];
-		s->cpu = strncmp(nm, "cpu", 3) ? UINT32_MAX : (uint32_t)strtoul(nm + 3, NULL, 10);
-		s->sclass = sub->meta.sclass;
-		rc = open_stream(t, s);
-		if (!rc && s->cpu == UINT32_MAX && s->npackets) {
-			for (uint64_t k = 0; k < s->npackets; k++)
-				if (!(s->packets[k].flags & RD_PK_BAD) && s->packets[k].cpu != UINT32_MAX) {
-					s->cpu = s->packets[k].cpu;
-					break;
-				}
-		}
+		if (i && !strcmp(names.v[i], names.v[i - 1]))
+			continue;
+		char *p = path_join(dir, names.v[i]);
+		struct stat st;
+		bool reg = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+		free(p);
+		if (reg)
+			rc = add_stream(t, subidx, names.v[i]);
+		else if (stream_name(names.v[i]))
+			missing_stream(t, dir, names.v[i]);
 	}
 	sl_free(&names);
 	return rc;
@@ -474,12 +690,14 @@ static int load_metadata(struct strata_trace *t, struct rd_subtrace *sub)
 	char *path = path_join(sub->dir, "metadata");
 	if (!path)
 		return -ENOMEM;
-	int rc = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
-	char *text = NULL;
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		rd_report(t, STRATA_PROBLEM_METADATA, path, 0, 0, 0, "cannot read: %s",
-			  strerror(errno));
+	const char *kind;
+	int rc = 0, fd = open_regular(path, &st, &kind);
+	char *text = NULL;
+	if (fd < 0) {
+		rd_report(t, STRATA_PROBLEM_METADATA, path, 0, 0, 0, "%s%s; sub-trace skipped",
+			  kind ? kind : "cannot read: ",
+			  kind ? ", not a regular file" : strerror(-fd));
 		rc = -EINVAL;
 		goto out;
 	}
@@ -675,7 +893,8 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 		      struct strata_trace **out)
 {
 	struct strata_trace *t = calloc(1, sizeof(*t));
-	struct strlist dirs = { 0 };
+	struct found f = { 0 };
+	char *top = NULL;
 	int rc;
 	*out = NULL;
 	if (!t)
@@ -693,21 +912,32 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 		rc = -ENOTDIR;
 		goto fail;
 	}
-	if ((rc = find_subtraces(path, 0, &dirs)) < 0)
+	/* without its trailing slashes: the paths found below it are
+	 * reported as the user wrote them */
+	size_t tl = strlen(path);
+	while (tl > 1 && path[tl - 1] == '/')
+		tl--;
+	if (!(top = strndup(path, tl))) {
+		rc = -ENOMEM;
 		goto fail;
-	if (!dirs.n) {
+	}
+	if ((rc = find_subtraces(top, 0, &f)) < 0)
+		goto fail;
+	if (!f.subs.n && !f.broken.n) {
 		rc = -ENOENT;
 		goto fail;
 	}
-	t->subs = calloc(dirs.n, sizeof(*t->subs));
+	for (size_t i = 0; i < f.broken.n; i++)
+		rd_report(t, STRATA_PROBLEM_METADATA, f.broken.v[i], 0, 0, 0, "%s", f.why.v[i]);
+	t->subs = calloc(f.subs.n ? f.subs.n : 1, sizeof(*t->subs));
 	if (!t->subs) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	for (size_t i = 0; i < dirs.n; i++) {
+	for (size_t i = 0; i < f.subs.n; i++) {
 		struct rd_subtrace *sub = &t->subs[t->nsubs];
-		sub->dir = dirs.v[i];
-		dirs.v[i] = NULL;
+		sub->dir = f.subs.v[i];
+		f.subs.v[i] = NULL;
 		rc = load_metadata(t, sub);
 		if (rc == -ENOMEM)
 			goto fail;
@@ -717,16 +947,19 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 			continue;
 		}
 		t->nsubs++;
-		if ((rc = build_lookup(sub)) < 0 || (rc = build_fast(sub)) < 0)
-			goto fail;
-		const char *vpid = rd_meta_env(&sub->meta, "vpid");
-		sub->vpid = vpid ? (uint32_t)strtoul(vpid, NULL, 10) : 0;
-		if ((rc = add_streams(t, t->nsubs - 1)) < 0)
-			goto fail;
 	}
 	if (!t->nsubs) {
 		rc = -EINVAL;
 		goto fail;
+	}
+	for (unsigned i = 0; i < t->nsubs; i++) {
+		struct rd_subtrace *sub = &t->subs[i];
+		if ((rc = build_lookup(sub)) < 0 || (rc = build_fast(sub)) < 0)
+			goto fail;
+		const char *vpid = rd_meta_env(&sub->meta, "vpid");
+		sub->vpid = vpid ? (uint32_t)strtoul(vpid, NULL, 10) : 0;
+		if ((rc = add_streams(t, i)) < 0)
+			goto fail;
 	}
 	/* class table, clock, time span */
 	for (unsigned i = 0; i < t->nsubs; i++)
@@ -753,28 +986,20 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 	t->offset = t->subs[0].meta.offset;
 	t->clock_name = t->subs[0].meta.clock_name ? t->subs[0].meta.clock_name : "";
 	t->clock_desc = t->subs[0].meta.clock_desc ? t->subs[0].meta.clock_desc : "";
-	t->begin = UINT64_MAX;
 	for (unsigned i = 0; i < t->nstreams; i++) {
 		struct rd_stream *s = &t->streams[i];
 		s->sub = &t->subs[s->subidx];
 		t->total_size += s->size;
-		bool any = false;
-		for (uint64_t p = 0; p < s->npackets && !any; p++)
-			any = !(s->packets[p].flags & RD_PK_BAD);
-		if (!any)
-			continue;
-		if (s->begin < t->begin)
-			t->begin = s->begin;
-		if (s->end > t->end)
-			t->end = s->end;
 	}
-	if (t->begin == UINT64_MAX)
-		t->begin = 0;
-	sl_free(&dirs);
+	trace_span(t);
+	rc = 0;
 	*out = t;
-	return 0;
+	t = NULL;
 fail:
-	sl_free(&dirs);
+	sl_free(&f.subs);
+	sl_free(&f.broken);
+	sl_free(&f.why);
+	free(top);
 	strata_trace_close(t);
 	return rc;
 }
@@ -789,6 +1014,7 @@ void strata_trace_close(struct strata_trace *t)
 			munmap((void *)s->map, s->size);
 		free(s->packets);
 		free(s->path);
+		free(s->idxpath);
 	}
 	free(t->streams);
 	for (unsigned i = 0; i < t->nsubs; i++) {

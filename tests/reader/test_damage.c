@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -374,6 +375,117 @@ static void test_bad_index(void **state)
 	synth_rmdir(dir);
 }
 
+/* ---- the reader never gives a confident wrong answer (issue 24.12-15) ---- */
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+/* dir/index/cpu<cpu>.idx for the stream's packets, as writers make it
+ * (format.md §7), then lie(entry, i) on each entry: NULL for none. */
+static void write_index(const char *dir, unsigned cpu, void (*lie)(uint64_t *e, unsigned i))
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/index", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/cpu%u", dir, cpu);
+	FILE *in = fopen(p, "r");
+	snprintf(p, sizeof(p), "%s/index/cpu%u.idx", dir, cpu);
+	FILE *out = fopen(p, "w");
+	assert_non_null(in);
+	assert_non_null(out);
+	uint8_t hdr[16] = { 0xC1, 0xF1, 0xDC, 0xC1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 72 };
+	fwrite(hdr, 1, 16, out);
+	uint8_t pk[PSIZE];
+	for (unsigned i = 0; fread(pk, 1, PSIZE, in) == PSIZE; i++) {
+		uint64_t e[9], w;
+		e[0] = (uint64_t)i * PSIZE;
+		e[1] = (uint64_t)PSIZE * 8;
+		memcpy(&e[2], pk + 48, 8);
+		memcpy(&e[3], pk + 32, 8);
+		memcpy(&e[4], pk + 40, 8);
+		memcpy(&e[5], pk + 72, 8);
+		e[6] = 0;
+		memcpy(&e[7], pk + 24, 8);
+		memcpy(&e[8], pk + 64, 8);
+		if (lie)
+			lie(e, i);
+		for (int k = 0; k < 9; k++) {
+			uint8_t b[8];
+			w = e[k];
+			put_be64(b, w);
+			fwrite(b, 1, 8, out);
+		}
+	}
+	fclose(in);
+	fclose(out);
+}
+
+/* Files of a trace that are not regular files are never read (a FIFO
+ * would block), and a stream that its index lists but that cannot be
+ * read is reported (STRATA_PROBLEM_MISSING, count: the packets listed). */
+static void test_not_regular(void **state)
+{
+	(void)state;
+	char dir[64], p[256], q[256];
+	struct run r;
+	/* the index a FIFO: rebuilt */
+	copy_clean(dir);
+	snprintf(p, sizeof(p), "%s/index", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/index/cpu0.idx", dir);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	read_all(dir, &r);
+	expect_all_but(&base, &r, 0, 0);
+	assert_int_equal(r.pr.n, 1);
+	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_INDEX);
+	free_run(&r);
+	synth_rmdir(dir);
+	/* the stream a FIFO, a link to /dev/zero, missing: the index lists it */
+	for (int k = 0; k < 3; k++) {
+		copy_clean(dir);
+		write_index(dir, 0, NULL);
+		snprintf(p, sizeof(p), "%s/cpu0", dir);
+		assert_int_equal(unlink(p), 0);
+		if (k == 0)
+			assert_int_equal(mkfifo(p, 0644), 0);
+		else if (k == 1)
+			assert_int_equal(symlink("/dev/zero", p), 0);
+		struct problems pr = { 0 };
+		struct strata_open_options oo = { .problem = on_problem, .problem_arg = &pr };
+		struct strata_trace *t;
+		assert_int_equal(strata_trace_open(dir, &oo, &t), 0);
+		assert_int_equal(pr.n, 1);
+		assert_int_equal(pr.kinds[0], STRATA_PROBLEM_MISSING);
+		assert_string_equal(pr.files[0], p);
+		strata_trace_close(t);
+		synth_rmdir(dir);
+	}
+	/* the metadata a FIFO: the sub-trace is reported, nothing is read */
+	copy_clean(dir);
+	snprintf(p, sizeof(p), "%s/metadata", dir);
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	read_all(dir, &r);
+	assert_int_equal(r.open_rc, -EINVAL);
+	assert_int_equal(r.pr.n, 1);
+	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_METADATA);
+	free_run(&r);
+	/* no metadata at all beside the streams: said, not passed over */
+	assert_int_equal(unlink(p), 0);
+	snprintf(q, sizeof(q), "%s/metadata.tmp", dir);
+	fclose(fopen(q, "w"));
+	read_all(dir, &r);
+	assert_int_equal(r.open_rc, -EINVAL);
+	assert_int_equal(r.pr.n, 1);
+	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_METADATA);
+	assert_string_equal(r.pr.files[0], dir);
+	free_run(&r);
+	synth_rmdir(dir);
+}
+
 /* Random bit flips and byte smashes: the reader must terminate, stay in
  * bounds (run this under ASan) and return no more events than exist. */
 static void test_bit_flips(void **state)
@@ -421,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_compact_damage),
 		cmocka_unit_test(test_garbage_metadata),
 		cmocka_unit_test(test_bad_index),
+		cmocka_unit_test(test_not_regular),
 		cmocka_unit_test(test_bit_flips),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
