@@ -33,7 +33,8 @@ enum strata_problem_kind {
 	STRATA_PROBLEM_DAMAGED = 1,   /* bytes that break format.md; skipped */
 	STRATA_PROBLEM_METADATA,      /* metadata rejected, missing or not a
 				       * regular file; sub-trace skipped */
-	STRATA_PROBLEM_INDEX,         /* index file unusable; rebuilt */
+	STRATA_PROBLEM_INDEX,         /* index file unusable, or disagreeing with
+				       * the packets; rebuilt from them */
 	STRATA_PROBLEM_DISCARDED,     /* events_discarded grew: `count` events lost */
 	STRATA_PROBLEM_PACKETS_LOST,  /* packet_seq_num gap: `count` packets lost */
 	STRATA_PROBLEM_MISSING,       /* a stream file missing, empty or not a
@@ -194,11 +195,12 @@ struct strata_open_options {
  * Open a trace: either a root directory (its ust/pid-* sub-traces, found
  * recursively: every directory holding a `metadata` file), or one
  * sub-trace directory. Stream files are mapped read-only; packet indexes are
- * loaded from index/cpuN.idx or rebuilt from packet headers. A sub-trace
- * whose metadata is rejected, missing or not a regular file is reported
- * and skipped; so is a stream file that is not a regular file, or missing
- * or empty while its index lists packets. Only regular files are read (a
- * FIFO or a device never blocks or feeds the reader).
+ * loaded from index/cpuN.idx, each entry checked against its packet header
+ * when the packet is first entered, or rebuilt from packet headers. A
+ * sub-trace whose metadata is rejected, missing or not a regular file is
+ * reported and skipped; so is a stream file that is not a regular file, or
+ * missing or empty while its index lists packets. Only regular files are
+ * read (a FIFO or a device never blocks or feeds the reader).
  * Returns 0, -ENOENT (no such directory, or no sub-trace in it), -ENOMEM,
  * -EINVAL (no readable sub-trace: every one was reported), or the errno of
  * a failed opendir.

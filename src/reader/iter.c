@@ -98,18 +98,31 @@ struct strata_iter {
 
 /* ---- one stream ---------------------------------------------------------------- */
 
+/* The readable packet before packet i of s, its index entry checked
+ * against its header (after a seek the cursor did not enter it), or NULL.
+ * A check that rebuilt the index keeps the slots: look again. */
+static const struct rd_packet *prev_readable(struct strata_iter *it, struct rd_stream *s,
+					     uint64_t i)
+{
+	for (uint64_t j = i; j-- > 0;) {
+		if ((s->packets[j].flags & RD_PK_UNCHECKED) && rd_packet_check(it->t, s, j)) {
+			j = i;
+			continue;
+		}
+		if (!(s->packets[j].flags & RD_PK_BAD))
+			return &s->packets[j];
+	}
+	return NULL;
+}
+
 static void report_packet_end(struct strata_iter *it, struct rd_cursor *c)
 {
 	struct rd_stream *s = c->s;
-	struct rd_packet *p = &s->packets[c->pkt];
 	/* events_discarded is cumulative: this packet's share is the delta to
 	 * the previous readable packet (format.md §2). */
-	uint64_t prev = 0;
-	for (uint64_t i = c->pkt; i-- > 0;)
-		if (!(s->packets[i].flags & RD_PK_BAD)) {
-			prev = s->packets[i].discarded;
-			break;
-		}
+	const struct rd_packet *q = prev_readable(it, s, c->pkt);
+	uint64_t prev = q ? q->discarded : 0;
+	struct rd_packet *p = &s->packets[c->pkt];
 	if (p->discarded > prev && !(p->flags & RD_PK_DISC_REPORTED)) {
 		p->flags |= RD_PK_DISC_REPORTED;
 		rd_report(it->t, STRATA_PROBLEM_DISCARDED, s->path, p->offset,
@@ -170,57 +183,32 @@ static bool enter_packet(struct strata_iter *it, struct rd_cursor *c)
 	struct rd_stream *s = c->s;
 	const struct strata_filter *f = it->f;
 	for (; c->pkt < s->npackets; c->pkt++) {
+		/* an entry of the index file is compared with its header
+		 * first; where they disagree, the index is rebuilt (the same
+		 * slots: c->pkt is still this packet) */
+		if (s->packets[c->pkt].flags & RD_PK_UNCHECKED)
+			rd_packet_check(it->t, s, c->pkt);
+		if (s->packets[c->pkt].flags & RD_PK_BAD)
+			continue;
+		if (f && f->ncpus && !rd_in(f->cpus, f->ncpus, s->packets[c->pkt].cpu))
+			continue;
+		if (f && s->packets[c->pkt].ts_begin > f->t_end)
+			break;
+		const struct rd_packet *q = prev_readable(it, s, c->pkt);
 		struct rd_packet *p = &s->packets[c->pkt];
 		if (p->flags & RD_PK_BAD)
-			continue;
-		if (p->cpu == UINT32_MAX) {
-			/* loaded from an index file: the header was not checked */
-			struct rd_packet h;
-			const char *why = NULL;
-			if (p->offset + RD_HEADER_SIZE > s->size)
-				why = "truncated packet header";
-			else {
-				const uint8_t *hp = s->map + p->offset;
-				if (rd_le32(hp) != RD_PACKET_MAGIC)
-					why = "bad packet magic";
-				else if (rd_le32(hp + 20) != s->sclass)
-					why = "stream_id is not the metadata's stream class";
-				else if (rd_le64(hp + 48) / 8 != p->content ||
-					 rd_le64(hp + 32) != p->ts_begin)
-					why = "packet header disagrees with the index";
-				h.cpu = rd_le32(hp + 80);
-				h.pid = rd_le32(hp + 84);
-				h.tid = rd_le32(hp + 88);
-			}
-			if (why) {
-				rd_report(it->t, STRATA_PROBLEM_DAMAGED, s->path, p->offset, 0,
-					  p->ts_begin, "%s; packet skipped", why);
-				p->flags |= RD_PK_BAD;
-				continue;
-			}
-			p->cpu = h.cpu;
-			p->pid = h.pid;
-			p->tid = h.tid;
+			continue; /* q's check rebuilt the index, which skips p */
+		/* packet_seq_num gap against the previous readable packet:
+		 * damaged or zero-filled slots between explain part of it */
+		uint64_t ps = q ? q->seq + (p->offset - q->offset) / s->packet_size - 1 : 0;
+		if (q && p->seq > ps + 1 && !(p->flags & RD_PK_SEQ_REPORTED)) {
+			p->flags |= RD_PK_SEQ_REPORTED;
+			rd_report(it->t, STRATA_PROBLEM_PACKETS_LOST, s->path, p->offset,
+				  p->seq - ps - 1, p->ts_begin,
+				  "%" PRIu64 " packets lost before this one "
+				  "(packet_seq_num %" PRIu64 " after %" PRIu64 ")",
+				  p->seq - ps - 1, p->seq, ps);
 		}
-		if (f && f->ncpus && !rd_in(f->cpus, f->ncpus, p->cpu))
-			continue;
-		if (f && p->ts_begin > f->t_end)
-			break;
-		/* packet_seq_num gap against the previous readable packet */
-		uint64_t nbad = 0; /* damaged packets explain part of a gap */
-		for (uint64_t i = c->pkt; i-- > 0; nbad++)
-			if (!(s->packets[i].flags & RD_PK_BAD)) {
-				uint64_t ps = s->packets[i].seq + nbad;
-				if (p->seq > ps + 1 && !(p->flags & RD_PK_SEQ_REPORTED)) {
-					p->flags |= RD_PK_SEQ_REPORTED;
-					rd_report(it->t, STRATA_PROBLEM_PACKETS_LOST, s->path,
-						  p->offset, p->seq - ps - 1, p->ts_begin,
-						  "%" PRIu64 " packets lost before this one "
-						  "(packet_seq_num %" PRIu64 " after %" PRIu64 ")",
-						  p->seq - ps - 1, p->seq, ps);
-				}
-				break;
-			}
 		drop_behind(c, s->map + p->offset);
 		if (s->random) {
 			advise_packet(s, c->pkt, MADV_POPULATE_READ);
@@ -433,14 +421,25 @@ static void cursor_seek(struct strata_iter *it, struct rd_cursor *c, uint64_t ts
 {
 	struct rd_stream *s = c->s;
 	/* last packet whose begin <= ts: bad packets carry their predecessor's
-	 * end as begin/end, so the begins are sorted. O(log packets). */
-	uint64_t lo = 0, hi = s->npackets;
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (s->packets[mid].ts_begin <= ts)
-			lo = mid + 1;
-		else
-			hi = mid;
+	 * end as begin/end, so the begins are sorted. O(log packets). The
+	 * two entries that bracket ts decide: an index file's are compared
+	 * with their headers first (and, rebuilt, searched again), so an
+	 * index that lies cannot move the seek. */
+	uint64_t lo, hi;
+	for (bool again = true; again;) {
+		lo = 0;
+		hi = s->npackets;
+		while (lo < hi) {
+			uint64_t mid = lo + (hi - lo) / 2;
+			if (s->packets[mid].ts_begin <= ts)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		again = (lo && (s->packets[lo - 1].flags & RD_PK_UNCHECKED) &&
+			 rd_packet_check(it->t, s, lo - 1)) ||
+			(lo < s->npackets && (s->packets[lo].flags & RD_PK_UNCHECKED) &&
+			 rd_packet_check(it->t, s, lo));
 	}
 	c->pkt = lo ? lo - 1 : 0;
 	if (!s->random && s->map) {

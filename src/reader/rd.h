@@ -159,6 +159,9 @@ const char *rd_meta_env(const struct rd_meta *m, const char *key);
 #define RD_PK_SEQ_REPORTED 2u     /* problems already reported once */
 #define RD_PK_DAMAGE_REPORTED 4u
 #define RD_PK_DISC_REPORTED 8u
+/* loaded from the index and not yet compared with the packet header:
+ * cpu/pid/tid unknown, the rest the index's word (format.md §7) */
+#define RD_PK_UNCHECKED 16u
 
 struct rd_packet {
 	uint64_t offset;       /* in the file */
@@ -268,6 +271,17 @@ struct strata_trace {
 void rd_report(struct strata_trace *t, int kind, const char *file,
 	       uint64_t offset, uint64_t count, uint64_t ts, const char *fmt,
 	       ...) __attribute__((format(printf, 7, 8)));
+
+/*
+ * Entry i of an index-loaded stream (RD_PK_UNCHECKED) against the packet
+ * header it points to, before anything is read by it (iter.c): the index
+ * is a cache, and one that disagrees with its packets is reported once and
+ * rebuilt from the packet headers (format.md §7). Returns 0 when the entry
+ * holds (it is then checked, cpu/pid/tid from the header), 1 when the index
+ * was rebuilt: s->packets moved, every entry is now the header's, the same
+ * slots (packet i is still at index i), some perhaps RD_PK_BAD.
+ */
+int rd_packet_check(struct strata_trace *t, struct rd_stream *s, uint64_t i);
 
 static inline const struct rd_class *rd_lookup(const struct rd_subtrace *s,
 					       uint32_t id)

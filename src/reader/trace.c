@@ -378,18 +378,28 @@ static int load_index(struct strata_trace *t, struct rd_stream *s)
 		pk[i].ts_end = rd_be64(e + 32);
 		pk[i].discarded = rd_be64(e + 40);
 		pk[i].seq = rd_be64(e + 64);
-		snprintf(why, sizeof(why), "entry inconsistent with the stream file");
+		snprintf(why, sizeof(why), "entry %" PRIu64 " inconsistent with the stream file", i);
 		if (pk[i].offset != i * s->packet_size ||
 		    rd_be64(e + 8) != s->packet_size * 8 ||
 		    pk[i].content > s->packet_size || pk[i].content < RD_HEADER_SIZE ||
 		    pk[i].content % (s->sclass ? 4 : 8) ||
 		    pk[i].offset + pk[i].content > s->size ||
-		    pk[i].ts_end < pk[i].ts_begin ||
-		    (i && pk[i].ts_begin < pk[i - 1].ts_begin))
+		    pk[i].ts_end < pk[i].ts_begin)
 			goto bad;
-		/* cpu/pid/tid come from the header, read when the packet is
-		 * entered; `bad` is decided there too. */
+		/* in a stream, packets follow each other in time, their
+		 * sequence numbers grow and events_discarded never shrinks
+		 * (format.md §2): the entries between the first and the last,
+		 * which are checked against their headers at once
+		 * (open_stream), cannot make the stream's totals lie */
+		snprintf(why, sizeof(why), "entry %" PRIu64 " out of order with the one before "
+			 "(timestamps, packet_seq_num or events_discarded)", i);
+		if (i && (pk[i].ts_begin < pk[i - 1].ts_end || pk[i].seq <= pk[i - 1].seq ||
+			  pk[i].discarded < pk[i - 1].discarded))
+			goto bad;
+		/* cpu/pid/tid come from the header, compared with the entry
+		 * when the packet is entered (rd_packet_check) */
 		pk[i].cpu = UINT32_MAX;
+		pk[i].flags = RD_PK_UNCHECKED;
 	}
 	s->packets = pk;
 	s->npackets = n;
@@ -512,6 +522,69 @@ static void trace_span(struct strata_trace *t)
 		t->begin = 0;
 }
 
+/* Rebuild an index-loaded stream's index from its packet headers, the
+ * same slots (load_index took as many entries as the file has packets),
+ * keeping what was reported already. */
+static int rebuild_index(struct strata_trace *t, struct rd_stream *s)
+{
+	struct rd_packet *old = s->packets;
+	uint64_t n = s->npackets;
+	int rc = build_index(t, s);
+	if (rc < 0) {
+		s->packets = old;
+		return rc;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		s->packets[i].flags |= old[i].flags & (RD_PK_SEQ_REPORTED | RD_PK_DISC_REPORTED |
+						       RD_PK_DAMAGE_REPORTED);
+	free(old);
+	stream_totals(s);
+	trace_span(t);
+	return 0;
+}
+
+/* Whether an index entry's field (idx) differs from its header's (hdr);
+ * says how in why. */
+static bool differs(char *why, size_t n, const char *name, uint64_t idx, uint64_t hdr)
+{
+	if (idx == hdr)
+		return false;
+	snprintf(why, n, "%s %" PRIu64 " where the header says %" PRIu64, name, idx, hdr);
+	return true;
+}
+
+int rd_packet_check(struct strata_trace *t, struct rd_stream *s, uint64_t i)
+{
+	struct rd_packet *p = &s->packets[i], h;
+	char why[256];
+	if (!(p->flags & RD_PK_UNCHECKED))
+		return 0;
+	const char *bad = check_header(s, p->offset, s->packet_size, &h);
+	if (bad)
+		snprintf(why, sizeof(why), "the packet header: %s", bad);
+	else if (!differs(why, sizeof(why), "content_size (bytes)", p->content, h.content) &&
+		 !differs(why, sizeof(why), "timestamp_begin", p->ts_begin, h.ts_begin) &&
+		 !differs(why, sizeof(why), "timestamp_end", p->ts_end, h.ts_end) &&
+		 !differs(why, sizeof(why), "events_discarded", p->discarded, h.discarded) &&
+		 !differs(why, sizeof(why), "packet_seq_num", p->seq, h.seq)) {
+		p->cpu = h.cpu;
+		p->pid = h.pid;
+		p->tid = h.tid;
+		p->flags &= ~RD_PK_UNCHECKED;
+		return 0;
+	}
+	rd_report(t, STRATA_PROBLEM_INDEX, s->idxpath, 16 + i * RD_INDEX_ENTRY, 0, p->ts_begin,
+		  "entry %" PRIu64 " (packet at offset %" PRIu64 "): %s; index rebuilt "
+		  "from packet headers", i, p->offset, why);
+	if (rebuild_index(t, s) == 0)
+		return 1;
+	/* no memory for another index: this packet alone is given up */
+	rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, p->offset, 0, p->ts_begin,
+		  "out of memory rebuilding the index; packet skipped");
+	p->flags = (p->flags & ~RD_PK_UNCHECKED) | RD_PK_BAD;
+	return 0;
+}
+
 static char *index_path(const char *dir, const char *name)
 {
 	char *p = malloc(strlen(dir) + strlen(name) + 12);
@@ -566,7 +639,13 @@ static int open_stream(struct strata_trace *t, struct rd_stream *s)
 	rc = load_index(t, s);
 	if (rc == -ENOMEM)
 		goto out;
-	if (rc < 0) {
+	if (rc == 0) {
+		/* the entries the stream's totals and time span rest on: the
+		 * first and the last (load_index checked that the others lie
+		 * in order between them) */
+		if (s->npackets && !rd_packet_check(t, s, 0))
+			rd_packet_check(t, s, s->npackets - 1);
+	} else {
 		if ((rc = build_index(t, s)) < 0)
 			goto out;
 		/* the header pages it touched are not needed until read:
@@ -603,7 +682,7 @@ static int add_stream(struct strata_trace *t, unsigned subidx, const char *name)
 	int rc = open_stream(t, s);
 	if (!rc && s->cpu == UINT32_MAX)
 		for (uint64_t k = 0; k < s->npackets; k++)
-			if (!(s->packets[k].flags & RD_PK_BAD) && s->packets[k].cpu != UINT32_MAX) {
+			if (!(s->packets[k].flags & (RD_PK_BAD | RD_PK_UNCHECKED))) {
 				s->cpu = s->packets[k].cpu;
 				break;
 			}

@@ -423,6 +423,79 @@ static void write_index(const char *dir, unsigned cpu, void (*lie)(uint64_t *e, 
 	fclose(out);
 }
 
+static void lie_discarded(uint64_t *e, unsigned i)
+{
+	(void)i;
+	e[5] = 12345;
+}
+
+static void lie_times(uint64_t *e, unsigned i)
+{
+	(void)i;
+	e[3] = e[4] = 0;
+}
+
+static void lie_content(uint64_t *e, unsigned i)
+{
+	(void)i;
+	e[2] = 256 * 8;
+}
+
+/* the middle packet: in order with the others, caught when entered */
+static void lie_middle_end(uint64_t *e, unsigned i)
+{
+	if (i == 2)
+		e[4] -= 10;
+}
+
+static void lie_middle_begin(uint64_t *e, unsigned i)
+{
+	if (i == 2)
+		e[3] -= 1;
+}
+
+/* An index is a cache: one that lies is said once (STRATA_PROBLEM_INDEX)
+ * and rebuilt from the packets; every event is read, the stream's totals
+ * are its packets', and a seek lands where it would with no index. */
+static void test_index_lies(void **state)
+{
+	(void)state;
+	static void (*const lies[])(uint64_t *, unsigned) = {
+		NULL, lie_discarded, lie_times, lie_content, lie_middle_end, lie_middle_begin,
+	};
+	for (unsigned k = 0; k < sizeof(lies) / sizeof(lies[0]); k++) {
+		char dir[64];
+		struct run r;
+		copy_clean(dir);
+		write_index(dir, 0, lies[k]);
+		read_all(dir, &r);
+		expect_all_but(&base, &r, 0, 0);
+		if (r.pr.n != (k ? 1u : 0u) || (k && r.pr.kinds[0] != STRATA_PROBLEM_INDEX))
+			fail_msg("lie %u: %u problems, the first of kind %u", k, r.pr.n, r.pr.kinds[0]);
+		free_run(&r);
+		/* totals and a seek into packet 2 (ts 100 + 2 * 250 = 600) */
+		struct problems pr = { 0 };
+		struct strata_open_options oo = { .problem = on_problem, .problem_arg = &pr };
+		struct strata_trace *t;
+		struct strata_stream_info si;
+		struct strata_iter *it;
+		const struct strata_event *ev;
+		struct strata_iter_options io = { .stream = 0 };
+		assert_int_equal(strata_trace_open(dir, &oo, &t), 0);
+		assert_int_equal(strata_trace_stream(t, 0, &si), 0);
+		assert_int_equal(si.discarded, 0);
+		assert_int_equal(si.begin, 100);
+		assert_int_equal(strata_trace_begin(t), 100);
+		assert_int_equal(strata_iter_create(t, &io, &it), 0);
+		assert_int_equal(strata_iter_seek(it, 599), 0);
+		assert_int_equal(strata_iter_next(it, &ev), 1);
+		assert_int_equal(ev->timestamp, 600);
+		strata_iter_destroy(it);
+		strata_trace_close(t);
+		synth_rmdir(dir);
+	}
+}
+
 /* Files of a trace that are not regular files are never read (a FIFO
  * would block), and a stream that its index lists but that cannot be
  * read is reported (STRATA_PROBLEM_MISSING, count: the packets listed). */
@@ -533,6 +606,7 @@ int main(void)
 		cmocka_unit_test(test_compact_damage),
 		cmocka_unit_test(test_garbage_metadata),
 		cmocka_unit_test(test_bad_index),
+		cmocka_unit_test(test_index_lies),
 		cmocka_unit_test(test_not_regular),
 		cmocka_unit_test(test_bit_flips),
 	};
