@@ -30,7 +30,8 @@ struct strata_filter;
 /* ---- problems: damaged input, lost events ------------------------------ */
 
 enum strata_problem_kind {
-	STRATA_PROBLEM_DAMAGED = 1,   /* bytes that break format.md; skipped */
+	STRATA_PROBLEM_DAMAGED = 1,   /* bytes that break format.md (zero-filled
+				       * regions included); skipped */
 	STRATA_PROBLEM_METADATA,      /* metadata rejected, missing or not a
 				       * regular file; sub-trace skipped */
 	STRATA_PROBLEM_INDEX,         /* index file unusable, or disagreeing with

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Opening a trace: sub-trace discovery, metadata, stream mappings, packet index. */
+#define _GNU_SOURCE /* SEEK_DATA */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -293,22 +294,103 @@ static const char *check_header(const struct rd_stream *s, uint64_t off,
 	return NULL;
 }
 
+/* Whether the n bytes at p are all zero: where no packet header was ever
+ * written (a hole of a sparse file, or zeros written in its place). */
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	uint64_t acc = 0;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		acc |= rd_le64(p + i);
+	for (; i < n; i++)
+		acc |= p[i];
+	return !acc;
+}
+
+/*
+ * Past a zero-filled header at `off` (a multiple of align): where a header
+ * may be again. The file system's next data (SEEK_DATA, on the stream's
+ * descriptor fd) when it knows its holes, rounded up to a multiple of
+ * align; `end` when the rest of the file is a hole; otherwise the next
+ * slot, off + align (zeros were written: read on). *hole is set when a
+ * hole was skipped: a 100 GiB sparse tail costs one system call, where
+ * reading its headers took minutes.
+ */
+static uint64_t skip_zeros(int fd, uint64_t off, uint64_t align, uint64_t end, bool *hole)
+{
+	uint64_t next = off + align;
+	if (fd >= 0) {
+		off_t d = lseek(fd, (off_t)off, SEEK_DATA);
+		if (d < 0 && errno == ENXIO) {
+			*hole = true;
+			next = end;
+		} else if (d > (off_t)off) {
+			*hole = true;
+			next = ((uint64_t)d + align - 1) / align * align;
+		}
+	}
+	return next < end ? next : end;
+}
+
 /* The stream's packet size: from the first header, or the first valid
- * header found at a power-of-two offset that is a multiple of its size. */
-static uint64_t find_packet_size(const struct rd_stream *s)
+ * header found at a power-of-two offset that is a multiple of its size
+ * (zero-filled stretches skipped as skip_zeros says). */
+static uint64_t find_packet_size(const struct rd_stream *s, int fd)
 {
 	struct rd_packet pk;
-	if (!check_header(s, 0, 0, &pk) && s->size >= RD_HEADER_SIZE)
+	if (!check_header(s, 0, 0, &pk))
 		return rd_le64(s->map + 56) / 8;
-	for (uint64_t off = RD_MIN_PACKET; off + RD_HEADER_SIZE <= s->size;
-	     off += RD_MIN_PACKET) {
-		if (check_header(s, off, 0, &pk))
+	bool hole = false;
+	for (uint64_t off = RD_MIN_PACKET; off + RD_HEADER_SIZE <= s->size;) {
+		if (all_zero(s->map + off, RD_HEADER_SIZE)) {
+			off = skip_zeros(fd, off, RD_MIN_PACKET, s->size, &hole);
 			continue;
-		uint64_t p = rd_le64(s->map + off + 56) / 8;
-		if (off % p == 0)
-			return p;
+		}
+		if (!check_header(s, off, 0, &pk)) {
+			uint64_t p = rd_le64(s->map + off + 56) / 8;
+			if (off % p == 0)
+				return p;
+		}
+		off += RD_MIN_PACKET;
 	}
 	return 0;
+}
+
+/* bytes as "10.0 GiB" */
+static void fmt_size(char *buf, size_t n, uint64_t bytes)
+{
+	static const char *const u[] = { "bytes", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)bytes;
+	unsigned i = 0;
+	while (v >= 1024 && i < 5) {
+		v /= 1024;
+		i++;
+	}
+	if (i)
+		snprintf(buf, n, "%.1f %s", v, u[i]);
+	else
+		snprintf(buf, n, "%" PRIu64 " bytes", bytes);
+}
+
+/* A stretch of zero-filled packet slots: reported once, with its extent,
+ * when it ends, not once per packet (a 10 GiB sparse tail is 655,360
+ * packets of 16 KiB, and was as many lines). */
+struct zrun {
+	uint64_t start, ts;
+	bool on, hole;
+};
+
+static void zrun_end(struct strata_trace *t, const struct rd_stream *s, struct zrun *z,
+		     uint64_t end)
+{
+	char sz[32];
+	if (!z->on)
+		return;
+	z->on = false;
+	fmt_size(sz, sizeof(sz), end - z->start);
+	rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, z->start, 0, z->ts,
+		  "zero-filled up to offset %" PRIu64 " (%s%s): no packet there; skipped",
+		  end, sz, z->hole ? ", a hole in the file" : "");
 }
 
 /* The packets index file `path` lists (format.md §7); 0 when it is
@@ -329,7 +411,7 @@ static uint64_t index_packets(const char *path)
 	return n;
 }
 
-static int load_index(struct strata_trace *t, struct rd_stream *s)
+static int load_index(struct strata_trace *t, struct rd_stream *s, int sfd)
 {
 	struct stat st;
 	const char *kind;
@@ -362,8 +444,14 @@ static int load_index(struct strata_trace *t, struct rd_stream *s)
 		goto bad;
 	uint64_t n = (st.st_size - 16) / esz;
 	uint64_t want = (s->size + s->packet_size - 1) / s->packet_size;
+	/* past the last packet listed, a hole to the end of the file (no
+	 * data there for SEEK_DATA): nothing an index could list, a
+	 * zero-filled tail reported below */
+	uint64_t listed = n * s->packet_size;
+	bool tail = n < want && sfd >= 0 && lseek(sfd, (off_t)listed, SEEK_DATA) < 0 &&
+		    errno == ENXIO;
 	snprintf(why, sizeof(why), "packet count differs from the stream file");
-	if (n != want)
+	if (n != want && !tail)
 		goto bad;
 	pk = calloc(n ? n : 1, sizeof(*pk));
 	if (!pk) {
@@ -405,6 +493,10 @@ static int load_index(struct strata_trace *t, struct rd_stream *s)
 	s->npackets = n;
 	pk = NULL;
 	rc = 0;
+	if (tail) {
+		struct zrun z = { listed, n ? s->packets[n - 1].ts_end : 0, true, true };
+		zrun_end(t, s, &z, s->size);
+	}
 	goto out;
 bad:
 	rd_report(t, STRATA_PROBLEM_INDEX, s->idxpath, 0, 0, 0,
@@ -417,15 +509,28 @@ out:
 	return rc;
 }
 
-static int build_index(struct strata_trace *t, struct rd_stream *s)
+/*
+ * The index from the packet headers (format.md §7: packets have a fixed
+ * size, so this reads one header per packet and no events). nslots 0:
+ * the whole file, zero-filled slots left out (a sparse tail of any size
+ * costs no memory); else exactly nslots slots, zero-filled ones kept as
+ * skipped entries: the rebuild of a loaded index keeps every packet at its
+ * index, which cursors hold. fd: the stream file, for its holes
+ * (skip_zeros), or -1.
+ */
+static int build_index(struct strata_trace *t, struct rd_stream *s, int fd, uint64_t nslots)
 {
-	uint64_t n = (s->size + s->packet_size - 1) / s->packet_size;
-	struct rd_packet *pk = calloc(n ? n : 1, sizeof(*pk));
+	const uint64_t psz = s->packet_size;
+	uint64_t limit = nslots ? nslots * psz : s->size;
+	if (limit > s->size)
+		limit = s->size;
+	uint64_t cap = nslots ? nslots : 64, n = 0;
+	struct rd_packet *pk = calloc(cap, sizeof(*pk));
 	if (!pk)
 		return -ENOMEM;
 	uint64_t last_end = 0, dropped = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t off = i * s->packet_size;
+	struct zrun z = { 0 };
+	for (uint64_t off = 0; off < limit;) {
 		const char *why;
 		if (off - dropped >= (8u << 20)) {
 			/* header pages read so far (the kernel maps some around
@@ -434,37 +539,60 @@ static int build_index(struct strata_trace *t, struct rd_stream *s)
 			madvise((void *)s->map, off & ~(uint64_t)4095, MADV_DONTNEED);
 			dropped = off;
 		}
-		if (off + RD_HEADER_SIZE > s->size)
+		uint64_t hl = s->size - off < RD_HEADER_SIZE ? s->size - off : RD_HEADER_SIZE;
+		if (all_zero(s->map + off, hl)) {
+			if (!z.on)
+				z = (struct zrun){ off, last_end, true, false };
+			uint64_t next = skip_zeros(fd, off, psz, limit, &z.hole);
+			for (; nslots && off < next; off += psz)
+				pk[n++] = (struct rd_packet){ .offset = off, .ts_begin = last_end,
+							      .ts_end = last_end, .flags = RD_PK_BAD };
+			off = next;
+			continue;
+		}
+		zrun_end(t, s, &z, off);
+		if (n == cap) {
+			struct rd_packet *np = realloc(pk, 2 * cap * sizeof(*pk));
+			if (!np) {
+				free(pk);
+				return -ENOMEM;
+			}
+			pk = np;
+			cap *= 2;
+		}
+		struct rd_packet *p = &pk[n++];
+		*p = (struct rd_packet){ .offset = off };
+		if (hl < RD_HEADER_SIZE)
 			why = "truncated packet header";
 		else
-			why = check_header(s, off, s->packet_size, &pk[i]);
+			why = check_header(s, off, psz, p);
+		off += psz;
 		if (why) {
-			rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, off, 0, last_end,
+			rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, p->offset, 0, last_end,
 				  "%s; packet skipped", why);
-			memset(&pk[i], 0, sizeof(pk[i]));
-			pk[i].offset = off;
-			pk[i].flags = RD_PK_BAD;
-			pk[i].ts_begin = pk[i].ts_end = last_end;
+			*p = (struct rd_packet){ .offset = off - psz, .ts_begin = last_end,
+						 .ts_end = last_end, .flags = RD_PK_BAD };
 			continue;
 		}
-		if (off + pk[i].content > s->size) {
+		if (p->offset + p->content > s->size) {
 			rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, s->size, 0,
-				  pk[i].ts_begin,
+				  p->ts_begin,
 				  "file truncated inside a packet (content ends at %" PRIu64
-				  "); reading what is there", off + pk[i].content);
-			pk[i].content = (s->size - off) & ~7ull;
+				  "); reading what is there", p->offset + p->content);
+			p->content = (s->size - p->offset) & ~7ull;
 			/* the event cut by the end of file is this same damage */
-			pk[i].flags |= RD_PK_DAMAGE_REPORTED;
+			p->flags |= RD_PK_DAMAGE_REPORTED;
 		}
-		if (pk[i].ts_begin < last_end) {
-			rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, off, 0, last_end,
+		if (p->ts_begin < last_end) {
+			rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, p->offset, 0, last_end,
 				  "packet begins before the previous one ends; packet skipped");
-			pk[i].flags = RD_PK_BAD;
-			pk[i].ts_begin = pk[i].ts_end = last_end;
+			p->flags = RD_PK_BAD;
+			p->ts_begin = p->ts_end = last_end;
 			continue;
 		}
-		last_end = pk[i].ts_end;
+		last_end = p->ts_end;
 	}
+	zrun_end(t, s, &z, limit);
 	s->packets = pk;
 	s->npackets = n;
 	return 0;
@@ -523,17 +651,19 @@ static void trace_span(struct strata_trace *t)
 }
 
 /* Rebuild an index-loaded stream's index from its packet headers, the
- * same slots (load_index took as many entries as the file has packets),
- * keeping what was reported already. */
+ * same slots (build_index), keeping what was reported already. */
 static int rebuild_index(struct strata_trace *t, struct rd_stream *s)
 {
 	struct rd_packet *old = s->packets;
 	uint64_t n = s->npackets;
-	int rc = build_index(t, s);
-	if (rc < 0) {
-		s->packets = old;
+	struct stat st;
+	const char *kind;
+	int fd = open_regular(s->path, &st, &kind);
+	int rc = build_index(t, s, fd < 0 ? -1 : fd, n);
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
 		return rc;
-	}
 	for (uint64_t i = 0; i < n; i++)
 		s->packets[i].flags |= old[i].flags & (RD_PK_SEQ_REPORTED | RD_PK_DISC_REPORTED |
 						       RD_PK_DAMAGE_REPORTED);
@@ -630,13 +760,13 @@ static int open_stream(struct strata_trace *t, struct rd_stream *s)
 			  "file of %" PRIu64 " bytes is shorter than a packet header", s->size);
 		goto out;
 	}
-	s->packet_size = find_packet_size(s);
+	s->packet_size = find_packet_size(s, fd);
 	if (!s->packet_size) {
 		rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, 0, 0, 0,
 			  "no valid packet header found; stream skipped");
 		goto out;
 	}
-	rc = load_index(t, s);
+	rc = load_index(t, s, fd);
 	if (rc == -ENOMEM)
 		goto out;
 	if (rc == 0) {
@@ -646,7 +776,7 @@ static int open_stream(struct strata_trace *t, struct rd_stream *s)
 		if (s->npackets && !rd_packet_check(t, s, 0))
 			rd_packet_check(t, s, s->npackets - 1);
 	} else {
-		if ((rc = build_index(t, s)) < 0)
+		if ((rc = build_index(t, s, fd, 0)) < 0)
 			goto out;
 		/* the header pages it touched are not needed until read:
 		 * keep resident memory independent of the trace size */

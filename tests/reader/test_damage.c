@@ -559,6 +559,42 @@ static void test_not_regular(void **state)
 	synth_rmdir(dir);
 }
 
+/* A zero-filled tail, sparse or written, is one problem with its extent
+ * (not one per packet), and costs no reading when it is a hole. */
+static void test_zero_tail(void **state)
+{
+	(void)state;
+	char dir[64], p[256];
+	struct run r;
+	copy_clean(dir);
+	snprintf(p, sizeof(p), "%s/cpu0", dir);
+	/* 4 GiB of hole: 2^20 packets of 4 KiB */
+	assert_int_equal(truncate(p, 5 * PSIZE + (4ull << 30)), 0);
+	read_all(dir, &r);
+	expect_all_but(&base, &r, 0, 0);
+	assert_int_equal(r.pr.n, 1);
+	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_DAMAGED);
+	assert_int_equal(r.pr.offsets[0], 5 * PSIZE);
+	free_run(&r);
+	/* written zeros between packets 1 and 2 */
+	FILE *f = fopen(p, "r");
+	uint8_t *b = calloc(1, 5 * PSIZE + 64 * PSIZE);
+	assert_int_equal(fread(b, 1, 5 * PSIZE, f), 5 * PSIZE);
+	fclose(f);
+	memmove(b + 66 * PSIZE, b + 2 * PSIZE, 3 * PSIZE);
+	memset(b + 2 * PSIZE, 0, 64 * PSIZE);
+	f = fopen(p, "w");
+	fwrite(b, 1, 69 * PSIZE, f);
+	fclose(f);
+	free(b);
+	read_all(dir, &r);
+	expect_all_but(&base, &r, 0, 0);
+	assert_int_equal(r.pr.n, 1);
+	assert_int_equal(r.pr.offsets[0], 2 * PSIZE);
+	free_run(&r);
+	synth_rmdir(dir);
+}
+
 /* Random bit flips and byte smashes: the reader must terminate, stay in
  * bounds (run this under ASan) and return no more events than exist. */
 static void test_bit_flips(void **state)
@@ -608,6 +644,7 @@ int main(void)
 		cmocka_unit_test(test_bad_index),
 		cmocka_unit_test(test_index_lies),
 		cmocka_unit_test(test_not_regular),
+		cmocka_unit_test(test_zero_tail),
 		cmocka_unit_test(test_bit_flips),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
