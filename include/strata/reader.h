@@ -31,7 +31,8 @@ struct strata_filter;
 
 enum strata_problem_kind {
 	STRATA_PROBLEM_DAMAGED = 1,   /* bytes that break format.md (zero-filled
-				       * regions included); skipped */
+				       * regions, time going back included);
+				       * skipped, or read as written (offset) */
 	STRATA_PROBLEM_METADATA,      /* metadata rejected, missing or not a
 				       * regular file; sub-trace skipped */
 	STRATA_PROBLEM_INDEX,         /* index file unusable, or disagreeing with

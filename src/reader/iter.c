@@ -41,6 +41,10 @@ struct rd_cursor {
 	bool done;
 	bool pkt_damage_reported; /* once per packet */
 	bool pending;             /* ev holds an event not yet returned (seek) */
+	bool have_last;           /* last_ts: the timestamp of the last event
+				   * of the packet the cursor left (time going
+				   * back across packets, enter_packet) */
+	uint64_t last_ts;
 	/* the head is not in ev yet: it is the event at pos, one the batch
 	 * path takes (cursor_peek), prev_ts and key already its timestamp;
 	 * iter_step consumes it when the cursor wins */
@@ -113,6 +117,25 @@ static const struct rd_packet *prev_readable(struct strata_iter *it, struct rd_s
 			return &s->packets[j];
 	}
 	return NULL;
+}
+
+/*
+ * Time went back in c's stream, at `off`, from `from` to `to`: reported
+ * once per stream (babeltrace2 refuses such a stream). The events are
+ * kept as written, in stream order: the merged order goes back with them
+ * there, and time windows and seeks, which take a stream's times to
+ * grow, may miss them (docs/reader.md).
+ */
+static void time_back(struct strata_iter *it, struct rd_cursor *c, uint64_t off,
+		      uint64_t from, uint64_t to, const char *what)
+{
+	if (c->s->back_reported)
+		return;
+	c->s->back_reported = true;
+	rd_report(it->t, STRATA_PROBLEM_DAMAGED, c->s->path, off, 0, to,
+		  "time goes back by %" PRIu64 " ticks: %s %" PRIu64 ", after an event at %"
+		  PRIu64 "; events read as written, in stream order (said once per stream)",
+		  from - to, what, to, from);
 }
 
 static void report_packet_end(struct strata_iter *it, struct rd_cursor *c)
@@ -209,6 +232,9 @@ static bool enter_packet(struct strata_iter *it, struct rd_cursor *c)
 				  "(packet_seq_num %" PRIu64 " after %" PRIu64 ")",
 				  p->seq - ps - 1, p->seq, ps);
 		}
+		if (c->have_last && p->ts_begin < c->last_ts)
+			time_back(it, c, p->offset, c->last_ts, p->ts_begin,
+				  "the packet's timestamp_begin is");
 		drop_behind(c, s->map + p->offset);
 		if (s->random) {
 			advise_packet(s, c->pkt, MADV_POPULATE_READ);
@@ -285,6 +311,9 @@ static const struct rd_class *compact_next(struct strata_iter *it,
 		c->pos = at + len;
 		uint32_t id = rd_le32(at + 4);
 		ts = rd_le64(at + 8);
+		if (RD_UNLIKELY(ts < c->prev_ts))
+			time_back(it, c, (uint64_t)(at - c->map), c->prev_ts, ts,
+				  "an extended header gives");
 		cls = rd_lookup(c->sub, id);
 		if (RD_UNLIKELY(!cls)) {
 			packet_damage(it, c, at, "unknown event id %u; skipped, with "
@@ -340,6 +369,8 @@ static bool cursor_next(struct strata_iter *it,
 				report_packet_end(it, c);
 				c->in_packet = false;
 				c->pkt++;
+				c->last_ts = c->prev_ts;
+				c->have_last = true;
 			}
 			if (c->done || !enter_packet(it, c))
 				return false;
@@ -367,7 +398,8 @@ static bool cursor_next(struct strata_iter *it,
 		}
 		c->pos = at + (size_t)len * 8;
 		uint32_t id = (uint32_t)(w >> 32) & 0x3fffff;
-		uint64_t ts = c->prev_ts + (uint32_t)((uint32_t)w - (uint32_t)c->prev_ts);
+		const uint64_t before = c->prev_ts;
+		uint64_t ts = before + (uint32_t)((uint32_t)w - (uint32_t)before);
 		c->prev_ts = ts;
 		if (RD_UNLIKELY(id >> 16 == 0)) {
 			/* strata's own records, format.md §4 */
@@ -376,6 +408,9 @@ static bool cursor_next(struct strata_iter *it,
 				c->pid = rd_le32(at + 12);
 			} else if (id == RD_ID_CLOCK && len >= 2) {
 				ts = rd_le64(at + 8);
+				if (RD_UNLIKELY(ts < before))
+					time_back(it, c, (uint64_t)(at - c->map), before, ts,
+						  "a strata:clock record gives");
 				c->prev_ts = ts;
 			}
 			if (!internal)
@@ -456,6 +491,7 @@ static void cursor_seek(struct strata_iter *it, struct rd_cursor *c, uint64_t ts
 	c->drop = NULL;
 	c->done = false;
 	c->in_packet = false;
+	c->have_last = false;
 	c->pos = c->end = NULL;
 	c->pending = false;
 	c->peek = false;

@@ -246,6 +246,7 @@ struct rd_stream {
 	uint8_t sclass; /* its sub-trace's stream class (packet stream_id) */
 	uint64_t begin, end, discarded, packets_lost;
 	bool random; /* sought in: the reader reads ahead itself (iter.c) */
+	bool back_reported; /* time going back: said once per stream */
 };
 
 struct strata_trace {
