@@ -43,6 +43,10 @@ enum strata_problem_kind {
 				       * regular file while it should hold
 				       * packets; `count`: the packets its index
 				       * lists (0 if unknown); not read */
+	STRATA_PROBLEM_RECORDING,     /* strata_trace_open found several
+				       * recordings (`file`: one of them,
+				       * `count`: its sub-traces): one report
+				       * each, then -ENOTUNIQ */
 };
 
 struct strata_problem {
@@ -187,10 +191,14 @@ STRATA_API int strata_event_describe_values(const struct strata_event *ev,
 
 /* ---- traces ---------------------------------------------------------------- */
 
+/* Read the sub-traces of several recordings as one trace (their times are
+ * then only comparable when they share a clock, format.md §5). */
+#define STRATA_OPEN_MERGE 0x1u
+
 struct strata_open_options {
 	strata_problem_fn problem;   /* NULL: problems are only counted */
 	void *problem_arg;
-	unsigned flags;              /* 0 */
+	unsigned flags;              /* STRATA_OPEN_* */
 };
 
 /*
@@ -203,9 +211,13 @@ struct strata_open_options {
  * reported and skipped; so is a stream file that is not a regular file, or
  * missing or empty while its index lists packets. Only regular files are
  * read (a FIFO or a device never blocks or feeds the reader).
+ * A trace is one recording (docs/format.md §1): a directory holding the
+ * sub-traces of several (below distinct roots, or recorded in different
+ * boots) is refused unless opt->flags has STRATA_OPEN_MERGE.
  * Returns 0, -ENOENT (no such directory, or no sub-trace in it), -ENOMEM,
- * -EINVAL (no readable sub-trace: every one was reported), or the errno of
- * a failed opendir.
+ * -EINVAL (no readable sub-trace: every one was reported), -ENOTUNIQ
+ * (several recordings, each reported as STRATA_PROBLEM_RECORDING), or the
+ * errno of a failed opendir.
  */
 STRATA_API int strata_trace_open(const char *path,
 				 const struct strata_open_options *opt,

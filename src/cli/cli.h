@@ -105,6 +105,7 @@ void cli_err(const char *file, const char *fmt, ...)
 enum {
 	OPT_FROM = 1000, OPT_TO, OPT_CPU, OPT_PID, OPT_TID, OPT_EVENT, OPT_FILTER,
 	OPT_ABS, OPT_FORMAT, OPT_INTERNAL, OPT_HELP, OPT_TO_FMT, OPT_OUTPUT,
+	OPT_MERGE,
 };
 #define CLI_FILTER_OPTIONS                                       \
 	{ "from", required_argument, NULL, OPT_FROM },           \
@@ -115,6 +116,7 @@ enum {
 	{ "event", required_argument, NULL, OPT_EVENT },         \
 	{ "filter", required_argument, NULL, OPT_FILTER },       \
 	{ "internal", no_argument, NULL, OPT_INTERNAL },         \
+	{ "merge", no_argument, NULL, OPT_MERGE },               \
 	{ "help", no_argument, NULL, OPT_HELP }
 
 #define CLI_FILTER_HELP                                                        \
@@ -123,11 +125,12 @@ enum {
 	"  --cpu N, --pid N, --tid N   keep these (repeatable, comma lists)\n"    \
 	"  --event GLOB          keep events whose name matches (repeatable)\n"   \
 	"  --filter EXPR         field expression, e.g. 'size > 4096 && flags & 1'\n" \
-	"  --internal            also show strata's own records (major 0)\n"
+	"  --internal            also show strata's own records (major 0)\n"    \
+	"  --merge               read a directory of several recordings as one\n"
 
 struct cli_filter_opts {
 	double from, to;
-	bool has_from, has_to, internal;
+	bool has_from, has_to, internal, merge;
 	uint32_t cpus[64], pids[64], tids[64];
 	unsigned ncpus, npids, ntids;
 	const char *events[64];
@@ -162,12 +165,16 @@ struct cli_trace {
 	uint64_t discarded; /* events reported lost while reading */
 	uint64_t packets_lost;
 	bool quiet_lost;    /* do not print lost-event lines */
+	bool merge;         /* several recordings read as one (--merge) */
+	unsigned nrecordings;  /* found by an open that refused them */
+	char *recordings[8];   /* the first of them, to name */
 };
 
 /* Open the trace, build the filter; prints the error and returns -1. */
 int cli_open(struct cli_trace *ct, const char *path, const struct cli_filter_opts *fo);
 void cli_close(struct cli_trace *ct);
-/* Exit status after a run: 0, or 2 when the input was damaged. */
+/* Exit status after a run: 0, or 2 when the input was damaged or a part
+ * of it missing. */
 int cli_status(const struct cli_trace *ct);
 int cli_iter(struct cli_trace *ct, bool internal, struct strata_iter **it);
 

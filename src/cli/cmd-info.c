@@ -10,11 +10,12 @@
 #include "table.h"
 
 const char cmd_info_usage[] =
-	"usage: strata info TRACE\n\n"
+	"usage: strata info [--merge] TRACE\n\n"
 	"Summarise a trace: size, clock and time span; its processes, streams\n"
 	"(one per CPU and process), threads, and the number of events of each\n"
 	"type; lost events (discarded by the ring, or whole packets lost).\n"
-	"Reads every event once (counting only; no field is decoded).\n";
+	"Reads every event once (counting only; no field is decoded).\n\n"
+	"  --merge               read a directory of several recordings as one\n";
 
 static void fmt_secs(const struct cli_time *tm, uint64_t ts, char *buf)
 {
@@ -23,11 +24,16 @@ static void fmt_secs(const struct cli_time *tm, uint64_t ts, char *buf)
 
 int cmd_info(int argc, char **argv)
 {
+	bool merge = argc == 3 && !strcmp(argv[1], "--merge");
+	if (merge) {
+		argv++;
+		argc--;
+	}
 	if (argc != 2 || argv[1][0] == '-') {
 		cli_err(NULL, "info: expected one TRACE directory (see strata info --help)");
 		return 1;
 	}
-	struct cli_trace ct = { .quiet_lost = true };
+	struct cli_trace ct = { .quiet_lost = true, .merge = merge };
 	struct strata_iter *it = NULL;
 	struct scan sc;
 	sc.want_names = true;

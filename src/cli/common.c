@@ -102,6 +102,9 @@ int cli_filter_opt(struct cli_filter_opts *o, int opt, const char *arg)
 	case OPT_INTERNAL:
 		o->internal = true;
 		return 0;
+	case OPT_MERGE:
+		o->merge = true;
+		return 0;
 	}
 	return -1;
 }
@@ -129,10 +132,37 @@ static void on_problem(const struct strata_problem *p, void *arg)
 		ct->damaged++;
 		cli_err(p->file, "%s", p->what); /* the text names the line */
 		return;
+	case STRATA_PROBLEM_RECORDING:
+		/* named after the refusal (cli_open) */
+		if (ct->nrecordings < sizeof(ct->recordings) / sizeof(ct->recordings[0])) {
+			char *line = malloc(strlen(p->file) + strlen(p->what) + 3);
+			if (line)
+				sprintf(line, "%s: %s", p->file, p->what);
+			ct->recordings[ct->nrecordings] = line;
+		}
+		ct->nrecordings++;
+		return;
 	default:
 		ct->damaged++;
 		cli_err(p->file, "offset %" PRIu64 ": %s", p->offset, p->what);
 	}
+}
+
+/* A directory of several recordings, refused: it and each of them (the
+ * first few) named, one line each. */
+static void several(struct cli_trace *ct)
+{
+	const unsigned shown = sizeof(ct->recordings) / sizeof(ct->recordings[0]);
+	cli_err(ct->path, "holds %u recordings, not one trace: name one of them, or "
+		"read them as one with --merge", ct->nrecordings);
+	for (unsigned i = 0; i < ct->nrecordings && i < shown; i++) {
+		if (ct->recordings[i])
+			cli_err(NULL, "%s", ct->recordings[i]);
+		free(ct->recordings[i]);
+		ct->recordings[i] = NULL;
+	}
+	if (ct->nrecordings > shown)
+		cli_err(ct->path, "and %u more recordings", ct->nrecordings - shown);
 }
 
 int cli_open(struct cli_trace *ct, const char *path, const struct cli_filter_opts *fo)
@@ -140,12 +170,16 @@ int cli_open(struct cli_trace *ct, const char *path, const struct cli_filter_opt
 	struct strata_open_options oo = { .problem = on_problem, .problem_arg = ct };
 	int rc;
 	ct->path = path;
+	if (ct->merge || (fo && fo->merge))
+		oo.flags |= STRATA_OPEN_MERGE;
 	rc = strata_trace_open(path, &oo, &ct->t);
 	if (rc < 0) {
 		if (rc == -ENOENT)
 			cli_err(path, "no strata trace here (no directory with a metadata file)");
 		else if (rc == -EINVAL)
 			cli_err(path, "no readable sub-trace");
+		else if (rc == -ENOTUNIQ)
+			several(ct);
 		else
 			cli_err(path, "%s", strerror(-rc));
 		return -1;
@@ -215,6 +249,10 @@ int cli_iter(struct cli_trace *ct, bool internal, struct strata_iter **it)
 
 void cli_close(struct cli_trace *ct)
 {
+	for (unsigned i = 0; i < sizeof(ct->recordings) / sizeof(ct->recordings[0]); i++) {
+		free(ct->recordings[i]);
+		ct->recordings[i] = NULL;
+	}
 	strata_filter_destroy(ct->f);
 	strata_trace_close(ct->t);
 	ct->f = NULL;

@@ -141,6 +141,9 @@ struct rd_meta {
 	int64_t offset_s, offset;
 	uint8_t uuid[16];
 	bool has_uuid;
+	uint8_t clock_uuid[16];    /* the boot id (format.md §5): sub-traces
+				    * of one recording share it */
+	bool has_clock_uuid;
 	/* everything allocated while parsing, freed at once */
 	void **allocs;
 	size_t nallocs, capallocs;

@@ -253,6 +253,40 @@ static int find_subtraces(const char *dir, int depth, struct found *f)
 	return rc;
 }
 
+/*
+ * The recording a sub-trace directory belongs to: a recording's root
+ * holds its sub-traces as ust/<proc>/, kernel/ and state/ (format.md §1,
+ * docs/kernel.md, docs/record.md), so the root is the parent of the
+ * nearest of those names on the way up from the sub-trace (not above the
+ * directory opened); a sub-trace elsewhere is a recording of its own.
+ * Returns the root's length in dir (a prefix of it).
+ */
+static size_t recording_root(const char *dir, size_t top)
+{
+	size_t n = strlen(dir);
+	while (n > 0 && dir[n - 1] == '/')
+		n--;
+	for (size_t end = n; end >= top && end > 0;) {
+		size_t b = end;
+		while (b > 0 && dir[b - 1] != '/')
+			b--;
+		size_t len = end - b;
+		if ((len == 3 && !strncmp(dir + b, "ust", 3)) ||
+		    (len == 6 && !strncmp(dir + b, "kernel", 6)) ||
+		    (len == 5 && !strncmp(dir + b, "state", 5))) {
+			while (b > 1 && dir[b - 1] == '/')
+				b--;
+			return b;
+		}
+		if (!b)
+			break;
+		end = b - 1;
+		while (end > 0 && dir[end - 1] == '/')
+			end--;
+	}
+	return n;
+}
+
 /* ---- packet index ----------------------------------------------------------- */
 
 static bool pow2(uint64_t x)
@@ -1098,12 +1132,96 @@ static int build_fast(struct rd_subtrace *sub)
 	return 0;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * A trace is one recording (format.md §1). The sub-traces found below
+ * `top` (its length in every path) that sit below distinct recording roots
+ * are several recordings: each is reported (STRATA_PROBLEM_RECORDING, with
+ * its number of sub-traces) and the open refused, where merging them would
+ * mix unrelated processes and times (`strata info /tmp` once merged 1234
+ * streams of five days of traces).
+ */
+static int one_recording(struct strata_trace *t, const struct found *f, size_t top)
+{
+	size_t n = f->subs.n + f->broken.n, distinct = 0;
+	char **roots = calloc(n ? n : 1, sizeof(*roots));
+	int rc = roots ? 0 : -ENOMEM;
+	for (size_t i = 0; !rc && i < n; i++) {
+		const char *d = i < f->subs.n ? f->subs.v[i] : f->broken.v[i - f->subs.n];
+		if (!(roots[i] = strndup(d, recording_root(d, top))))
+			rc = -ENOMEM;
+	}
+	if (!rc) {
+		qsort(roots, n, sizeof(*roots), cmp_str);
+		for (size_t i = 0; i < n; i++)
+			distinct += !i || strcmp(roots[i], roots[i - 1]);
+	}
+	for (size_t i = 0, j; !rc && distinct > 1 && i < n; i = j) {
+		for (j = i; j < n && !strcmp(roots[j], roots[i]); j++)
+			;
+		rd_report(t, STRATA_PROBLEM_RECORDING, roots[i], 0, j - i, 0,
+			  "a recording of %zu sub-trace%s", j - i, j - i == 1 ? "" : "s");
+	}
+	for (size_t i = 0; roots && i < n; i++)
+		free(roots[i]);
+	free(roots);
+	return rc ? rc : distinct > 1 ? -ENOTUNIQ : 0;
+}
+
+/* The sub-traces of one recording share one clock (format.md §5: its uuid
+ * is the boot id). Sub-traces of different boots cannot be put on one
+ * timeline: reported per boot, like one_recording's recordings. */
+static int one_clock(struct strata_trace *t)
+{
+	const struct rd_meta *first = NULL;
+	bool mixed = false;
+	for (unsigned i = 0; i < t->nsubs; i++) {
+		const struct rd_meta *m = &t->subs[i].meta;
+		if (!m->has_clock_uuid)
+			continue;
+		if (!first)
+			first = m;
+		else
+			mixed |= memcmp(m->clock_uuid, first->clock_uuid, 16) != 0;
+	}
+	if (!mixed)
+		return 0;
+	for (unsigned i = 0; i < t->nsubs; i++) {
+		const struct rd_meta *m = &t->subs[i].meta;
+		unsigned n = 0;
+		bool seen = false;
+		if (!m->has_clock_uuid)
+			continue;
+		for (unsigned j = 0; j < t->nsubs; j++) {
+			const struct rd_meta *o = &t->subs[j].meta;
+			if (o->has_clock_uuid && !memcmp(o->clock_uuid, m->clock_uuid, 16)) {
+				seen |= j < i;
+				n++;
+			}
+		}
+		if (seen)
+			continue;
+		const uint8_t *u = m->clock_uuid;
+		rd_report(t, STRATA_PROBLEM_RECORDING, t->subs[i].dir, 0, n, 0,
+			  "%u sub-trace%s of boot %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+			  "%02x%02x%02x%02x%02x%02x (clock uuid), this one among them",
+			  n, n == 1 ? "" : "s", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
+			  u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+	}
+	return -ENOTUNIQ;
+}
+
 int strata_trace_open(const char *path, const struct strata_open_options *opt,
 		      struct strata_trace **out)
 {
 	struct strata_trace *t = calloc(1, sizeof(*t));
 	struct found f = { 0 };
 	char *top = NULL;
+	bool merge = opt && (opt->flags & STRATA_OPEN_MERGE);
 	int rc;
 	*out = NULL;
 	if (!t)
@@ -1136,6 +1254,8 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 		rc = -ENOENT;
 		goto fail;
 	}
+	if (!merge && (rc = one_recording(t, &f, tl)) < 0)
+		goto fail;
 	for (size_t i = 0; i < f.broken.n; i++)
 		rd_report(t, STRATA_PROBLEM_METADATA, f.broken.v[i], 0, 0, 0, "%s", f.why.v[i]);
 	t->subs = calloc(f.subs.n ? f.subs.n : 1, sizeof(*t->subs));
@@ -1161,6 +1281,8 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 		rc = -EINVAL;
 		goto fail;
 	}
+	if (!merge && (rc = one_clock(t)) < 0)
+		goto fail;
 	for (unsigned i = 0; i < t->nsubs; i++) {
 		struct rd_subtrace *sub = &t->subs[i];
 		if ((rc = build_lookup(sub)) < 0 || (rc = build_fast(sub)) < 0)

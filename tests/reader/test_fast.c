@@ -253,10 +253,13 @@ static void test_batch_mixed_classes(void **state)
 		e[i] = (struct synth_ev){ ts, i % 3 == 0 ? SYNTH_FREE : i % 3 == 1 ? SYNTH_MARK :
 						    SYNTH_ALLOC, 0 };
 	}
-	char dir[] = "/tmp/strata-test-XXXXXX", a[64], b[64];
+	/* one recording, two processes (format.md §1) */
+	char dir[] = "/tmp/strata-test-XXXXXX", u[64], a[80], b[80];
 	assert_non_null(mkdtemp(dir));
-	snprintf(a, sizeof(a), "%s/a", dir);
-	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(u, sizeof(u), "%s/ust", dir);
+	snprintf(a, sizeof(a), "%s/a", u);
+	snprintf(b, sizeof(b), "%s/b", u);
+	assert_int_equal(mkdir(u, 0755), 0);
 	assert_int_equal(mkdir(a, 0755), 0);
 	assert_int_equal(mkdir(b, 0755), 0);
 	synth_write(a, 0, 100, 100, e, N, 4096);

@@ -317,6 +317,83 @@ static void test_seek_merge(void **state)
 	free(b);
 }
 
+/* Problems of kind `kind` reported, and the last one's file. */
+struct rec_seen {
+	int kind;
+	unsigned n;
+	char file[256];
+};
+
+static void rec_problem(const struct strata_problem *p, void *arg)
+{
+	struct rec_seen *r = arg;
+	if (p->kind == r->kind) {
+		r->n++;
+		snprintf(r->file, sizeof(r->file), "%s", p->file);
+	}
+}
+
+/* dir/sub: a one-event sub-trace; its clock's uuid when `uuid` */
+static void rec_sub(const char *dir, const char *sub, const char *uuid)
+{
+	char d[256], cmd[600];
+	struct synth_ev ev = { 1, SYNTH_ALLOC, 0 };
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/%s", dir, sub);
+	assert_int_equal(system(cmd), 0);
+	snprintf(d, sizeof(d), "%s/%s", dir, sub);
+	synth_write(d, 0, 100, 100, &ev, 1, 16384);
+	if (uuid) {
+		snprintf(cmd, sizeof(cmd), "sed -i 's/clock { name = \"strata\";/clock { name = "
+			 "\"strata\"; uuid = \"%s\";/' %s/metadata", uuid, d);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
+/* A trace is one recording (format.md §1): a directory of several is
+ * refused, each named, unless STRATA_OPEN_MERGE. */
+static void test_recordings(void **state)
+{
+	(void)state;
+	static const char *const boot[] = { "0b8a6f3e-6f0e-4c3d-9a53-5e3f3b1c2d4e",
+					    "1c9b7f4f-7f1f-4d4e-8b64-6f4f4c2d3e5f" };
+	struct {
+		const char *subs[3];
+		int b[3];     /* clock uuid: -1 none, else boot[] */
+		unsigned n;   /* recordings: 1 opens */
+	} cases[] = {
+		{ { "ust/pid-1", "ust/pid-2", "kernel" }, { 0, 0, 0 }, 1 },
+		{ { "ust/pid-1", "state", NULL }, { -1, 0, 0 }, 1 },
+		{ { "a/ust/pid-1", "a/ust/pid-2", NULL }, { 0, 0, 0 }, 1 },
+		{ { "a/ust/pid-1", "b/ust/pid-1", NULL }, { 0, 0, 0 }, 2 },
+		{ { "a/ust/pid-1", "b/kernel", "c" }, { 0, 0, 0 }, 3 },
+		{ { "x", "y", NULL }, { -1, -1, 0 }, 2 },
+		/* one layout, two boots: not one timeline */
+		{ { "ust/pid-1", "ust/pid-2", NULL }, { 0, 1, 0 }, 2 },
+	};
+	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char dir[] = "/tmp/strata-test-XXXXXX";
+		assert_non_null(mkdtemp(dir));
+		for (int i = 0; i < 3 && cases[k].subs[i]; i++)
+			rec_sub(dir, cases[k].subs[i], cases[k].b[i] < 0 ? NULL : boot[cases[k].b[i]]);
+		struct rec_seen seen = { .kind = STRATA_PROBLEM_RECORDING };
+		struct strata_open_options oo = { .problem = rec_problem, .problem_arg = &seen };
+		struct strata_trace *t = NULL;
+		int rc = strata_trace_open(dir, &oo, &t);
+		if (cases[k].n == 1) {
+			if (rc != 0 || seen.n)
+				fail_msg("case %u: %d, %u recordings", k, rc, seen.n);
+		} else {
+			if (rc != -ENOTUNIQ || seen.n != cases[k].n || t)
+				fail_msg("case %u: %d, %u recordings", k, rc, seen.n);
+			assert_true(!strncmp(seen.file, dir, strlen(dir)));
+			oo.flags = STRATA_OPEN_MERGE;
+			assert_int_equal(strata_trace_open(dir, &oo, &t), 0);
+		}
+		strata_trace_close(t);
+		synth_rmdir(dir);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_attribution),
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_seek_merge),
+		cmocka_unit_test(test_recordings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
