@@ -303,7 +303,9 @@ STRATA_API int strata_filter_event(struct strata_filter *f, const char *glob);
  * field does not match) or cpu/pid/tid; operators == != < <= > >= & | &&
  * || ! and parentheses; integer (decimal, 0x) and "string" literals.
  * Compiled once to bytecode. Several expressions are AND-ed.
- * Returns 0, -EINVAL with a message in err (position included), -ENOMEM.
+ * Returns 0, -EINVAL with a message in err (position included; a name that
+ * is no field of any event class of the trace, nor cpu/pid/tid, is an
+ * error too: the message names it and the fields there are), -ENOMEM.
  */
 STRATA_API int strata_filter_expr(struct strata_filter *f, const char *expr,
 				  char *err, size_t errlen);

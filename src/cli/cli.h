@@ -176,6 +176,11 @@ void cli_close(struct cli_trace *ct);
 /* Exit status after a run: 0, or 2 when the input was damaged or a part
  * of it missing. */
 int cli_status(const struct cli_trace *ct);
+/* After a run of print, stats or convert that gave n events: when the
+ * filters fo let none through, one line on stderr says so (docs/cli.md:
+ * the exit status stays 0, an answer of no events is an answer). */
+void cli_none_matched(const struct cli_trace *ct, const struct cli_filter_opts *fo,
+		      uint64_t n);
 int cli_iter(struct cli_trace *ct, bool internal, struct strata_iter **it);
 
 /* Progress on stderr when it is a terminal and the work lasts > 1 s. */

@@ -319,8 +319,10 @@ int cmd_print(int argc, char **argv)
 	if (fmt == F_CSV)
 		cli_out_str(&out, "time,cpu,level,pid,tid,event,description\n");
 	int nb;
+	uint64_t nev = 0;
 	while (batch && (nb = strata_iter_decode(it, batch)) > 0) {
 		cli_progress_tick(&pg, strata_iter_progress(it));
+		nev += (uint64_t)nb;
 		for (int bi = 0; bi < nb; bi++) {
 			const struct strata_event *ev = &batch->events[bi];
 			const struct strata_value *vals = &batch->values[batch->first[bi]];
@@ -366,6 +368,8 @@ int cmd_print(int argc, char **argv)
 		}
 	}
 	cli_progress_done(&pg);
+	if (batch)
+		cli_none_matched(&ct, &fo, nev);
 	free(levels);
 	free(hc);
 	names_fini(&nm);

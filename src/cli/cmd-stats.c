@@ -45,6 +45,7 @@ int cmd_stats(int argc, char **argv)
 		return 1;
 	}
 	strata_iter_destroy(it);
+	cli_none_matched(&ct, &fo, sc.total);
 	struct strata_trace *t = ct.t;
 	struct cli_time tm;
 	cli_time_init(&tm, t, false);

@@ -200,6 +200,15 @@ int cli_open(struct cli_trace *ct, const char *path, const struct cli_filter_opt
 			cli_err(NULL, "--from is after --to");
 			return -1;
 		}
+		/* a window past the end matches nothing for sure: a mistake,
+		 * said as one (a window with no event in it is an answer,
+		 * cli_none_matched) */
+		uint64_t e = strata_trace_end(ct->t);
+		if (fo->has_from && from > e) {
+			cli_err(path, "--from %g s is after the trace's end (%.9f s)", fo->from,
+				(double)strata_trace_ticks_to_ns(ct->t, e - b) / 1e9);
+			return -1;
+		}
 		strata_filter_time(ct->f, from, to);
 	}
 	for (unsigned i = 0; i < fo->ncpus; i++)
@@ -220,7 +229,7 @@ int cli_open(struct cli_trace *ct, const char *path, const struct cli_filter_opt
 				fo->events[i]);
 	}
 	for (unsigned i = 0; i < fo->nexprs; i++) {
-		char err[256];
+		char err[4096];
 		rc = strata_filter_expr(ct->f, fo->exprs[i], err, sizeof(err));
 		if (rc == -ENOMEM)
 			goto nomem;
@@ -262,6 +271,32 @@ void cli_close(struct cli_trace *ct)
 int cli_status(const struct cli_trace *ct)
 {
 	return ct->damaged ? 2 : 0;
+}
+
+void cli_none_matched(const struct cli_trace *ct, const struct cli_filter_opts *fo,
+		      uint64_t n)
+{
+	const struct {
+		bool on;
+		const char *name;
+	} given[] = {
+		{ fo && (fo->has_from || fo->has_to), "the time window" },
+		{ fo && fo->ncpus, "--cpu" },
+		{ fo && fo->npids, "--pid" },
+		{ fo && fo->ntids, "--tid" },
+		{ fo && fo->nevents, "--event" },
+		{ fo && fo->nexprs, "--filter" },
+	};
+	char what[128] = "";
+	size_t k = 0;
+	if (n)
+		return;
+	for (unsigned i = 0; i < sizeof(given) / sizeof(given[0]); i++)
+		if (given[i].on)
+			k += (size_t)snprintf(what + k, sizeof(what) - k, "%s%s", k ? ", " : "",
+					      given[i].name);
+	if (k)
+		cli_err(ct->path, "no event matches %s", what);
 }
 
 /* ---- progress ----------------------------------------------------------------- */

@@ -503,6 +503,56 @@ int strata_filter_event(struct strata_filter *f, const char *glob)
 	return n;
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * Into err: why `id` names no field of trace t, with the names it could
+ * have meant (every field of every class, and cpu/pid/tid, sorted), as
+ * many as fit. An expression on a field that no event has would match
+ * nothing, and an empty answer would look like a true one.
+ */
+static int no_such_field(const struct strata_trace *t, const char *id, char *err,
+			 size_t errlen)
+{
+	size_t n = 3, k = 0;
+	for (unsigned ci = 0; ci < t->nclasses; ci++) {
+		if (strata_event_class_field(t->classes[ci], id) >= 0) {
+			snprintf(err, errlen, "field '%s' holds an array: expressions compare "
+				 "integers and text", id);
+			return -EINVAL;
+		}
+		n += t->classes[ci]->nfields;
+	}
+	const char **v = malloc(n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v[k++] = "cpu";
+	v[k++] = "pid";
+	v[k++] = "tid";
+	for (unsigned ci = 0; ci < t->nclasses; ci++)
+		for (unsigned i = 0; i < t->classes[ci]->nfields; i++)
+			if (!t->classes[ci]->fields[i].hidden)
+				v[k++] = t->classes[ci]->fields[i].name;
+	qsort(v, k, sizeof(*v), cmp_name);
+	size_t at = (size_t)snprintf(err, errlen, "no event of this trace has a field '%s'; "
+				     "the fields are: ", id);
+	for (size_t i = 0; i < k && at < errlen; i++) {
+		if (i && !strcmp(v[i], v[i - 1]))
+			continue;
+		size_t len = strlen(v[i]);
+		if (at + len + 6 >= errlen) {
+			snprintf(err + at, errlen - at, "...");
+			break;
+		}
+		at += (size_t)snprintf(err + at, errlen - at, "%s%s", i ? ", " : "", v[i]);
+	}
+	free(v);
+	return -EINVAL;
+}
+
 int strata_filter_expr(struct strata_filter *f, const char *expr, char *err,
 		       size_t errlen)
 {
@@ -553,6 +603,17 @@ int strata_filter_expr(struct strata_filter *f, const char *expr, char *err,
 				    !strcmp(g->ids[k], "tid") ? ID_TID : ID_MISSING;
 			g->res[(size_t)ci * g->nids + k] = r;
 		}
+	for (unsigned k = 0; k < g->nids; k++) {
+		const char *id = g->ids[k];
+		bool known = !strcmp(id, "cpu") || !strcmp(id, "pid") || !strcmp(id, "tid");
+		for (unsigned ci = 0; ci < t->nclasses && !known; ci++)
+			known = g->res[(size_t)ci * g->nids + k] != ID_MISSING;
+		if (!known) {
+			int rc = no_such_field(t, g->ids[k], err, errlen);
+			prog_free(g);
+			return rc;
+		}
+	}
 	f->progs[f->nprogs++] = g;
 	return 0;
 }

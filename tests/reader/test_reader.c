@@ -228,7 +228,22 @@ static void test_filters(void **state)
 	assert_int_equal(count_expr(t, "addr == 0x32"), 1);
 	assert_int_equal(count_expr(t, "path == \"/etc/ts0\""), 1);
 	assert_int_equal(count_expr(t, "path != \"/etc/ts0\""), 1);
-	assert_int_equal(count_expr(t, "nosuchfield == 1"), 0);
+	/* a name that is no field of the trace is an error naming it and the
+	 * fields there are, not a filter that quietly matches nothing */
+	assert_int_equal(count_expr(t, "nosuchfield == 1"), -EINVAL);
+	assert_int_equal(count_expr(t, "size > 1 || nosuchfield == 1"), -EINVAL);
+	{
+		struct strata_filter *f;
+		char err[512], small[48];
+		assert_int_equal(strata_filter_create(t, &f), 0);
+		assert_int_equal(strata_filter_expr(f, "sise > 1", err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "'sise'"));
+		assert_non_null(strstr(err, "addr, cpu, delta, fd, flags, path, pid, size, "));
+		/* cut where the room ends, still a string */
+		assert_int_equal(strata_filter_expr(f, "sise > 1", small, sizeof(small)), -EINVAL);
+		assert_true(strlen(small) < sizeof(small));
+		strata_filter_destroy(f);
+	}
 	assert_int_equal(count_expr(t, "tid == 100 && cpu == 0"), 8);
 	assert_int_equal(count_expr(t, "(size > 100"), -EINVAL);
 	assert_int_equal(count_expr(t, "size >"), -EINVAL);
