@@ -13,7 +13,7 @@ run() {
 	# Stress (signals, migrations, losses, overwrite), the babeltrace2
 	# round trips, the unit tests and the fork tests under both; under
 	# ASan also the session daemon (crash salvage), the other reliability
-	# tests and the kernel source.
+	# tests, the kernel source and the reader (damaged traces).
 	(cd "$dir" && ctest --output-on-failure -j"$jobs" -L "$labels")
 }
 
@@ -22,7 +22,7 @@ export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
-run build-asan "address,undefined" 'stress|integration|unit|record|kernel|reliability'
+run build-asan "address,undefined" 'stress|integration|unit|record|kernel|reliability|reader'
 echo "== ThreadSanitizer"
 # A traced process under TSan takes about half a second to start: 25 runs
 # of each fork test instead of 100 (tests/reliability/forks.sh).
