@@ -86,6 +86,13 @@ static void free_run(struct run *r)
 	free(r->stream);
 }
 
+/* r holds exactly one problem, of kind `kind` */
+static void one_problem(const struct run *r, int kind)
+{
+	assert_int_equal(r->pr.n, 1);
+	assert_int_equal(r->pr.kinds[0], kind);
+}
+
 static char clean[64];
 
 static void make_clean(void)
@@ -175,8 +182,7 @@ static void test_truncated(void **state)
 	for (unsigned i = 0; i < base.n; i++)
 		want += base.stream[i] != 0 || base.off[i] + 32 <= cut;
 	assert_int_equal(r.n, want);
-	assert_int_equal(r.pr.n, 1);
-	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_DAMAGED);
+	one_problem(&r, STRATA_PROBLEM_DAMAGED);
 	assert_int_equal(r.pr.offsets[0], cut);
 	assert_string_equal(r.pr.files[0], p);
 	free_run(&r);
@@ -338,8 +344,7 @@ static void test_garbage_metadata(void **state)
 	fclose(f);
 	read_all(dir, &r);
 	assert_int_equal(r.open_rc, -EINVAL);
-	assert_int_equal(r.pr.n, 1);
-	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_METADATA);
+	one_problem(&r, STRATA_PROBLEM_METADATA);
 	assert_string_equal(r.pr.files[0], p);
 	assert_true(r.pr.offsets[0] > 20); /* the line of the bad event */
 	free_run(&r);
@@ -369,8 +374,7 @@ static void test_bad_index(void **state)
 	fclose(f);
 	read_all(dir, &r);
 	expect_all_but(&base, &r, 0, 0);
-	assert_int_equal(r.pr.n, 1);
-	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_INDEX);
+	one_problem(&r, STRATA_PROBLEM_INDEX);
 	free_run(&r);
 	synth_rmdir(dir);
 }
@@ -512,8 +516,7 @@ static void test_not_regular(void **state)
 	assert_int_equal(mkfifo(p, 0644), 0);
 	read_all(dir, &r);
 	expect_all_but(&base, &r, 0, 0);
-	assert_int_equal(r.pr.n, 1);
-	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_INDEX);
+	one_problem(&r, STRATA_PROBLEM_INDEX);
 	free_run(&r);
 	synth_rmdir(dir);
 	/* the stream a FIFO, a link to /dev/zero, missing: the index lists it */
@@ -543,8 +546,7 @@ static void test_not_regular(void **state)
 	assert_int_equal(mkfifo(p, 0644), 0);
 	read_all(dir, &r);
 	assert_int_equal(r.open_rc, -EINVAL);
-	assert_int_equal(r.pr.n, 1);
-	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_METADATA);
+	one_problem(&r, STRATA_PROBLEM_METADATA);
 	free_run(&r);
 	/* no metadata at all beside the streams: said, not passed over */
 	assert_int_equal(unlink(p), 0);
@@ -552,8 +554,7 @@ static void test_not_regular(void **state)
 	fclose(fopen(q, "w"));
 	read_all(dir, &r);
 	assert_int_equal(r.open_rc, -EINVAL);
-	assert_int_equal(r.pr.n, 1);
-	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_METADATA);
+	one_problem(&r, STRATA_PROBLEM_METADATA);
 	assert_string_equal(r.pr.files[0], dir);
 	free_run(&r);
 	synth_rmdir(dir);
@@ -572,8 +573,7 @@ static void test_zero_tail(void **state)
 	assert_int_equal(truncate(p, 5 * PSIZE + (4ull << 30)), 0);
 	read_all(dir, &r);
 	expect_all_but(&base, &r, 0, 0);
-	assert_int_equal(r.pr.n, 1);
-	assert_int_equal(r.pr.kinds[0], STRATA_PROBLEM_DAMAGED);
+	one_problem(&r, STRATA_PROBLEM_DAMAGED);
 	assert_int_equal(r.pr.offsets[0], 5 * PSIZE);
 	free_run(&r);
 	/* written zeros between packets 1 and 2 */
