@@ -81,8 +81,16 @@ struct cli_ring_opts {
  * (said on stderr). */
 int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg);
 /* Check them and export them as STRATA_PACKET_SIZE, ..., STRATA_ENABLE
- * (-e alone starts from no majors). 0, or -1 after saying why. */
+ * (-e alone starts from no majors), checked whole as the library will
+ * take them. 0, or -1 after saying why. */
 int cli_ring_env(const struct cli_ring_opts *r, const char *cmd);
+/* Make the trace directory of record, daemon or ktrace: a new one, or an
+ * existing empty one; never an earlier trace's. 0, or -1 after saying
+ * why. */
+int cli_new_trace_dir(const char *dir, const char *cmd);
+/* 0 if `cmd` would be found and run by execvp (PATH search), -1 if not:
+ * checked before anything is created. */
+int cli_command_runnable(const char *cmd);
 /* SIGUSR1 of record and daemon: a snapshot of every overwrite-mode
  * buffer into the new directory `dir`, one line on stderr. */
 struct sessd;

@@ -21,7 +21,7 @@ const char cmd_ktrace_usage[] =
 	"  -k, --kernel GROUPS   comma list: sched, irq, syscalls (opt-in, ~0.4 us\n"
 	"                        per system call), all\n"
 	"  -e, --event SYS:EV    one more tracefs event (repeatable)\n"
-	"  -o, --output TRACE    trace directory (created if needed)\n"
+	"  -o, --output TRACE    trace directory: a new one, or an empty one\n"
 	"  -p, --pid PID         only this process and its children (repeatable)\n"
 	"  -c, --command-only    only COMMAND and its children (default: the system)\n"
 	"  --buffer-kb N         kernel buffer per CPU (default 4096)\n";
@@ -107,6 +107,14 @@ int cmd_ktrace(int argc, char **argv)
 		cli_err(NULL, "ktrace: --command-only needs a COMMAND");
 		return 1;
 	}
+	if (cmd && cli_command_runnable(cmd[0])) {
+		cli_err(cmd[0], "ktrace: command not found or not executable; "
+			"nothing recorded");
+		return 127;
+	}
+	/* never into an earlier trace, as record (it appended before) */
+	if (cli_new_trace_dir(ko.trace_dir, "ktrace"))
+		return 1;
 
 	struct sigaction sa = { 0 };
 	sa.sa_sigaction = on_signal;

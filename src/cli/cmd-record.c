@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* strata record: run a command and every process it starts under a tracing session. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "cli.h"
 #include "common/tfile.h"
 #include "lib/clock.h"
+#include "lib/session.h"
 #ifdef STRATA_HAVE_KERNEL
 #include "kernel/kernel.h"
 #endif
@@ -207,6 +209,51 @@ int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg)
 	return 0;
 }
 
+int cli_new_trace_dir(const char *dir, const char *cmd)
+{
+	int ret = tfile_mkdir(dir, 1);
+
+	if (ret == -EEXIST) {
+		/* an empty one is as good as a new one (mktemp -d) */
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		ret = 0;
+		while (d && (e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				ret = -EEXIST;
+		if (d)
+			closedir(d);
+		else
+			ret = -errno;
+	}
+	if (ret)
+		cli_err(dir, "%s: cannot create the trace directory: %s%s", cmd,
+			strerror(-ret),
+			ret == -EEXIST ? " (it holds an earlier trace: choose "
+					 "another with -o)" : "");
+	return ret ? -1 : 0;
+}
+
+int cli_command_runnable(const char *cmd)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	if (strchr(cmd, '/'))
+		return access(cmd, X_OK) ? -1 : 0;
+	for (const char *p = path && *path ? path : "/usr/bin:/bin"; ; ) {
+		const char *end = strchr(p, ':');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, n ? p : ".", cmd);
+		struct stat st;
+		if (!stat(buf, &st) && S_ISREG(st.st_mode) && !access(buf, X_OK))
+			return 0;
+		if (!end)
+			return -1;
+		p = end + 1;
+	}
+}
+
 int cli_ring_env(const struct cli_ring_opts *r, const char *cmd)
 {
 	const char *majors = r->majors;
@@ -243,6 +290,15 @@ int cli_ring_env(const struct cli_ring_opts *r, const char *cmd)
 	}
 	if (majors)
 		setenv("STRATA_MAJORS", majors, 1);
+	/* Every value as the library will take it, before anything runs: a
+	 * size it refuses would trace nothing, and say so only at the
+	 * program's start (a packet size of 3K ran a whole command
+	 * untraced, exit 0). */
+	struct strata_options o;
+	if (strata_options_from_env(&o) || (o.output = ".", options_check(&o))) {
+		cli_err(NULL, "%s: %s", cmd, strata_strerror_detail());
+		return -1;
+	}
 	return 0;
 }
 
@@ -395,6 +451,11 @@ int cmd_record(int argc, char **argv)
 			"[OPTIONS] -- COMMAND [ARGS...]");
 		return 2;
 	}
+	if (cli_command_runnable(argv[optind])) {
+		cli_err(argv[optind], "record: command not found or not "
+			"executable; nothing recorded");
+		return 127;
+	}
 	if (cli_ring_env(&ro, "record"))
 		return 2;
 	(void)ksystem;
@@ -405,13 +466,8 @@ int cmd_record(int argc, char **argv)
 		strftime(defout, sizeof(defout), "strata-%Y%m%d-%H%M%S", &tm);
 		out = defout;
 	}
-	int mret = tfile_mkdir(out, 1);
-	if (mret) {
-		cli_err(out, "cannot create the trace directory: %s%s",
-			strerror(-mret),
-			mret == -EEXIST ? " (choose another with -o)" : "");
+	if (cli_new_trace_dir(out, "record"))
 		return 1;
-	}
 
 	struct sessd *d;
 	struct sessd_config scfg = {.trace_dir = out};

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# A CLI that never silently does the wrong thing (issue 26, items 11 and 12):
+# bad ring options are refused before the command runs, a command that
+# cannot run leaves nothing behind, and no command writes into an earlier
+# trace.
+set -euo pipefail
+bin=$1
+work=$2
+rm -rf "$work"; mkdir -p "$work"; cd "$work"
+strata=$bin/src/cli/strata
+burst=$bin/tests/reliability/burst
+fail() { echo "traps: FAIL: $*" >&2; exit 1; }
+unset STRATA_SESSION STRATA_OUTPUT STRATA_PACKET_SIZE STRATA_PACKETS STRATA_MODE
+
+# expect STATUS WHAT -- COMMAND...: its exit status and one line on stderr
+expect() {
+	local want=$1 what=$2 rc=0
+	shift 3
+	"$@" >out 2>err || rc=$?
+	[ "$rc" = "$want" ] || fail "$what: exit $rc, not $want ($(cat err))"
+	[ "$(wc -l <err)" = 1 ] || fail "$what: not one line on stderr: $(cat err)"
+}
+
+expect 2 "record --packet-size 3K" -- "$strata" record --packet-size 3K -o t1 -- "$burst" 10
+grep -q 'power of two' err || fail "packet size: $(cat err)"
+[ ! -e t1 ] || fail "record --packet-size 3K left t1 behind"
+[ ! -e ran ] || fail "the command ran"
+expect 2 "record --packets 3" -- "$strata" record --packets 3 -o t1 -- "$burst" 10
+[ ! -e t1 ] || fail "record --packets 3 left t1 behind"
+
+expect 127 "record of a command that does not exist" -- "$strata" record -o t2 -- ./no-such-command
+[ ! -e t2 ] || fail "a command that cannot run left t2 behind"
+
+"$strata" record -o t3 -- "$burst" 10 >/dev/null 2>&1 || fail "record t3"
+expect 1 "record into an earlier trace" -- "$strata" record -o t3 -- "$burst" 10
+grep -q 'holds an earlier trace' err || fail "record -o t3: $(cat err)"
+mkdir empty
+"$strata" record -o empty -- "$burst" 10 >/dev/null 2>&1 || fail "record into an empty directory was refused"
+
+if "$strata" help | grep -q ktrace && [ "$(id -u)" = 0 ]; then
+	expect 1 "ktrace into an earlier trace" -- "$strata" ktrace -k sched -o t3 -- "$burst" 10
+	grep -q 'holds an earlier trace' err || fail "ktrace -o t3: $(cat err)"
+fi
+echo "traps: bad ring options, a missing command and earlier traces refused, nothing left behind"
