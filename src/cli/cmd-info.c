@@ -62,10 +62,32 @@ int cmd_info(int argc, char **argv)
 		disc += si.discarded;
 		plost += si.packets_lost;
 	}
+	/* What each sub-trace is: a traced process (ust/), the kernel, or the
+	 * state dump that strata record and daemon write of the system at
+	 * start (state/, in the strata process's name): only the first are
+	 * processes of the trace. */
+	enum { SUB_PROC, SUB_KERNEL, SUB_STATE };
+	unsigned char *kind = calloc(nsub ? nsub : 1, 1);
+	unsigned nproc = 0;
+	size_t plen = strlen(argv[1]);
+	for (unsigned i = 0; kind && i < ns; i++) {
+		struct strata_stream_info si;
+		strata_trace_stream(t, i, &si);
+		const char *rp = si.path;
+		if (!strncmp(rp, argv[1], plen) && rp[plen] == '/')
+			rp += plen + 1;
+		const char *dom = strata_trace_env(t, si.subtrace, "domain");
+		if (si.subtrace < nsub)
+			kind[si.subtrace] = dom && !strcmp(dom, "kernel") ? SUB_KERNEL
+					    : !strncmp(rp, "state/", 6)  ? SUB_STATE
+									  : SUB_PROC;
+	}
+	for (unsigned s = 0; s < nsub; s++)
+		nproc += !kind || kind[s] == SUB_PROC;
 	cli_human_size(strata_trace_size(t), b1, sizeof(b1));
 	printf("Trace:      %s\n", argv[1]);
 	printf("Size:       %s in %u stream%s, %u process%s\n", b1, ns, ns == 1 ? "" : "s",
-	       nsub, nsub == 1 ? "" : "es");
+	       nproc, nproc == 1 ? "" : "es");
 	printf("Clock:      %s, %" PRIu64 " Hz%s%s\n", ci.name, ci.freq,
 	       ci.description[0] ? "; " : "", ci.description);
 	fmt_secs(&wall, strata_trace_begin(t), b2);
@@ -102,7 +124,12 @@ int cmd_info(int argc, char **argv)
 		for (size_t i = 0; th && i < sc.threads.n; i++)
 			nth += th[i].key >> 32 == pid;
 		table_cell(&tb, "%u", pid);
-		table_cell(&tb, "%s", pn ? pn : "");
+		if (kind && kind[s] == SUB_STATE)
+			table_cell(&tb, "(state dump by %s)", pn ? pn : "strata");
+		else if (kind && kind[s] == SUB_KERNEL)
+			table_cell(&tb, "(kernel)");
+		else
+			table_cell(&tb, "%s", pn ? pn : "");
 		table_cell(&tb, "%u", nstr);
 		table_cell(&tb, "%u", nth);
 		table_cell(&tb, "%" PRIu64, nev);
@@ -116,7 +143,6 @@ int cmd_info(int argc, char **argv)
 			      "LOST" };
 	for (unsigned i = 0; i < 8; i++)
 		table_cell(&tb, "%s", hdr[i]);
-	size_t plen = strlen(argv[1]);
 	for (unsigned i = 0; i < ns; i++) {
 		struct strata_stream_info si;
 		strata_trace_stream(t, i, &si);
@@ -183,6 +209,7 @@ int cmd_info(int argc, char **argv)
 	table_print(&tb, stdout, "  ");
 	table_fini(&tb);
 	scan_fini(&sc);
+	free(kind);
 	int rc = cli_status(&ct);
 	cli_close(&ct);
 	return rc;
