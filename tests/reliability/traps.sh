@@ -33,6 +33,10 @@ expect 127 "record of a command that does not exist" -- "$strata" record -o t2 -
 [ ! -e t2 ] || fail "a command that cannot run left t2 behind"
 
 "$strata" record -o t3 -- "$burst" 10 >/dev/null 2>&1 || fail "record t3"
+# strata record's state dump is not a process of the trace (issue 26, 15)
+"$strata" info t3 >info 2>&1 || fail "info t3: $(cat info)"
+grep -q '^Size: .*, 1 process$' info || fail "info counts the state dump as a process: $(head -3 info)"
+grep -qE '^ +[0-9]+ +\(state dump by strata\) ' info || fail "info: the state dump's row is not named so"
 expect 1 "record into an earlier trace" -- "$strata" record -o t3 -- "$burst" 10
 grep -q 'holds an earlier trace' err || fail "record -o t3: $(cat err)"
 mkdir empty
@@ -42,4 +46,4 @@ if "$strata" help | grep -q ktrace && [ "$(id -u)" = 0 ]; then
 	expect 1 "ktrace into an earlier trace" -- "$strata" ktrace -k sched -o t3 -- "$burst" 10
 	grep -q 'holds an earlier trace' err || fail "ktrace -o t3: $(cat err)"
 fi
-echo "traps: bad ring options, a missing command and earlier traces refused, nothing left behind"
+echo "traps: bad ring options, a missing command and earlier traces refused, nothing left behind; info names the state dump"
