@@ -702,6 +702,43 @@ static int is_eventfd(int fd)
 	       fcntl(fd, F_SETFL, O_NONBLOCK) == 0;
 }
 
+/*
+ * The fds that came with a message (SCM_RIGHTS): the first one to *fd,
+ * every other one closed at once, whatever the message turns out to be.
+ * A message whose control data was cut (MSG_CTRUNC: more than our buffer
+ * holds; the kernel discards what did not fit) keeps none. Returns 1 if
+ * the message carried control data at all.
+ */
+static int take_fds(struct msghdr *mh, int *fd)
+{
+	int ctrunc = (mh->msg_flags & MSG_CTRUNC) != 0;
+
+	*fd = -1;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+		    cm->cmsg_len < CMSG_LEN(0))
+			continue;
+		size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t k = 0; k < nfd; k++) {
+			int x;
+			memcpy(&x, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+			if (*fd < 0 && !ctrunc)
+				*fd = x;
+			else
+				close(x); /* one fd per message */
+		}
+	}
+	return mh->msg_controllen > 0 || ctrunc;
+}
+
+/* recvmsg() said 0: the peer is gone (EOF), or it sent an empty message. */
+static int peer_gone(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
+
 /* Read every message waiting on a client's socket. */
 static void client_read(struct sessd *d, struct client *c)
 {
@@ -721,27 +758,21 @@ static void client_read(struct sessd *d, struct client *c)
 
 		if (len < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		if (len <= 0) {
+		if (len < 0) {
 			client_close(d, c, 1);
 			return;
 		}
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
-		     cm = CMSG_NXTHDR(&mh, cm)) {
-			if (cm->cmsg_level != SOL_SOCKET ||
-			    cm->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (size_t k = 0; k < nfd; k++) {
-				int x;
-				memcpy(&x, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
-				if (fd < 0)
-					fd = x;
-				else
-					close(x); /* one fd per message */
-			}
+		/* Before anything else: a zero-byte message may carry fds,
+		 * and recvmsg() then returns 0 as it does at EOF (record.md,
+		 * "Limits": every fd received is closed unless taken). */
+		int had_control = take_fds(&mh, &fd);
+		if (len == 0 && !had_control && peer_gone(c->fd)) {
+			client_close(d, c, 1);
+			return;
 		}
 		struct sess_hdr h;
-		if ((size_t)len >= sizeof(h) && !(mh.msg_flags & MSG_TRUNC)) {
+		if ((size_t)len >= sizeof(h) &&
+		    !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 			memcpy(&h, buf, sizeof(h));
 			if (h.len != (uint32_t)len)
 				h.type = 0;
