@@ -43,9 +43,14 @@ struct client {
 	struct cons *cons;
 	struct strata_ring *rings[64];
 	unsigned nrings;
-	/* descriptors (owned by the daemon's pool) */
+	/* descriptors (struct desc_blk, shared with fork children) and
+	 * their index by id; what this client made us allocate */
 	const struct strata_event_desc **evs;
 	size_t nev, cap;
+	uint32_t *hidx; /* open addressing: index + 1 into evs, 0 = free */
+	size_t hcap;
+	size_t desc_bytes;
+	int desc_full; /* over its budget: said once */
 	uint64_t gen;
 	int bye;
 	struct sess_bye byemsg;
@@ -57,13 +62,6 @@ struct client {
 	struct strata_stats st;
 	struct cons_salvage salv;
 	struct client *next;
-};
-
-/* Every descriptor the daemon built, freed at the end (fork children
- * share their parent's). */
-struct pool {
-	void *mem;
-	struct pool *next;
 };
 
 /* A control connection (strata session ...), waiting for its request or,
@@ -83,7 +81,8 @@ struct sessd {
 	struct clock_point cp_first;
 	struct client *clients; /* newest first */
 	unsigned nlive;
-	struct pool *pool;
+	size_t desc_bytes; /* every client's descriptors (desc_blk) */
+	unsigned limits_said; /* bit per enum limit: said once */
 	int err;
 	/* long-lived daemon */
 	int daemon;
@@ -101,6 +100,29 @@ struct sessd {
 	void (*on_stop)(const char *trace_dir);
 };
 
+/* ---- limits: what a client may make the daemon hold ---------------------- */
+
+/* The limits of docs/record.md, "Limits", each said once per daemon
+ * when a client reaches it: a client that keeps hitting one must not
+ * fill the log either. */
+enum limit {
+	LIMIT_DESC, /* descriptor budget */
+};
+
+static void limit_said(struct sessd *d, enum limit which, uint32_t pid)
+{
+	static const char *const what[] = {
+		[LIMIT_DESC] = "sent more event descriptors than a process may "
+			       "(4 MiB, 64 MiB for all processes): the rest show raw",
+	};
+
+	if (d->limits_said & (1u << which))
+		return;
+	d->limits_said |= 1u << which;
+	fprintf(stderr, "strata: pid %u %s (said once; docs/record.md, "
+		"\"Limits\")\n", pid, what[which]);
+}
+
 static const struct strata_event_desc *const *src_events(void *ctx, size_t *n)
 {
 	struct client *c = ctx;
@@ -110,15 +132,28 @@ static const struct strata_event_desc *const *src_events(void *ctx, size_t *n)
 	return c->evs ? c->evs : none;
 }
 
+static size_t desc_hash(uint8_t major, uint16_t minor, size_t cap)
+{
+	uint32_t k = (uint32_t)major << 16 | minor;
+
+	return (size_t)(k * 2654435761u) & (cap - 1);
+}
+
 static const struct strata_event_desc *src_lookup(void *ctx, uint8_t major,
 						  uint16_t minor)
 {
 	struct client *c = ctx;
 
-	for (size_t i = 0; i < c->nev; i++)
-		if (c->evs[i]->major == major && c->evs[i]->minor == minor)
-			return c->evs[i];
-	return NULL;
+	if (!c->hcap)
+		return NULL;
+	for (size_t i = desc_hash(major, minor, c->hcap);; i = (i + 1) & (c->hcap - 1)) {
+		const struct strata_event_desc *e;
+		if (!c->hidx[i])
+			return NULL;
+		e = c->evs[c->hidx[i] - 1];
+		if (e->major == major && e->minor == minor)
+			return e;
+	}
 }
 
 static uint64_t src_generation(void *ctx)
@@ -126,10 +161,62 @@ static uint64_t src_generation(void *ctx)
 	return ((struct client *)ctx)->gen;
 }
 
+/* ---- descriptors: checked whole before any memory is taken ------------- */
+
+/*
+ * What one client may make the daemon hold in descriptors, and all of
+ * them together (docs/record.md, "Limits"); a descriptor past either is
+ * refused (its events show raw) and said once per client.
+ */
+#define DESC_CLIENT_BYTES (4u << 20)
+#define DESC_TOTAL_BYTES (64u << 20)
+#define DESC_MAX_FIELDS 512
+#define DESC_MAX_NAME 128
+#define DESC_MAX_TEXT 4096
+
+/* One descriptor in one block with its fields and strings, shared by
+ * the clients that have it (a fork child has its parent's) and freed
+ * with the last of them. */
+struct desc_blk {
+	unsigned refs;
+	size_t size;
+	struct strata_event_desc e;
+	struct strata_field_desc f[]; /* then the strings */
+};
+
+static struct desc_blk *desc_blk_of(const struct strata_event_desc *e)
+{
+	return (struct desc_blk *)((char *)e - offsetof(struct desc_blk, e));
+}
+
+static void desc_put(struct sessd *d, const struct strata_event_desc *e)
+{
+	struct desc_blk *b = desc_blk_of(e);
+
+	if (--b->refs)
+		return;
+	d->desc_bytes -= b->size;
+	free(b);
+}
+
+/* Index slot i of c->evs by its id (the table has room: add_desc). */
+static void hidx_put(struct client *c, size_t i)
+{
+	const struct strata_event_desc *e = c->evs[i];
+	size_t k = desc_hash(e->major, e->minor, c->hcap);
+
+	while (c->hidx[k])
+		k = (k + 1) & (c->hcap - 1);
+	c->hidx[k] = (uint32_t)(i + 1);
+}
+
+/* Give c the descriptor `e` (a reference taken) unless it has one of that
+ * id: the first one stays (strata_register's rule). Returns 1 if added,
+ * 0 if it had one, -ENOMEM. */
 static int add_desc(struct client *c, const struct strata_event_desc *e)
 {
 	if (src_lookup(c, e->major, e->minor))
-		return 0; /* the first one stays (strata_register's rule) */
+		return 0;
 	if (c->nev == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 64;
 		void *p = realloc(c->evs, cap * sizeof(*c->evs));
@@ -138,9 +225,33 @@ static int add_desc(struct client *c, const struct strata_event_desc *e)
 		c->evs = p;
 		c->cap = cap;
 	}
-	c->evs[c->nev++] = e;
+	if (2 * (c->nev + 1) > c->hcap) {
+		size_t cap = c->hcap ? c->hcap * 2 : 128;
+		uint32_t *h = calloc(cap, sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		free(c->hidx);
+		c->hidx = h;
+		c->hcap = cap;
+		for (size_t i = 0; i < c->nev; i++)
+			hidx_put(c, i);
+	}
+	c->evs[c->nev] = e;
+	hidx_put(c, c->nev++);
+	desc_blk_of(e)->refs++;
 	c->gen++;
-	return 0;
+	return 1;
+}
+
+static void client_descs_free(struct sessd *d, struct client *c)
+{
+	for (size_t i = 0; i < c->nev; i++)
+		desc_put(d, c->evs[i]);
+	free(c->evs);
+	free(c->hidx);
+	c->evs = NULL;
+	c->hidx = NULL;
+	c->nev = c->cap = c->hcap = 0;
 }
 
 static void sessd_free(struct sessd *d, int remove_files);
@@ -527,43 +638,126 @@ static const char *take_str(const unsigned char **p, const unsigned char *end)
 	return (const char *)s;
 }
 
-static char *pool_strdup(struct sessd *d, const char *s, size_t max)
-{
-	size_t n = strnlen(s, max);
-	struct pool *pl = malloc(sizeof(*pl) + n + 1);
-
-	if (!pl)
-		return NULL;
-	char *out = (char *)(pl + 1);
-	memcpy(out, s, n);
-	out[n] = 0;
-	pl->mem = NULL;
-	pl->next = d->pool;
-	d->pool = pl;
-	return out;
-}
-
-static void *pool_alloc(struct sessd *d, size_t n)
-{
-	struct pool *pl = calloc(1, sizeof(*pl) + n);
-
-	if (!pl)
-		return NULL;
-	pl->next = d->pool;
-	d->pool = pl;
-	return pl + 1;
-}
-
 /* Names and text go into TSDL: keep them short and printable. */
 static int name_ok(const char *s)
 {
-	if (!*s || strlen(s) > 128)
+	if (!*s || strlen(s) > DESC_MAX_NAME)
 		return 0;
 	for (; *s; s++)
 		if (!(*s == '_' || (*s >= '0' && *s <= '9') ||
 		      (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
 			return 0;
 	return 1;
+}
+
+/* One DESC record (proto.h) read in place, nothing allocated. */
+struct desc_rec {
+	uint8_t major, kind;
+	uint16_t minor, nfields;
+	const char *sub, *name, *fmt, *desc;
+	const unsigned char *fields; /* nfields records: u16 type, u16 count,
+				      * u32 flags, name */
+	size_t size; /* of its desc_blk */
+};
+
+/*
+ * Read the record at *p (advanced past it) and check all of it: the
+ * fields are read and checked here, before anything is allocated for it,
+ * so that what a record claims (65535 fields) costs nothing unless it
+ * is there. Returns 1 (good), 0 (whole but not usable: skipped, its
+ * events show raw) or -1 (cut short: the rest of the message is not
+ * read).
+ */
+static int desc_parse(const unsigned char **p, const unsigned char *end,
+		      struct desc_rec *r)
+{
+	unsigned char rec[8];
+	int ok;
+
+	if (end - *p < 8)
+		return -1;
+	memcpy(rec, *p, 8);
+	*p += 8;
+	r->major = rec[0];
+	r->kind = rec[1];
+	memcpy(&r->minor, rec + 2, 2);
+	memcpy(&r->nfields, rec + 4, 2);
+	if (!(r->sub = take_str(p, end)) || !(r->name = take_str(p, end)) ||
+	    !(r->fmt = take_str(p, end)) || !(r->desc = take_str(p, end)))
+		return -1;
+	ok = r->major >= 1 && r->major <= STRATA_MAJOR_MAX &&
+	     r->kind <= STRATA_EV_END && r->nfields <= DESC_MAX_FIELDS &&
+	     name_ok(r->sub) && name_ok(r->name);
+	r->size = sizeof(struct desc_blk) +
+		  r->nfields * sizeof(struct strata_field_desc) +
+		  strlen(r->sub) + strlen(r->name) + 2 +
+		  strnlen(r->fmt, DESC_MAX_TEXT) + strnlen(r->desc, DESC_MAX_TEXT) + 2;
+	r->fields = *p;
+	for (unsigned k = 0; k < r->nfields; k++) {
+		uint16_t type, count;
+		const char *fname;
+		if (end - *p < 8)
+			return -1;
+		memcpy(&type, *p, 2);
+		memcpy(&count, *p + 2, 2);
+		*p += 8;
+		if (!(fname = take_str(p, end)))
+			return -1;
+		r->size += strlen(fname) + 1;
+		if (!name_ok(fname) || type < STRATA_T_U8 || type > STRATA_T_STRING ||
+		    (type == STRATA_T_STRING && count))
+			ok = 0;
+	}
+	return ok;
+}
+
+/* Copy `s` (at most max bytes of it) to *at, advance *at. */
+static const char *blk_str(char **at, const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+	char *out = *at;
+
+	memcpy(out, s, n);
+	out[n] = 0;
+	*at += n + 1;
+	return out;
+}
+
+/* A checked record (desc_parse) made into a descriptor: one block. */
+static struct desc_blk *desc_build(const struct desc_rec *r)
+{
+	struct desc_blk *b = malloc(r->size);
+	const unsigned char *p = r->fields;
+	char *at;
+
+	if (!b)
+		return NULL;
+	b->refs = 0;
+	b->size = r->size;
+	at = (char *)(b->f + r->nfields);
+	for (unsigned k = 0; k < r->nfields; k++) {
+		struct strata_field_desc *f = &b->f[k];
+		memcpy(&f->type, p, 2);
+		memcpy(&f->count, p + 2, 2);
+		memcpy(&f->flags, p + 4, 4);
+		f->name = blk_str(&at, (const char *)p + 8, DESC_MAX_NAME);
+		p += 8 + strlen((const char *)p + 8) + 1;
+	}
+	memset(&b->e, 0, sizeof(b->e));
+	b->e.major = r->major;
+	b->e.kind = r->kind;
+	b->e.minor = r->minor;
+	b->e.nfields = r->nfields;
+	b->e.fields = r->nfields ? b->f : NULL;
+	b->e.subsystem = blk_str(&at, r->sub, DESC_MAX_NAME);
+	b->e.name = blk_str(&at, r->name, DESC_MAX_NAME);
+	b->e.format = blk_str(&at, r->fmt, DESC_MAX_TEXT);
+	b->e.description = blk_str(&at, r->desc, DESC_MAX_TEXT);
+	if (!*r->fmt)
+		b->e.format = NULL;
+	if (!*r->desc)
+		b->e.description = NULL;
+	return b;
 }
 
 static void client_desc(struct sessd *d, struct client *c,
@@ -577,58 +771,30 @@ static void client_desc(struct sessd *d, struct client *c,
 	memcpy(&h, buf, sizeof(h));
 	p = buf + sizeof(h);
 	for (uint32_t i = 0; i < h.count; i++) {
-		unsigned char rec[8];
-		uint16_t minor, nfields;
-		const char *sub, *name, *fmt, *desc;
-
-		if (end - p < 8)
+		struct desc_rec r;
+		int ok = desc_parse(&p, end, &r);
+		if (ok < 0)
 			return;
-		memcpy(rec, p, 8);
-		p += 8;
-		memcpy(&minor, rec + 2, 2);
-		memcpy(&nfields, rec + 4, 2);
-		if (!(sub = take_str(&p, end)) || !(name = take_str(&p, end)) ||
-		    !(fmt = take_str(&p, end)) || !(desc = take_str(&p, end)))
-			return;
-		struct strata_event_desc *e = pool_alloc(d, sizeof(*e));
-		struct strata_field_desc *f =
-			nfields ? pool_alloc(d, nfields * sizeof(*f)) : NULL;
-		if (!e || (nfields && !f))
-			return;
-		int ok = rec[0] >= 1 && rec[0] <= STRATA_MAJOR_MAX &&
-			 rec[1] <= STRATA_EV_END && nfields <= 512 &&
-			 name_ok(sub) && name_ok(name);
-		for (unsigned k = 0; k < nfields; k++) {
-			unsigned char fr[8];
-			const char *fname;
-			if (end - p < 8)
-				return;
-			memcpy(fr, p, 8);
-			p += 8;
-			if (!(fname = take_str(&p, end)))
-				return;
-			memcpy(&f[k].type, fr, 2);
-			memcpy(&f[k].count, fr + 2, 2);
-			memcpy(&f[k].flags, fr + 4, 4);
-			f[k].name = pool_strdup(d, fname, 128);
-			if (!f[k].name || !name_ok(f[k].name) ||
-			    f[k].type < STRATA_T_U8 || f[k].type > STRATA_T_STRING ||
-			    (f[k].type == STRATA_T_STRING && f[k].count))
-				ok = 0;
+		/* undecodable here, or one of that id it has already (a
+		 * fork child's copies of its parent's): nothing taken */
+		if (!ok || src_lookup(c, r.major, r.minor))
+			continue;
+		if (c->desc_bytes + r.size > DESC_CLIENT_BYTES ||
+		    d->desc_bytes + r.size > DESC_TOTAL_BYTES) {
+			if (!c->desc_full)
+				limit_said(d, LIMIT_DESC, c->pid);
+			c->desc_full = 1;
+			continue;
 		}
-		if (!ok)
-			continue; /* undecodable here: its events show raw */
-		e->major = rec[0];
-		e->kind = rec[1];
-		e->minor = minor;
-		e->nfields = nfields;
-		e->fields = f;
-		e->subsystem = pool_strdup(d, sub, 128);
-		e->name = pool_strdup(d, name, 128);
-		e->format = *fmt ? pool_strdup(d, fmt, 4096) : NULL;
-		e->description = *desc ? pool_strdup(d, desc, 4096) : NULL;
-		if (e->subsystem && e->name)
-			add_desc(c, e);
+		struct desc_blk *b = desc_build(&r);
+		if (!b)
+			return;
+		if (add_desc(c, &b->e) != 1) {
+			free(b);
+			return;
+		}
+		c->desc_bytes += b->size;
+		d->desc_bytes += b->size;
 	}
 }
 
@@ -883,7 +1049,7 @@ static void clients_prune(struct sessd *d, int all)
 			struct strata_stats st;
 			cons_finish(c->cons, 0, &st, NULL);
 		}
-		free(c->evs);
+		client_descs_free(d, c);
 		free(c);
 	}
 }
@@ -1448,11 +1614,6 @@ unsigned sessd_step(struct sessd *d, int timeout_ms)
 static void sessd_free(struct sessd *d, int remove_files)
 {
 	clients_prune(d, 1);
-	while (d->pool) {
-		struct pool *p = d->pool;
-		d->pool = p->next;
-		free(p);
-	}
 	for (int i = 0; i < MAX_CTL; i++)
 		if (d->conns[i].fd >= 0)
 			close(d->conns[i].fd);
