@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* Flight-recorder snapshots: the newest complete packets of live rings, never torn. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "consumer/consumer.h"
 #include "ring/ring.h"
 
 /*
  * Copy the packet that began at `begin` into `buf` if it is complete and
- * stays so while it is copied. Returns 1 (copied, whole), 0 (a writer
- * holds it: incomplete, counted busy) or -1 (its slot was or is being
- * reused by a later lap: overwritten).
+ * stays so while it is copied; its length (the content its header
+ * announces, clamped to the slot) to *len. Returns 1 (copied, whole), 0
+ * (a writer holds it: incomplete, counted busy) or -1 (its slot was or
+ * is being reused by a later lap: overwritten).
  *
  * Why the copy is never torn: the packet is complete when its slot's
  * commit count is exactly (lap + 1) * psize (ring.md §1), so every byte
@@ -27,7 +32,7 @@
  * still complete), as a second witness.
  */
 static int copy_stable(const struct strata_ring *r, uint64_t begin,
-		       unsigned char *buf)
+		       unsigned char *buf, uint64_t *len)
 {
 	uint64_t bufsize = r->bufmask + 1;
 	uint64_t want = (ring_lap(r, begin) + 1) * r->psize, content;
@@ -53,6 +58,7 @@ static int copy_stable(const struct strata_ring *r, uint64_t begin,
 	if (strata_load_relaxed(&r->ctl->write) > begin + bufsize ||
 	    ring_committed(r, begin) != want)
 		return -1;
+	*len = content;
 	return 1;
 }
 
@@ -87,11 +93,132 @@ static uint64_t copy_open(const struct strata_ring *r, uint64_t begin,
 }
 
 /*
+ * Where a snapshot keeps the packets of one ring between their copy
+ * (newest first) and their write (oldest first): the newest ones in
+ * memory, up to SNAP_MEM_MAX, the older ones in a temporary file of the
+ * snapshot's directory, so that a snapshot's memory does not grow with
+ * the ring (docs/record.md, "Snapshots"; a 1 GiB ring cost the daemon
+ * 1 GiB). Slot j is the j-th packet from the newest.
+ */
+#define SNAP_MEM_MAX (4u << 20)
+
+struct snap_store {
+	unsigned char *mem;  /* nmem slots of psize, pages touched */
+	size_t memsize;
+	unsigned char *pkt;  /* one packet: to and from the file */
+	unsigned char *open; /* one packet: the open packet's copy */
+	size_t psize;        /* of pkt and open */
+	uint64_t nmem;       /* slots in memory for the current ring */
+	int fd;              /* the file, or -1 until a packet needs it */
+	const char *dir;
+};
+
+/* Buffers for a ring of `bufsize` bytes in packets of `psize`: memory
+ * that is touched now, not while racing the writers. */
+static int store_fit(struct snap_store *s, uint64_t bufsize, uint64_t psize)
+{
+	uint64_t nmem = (bufsize < SNAP_MEM_MAX ? bufsize : SNAP_MEM_MAX) / psize;
+	size_t want = (size_t)(nmem * psize);
+
+	if (want > s->memsize) {
+		void *p = realloc(s->mem, want);
+		if (!p)
+			return -ENOMEM;
+		s->mem = p;
+		memset(s->mem + s->memsize, 0, want - s->memsize);
+		s->memsize = want;
+	}
+	if (psize > s->psize) {
+		void *a = realloc(s->pkt, psize), *b;
+		if (!a)
+			return -ENOMEM;
+		s->pkt = a;
+		if (!(b = realloc(s->open, psize)))
+			return -ENOMEM;
+		s->open = b;
+		memset(s->pkt, 0, psize);
+		memset(s->open, 0, psize);
+		s->psize = psize;
+	}
+	s->nmem = nmem;
+	return 0;
+}
+
+/* The temporary file, made when first needed: unnamed (O_TMPFILE), or
+ * named for a moment where that is not supported. */
+static int store_file(struct snap_store *s)
+{
+	char path[4200];
+
+	if (s->fd >= 0)
+		return 0;
+	s->fd = open(s->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (s->fd >= 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s/.snapshot-XXXXXX", s->dir);
+	s->fd = mkostemp(path, O_CLOEXEC);
+	if (s->fd < 0)
+		return -errno;
+	unlink(path);
+	return 0;
+}
+
+/* Where slot j is copied to: its place in memory, or the transit packet. */
+static unsigned char *store_dst(struct snap_store *s, uint64_t j)
+{
+	return j < s->nmem ? s->mem + j * s->psize : s->pkt;
+}
+
+/* Slot j was copied (len bytes) by store_dst(): keep it. */
+static int store_put(struct snap_store *s, uint64_t j, uint64_t len)
+{
+	int ret;
+
+	if (j < s->nmem)
+		return 0;
+	if ((ret = store_file(s)))
+		return ret;
+	off_t off = (off_t)((j - s->nmem) * s->psize);
+	for (uint64_t done = 0; done < len;) {
+		ssize_t n = pwrite(s->fd, s->pkt + done, len - done,
+				   off + (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Slot j's bytes, back (NULL: the file could not be read). */
+static const unsigned char *store_get(struct snap_store *s, uint64_t j,
+				      uint64_t psize)
+{
+	if (j < s->nmem)
+		return s->mem + j * psize;
+	off_t off = (off_t)((j - s->nmem) * psize);
+	uint64_t done = 0;
+	while (done < psize) {
+		ssize_t n = pread(s->fd, s->pkt + done, psize - done,
+				  off + (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (uint64_t)n;
+	}
+	if (done < STRATA_PACKET_HEADER)
+		return NULL;
+	/* the last slot's file may end at its content: the rest is not
+	 * read (cons_write_copy() takes the content only) */
+	return s->pkt;
+}
+
+/*
  * One ring: the packets before the open one, at most one ring's worth,
- * each copied into its place in `buf` (one ring's size), its check's
- * result in got[] (one per packet); and first the open packet's committed
- * bytes, into a scratch packet at the end of `buf` (its slot is the
- * oldest packet's).
+ * each copied (and checked) into the store, its check's result in got[]
+ * (one per packet); and first the open packet's committed bytes.
  *
  * Newest first: a writer in overwrite mode reuses the oldest slot next,
  * so a copy that went oldest first would chase it, one packet ahead, and
@@ -103,46 +230,55 @@ static uint64_t copy_open(const struct strata_ring *r, uint64_t begin,
  * then the open packet's events if they follow that run without a gap.
  */
 static int snap_ring(struct cons *c, const struct strata_ring *r,
-		     unsigned char *buf, int8_t *got, struct cons_snap_stats *st)
+		     struct snap_store *s, int8_t *got, struct cons_snap_stats *st)
 {
 	uint64_t bufsize = r->bufmask + 1, end = 0, b0 = 0, n = 0, first = 0;
-	uint64_t done = 0;
-	unsigned char *open = buf + bufsize;
+	uint64_t done = 0, len;
 	int ret = 0;
 
 	/* Lapped all the way (nothing left): again, a few times. */
 	for (int tries = 0; tries < 4; tries++) {
 		end = ring_packet_begin(r, strata_load_acquire(&r->ctl->write));
-		done = copy_open(r, end, open);
+		done = copy_open(r, end, s->open);
 		b0 = end > bufsize ? end - bufsize : 0;
 		n = (end - b0) >> r->pshift;
 		first = 0;
 		for (uint64_t i = n; i-- > 0;) {
+			uint64_t j = n - 1 - i;
 			got[i] = (int8_t)copy_stable(r, b0 + (i << r->pshift),
-						     buf + (i << r->pshift));
+						     store_dst(s, j), &len);
+			if (got[i] == 1 && (ret = store_put(s, j, len))) {
+				/* no room for the older ones: they are left
+				 * out as if overwritten, and the error said */
+				got[i] = -1;
+			}
 			if (got[i] < 0) {
 				first = i + 1;
 				break;
 			}
 		}
-		if (first < n || !n)
+		if (first < n || !n || ret)
 			break;
 	}
 	st->overwritten += first;
 	for (uint64_t i = first; i < n; i++) {
+		const unsigned char *pkt;
 		if (got[i] == 0) {
 			st->busy++;
 			continue;
 		}
-		int err = cons_write_copy(c, r->cpu, buf + (i << r->pshift),
-					  b0 + (i << r->pshift));
+		if (!(pkt = store_get(s, n - 1 - i, r->psize))) {
+			ret = ret ? ret : -EIO;
+			continue;
+		}
+		int err = cons_write_copy(c, r->cpu, pkt, b0 + (i << r->pshift));
 		if (err && err != -EINVAL && !ret)
 			ret = err;
 	}
 	/* The open packet follows the run when the newest complete packet
 	 * was written (or none was: nothing before it to leave a gap). */
 	if (done && (first == n || got[n - 1] == 1)) {
-		int err = cons_write_open(c, r->cpu, open, end, done);
+		int err = cons_write_open(c, r->cpu, s->open, end, done);
 		if (err == 0)
 			st->open++;
 		else if (err != -EINVAL && !ret)
@@ -155,10 +291,9 @@ int cons_snapshot(const struct cons_config *cfg, struct strata_ring *const *ring
 		  unsigned nrings, struct cons_snap_stats *st)
 {
 	struct cons_config cc = *cfg;
+	struct snap_store s = {.fd = -1, .dir = cfg->dir};
 	struct strata_stats fin;
 	struct cons *c;
-	unsigned char *buf = NULL;
-	size_t bufsize = 0;
 	/* npackets <= 65536 (ring.md §1, checked by cons_ring_map) */
 	int8_t *got = malloc(65536);
 	int ret, err = 0;
@@ -174,27 +309,24 @@ int cons_snapshot(const struct cons_config *cfg, struct strata_ring *const *ring
 		const struct strata_ring *r = rings[i];
 		if (!r)
 			continue;
-		if (r->bufmask + 1 + r->psize > bufsize) {
-			void *p = realloc(buf, r->bufmask + 1 + r->psize);
-			if (!p) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = p;
-			bufsize = r->bufmask + 1 + r->psize;
-			/* its pages now, not while racing the writers */
-			memset(buf, 0, bufsize);
+		if ((ret = store_fit(&s, r->bufmask + 1, r->psize))) {
+			err = ret;
+			break;
 		}
 		if ((ret = cons_add_ring(c, rings[i]))) {
 			if (!err)
 				err = ret;
 			continue;
 		}
-		ret = snap_ring(c, r, buf, got, st);
+		ret = snap_ring(c, r, &s, got, st);
 		if (ret && !err)
 			err = ret;
 	}
-	free(buf);
+	if (s.fd >= 0)
+		close(s.fd);
+	free(s.mem);
+	free(s.pkt);
+	free(s.open);
 	free(got);
 	memset(&fin, 0, sizeof(fin));
 	ret = cons_finish(c, 0, &fin, NULL);

@@ -43,6 +43,7 @@ struct client {
 	struct cons *cons;
 	struct strata_ring *rings[64];
 	unsigned nrings;
+	unsigned rings_refused; /* larger than the session's geometry */
 	/* descriptors (struct desc_blk, shared with fork children) and
 	 * their index by id; what this client made us allocate */
 	const struct strata_event_desc **evs;
@@ -82,6 +83,7 @@ struct sessd {
 	struct client *clients; /* newest first */
 	unsigned nlive;
 	size_t desc_bytes; /* every client's descriptors (desc_blk) */
+	uint64_t ring_psize, ring_bytes; /* the largest ring a client may hand over */
 	unsigned limits_said; /* bit per enum limit: said once */
 	int err;
 	/* long-lived daemon */
@@ -107,6 +109,7 @@ struct sessd {
  * fill the log either. */
 enum limit {
 	LIMIT_DESC, /* descriptor budget */
+	LIMIT_RING, /* a ring larger than the session's geometry */
 };
 
 static void limit_said(struct sessd *d, enum limit which, uint32_t pid)
@@ -114,6 +117,9 @@ static void limit_said(struct sessd *d, enum limit which, uint32_t pid)
 	static const char *const what[] = {
 		[LIMIT_DESC] = "sent more event descriptors than a process may "
 			       "(4 MiB, 64 MiB for all processes): the rest show raw",
+		[LIMIT_RING] = "handed over a ring larger than the session's "
+			       "packet size or ring size: refused, its events "
+			       "are lost",
 	};
 
 	if (d->limits_said & (1u << which))
@@ -393,6 +399,23 @@ static int daemon_dir(struct sessd *d, const struct sessd_config *cfg,
 	return 0;
 }
 
+/* The largest ring a process may hand over: the daemon's geometry, or
+ * under strata record the one it exported to the process tree (the
+ * environment); without one, what cons_ring_map() allows. */
+static void session_geometry(struct sessd *d, const struct sessd_config *cfg)
+{
+	struct sessd_config env = *cfg;
+
+	if (!cfg->psize_shift && sessd_config_from_env(&env))
+		env.psize_shift = env.npackets_shift = 0;
+	if (!env.psize_shift) {
+		env.psize_shift = 26;
+		env.npackets_shift = 16;
+	}
+	d->ring_psize = UINT64_C(1) << env.psize_shift;
+	d->ring_bytes = UINT64_C(1) << (env.psize_shift + env.npackets_shift);
+}
+
 int sessd_create(const struct sessd_config *cfg, struct sessd **out,
 		 const char **what)
 {
@@ -411,6 +434,7 @@ int sessd_create(const struct sessd_config *cfg, struct sessd **out,
 	d->daemon = cfg->session_dir != NULL;
 	d->on_start = cfg->on_start;
 	d->on_stop = cfg->on_stop;
+	session_geometry(d, cfg);
 	if (d->daemon) {
 		snprintf(d->sdir, sizeof(d->sdir), "%s", cfg->session_dir);
 	} else {
@@ -609,6 +633,16 @@ static void client_ring(struct sessd *d, struct client *c,
 		goto bad;
 	if ((ret = cons_ring_map(fd, c->pid, c->uuid, &r)))
 		goto bad;
+	/* Nothing the daemon does costs more than a packet (a snapshot
+	 * copies packet by packet), but its memory is the client's to
+	 * choose: no larger than the session's geometry (record.md,
+	 * "Limits"). */
+	if (r->psize > d->ring_psize || r->bufmask + 1 > d->ring_bytes) {
+		cons_ring_unmap(r);
+		c->rings_refused++;
+		limit_said(d, LIMIT_RING, c->pid);
+		return;
+	}
 	int dup = 0; /* one ring per CPU */
 	for (unsigned i = 0; i < c->nrings; i++)
 		dup |= c->rings[i]->cpu == r->cpu;
@@ -616,7 +650,6 @@ static void client_ring(struct sessd *d, struct client *c,
 		cons_ring_unmap(r);
 		goto bad;
 	}
-	(void)d;
 	c->rings[c->nrings++] = r;
 	return;
 bad:
@@ -1016,7 +1049,7 @@ static void trace_summary(struct sessd *d, FILE *log, struct sessd_totals *t)
 		t->salvaged += c->salv.salvaged;
 		t->unsalvageable += c->st.packets_incomplete;
 		t->crashed += c->fd < 0 && !c->bye;
-		t->unsent += c->bye ? c->byemsg.rings_unsent : 0;
+		t->unsent += (c->bye ? c->byemsg.rings_unsent : 0) + c->rings_refused;
 		if (log)
 			fprintf(log, "strata:   pid %u (%s): %llu events, "
 				"%llu bytes, %llu discarded%s\n",

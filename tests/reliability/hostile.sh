@@ -172,14 +172,14 @@ snapshot() {
 	taskset -c 0 "$seqwriter" sideA 100000000000 stop fast 2>wa.err &
 	wait_for '[ -s sideA ] && [ "$(od -An -tu8 -j8 -N8 sideA | tr -d " ")" -gt 2000000 ]' "the writer"
 	h0=$(hwm "$dpid")
-	for i in 1 2 3 4 5; do
+	for i in 1 2; do
 		"$strata" session snapshot -o "b$i" 2>"b$i.err" || fail "snapshot: $(cat "b$i.err")"
 		grep -q "snapshot $work/b$i: 1 process, [1-9][0-9]* packets" "b$i.err" || fail "snapshot $i said: $(cat "b$i.err")"
 	done
 	h1=$(hwm "$dpid")
 	touch stop; wait; rm -f stop
-	python3 "$src/../record/snapcheck.py" b1 b2 b3 b4 b5 || fail "snapshots of 8 MiB rings"
-	echo "snapshot: 8 MiB rings: peak RSS $h0 kB before 5 snapshots, $h1 kB after"
+	python3 "$src/../record/snapcheck.py" b1 b2 || fail "snapshots of 8 MiB rings"
+	echo "snapshot: 8 MiB rings: peak RSS $h0 kB before 2 snapshots, $h1 kB after"
 	stop_daemon
 }
 
