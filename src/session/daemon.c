@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,6 @@ struct client {
 	uint32_t pid, mode;
 	char name[17];
 	uint8_t uuid[16];
-	char dir[4400];
 	struct cons *cons;
 	struct strata_ring *rings[64];
 	unsigned nrings;
@@ -65,6 +65,21 @@ struct client {
 	struct client *next;
 };
 
+/* What the summary says of a process of the trace (client_sum()). */
+struct proc_sum {
+	uint64_t events, bytes, discarded, lost_io, salvaged, unsalvageable;
+	uint64_t unsent;
+	int crashed;
+};
+
+/* A process gone from the trace, as strata record -v lists it. */
+struct proc_rec {
+	uint32_t pid;
+	char name[17];
+	uint8_t crashed;
+	uint64_t events, bytes, discarded;
+};
+
 /* A control connection (strata session ...), waiting for its request or,
  * for stop and quit, for the trace to be finished. */
 struct ctl_conn {
@@ -84,6 +99,13 @@ struct sessd {
 	unsigned nlive;
 	size_t desc_bytes; /* every client's descriptors (desc_blk) */
 	uint64_t ring_psize, ring_bytes; /* the largest ring a client may hand over */
+	/* The current trace's processes that are gone, their structures
+	 * freed (clients_reap): their totals, and under strata record one
+	 * line's worth each for its summary (-v). */
+	struct sessd_totals done;
+	struct proc_rec *recs;
+	size_t nrecs, caprecs;
+	unsigned dir_seq; /* the last K of a pid-N.K made in this trace */
 	unsigned limits_said; /* bit per enum limit: said once */
 	int err;
 	/* long-lived daemon */
@@ -426,6 +448,12 @@ int sessd_create(const struct sessd_config *cfg, struct sessd **out,
 	/* The daemon's own view of the trace clock, explicitly: libstrata's
 	 * constructor is not necessarily linked into the tool. */
 	clock_init();
+	/* Each client's consumer takes large buffers for its life (a 512 KiB
+	 * bitmap of ids, packet buffers): always mapped and unmapped, never
+	 * from the heap, where glibc's sliding threshold would put them
+	 * after the first was freed and keep the heap at its peak. Fixed,
+	 * the daemon's memory follows its clients (record.md, "Limits"). */
+	mallopt(M_MMAP_THRESHOLD, 64 << 10);
 	if (!d)
 		return -ENOMEM;
 	d->lfd = d->ctl_fd = d->lock_fd = -1;
@@ -477,11 +505,22 @@ const char *sessd_socket(const struct sessd *d)
 
 unsigned sessd_live(const struct sessd *d)
 {
-	return d->nlive;
+	struct pollfd p = {.fd = d->lfd, .events = POLLIN};
+
+	/* A process whose connection still waits in the backlog is one too:
+	 * strata record must not end before it took its messages (a busy
+	 * daemon, 1,000 processes joining at once). */
+	return d->nlive + (d->lfd >= 0 && poll(&p, 1, 0) == 1);
 }
 
-/* TRACE/ust/pid-N, or pid-N.K for the K-th image of that pid (exec). */
-static int make_dir(const char *trace, uint32_t pid, char *dir, size_t n)
+/*
+ * TRACE/ust/pid-N, or pid-N.K when that exists (another image of that
+ * pid: exec; or a pid that connected again): K counts such directories
+ * in the trace (*seq), so that a pid connecting many times costs one
+ * mkdir each, never runs out of names, and never fails the trace.
+ */
+static int make_dir(const char *trace, uint32_t pid, unsigned *seq, char *dir,
+		    size_t n)
 {
 	char ust[4100];
 
@@ -490,14 +529,14 @@ static int make_dir(const char *trace, uint32_t pid, char *dir, size_t n)
 	int ret = tfile_mkdir(ust, 0);
 	if (ret)
 		return ret;
-	for (unsigned k = 0; k < 1000; k++) {
-		if (k)
-			snprintf(dir, n, "%s/pid-%u.%u", ust, pid, k);
-		else
-			snprintf(dir, n, "%s/pid-%u", ust, pid);
+	snprintf(dir, n, "%s/pid-%u", ust, pid);
+	/* bounded: K only grows, and only directories made by others
+	 * (there are none in a new trace) are skipped */
+	for (unsigned tries = 0; tries < 100000; tries++) {
 		ret = tfile_mkdir(dir, 1);
 		if (ret != -EEXIST)
 			return ret;
+		snprintf(dir, n, "%s/pid-%u.%u", ust, pid, ++*seq);
 	}
 	return -EEXIST;
 }
@@ -532,9 +571,10 @@ static int client_begin_trace(struct sessd *d, struct client *c)
 {
 	struct cons_source src;
 	struct cons_config cc;
+	char dir[4400];
 	int ret;
 
-	if ((ret = make_dir(d->trace, c->pid, c->dir, sizeof(c->dir)))) {
+	if ((ret = make_dir(d->trace, c->pid, &d->dir_seq, dir, sizeof(dir)))) {
 		fprintf(stderr, "strata: %s/ust: cannot create directory: %s\n",
 			d->trace, strerror(-ret));
 		if (!d->err)
@@ -543,12 +583,12 @@ static int client_begin_trace(struct sessd *d, struct client *c)
 	}
 	client_source(d, c, &src);
 	memset(&cc, 0, sizeof(cc));
-	cc.dir = c->dir;
+	cc.dir = dir;
 	cc.mode = (int)c->mode;
 	memcpy(cc.uuid, c->uuid, 16);
 	cc.src = &src;
 	if ((ret = cons_create(&cc, &c->cons))) {
-		fprintf(stderr, "strata: %s: %s\n", c->dir,
+		fprintf(stderr, "strata: %s: %s\n", dir,
 			strata_strerror_detail());
 		if (!d->err)
 			d->err = ret;
@@ -999,8 +1039,16 @@ static void client_read(struct sessd *d, struct client *c)
 					memset(&c->byemsg, 0, sizeof(c->byemsg));
 					memcpy(&c->byemsg, buf, (size_t)len);
 					c->bye = 1;
+					/* the embedded mode's guardian: the
+					 * sub-trace written, then said */
 					if (c->byemsg.flags & SESS_BYE_DONE)
 						client_done(d, c);
+					/* its last message: done with it, whether
+					 * or not it disconnects (clients_reap) */
+					if (fd >= 0)
+						close(fd);
+					client_close(d, c, 1);
+					return;
 				}
 				break;
 			case SESS_ACK: {
@@ -1020,70 +1068,145 @@ static void client_read(struct sessd *d, struct client *c)
 
 /* ---- the trace: start, stop, summary ------------------------------------ */
 
-/* Totals of the clients that had a sub-trace in the current trace, one
- * line each to `log` (NULL: none). */
+/* What the summary says of client c, one of the current trace's. */
+static void client_sum(const struct client *c, struct proc_sum *p)
+{
+	uint64_t disc = c->bye ? 0 : c->ring_lost;
+
+	if (c->bye)
+		for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
+			disc += c->byemsg.lost[k];
+	/* strata's own records (the state dump) are not the program's
+	 * events: recorded + discarded == logged. Known for a process whose
+	 * whole life is in this trace (BYE); a long-lived one's earlier
+	 * losses are in lost_base. */
+	if (c->bye && !c->lost_base)
+		disc -= disc < c->byemsg.internal_lost ? disc : c->byemsg.internal_lost;
+	/* a long-lived process: what it lost during this trace */
+	p->discarded = disc > c->lost_base ? disc - c->lost_base : 0;
+	p->events = c->st.events_written;
+	p->bytes = c->st.bytes_written;
+	p->lost_io = c->st.lost_io;
+	p->salvaged = c->salv.salvaged;
+	p->unsalvageable = c->st.packets_incomplete;
+	p->crashed = c->fd < 0 && !c->bye;
+	p->unsent = (c->bye ? c->byemsg.rings_unsent : 0) + c->rings_refused;
+}
+
+static void totals_add(struct sessd_totals *t, const struct proc_sum *p)
+{
+	t->procs++;
+	t->events += p->events;
+	t->bytes += p->bytes;
+	t->discarded += p->discarded;
+	t->lost_io += p->lost_io;
+	t->salvaged += p->salvaged;
+	t->unsalvageable += p->unsalvageable;
+	t->crashed += (uint64_t)p->crashed;
+	t->unsent += p->unsent;
+}
+
+static void proc_line(FILE *log, const struct proc_rec *r)
+{
+	fprintf(log, "strata:   pid %u (%s): %llu events, %llu bytes, %llu "
+		"discarded%s\n", r->pid, r->name,
+		(unsigned long long)r->events, (unsigned long long)r->bytes,
+		(unsigned long long)r->discarded,
+		r->crashed ? ", ended without goodbye (killed, crashed or "
+			     "exec'd): salvaged" : "");
+}
+
+static void proc_rec_of(const struct client *c, const struct proc_sum *p,
+			struct proc_rec *r)
+{
+	r->pid = c->pid;
+	memcpy(r->name, c->name, sizeof(r->name));
+	r->crashed = (uint8_t)p->crashed;
+	r->events = p->events;
+	r->bytes = p->bytes;
+	r->discarded = p->discarded;
+}
+
+/* Totals of the current trace: the processes gone (d->done) and the
+ * clients that have a sub-trace in it, one line each to `log` (NULL:
+ * none). */
 static void trace_summary(struct sessd *d, FILE *log, struct sessd_totals *t)
 {
-	memset(t, 0, sizeof(*t));
+	*t = d->done;
+	for (size_t i = 0; log && i < d->nrecs; i++)
+		proc_line(log, &d->recs[i]);
 	for (struct client *c = d->clients; c; c = c->next) {
+		struct proc_sum p;
+		struct proc_rec r;
 		if (!c->registered || !c->traced)
 			continue;
-		uint64_t disc = c->bye ? 0 : c->ring_lost;
-		if (c->bye)
-			for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
-				disc += c->byemsg.lost[k];
-		/* strata's own records (the state dump) are not the
-		 * program's events: recorded + discarded == logged. Known
-		 * for a process whose whole life is in this trace (BYE); a
-		 * long-lived one's earlier losses are in lost_base. */
-		if (c->bye && !c->lost_base)
-			disc -= disc < c->byemsg.internal_lost ? disc
-							       : c->byemsg.internal_lost;
-		/* a long-lived process: what it lost during this trace */
-		disc = disc > c->lost_base ? disc - c->lost_base : 0;
-		t->procs++;
-		t->events += c->st.events_written;
-		t->bytes += c->st.bytes_written;
-		t->discarded += disc;
-		t->lost_io += c->st.lost_io;
-		t->salvaged += c->salv.salvaged;
-		t->unsalvageable += c->st.packets_incomplete;
-		t->crashed += c->fd < 0 && !c->bye;
-		t->unsent += (c->bye ? c->byemsg.rings_unsent : 0) + c->rings_refused;
-		if (log)
-			fprintf(log, "strata:   pid %u (%s): %llu events, "
-				"%llu bytes, %llu discarded%s\n",
-				c->pid, c->name,
-				(unsigned long long)c->st.events_written,
-				(unsigned long long)c->st.bytes_written,
-				(unsigned long long)disc,
-				c->fd >= 0 || c->bye ? ""
-					: ", ended without goodbye (killed, "
-					  "crashed or exec'd): salvaged");
+		client_sum(c, &p);
+		totals_add(t, &p);
+		if (log) {
+			proc_rec_of(c, &p, &r);
+			proc_line(log, &r);
+		}
 	}
 	t->err = d->err;
 }
 
-/* Free the clients that are gone (all of them with `all`). */
-static void clients_prune(struct sessd *d, int all)
+/* The current trace's figures start again (a new trace, or none). */
+static void trace_forget(struct sessd *d)
+{
+	memset(&d->done, 0, sizeof(d->done));
+	free(d->recs);
+	d->recs = NULL;
+	d->nrecs = d->caprecs = 0;
+	d->dir_seq = 0;
+}
+
+static void client_free(struct sessd *d, struct client *c)
+{
+	for (unsigned i = 0; i < c->nrings; i++)
+		cons_ring_unmap(c->rings[i]);
+	if (c->cons) {
+		struct strata_stats st;
+		cons_finish(c->cons, 0, &st, NULL);
+	}
+	client_descs_free(d, c);
+	free(c);
+}
+
+/*
+ * Free the clients that are gone: connection closed (EOF, or after its
+ * BYE) and rings written (client_close()). What the trace's summary
+ * needs of one is kept in d->done, and under strata record its line in
+ * d->recs (a few dozen bytes), so that a long-lived daemon's memory stays
+ * flat however many processes come and go (docs/record.md, "Limits").
+ * With `all`, every client (the end).
+ */
+static void clients_reap(struct sessd *d, int all)
 {
 	struct client **pp = &d->clients;
 
 	while (*pp) {
 		struct client *c = *pp;
-		if (!all && c->fd >= 0) {
+		if (!all && (c->fd >= 0 || c->cons)) {
 			pp = &c->next;
 			continue;
 		}
-		*pp = c->next;
-		for (unsigned i = 0; i < c->nrings; i++)
-			cons_ring_unmap(c->rings[i]);
-		if (c->cons) {
-			struct strata_stats st;
-			cons_finish(c->cons, 0, &st, NULL);
+		if (!all && c->registered && c->traced) {
+			struct proc_sum p;
+			client_sum(c, &p);
+			totals_add(&d->done, &p);
+			if (!d->daemon && d->nrecs == d->caprecs) {
+				size_t cap = d->caprecs ? d->caprecs * 2 : 64;
+				void *np = realloc(d->recs, cap * sizeof(*d->recs));
+				if (np) {
+					d->recs = np;
+					d->caprecs = cap;
+				}
+			}
+			if (!d->daemon && d->nrecs < d->caprecs)
+				proc_rec_of(c, &p, &d->recs[d->nrecs++]);
 		}
-		client_descs_free(d, c);
-		free(c);
+		*pp = c->next;
+		client_free(d, c);
 	}
 }
 
@@ -1093,6 +1216,7 @@ int sessd_start(struct sessd *d, const char *dir)
 		return -EALREADY;
 	snprintf(d->trace, sizeof(d->trace), "%s", dir);
 	d->err = 0;
+	trace_forget(d);
 	if (d->on_start)
 		d->on_start(dir);
 	clock_point_take(&d->cp_first);
@@ -1118,7 +1242,9 @@ static void stop_finish(struct sessd *d)
 	trace_summary(d, NULL, &d->last);
 	for (struct client *c = d->clients; c; c = c->next)
 		c->traced = 0;
-	clients_prune(d, 0);
+	trace_forget(d);
+	clients_reap(d, 0);
+	malloc_trim(0); /* a long-lived daemon gives back what the trace took */
 	d->state = ST_STOPPED;
 	if (d->on_stop)
 		d->on_stop(d->trace);
@@ -1274,6 +1400,7 @@ int sessd_config_from_env(struct sessd_config *cfg)
 
 int sessd_snapshot(struct sessd *d, const char *dir, struct sessd_snap *res)
 {
+	unsigned seq = 0;
 	int err = 0, ret;
 
 	memset(res, 0, sizeof(*res));
@@ -1289,7 +1416,7 @@ int sessd_snapshot(struct sessd *d, const char *dir, struct sessd_snap *res)
 			res->skipped++;
 			continue;
 		}
-		if ((ret = make_dir(dir, c->pid, sub, sizeof(sub)))) {
+		if ((ret = make_dir(dir, c->pid, &seq, sub, sizeof(sub)))) {
 			err = err ? err : ret;
 			continue;
 		}
@@ -1346,6 +1473,10 @@ static void ctl_send_done(struct sessd *d, int fd, int status, const char *msg)
 		m.events = d->last.events;
 		m.bytes = d->last.bytes;
 		m.discarded = d->last.discarded;
+	} else { /* the processes of this trace already gone, then the others */
+		m.events = d->done.events;
+		m.bytes = d->done.bytes;
+		m.discarded = d->done.discarded;
 	}
 	snprintf(m.trace, sizeof(m.trace), "%s", d->trace);
 	snprintf(m.msg, sizeof(m.msg), "%s", msg ? msg : "");
@@ -1638,15 +1769,15 @@ unsigned sessd_step(struct sessd *d, int timeout_ms)
 			work += cons_poll(c->cons);
 	if (d->state == ST_STOPPING)
 		stop_check(d);
-	else if (d->state == ST_STOPPED && d->daemon)
-		clients_prune(d, 0); /* gone while no trace ran */
+	clients_reap(d, 0);
 	return work;
 }
 
 /* Close everything; remove our files unless another daemon owns them. */
 static void sessd_free(struct sessd *d, int remove_files)
 {
-	clients_prune(d, 1);
+	clients_reap(d, 1);
+	trace_forget(d);
 	for (int i = 0; i < MAX_CTL; i++)
 		if (d->conns[i].fd >= 0)
 			close(d->conns[i].fd);

@@ -69,7 +69,7 @@ const char *sessd_socket(const struct sessd *d);
  * Returns the number of packets written (0: idle). */
 unsigned sessd_step(struct sessd *d, int timeout_ms);
 
-/* Processes still connected. */
+/* Processes still connected, or waiting in the backlog to be. */
 unsigned sessd_live(const struct sessd *d);
 
 /*

@@ -383,13 +383,19 @@ int main(int argc, char **argv)
 		while (wait(NULL) > 0)
 			;
 	} else if (!strcmp(what, "churn") && narg == 1) {
+		int refused = 0;
 		for (int i = 0; i < atoi(arg[0]); i++) {
 			int s = dial();
-			if (s < 0)
+			if (s < 0) {
+				refused++;
 				continue;
+			}
 			hello(s, STRATA_MODE_DISCARD);
 			close(s);
 		}
+		if (refused)
+			fprintf(stderr, "hostile: churn: %d connections refused\n",
+				refused);
 	} else {
 		fprintf(stderr, "hostile: unknown attack or arguments: %s\n", what);
 		return 2;
