@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -28,15 +29,34 @@
 #include "session/paths.h"
 #include "session/proto.h"
 
-#define MAX_CLIENTS 1024
 #define MAX_CTL 16
 #define STOP_WAIT_MS 1000 /* for processes to close their packets */
+
+/*
+ * Connections (docs/record.md, "Limits"): how many one process may hold,
+ * how many may wait for their HELLO and for how long, how long a control
+ * client may take to ask, and the fds the daemon keeps for itself: the
+ * clients it takes are bounded by RLIMIT_NOFILE, FDS_PER_CLIENT each (a
+ * socket, a doorbell, a ring's stream and index).
+ */
+#define CLIENTS_PER_PID 8
+#define PENDING_MAX 64
+#define HELLO_MS 2000
+#define CTL_IDLE_MS 2000
+#define FDS_PER_CLIENT 4
+#define FD_RESERVE 64
+#define CLIENTS_MIN 16
+#define CLIENTS_MAX 16384
+#define LISTEN_PAUSE_MS 100 /* out of fds, none spare: the listeners rest */
 
 /* One traced process image (a connection). */
 struct client {
 	int fd; /* -1 once closed */
 	int bellfd; /* its rings' doorbell (an eventfd), or -1 */
 	int registered;
+	int pending;      /* connected, no HELLO yet */
+	uint64_t hello_by; /* ... until then (ms, now_ms()) */
+	uint32_t peer;    /* its pid, the kernel's word (SO_PEERCRED) */
 	uint32_t pid, mode;
 	char name[17];
 	uint8_t uuid[16];
@@ -85,6 +105,7 @@ struct proc_rec {
 struct ctl_conn {
 	int fd;
 	uint32_t waiting; /* CTL_STOP / CTL_QUIT: answer when stopped */
+	uint64_t since;   /* accepted (ms, now_ms()) */
 };
 
 enum { ST_STOPPED = 0, ST_RUNNING = 1, ST_STOPPING = 2 };
@@ -96,7 +117,16 @@ struct sessd {
 	int lfd;
 	struct clock_point cp_first;
 	struct client *clients; /* newest first */
-	unsigned nlive;
+	unsigned nlive;    /* connected clients, pending ones included */
+	unsigned npending; /* ... that have not said HELLO yet */
+	unsigned max_clients;
+	int spare_fd; /* kept open to be closed when fds run out (accept_fd) */
+	uint64_t listen_rest_until; /* ms: listeners not polled before */
+	/* sessd_step()'s poll set, grown with the clients */
+	struct pollfd *pf;
+	struct client **who;
+	int *conn;
+	size_t pfcap;
 	size_t desc_bytes; /* every client's descriptors (desc_blk) */
 	uint64_t ring_psize, ring_bytes; /* the largest ring a client may hand over */
 	/* The current trace's processes that are gone, their structures
@@ -132,6 +162,11 @@ struct sessd {
 enum limit {
 	LIMIT_DESC, /* descriptor budget */
 	LIMIT_RING, /* a ring larger than the session's geometry */
+	LIMIT_PID,  /* connections of one process */
+	LIMIT_CLIENTS, /* connections in all */
+	LIMIT_PENDING, /* connections that did not say HELLO in time */
+	LIMIT_FDS,  /* out of file descriptors */
+	LIMIT_CTL,  /* control clients that did not ask in time */
 };
 
 static void limit_said(struct sessd *d, enum limit which, uint32_t pid)
@@ -142,13 +177,45 @@ static void limit_said(struct sessd *d, enum limit which, uint32_t pid)
 		[LIMIT_RING] = "handed over a ring larger than the session's "
 			       "packet size or ring size: refused, its events "
 			       "are lost",
+		[LIMIT_PID] = "opened more connections than a process may hold "
+			      "(8): refused",
+		[LIMIT_CLIENTS] = "connected while the daemon holds as many "
+				  "processes as its file descriptors allow: "
+				  "refused, not traced",
+		[LIMIT_PENDING] = "connected and did not say HELLO in time (2 s, "
+				  "or 64 waiting): disconnected",
+		[LIMIT_FDS] = "connected while the daemon had no file descriptor "
+			      "left: refused, not traced",
+		[LIMIT_CTL] = "held a control connection without a request (2 s, "
+			      "or 16 waiting): closed",
 	};
 
 	if (d->limits_said & (1u << which))
 		return;
 	d->limits_said |= 1u << which;
-	fprintf(stderr, "strata: pid %u %s (said once; docs/record.md, "
-		"\"Limits\")\n", pid, what[which]);
+	if (pid)
+		fprintf(stderr, "strata: pid %u %s (said once; docs/record.md, "
+			"\"Limits\")\n", pid, what[which]);
+	else
+		fprintf(stderr, "strata: a process %s (said once; "
+			"docs/record.md, \"Limits\")\n", what[which]);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* c said HELLO, or is gone: no longer one that waits for it. */
+static void client_unpend(struct sessd *d, struct client *c)
+{
+	if (c->pending) {
+		c->pending = 0;
+		d->npending--;
+	}
 }
 
 static const struct strata_event_desc *const *src_events(void *ctx, size_t *n)
@@ -421,6 +488,32 @@ static int daemon_dir(struct sessd *d, const struct sessd_config *cfg,
 	return 0;
 }
 
+/*
+ * The clients the daemon can take: its RLIMIT_NOFILE, less what it keeps
+ * for itself, FDS_PER_CLIENT each. A long-lived daemon first raises its
+ * soft limit to the hard one (1024 by default, where the hard limit is
+ * often far higher); strata record keeps its own, which the traced
+ * command inherits. One fd is kept spare for accept_fd().
+ */
+static void fd_budget(struct sessd *d)
+{
+	struct rlimit rl;
+	uint64_t n = 1024;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		if (d->daemon && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+				getrlimit(RLIMIT_NOFILE, &rl);
+		}
+		n = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur;
+	}
+	n = n > FD_RESERVE ? (n - FD_RESERVE) / FDS_PER_CLIENT : 0;
+	d->max_clients = n < CLIENTS_MIN ? CLIENTS_MIN
+			 : n > CLIENTS_MAX ? CLIENTS_MAX : (unsigned)n;
+	d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 /* The largest ring a process may hand over: the daemon's geometry, or
  * under strata record the one it exported to the process tree (the
  * environment); without one, what cons_ring_map() allows. */
@@ -456,13 +549,14 @@ int sessd_create(const struct sessd_config *cfg, struct sessd **out,
 	mallopt(M_MMAP_THRESHOLD, 64 << 10);
 	if (!d)
 		return -ENOMEM;
-	d->lfd = d->ctl_fd = d->lock_fd = -1;
+	d->lfd = d->ctl_fd = d->lock_fd = d->spare_fd = -1;
 	for (int i = 0; i < MAX_CTL; i++)
 		d->conns[i].fd = -1;
 	d->daemon = cfg->session_dir != NULL;
 	d->on_start = cfg->on_start;
 	d->on_stop = cfg->on_stop;
 	session_geometry(d, cfg);
+	fd_budget(d);
 	if (d->daemon) {
 		snprintf(d->sdir, sizeof(d->sdir), "%s", cfg->session_dir);
 	} else {
@@ -607,6 +701,8 @@ static int client_begin_trace(struct sessd *d, struct client *c)
 	return 0;
 }
 
+static void client_close(struct sessd *d, struct client *c, int writers_gone);
+
 static void client_hello(struct sessd *d, struct client *c,
 			 const unsigned char *buf, size_t len)
 {
@@ -650,12 +746,11 @@ static void client_hello(struct sessd *d, struct client *c,
 	if (d->state == ST_RUNNING && client_begin_trace(d, c))
 		goto bad;
 	c->registered = 1;
+	client_unpend(d, c);
 	return;
 bad:
 	slog("session: a client sent a bad HELLO: disconnected");
-	close(c->fd);
-	c->fd = -1;
-	d->nlive--;
+	client_close(d, c, 1);
 }
 
 static void client_ring(struct sessd *d, struct client *c,
@@ -910,6 +1005,7 @@ static void client_done(struct sessd *d, struct client *c)
 /* The process is gone (EOF) or the session ends: write everything. */
 static void client_close(struct sessd *d, struct client *c, int writers_gone)
 {
+	client_unpend(d, c);
 	if (c->fd >= 0) {
 		close(c->fd);
 		c->fd = -1;
@@ -1162,6 +1258,10 @@ static void trace_forget(struct sessd *d)
 
 static void client_free(struct sessd *d, struct client *c)
 {
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->bellfd >= 0)
+		close(c->bellfd);
 	for (unsigned i = 0; i < c->nrings; i++)
 		cons_ring_unmap(c->rings[i]);
 	if (c->cons) {
@@ -1442,6 +1542,145 @@ int sessd_snapshot(struct sessd *d, const char *dir, struct sessd_snap *res)
 	return err;
 }
 
+/* ---- connections: taken, bounded, timed out ------------------------------ */
+
+static void pending_evict(struct sessd *d);
+
+/*
+ * accept4() on a listening socket. Out of fds (EMFILE, ENFILE): a
+ * connection that has not said HELLO is closed to make room, the oldest;
+ * without one, the new connection is taken with the spare fd and closed
+ * at once. Left in the backlog, it kept the listener readable, so that
+ * every poll() returned at once and the idle daemon spun (100 % CPU),
+ * while the programs behind it waited. Without a spare either (it could
+ * not be opened again), the listeners rest for LISTEN_PAUSE_MS. Returns
+ * the fd; -1 when none is waiting (or the listeners rest), -2 for one
+ * refused.
+ */
+static int accept_fd(struct sessd *d, int lfd)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd >= 0)
+		return fd;
+	if (errno != EMFILE && errno != ENFILE)
+		return -1;
+	limit_said(d, LIMIT_FDS, 0);
+	if (d->npending) {
+		pending_evict(d);
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd >= 0 || (errno != EMFILE && errno != ENFILE))
+			return fd >= 0 ? fd : -1;
+	}
+	if (d->spare_fd >= 0) {
+		close(d->spare_fd);
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			return -2;
+	}
+	d->listen_rest_until = now_ms() + LISTEN_PAUSE_MS;
+	return -1;
+}
+
+/* Connections held by process `pid`. */
+static unsigned pid_conns(const struct sessd *d, uint32_t pid)
+{
+	unsigned n = 0;
+
+	for (const struct client *c = d->clients; c; c = c->next)
+		n += c->fd >= 0 && c->peer == pid;
+	return n;
+}
+
+/* Disconnect the connection that has waited longest for its HELLO. */
+static void pending_evict(struct sessd *d)
+{
+	struct client *old = NULL;
+
+	for (struct client *c = d->clients; c; c = c->next)
+		if (c->pending && (!old || c->hello_by <= old->hello_by))
+			old = c;
+	if (old) {
+		limit_said(d, LIMIT_PENDING, old->peer);
+		client_close(d, old, 1);
+	}
+}
+
+/*
+ * New connections to `sock`: our uid only (the socket is 0600; root
+ * may connect anyway), CLIENTS_PER_PID per process, max_clients in all
+ * (those that have not said HELLO make room for new ones: they are
+ * disconnected, oldest first), PENDING_MAX waiting for their HELLO. An
+ * honest process sends its HELLO with its connect(), so that it is
+ * read here at once.
+ */
+static void clients_accept(struct sessd *d)
+{
+	for (int k = 0; k < 64; k++) {
+		struct ucred cr;
+		socklen_t crlen = sizeof(cr);
+		int fd = accept_fd(d, d->lfd);
+		struct client *c;
+
+		if (fd == -1)
+			break;
+		if (fd < 0)
+			continue;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 ||
+		    cr.uid != getuid()) {
+			close(fd);
+			continue;
+		}
+		if (pid_conns(d, (uint32_t)cr.pid) >= CLIENTS_PER_PID) {
+			limit_said(d, LIMIT_PID, (uint32_t)cr.pid);
+			close(fd);
+			continue;
+		}
+		if ((d->npending >= PENDING_MAX || d->nlive >= d->max_clients) &&
+		    d->npending)
+			pending_evict(d);
+		if (d->nlive >= d->max_clients || !(c = calloc(1, sizeof(*c)))) {
+			limit_said(d, LIMIT_CLIENTS, (uint32_t)cr.pid);
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->bellfd = -1;
+		c->peer = (uint32_t)cr.pid;
+		c->pending = 1;
+		c->hello_by = now_ms() + HELLO_MS;
+		d->npending++;
+		c->next = d->clients;
+		d->clients = c;
+		d->nlive++;
+		client_read(d, c);
+	}
+}
+
+/* Connections that did not speak in time: clients without a HELLO after
+ * HELLO_MS, control clients without a request after CTL_IDLE_MS. */
+static void deadlines(struct sessd *d)
+{
+	uint64_t now = now_ms();
+
+	for (struct client *c = d->clients; c && d->npending; c = c->next)
+		if (c->pending && now >= c->hello_by) {
+			limit_said(d, LIMIT_PENDING, c->peer);
+			client_close(d, c, 1);
+		}
+	for (int i = 0; i < MAX_CTL; i++) {
+		struct ctl_conn *k = &d->conns[i];
+		if (k->fd >= 0 && !k->waiting && now - k->since >= CTL_IDLE_MS) {
+			limit_said(d, LIMIT_CTL, 0);
+			close(k->fd);
+			k->fd = -1;
+		}
+	}
+}
+
 /* ---- the control socket (strata session ...) ----------------------------- */
 
 static void ctl_send(int fd, const void *m, size_t len)
@@ -1461,7 +1700,7 @@ static void ctl_send_done(struct sessd *d, int fd, int status, const char *msg)
 	m.h.len = sizeof(m);
 	m.status = status;
 	m.running = (uint32_t)d->state;
-	m.procs = d->nlive;
+	m.procs = d->nlive - d->npending;
 	m.daemon_pid = (uint32_t)getpid();
 	if (d->st) {
 		m.mode = d->st->mode;
@@ -1623,29 +1862,60 @@ void sessd_snap_line(const char *dir, int ret, const struct sessd_snap *sn,
 			 ret ? strerror(-ret) : "");
 }
 
+/*
+ * A free control slot, or the one whose client has waited longest without
+ * asking (closed): `strata session` stays reachable whatever idle
+ * connections hold the slots. -1 if every slot waits for a stop to end
+ * (answered within STOP_WAIT_MS).
+ */
+static int ctl_slot(struct sessd *d)
+{
+	int old = -1;
+
+	for (int i = 0; i < MAX_CTL; i++) {
+		struct ctl_conn *k = &d->conns[i];
+		if (k->fd < 0)
+			return i;
+		if (!k->waiting && (old < 0 || k->since <= d->conns[old].since))
+			old = i;
+	}
+	if (old >= 0) {
+		limit_said(d, LIMIT_CTL, 0);
+		close(d->conns[old].fd);
+		d->conns[old].fd = -1;
+	}
+	return old;
+}
+
 static void ctl_accept(struct sessd *d)
 {
 	for (int n = 0; n < MAX_CTL; n++) {
 		struct ucred cr;
 		socklen_t crlen = sizeof(cr);
-		int fd = accept4(d->ctl_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		int slot = -1;
+		int fd = accept_fd(d, d->ctl_fd), slot;
 
-		if (fd < 0)
+		if (fd == -1)
 			return;
-		for (int i = 0; i < MAX_CTL && slot < 0; i++)
-			if (d->conns[i].fd < 0)
-				slot = i;
+		if (fd < 0)
+			continue;
 		/* Only our own uid controls the daemon (the socket is 0600
 		 * too; root may connect anyway, it is refused here). */
-		if (slot < 0 ||
-		    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 ||
-		    cr.uid != getuid()) {
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 ||
+		    cr.uid != getuid() || (slot = ctl_slot(d)) < 0) {
 			close(fd);
 			continue;
 		}
-		d->conns[slot].fd = fd;
-		d->conns[slot].waiting = 0;
+		struct ctl_conn *k = &d->conns[slot];
+		k->fd = fd;
+		k->waiting = 0;
+		k->since = now_ms();
+		/* its request is there already (strata session sends it with
+		 * its connect): answered now, before another connection could
+		 * take its slot */
+		if (!ctl_request(d, k) && k->fd >= 0) {
+			close(k->fd);
+			k->fd = -1;
+		}
 	}
 }
 
@@ -1675,21 +1945,58 @@ static int sessd_arm(struct sessd *d, int timeout_ms, int *armed)
 	return pending ? 0 : SLEEP_MS;
 }
 
+/* Room in the poll set for n entries. Returns 0 or -ENOMEM. */
+static int pollset_fit(struct sessd *d, size_t n)
+{
+	if (n <= d->pfcap)
+		return 0;
+	size_t cap = n + n / 2 + 64;
+	void *a = realloc(d->pf, cap * sizeof(*d->pf));
+	if (a)
+		d->pf = a;
+	void *b = realloc(d->who, cap * sizeof(*d->who));
+	if (b)
+		d->who = b;
+	void *c = realloc(d->conn, cap * sizeof(*d->conn));
+	if (c)
+		d->conn = c;
+	if (!a || !b || !c)
+		return -ENOMEM;
+	d->pfcap = cap;
+	return 0;
+}
+
 unsigned sessd_step(struct sessd *d, int timeout_ms)
 {
-	struct pollfd pf[2 * MAX_CLIENTS + MAX_CTL + 2];
-	struct client *who[2 * MAX_CLIENTS + MAX_CTL + 2];
-	int conn[2 * MAX_CLIENTS + MAX_CTL + 2];
 	unsigned n = 0, work = 0, nctl;
-	int armed;
+	int armed, lidx = -1, cidx = -1;
+	uint64_t now = now_ms();
 
-	pf[n].fd = d->lfd;
-	pf[n].events = POLLIN;
-	who[n++] = NULL;
-	if (d->ctl_fd >= 0) {
-		pf[n].fd = d->ctl_fd;
+	if (pollset_fit(d, 2 + MAX_CTL + 2 * (size_t)d->nlive)) {
+		/* no memory for the poll set: drain, and try again */
+		for (struct client *c = d->clients; c; c = c->next)
+			if (c->cons)
+				work += cons_poll(c->cons);
+		return work;
+	}
+	struct pollfd *pf = d->pf;
+	struct client **who = d->who;
+	int *conn = d->conn;
+
+	/* Out of fds with none spare (accept_fd): the listeners rest. */
+	if (now >= d->listen_rest_until) {
+		lidx = (int)n;
+		pf[n].fd = d->lfd;
 		pf[n].events = POLLIN;
 		who[n++] = NULL;
+		if (d->ctl_fd >= 0) {
+			cidx = (int)n;
+			pf[n].fd = d->ctl_fd;
+			pf[n].events = POLLIN;
+			who[n++] = NULL;
+		}
+	} else if (timeout_ms > (int)(d->listen_rest_until - now)) {
+		timeout_ms = (int)(d->listen_rest_until - now);
 	}
 	nctl = n;
 	for (int i = 0; i < MAX_CTL; i++)
@@ -1700,16 +2007,14 @@ unsigned sessd_step(struct sessd *d, int timeout_ms)
 			who[n++] = NULL;
 		}
 	unsigned first_client = n;
-	for (struct client *c = d->clients; c && n < first_client + MAX_CLIENTS;
-	     c = c->next)
+	for (struct client *c = d->clients; c; c = c->next)
 		if (c->fd >= 0) {
 			pf[n].fd = c->fd;
 			pf[n].events = POLLIN;
 			who[n++] = c;
 		}
 	unsigned first_bell = n;
-	for (struct client *c = d->clients; c && n < first_bell + MAX_CLIENTS;
-	     c = c->next)
+	for (struct client *c = d->clients; c; c = c->next)
 		if (c->fd >= 0 && c->bellfd >= 0) {
 			pf[n].fd = c->bellfd;
 			pf[n].events = POLLIN;
@@ -1741,29 +2046,12 @@ unsigned sessd_step(struct sessd *d, int timeout_ms)
 				k->fd = -1;
 			}
 		}
-		if (d->ctl_fd >= 0 && (pf[1].revents & POLLIN))
+		if (cidx >= 0 && (pf[cidx].revents & POLLIN))
 			ctl_accept(d);
-		if (pf[0].revents & POLLIN) {
-			for (int k = 0; k < 64; k++) {
-				int fd = accept4(d->lfd, NULL, NULL,
-						 SOCK_CLOEXEC | SOCK_NONBLOCK);
-				if (fd < 0)
-					break;
-				struct client *c = calloc(1, sizeof(*c));
-				if (!c || d->nlive >= MAX_CLIENTS) {
-					free(c);
-					close(fd);
-					continue;
-				}
-				c->fd = fd;
-				c->bellfd = -1;
-				c->next = d->clients;
-				d->clients = c;
-				d->nlive++;
-				client_read(d, c);
-			}
-		}
+		if (lidx >= 0 && (pf[lidx].revents & POLLIN))
+			clients_accept(d);
 	}
+	deadlines(d);
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->cons)
 			work += cons_poll(c->cons);
@@ -1781,6 +2069,11 @@ static void sessd_free(struct sessd *d, int remove_files)
 	for (int i = 0; i < MAX_CTL; i++)
 		if (d->conns[i].fd >= 0)
 			close(d->conns[i].fd);
+	if (d->spare_fd >= 0)
+		close(d->spare_fd);
+	free(d->pf);
+	free(d->who);
+	free(d->conn);
 	if (d->lfd >= 0)
 		close(d->lfd);
 	if (d->ctl_fd >= 0)
