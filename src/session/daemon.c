@@ -261,7 +261,7 @@ static uint64_t src_generation(void *ctx)
 /*
  * What one client may make the daemon hold in descriptors, and all of
  * them together (docs/record.md, "Limits"); a descriptor past either is
- * refused (its events show raw) and said once per client.
+ * refused (its events show raw), said once (limit_said()).
  */
 #define DESC_CLIENT_BYTES (4u << 20)
 #define DESC_TOTAL_BYTES (64u << 20)

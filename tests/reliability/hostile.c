@@ -118,23 +118,40 @@ static void send_fds(int s, const void *msg, size_t len, int nfd)
 		close(fds[i]);
 }
 
+/* A HELLO the daemon takes (our pid, its clock), with a new uuid. */
+static void hello_fill(struct sess_hello *h, uint32_t mode)
+{
+	memset(h, 0, sizeof(*h));
+	h->h.type = SESS_HELLO;
+	h->h.len = sizeof(*h);
+	h->version = SESS_VERSION;
+	h->pid = (uint32_t)getpid();
+	h->ppid = (uint32_t)getppid();
+	h->clock_tsc = clock_tsc;
+	h->mode = mode;
+	for (int i = 0; i < 16; i++)
+		uuid[i] = (uint8_t)(rand() >> 7);
+	memcpy(h->uuid, uuid, 16);
+	snprintf(h->name, sizeof(h->name), "hostile");
+}
+
 static void hello(int s, uint32_t mode)
 {
 	struct sess_hello h;
 
-	memset(&h, 0, sizeof(h));
-	h.h.type = SESS_HELLO;
-	h.h.len = sizeof(h);
-	h.version = SESS_VERSION;
-	h.pid = (uint32_t)getpid();
-	h.ppid = (uint32_t)getppid();
-	h.clock_tsc = clock_tsc;
-	h.mode = mode;
-	for (int i = 0; i < 16; i++)
-		uuid[i] = (uint8_t)(rand() >> 7);
-	memcpy(h.uuid, uuid, 16);
-	snprintf(h.name, sizeof(h.name), "hostile");
+	hello_fill(&h, mode);
 	send_fds(s, &h, sizeof(h), 0);
+}
+
+/* A connection that said HELLO. */
+static int joined(uint32_t mode)
+{
+	int s = dial();
+
+	if (s < 0)
+		die("connect");
+	hello(s, mode);
+	return s;
 }
 
 /* A DESC message being built. */
@@ -294,12 +311,7 @@ int main(int argc, char **argv)
 			int s = dial();
 			if (s < 0)
 				continue;
-			memset(&h, 0, sizeof(h));
-			h.h.type = SESS_HELLO;
-			h.h.len = sizeof(h);
-			h.version = SESS_VERSION;
-			h.pid = (uint32_t)getpid();
-			h.clock_tsc = clock_tsc;
+			hello_fill(&h, STRATA_MODE_DISCARD);
 			send_fds(s, &h, sizeof(h), 40);
 			send_fds(s, &r, sizeof(r), 40);
 			send_fds(s, &junk, sizeof(junk), 3);  /* unknown type */
@@ -309,11 +321,8 @@ int main(int argc, char **argv)
 			close(s);
 		}
 	} else if (!strcmp(what, "descdup") && narg == 1) {
-		int s = dial();
+		int s = joined(STRATA_MODE_DISCARD);
 		size_t sent = 0, want = (size_t)atoi(arg[0]) << 20;
-		if (s < 0)
-			die("connect");
-		hello(s, STRATA_MODE_DISCARD);
 		dbuf_reset(&b);
 		while (sent < want) {
 			desc_rec(s, &b, 7, 1, 512, 0);
@@ -324,10 +333,7 @@ int main(int argc, char **argv)
 		}
 		close(s);
 	} else if (!strcmp(what, "nfields") && narg == 1) {
-		int s = dial();
-		if (s < 0)
-			die("connect");
-		hello(s, STRATA_MODE_DISCARD);
+		int s = joined(STRATA_MODE_DISCARD);
 		for (int i = 0; i < atoi(arg[0]); i++) {
 			unsigned char m[28] = {0};
 			struct sess_desc d = {{SESS_DESC, sizeof(m)}, 1, 0};
@@ -341,11 +347,8 @@ int main(int argc, char **argv)
 		}
 		close(s);
 	} else if (!strcmp(what, "descmany") && narg == 1) {
-		int s = dial();
+		int s = joined(STRATA_MODE_DISCARD);
 		size_t sent = 0, want = (size_t)atoi(arg[0]) << 20;
-		if (s < 0)
-			die("connect");
-		hello(s, STRATA_MODE_DISCARD);
 		dbuf_reset(&b);
 		for (uint32_t i = 0; sent < want; i++) {
 			size_t before = b.len;
@@ -356,10 +359,7 @@ int main(int argc, char **argv)
 		dbuf_send(s, &b);
 		close(s);
 	} else if (!strcmp(what, "bigring") && narg == 3) {
-		int s = dial();
-		if (s < 0)
-			die("connect");
-		hello(s, STRATA_MODE_OVERWRITE);
+		int s = joined(STRATA_MODE_OVERWRITE);
 		int fd = forged_ring((unsigned)atoi(arg[0]), (unsigned)atoi(arg[1]));
 		send_ring(s, fd);
 		close(fd);

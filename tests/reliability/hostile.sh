@@ -85,6 +85,10 @@ stop_check() { # stop_check EVENTS
 		fail "the trace is not whole ($1 events wanted): $(cat stop.err)"
 }
 sock=$work/run/default/sock
+# Under AddressSanitizer freed memory waits in its quarantine (256 MB):
+# memory that stays flat is then not checked, only said.
+sanitized=0
+ldd "$strata" 2>/dev/null | grep -q 'libasan' && sanitized=1
 
 fdleak() {
 	# Item 2: zero-byte messages carrying fds, truncated control data,
@@ -251,7 +255,7 @@ churn() {
 	settle "$dpid"
 	r1=$(rss "$dpid") f1=$(fds "$dpid")
 	echo "churn: strata daemon: RssAnon $r0 kB, $f0 fds; after 1100 connections of one pid and 20 short programs: RssAnon $r1 kB, $f1 fds"
-	[ $((r1 - r0)) -lt 2048 ] || fail "the daemon grew by $((r1 - r0)) kB"
+	[ $sanitized = 1 ] || [ $((r1 - r0)) -lt 2048 ] || fail "the daemon grew by $((r1 - r0)) kB"
 	[ "$f1" -le "$f0" ] || fail "the daemon holds $((f1 - f0)) more fds"
 	stop_check $((25 * 100))
 	grep -q 'File exists' daemon.err run/default/log && fail "File exists: $(grep -h 'File exists' run/default/log | head -2)"
@@ -266,7 +270,7 @@ churn() {
 		awk '/^RssAnon:/ {print \$2}' /proc/\$PPID/status >rss1
 		'$seqwriter' side.r 5000" 2>rec.err || fail "strata record: $(cat rec.err)"
 	echo "churn: strata record: RssAnon $(cat rss0) kB, after 300 more connections $(cat rss1) kB"
-	[ $(($(cat rss1) - $(cat rss0))) -lt 1024 ] || fail "strata record grew by $(($(cat rss1) - $(cat rss0))) kB"
+	[ $sanitized = 1 ] || [ $(($(cat rss1) - $(cat rss0))) -lt 1024 ] || fail "strata record grew by $(($(cat rss1) - $(cat rss0))) kB"
 	grep -qE "^strata: r: 501 processes, 5000 events, [0-9]+ bytes, 0 discarded, 500 ended without goodbye" rec.err ||
 		fail "strata record's trace is not whole: $(cat rec.err)"
 }
