@@ -1087,16 +1087,21 @@ static void salvage_packet(struct cons *c, struct cons_stream *s,
 	pkt = c->pktbuf;
 	if (close_copy(c, s, pkt, done)) {
 		/* An rseq ring's packet whose closer died between its close
-		 * and its commit: the closer wrote content_size (the opener
-		 * zeroed it), and the inline events up to there are whole
-		 * (write passed them); a walk that ends there exactly makes
-		 * it the packet's content. A two-phase event in flight (one
-		 * per thread at most) may be torn: the events strata-gen
-		 * writes through strata_reserve() (ring.md §7). */
-		uint64_t cs;
+		 * and its commit: the closer wrote content_size, and the
+		 * inline events up to there are whole (write passed them); a
+		 * walk that ends there exactly makes it the packet's content.
+		 * The opener never writes content_size (opener and closer
+		 * write disjoint fields, ring.md §4): one left from the
+		 * slot's previous lap comes with that lap's timestamp_end,
+		 * before this lap's timestamp_begin. A two-phase event in
+		 * flight (one per thread at most) may be torn: the events
+		 * strata-gen writes through strata_reserve() (ring.md §7). */
+		uint64_t cs, tb, te;
+		memcpy(&tb, pkt + 32, 8);
+		memcpy(&te, pkt + 40, 8);
 		memcpy(&cs, pkt + 48, 8);
 		cs /= 8;
-		if (!r->rseq || reserved || cs <= done || cs > r->psize ||
+		if (!r->rseq || reserved || te < tb || cs <= done || cs > r->psize ||
 		    close_copy(c, s, pkt, cs))
 			goto bad;
 		done = cs;

@@ -165,7 +165,6 @@ static void ring_open(struct strata_ring *ring, uint64_t begin, uint64_t ts,
 	h->stream_id = 1; /* compact event headers, docs/compact.md */
 	h->stream_instance_id = ((uint64_t)strata_pid << 32) | ring->cpu;
 	h->timestamp_begin = ts;
-	h->content_size = 0; /* the closer's, once it closes (salvage reads it) */
 	h->packet_size = ring->psize * 8;
 	h->packet_seq_num = begin >> ring->pshift;
 	h->cpu_id = ring->cpu;
