@@ -23,7 +23,7 @@ ulimit -c 0
 # The committed count of thread T from the progress file.
 committed() { od -An -tu8 -j$((8 * $2)) -N8 "$1" | tr -d ' '; }
 
-total=0
+total=0 partial=0
 for sig in KILL TERM SEGV; do
 	for i in $(seq "$runs"); do
 		rm -rf t p
@@ -45,15 +45,26 @@ for sig in KILL TERM SEGV; do
 		[ -z "$(ls -A "$TMPDIR")" ] || fail "$sig run $i: left behind: $(ls "$TMPDIR")"
 		babeltrace2 t >bt 2>bt.err || fail "$sig run $i: babeltrace2: $(head -3 bt.err)"
 		grep -v 'Tracer discarded' bt.err | grep -q . && fail "$sig run $i: babeltrace2: $(head -3 bt.err)"
-		# every committed event is there: 0 .. committed-1 of each thread
+		# every committed event is there: 0 .. committed-1 of each
+		# thread; except in a packet the guardian says it could not
+		# salvage (a writer killed inside a two-phase event in its
+		# middle, or a closer between close and commit: record.md,
+		# "Crash salvage"), whose events are then missing, reported
+		unsalv=$(sed -nE 's/.*, ([0-9]+) not salvageable.*/\1/p' c.err)
 		for t in 0 1; do
 			c=$([ $t = 0 ] && echo "$c0" || echo "$c1")
 			n=$(grep -c " 5:$((t + 1)): " bt || true)
 			max=$({ grep " 5:$((t + 1)): " bt || true; } | sed -nE 's/.*w0 = (0x[0-9A-Fa-f]+|[0-9]+).*/\1/p' | tail -1)
+			if [ "${unsalv:-0}" -gt 0 ]; then
+				[ $((c - n)) -le $((unsalv * 262144 / 12)) ] ||
+					fail "$sig run $i: thread $t: $((c - n)) events missing, more than $unsalv packets"
+				continue
+			fi
 			[ "$n" -ge "$c" ] || fail "$sig run $i: thread $t committed $c events, the trace holds $n"
 			[ -z "$max" ] || [ "$n" = $(( max + 1 )) ] || fail "$sig run $i: thread $t: $n events up to $max: a gap"
 		done
+		[ "${unsalv:-0}" -gt 0 ] && partial=$((partial + 1))
 		total=$((total + c0 + c1))
 	done
 done
-echo "crash: $((3 * runs)) kills (KILL, TERM, SEGV) 20-200 ms in: every committed event ($total) in the trace, babeltrace2 reads them, nothing left behind"
+echo "crash: $((3 * runs)) kills (KILL, TERM, SEGV) 20-200 ms in: every committed event ($total) in the trace but in $partial runs with a packet reported unsalvageable; babeltrace2 reads them, nothing left behind"

@@ -10,7 +10,10 @@ bin=$3  # build directory
 work=$4 # scratch directory
 rm -rf "$work"; mkdir -p "$work"
 strata=$bin/src/cli/strata
-forks=$bin/tests/reliability/forks
+# A copy of its own: the cleanup kills this test's programs by path, never
+# those of the fork tests running beside it.
+cp "$bin/tests/reliability/forks" "$work/forks-$mode"
+forks=$work/forks-$mode
 cd "$work"
 fail() { echo "fork-$mode: FAIL: $*" >&2; exit 1; }
 
