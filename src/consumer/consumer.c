@@ -293,6 +293,13 @@ static const struct strata_event_desc *event_lookup(struct cons *c, uint32_t id)
 	return strata_event_lookup((uint8_t)(id >> 16), (uint16_t)id);
 }
 
+static int is_blob(struct cons *c, uint32_t id)
+{
+	if (!c->external)
+		return registry_is_blob(id);
+	return c->src.is_blob && c->src.is_blob(c->src.ctx, id);
+}
+
 static uint64_t generation(struct cons *c)
 {
 	if (c->external)
@@ -426,8 +433,7 @@ static uint64_t scan_events(struct cons *c, const unsigned char *pkt,
 					c->raw[c->nraw++] = (struct meta_raw){
 						.id = id,
 						.words = (uint16_t)((len - STRATA_HDR_EXTENDED) / 8 + 1),
-						.blob = (uint8_t)(!c->external &&
-								  registry_is_blob(id)),
+						.blob = (uint8_t)is_blob(c, id),
 					};
 					c->meta_dirty = 1;
 				}
@@ -658,10 +664,13 @@ static void update_metadata(struct cons *c)
 	 * sends them a little after its first events) is declared from the
 	 * descriptor from now on, never twice (babeltrace2 refuses). */
 	for (size_t i = 0; i < c->nraw;) {
-		if (event_lookup(c, c->raw[i].id))
+		if (event_lookup(c, c->raw[i].id)) {
 			c->raw[i] = c->raw[--c->nraw];
-		else
+		} else {
+			/* a blob's id may arrive after its first events */
+			c->raw[i].blob = (uint8_t)is_blob(c, c->raw[i].id);
 			i++;
+		}
 	}
 	memcpy(mi.uuid, c->uuid, 16);
 	mi.freq_hz = c->freq_hz;

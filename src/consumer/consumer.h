@@ -32,6 +32,9 @@ struct cons_source {
 						  uint16_t minor);
 	/* Changes when descriptors were added: the metadata is rewritten. */
 	uint64_t (*generation)(void *ctx);
+	/* Whether an id without a descriptor is logged as a byte blob
+	 * (strata_log_blob(): format.md §6); NULL: never. */
+	int (*is_blob)(void *ctx, uint32_t id);
 	void *ctx;
 	/* The session's first calibration point (shared by every process of
 	 * the session, so that their clock descriptions agree); NULL: now. */

@@ -1180,10 +1180,7 @@ static int guard_join(const char *out)
 	char sock[sizeof(sess_sock)];
 	int ret;
 
-	/* Off by default until every path of the in-process consumer has
-	 * its equivalent in the session (docs/record.md, "The embedded
-	 * mode", Limits): STRATA_GUARD=1 turns it on. */
-	if (!g || strcmp(g, "1"))
+	if (g && !strcmp(g, "0"))
 		return -ECANCELED;
 	if (strata_options_from_env(&o) || options_check(&o))
 		return -EINVAL;

@@ -50,6 +50,8 @@
 #define LISTEN_PAUSE_MS 100 /* out of fds, none spare: the listeners rest */
 
 /* One traced process image (a connection). */
+#define CLIENT_BLOBS 64
+
 struct client {
 	int fd; /* -1 once closed */
 	int bellfd; /* its rings' doorbell (an eventfd), or -1 */
@@ -72,6 +74,10 @@ struct client {
 	size_t hcap;
 	size_t desc_bytes;
 	int desc_full; /* over its budget: said once */
+	/* ids it logs with strata_log_blob() (SESS_DESC_BLOB); past the
+	 * bound, blobs show as raw words */
+	uint32_t blobs[CLIENT_BLOBS];
+	unsigned nblobs;
 	uint64_t gen;
 	int bye;
 	struct sess_bye byemsg;
@@ -249,6 +255,16 @@ static const struct strata_event_desc *src_lookup(void *ctx, uint8_t major,
 		if (e->major == major && e->minor == minor)
 			return e;
 	}
+}
+
+static int src_is_blob(void *ctx, uint32_t id)
+{
+	const struct client *c = ctx;
+
+	for (unsigned i = 0; i < c->nblobs; i++)
+		if (c->blobs[i] == id)
+			return 1;
+	return 0;
 }
 
 static uint64_t src_generation(void *ctx)
@@ -644,6 +660,7 @@ static void client_source(struct sessd *d, struct client *c,
 	src->procname = c->name;
 	src->events = src_events;
 	src->lookup = src_lookup;
+	src->is_blob = src_is_blob;
 	src->generation = src_generation;
 	src->ctx = c;
 	src->cp_first = &d->cp_first;
@@ -738,6 +755,8 @@ static void client_hello(struct sessd *d, struct client *c,
 			if (p != c && p->pid == h.fork_of && p->registered) {
 				for (size_t i = 0; i < p->nev; i++)
 					add_desc(c, p->evs[i]);
+				memcpy(c->blobs, p->blobs, sizeof(c->blobs));
+				c->nblobs = p->nblobs;
 				break;
 			}
 	}
@@ -928,6 +947,18 @@ static struct desc_blk *desc_build(const struct desc_rec *r)
 	return b;
 }
 
+/* An id the process logs as a byte blob (proto.h, SESS_DESC_BLOB). */
+static void client_blob(struct client *c, uint32_t id)
+{
+	for (unsigned i = 0; i < c->nblobs; i++)
+		if (c->blobs[i] == id)
+			return;
+	if (c->nblobs < CLIENT_BLOBS) {
+		c->blobs[c->nblobs++] = id;
+		c->gen++; /* the metadata says so from now on */
+	}
+}
+
 static void client_desc(struct sessd *d, struct client *c,
 			const unsigned char *buf, size_t len)
 {
@@ -943,6 +974,10 @@ static void client_desc(struct sessd *d, struct client *c,
 		int ok = desc_parse(&p, end, &r);
 		if (ok < 0)
 			return;
+		if (r.kind == SESS_DESC_BLOB) {
+			client_blob(c, STRATA_ID(r.major, r.minor));
+			continue;
+		}
 		/* undecodable here, or one of that id it has already (a
 		 * fork child's copies of its parent's): nothing taken */
 		if (!ok || src_lookup(c, r.major, r.minor))

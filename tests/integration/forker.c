@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A traced program that forks: the child must not write into the parent's rings. */
+/* A traced program that forks: the child must not write into the parent's rings (its own, under the guardian). */
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,8 +12,9 @@ int main(void)
 		STRATA_EVENT1(3, 1, i);
 	pid_t pid = fork();
 	if (pid == 0) {
-		/* The child's tracepoints are off (docs: fork); they must
-		 * neither crash nor reach the parent's trace. */
+		/* Under the embedded mode's guardian the child records into
+		 * a sub-trace of its own; with the in-process consumer its
+		 * tracepoints are off (record.md). Never into the parent's. */
 		for (int i = 0; i < 100000; i++)
 			STRATA_EVENT1(3, 2, i);
 		_exit(0);

@@ -56,14 +56,27 @@ STRATA_OUTPUT="$work/masked" STRATA_MAJORS=none "$bin/examples/workers" 2 1000 2
 n=$(babeltrace2 "$work/masked" 2>/dev/null | grep -vc ' strata:' || true)
 [ "$n" = 0 ] || fail "STRATA_MAJORS=none recorded $n events"
 
-# 5. fork: the child writes nothing into the parent's rings.
-rm -rf "$work/fork"
-[ "$(STRATA_OUTPUT="$work/fork" "$bin/tests/integration/forker")" = 0 ] || fail "fork: the child failed"
-babeltrace2 "$work/fork" >"$work/fork.out" 2>"$work/bt.err"
-[ -s "$work/bt.err" ] && fail "babeltrace2 warned on the fork trace: $(head -3 "$work/bt.err")"
-[ "$(grep -c ' 3:1:' "$work/fork.out")" = 1000 ] || fail "fork: parent events before fork missing"
-[ "$(grep -c ' 3:3:' "$work/fork.out")" = 1000 ] || fail "fork: parent events after fork missing"
-[ "$(grep -c ' 3:2:' "$work/fork.out")" = 0 ] || fail "fork: the child's events reached the parent's trace"
+# 5. fork: the child writes nothing into the parent's rings; it has a
+# sub-trace of its own (the embedded mode's guardian takes it), or none
+# (the in-process consumer, STRATA_GUARD=0).
+for g in 1 0; do
+	rm -rf "$work/fork"
+	[ "$(STRATA_GUARD=$g STRATA_OUTPUT="$work/fork" "$bin/tests/integration/forker")" = 0 ] ||
+		fail "fork: the child failed"
+	for _ in $(seq 100); do # the guardian ends half a second after
+		pgrep -f -- "--guard 3 -o $work/fork\$" >/dev/null || break
+		sleep 0.05
+	done
+	parent=$(ls -d "$work"/fork/ust/pid-* | sort -t- -k2 -n | head -1)
+	babeltrace2 "$parent" >"$work/fork.out" 2>"$work/bt.err"
+	[ -s "$work/bt.err" ] && fail "babeltrace2 warned on the fork trace: $(head -3 "$work/bt.err")"
+	[ "$(grep -c ' 3:1:' "$work/fork.out")" = 1000 ] || fail "fork: parent events before fork missing"
+	[ "$(grep -c ' 3:3:' "$work/fork.out")" = 1000 ] || fail "fork: parent events after fork missing"
+	[ "$(grep -c ' 3:2:' "$work/fork.out")" = 0 ] || fail "fork: the child's events reached the parent's trace"
+	n=$(babeltrace2 "$work/fork" 2>/dev/null | grep -c ' 3:2:' || true)
+	want=$([ $g = 1 ] && echo 100000 || echo 0)
+	[ "$n" = "$want" ] || fail "fork (STRATA_GUARD=$g): $n child events in the trace, not $want"
+done
 
 # 6. A packet's last event ending inside a word, or without fields.
 for v in u32 none; do
