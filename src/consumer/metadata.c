@@ -120,14 +120,14 @@ static unsigned type_bytes(unsigned type)
 }
 
 /*
- * Bits between the end of an event's last field and the next 64-bit word
+ * Bytes between the end of an event's last field and the next 64-bit word
  * (format.md §3 layout: natural alignment from a word-aligned start; a
  * string ends on a word boundary). babeltrace2 2.0 must see every event
  * end exactly on a word, or it looks for one more event header in the
- * padding of the packet's last event: this many bits are declared as a
- * trailing `_pad` field.
+ * padding of the packet's last event: they are declared as a trailing
+ * `_pad` field (put_gap).
  */
-static unsigned tail_pad_bits(const struct strata_event_desc *e)
+static unsigned tail_pad_bytes(const struct strata_event_desc *e)
 {
 	uint64_t pos = 0; /* bytes, modulo the word */
 
@@ -140,11 +140,28 @@ static unsigned tail_pad_bits(const struct strata_event_desc *e)
 		unsigned sz = type_bytes(fd->type);
 		pos = (pos + sz - 1) / sz * sz + (uint64_t)sz * (fd->count ? fd->count : 1);
 	}
-	return (unsigned)((8 - pos % 8) % 8) * 8;
+	return (unsigned)((8 - pos % 8) % 8);
+}
+
+/*
+ * Padding of `bytes` bytes declared as the field `name` (format.md §6,
+ * docs/compact.md). babeltrace2 2.0's CTF writer (sink.ctf.fs) writes a
+ * byte-aligned integer only when it is 8, 16, 32 or 64 bits long and
+ * aborts on any other size: a gap of 3, 5, 6 or 7 bytes is an array of
+ * bytes. Readers drop the field by its name, whatever its type.
+ */
+static void put_gap(FILE *f, unsigned bytes, const char *name)
+{
+	if (bytes == 1 || bytes == 2 || bytes == 4)
+		fprintf(f, "\t\tinteger { size = %u; align = 1; signed = false; } %s;\n",
+			bytes * 8, name);
+	else
+		fprintf(f, "\t\tinteger { size = 8; align = 8; signed = false; } %s[%u];\n",
+			name, bytes);
 }
 
 /* The 10 length bits of the header (54-63) as the payload of an event
- * with no field, so that it too ends on a word (see tail_pad_bits). */
+ * with no field, so that it too ends on a word (see tail_pad_bytes). */
 static const char no_fields[] =
 	"\tfields := struct {\n\t\tinteger { size = 10; align = 1; "
 	"signed = false; } _length;\n\t};\n";
@@ -172,10 +189,11 @@ static int put_event(const struct strata_event_desc *e, void *arg)
 			 * from its start) are fields (docs/compact.md). */
 			unsigned al = fd->type == STRATA_T_STRING ? 4 : type_bytes(fd->type);
 			uint64_t at = (pos + al - 1) / al * al;
-			if (a32 && at > pos)
-				fprintf(f, "\t\tinteger { size = %u; align = 1; "
-					   "signed = false; } _pad%u;\n",
-					(unsigned)(at - pos) * 8, npad++);
+			if (a32 && at > pos) {
+				char gap[16];
+				snprintf(gap, sizeof(gap), "_pad%u", npad++);
+				put_gap(f, (unsigned)(at - pos), gap);
+			}
 			pos = at + (uint64_t)al * (fd->count ? fd->count : 1);
 			if (fd->type == STRATA_T_STRING) {
 				pos = 0;
@@ -192,10 +210,9 @@ static int put_event(const struct strata_event_desc *e, void *arg)
 			else
 				fprintf(f, "\t\t%s %s;\n", t, fd->name);
 		}
-		unsigned pad = tail_pad_bits(e);
+		unsigned pad = tail_pad_bytes(e);
 		if (pad)
-			fprintf(f, "\t\tinteger { size = %u; align = 1; signed = false; } _pad;\n",
-				pad);
+			put_gap(f, pad, "_pad");
 		fprintf(f, "\t} align(%d);\n", a32 ? 32 : 64);
 	} else if (!a32) {
 		fputs(no_fields, f);

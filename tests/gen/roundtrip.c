@@ -4,9 +4,31 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "pad.h"
 #include "rt.h"
 
 #define LONG_A 8170 /* docs/dsl.md, "Strings": the cap of rt:long is 8171 bytes */
+
+/* Every gap and tail size: babeltrace2's CTF writer must copy them all. */
+static void log_pads(void)
+{
+	const uint8_t u3[3] = { 1, 2, 3 }, u5[5] = { 1, 2, 3, 4, 5 };
+	const uint16_t u3w[3] = { 1, 0x8000, UINT16_MAX };
+	const int8_t s7[7] = { -1, 2, -3, 4, -5, 6, INT8_MIN };
+
+	strata_pad_t7(true);
+	strata_pad_t6(INT16_MIN);
+	strata_pad_t5(u3);
+	strata_pad_t4(-7);
+	strata_pad_t3(u5);
+	strata_pad_t2(u3w);
+	strata_pad_t1(s7);
+	strata_pad_g7(UINT8_MAX, 1.5, INT8_MIN);
+	strata_pad_g6(0xfffe, (const void *)(uintptr_t)0xffffffffffffff00u, 9);
+	strata_pad_g5(u3, UINT64_MAX, true);
+	strata_pad_g3(true, 0x80000000u, 0xabcd);
+	strata_pad_gs(1, "seven b", 2);
+}
 
 int main(void)
 {
@@ -44,5 +66,7 @@ int main(void)
 	if (strata_enable("rt") != 1)
 		return 1;
 	strata_rt_span_end(1);
+
+	log_pads();
 	return 0;
 }
