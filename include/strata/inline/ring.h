@@ -223,8 +223,10 @@ STRATA_API void strata_ring_close_exact(struct strata_ring *ring,
  * usable (out of line: keeps this header free of POSIX declarations). */
 STRATA_API uint64_t strata_clock_mono(void);
 
+/* Not named strata_ring_ctl(): in C++ a function of the struct's name
+ * hides its constructor (g++ -Wshadow). */
 static strata_always_inline struct strata_ring_ctl *
-strata_ring_ctl(struct strata_ring *ring)
+strata_ring_ctl_of(struct strata_ring *ring)
 {
 	return (struct strata_ring_ctl *)((char *)ring + STRATA_RING_CTL_OFFSET);
 }
@@ -324,7 +326,7 @@ static strata_always_inline void strata_reserved(struct strata_rsv *r,
 	if (xts) {
 		/* Otherwise the reservation has just checked that ts >> 27
 		 * equals last_ts_hi: only a gap changes it. */
-		strata_store_relaxed(&strata_ring_ctl(ring)->last_ts_hi,
+		strata_store_relaxed(&strata_ring_ctl_of(ring)->last_ts_hi,
 				     (uint32_t)(ts >> STRATA_TS_HI_SHIFT));
 	}
 	if (need) {
@@ -369,7 +371,7 @@ static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32
 	    strata_unlikely(!(ring = strata_load_acquire(&strata_rings[cpu]))) ||
 	    strata_unlikely(nest > STRATA_MAX_NEST) || strata_unlikely(!t->tid))
 		goto slow;
-	c = strata_ring_ctl(ring);
+	c = strata_ring_ctl_of(ring);
 	w = strata_load_relaxed(&c->write);
 	x = strata_load_relaxed(&c->xr); /* stored with write: R2 checks both */
 	need |= strata_load_relaxed(&c->owner) != t->tid;
@@ -404,6 +406,12 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t hi
 				 uint32_t words)
 {
 	struct strata_tls *t = &strata_tls;
+	struct strata_ring *ring;
+	struct strata_ring_ctl *c;
+	uint64_t w, ts, pos;
+	uint32_t need, xts, len, i, nest;
+	int cpu;
+
 #ifdef STRATA_RSEQ_X86
 	if (strata_likely(strata_rseq)) {
 		if (strata_likely(strata_rseq == STRATA_RSEQ_INLINE))
@@ -411,12 +419,8 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t hi
 		return strata_reserve_slow(r, hid, words, 0);
 	}
 #endif
-	int cpu = strata_cpu();
-	struct strata_ring *ring;
-	struct strata_ring_ctl *c;
-	uint64_t w, ts, pos;
-	uint32_t need, xts, len, i, nest;
-
+	/* declared above: users build with -Wdeclaration-after-statement */
+	cpu = strata_cpu();
 	/* words > STRATA_MAX_WORDS would wrap the 10-bit length: the slow
 	 * path refuses and counts it (folded away for constant sizes). */
 	if (strata_unlikely(words > STRATA_MAX_WORDS) ||
@@ -536,7 +540,7 @@ static strata_always_inline int strata_log_rseq(uint32_t cid, uint32_t words,
 	    strata_unlikely(words > STRATA_MAX_WORDS) ||
 	    strata_unlikely(!(ring = strata_load_acquire(&strata_rings[cpu]))))
 		return 0;
-	c = strata_ring_ctl(ring);
+	c = strata_ring_ctl_of(ring);
 	w = strata_load_relaxed(&c->write);
 	/* tid | nesting << 32 */
 	tn = *(const volatile strata_u64_alias *)&strata_tls;
