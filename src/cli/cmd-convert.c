@@ -499,29 +499,30 @@ static void chrome_name(struct cli_out *o, const char *what, uint32_t pid, uint3
 	cli_out_str(o, "}}");
 }
 
-/* Name a thread, and its process, the first time they appear. */
+/* The entry of a thread (or, tid KEY_ALL, a process), named the first
+ * time it appears; NULL when out of memory. */
+static struct cthread *chrome_named(struct conv *cv, uint32_t pid, uint32_t tid)
+{
+	bool proc = tid == KEY_ALL;
+	struct cthread *e = ctab_get(&cv->th, (uint64_t)pid << 32 | tid);
+
+	if (e && !e->shown) {
+		const char *nm = proc ? procname(cv, pid) : names_of(cv, tid);
+		e->shown = 1;
+		if (*nm)
+			chrome_name(cv->o, proc ? "process_name" : "thread_name", pid,
+				    proc ? 0 : tid, nm);
+	}
+	return e;
+}
+
+/* A thread's entry, it and its process named; -1: out of memory. */
 static int chrome_thread(struct conv *cv, uint32_t pid, uint32_t tid, struct cthread **out)
 {
-	struct cthread *p = ctab_get(&cv->th, (uint64_t)pid << 32 | KEY_ALL);
-	if (!p)
+	if (!chrome_named(cv, pid, KEY_ALL))
 		return -1;
-	if (!p->shown) {
-		const char *pn = procname(cv, pid);
-		p->shown = 1;
-		if (*pn)
-			chrome_name(cv->o, "process_name", pid, 0, pn);
-	}
-	struct cthread *e = ctab_get(&cv->th, (uint64_t)pid << 32 | tid);
-	if (!e)
-		return -1;
-	if (!e->shown) {
-		const char *tn = names_of(cv, tid);
-		e->shown = 1;
-		if (*tn)
-			chrome_name(cv->o, "thread_name", pid, tid, tn);
-	}
-	*out = e;
-	return 0;
+	*out = chrome_named(cv, pid, tid);
+	return *out ? 0 : -1;
 }
 
 /*
