@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/* Out of the box: one unpinned thread logs through the session its environment started (STRATA_OUTPUT, STRATA_GUARD=1, strata record), flat out or paced; and the disk's own O_DIRECT write bandwidth. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+#include "bench_util.h"
+#include "bench_events.h" /* strata-gen, from bench_events.strata */
+
+/*
+ * No strata_start(): libstrata's constructor has already started what the
+ * environment asks for, as for any program (docs/record.md, "The embedded
+ * mode"), with the default rings (16 x 256 KiB per CPU) unless the
+ * environment says otherwise, and stops it at exit (the trace is written,
+ * a line on stderr if anything was lost). run.sh reads the counts from the
+ * trace with `strata info`. The event is the strata-gen function a user
+ * would call (one u64 field: 12 bytes on disk, docs/compact.md).
+ */
+
+BENCH_OPAQUE static void ev(uint64_t w)
+{
+	strata_bench_one(w);
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Bursts of the paced loop: long enough that the two rdtsc around each
+ * (the time inside the calls) cost under half a nanosecond per event,
+ * short enough (about a microsecond) that the rate stays even. Flat out,
+ * the clock is read every FLAT_CHUNK events. */
+#define BURST 64
+#define FLAT_CHUNK 4096
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Log for `ms` milliseconds on the calling thread, wherever the scheduler
+ * puts it: flat out when rate <= 0, else `rate` events per second, in
+ * bursts of BURST as the TSC allows them (a CPU-bound program: it spins
+ * between bursts). Prints one OOB_LOOP line:
+ *   loop_ns   the loop's wall time (flat out: time inside the logging loop)
+ *   call_ns   time inside the chunks of calls (paced: what the producer
+ *             paid for its events, preemptions during a burst included)
+ *   med_ns_ev the median chunk's time per event: the usual cost, which
+ *             the rare preempted chunk does not move (nor the rare slow
+ *             path: a packet switch is one event in 21,845)
+ *   cpu_ns    the thread's CPU time over the loop (less than loop_ns when
+ *             it was preempted: by the consumer, or by anything else)
+ */
+static int run_log(double rate, uint64_t ms)
+{
+	double ghz = bench_tsc_ghz();
+	uint64_t deadline = ms * 1000000u, i = 0, call_ticks = 0;
+	uint64_t total = rate > 0 ? (uint64_t)(rate * (double)ms / 1000.0) : 0;
+	/* chunk times: flat out at 1 ns/event would be 250 chunks per ms */
+	size_t cap = rate > 0 ? (size_t)(total / BURST + 2) :
+				(size_t)(ms * 256 + 16);
+	uint32_t *chunk = malloc(cap * sizeof(*chunk));
+	size_t nchunk = 0;
+	struct rusage ru0, ru1;
+
+	if (!chunk) {
+		perror("malloc");
+		return 1;
+	}
+	if (!(strata_majors() & STRATA_MAJOR_BIT(6))) {
+		fprintf(stderr,
+			"bench_oob: tracing is not on (set STRATA_OUTPUT, "
+			"or run under strata record)\n");
+		free(chunk);
+		return 1;
+	}
+	/* the pages of the chunk array now, not inside the loop */
+	memset(chunk, 0, cap * sizeof(*chunk));
+	getrusage(RUSAGE_THREAD, &ru0);
+	uint64_t c0 = thread_cpu_ns();
+	uint64_t n0 = bench_now_ns(), t0 = bench_rdtsc();
+	if (rate <= 0) {
+		for (;;) {
+			uint64_t b = bench_rdtsc();
+			for (int k = 0; k < FLAT_CHUNK; k++, i++)
+				ev(i);
+			uint64_t d = bench_rdtsc() - b;
+			call_ticks += d;
+			if (nchunk < cap)
+				chunk[nchunk++] = d > UINT32_MAX ? UINT32_MAX :
+								   (uint32_t)d;
+			if (bench_now_ns() - n0 >= deadline)
+				break;
+		}
+	} else {
+		double per_tick = rate / (ghz * 1e9);
+		while (i < total) {
+			uint64_t now = bench_rdtsc();
+			uint64_t allowed =
+				(uint64_t)((double)(now - t0) * per_tick);
+			if (allowed > total)
+				allowed = total;
+			if (allowed < i + BURST && allowed < total) {
+				__asm__ __volatile__("pause");
+				continue;
+			}
+			uint64_t end = i + BURST < total ? i + BURST : total;
+			int full = end - i == BURST;
+			for (; i < end; i++)
+				ev(i);
+			uint64_t d = bench_rdtsc() - now;
+			call_ticks += d;
+			if (full && nchunk < cap)
+				chunk[nchunk++] = d > UINT32_MAX ? UINT32_MAX :
+								   (uint32_t)d;
+		}
+	}
+	uint64_t loop_ns = bench_now_ns() - n0;
+	uint64_t cpu_ns = thread_cpu_ns() - c0;
+	getrusage(RUSAGE_THREAD, &ru1);
+	double med = 0;
+	if (nchunk) {
+		qsort(chunk, nchunk, sizeof(*chunk), cmp_u32);
+		med = (double)chunk[nchunk / 2] / ghz /
+		      (rate > 0 ? BURST : FLAT_CHUNK);
+	}
+	free(chunk);
+	printf("OOB_LOOP asked=%.0f logged=%llu loop_ns=%llu call_ns=%.0f "
+	       "med_ns_ev=%.3f cpu_ns=%llu nivcsw=%ld nvcsw=%ld minflt=%ld "
+	       "majors=0x%llx\n",
+	       rate > 0 ? rate : 0.0, (unsigned long long)i,
+	       (unsigned long long)loop_ns, (double)call_ticks / ghz, med,
+	       (unsigned long long)cpu_ns, ru1.ru_nivcsw - ru0.ru_nivcsw,
+	       ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_minflt - ru0.ru_minflt,
+	       (unsigned long long)strata_majors());
+	fflush(stdout);
+	return 0;
+}
+
+/*
+ * The disk's own sequential write bandwidth, as the consumer writes
+ * (docs/record.md, "Direct I/O"): a new file, O_DIRECT, 256 KiB writes
+ * from one aligned buffer, one at a time, then fdatasync. Prints
+ *   DISK bytes=B ns=T mbps=M direct=1
+ * (direct=0: the file system refused O_DIRECT; buffered writes, then the
+ * figure includes the page cache and means little).
+ */
+static int run_disk(const char *path, uint64_t mib)
+{
+	const size_t bs = 256 << 10;
+	uint64_t n = mib * (1u << 20) / bs, done = 0;
+	int direct = 1;
+	void *buf;
+
+	if (posix_memalign(&buf, 4096, bs)) {
+		perror("posix_memalign");
+		return 1;
+	}
+	for (size_t k = 0; k < bs; k++) /* not all zeros, in case it matters */
+		((unsigned char *)buf)[k] = (unsigned char)(k * 131 + 7);
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC,
+		      0600);
+	if (fd < 0 && errno == EINVAL) {
+		direct = 0;
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	}
+	if (fd < 0) {
+		fprintf(stderr, "bench_oob: %s: %s\n", path, strerror(errno));
+		free(buf);
+		return 1;
+	}
+	uint64_t t0 = bench_now_ns();
+	for (uint64_t k = 0; k < n; k++) {
+		ssize_t w = pwrite(fd, buf, bs, (off_t)(k * bs));
+		if (w != (ssize_t)bs) {
+			fprintf(stderr, "bench_oob: %s: write: %s\n", path,
+				w < 0 ? strerror(errno) : "short write");
+			break;
+		}
+		done += bs;
+	}
+	fdatasync(fd);
+	uint64_t ns = bench_now_ns() - t0;
+	close(fd);
+	unlink(path);
+	free(buf);
+	printf("DISK bytes=%llu ns=%llu mbps=%.1f direct=%d\n",
+	       (unsigned long long)done, (unsigned long long)ns,
+	       ns ? (double)done / 1e6 / ((double)ns / 1e9) : 0.0, direct);
+	return done == n * bs ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[1], "log")) {
+		double rate = strcmp(argv[2], "flat") ? strtod(argv[2], NULL) :
+							0;
+		return run_log(rate, strtoull(argv[3], NULL, 0));
+	}
+	if (argc == 4 && !strcmp(argv[1], "disk"))
+		return run_disk(argv[2], strtoull(argv[3], NULL, 0));
+	fprintf(stderr,
+		"usage: %s log flat|EVENTS_PER_SECOND MS   (under STRATA_OUTPUT or strata record)\n"
+		"       %s disk FILE MIB\n",
+		argv[0], argv[0]);
+	return 2;
+}
