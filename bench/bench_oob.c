@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Out of the box: one unpinned thread logs through the session its environment started (STRATA_OUTPUT, STRATA_GUARD=1, strata record), flat out or paced; and the disk's own O_DIRECT write bandwidth. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +41,118 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* ---- where the consumer runs, and what the scheduler gave it ------------ */
+
+/* Scheduler figures of a set of threads (/proc/PID/task/TID/schedstat
+ * and status): time on a CPU, time runnable but waiting for one, time
+ * slices, and the switches away: voluntary (it slept: no work, or waiting
+ * for its write) and involuntary (preempted). */
+struct sched_sum {
+	unsigned long long cpu_ns, wait_ns, slices, vcsw, ivcsw;
+	int tasks;
+};
+
+/*
+ * The consumer's process: ours (the in-process consumer thread), the
+ * parent under `strata record` (the session daemon), or the guardian,
+ * which is nobody's child: the `strata record --guard FD -o DIR` whose DIR
+ * is our STRATA_OUTPUT (other programs may have guardians of their own).
+ * 0 when it cannot be found.
+ */
+static int consumer_pid(const char **via)
+{
+	const char *g = getenv("STRATA_GUARDED"),
+		   *out = getenv("STRATA_OUTPUT");
+	const char *sess = getenv("STRATA_SESSION");
+	char want[PATH_MAX], path[300], buf[8192];
+
+	/* strata record sets STRATA_SESSION for us; the library sets it
+	 * and STRATA_GUARDED once it has joined its guardian */
+	if (!g || strcmp(g, "1")) {
+		*via = sess ? "daemon" : "inproc";
+		return sess ? (int)getppid() : (int)getpid();
+	}
+	*via = "guardian";
+	if (!out || !realpath(out, want))
+		return 0;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int found = 0;
+	while (d && !found && (e = readdir(d))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		int guard = 0;
+		for (char *a = buf; a < buf + n; a += strlen(a) + 1) {
+			if (!strcmp(a, "--guard"))
+				guard = 1;
+			if (guard && !strcmp(a, "-o") &&
+			    a + strlen(a) + 1 < buf + n &&
+			    !strcmp(a + strlen(a) + 1, want))
+				found = atoi(e->d_name);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Sums the schedstat of every thread of `pid` but the calling one. */
+static void sched_sample(int pid, struct sched_sum *s)
+{
+	char path[96];
+	int self = (int)gettid();
+
+	memset(s, 0, sizeof(*s));
+	if (!pid)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *d = opendir(path);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		int tid = atoi(e->d_name);
+		if (tid <= 0 || tid == self)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid,
+			 tid);
+		FILE *f = fopen(path, "re");
+		unsigned long long c, w, n;
+		if (f && fscanf(f, "%llu %llu %llu", &c, &w, &n) == 3) {
+			s->cpu_ns += c;
+			s->wait_ns += w;
+			s->slices += n;
+			s->tasks++;
+		}
+		if (f)
+			fclose(f);
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid,
+			 tid);
+		char line[256];
+		if (!(f = fopen(path, "re")))
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "voluntary_ctxt_switches: %llu", &n) ==
+			    1)
+				s->vcsw += n;
+			else if (sscanf(line,
+					"nonvoluntary_ctxt_switches: %llu",
+					&n) == 1)
+				s->ivcsw += n;
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* Bursts of the paced loop: long enough that the two rdtsc around each
  * (the time inside the calls) cost under half a nanosecond per event,
  * short enough (about a microsecond) that the rate stays even. Flat out,
@@ -65,6 +179,11 @@ static int cmp_u32(const void *a, const void *b)
  *             path: a packet switch is one event in 21,845)
  *   cpu_ns    the thread's CPU time over the loop (less than loop_ns when
  *             it was preempted: by the consumer, or by anything else)
+ *   via       where the consumer runs: inproc (a thread of ours),
+ *             guardian (STRATA_GUARD=1), daemon (strata record)
+ *   cons_*    the consumer's threads over the loop (consumer_pid()): CPU
+ *             time, time spent runnable waiting for a CPU, time slices,
+ *             voluntary and involuntary switches
  */
 static int run_log(double rate, uint64_t ms)
 {
@@ -77,6 +196,9 @@ static int run_log(double rate, uint64_t ms)
 	uint32_t *chunk = malloc(cap * sizeof(*chunk));
 	size_t nchunk = 0;
 	struct rusage ru0, ru1;
+	struct sched_sum s0, s1;
+	const char *via = "?";
+	int cpid = consumer_pid(&via);
 
 	if (!chunk) {
 		perror("malloc");
@@ -91,6 +213,7 @@ static int run_log(double rate, uint64_t ms)
 	}
 	/* the pages of the chunk array now, not inside the loop */
 	memset(chunk, 0, cap * sizeof(*chunk));
+	sched_sample(cpid, &s0);
 	getrusage(RUSAGE_THREAD, &ru0);
 	uint64_t c0 = thread_cpu_ns();
 	uint64_t n0 = bench_now_ns(), t0 = bench_rdtsc();
@@ -133,6 +256,7 @@ static int run_log(double rate, uint64_t ms)
 	uint64_t loop_ns = bench_now_ns() - n0;
 	uint64_t cpu_ns = thread_cpu_ns() - c0;
 	getrusage(RUSAGE_THREAD, &ru1);
+	sched_sample(cpid, &s1);
 	double med = 0;
 	if (nchunk) {
 		qsort(chunk, nchunk, sizeof(*chunk), cmp_u32);
@@ -142,12 +266,15 @@ static int run_log(double rate, uint64_t ms)
 	free(chunk);
 	printf("OOB_LOOP asked=%.0f logged=%llu loop_ns=%llu call_ns=%.0f "
 	       "med_ns_ev=%.3f cpu_ns=%llu nivcsw=%ld nvcsw=%ld minflt=%ld "
-	       "majors=0x%llx\n",
+	       "majors=0x%llx via=%s cons_pid=%d cons_tasks=%d cons_cpu_ns=%llu "
+	       "cons_wait_ns=%llu cons_slices=%llu cons_vcsw=%llu cons_ivcsw=%llu\n",
 	       rate > 0 ? rate : 0.0, (unsigned long long)i,
 	       (unsigned long long)loop_ns, (double)call_ticks / ghz, med,
 	       (unsigned long long)cpu_ns, ru1.ru_nivcsw - ru0.ru_nivcsw,
 	       ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_minflt - ru0.ru_minflt,
-	       (unsigned long long)strata_majors());
+	       (unsigned long long)strata_majors(), via, cpid, s1.tasks,
+	       s1.cpu_ns - s0.cpu_ns, s1.wait_ns - s0.wait_ns,
+	       s1.slices - s0.slices, s1.vcsw - s0.vcsw, s1.ivcsw - s0.ivcsw);
 	fflush(stdout);
 	return 0;
 }
@@ -156,7 +283,9 @@ static int run_log(double rate, uint64_t ms)
  * The disk's own sequential write bandwidth, as the consumer writes
  * (docs/record.md, "Direct I/O"): a new file, O_DIRECT, 256 KiB writes
  * from one aligned buffer, one at a time, then fdatasync. Prints
- *   DISK bytes=B ns=T mbps=M direct=1
+ *   DISK bytes=B ns=T mbps=M direct=1 p50_ms=.. p99_ms=.. max_ms=..
+ * the last three: the time of one write (a stall longer than a ring
+ * lasts at the rate it is written costs events, docs/ring.md §8);
  * (direct=0: the file system refused O_DIRECT; buffered writes, then the
  * figure includes the page cache and means little).
  */
@@ -166,9 +295,11 @@ static int run_disk(const char *path, uint64_t mib)
 	uint64_t n = mib * (1u << 20) / bs, done = 0;
 	int direct = 1;
 	void *buf;
+	uint32_t *lat = calloc(n ? n : 1, sizeof(*lat)); /* us per write */
 
-	if (posix_memalign(&buf, 4096, bs)) {
-		perror("posix_memalign");
+	if (!lat || posix_memalign(&buf, 4096, bs)) {
+		perror("bench_oob: memory");
+		free(lat);
 		return 1;
 	}
 	for (size_t k = 0; k < bs; k++) /* not all zeros, in case it matters */
@@ -183,11 +314,14 @@ static int run_disk(const char *path, uint64_t mib)
 	if (fd < 0) {
 		fprintf(stderr, "bench_oob: %s: %s\n", path, strerror(errno));
 		free(buf);
+		free(lat);
 		return 1;
 	}
 	uint64_t t0 = bench_now_ns();
 	for (uint64_t k = 0; k < n; k++) {
+		uint64_t w0 = bench_now_ns();
 		ssize_t w = pwrite(fd, buf, bs, (off_t)(k * bs));
+		lat[k] = (uint32_t)((bench_now_ns() - w0) / 1000);
 		if (w != (ssize_t)bs) {
 			fprintf(stderr, "bench_oob: %s: write: %s\n", path,
 				w < 0 ? strerror(errno) : "short write");
@@ -200,9 +334,15 @@ static int run_disk(const char *path, uint64_t mib)
 	close(fd);
 	unlink(path);
 	free(buf);
-	printf("DISK bytes=%llu ns=%llu mbps=%.1f direct=%d\n",
+	uint64_t nw = done / bs;
+	qsort(lat, nw ? nw : 1, sizeof(*lat), cmp_u32);
+	printf("DISK bytes=%llu ns=%llu mbps=%.1f direct=%d p50_ms=%.3f "
+	       "p99_ms=%.3f max_ms=%.3f\n",
 	       (unsigned long long)done, (unsigned long long)ns,
-	       ns ? (double)done / 1e6 / ((double)ns / 1e9) : 0.0, direct);
+	       ns ? (double)done / 1e6 / ((double)ns / 1e9) : 0.0, direct,
+	       lat[nw / 2] / 1e3, lat[nw * 99 / 100] / 1e3,
+	       lat[nw ? nw - 1 : 0] / 1e3);
+	free(lat);
 	return done == n * bs ? 0 : 1;
 }
 
