@@ -45,6 +45,9 @@ class Results:
         self.skips = []
         self.failed = []
         self.info = {}
+        self.oob = []                      # out-of-the-box runs (bench_oob)
+        self.oob_disk = []                 # the disk's O_DIRECT bandwidth, per measurement
+        self.oob_setup = None
         with open(path) as f:
             for line in f:
                 m = LINE.match(line.strip())
@@ -84,6 +87,12 @@ class Results:
                     self.skips.append((kv.get("what", "?"), kv.get("reason", "").replace("_", " ")))
                 elif kind == "FAILED":
                     self.failed.append(kv.get("tag", "?"))
+                elif kind == "OOB":
+                    self.oob.append(kv)
+                elif kind == "OOB_DISK":
+                    self.oob_disk.append(kv)
+                elif kind == "OOB_SETUP":
+                    self.oob_setup = kv
                 elif kind == "INFO":
                     self.info.update(kv)
 
@@ -163,6 +172,313 @@ def spread(st):
     if not st or st[0] == 0:
         return None
     return (st[2] - st[1]) / st[0] * 100
+
+
+# ---- out of the box (bench_oob: started by the environment) ------------------------
+
+OOB_MODES = [
+    ("embedded", "embedded: `STRATA_OUTPUT` (in-process consumer thread)"),
+    ("guarded", "embedded, guarded: `STRATA_OUTPUT` + `STRATA_GUARD=1` (guardian process)"),
+    ("record", "`strata record -o DIR -- PROGRAM` (session daemon)"),
+    ("block", "embedded, `STRATA_MODE=block`"),
+]
+OOB_LABEL = {m: label for m, label in OOB_MODES}
+
+
+def med3(xs):
+    """(median, min, max, n) of a non-empty list, else None"""
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return None
+    return statistics.median(xs), min(xs), max(xs), len(xs)
+
+
+class Oob:
+    """The runs of bench_oob by mode and fraction of the disk's bandwidth
+    (0: flat out), with what each figure is derived from."""
+
+    def __init__(self, R):
+        self.runs = defaultdict(list)  # (mode, frac) -> [run]
+        for kv in R.oob:
+            r = {k: num(v) for k, v in kv.items()}
+            for k in ("med_ns_ev", "nivcsw", "packets_lost", "asked", "minflt",
+                      "cons_cpu_ns", "cons_wait_ns", "rc"):
+                r.setdefault(k, None)
+            r["mode"] = kv["mode"]
+            r["via"] = kv.get("via")
+            r["frac"] = float(kv["frac"])
+            n = r["logged"] or 0
+            secs = (r["loop_ns"] or 0) / 1e9
+            r["ns_ev"] = r["loop_ns"] / n if n else None
+            r["cpu_ev"] = r["cpu_ns"] / n if n else None
+            r["call_ev"] = r["call_ns"] / n if n else None
+            r["lost"] = max(int(r["discarded"] or 0), int(n - (r["recorded"] or 0)))
+            r["unaccounted"] = int(n - (r["recorded"] or 0) - (r["discarded"] or 0))
+            r["mbps"] = r["stream_bytes"] / 1e6 / secs if secs else None
+            # what the producer offered: its events at the trace's bytes per event
+            bpe = r["stream_bytes"] / r["recorded"] if r["recorded"] else 12.0
+            r["offered_mbps"] = n * bpe / 1e6 / secs if secs else None
+            self.runs[(r["mode"], r["frac"])].append(r)
+        self.disk = med3([num(d.get("mbps")) for d in R.oob_disk])
+        self.direct = all(d.get("direct") == "1" for d in R.oob_disk)
+        st = R.oob_setup or {}
+        self.setup_mbps = num(st.get("disk_mbps"))
+        self.ms = st.get("ms", "?")
+        self.reps = st.get("reps", "?")
+        self.fracs = sorted({f for (_, f) in self.runs if f > 0})
+
+    def get(self, mode, frac):
+        return self.runs.get((mode, frac), [])
+
+    def paired(self, mode, base, frac, key):
+        """mode ÷ base of one figure, per repetition (same rep, same rate)"""
+        b = {r["rep"]: r for r in self.get(base, frac)}
+        out = []
+        for r in self.get(mode, frac):
+            o = b.get(r["rep"])
+            if o and r[key] and o[key]:
+                out.append(r[key] / o[key])
+        return med3(out)
+
+    def paired_all_fracs(self, mode, base, key):
+        out = []
+        for f in self.fracs:
+            b = {r["rep"]: r for r in self.get(base, f)}
+            for r in self.get(mode, f):
+                o = b.get(r["rep"])
+                if o and r[key] and o[key]:
+                    out.append(r[key] / o[key])
+        return med3(out)
+
+
+def oob_loss_cell(runs):
+    if not runs:
+        return "n/a"
+    logged = sum(int(r["logged"]) for r in runs)
+    lost = sum(r["lost"] for r in runs)
+    bad = [r for r in runs if r["lost"]]
+    unacc = sum(abs(r["unaccounted"]) for r in runs)
+    plost = sum(int(r.get("packets_lost") or 0) for r in runs)
+    if not lost:
+        s = f"0 of {logged:,}"
+    else:
+        worst = max(r["lost"] / r["logged"] for r in bad) * 100
+        s = (f"**{lost:,} of {logged:,} ({lost / logged * 100:.2f} %)**, "
+             f"{len(bad)} of {len(runs)} runs (worst {worst:.2f} %)")
+    if plost:
+        s += f"; {plost:,} packets lost"
+    if unacc:
+        s += f"; **{unacc:,} unaccounted** (recorded + discarded ≠ logged)"
+    return s
+
+
+def oob_section(R, w):
+    """Writes the section; returns its rows of the Targets table."""
+    O = Oob(R)
+    targets = []
+    w("## Out of the box: default rings, no pinning, started by the environment (1 thread)")
+    w("")
+    if not O.runs:
+        w("not measured")
+        w("")
+        return targets
+    disk = O.disk[0] if O.disk else None
+    w(f"`bench_oob` logs 1-field strata-gen events (12 bytes on disk) from one thread that "
+      f"is not pinned, for {O.ms} ms per run, through whatever its environment starts, as "
+      "a user's program would: no `strata_start()`, the default rings (16 × 256 KiB per "
+      "CPU), discard mode unless said. Four modes, interleaved within each of the "
+      f"{O.reps} repetitions (their order rotated): flat out, then paced at fractions of "
+      "the disk's own bandwidth (a CPU-bound program: it spins between bursts of 64 "
+      "events). Recorded and discarded come from `strata info` of each trace; "
+      "\"lost\" is logged − recorded. ns/event is the producer's: wall time of the loop ÷ "
+      "events logged (flat out) or time inside the bursts of calls ÷ events (paced); "
+      "\"on-CPU\" is the thread's CPU time over the loop ÷ events; \"usual\" the median "
+      "chunk of calls (4096 flat out, 64 paced) ÷ its events, which preemptions and the "
+      "rare slow path do not move. Page faults are the producer thread's (minor) over "
+      "the loop. The consumer's figures are its threads' (`/proc/PID/task/*/schedstat`: "
+      "the in-process thread, the guardian, or the `strata record` process) over the "
+      "loop: CPU time per MB written, and the share of the loop it spent runnable but "
+      "waiting for a CPU. Medians over the repetitions, [min–max].")
+    w("")
+    lat = ""
+    p99 = [num(d.get("p99_ms")) for d in R.oob_disk if d.get("p99_ms")]
+    mx = [num(d.get("max_ms")) for d in R.oob_disk if d.get("max_ms")]
+    if p99 and mx:
+        lat = (f"; one 256 KiB write took {fmt(statistics.median(num(d['p50_ms']) for d in R.oob_disk if d.get('p50_ms')), 2)} ms "
+               f"(median), {fmt(max(p99), 2)} ms at the 99th percentile and {fmt(max(mx), 1)} ms at worst "
+               "(the worst measurement of each)")
+    w(f"The disk: a new file on the traces' file system, written sequentially with "
+      f"{'`O_DIRECT`' if O.direct else 'buffered (the file system refused `O_DIRECT`)'} "
+      f"256 KiB writes, one at a time, then `fdatasync` (as the consumer writes, "
+      f"docs/record.md \"Direct I/O\"), {len(R.oob_disk)} times in the run (3 before, "
+      f"one per repetition): **{cell(O.disk)} MB/s**{lat}. The paced rates are fractions of "
+      f"{fmt(O.setup_mbps)} MB/s, the median of the first three.")
+    w("")
+
+    def cons_cells(runs):
+        cpu = med3([r["cons_cpu_ns"] / 1e6 / (r["stream_bytes"] / 1e6)
+                    for r in runs if r.get("cons_cpu_ns") is not None and r["stream_bytes"]])
+        wt = med3([r["cons_wait_ns"] / r["loop_ns"] * 100
+                   for r in runs if r.get("cons_wait_ns") is not None and r["loop_ns"]])
+        return (cell(cpu, 2) if cpu else "n/a",
+                f"{wt[0]:.0f} % [{wt[1]:.0f}–{wt[2]:.0f} %]" if wt else "n/a")
+
+    def faults(runs):
+        v = [r["minflt"] for r in runs if r.get("minflt") is not None]
+        return fmt(statistics.median(v), 0) if v else "n/a"
+
+    w("**Flat out**")
+    w("")
+    w("| mode | ns/event | on-CPU ns/event | usual ns/event | × embedded (paired) | "
+      "producer: preemptions, page faults | consumer: CPU ms per MB, waiting for a CPU | "
+      "trace MB/s (% of the disk) | events lost |")
+    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for m, label in OOB_MODES:
+        runs = O.get(m, 0.0)
+        if not runs:
+            continue
+        st = med3([r["ns_ev"] for r in runs])
+        pr = O.paired(m, "embedded", 0.0, "ns_ev") if m != "embedded" else None
+        mb = med3([r["mbps"] for r in runs])
+        pct = f" ({mb[0] / disk * 100:.0f} %)" if mb and disk else ""
+        cc, cw = cons_cells(runs)
+        w(f"| {label} | {cell(st)} | {cell(med3([r['cpu_ev'] for r in runs]))} | "
+          f"{cell(med3([r['med_ns_ev'] for r in runs]))} | "
+          f"{cell(pr, 2) if pr else '—'} | "
+          f"{fmt(statistics.median(r['nivcsw'] or 0 for r in runs), 0)}, {faults(runs)} | "
+          f"{cc}, {cw} | {cell(mb)}{pct} | {oob_loss_cell(runs)} |")
+    w("")
+    if O.fracs:
+        w("**Paced, at fractions of the disk's bandwidth**: ns/event is the time inside the "
+          "calls, \"usual\" the median burst's.")
+        w("")
+        w("| rate | mode | trace MB/s | ns/event | usual ns/event | × embedded (paired) | "
+          "producer page faults | consumer: CPU ms per MB, waiting for a CPU | events lost |")
+        w("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for f in O.fracs:
+            for m, label in OOB_MODES:
+                rs = O.get(m, f)
+                if not rs:
+                    continue
+                asked = rs[0]["asked"] or 0
+                mb = med3([r["mbps"] for r in rs])
+                pr = O.paired(m, "embedded", f, "call_ev") if m != "embedded" else None
+                cc, cw = cons_cells(rs)
+                w(f"| {f * 100:.0f} % ({asked * 12 / 1e6:.0f} MB/s, {asked / 1e6:.2f} M events/s) | "
+                  f"{m} | {fmt(mb and mb[0])} | {cell(med3([r['call_ev'] for r in rs]))} | "
+                  f"{cell(med3([r['med_ns_ev'] for r in rs]))} | {cell(pr, 2) if pr else '—'} | "
+                  f"{faults(rs)} | {cc}, {cw} | {oob_loss_cell(rs)} |")
+        w("")
+    odd = [r for rs in O.runs.values() for r in rs
+           if r.get("via") and r["via"] != {"embedded": "inproc", "block": "inproc",
+                                            "guarded": "guardian", "record": "daemon"}[r["mode"]]]
+    bad_rc = [r for rs in O.runs.values() for r in rs if r.get("rc")]
+    if odd or bad_rc:
+        w(f"**Warning**: {len(odd)} runs did not record the way their mode says (e.g. no "
+          f"guardian: the tool was not found) and {len(bad_rc)} exited non-zero; see stderr.log.")
+        w("")
+    # ---- targets -----------------------------------------------------------------
+    # Below the disk's bandwidth nothing may be lost: every paced run, and
+    # the flat-out runs whose own rate came out below the disk's (on a
+    # loaded machine a producer that gets part of a CPU logs less than the
+    # disk takes).
+    for m in ("embedded", "guarded", "record"):
+        below = [r for f in O.fracs for r in O.get(m, f)]
+        below += [r for r in O.get(m, 0.0)
+                  if disk and r["offered_mbps"] and r["offered_mbps"] < disk]
+        if not below:
+            targets.append((f"{m}: defaults lose nothing below the disk's bandwidth",
+                            "not measured", "NOT MEASURED"))
+            continue
+        nflat = sum(1 for r in below if r["frac"] == 0)
+        bad = [r for r in below if r["lost"] or r["unaccounted"]]
+        rng = (f"paced at {', '.join(f'{f * 100:.0f}' for f in O.fracs)} % of "
+               f"{fmt(O.setup_mbps)} MB/s" if O.fracs else "")
+        if nflat:
+            rng += (", and " if rng else "") + f"{nflat} flat-out run{'s' if nflat > 1 else ''} " \
+                f"that offered less than the disk's {fmt(disk)} MB/s"
+        if not bad:
+            meas = f"0 lost in {len(below)} runs ({rng})"
+        else:
+            wr = max(bad, key=lambda r: r["lost"] / r["logged"])
+            at = (f"{wr['frac'] * 100:.0f} % of the disk" if wr["frac"] else
+                  f"flat out, {fmt(wr['offered_mbps'])} MB/s offered")
+            meas = (f"lost in {len(bad)} of {len(below)} runs ({rng}); worst "
+                    f"{wr['lost']:,} of {int(wr['logged']):,} ({wr['lost'] / wr['logged'] * 100:.2f} %) "
+                    f"at {at}, trace {fmt(wr['mbps'])} MB/s")
+            un = sum(abs(r["unaccounted"]) for r in below)
+            if un:
+                meas += f"; {un:,} unaccounted"
+        targets.append((f"{m} (`{'STRATA_OUTPUT' if m == 'embedded' else 'STRATA_GUARD=1' if m == 'guarded' else 'strata record'}`): "
+                        "defaults lose nothing below the disk's bandwidth",
+                        meas, "PASS" if not bad else f"FAIL ({len(bad)} of {len(below)} runs lost events)"))
+    # The producer's cost: record ÷ embedded, paired by repetition.
+    for key, what, frac in (("ns_ev", "flat out, wall ns/event", 0.0),
+                            ("call_ev", "paced, ns/event inside the calls", None)):
+        pr = (O.paired("record", "embedded", frac, key) if frac is not None
+              else O.paired_all_fracs("record", "embedded", key))
+        if not pr:
+            continue
+        notes = [f"{cell(pr, 2)} over {pr[3]} pairs"]
+        if frac is not None:
+            c = O.paired("record", "embedded", 0.0, "cpu_ev")
+            u = O.paired("record", "embedded", 0.0, "med_ns_ev")
+            if c:
+                notes.append(f"on-CPU {cell(c, 2)}")
+            if u:
+                notes.append(f"usual {cell(u, 2)}")
+            e, r_ = O.get("embedded", 0.0), O.get("record", 0.0)
+            notes.append(f"{fmt(statistics.median(x['ns_ev'] for x in r_))} vs "
+                         f"{fmt(statistics.median(x['ns_ev'] for x in e))} ns")
+        else:
+            u = O.paired_all_fracs("record", "embedded", "med_ns_ev")
+            if u:
+                notes.append(f"usual {cell(u, 2)}")
+        ok = pr[0] <= 1.10
+        targets.append((f"record mode costs the producer ≤ 1.10 × embedded ({what})",
+                        "; ".join(notes), "PASS" if ok else "FAIL"))
+    # Blocking mode: nothing lost, whatever the rate; its cost is beside.
+    blk = [r for (m, f), rs in O.runs.items() if m == "block" for r in rs]
+    if blk:
+        bad = [r for r in blk if r["lost"] or r["unaccounted"]]
+        fl = O.get("block", 0.0)
+        meas = [f"{sum(r['lost'] for r in blk):,} lost of {sum(int(r['logged']) for r in blk):,} "
+                f"in {len(blk)} runs"]
+        if fl:
+            st = med3([r["ns_ev"] for r in fl])
+            mb = med3([r["mbps"] for r in fl])
+            pr = O.paired("block", "embedded", 0.0, "ns_ev")
+            meas.append(f"flat out {fmt(st[0])} ns/event ({cell(pr, 2) if pr else 'n/a'} × embedded, "
+                        f"which discards), {fmt(mb and mb[0])} MB/s"
+                        + (f" = {mb[0] / disk * 100:.0f} % of the disk" if mb and disk else ""))
+        pc = O.paired_all_fracs("block", "embedded", "call_ev")
+        if pc:
+            meas.append(f"paced {cell(pc, 2)} × embedded")
+        targets.append(("blocking mode (`STRATA_MODE=block`) loses nothing", "; ".join(meas),
+                        "PASS" if not bad else f"FAIL ({len(bad)} of {len(blk)} runs lost events)"))
+    # How much the machine's other work moved the figures
+    sp = []
+    for (m, f), rs in O.runs.items():
+        st = med3([r["ns_ev"] if f == 0 else r["call_ev"] for r in rs])
+        if st and st[3] > 1 and st[0]:
+            sp.append((st[2] - st[1]) / st[0] * 100)
+    cpu_share = med3([r["cpu_ns"] / r["loop_ns"] for rs in
+                      (O.get(m, 0.0) for m, _ in OOB_MODES) for r in rs if r["loop_ns"]])
+    if sp or cpu_share:
+        parts = []
+        if sp:
+            parts.append(f"spread (max − min) ÷ median of the producer's cost over the "
+                         f"repetitions: median {statistics.median(sp):.0f} %, worst {max(sp):.0f} %")
+        if cpu_share:
+            parts.append(f"flat out, the producer ran {cpu_share[0] * 100:.0f} % "
+                         f"[{cpu_share[1] * 100:.0f}–{cpu_share[2] * 100:.0f} %] of its loop's wall time "
+                         "(the rest it waited for a CPU: the consumer's, or other work on the machine)")
+        if O.disk and O.disk[0]:
+            parts.append(f"the disk's bandwidth varied {(O.disk[2] - O.disk[1]) / O.disk[0] * 100:.0f} % "
+                         "over the run")
+        w("Noise: " + "; ".join(parts) + ".")
+        w("")
+    return targets
 
 
 def main():
@@ -400,6 +716,8 @@ def main():
         w("not measured")
         w("")
 
+    oob_targets = oob_section(R, w)
+
     # ---- bytes per event ----------------------------------------------------------
     w("## Bytes per event on disk (1 word, 1 thread)")
     w("")
@@ -610,6 +928,8 @@ def main():
     w(f"| ≤ 16 bytes/event | {fmt(b, 2)} (the event: 4-byte compact header + 8-byte word = 12, "
       f"docs/compact.md; the rest is packet headers) | "
       f"{verdict(b is not None and b <= 16, 0, b is None)} |")
+    for t, meas, v in oob_targets:
+        w(f"| {t} | {meas} | {v} |")
     w("")
 
     if R.skips or R.failed:
