@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "cli.h"
 #include "common/tfile.h"
 #include "lib/clock.h"
+#include "lib/guard.h"
 #include "lib/session.h"
 #ifdef STRATA_HAVE_KERNEL
 #include "kernel/kernel.h"
@@ -357,6 +359,18 @@ static int record_guard(const char *out, const char *fdarg)
 		return 1;
 	}
 	close(fd);
+	/* Where other programs recording into this directory find us
+	 * (lib/guard.c, guard_running()): one recording, several programs
+	 * at once. Written once the socket listens, removed as soon as no
+	 * program is connected. */
+	char sfile[4200];
+	snprintf(sfile, sizeof(sfile), "%s/" GUARD_SESSION_FILE, out);
+	int sfd = tfile_open(sfile, O_WRONLY | O_TRUNC);
+	if (sfd >= 0) {
+		if (write(sfd, sock, strlen(sock)) < 0 || write(sfd, "\n", 1) < 0)
+			unlink(sfile);
+		close(sfd);
+	}
 
 	double t0 = now_s(), idle = 0;
 	int seen = 0;
@@ -367,14 +381,20 @@ static int record_guard(const char *out, const char *fdarg)
 			seen = 1;
 			idle = 0;
 		} else if (seen) {
-			if (!idle)
+			if (!idle) {
+				/* the recording's programs are gone: a program
+				 * started now is another run, not ours (an exec
+				 * reconnects through STRATA_SESSION) */
+				unlink(sfile);
 				idle = now_s();
-			else if (now_s() - idle >= 0.5)
+			} else if (now_s() - idle >= 0.5) {
 				break;
+			}
 		} else if (now_s() - t0 >= 10) {
 			break;
 		}
 	}
+	unlink(sfile);
 	sessd_destroy(d, NULL, &t);
 	/* A clean exit reports through the program (its DONE); a death is
 	 * said here, on the program's stderr. */

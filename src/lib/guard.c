@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The guardian of the embedded mode: a private `strata record` that outlives a crash of the program. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -96,6 +98,60 @@ static __attribute__((noreturn)) void guardian(const char *tool, char *const arg
 	}
 	execve(tool, argv, environ);
 	_exit(127);
+}
+
+bool guard_running(const char *dir, char *sock, size_t n)
+{
+	char path[PATH_MAX];
+	ssize_t k;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/" GUARD_SESSION_FILE, dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	k = fstat(fd, &st) || st.st_uid != getuid() || !S_ISREG(st.st_mode)
+		    ? -1
+		    : read(fd, sock, n - 1);
+	close(fd);
+	if (k <= 0)
+		return false;
+	sock[k] = 0;
+	sock[strcspn(sock, "\n")] = 0;
+	/* a socket of ours that takes connections: a guardian lives */
+	return sock[0] == '/' && !stat(sock, &st) && S_ISSOCK(st.st_mode) &&
+	       st.st_uid == getuid();
+}
+
+static int count_files(const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) && n == 0) {
+		char sub[PATH_MAX];
+		struct stat st;
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    (!depth && !strcmp(e->d_name, GUARD_SESSION_FILE)))
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >=
+			    sizeof(sub) ||
+		    lstat(sub, &st) || !S_ISDIR(st.st_mode) || depth >= 8)
+			n++;
+		else
+			n = count_files(sub, depth + 1) > 0;
+	}
+	closedir(d);
+	return n;
+}
+
+int guard_dir_files(const char *dir)
+{
+	return count_files(dir, 0);
 }
 
 int guard_spawn(const char *dir, char *sock, size_t n)

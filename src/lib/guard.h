@@ -3,6 +3,7 @@
 #ifndef STRATA_LIB_GUARD_H
 #define STRATA_LIB_GUARD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -13,5 +14,16 @@
  * set (the caller falls back to the in-process consumer).
  */
 int guard_spawn(const char *dir, char *sock, size_t n);
+
+/* The guardian of `dir` running now (its socket path in dir/.session,
+ * GUARD_SESSION_FILE, written by the guardian while it runs): true with
+ * the path in sock. Several programs recording into one directory at
+ * once share it, as one recording. */
+#define GUARD_SESSION_FILE ".session"
+bool guard_running(const char *dir, char *sock, size_t n);
+
+/* Files in `dir`, bar GUARD_SESSION_FILE (a bounded walk): more than 0
+ * when it holds a recording already. Negative errno if unreadable. */
+int guard_dir_files(const char *dir);
 
 #endif /* STRATA_LIB_GUARD_H */

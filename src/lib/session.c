@@ -1165,6 +1165,24 @@ static void after_fork_child(void)
 }
 
 /*
+ * Whether `dir` holds an earlier recording (any file but the guardian's
+ * .session): STRATA_OUTPUT never writes into one, where it merged two
+ * runs into one trace silently (issue 26, item 11). It says so.
+ */
+static bool trace_dir_taken(const char *dir)
+{
+	int n = guard_dir_files(dir);
+
+	if (n > 0) {
+		fprintf(stderr, "strata: tracing disabled: %s holds an earlier "
+			"trace; choose another STRATA_OUTPUT (or remove it)\n",
+			dir);
+		return true;
+	}
+	return false;
+}
+
+/*
  * STRATA_OUTPUT: record through a guardian (lib/guard.c), which outlives
  * a crash of the program and takes its fork and exec children; the
  * in-process consumer thread only where it cannot start, or with
@@ -1186,6 +1204,21 @@ static int guard_join(const char *out)
 		return -EINVAL;
 	if ((ret = tfile_mkdir_p(out)))
 		return ret; /* strata_start() says it */
+	/* Another program of this recording started its guardian first:
+	 * join that one (one recording, several programs). */
+	if (guard_running(out, sock, sizeof(sock))) {
+		snprintf(sess_output, sizeof(sess_output), "%s", out);
+		sess_guarded = 1;
+		if (!sess_join(sock)) {
+			setenv("STRATA_SESSION", sock, 1);
+			setenv("STRATA_GUARDED", "1", 1);
+			started_from_env = 1;
+			return 0;
+		}
+		sess_guarded = 0;
+	}
+	if (trace_dir_taken(out))
+		return -EEXIST;
 	if ((ret = guard_spawn(out, sock, sizeof(sock)))) {
 		fprintf(stderr, "strata: %s\n", strata_strerror_detail());
 		return ret;
@@ -1250,9 +1283,12 @@ __attribute__((constructor)) static void strata_init(void)
 			return;
 		}
 	}
-	if (out && *out && guard_join(out) == 0)
-		return;
 	if (out && *out) {
+		int g = guard_join(out);
+		if (g == 0 || g == -EEXIST)
+			return;
+	}
+	if (out && *out && !trace_dir_taken(out)) {
 		int ret = strata_start(NULL);
 		/* Tracing was asked for in the environment: say why it is
 		 * not happening, once, rather than fail silently. */

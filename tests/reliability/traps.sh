@@ -11,7 +11,7 @@ rm -rf "$work"; mkdir -p "$work"; cd "$work"
 strata=$bin/src/cli/strata
 burst=$bin/tests/reliability/burst
 fail() { echo "traps: FAIL: $*" >&2; exit 1; }
-unset STRATA_SESSION STRATA_OUTPUT STRATA_PACKET_SIZE STRATA_PACKETS STRATA_MODE
+unset STRATA_SESSION STRATA_OUTPUT STRATA_PACKET_SIZE STRATA_PACKETS STRATA_MODE STRATA_GUARD STRATA_GUARDED
 
 # expect STATUS WHAT -- COMMAND...: its exit status and one line on stderr
 expect() {
@@ -42,8 +42,23 @@ grep -q 'holds an earlier trace' err || fail "record -o t3: $(cat err)"
 mkdir empty
 "$strata" record -o empty -- "$burst" 10 >/dev/null 2>&1 || fail "record into an empty directory was refused"
 
+# STRATA_OUTPUT into an earlier trace: refused, said once, the program
+# unaffected; two programs at once share one recording (its guardian)
+STRATA_OUTPUT=$work/e1 "$burst" 100 >/dev/null 2>&1 || fail "embedded e1"
+sleep 0.1 # its guardian has seen it go
+rc=0; STRATA_OUTPUT=$work/e1 "$burst" 100 >out 2>err || rc=$?
+[ "$rc" = 0 ] || fail "the second program into e1 failed: $(cat err)"
+grep -q 'holds an earlier trace' err || fail "STRATA_OUTPUT into an earlier trace: $(cat err)"
+[ "$(ls e1/ust | wc -l)" = 1 ] || fail "a second run was merged into e1: $(ls e1/ust)"
+STRATA_OUTPUT=$work/e2 "$burst" 300000 >/dev/null 2>&1 &
+first=$!
+for _ in $(seq 200); do [ -e e2/.session ] && break; sleep 0.02; done
+STRATA_OUTPUT=$work/e2 "$burst" 100 >/dev/null 2>err || fail "the second program into e2: $(cat err)"
+wait $first
+[ "$(ls e2/ust | wc -l)" = 2 ] || fail "two programs at once: $(ls e2/ust) in e2: $(cat err)"
+
 if "$strata" help | grep -q ktrace && [ "$(id -u)" = 0 ]; then
 	expect 1 "ktrace into an earlier trace" -- "$strata" ktrace -k sched -o t3 -- "$burst" 10
 	grep -q 'holds an earlier trace' err || fail "ktrace -o t3: $(cat err)"
 fi
-echo "traps: bad ring options, a missing command and earlier traces refused, nothing left behind; info names the state dump"
+echo "traps: bad ring options, a missing command and earlier traces refused, nothing left behind; info names the state dump; STRATA_OUTPUT never merges an earlier run"
