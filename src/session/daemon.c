@@ -1352,14 +1352,19 @@ int sessd_start(struct sessd *d, const char *dir)
 	snprintf(d->trace, sizeof(d->trace), "%s", dir);
 	d->err = 0;
 	trace_forget(d);
-	if (d->on_start)
-		d->on_start(dir);
 	clock_point_take(&d->cp_first);
 	d->state = ST_RUNNING;
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->fd >= 0 && c->registered)
 			client_begin_trace(d, c);
+	/* Enabled before the system's state dump (on_start), which takes a
+	 * while: a program that joined meanwhile logged nothing while the
+	 * state file said disabled, and lost its first events uncounted
+	 * (issue 24, item 8). Its rings keep what it logs until the loop
+	 * takes them. */
 	state_publish(d, 1);
+	if (d->on_start)
+		d->on_start(dir);
 	return 0;
 }
 
