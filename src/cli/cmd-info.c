@@ -97,6 +97,24 @@ int cmd_info(int argc, char **argv)
 	printf("Events:     %" PRIu64 " (strata's own records excluded)\n", sc.total);
 	printf("Lost:       %" PRIu64 " events discarded, %" PRIu64 " packets lost\n", disc,
 	       plost);
+	/* processes that could not join a session (docs/record.md) */
+	char upath[4200];
+	snprintf(upath, sizeof(upath), "%s/unrecorded", argv[1]);
+	FILE *uf = fopen(upath, "re");
+	if (uf) {
+		unsigned long long np = 0, nev = 0, n;
+		char line[256];
+		while (fgets(line, sizeof(line), uf))
+			if (sscanf(line, "pid %*u (%*[^)]): %llu events", &n) == 1) {
+				np++;
+				nev += n;
+			}
+		fclose(uf);
+		if (np)
+			printf("Not recorded: %llu events of %llu process%s that could "
+			       "not join the session (%s)\n", nev, np,
+			       np == 1 ? "" : "es", upath);
+	}
 
 	struct table tb;
 	printf("\nProcesses\n");

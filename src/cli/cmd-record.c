@@ -637,6 +637,11 @@ int cmd_record(int argc, char **argv)
 			"salvaged, %llu buffers never reached the session\n",
 			(unsigned long long)t.unsalvageable,
 			(unsigned long long)t.unsent);
+	if (t.unjoined)
+		fprintf(stderr, "strata: warning: %llu process%s could not join "
+			"the session: %llu events not recorded (%s/unrecorded)\n",
+			(unsigned long long)t.unjoined, t.unjoined == 1 ? "" : "es",
+			(unsigned long long)t.unjoined_events, out);
 
 	if (!exited && waitpid(child, &status, 0) == child)
 		exited = 1;

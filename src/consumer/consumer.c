@@ -962,6 +962,38 @@ fail:
 	return ret;
 }
 
+uint64_t cons_ring_pending(struct strata_ring *r)
+{
+	struct cons *c = calloc(1, sizeof(*c)); /* in-process: cids of ours */
+	uint64_t w = strata_load_acquire(&r->ctl->write), n = 0;
+	uint64_t b = strata_load_acquire(&r->ctl->consumed);
+
+	if (!c)
+		return 0;
+	if (w - b > r->bufmask + 1) /* overwrite mode: the ring holds one lap */
+		b = ring_packet_begin(r, w) - (r->bufmask + 1 - r->psize);
+	for (b = ring_packet_begin(r, b); b < w; b += r->psize) {
+		const unsigned char *pkt = ring_packet_addr(r, b);
+		uint64_t content;
+		memcpy(&content, pkt + 48, 8);
+		content /= 8;
+		if (!ring_packet_complete(r, b))
+			content = w - b < r->psize ? w - b : 0; /* the open one */
+		if (content < STRATA_PACKET_HEADER || content > r->psize)
+			continue;
+		uint64_t ts = 0;
+		for (uint64_t off = STRATA_PACKET_HEADER; off < content;) {
+			uint32_t id, len = event_at(c, pkt + off, content - off, &id, &ts);
+			if (!len)
+				break;
+			n += (id >> 16) || id >= STRATA_CID_USER;
+			off += len;
+		}
+	}
+	free(c);
+	return n;
+}
+
 int cons_add_ring(struct cons *c, struct strata_ring *ring)
 {
 	if (!c->passive || ring->cpu >= STRATA_MAX_CPUS)

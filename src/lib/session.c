@@ -120,6 +120,11 @@ enum {
 	SESS_BUSY,    /* a thread is connecting */
 	SESS_ON,      /* connected */
 	SESS_DEAD,    /* the daemon is gone or never answered */
+	/* joined, not connected yet: the daemon's backlog was full (it was
+	 * stopped, or swamped). Tracing goes on into the rings; the helper
+	 * thread, and at last the exit, connect when it takes us
+	 * (sess_retry(): issue 24, item 7). */
+	SESS_PENDING,
 };
 static int sess_state;
 static int sess_fd = -1;
@@ -287,7 +292,8 @@ static void sess_ring_created(struct strata_ring *ring)
 	if (st == SESS_NEED &&
 	    __atomic_compare_exchange_n(&sess_state, &need, SESS_BUSY, 0,
 					__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-		st = sess_connect() ? SESS_DEAD : SESS_ON;
+		int ret = sess_connect();
+		st = ret == -EAGAIN ? SESS_PENDING : ret ? SESS_DEAD : SESS_ON;
 		__atomic_store_n(&sess_state, st, __ATOMIC_SEQ_CST);
 	}
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -559,15 +565,43 @@ static void sess_follow_state(void)
 	}
 }
 
+/*
+ * A process whose daemon's backlog was full when it joined (SESS_PENDING):
+ * connect now. One caller at a time (the helper thread, or the exit once
+ * the helper is stopped; a fork child has its own state). Returns 0 when
+ * connected (SESS_ON: the rings go over at the next sweep), -EAGAIN to
+ * try later, another negative errno when the daemon is gone (SESS_DEAD).
+ */
+static int sess_retry(void)
+{
+	int ret = sess_connect();
+
+	if (ret == -EAGAIN)
+		return ret;
+	__atomic_store_n(&sess_state, ret ? SESS_DEAD : SESS_ON, __ATOMIC_SEQ_CST);
+	if (!ret)
+		sess_sweep();
+	return ret;
+}
+
 /* The helper thread: descriptors, retried handovers, every 10 ms. */
 static void *sess_main(void *arg)
 {
 	uint64_t gen = 0;
+	unsigned next_try = 1, wait = 1;
 
 	(void)arg;
 	statedump_self(); /* who we are, on this thread, not the program's */
 	for (unsigned round = 0; !__atomic_load_n(&sess_thread_stop, __ATOMIC_ACQUIRE);
 	     round++) {
+		/* not connected yet: try again, every 10 ms doubling to 1 s */
+		if (round >= next_try &&
+		    __atomic_load_n(&sess_state, __ATOMIC_ACQUIRE) == SESS_PENDING) {
+			if (sess_retry() == 0)
+				gen = 0; /* every descriptor, to the daemon at last */
+			wait = wait < 100 ? wait * 2 : 100;
+			next_try = round + wait;
+		}
 		if (round % 100 == 2) /* 20 ms in, then every second */
 			statedump_threads_update();
 		uint64_t g = strata_registry_generation();
@@ -611,6 +645,58 @@ static bool sess_stop_helper(void)
 
 static void sess_wait_done(const struct sess_bye *bye);
 
+/* How long leaving waits, at most, for a daemon whose backlog was full
+ * when this process joined (SESS_PENDING): it is stopped or swamped, and
+ * everything the process logged is in its rings. */
+#define SESS_JOIN_EXIT_MS 3000
+
+/* At exit, still SESS_PENDING: try to connect for SESS_JOIN_EXIT_MS,
+ * waiting 10 ms doubling to 200 ms. Returns the state then. */
+static int sess_leave_retry(void)
+{
+	long waited = 0, nap = 10;
+
+	for (;;) {
+		int ret = sess_retry();
+		if (ret != -EAGAIN)
+			return ret ? SESS_DEAD : SESS_ON;
+		if (waited >= SESS_JOIN_EXIT_MS)
+			return SESS_PENDING;
+		struct timespec ts = {0, nap * 1000000};
+		nanosleep(&ts, NULL);
+		waited += nap;
+		nap = nap < 200 ? nap * 2 : 200;
+	}
+}
+
+/*
+ * Events that never reached the daemon: say so where it looks, so that
+ * the trace counts them (docs/record.md, "Processes that could not
+ * join"): a file `unrecorded.PID` in the session directory, "PID NAME
+ * EVENTS". Best effort: a daemon that is gone reads nothing.
+ */
+static void sess_report_unrecorded(uint64_t events)
+{
+	char path[sizeof(sess_sock) + 32], line[96], name[17] = "";
+	const char *slash = strrchr(sess_sock, '/');
+	int fd;
+
+	if (!slash || !events)
+		return;
+	snprintf(path, sizeof(path), "%.*s/unrecorded.%u", (int)(slash - sess_sock),
+		 sess_sock, strata_pid);
+	prctl(PR_GET_NAME, name, 0, 0, 0);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	int n = snprintf(line, sizeof(line), "%u %s %llu\n", strata_pid,
+			 name[0] ? name : "?", (unsigned long long)events);
+	if (write(fd, line, (size_t)n) < 0) {
+		/* nothing more to do */
+	}
+	close(fd);
+}
+
 /*
  * Leave the session (exit, or strata_stop()): stop the tracepoints, close
  * this process's open packets so that the daemon writes them, send the
@@ -649,6 +735,8 @@ static void sess_leave(void)
 	}
 	for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
 		bye.lost[k] += strata_load_relaxed(&ring_lost_global[k]);
+	if (st == SESS_PENDING)
+		st = sess_leave_retry();
 	if (st == SESS_ON) {
 		sess_send_descs();
 		sess_sweep();
@@ -664,15 +752,23 @@ static void sess_leave(void)
 	} else if (st == SESS_ON && !bye.rings_unsent) {
 		/* fine: the daemon reports */
 	} else if (st != SESS_NEED) {
-		uint64_t lost = 0;
+		uint64_t lost = 0, held = 0;
 		for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
 			lost += bye.lost[k];
-		fprintf(stderr, "strata: session %s: the daemon %s; events "
-			"since then are not recorded (%llu dropped when the "
-			"buffers filled)\n", sess_sock,
+		/* what sits in the rings, which nobody will write now */
+		for (unsigned i = 0; st != SESS_ON && i < STRATA_MAX_CPUS; i++) {
+			struct strata_ring *r = strata_load_acquire(&strata_rings[i]);
+			if (r)
+				held += cons_ring_pending(r);
+		}
+		fprintf(stderr, "strata: session %s: the daemon %s; %llu events "
+			"in the buffers not recorded, %llu dropped when they "
+			"filled\n", sess_sock,
 			st == SESS_ON ? "did not take every buffer"
-				      : "is gone or stalled",
-			(unsigned long long)lost);
+			: st == SESS_PENDING ? "never took this process (its backlog stayed full)"
+					     : "is gone or stalled",
+			(unsigned long long)held, (unsigned long long)lost);
+		sess_report_unrecorded(held + lost);
 	}
 	int s = __atomic_exchange_n(&sess_fd, -1, __ATOMIC_ACQ_REL);
 	if (s >= 0)
@@ -794,7 +890,10 @@ static int sess_join(const char *path)
 	ring_cfg.npackets_shift = (uint32_t)__builtin_ctz(o.npackets);
 	ring_cfg.mode = (uint32_t)o.mode;
 	random_uuid(ring_cfg.uuid);
-	if ((ret = sess_connect())) {
+	int st = SESS_ON;
+	if ((ret = sess_connect()) == -EAGAIN) {
+		st = SESS_PENDING; /* its backlog is full: later (sess_retry) */
+	} else if (ret) {
 		slog_detail("STRATA_SESSION: %s: cannot connect: %s", path,
 			    strerror(-ret));
 		if (sess_st)
@@ -802,7 +901,7 @@ static int sess_join(const char *path)
 		sess_st = NULL;
 		return ret;
 	}
-	__atomic_store_n(&sess_state, SESS_ON, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&sess_state, st, __ATOMIC_SEQ_CST);
 	ring_created_hook = sess_ring_created;
 	if (have_state) {
 		sess_st_gen = stt.gen;
@@ -876,7 +975,7 @@ static void sess_after_fork_child(void)
 	memset(sess_blob_sent, 0, sizeof(sess_blob_sent));
 	memset(ring_sent, 0, sizeof(ring_sent));
 	sess_rings_unsent = 0;
-	if (st != SESS_ON) {
+	if (st != SESS_ON && st != SESS_PENDING) {
 		sess_state = st == SESS_OFF ? SESS_OFF : SESS_DEAD;
 		return;
 	}
@@ -1149,7 +1248,8 @@ static void after_fork_child(void)
 	}
 	/* Under `strata record` the child keeps tracing, into rings of its
 	 * own that it hands over when it creates them. */
-	if (__atomic_load_n(&sess_state, __ATOMIC_RELAXED) != SESS_ON)
+	int pst = __atomic_load_n(&sess_state, __ATOMIC_RELAXED);
+	if (pst != SESS_ON && pst != SESS_PENDING)
 		mask_set(0);
 	strata_pid = (uint32_t)getpid();
 	sess_after_fork_child();

@@ -2,6 +2,7 @@
 /* The session daemon: accepts traced processes, maps their rings, writes their streams. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
@@ -1261,8 +1262,64 @@ static void proc_rec_of(const struct client *c, const struct proc_sum *p,
 /* Totals of the current trace: the processes gone (d->done) and the
  * clients that have a sub-trace in it, one line each to `log` (NULL:
  * none). */
+/*
+ * Processes that could not join report their unrecorded events in
+ * unrecorded.PID files of the session directory (lib/session.c,
+ * sess_report_unrecorded()): count them into the current trace's figures
+ * and list them in its `unrecorded` file, where readers see them
+ * (`strata info`). Each file is read once, then removed; its content is
+ * the process's word, bounded and checked.
+ */
+static void collect_unrecorded(struct sessd *d)
+{
+	DIR *dir = opendir(d->sdir);
+	struct dirent *e;
+	FILE *out = NULL;
+
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		char path[4200], line[128], name[32];
+		unsigned pid;
+		unsigned long long n;
+		if (strncmp(e->d_name, "unrecorded.", 11))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", d->sdir,
+				     e->d_name) >= sizeof(path))
+			continue;
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		ssize_t k = fd < 0 ? -1 : read(fd, line, sizeof(line) - 1);
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+		if (k <= 0)
+			continue;
+		line[k] = 0;
+		if (sscanf(line, "%u %31s %llu", &pid, name, &n) != 3 || !n ||
+		    n > (1ull << 48) || !d->trace[0])
+			continue;
+		d->done.unjoined++;
+		d->done.unjoined_events += n;
+		if (!out) {
+			char p2[4200];
+			snprintf(p2, sizeof(p2), "%s/unrecorded", d->trace);
+			int ofd = tfile_open(p2, O_WRONLY | O_APPEND);
+			out = ofd < 0 ? NULL : fdopen(ofd, "a");
+			if (!out && ofd >= 0)
+				close(ofd);
+		}
+		if (out)
+			fprintf(out, "pid %u (%s): %llu events not recorded (it "
+				"could not join the session)\n", pid, name, n);
+	}
+	closedir(dir);
+	if (out)
+		fclose(out);
+}
+
 static void trace_summary(struct sessd *d, FILE *log, struct sessd_totals *t)
 {
+	collect_unrecorded(d);
 	*t = d->done;
 	for (size_t i = 0; log && i < d->nrecs; i++)
 		proc_line(log, &d->recs[i]);

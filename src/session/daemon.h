@@ -18,6 +18,11 @@ struct sessd_totals {
 	uint64_t unsalvageable;
 	uint64_t crashed;    /* processes that ended without BYE */
 	uint64_t unsent;     /* rings a process could not hand over */
+	/* processes that never joined (the backlog stayed full), and the
+	 * events of theirs not recorded: they left unrecorded.PID in the
+	 * session directory (docs/record.md); the trace's `unrecorded`
+	 * file lists them */
+	uint64_t unjoined, unjoined_events;
 	int err;             /* first I/O error (negative errno) */
 };
 
