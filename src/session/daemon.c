@@ -548,6 +548,59 @@ static void session_geometry(struct sessd *d, const struct sessd_config *cfg)
 	d->ring_bytes = UINT64_C(1) << (env.psize_shift + env.npackets_shift);
 }
 
+/*
+ * A strata record killed with SIGKILL leaves its private session
+ * directory behind (issue 24, item 9): the next one removes those of
+ * ours whose socket nobody listens on any more (connect: ECONNREFUSED),
+ * with whatever the processes left in them (unrecorded.PID: their
+ * recorder is gone). Only strata-session-* directories of this uid,
+ * 0700; a live session answers and stays.
+ */
+static void sweep_stale_sessions(const char *tmp)
+{
+	DIR *dir = opendir(tmp);
+	struct dirent *e;
+
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		char path[4200], sock[4300];
+		struct stat st;
+		if (strncmp(e->d_name, "strata-session-", 15) ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", tmp, e->d_name) >=
+			    sizeof(path) ||
+		    lstat(path, &st) || !S_ISDIR(st.st_mode) ||
+		    st.st_uid != getuid() || (st.st_mode & 077))
+			continue;
+		snprintf(sock, sizeof(sock), "%s/sock", path);
+		struct sockaddr_un a = {.sun_family = AF_UNIX};
+		if (strlen(sock) >= sizeof(a.sun_path))
+			continue;
+		memcpy(a.sun_path, sock, strlen(sock) + 1);
+		int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (s < 0)
+			continue;
+		int dead = connect(s, (struct sockaddr *)&a, sizeof(a)) < 0 &&
+			   (errno == ECONNREFUSED || errno == ENOENT);
+		close(s);
+		if (!dead)
+			continue;
+		DIR *sub = opendir(path);
+		struct dirent *f;
+		while (sub && (f = readdir(sub))) {
+			char fp[4500];
+			if (strcmp(f->d_name, ".") && strcmp(f->d_name, "..") &&
+			    (size_t)snprintf(fp, sizeof(fp), "%s/%s", path, f->d_name) <
+				    sizeof(fp))
+				unlink(fp);
+		}
+		if (sub)
+			closedir(sub);
+		rmdir(path);
+	}
+	closedir(dir);
+}
+
 int sessd_create(const struct sessd_config *cfg, struct sessd **out,
 		 const char **what)
 {
@@ -577,6 +630,7 @@ int sessd_create(const struct sessd_config *cfg, struct sessd **out,
 	if (d->daemon) {
 		snprintf(d->sdir, sizeof(d->sdir), "%s", cfg->session_dir);
 	} else {
+		sweep_stale_sessions(tmp && *tmp ? tmp : "/tmp");
 		snprintf(d->sdir, sizeof(d->sdir), "%s/strata-session-XXXXXX",
 			 tmp && *tmp ? tmp : "/tmp");
 		/* mkdtemp: 0700, a name nobody else could have made */

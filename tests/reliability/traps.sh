@@ -57,8 +57,24 @@ STRATA_OUTPUT=$work/e2 "$burst" 100 >/dev/null 2>err || fail "the second program
 wait $first
 [ "$(ls e2/ust | wc -l)" = 2 ] || fail "two programs at once: $(ls e2/ust) in e2: $(cat err)"
 
+# strata record killed (SIGKILL) leaves its session directory; the next
+# one removes it (issue 24, item 9)
+export TMPDIR=$work/tmp
+mkdir -p "$TMPDIR"
+"$strata" record -o k1 -- sh -c "\"$burst\" 1000; sleep 2" >/dev/null 2>&1 &
+rec=$!
+for _ in $(seq 200); do ls "$TMPDIR" | grep -q strata-session && break; sleep 0.01; done
+sleep 0.2
+kill -KILL "$rec"
+wait "$rec" 2>/dev/null || true
+ls "$TMPDIR" | grep -q strata-session || fail "no session directory to leave behind"
+"$strata" record -o k2 -- true >/dev/null 2>&1 || fail "record k2"
+left=$(ls "$TMPDIR")
+[ -z "$left" ] || fail "left behind after the next record: $left"
+unset TMPDIR
+
 if "$strata" help | grep -q ktrace && [ "$(id -u)" = 0 ]; then
 	expect 1 "ktrace into an earlier trace" -- "$strata" ktrace -k sched -o t3 -- "$burst" 10
 	grep -q 'holds an earlier trace' err || fail "ktrace -o t3: $(cat err)"
 fi
-echo "traps: bad ring options, a missing command and earlier traces refused, nothing left behind; info names the state dump; STRATA_OUTPUT never merges an earlier run"
+echo "traps: bad ring options, a missing command and earlier traces refused, nothing left behind; info names the state dump; STRATA_OUTPUT never merges an earlier run; a killed recorder's leftovers go"
