@@ -637,6 +637,11 @@ int cmd_record(int argc, char **argv)
 			"salvaged, %llu buffers never reached the session\n",
 			(unsigned long long)t.unsalvageable,
 			(unsigned long long)t.unsent);
+	if (t.untraced)
+		fprintf(stderr, "strata: warning: %llu process%s not traced (%s): "
+			"%llu events not recorded\n", (unsigned long long)t.untraced,
+			t.untraced == 1 ? "" : "es", strerror(-t.untraced_err),
+			(unsigned long long)t.untraced_events);
 	if (t.unjoined)
 		fprintf(stderr, "strata: warning: %llu process%s could not join "
 			"the session: %llu events not recorded (%s/unrecorded)\n",

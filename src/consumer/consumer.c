@@ -962,14 +962,24 @@ fail:
 	return ret;
 }
 
-uint64_t cons_ring_pending(struct strata_ring *r)
+uint64_t cons_ring_pending(struct strata_ring *r, int external)
 {
-	struct cons *c = calloc(1, sizeof(*c)); /* in-process: cids of ours */
+	struct cons *c = calloc(1, sizeof(*c));
 	uint64_t w = strata_load_acquire(&r->ctl->write), n = 0;
 	uint64_t b = strata_load_acquire(&r->ctl->consumed);
 
 	if (!c)
 		return 0;
+	/* the compact ids: ours, or those the ring's process wrote in its
+	 * control block (untrusted: event_at() checks every length) */
+	c->external = external;
+	for (uint32_t i = 1; i < STRATA_NCIDS; i++) {
+		uint64_t e = external ? strata_load_relaxed(&r->ctl->cids[i])
+				      : ring_cid_entry(i);
+		uint32_t words = (uint32_t)(e >> 32) & 0x7fffffff;
+		if ((e & STRATA_CID_VALID) && words && words <= STRATA_MAX_WORDS)
+			c->cids[i] = e;
+	}
 	if (w - b > r->bufmask + 1) /* overwrite mode: the ring holds one lap */
 		b = ring_packet_begin(r, w) - (r->bufmask + 1 - r->psize);
 	for (b = ring_packet_begin(r, b); b < w; b += r->psize) {

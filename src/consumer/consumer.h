@@ -81,9 +81,10 @@ int cons_create(const struct cons_config *cfg, struct cons **out);
  */
 int cons_add_ring(struct cons *c, struct strata_ring *ring);
 
-/* The program's events (strata's own excluded) in one of this process's
- * own rings not drained yet: what would be lost if nobody took it. */
-uint64_t cons_ring_pending(struct strata_ring *r);
+/* The program's events (strata's own excluded) in a ring not drained
+ * yet: what would be lost if nobody took it. `external`: another
+ * process's ring (mapped, untrusted), else one of this process's own. */
+uint64_t cons_ring_pending(struct strata_ring *r, int external);
 
 /* External consumer only: write every complete packet of every ring
  * (discard mode) and rewrite the metadata if needed. Returns the number

@@ -759,7 +759,7 @@ static void sess_leave(void)
 		for (unsigned i = 0; st != SESS_ON && i < STRATA_MAX_CPUS; i++) {
 			struct strata_ring *r = strata_load_acquire(&strata_rings[i]);
 			if (r)
-				held += cons_ring_pending(r);
+				held += cons_ring_pending(r, 0);
 		}
 		fprintf(stderr, "strata: session %s: the daemon %s; %llu events "
 			"in the buffers not recorded, %llu dropped when they "

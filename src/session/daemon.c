@@ -83,6 +83,7 @@ struct client {
 	int bye;
 	struct sess_bye byemsg;
 	int err; /* its sub-trace's first I/O error (negative errno) */
+	int untraced; /* its sub-trace could not be made: the cause (errno) */
 	uint64_t ring_lost; /* sum of the rings' counters at close */
 	uint64_t lost_base; /* ... when the current trace began */
 	int traced;         /* has a sub-trace in the current trace */
@@ -745,6 +746,7 @@ static int client_begin_trace(struct sessd *d, struct client *c)
 			d->trace, strerror(-ret));
 		if (!d->err)
 			d->err = ret;
+		c->untraced = ret; /* counted when it leaves (client_close) */
 		return ret;
 	}
 	client_source(d, c, &src);
@@ -758,9 +760,11 @@ static int client_begin_trace(struct sessd *d, struct client *c)
 			strata_strerror_detail());
 		if (!d->err)
 			d->err = ret;
+		c->untraced = ret;
 		return ret;
 	}
 	c->traced = 1;
+	c->untraced = 0;
 	c->bye = 0;
 	memset(&c->st, 0, sizeof(c->st));
 	memset(&c->salv, 0, sizeof(c->salv));
@@ -816,9 +820,11 @@ static void client_hello(struct sessd *d, struct client *c,
 			}
 	}
 	/* A stopped daemon's processes only register: their sub-traces
-	 * begin with the next trace (sessd_start). */
-	if (d->state == ST_RUNNING && client_begin_trace(d, c))
-		goto bad;
+	 * begin with the next trace (sessd_start). One whose sub-trace
+	 * cannot be made stays connected, untraced: what it logs is counted
+	 * when it leaves, with the cause (client_close()). */
+	if (d->state == ST_RUNNING)
+		client_begin_trace(d, c);
 	c->registered = 1;
 	client_unpend(d, c);
 	return;
@@ -1106,6 +1112,19 @@ static void client_close(struct sessd *d, struct client *c, int writers_gone)
 		c->bellfd = -1;
 	}
 	client_end_trace(d, c, writers_gone);
+	if (c->untraced) {
+		/* its sub-trace could never be made (a read-only or full
+		 * trace directory): all it logged is lost, counted here
+		 * with the cause (issue 24, item 9) */
+		uint64_t n = client_ring_lost(c);
+		for (unsigned i = 0; i < c->nrings; i++)
+			n += cons_ring_pending(c->rings[i], 1);
+		d->done.untraced++;
+		d->done.untraced_events += n;
+		if (!d->done.untraced_err)
+			d->done.untraced_err = c->untraced;
+		c->untraced = 0;
+	}
 	for (unsigned i = 0; i < c->nrings; i++)
 		cons_ring_unmap(c->rings[i]);
 	c->nrings = 0;

@@ -23,6 +23,10 @@ struct sessd_totals {
 	 * session directory (docs/record.md); the trace's `unrecorded`
 	 * file lists them */
 	uint64_t unjoined, unjoined_events;
+	/* processes whose sub-trace could not be made (the first cause,
+	 * negative errno): all they logged is lost */
+	uint64_t untraced, untraced_events;
+	int untraced_err;
 	int err;             /* first I/O error (negative errno) */
 };
 

@@ -47,3 +47,18 @@ rm -rf small/r
 n=$("$burst" 200000 2>>d.err)
 "$strata" daemon --kill 2>>d.err || true
 check small/d "$n" daemon
+
+# A trace directory that refuses new entries mid-trace (chattr +i, which
+# even root obeys, where the file system has it): the process that joins
+# afterwards is counted with the cause (issue 24, item 9).
+logn=$bin/tests/reliability/logn
+mkdir -p ro
+if chattr +i ro 2>/dev/null && chattr -i ro; then
+	"$strata" record -o ro/t -- sh -c "\"$logn\" 1000; chattr +i ro/t/ust; \"$logn\" 5000; chattr -i ro/t/ust" \
+		>/dev/null 2>ro.err || fail "record into a directory made immutable: $(cat ro.err)"
+	grep -q '1 process not traced (Operation not permitted): 5000 events not recorded' ro.err ||
+		fail "the process that could not be traced is not counted: $(cat ro.err)"
+	echo "fulldisk: a directory made immutable mid-trace: the process after it counted, 5000 events"
+else
+	echo "fulldisk: no chattr +i on this file system: the immutable-directory check skipped"
+fi
