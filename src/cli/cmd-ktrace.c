@@ -147,6 +147,9 @@ int cmd_ktrace(int argc, char **argv)
 			signal(SIGTERM, SIG_DFL);
 			signal(SIGHUP, SIG_DFL);
 			setenv("STRATA_OUTPUT", ko.trace_dir, 1);
+			/* the directory is this run's, kernel/ included,
+			 * not an earlier trace (lib/session.c) */
+			setenv("STRATA_KTRACE_DIR", ko.trace_dir, 1);
 			execvp(cmd[0], cmd);
 			cli_err(cmd[0], "cannot run: %s", strerror(errno));
 			_exit(127);

@@ -1271,6 +1271,11 @@ static void after_fork_child(void)
  */
 static bool trace_dir_taken(const char *dir)
 {
+	/* strata ktrace made dir new for this run, and writes its kernel/
+	 * beside: all the programs it runs are one recording (cmd-ktrace.c) */
+	const char *k = getenv("STRATA_KTRACE_DIR");
+	if (k && !strcmp(k, dir))
+		return false;
 	int n = guard_dir_files(dir);
 
 	if (n > 0) {

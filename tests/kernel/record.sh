@@ -19,4 +19,12 @@ echo "events: babeltrace2 $nbt, strata $nst"
 "$strata" print "$work/trace" >"$work/print.txt"
 grep -q ' K .* raw_syscalls:sys_enter ' "$work/print.txt" || { echo "no kernel events"; exit 1; }
 grep -q ' U ' "$work/print.txt" || { echo "no user events"; exit 1; }
+# strata ktrace runs programs with STRATA_OUTPUT into the directory it made,
+# kernel/ already inside: every program it runs is recorded, none taken for
+# an earlier trace (that check disabled tracing in CI once).
+"$strata" ktrace -k sched -o "$work/kt" -- sh -c "'$align' 100 && '$align' 100" \
+	>/dev/null 2>"$work/kt.err" || { cat "$work/kt.err"; exit 1; }
+grep -q 'tracing disabled' "$work/kt.err" && { cat "$work/kt.err"; exit 1; }
+nu=$("$strata" print "$work/kt" | grep -c ' U ')
+[ "$nu" -eq 400 ] || { echo "ktrace of two programs: $nu user events, want 400"; exit 1; }
 echo "record -k: OK"
