@@ -40,7 +40,8 @@ struct cons_stream {
 	uint64_t lost_io;  /* events of this stream not written (I/O error) */
 	uint64_t last_disc; /* events_discarded of the last packet written */
 	uint64_t last_ts;   /* and its timestamp_end */
-	/* its header and context (loss_trailer()); have_hdr: one was written */
+	/* the header and context of the last packet written, or of the
+	 * first seen if none was (loss_trailer()); have_hdr: one is there */
 	unsigned char last_hdr[STRATA_PACKET_HEADER];
 	int have_hdr;
 	uint64_t file_off; /* where the next packet goes */
@@ -500,6 +501,14 @@ static void write_packet_buf(struct cons *c, struct cons_stream *s,
 	 * trace; format.md §1). */
 	if (c->meta_dirty)
 		update_metadata(c);
+	if (!s->have_hdr) {
+		/* The trailer's template, even if this packet is never
+		 * written: a stream the full disk kept empty still ends with
+		 * its count of what was not written (loss_trailer()). */
+		memcpy(s->last_hdr, pkt, STRATA_PACKET_HEADER);
+		memcpy(&s->last_ts, pkt + 40, 8);
+		s->have_hdr = 1;
+	}
 	if (s->dead) {
 		s->lost_io += nev;
 		__atomic_add_fetch(&c->lost_io, nev, __ATOMIC_RELAXED);
@@ -1205,6 +1214,16 @@ static void loss_trailer(struct cons *c, struct cons_stream *s)
 	memcpy(pkt + 32, &s->last_ts, 8); /* timestamp_begin */
 	memcpy(pkt + 40, &s->last_ts, 8); /* timestamp_end */
 	memcpy(pkt + 48, &content, 8);
+	if (s->file_off == 0) {
+		/* Nothing of the stream was written (a full disk from its
+		 * first packet): an empty packet first, counting nothing,
+		 * numbered as that one. babeltrace2 reports discarded events
+		 * as the difference between two packets' counts, never a
+		 * first packet's own. */
+		uint64_t zero = 0;
+		memcpy(pkt + 72, &zero, 8);
+		write_packet_buf(c, s, pkt, 0);
+	}
 	memcpy(pkt + 64, &seq, 8);
 	memcpy(pkt + 72, &total, 8);
 	write_packet_buf(c, s, pkt, seq << r->pshift);
