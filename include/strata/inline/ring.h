@@ -68,9 +68,42 @@ enum strata_lost_cause {
 };
 
 /*
+ * ABI. strata_ring_ctl, strata_ring and strata_tls below are compiled
+ * into every traced binary: the static inline functions of this header
+ * (and of rseq.h) read and write their fields at the offsets the binary
+ * was built with, as they use strata_rsv, the variables declared below
+ * and this file's constants (STRATA_RING_CTL_OFFSET, STRATA_COMMIT_STRIDE,
+ * the header layout); nothing checks them at run time. strata_ring_ctl is
+ * read, besides, by consumers in other processes (`strata record`,
+ * `strata daemon`, the embedded mode's guardian), which may be of another
+ * build than the library. So:
+ *
+ * - a field may be appended, never inserted, and only one the inline
+ *   code does not read: to strata_ring at its end, below
+ *   STRATA_RING_CTL_OFFSET (`stalled`); to strata_ring_ctl in the padding
+ *   of a cache line or after `cids`, inside its 4 KiB, and only one that
+ *   a consumer of an older build may ignore and whose 0 (what an older
+ *   library's fresh memfd holds there) means what that library did
+ *   (`lost_own`);
+ * - any other change (moving, resizing, retyping a field or changing what
+ *   it means, or one of the constants above) bumps STRATA_RING_VERSION,
+ *   which consumers check for equality (src/consumer/mapped.c, which then
+ *   refuses the ring), and, since binaries built before it would go on
+ *   using their old offsets against the new library, the library's
+ *   SOVERSION (src/CMakeLists.txt) with it;
+ * - strata_tls changes not at all: 8 bytes, read as one word.
+ *
+ * `make abi` (scripts/abi-check.sh; the test abi-libstrata, label abi,
+ * of `make check`) compares libstrata.so's ABI, these structs included,
+ * with abi/libstrata.abi and fails on any difference: revert it, or make
+ * it deliberately and record it with `make abi-update` in the same commit.
+ */
+
+/*
  * The ring's control block, at the start of its shared mapping
  * (docs/ring.md §1). One cache line per role. Only integers: another
- * process maps this too.
+ * process maps this too. ABI: above; `write` and `xr` are adjacent for
+ * rseq.h's one 16-byte store.
  */
 struct strata_ring_ctl {
 	/* line 0: identity, read-only after creation */
@@ -131,6 +164,8 @@ typedef uint32_t strata_u32_alias __attribute__((may_alias));
 #define STRATA_OWNER_NONE 0xffffffffu
 
 #define STRATA_RING_MAGIC 0x52525453u /* "STRR" */
+/* The control block's layout: bumped by any change but an append (ABI,
+ * above); consumers take rings of their own version only. */
 #define STRATA_RING_VERSION 3u
 /* Per packet slot, one cache line: [0] the local commit count (rseq: plain
  * adds on the ring's CPU only; CAS mode: every commit), [1] the remote
@@ -143,7 +178,8 @@ typedef uint32_t strata_u32_alias __attribute__((may_alias));
 #define STRATA_RING_CTL_OFFSET 4096
 
 /* Process-private view of a ring: pointers and masks, read-only once
- * published in strata_rings[]. */
+ * published in strata_rings[]. ABI (above): the inline code reads `ctl`
+ * to `cpu`; `rseq`, `fd` and `stalled` are the library's own. */
 struct strata_ring {
 	struct strata_ring_ctl *ctl;
 	unsigned char *data;
@@ -164,7 +200,9 @@ struct strata_ring {
 	uint64_t stalled;
 };
 
-struct strata_tls { /* 8-byte aligned: read as one word by strata_log_rseq() */
+/* ABI (above): fixed, tid then nesting, 8-byte aligned: read as one word
+ * by strata_log_rseq(). */
+struct strata_tls {
 	uint32_t tid;     /* 0 until the thread's first event */
 	uint32_t nesting; /* tracepoints in progress on this thread */
 } __attribute__((aligned(8)));
