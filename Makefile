@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 CMAKE_FLAGS ?=
 
-.PHONY: all deps demo check test sanitize stress model bench fuzz install clean
+.PHONY: all deps demo check test sanitize stress model bench fuzz abi abi-update install clean
 
 all: $(BUILD)/Makefile
 	cmake --build $(BUILD) -j$(JOBS)
@@ -59,6 +59,15 @@ model:
 bench:
 	./scripts/deps.sh build test bench
 	./bench/run.sh
+
+# libstrata.so's ABI against abi/libstrata.abi (also in `make check`:
+# ctest -L abi). abi-update records a deliberate change as the new
+# baseline (include/strata/inline/ring.h, "ABI", says what may change).
+abi: all
+	./scripts/abi-check.sh $(BUILD)/src/libstrata.so
+
+abi-update: all
+	./scripts/abi-check.sh --update $(BUILD)/src/libstrata.so
 
 install: all
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -5,7 +5,7 @@ set -euo pipefail
 
 build=(gcc g++ make cmake pkg-config)
 test=(libcmocka-dev babeltrace2 python3 clang libclang-rt-14-dev spin
-      libtracefs-dev libtraceevent-dev pajeng)
+      libtracefs-dev libtraceevent-dev pajeng abigail-tools)
 bench=(liblttng-ust-dev lttng-tools libfxt-dev hyperfine valgrind)
 
 want=("${build[@]}")
