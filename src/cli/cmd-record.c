@@ -15,7 +15,7 @@
 
 #include "cli.h"
 #include "common/tfile.h"
-#include "lib/guard.h"
+#include "common/tool.h"
 #include "session/daemon.h"
 
 /* libstrata is linked in for its consumer: it must not trace this tool
@@ -92,11 +92,11 @@ static int record_guard(const char *out, const char *fdarg)
 	}
 	close(fd);
 	/* Where other programs recording into this directory find us
-	 * (lib/guard.c, guard_running()): one recording, several programs
+	 * (guard_running() in libstrata): one recording, several programs
 	 * at once. Written once the socket listens, removed as soon as no
 	 * program is connected. */
 	char sfile[4200];
-	snprintf(sfile, sizeof(sfile), "%s/" GUARD_SESSION_FILE, out);
+	tool_guard_session_file(out, sfile, sizeof(sfile));
 	int sfd = tfile_open(sfile, O_WRONLY | O_TRUNC);
 	if (sfd >= 0) {
 		if (write(sfd, sock, strlen(sock)) < 0 || write(sfd, "\n", 1) < 0)

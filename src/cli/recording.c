@@ -15,8 +15,7 @@
 
 #include "cli.h"
 #include "common/tfile.h"
-#include "lib/clock.h"
-#include "lib/session.h"
+#include "common/tool.h"
 #ifdef STRATA_HAVE_KERNEL
 #include "kernel/kernel.h"
 #endif
@@ -134,14 +133,13 @@ void cli_kernel_stop(struct kern_session *ks, const char *trace)
 
 int cli_clock_opt(const char *arg)
 {
-	if (strcmp(arg, "tsc") && strcmp(arg, "mono")) {
+	int ret = tool_clock_choose(arg);
+
+	if (ret == -EINVAL) {
 		cli_err(NULL, "--clock %s: use tsc or mono", arg);
 		return -1;
 	}
-	/* read by clock_init(), here and in every process */
-	setenv("STRATA_CLOCK", arg, 1);
-	clock_init(); /* no ring exists yet */
-	if (!strcmp(arg, "tsc") && !strata_clock_tsc) {
+	if (ret == -ENODEV) {
 		cli_err(NULL, "--clock tsc: this machine's TSC is not invariant "
 			"(no constant_tsc and nonstop_tsc in /proc/cpuinfo); "
 			"use --clock mono");
@@ -274,8 +272,7 @@ int cli_ring_env(const struct cli_ring_opts *r, const char *cmd)
 	 * size it refuses would trace nothing, and say so only at the
 	 * program's start (a packet size of 3K ran a whole command
 	 * untraced, exit 0). */
-	struct strata_options o;
-	if (strata_options_from_env(&o) || (o.output = ".", options_check(&o))) {
+	if (tool_options_check_env()) {
 		cli_err(NULL, "%s: %s", cmd, strata_strerror_detail());
 		return -1;
 	}
