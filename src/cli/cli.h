@@ -25,7 +25,8 @@ int cmd_convert(int argc, char **argv);
 extern const char cmd_info_usage[], cmd_print_usage[], cmd_stats_usage[],
 	cmd_convert_usage[];
 
-/* strata record: the session daemon (docs/record.md). */
+/* strata record: the session daemon (docs/record.md). The helpers below
+ * that record shares with daemon and ktrace are in recording.c. */
 int cmd_record(int argc, char **argv);
 /* Processes and threads of the system into TRACE/state (src/cli/statedump.c):
  * 0 or a negative errno. */
@@ -91,6 +92,15 @@ int cli_new_trace_dir(const char *dir, const char *cmd);
 /* 0 if `cmd` would be found and run by execvp (PATH search), -1 if not:
  * checked before anything is created. */
 int cli_command_runnable(const char *cmd);
+/* The state dump of TRACE as a session starts (cli_statedump_system);
+ * a failure is said in one line and tracing goes on. */
+void cli_state_at_start(const char *trace);
+/* In the child that runs the COMMAND of record or ktrace: wait until the
+ * parent closes gate[1] (its kernel side records, so that the command's
+ * first instruction is traced); no wait when gate[0] is -1. Then
+ * cli_exec: execvp, or one line saying why not and _exit(127). */
+void cli_gate_wait(const int gate[2]);
+__attribute__((noreturn)) void cli_exec(char **cmd);
 /* SIGUSR1 of record and daemon: a snapshot of every overwrite-mode
  * buffer into the new directory `dir`, one line on stderr. */
 struct sessd;

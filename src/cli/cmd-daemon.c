@@ -126,11 +126,7 @@ static struct kern_session *ksess;  /* of the trace being written */
  * kernel streams start. */
 static void trace_started(const char *trace)
 {
-	int ret = cli_statedump_system(trace);
-
-	if (ret)
-		cli_err(trace, "state dump at start: %s (tracing goes on)",
-			strerror(-ret));
+	cli_state_at_start(trace);
 #ifdef STRATA_HAVE_KERNEL
 	if (kgroups)
 		ksess = cli_kernel_start(trace, kgroups, NULL);

@@ -22,70 +22,89 @@ static void fmt_secs(const struct cli_time *tm, uint64_t ts, char *buf)
 	buf[cli_time_fmt(tm, ts, buf)] = 0;
 }
 
-int cmd_info(int argc, char **argv)
+/* What each sub-trace is: a traced process (ust/), the kernel, or the
+ * state dump that strata record and daemon write of the system at start
+ * (state/, in the strata process's name): only the first are processes
+ * of the trace. */
+enum { SUB_PROC, SUB_KERNEL, SUB_STATE };
+
+/* A stream's path relative to the trace directory. */
+static const char *rel_path(const char *path, const char *trace)
 {
-	bool merge = argc == 3 && !strcmp(argv[1], "--merge");
-	if (merge) {
-		argv++;
-		argc--;
-	}
-	if (argc != 2 || argv[1][0] == '-') {
-		cli_err(NULL, "info: expected one TRACE directory (see strata info --help)");
-		return 1;
-	}
-	struct cli_trace ct = { .quiet_lost = true, .merge = merge };
-	struct strata_iter *it = NULL;
-	struct scan sc;
-	sc.want_names = true;
-	if (cli_open(&ct, argv[1], NULL) < 0 || cli_iter(&ct, true, &it) < 0) {
-		cli_close(&ct);
-		return 1;
-	}
-	if (scan_run(&sc, &ct, it) < 0) {
-		strata_iter_destroy(it);
-		cli_close(&ct);
-		return 1;
-	}
-	strata_iter_destroy(it);
-	struct strata_trace *t = ct.t;
-	struct cli_time rel, wall;
-	cli_time_init(&rel, t, false);
-	cli_time_init(&wall, t, true);
-	struct strata_clock_info ci;
-	strata_trace_clock(t, &ci);
-	char b1[64], b2[64], b3[64];
+	size_t plen = strlen(trace);
+
+	if (!strncmp(path, trace, plen) && path[plen] == '/')
+		return path + plen + 1;
+	return path;
+}
+
+/* The kind of each sub-trace (NULL when out of memory: all processes),
+ * and the number of processes in *nproc. */
+static unsigned char *sub_kinds(struct strata_trace *t, const char *trace, unsigned *nproc)
+{
 	unsigned ns = strata_trace_nstreams(t), nsub = strata_trace_nsubtraces(t);
-	uint64_t disc = 0, plost = 0;
-	for (unsigned i = 0; i < ns; i++) {
-		struct strata_stream_info si;
-		strata_trace_stream(t, i, &si);
-		disc += si.discarded;
-		plost += si.packets_lost;
-	}
-	/* What each sub-trace is: a traced process (ust/), the kernel, or the
-	 * state dump that strata record and daemon write of the system at
-	 * start (state/, in the strata process's name): only the first are
-	 * processes of the trace. */
-	enum { SUB_PROC, SUB_KERNEL, SUB_STATE };
 	unsigned char *kind = calloc(nsub ? nsub : 1, 1);
-	unsigned nproc = 0;
-	size_t plen = strlen(argv[1]);
+
 	for (unsigned i = 0; kind && i < ns; i++) {
 		struct strata_stream_info si;
 		strata_trace_stream(t, i, &si);
-		const char *rp = si.path;
-		if (!strncmp(rp, argv[1], plen) && rp[plen] == '/')
-			rp += plen + 1;
+		const char *rp = rel_path(si.path, trace);
 		const char *dom = strata_trace_env(t, si.subtrace, "domain");
 		if (si.subtrace < nsub)
 			kind[si.subtrace] = dom && !strcmp(dom, "kernel") ? SUB_KERNEL
 					    : !strncmp(rp, "state/", 6)  ? SUB_STATE
 									  : SUB_PROC;
 	}
+	*nproc = 0;
 	for (unsigned s = 0; s < nsub; s++)
-		nproc += !kind || kind[s] == SUB_PROC;
+		*nproc += !kind || kind[s] == SUB_PROC;
+	return kind;
+}
+
+/* Processes that could not join a session (docs/record.md): one line
+ * when TRACE/unrecorded names any. */
+static void print_unrecorded(const char *trace)
+{
+	char upath[4200];
+	snprintf(upath, sizeof(upath), "%s/unrecorded", trace);
+	FILE *uf = fopen(upath, "re");
+	if (!uf)
+		return;
+	unsigned long long np = 0, nev = 0, n;
+	char line[256];
+	while (fgets(line, sizeof(line), uf))
+		if (sscanf(line, "pid %*u (%*[^)]): %llu events", &n) == 1) {
+			np++;
+			nev += n;
+		}
+	fclose(uf);
+	if (np)
+		printf("Not recorded: %llu events of %llu process%s that could "
+		       "not join the session (%s)\n", nev, np,
+		       np == 1 ? "" : "es", upath);
+}
+
+/* The lines above the tables: size, clock, span, counts, losses. */
+static void print_summary(struct strata_trace *t, const char *trace, const struct scan *sc,
+			  unsigned nproc)
+{
+	struct cli_time rel, wall;
+	struct strata_clock_info ci;
+	char b1[64], b2[64], b3[64];
+	unsigned ns = strata_trace_nstreams(t);
+	uint64_t disc = 0, plost = 0;
+
+	cli_time_init(&rel, t, false);
+	cli_time_init(&wall, t, true);
+	strata_trace_clock(t, &ci);
+	for (unsigned i = 0; i < ns; i++) {
+		struct strata_stream_info si;
+		strata_trace_stream(t, i, &si);
+		disc += si.discarded;
+		plost += si.packets_lost;
+	}
 	cli_human_size(strata_trace_size(t), b1, sizeof(b1));
-	printf("Trace:      %s\n", argv[1]);
+	printf("Trace:      %s\n", trace);
 	printf("Size:       %s in %u stream%s, %u process%s\n", b1, ns, ns == 1 ? "" : "s",
 	       nproc, nproc == 1 ? "" : "es");
 	printf("Clock:      %s, %" PRIu64 " Hz%s%s\n", ci.name, ci.freq,
@@ -94,29 +113,18 @@ int cmd_info(int argc, char **argv)
 	fmt_secs(&wall, strata_trace_end(t), b3);
 	fmt_secs(&rel, strata_trace_end(t), b1);
 	printf("Time span:  %s .. %s (%s s)\n", b2, b3, b1);
-	printf("Events:     %" PRIu64 " (strata's own records excluded)\n", sc.total);
+	printf("Events:     %" PRIu64 " (strata's own records excluded)\n", sc->total);
 	printf("Lost:       %" PRIu64 " events discarded, %" PRIu64 " packets lost\n", disc,
 	       plost);
-	/* processes that could not join a session (docs/record.md) */
-	char upath[4200];
-	snprintf(upath, sizeof(upath), "%s/unrecorded", argv[1]);
-	FILE *uf = fopen(upath, "re");
-	if (uf) {
-		unsigned long long np = 0, nev = 0, n;
-		char line[256];
-		while (fgets(line, sizeof(line), uf))
-			if (sscanf(line, "pid %*u (%*[^)]): %llu events", &n) == 1) {
-				np++;
-				nev += n;
-			}
-		fclose(uf);
-		if (np)
-			printf("Not recorded: %llu events of %llu process%s that could "
-			       "not join the session (%s)\n", nev, np,
-			       np == 1 ? "" : "es", upath);
-	}
+	print_unrecorded(trace);
+}
 
+static void print_processes(struct strata_trace *t, const struct scan *sc,
+			    const struct scan_slot *th, const unsigned char *kind)
+{
+	unsigned ns = strata_trace_nstreams(t), nsub = strata_trace_nsubtraces(t);
 	struct table tb;
+
 	printf("\nProcesses\n");
 	table_init(&tb, 5, "rlrrr");
 	table_cell(&tb, "PID");
@@ -124,7 +132,6 @@ int cmd_info(int argc, char **argv)
 	table_cell(&tb, "STREAMS");
 	table_cell(&tb, "THREADS");
 	table_cell(&tb, "EVENTS");
-	struct scan_slot *th = scan_sorted(&sc.threads);
 	for (unsigned s = 0; s < nsub; s++) {
 		const char *vp = strata_trace_env(t, s, "vpid");
 		const char *pn = strata_trace_env(t, s, "procname");
@@ -136,10 +143,10 @@ int cmd_info(int argc, char **argv)
 			strata_trace_stream(t, i, &si);
 			if (si.subtrace == s) {
 				nstr++;
-				nev += sc.per_stream[i];
+				nev += sc->per_stream[i];
 			}
 		}
-		for (size_t i = 0; th && i < sc.threads.n; i++)
+		for (size_t i = 0; th && i < sc->threads.n; i++)
 			nth += th[i].key >> 32 == pid;
 		table_cell(&tb, "%u", pid);
 		if (kind && kind[s] == SUB_STATE)
@@ -154,20 +161,23 @@ int cmd_info(int argc, char **argv)
 	}
 	table_print(&tb, stdout, "  ");
 	table_fini(&tb);
+}
+
+static void print_streams(struct strata_trace *t, const char *trace, const struct scan *sc)
+{
+	const char *hdr[] = { "FILE", "CPU", "PID", "PACKETS", "PACKET", "SIZE", "EVENTS",
+			      "LOST" };
+	struct table tb;
+	char b1[64];
 
 	printf("\nStreams\n");
 	table_init(&tb, 8, "lrrrrrrr");
-	const char *hdr[] = { "FILE", "CPU", "PID", "PACKETS", "PACKET", "SIZE", "EVENTS",
-			      "LOST" };
 	for (unsigned i = 0; i < 8; i++)
 		table_cell(&tb, "%s", hdr[i]);
-	for (unsigned i = 0; i < ns; i++) {
+	for (unsigned i = 0; i < strata_trace_nstreams(t); i++) {
 		struct strata_stream_info si;
 		strata_trace_stream(t, i, &si);
-		const char *rel_path = si.path;
-		if (!strncmp(rel_path, argv[1], plen) && rel_path[plen] == '/')
-			rel_path += plen + 1;
-		table_cell(&tb, "%s", rel_path);
+		table_cell(&tb, "%s", rel_path(si.path, trace));
 		table_cell(&tb, "%u", si.cpu);
 		table_cell(&tb, "%u", si.pid);
 		table_cell(&tb, "%" PRIu64, si.npackets);
@@ -175,12 +185,21 @@ int cmd_info(int argc, char **argv)
 		table_cell(&tb, "%s", b1);
 		cli_human_size(si.file_size, b1, sizeof(b1));
 		table_cell(&tb, "%s", b1);
-		table_cell(&tb, "%" PRIu64, sc.per_stream[i]);
+		table_cell(&tb, "%" PRIu64, sc->per_stream[i]);
 		table_cell(&tb, "%" PRIu64, si.discarded);
 	}
 	table_print(&tb, stdout, "  ");
 	table_fini(&tb);
+}
 
+static void print_threads(struct strata_trace *t, const struct scan *sc,
+			  const struct scan_slot *th)
+{
+	struct cli_time rel;
+	struct table tb;
+	char b1[64];
+
+	cli_time_init(&rel, t, false);
 	printf("\nThreads\n");
 	table_init(&tb, 6, "rrlrrr");
 	table_cell(&tb, "PID");
@@ -189,10 +208,10 @@ int cmd_info(int argc, char **argv)
 	table_cell(&tb, "EVENTS");
 	table_cell(&tb, "FIRST (s)");
 	table_cell(&tb, "LAST (s)");
-	for (size_t i = 0; th && i < sc.threads.n; i++) {
+	for (size_t i = 0; th && i < sc->threads.n; i++) {
 		table_cell(&tb, "%u", (unsigned)(th[i].key >> 32));
 		table_cell(&tb, "%u", (unsigned)th[i].key);
-		table_cell(&tb, "%s", scan_thread_name(&sc, (uint32_t)th[i].key));
+		table_cell(&tb, "%s", scan_thread_name(sc, (uint32_t)th[i].key));
 		table_cell(&tb, "%" PRIu64, th[i].count);
 		fmt_secs(&rel, th[i].first, b1);
 		table_cell(&tb, "%s", b1);
@@ -201,7 +220,11 @@ int cmd_info(int argc, char **argv)
 	}
 	table_print(&tb, stdout, "  ");
 	table_fini(&tb);
-	free(th);
+}
+
+static void print_event_types(struct strata_trace *t, const struct scan *sc)
+{
+	struct table tb;
 
 	printf("\nEvent types\n");
 	table_init(&tb, 3, "lrr");
@@ -211,14 +234,8 @@ int cmd_info(int argc, char **argv)
 	for (unsigned i = 0; i < strata_trace_nclasses(t); i++) {
 		/* one row per name: sub-traces share vocabularies */
 		const struct strata_event_class *c = strata_trace_class(t, i);
-		bool seen = false;
-		uint64_t n = 0;
-		for (unsigned j = 0; j < strata_trace_nclasses(t); j++)
-			if (!strcmp(strata_trace_class(t, j)->name, c->name)) {
-				seen |= j < i;
-				n += sc.per_class[j];
-			}
-		if (seen || !n)
+		uint64_t n, first, last;
+		if (!scan_class_sum(sc, t, i, &n, &first, &last) || !n)
 			continue;
 		table_cell(&tb, "%s", c->name);
 		table_cell(&tb, "%u:%u", c->id >> 16, c->id & 0xffff);
@@ -226,6 +243,35 @@ int cmd_info(int argc, char **argv)
 	}
 	table_print(&tb, stdout, "  ");
 	table_fini(&tb);
+}
+
+int cmd_info(int argc, char **argv)
+{
+	bool merge = argc == 3 && !strcmp(argv[1], "--merge");
+	if (merge) {
+		argv++;
+		argc--;
+	}
+	if (argc != 2 || argv[1][0] == '-') {
+		cli_err(NULL, "info: expected one TRACE directory (see strata info --help)");
+		return 1;
+	}
+	const char *trace = argv[1];
+	struct cli_trace ct = { .quiet_lost = true, .merge = merge };
+	struct scan sc;
+	sc.want_names = true;
+	if (scan_trace(&sc, &ct, trace, NULL, true) < 0)
+		return 1;
+
+	unsigned nproc;
+	unsigned char *kind = sub_kinds(ct.t, trace, &nproc);
+	struct scan_slot *th = scan_sorted(&sc.threads);
+	print_summary(ct.t, trace, &sc, nproc);
+	print_processes(ct.t, &sc, th, kind);
+	print_streams(ct.t, trace, &sc);
+	print_threads(ct.t, &sc, th);
+	print_event_types(ct.t, &sc);
+	free(th);
 	scan_fini(&sc);
 	free(kind);
 	int rc = cli_status(&ct);

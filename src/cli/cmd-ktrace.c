@@ -39,9 +39,57 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		forward_signal = sig;
 }
 
-int cmd_ktrace(int argc, char **argv)
+enum { OPT_BUFKB = 2000 };
+
+/* What the command line asks for, and the kernel options it makes. */
+struct ktrace_opts {
+	const char *events[65];
+	unsigned nevents, npids, groups;
+	int pids[64];
+	bool command_only;
+	char **cmd;
+	struct kern_options ko;
+	char err[512];
+};
+
+/* One option into *kt: 0, or -1 (exit status 1) after saying why. */
+static int ktrace_opt(struct ktrace_opts *kt, int c, const char *arg)
 {
-	enum { OPT_BUFKB = 2000 };
+	char *end;
+	long v;
+
+	switch (c) {
+	case 'k':
+		return cli_kernel_opt("ktrace", arg, &kt->groups) ? -1 : 0;
+	case 'e':
+		if (kt->nevents < 64)
+			kt->events[kt->nevents++] = arg;
+		return 0;
+	case 'o':
+		kt->ko.trace_dir = arg;
+		return 0;
+	case 'p':
+		v = strtol(arg, &end, 10);
+		if (*end || v <= 0 || kt->npids >= 63) {
+			cli_err(NULL, "-p: expected a process id, not '%s'", arg);
+			return -1;
+		}
+		kt->pids[kt->npids++] = (int)v;
+		return 0;
+	case 'c':
+		kt->command_only = true;
+		return 0;
+	case OPT_BUFKB:
+		kt->ko.buffer_kb = (unsigned)strtoul(arg, NULL, 10);
+		return 0;
+	}
+	return -1;
+}
+
+/* The options into *kt, checked, the trace directory made: 0, or the
+ * exit status after saying why. */
+static int ktrace_parse(int argc, char **argv, struct ktrace_opts *kt)
+{
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, 'k' },
 		{ "event", required_argument, NULL, 'e' },
@@ -52,70 +100,113 @@ int cmd_ktrace(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *events[65] = { 0 };
-	unsigned nevents = 0, npids = 0, groups = 0;
-	int pids[64];
-	bool command_only = false;
-	struct kern_options ko = { 0 };
-	char err[512] = "";
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+k:e:o:p:c", opts, NULL)) != -1) {
-		switch (c) {
-		case 'k':
-			if (cli_kernel_opt("ktrace", optarg, &groups))
-				return 1;
-			break;
-		case 'e':
-			if (nevents < 64)
-				events[nevents++] = optarg;
-			break;
-		case 'o':
-			ko.trace_dir = optarg;
-			break;
-		case 'p': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || v <= 0 || npids >= 63) {
-				cli_err(NULL, "-p: expected a process id, not '%s'", optarg);
-				return 1;
-			}
-			pids[npids++] = (int)v;
-			break;
-		}
-		case 'c':
-			command_only = true;
-			break;
-		case OPT_BUFKB:
-			ko.buffer_kb = (unsigned)strtoul(optarg, NULL, 10);
-			break;
-		default:
+	while ((c = getopt_long(argc, argv, "+k:e:o:p:c", opts, NULL)) != -1)
+		if (ktrace_opt(kt, c, optarg) < 0)
 			return 1;
-		}
-	}
-	char **cmd = optind < argc ? argv + optind : NULL;
-	if (!ko.trace_dir) {
+	kt->cmd = optind < argc ? argv + optind : NULL;
+	if (!kt->ko.trace_dir) {
 		cli_err(NULL, "ktrace: -o TRACE is required (see strata ktrace --help)");
 		return 1;
 	}
-	if (!groups && !nevents) {
+	if (!kt->groups && !kt->nevents) {
 		cli_err(NULL, "ktrace: -k GROUPS is required (sched, irq, syscalls)");
 		return 1;
 	}
-	if (command_only && !cmd) {
+	if (kt->command_only && !kt->cmd) {
 		cli_err(NULL, "ktrace: --command-only needs a COMMAND");
 		return 1;
 	}
-	if (cmd && cli_command_runnable(cmd[0])) {
-		cli_err(cmd[0], "ktrace: command not found or not executable; "
+	if (kt->cmd && cli_command_runnable(kt->cmd[0])) {
+		cli_err(kt->cmd[0], "ktrace: command not found or not executable; "
 			"nothing recorded");
 		return 127;
 	}
 	/* never into an earlier trace, as record (it appended before) */
-	if (cli_new_trace_dir(ko.trace_dir, "ktrace"))
-		return 1;
+	return cli_new_trace_dir(kt->ko.trace_dir, "ktrace") ? 1 : 0;
+}
 
+/* Fork the command, which waits on gate until the kernel side is ready,
+ * so that its first instruction is already traced (and in the pid
+ * filter). The child's pid, or -1 after saying why. */
+static pid_t ktrace_spawn(struct ktrace_opts *kt, int gate[2])
+{
+	if (pipe2(gate, O_CLOEXEC) < 0) {
+		cli_err(NULL, "ktrace: pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid_t child = fork();
+	if (child < 0) {
+		cli_err(NULL, "ktrace: fork: %s", strerror(errno));
+		return -1;
+	}
+	if (child == 0) {
+		cli_gate_wait(gate);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		setenv("STRATA_OUTPUT", kt->ko.trace_dir, 1);
+		/* the directory is this run's, kernel/ included,
+		 * not an earlier trace (lib/session.c) */
+		setenv("STRATA_KTRACE_DIR", kt->ko.trace_dir, 1);
+		cli_exec(kt->cmd);
+	}
+	close(gate[0]);
+	if (kt->command_only)
+		kt->pids[kt->npids++] = child;
+	return child;
+}
+
+/* Wait for the command, passing on the signals kill(1) sent: its exit
+ * status as the shell gives it. */
+static int ktrace_wait(pid_t child)
+{
+	int status = 0;
+
+	for (;;) {
+		pid_t w = waitpid(child, &status, 0);
+		if (w == child)
+			break;
+		if (w < 0 && errno != EINTR) {
+			cli_err(NULL, "ktrace: waitpid: %s", strerror(errno));
+			break;
+		}
+		if (forward_signal) {
+			kill(child, forward_signal);
+			forward_signal = 0;
+		}
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Finish the kernel streams, one line of what they hold: rc, or 1 where
+ * rc was 0 and they could not be finished. */
+static int ktrace_report(struct kern_session *ks, const char *trace, int rc)
+{
+	struct kern_stats st;
+	int ret = kern_stop(ks, &st);
+
+	if (ret < 0) {
+		cli_err(trace, "kernel streams: %s", strerror(-ret));
+		if (!rc)
+			rc = 1;
+	}
+	fprintf(stderr, "strata: kernel: %llu events on %u CPUs, %llu lost, in %s/kernel\n",
+		(unsigned long long)st.events, st.ncpus,
+		(unsigned long long)st.discarded, trace);
+	return rc;
+}
+
+int cmd_ktrace(int argc, char **argv)
+{
+	struct ktrace_opts kt = { 0 };
+	struct kern_options *ko = &kt.ko;
+	int rc = ktrace_parse(argc, argv, &kt);
+
+	if (rc)
+		return rc;
 	struct sigaction sa = { 0 };
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: waitpid returns EINTR */
@@ -124,70 +215,26 @@ int cmd_ktrace(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	/* The command waits on a pipe until the kernel side is ready, so that
-	 * its first instruction is already traced (and in the pid filter). */
 	pid_t child = -1;
 	int gate[2] = { -1, -1 };
-	if (cmd) {
-		if (pipe2(gate, O_CLOEXEC) < 0) {
-			cli_err(NULL, "ktrace: pipe: %s", strerror(errno));
-			return 1;
-		}
-		child = fork();
-		if (child < 0) {
-			cli_err(NULL, "ktrace: fork: %s", strerror(errno));
-			return 1;
-		}
-		if (child == 0) {
-			char b;
-			close(gate[1]);
-			while (read(gate[0], &b, 1) < 0 && errno == EINTR)
-				;
-			signal(SIGINT, SIG_DFL);
-			signal(SIGTERM, SIG_DFL);
-			signal(SIGHUP, SIG_DFL);
-			setenv("STRATA_OUTPUT", ko.trace_dir, 1);
-			/* the directory is this run's, kernel/ included,
-			 * not an earlier trace (lib/session.c) */
-			setenv("STRATA_KTRACE_DIR", ko.trace_dir, 1);
-			execvp(cmd[0], cmd);
-			cli_err(cmd[0], "cannot run: %s", strerror(errno));
-			_exit(127);
-		}
-		close(gate[0]);
-		if (command_only)
-			pids[npids++] = child;
-	}
+	if (kt.cmd && (child = ktrace_spawn(&kt, gate)) < 0)
+		return 1;
 
-	ko.groups = groups;
-	ko.events = nevents ? events : NULL;
-	ko.pids = npids ? pids : NULL;
-	ko.npids = npids;
-	ko.err = err;
-	ko.errlen = sizeof(err);
+	ko->groups = kt.groups;
+	ko->events = kt.nevents ? kt.events : NULL;
+	ko->pids = kt.npids ? kt.pids : NULL;
+	ko->npids = kt.npids;
+	ko->err = kt.err;
+	ko->errlen = sizeof(kt.err);
 	struct kern_session *ks = NULL;
-	int ret = kern_start(&ko, &ks);
+	int ret = kern_start(ko, &ks);
 	if (ret < 0)
-		cli_err(NULL, "kernel tracing off: %s%s", err[0] ? err : strerror(-ret),
-			cmd ? "; user-space tracing goes on" : "");
+		cli_err(NULL, "kernel tracing off: %s%s", kt.err[0] ? kt.err : strerror(-ret),
+			kt.cmd ? "; user-space tracing goes on" : "");
 
-	int status = 0, rc = 0;
-	if (cmd) {
+	if (kt.cmd) {
 		close(gate[1]); /* go */
-		for (;;) {
-			pid_t w = waitpid(child, &status, 0);
-			if (w == child)
-				break;
-			if (w < 0 && errno != EINTR) {
-				cli_err(NULL, "ktrace: waitpid: %s", strerror(errno));
-				break;
-			}
-			if (forward_signal) {
-				kill(child, forward_signal);
-				forward_signal = 0;
-			}
-		}
-		rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		rc = ktrace_wait(child);
 	} else if (ks) {
 		sigset_t none;
 		sigemptyset(&none);
@@ -196,18 +243,5 @@ int cmd_ktrace(int argc, char **argv)
 	} else {
 		return 1;
 	}
-
-	if (ks) {
-		struct kern_stats st;
-		ret = kern_stop(ks, &st);
-		if (ret < 0) {
-			cli_err(ko.trace_dir, "kernel streams: %s", strerror(-ret));
-			if (!rc)
-				rc = 1;
-		}
-		fprintf(stderr, "strata: kernel: %llu events on %u CPUs, %llu lost, in %s/kernel\n",
-			(unsigned long long)st.events, st.ncpus,
-			(unsigned long long)st.discarded, ko.trace_dir);
-	}
-	return rc;
+	return ks ? ktrace_report(ks, ko->trace_dir, rc) : rc;
 }

@@ -166,68 +166,72 @@ static void print_sched(struct strata_trace *t, const struct sl_result *r, long 
 #undef NS
 }
 
-int cmd_latency(int argc, char **argv)
+/* What the command line asks for. */
+struct latency_opts {
+	struct report_pair_opts p;
+	struct lat_options lo;
+	bool sched;
+};
+
+/* The options into *lt: 0, or -1 (exit status 1) after saying why. */
+static int latency_parse(int argc, char **argv, struct latency_opts *lt)
 {
-	enum { O_BEGIN = 3000, O_END, O_SAME, O_FROM, O_TO, O_FMT, O_HELP, O_BY, O_SCHED, O_TOP };
+	enum { O_SAME = OPT_PAIR_LAST, O_HELP, O_BY, O_SCHED };
 	static const struct option opts[] = {
-		{ "begin", required_argument, NULL, O_BEGIN },
-		{ "end", required_argument, NULL, O_END },
-		{ "from", required_argument, NULL, O_FROM },
-		{ "to", required_argument, NULL, O_TO },
-		{ "since", required_argument, NULL, O_FROM }, /* old spellings */
-		{ "until", required_argument, NULL, O_TO },
+		REPORT_PAIR_OPTIONS,
 		{ "same-thread", no_argument, NULL, O_SAME },
 		{ "by", required_argument, NULL, O_BY },
 		{ "sched", no_argument, NULL, O_SCHED },
-		{ "top", required_argument, NULL, O_TOP },
-		{ "format", required_argument, NULL, O_FMT },
+		REPORT_PAIR_OUTPUT,
 		{ "help", no_argument, NULL, O_HELP },
 		{ 0 },
 	};
-	struct lat_options lo = { 0 };
-	const char *from = NULL, *to = NULL;
-	double since, until;
-	bool json = false, sched = false;
-	long top = 0;
-	char err[512] = "";
-	int c;
+	int c, taken;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if ((taken = report_pair_opt(&lt->p, c, optarg))) {
+			if (taken < 0)
+				return -1;
+			continue;
+		}
 		switch (c) {
-		case O_BEGIN: lo.begin = optarg; break;
-		case O_END: lo.end = optarg; break;
-		case O_SAME: lo.same_tid = true; break;
-		case O_BY: lo.by = optarg; break;
-		case O_SCHED: sched = true; break;
-		case O_FROM: from = optarg; break;
-		case O_TO: to = optarg; break;
-		case O_TOP:
-			if (report_top(optarg, &top))
-				return 1;
-			break;
-		case O_FMT:
-			if (cli_text_json(optarg, &json))
-				return 1;
-			break;
-		default: return 1;
+		case O_SAME: lt->lo.same_tid = true; break;
+		case O_BY: lt->lo.by = optarg; break;
+		case O_SCHED: lt->sched = true; break;
+		default: return -1;
 		}
 	}
-	if (report_window("latency", from, to, sched ? NULL : &lo.begin, sched ? NULL : &lo.end,
-			  &since, &until))
-		return 1;
-	if (optind != argc - 1 || (!sched && (!lo.begin || !lo.end))) {
+	if (report_pair_check(&lt->p, "latency", !lt->sched))
+		return -1;
+	lt->lo.begin = lt->p.begin;
+	lt->lo.end = lt->p.end;
+	if (optind != argc - 1 || (!lt->sched && (!lt->lo.begin || !lt->lo.end))) {
 		cli_err(NULL, "latency: expected --begin EVENT --end EVENT TRACE, or --sched "
 			"TRACE (see strata latency --help)");
-		return 1;
+		return -1;
 	}
+	return 0;
+}
+
+int cmd_latency(int argc, char **argv)
+{
+	struct latency_opts lt = { 0 };
+	struct lat_options lo;
+	bool json, sched;
+	long top;
+	char err[512] = "";
+
+	if (latency_parse(argc, argv, &lt) < 0)
+		return 1;
+	lo = lt.lo;
+	json = lt.p.json;
+	sched = lt.sched;
+	top = lt.p.top;
 	struct cli_trace ct = { .quiet_lost = true };
 	if (cli_open(&ct, argv[optind], NULL) < 0)
 		return 1;
-	if (since >= 0)
-		lo.wfrom = report_tick(ct.t, since);
-	if (until >= 0)
-		lo.wto = report_tick(ct.t, until);
+	report_pair_window(&lt.p, ct.t, &lo.wfrom, &lo.wto);
 	struct an_loss loss;
 	an_loss_get(ct.t, &loss);
 

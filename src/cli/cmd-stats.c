@@ -33,18 +33,9 @@ int cmd_stats(int argc, char **argv)
 		return 1;
 	}
 	struct cli_trace ct = { .quiet_lost = true };
-	struct strata_iter *it = NULL;
 	struct scan sc = { .want_names = false };
-	if (cli_open(&ct, argv[optind], &fo) < 0 || cli_iter(&ct, fo.internal, &it) < 0) {
-		cli_close(&ct);
+	if (scan_trace(&sc, &ct, argv[optind], &fo, fo.internal) < 0)
 		return 1;
-	}
-	if (scan_run(&sc, &ct, it) < 0) {
-		strata_iter_destroy(it);
-		cli_close(&ct);
-		return 1;
-	}
-	strata_iter_destroy(it);
 	cli_none_matched(&ct, &fo, sc.total);
 	struct strata_trace *t = ct.t;
 	struct cli_time tm;
@@ -67,18 +58,8 @@ int cmd_stats(int argc, char **argv)
 		table_cell(&tb, "%s", h1[i]);
 	for (unsigned i = 0; i < strata_trace_nclasses(t); i++) {
 		const struct strata_event_class *cl = strata_trace_class(t, i);
-		bool seen = false;
-		uint64_t n = 0, first = UINT64_MAX, last = 0;
-		for (unsigned j = 0; j < strata_trace_nclasses(t); j++)
-			if (!strcmp(strata_trace_class(t, j)->name, cl->name)) {
-				seen |= j < i;
-				n += sc.per_class[j];
-				if (sc.per_class[j] && sc.class_first[j] < first)
-					first = sc.class_first[j];
-				if (sc.per_class[j] && sc.class_last[j] > last)
-					last = sc.class_last[j];
-			}
-		if (seen || !n)
+		uint64_t n, first, last;
+		if (!scan_class_sum(&sc, t, i, &n, &first, &last) || !n)
 			continue;
 		table_cell(&tb, "%s", cl->name);
 		table_cell(&tb, "%" PRIu64, n);

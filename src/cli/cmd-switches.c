@@ -65,59 +65,48 @@ static const char *who(const struct in_result *r, uint32_t tid, char *buf, size_
 	return buf;
 }
 
-int cmd_switches(int argc, char **argv)
+/* The options into *p: 0, or -1 (exit status 1) after saying why. */
+static int switches_parse(int argc, char **argv, struct report_pair_opts *p)
 {
-	enum { O_BEGIN = 3100, O_END, O_TOP, O_FMT, O_FROM, O_TO };
 	static const struct option opts[] = {
-		{ "begin", required_argument, NULL, O_BEGIN },
-		{ "end", required_argument, NULL, O_END },
-		{ "from", required_argument, NULL, O_FROM },
-		{ "to", required_argument, NULL, O_TO },
-		{ "since", required_argument, NULL, O_FROM }, /* old spellings */
-		{ "until", required_argument, NULL, O_TO },
-		{ "top", required_argument, NULL, O_TOP },
-		{ "format", required_argument, NULL, O_FMT },
+		REPORT_PAIR_OPTIONS,
+		REPORT_PAIR_OUTPUT,
 		{ 0 },
 	};
-	struct in_options io = { 0 };
-	const char *from = NULL, *to = NULL;
-	double since, until;
-	long top = 10;
-	bool json = false;
 	int c;
 
+	p->top = 10;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case O_BEGIN: io.from = optarg; break;
-		case O_END: io.to = optarg; break;
-		case O_FROM: from = optarg; break;
-		case O_TO: to = optarg; break;
-		case O_TOP:
-			if (report_top(optarg, &top))
-				return 1;
-			break;
-		case O_FMT:
-			if (cli_text_json(optarg, &json))
-				return 1;
-			break;
-		default: return 1;
-		}
-	}
-	if (report_window("switches", from, to, &io.from, &io.to, &since, &until))
-		return 1;
-	if (!io.from || !io.to || optind != argc - 1) {
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
+		if (report_pair_opt(p, c, optarg) <= 0)
+			return -1;
+	if (report_pair_check(p, "switches", true))
+		return -1;
+	if (!p->begin || !p->end || optind != argc - 1) {
 		cli_err(NULL, "switches: expected --begin EVENT --end EVENT TRACE (see strata switches --help)");
-		return 1;
+		return -1;
 	}
+	return 0;
+}
+
+int cmd_switches(int argc, char **argv)
+{
+	struct report_pair_opts po = { 0 };
+	struct in_options io = { 0 };
+	long top;
+	bool json;
+
+	if (switches_parse(argc, argv, &po) < 0)
+		return 1;
+	io.from = po.begin;
+	io.to = po.end;
+	top = po.top;
+	json = po.json;
 	struct cli_trace ct = { .quiet_lost = true };
 	if (cli_open(&ct, argv[optind], NULL) < 0)
 		return 1;
 	uint64_t t0 = strata_trace_begin(ct.t);
-	if (since >= 0)
-		io.wfrom = report_tick(ct.t, since);
-	if (until >= 0)
-		io.wto = report_tick(ct.t, until);
+	report_pair_window(&po, ct.t, &io.wfrom, &io.wto);
 	struct in_result r;
 	int ret = in_compute(ct.t, &io, &r);
 	if (ret == -EINVAL || ret == -ENOENT) {

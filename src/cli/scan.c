@@ -207,3 +207,38 @@ void scan_fini(struct scan *s)
 	free(s->names.v);
 	memset(s, 0, sizeof(*s));
 }
+
+int scan_trace(struct scan *s, struct cli_trace *ct, const char *path,
+	       const struct cli_filter_opts *fo, bool internal)
+{
+	struct strata_iter *it = NULL;
+
+	if (cli_open(ct, path, fo) < 0 || cli_iter(ct, internal, &it) < 0 ||
+	    scan_run(s, ct, it) < 0) {
+		strata_iter_destroy(it);
+		cli_close(ct);
+		return -1;
+	}
+	strata_iter_destroy(it);
+	return 0;
+}
+
+bool scan_class_sum(const struct scan *s, struct strata_trace *t, unsigned i,
+		    uint64_t *n, uint64_t *first, uint64_t *last)
+{
+	const char *name = strata_trace_class(t, i)->name;
+	bool seen = false;
+
+	*n = *last = 0;
+	*first = UINT64_MAX;
+	for (unsigned j = 0; j < strata_trace_nclasses(t); j++)
+		if (!strcmp(strata_trace_class(t, j)->name, name)) {
+			seen |= j < i;
+			*n += s->per_class[j];
+			if (s->per_class[j] && s->class_first[j] < *first)
+				*first = s->class_first[j];
+			if (s->per_class[j] && s->class_last[j] > *last)
+				*last = s->class_last[j];
+		}
+	return !seen;
+}

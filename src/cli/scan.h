@@ -35,6 +35,17 @@ struct scan {
 /* Iterate with it to the end; returns 0 or -1 (out of memory, printed). */
 int scan_run(struct scan *s, struct cli_trace *ct, struct strata_iter *it);
 void scan_fini(struct scan *s);
+/* Open TRACE into ct (filters fo, NULL: none) and count it whole into s
+ * (want_names set before; internal: strata's own records too), as info
+ * and stats do. 0, or -1 after saying why, ct then closed. */
+int scan_trace(struct scan *s, struct cli_trace *ct, const char *path,
+	       const struct cli_filter_opts *fo, bool internal);
+/* The counts of class i summed over the classes of its name
+ * (sub-traces share vocabularies): n, and the first and last times of
+ * those counted. false when an earlier class has that name (the row is
+ * that one's). */
+bool scan_class_sum(const struct scan *s, struct strata_trace *t, unsigned i,
+		    uint64_t *n, uint64_t *first, uint64_t *last);
 /* The name of thread `tid`, or "" (want_names). */
 const char *scan_thread_name(const struct scan *s, uint32_t tid);
 /* Slots in key order; caller frees. */

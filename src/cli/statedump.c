@@ -10,7 +10,7 @@
 #include <strata/strata.h>
 
 #include "cli.h"
-#include "lib/statedump.h"
+#include "common/tool.h"
 
 /*
  * LTT's trace daemon began every trace with the system's state from /proc.
@@ -43,7 +43,7 @@ int cli_statedump_system(const char *trace)
 	snprintf(dst, sizeof(dst), "%s/state", trace);
 	if ((ret = strata_start(&o)))
 		return ret;
-	statedump_system();
+	tool_statedump_system();
 	ret = strata_stop();
 	if (!ret && rename(sub, dst) < 0)
 		ret = -errno;

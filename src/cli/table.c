@@ -198,3 +198,31 @@ int report_top(const char *arg, long *out)
 	*out = v;
 	return 0;
 }
+
+int report_pair_opt(struct report_pair_opts *p, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_PAIR_BEGIN: p->begin = arg; return 1;
+	case OPT_PAIR_END: p->end = arg; return 1;
+	case OPT_PAIR_FROM: p->from = arg; return 1;
+	case OPT_PAIR_TO: p->to = arg; return 1;
+	case OPT_PAIR_TOP: return report_top(arg, &p->top) ? -1 : 1;
+	case OPT_PAIR_FORMAT: return cli_text_json(arg, &p->json) ? -1 : 1;
+	}
+	return 0;
+}
+
+int report_pair_check(struct report_pair_opts *p, const char *cmd, bool events)
+{
+	return report_window(cmd, p->from, p->to, events ? &p->begin : NULL,
+			     events ? &p->end : NULL, &p->from_s, &p->to_s);
+}
+
+void report_pair_window(const struct report_pair_opts *p, struct strata_trace *t,
+			uint64_t *wfrom, uint64_t *wto)
+{
+	if (p->from_s >= 0)
+		*wfrom = report_tick(t, p->from_s);
+	if (p->to_s >= 0)
+		*wto = report_tick(t, p->to_s);
+}

@@ -3,6 +3,7 @@
 #ifndef STRATA_CLI_TABLE_H
 #define STRATA_CLI_TABLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -63,5 +64,39 @@ int report_window(const char *cmd, const char *from, const char *to, const char 
 
 /* --top N: a count, 0 for all; 0, or -1 after one error line. */
 int report_top(const char *arg, long *out);
+
+/* ---- the options latency and switches share -------------------------------- */
+
+/* --begin/--end (event globs), the window (--from/--to, once --since/
+ * --until), then the command's own options, then REPORT_PAIR_OUTPUT:
+ * --top, --format text|json. */
+enum { OPT_PAIR_BEGIN = 3000, OPT_PAIR_END, OPT_PAIR_FROM, OPT_PAIR_TO,
+       OPT_PAIR_TOP, OPT_PAIR_FORMAT, OPT_PAIR_LAST };
+#define REPORT_PAIR_OPTIONS                                             \
+	{ "begin", required_argument, NULL, OPT_PAIR_BEGIN },           \
+	{ "end", required_argument, NULL, OPT_PAIR_END },               \
+	{ "from", required_argument, NULL, OPT_PAIR_FROM },             \
+	{ "to", required_argument, NULL, OPT_PAIR_TO },                 \
+	{ "since", required_argument, NULL, OPT_PAIR_FROM }, /* old */   \
+	{ "until", required_argument, NULL, OPT_PAIR_TO }
+#define REPORT_PAIR_OUTPUT                                              \
+	{ "top", required_argument, NULL, OPT_PAIR_TOP },               \
+	{ "format", required_argument, NULL, OPT_PAIR_FORMAT }
+struct report_pair_opts {
+	const char *begin, *end;  /* the event globs */
+	const char *from, *to;    /* the window as given */
+	double from_s, to_s;      /* ... in seconds, -1: not given */
+	long top;                 /* --top, 0: all (the caller's default) */
+	bool json;
+};
+/* One option of those: 1 taken, 0 not one of them, -1 bad (said). */
+int report_pair_opt(struct report_pair_opts *p, int opt, const char *arg);
+/* After the options: the window checked (report_window(); with events,
+ * --from/--to that are no time name the events). 0, or -1 after one
+ * error line. */
+int report_pair_check(struct report_pair_opts *p, const char *cmd, bool events);
+/* The window in ticks of t into *wfrom / *wto, each where it was given. */
+void report_pair_window(const struct report_pair_opts *p, struct strata_trace *t,
+			uint64_t *wfrom, uint64_t *wto);
 
 #endif /* STRATA_CLI_TABLE_H */

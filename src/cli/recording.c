@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/* What record, daemon and ktrace share: ring, clock and kernel options, the trace directory, the command, signals, snapshots. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+#include "cli.h"
+#include "common/tfile.h"
+#include "common/tool.h"
+#ifdef STRATA_HAVE_KERNEL
+#include "kernel/kernel.h"
+#endif
+#include "session/daemon.h"
+
+volatile sig_atomic_t cli_got_signal, cli_got_usr1;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		cli_got_usr1 = 1;
+	else
+		cli_got_signal = sig;
+}
+
+void cli_session_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: poll() returns */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* A size as libstrata's environment parser accepts it: digits and an
+ * optional K/M/G suffix. */
+static int valid_size(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+	return n > 0 && (!s[n] || (strchr("kKmMgG", s[n]) && (!s[n + 1] ||
+		!strcmp(s + n + 1, "i") || !strcmp(s + n + 1, "iB") ||
+		!strcmp(s + n + 1, "B"))));
+}
+
+/* SIGUSR1: a snapshot into `dir`, one line on stderr (cli.h). */
+void cli_snapshot(struct sessd *d, const char *dir)
+{
+	struct sessd_snap sn;
+	char line[1024], made[4200];
+	int ret;
+
+	if ((ret = sessd_mkdir_new(dir, "strata-snapshot", made, sizeof(made)))) {
+		cli_err(dir, "cannot create the snapshot directory: %s",
+			strerror(-ret));
+		return;
+	}
+	ret = sessd_snapshot(d, made, &sn);
+	if (ret == -ENOENT)
+		rmdir(made);
+	sessd_snap_line(made, ret, &sn, line, sizeof(line));
+	fprintf(stderr, "strata: %s\n", line);
+}
+
+int cli_kernel_opt(const char *cmd, const char *arg, unsigned *groups)
+{
+#ifdef STRATA_HAVE_KERNEL
+	const char *bad = NULL;
+	unsigned g;
+	if (kern_groups_parse(arg, &g, &bad) < 0) {
+		cli_err(NULL, "%s: --kernel: unknown group '%s' (sched, irq, "
+			"syscalls, all)", cmd, bad ? bad : arg);
+		return -1;
+	}
+	*groups |= g;
+	return 0;
+#else
+	(void)arg;
+	(void)groups;
+	cli_err(NULL, "%s: --kernel: this strata was built without kernel "
+		"support (install libtracefs-dev libtraceevent-dev and rebuild)",
+		cmd);
+	return -1;
+#endif
+}
+
+#ifdef STRATA_HAVE_KERNEL
+struct kern_session *cli_kernel_start(const char *trace, unsigned groups,
+				      const int *pid)
+{
+	struct kern_session *ks = NULL;
+	char err[512] = "";
+	struct kern_options ko = {
+		.trace_dir = trace,
+		.groups = groups,
+		.pids = pid,
+		.npids = pid ? 1 : 0,
+		.err = err,
+		.errlen = sizeof(err),
+	};
+	int ret = kern_start(&ko, &ks);
+	if (ret < 0)
+		cli_err(trace, "kernel tracing off: %s; user-space tracing goes on",
+			err[0] ? err : strerror(-ret));
+	return ret < 0 ? NULL : ks;
+}
+
+void cli_kernel_stop(struct kern_session *ks, const char *trace)
+{
+	struct kern_stats kst;
+
+	if (!ks)
+		return;
+	int ret = kern_stop(ks, &kst);
+	if (ret < 0)
+		cli_err(trace, "kernel streams: %s", strerror(-ret));
+	fprintf(stderr, "strata: %s/kernel: %llu kernel events, %llu discarded%s\n",
+		trace, (unsigned long long)kst.events,
+		(unsigned long long)kst.discarded,
+		kst.discarded ? " (raise the kernel buffer)" : "");
+}
+#endif
+
+int cli_clock_opt(const char *arg)
+{
+	int ret = tool_clock_choose(arg);
+
+	if (ret == -EINVAL) {
+		cli_err(NULL, "--clock %s: use tsc or mono", arg);
+		return -1;
+	}
+	if (ret == -ENODEV) {
+		cli_err(NULL, "--clock tsc: this machine's TSC is not invariant "
+			"(no constant_tsc and nonstop_tsc in /proc/cpuinfo); "
+			"use --clock mono");
+		return -1;
+	}
+	return 0;
+}
+
+int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_RING_PSIZE: r->psize = arg; return 1;
+	case OPT_RING_PACKETS: r->packets = arg; return 1;
+	case OPT_RING_MODE: r->mode = arg; return 1;
+	case OPT_RING_MAJORS: r->majors = arg; return 1;
+	case OPT_RING_GROUP: r->group = arg; return 1;
+	case 'e':
+		if (strlen(r->enable) + strlen(arg) + 2 > sizeof(r->enable)) {
+			cli_err(NULL, "--enable: too many patterns");
+			return -1;
+		}
+		if (*r->enable)
+			strcat(r->enable, ",");
+		strcat(r->enable, arg);
+		return 1;
+	}
+	return 0;
+}
+
+/* Whether `dir` holds a file at any depth (up to a bound): an earlier
+ * trace, or something else that is not ours to write into. */
+static int holds_files(const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	if (!d)
+		return -errno;
+	while (!found && (e = readdir(d))) {
+		char sub[4200];
+		struct stat st;
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >=
+			    sizeof(sub) ||
+		    lstat(sub, &st) || !S_ISDIR(st.st_mode) || depth >= 8)
+			found = 1;
+		else
+			found = holds_files(sub, depth + 1) != 0;
+	}
+	closedir(d);
+	return found;
+}
+
+int cli_new_trace_dir(const char *dir, const char *cmd)
+{
+	int ret = tfile_mkdir(dir, 1);
+
+	/* one that holds no file is as good as a new one (mktemp -d) */
+	if (ret == -EEXIST) {
+		ret = holds_files(dir, 0);
+		ret = ret > 0 ? -EEXIST : ret;
+	}
+	if (ret)
+		cli_err(dir, "%s: cannot create the trace directory: %s%s", cmd,
+			strerror(-ret),
+			ret == -EEXIST ? " (it holds an earlier trace: choose "
+					 "another with -o)" : "");
+	return ret ? -1 : 0;
+}
+
+int cli_command_runnable(const char *cmd)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	if (strchr(cmd, '/'))
+		return access(cmd, X_OK) ? -1 : 0;
+	for (const char *p = path && *path ? path : "/usr/bin:/bin"; ; ) {
+		const char *end = strchr(p, ':');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, n ? p : ".", cmd);
+		struct stat st;
+		if (!stat(buf, &st) && S_ISREG(st.st_mode) && !access(buf, X_OK))
+			return 0;
+		if (!end)
+			return -1;
+		p = end + 1;
+	}
+}
+
+int cli_ring_env(const struct cli_ring_opts *r, const char *cmd)
+{
+	const char *majors = r->majors;
+
+	if ((r->psize && !valid_size(r->psize)) ||
+	    (r->packets && !valid_size(r->packets))) {
+		cli_err(NULL, "%s: '%s' is not a size (use e.g. 256K, 1M)", cmd,
+			r->psize && !valid_size(r->psize) ? r->psize : r->packets);
+		return -1;
+	}
+	if (r->mode && strcasecmp(r->mode, "discard") &&
+	    strcasecmp(r->mode, "overwrite") && strcasecmp(r->mode, "block")) {
+		cli_err(NULL, "%s: --mode %s: use discard, overwrite or block", cmd,
+			r->mode);
+		return -1;
+	}
+	if (r->group) {
+		if (tfile_set_group(r->group)) {
+			cli_err(NULL, "%s: --group %s: no such group", cmd, r->group);
+			return -1;
+		}
+		setenv("STRATA_GROUP", r->group, 1);
+	}
+	if (r->psize)
+		setenv("STRATA_PACKET_SIZE", r->psize, 1);
+	if (r->packets)
+		setenv("STRATA_PACKETS", r->packets, 1);
+	if (r->mode)
+		setenv("STRATA_MODE", r->mode, 1);
+	if (*r->enable) {
+		setenv("STRATA_ENABLE", r->enable, 1);
+		if (!majors)
+			majors = "none";
+	}
+	if (majors)
+		setenv("STRATA_MAJORS", majors, 1);
+	/* Every value as the library will take it, before anything runs: a
+	 * size it refuses would trace nothing, and say so only at the
+	 * program's start (a packet size of 3K ran a whole command
+	 * untraced, exit 0). */
+	if (tool_options_check_env()) {
+		cli_err(NULL, "%s: %s", cmd, strata_strerror_detail());
+		return -1;
+	}
+	return 0;
+}
+
+
+void cli_state_at_start(const char *trace)
+{
+	/* docs/record.md, "State dump" */
+	int ret = cli_statedump_system(trace);
+
+	if (ret)
+		cli_err(trace, "state dump at start: %s (tracing goes on)",
+			strerror(-ret));
+}
+
+void cli_gate_wait(const int gate[2])
+{
+	char b;
+
+	if (gate[0] < 0)
+		return;
+	close(gate[1]);
+	while (read(gate[0], &b, 1) < 0 && errno == EINTR)
+		;
+	close(gate[0]);
+}
+
+void cli_exec(char **cmd)
+{
+	execvp(cmd[0], cmd);
+	cli_err(cmd[0], "cannot run: %s", strerror(errno));
+	_exit(127);
+}
