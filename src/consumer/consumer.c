@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/format.h"
 #include "common/log.h"
 #include "common/tfile.h"
 #include "consumer/consumer.h"
@@ -24,7 +25,6 @@
 #include "lib/registry.h"
 #include "ring/ring.h"
 
-#define IDX_ENTRY 72 /* format.md §7 */
 /* Direct I/O: buffer address, length and file offset in multiples of this
  * (the page: as large as any device's logical block). */
 #define DIO_ALIGN 4096u
@@ -48,7 +48,7 @@ struct cons_stream {
 	uint64_t faulted;  /* bytes of the ring's data faulted in (prefault()) */
 	size_t idx_len;
 	int idx_bad; /* a write failed: the index does not cover the stream */
-	unsigned char idx_buf[IDX_ENTRY * IDX_BATCH];
+	unsigned char idx_buf[STRATA_IDX_ENTRY * IDX_BATCH];
 };
 
 struct cons {
@@ -117,26 +117,6 @@ static void cons_error(struct cons *c, int err, const char *what,
 		c->err = err;
 		slog_detail("%s: %s: %s", path, what, strerror(-err));
 	}
-}
-
-static int write_all(int fd, const void *buf, size_t len, off_t off)
-{
-	const unsigned char *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
 }
 
 /* Hold RESERVE_SIZE bytes of the trace's file system, as a dot file that
@@ -219,7 +199,7 @@ no_direct:;
 		return -EINVAL;
 	s->direct = 0;
 buffered:
-	return write_all(s->fd, pkt, content, (off_t)s->file_off);
+	return fmt_write_all(s->fd, pkt, content, (off_t)s->file_off);
 }
 
 static int idx_flush(struct cons *c, struct cons_stream *s)
@@ -230,7 +210,8 @@ static int idx_flush(struct cons *c, struct cons_stream *s)
 	if (!s->idx_len || s->idx_fd < 0)
 		return 0;
 	end = lseek(s->idx_fd, 0, SEEK_END);
-	ret = end < 0 ? -errno : write_all(s->idx_fd, s->idx_buf, s->idx_len, end);
+	ret = end < 0 ? -errno
+		      : fmt_write_all(s->idx_fd, s->idx_buf, s->idx_len, end);
 	if (ret) {
 		/* Keep the index a whole number of entries: a reader that
 		 * finds it short rebuilds from the stream (format.md §7). */
@@ -247,7 +228,6 @@ static struct cons_stream *stream_open(struct cons *c, struct strata_ring *r)
 {
 	char path[4200];
 	struct cons_stream *s = calloc(1, sizeof(*s));
-	unsigned char hdr[16];
 
 	if (!s)
 		return NULL;
@@ -273,14 +253,9 @@ static struct cons_stream *stream_open(struct cons *c, struct strata_ring *r)
 	 * (a trace whose consumer was killed). format.md §7. */
 	snprintf(path, sizeof(path), "%s/index/.cpu%u.idx", c->dir, r->cpu);
 	s->idx_fd = tfile_open(path, O_WRONLY | O_TRUNC);
-	if (s->idx_fd >= 0) {
-		uint32_t h[4] = {htobe32(0xC1F1DCC1u), htobe32(1), htobe32(1),
-				 htobe32(IDX_ENTRY)};
-		memcpy(hdr, h, sizeof(hdr));
-		if (write_all(s->idx_fd, hdr, sizeof(hdr), 0)) {
-			close(s->idx_fd);
-			s->idx_fd = -1;
-		}
+	if (s->idx_fd >= 0 && fmt_idx_begin(s->idx_fd)) {
+		close(s->idx_fd);
+		s->idx_fd = -1;
 	}
 	return s;
 }
@@ -458,7 +433,8 @@ static int packet_ours(struct cons *c, const struct strata_ring *r,
 	uint32_t magic;
 
 	memcpy(&magic, pkt, 4);
-	if (magic != 0xC1FC1FC1u || memcmp(pkt + 4, c->uuid, 16)) {
+	if (magic != STRATA_PKT_MAGIC ||
+	    memcmp(pkt + STRATA_PKT_OFF_UUID, c->uuid, 16)) {
 		slog("%s/cpu%u: packet %llu has a bad magic or uuid: skipped",
 		     c->dir, r->cpu, (unsigned long long)(begin >> r->pshift));
 		return 0;
@@ -485,7 +461,7 @@ static void write_packet_buf(struct cons *c, struct cons_stream *s,
 	uint64_t content, ts_begin, ts_end, seq, disc;
 	int ret;
 
-	memcpy(&content, pkt + 48, 8);
+	memcpy(&content, pkt + STRATA_PKT_OFF_CONTENT_SIZE, 8);
 	content /= 8;
 	if (content < STRATA_PACKET_HEADER || content > r->psize ||
 	    content % 4) {
@@ -506,7 +482,7 @@ static void write_packet_buf(struct cons *c, struct cons_stream *s,
 		 * written: a stream the full disk kept empty still ends with
 		 * its count of what was not written (loss_trailer()). */
 		memcpy(s->last_hdr, pkt, STRATA_PACKET_HEADER);
-		memcpy(&s->last_ts, pkt + 40, 8);
+		memcpy(&s->last_ts, pkt + STRATA_PKT_OFF_TS_END, 8);
 		s->have_hdr = 1;
 	}
 	if (s->dead) {
@@ -530,10 +506,10 @@ static void write_packet_buf(struct cons *c, struct cons_stream *s,
 	}
 	__atomic_add_fetch(&c->events, nev, __ATOMIC_RELAXED);
 
-	memcpy(&ts_begin, pkt + 32, 8);
-	memcpy(&ts_end, pkt + 40, 8);
-	memcpy(&seq, pkt + 64, 8);
-	memcpy(&disc, pkt + 72, 8);
+	memcpy(&ts_begin, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
+	memcpy(&ts_end, pkt + STRATA_PKT_OFF_TS_END, 8);
+	memcpy(&seq, pkt + STRATA_PKT_OFF_SEQ, 8);
+	memcpy(&disc, pkt + STRATA_PKT_OFF_DISCARDED, 8);
 	s->last_disc = disc;
 	s->last_ts = ts_end;
 	memcpy(s->last_hdr, pkt, STRATA_PACKET_HEADER);
@@ -548,7 +524,7 @@ static void write_packet_buf(struct cons *c, struct cons_stream *s,
 	put_be64(e + 48, 0);
 	put_be64(e + 56, ((uint64_t)s->pid << 32) | r->cpu);
 	put_be64(e + 64, seq);
-	s->idx_len += IDX_ENTRY;
+	s->idx_len += STRATA_IDX_ENTRY;
 	if (s->idx_len == sizeof(s->idx_buf))
 		idx_flush(c, s);
 
@@ -994,7 +970,7 @@ uint64_t cons_ring_pending(struct strata_ring *r, int external)
 	for (b = ring_packet_begin(r, b); b < w; b += r->psize) {
 		const unsigned char *pkt = ring_packet_addr(r, b);
 		uint64_t content;
-		memcpy(&content, pkt + 48, 8);
+		memcpy(&content, pkt + STRATA_PKT_OFF_CONTENT_SIZE, 8);
 		content /= 8;
 		if (!ring_packet_complete(r, b))
 			content = w - b < r->psize ? w - b : 0; /* the open one */
@@ -1090,7 +1066,7 @@ static int close_copy(struct cons *c, const struct cons_stream *s,
 	uint64_t off, ts;
 	uint32_t id;
 
-	memcpy(&ts, pkt + 32, 8); /* timestamp_begin */
+	memcpy(&ts, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
 	for (off = STRATA_PACKET_HEADER; off < done;) {
 		uint32_t len = event_at(c, pkt + off, done - off, &id, &ts);
 		if (len == 0)
@@ -1102,11 +1078,11 @@ static int close_copy(struct cons *c, const struct cons_stream *s,
 	 * laid out like the creator's (consumer/mapped.c). */
 	for (int i = 0; i < STRATA_LOST_NCAUSES; i++)
 		disc += strata_load_relaxed(&r->ctl->lost[i]);
-	memcpy(pkt + 40, &ts, 8);   /* timestamp_end */
-	memcpy(pkt + 48, &bits, 8); /* content_size */
+	memcpy(pkt + STRATA_PKT_OFF_TS_END, &ts, 8);
+	memcpy(pkt + STRATA_PKT_OFF_CONTENT_SIZE, &bits, 8);
 	if (disc < s->last_disc)
 		disc = s->last_disc; /* a free-running counter never decreases */
-	memcpy(pkt + 72, &disc, 8);
+	memcpy(pkt + STRATA_PKT_OFF_DISCARDED, &disc, 8);
 	return 0;
 }
 
@@ -1157,9 +1133,9 @@ static void salvage_packet(struct cons *c, struct cons_stream *s,
 		 * flight (one per thread at most) may be torn: the events
 		 * strata-gen writes through strata_reserve() (ring.md §7). */
 		uint64_t cs, tb, te;
-		memcpy(&tb, pkt + 32, 8);
-		memcpy(&te, pkt + 40, 8);
-		memcpy(&cs, pkt + 48, 8);
+		memcpy(&tb, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
+		memcpy(&te, pkt + STRATA_PKT_OFF_TS_END, 8);
+		memcpy(&cs, pkt + STRATA_PKT_OFF_CONTENT_SIZE, 8);
 		cs /= 8;
 		if (!r->rseq || reserved || te < tb || cs <= done || cs > r->psize ||
 		    close_copy(c, s, pkt, cs))
@@ -1211,9 +1187,9 @@ static void loss_trailer(struct cons *c, struct cons_stream *s)
 		return;
 	s->dead = 0; /* one more try, with the reserve given up */
 	memcpy(pkt, s->last_hdr, STRATA_PACKET_HEADER);
-	memcpy(pkt + 32, &s->last_ts, 8); /* timestamp_begin */
-	memcpy(pkt + 40, &s->last_ts, 8); /* timestamp_end */
-	memcpy(pkt + 48, &content, 8);
+	memcpy(pkt + STRATA_PKT_OFF_TS_BEGIN, &s->last_ts, 8);
+	memcpy(pkt + STRATA_PKT_OFF_TS_END, &s->last_ts, 8);
+	memcpy(pkt + STRATA_PKT_OFF_CONTENT_SIZE, &content, 8);
 	if (s->file_off == 0) {
 		/* Nothing of the stream was written (a full disk from its
 		 * first packet): an empty packet first, counting nothing,
@@ -1221,11 +1197,11 @@ static void loss_trailer(struct cons *c, struct cons_stream *s)
 		 * as the difference between two packets' counts, never a
 		 * first packet's own. */
 		uint64_t zero = 0;
-		memcpy(pkt + 72, &zero, 8);
+		memcpy(pkt + STRATA_PKT_OFF_DISCARDED, &zero, 8);
 		write_packet_buf(c, s, pkt, 0);
 	}
-	memcpy(pkt + 64, &seq, 8);
-	memcpy(pkt + 72, &total, 8);
+	memcpy(pkt + STRATA_PKT_OFF_SEQ, &seq, 8);
+	memcpy(pkt + STRATA_PKT_OFF_DISCARDED, &total, 8);
 	write_packet_buf(c, s, pkt, seq << r->pshift);
 }
 
