@@ -91,6 +91,23 @@ _Static_assert(sizeof(struct strata_pkt_header) == STRATA_PKT_HEADER_SIZE,
 #define STRATA_IDX_OFF_STREAM_INSTANCE 56u
 #define STRATA_IDX_OFF_SEQ 64u
 
+/* One entry, host order; sizes in bits as in the file. */
+struct strata_idx_entry {
+	uint64_t offset; /* bytes, in the stream file */
+	uint64_t packet_size;
+	uint64_t content_size;
+	uint64_t ts_begin;
+	uint64_t ts_end;
+	uint64_t discarded;
+	uint64_t stream_id;
+	uint64_t stream_instance_id;
+	uint64_t seq;
+};
+
+/* Encode `e` at `out` (STRATA_IDX_ENTRY bytes, big-endian). The one
+ * index-entry writer: the consumer's streams and the kernel's use it. */
+void fmt_idx_entry_put(unsigned char *out, const struct strata_idx_entry *e);
+
 /* Write the index header (magic, version 1.1, entry size) at offset 0 of
  * `fd`. Returns 0 or a negative errno. */
 int fmt_idx_begin(int fd);

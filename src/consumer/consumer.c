@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Draining complete packets from rings into a CTF stream directory. */
 #define _GNU_SOURCE
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -103,12 +102,6 @@ struct cons {
 };
 
 #define RESERVE_SIZE (256u << 10)
-
-static void put_be64(unsigned char *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, 8);
-}
 
 static void cons_error(struct cons *c, int err, const char *what,
 		       const char *path)
@@ -514,16 +507,18 @@ static void write_packet_buf(struct cons *c, struct cons_stream *s,
 	s->last_ts = ts_end;
 	memcpy(s->last_hdr, pkt, STRATA_PACKET_HEADER);
 	s->have_hdr = 1;
-	unsigned char *e = s->idx_buf + s->idx_len;
-	put_be64(e, s->file_off);
-	put_be64(e + 8, r->psize * 8);
-	put_be64(e + 16, content * 8);
-	put_be64(e + 24, ts_begin);
-	put_be64(e + 32, ts_end);
-	put_be64(e + 40, disc);
-	put_be64(e + 48, 0);
-	put_be64(e + 56, ((uint64_t)s->pid << 32) | r->cpu);
-	put_be64(e + 64, seq);
+	/* The stream's own size and instance: another process's packet
+	 * header is not trusted for them. */
+	fmt_idx_entry_put(s->idx_buf + s->idx_len, &(struct strata_idx_entry){
+		.offset = s->file_off,
+		.packet_size = r->psize * 8,
+		.content_size = content * 8,
+		.ts_begin = ts_begin,
+		.ts_end = ts_end,
+		.discarded = disc,
+		.stream_instance_id = ((uint64_t)s->pid << 32) | r->cpu,
+		.seq = seq,
+	});
 	s->idx_len += STRATA_IDX_ENTRY;
 	if (s->idx_len == sizeof(s->idx_buf))
 		idx_flush(c, s);

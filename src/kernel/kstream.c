@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Kernel event classes from tracefs format files, and the per-CPU stream writer (format.md §2-§4, §7). */
 #define _GNU_SOURCE
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -297,12 +296,17 @@ static void packet_close(struct kstream *s)
 		s->err = ret;
 		return;
 	}
-	/* format.md §7: big-endian index entry */
-	uint64_t e[9] = {
-		htobe64(s->file_off), htobe64((uint64_t)s->psize * 8),
-		htobe64((uint64_t)s->pos * 8), htobe64(s->ts_begin), htobe64(s->last_ts),
-		htobe64(s->discarded), 0, htobe64(s->cpu), htobe64(s->seq),
-	};
+	unsigned char e[STRATA_IDX_ENTRY];
+	fmt_idx_entry_put(e, &(struct strata_idx_entry){
+		.offset = s->file_off,
+		.packet_size = (uint64_t)s->psize * 8,
+		.content_size = (uint64_t)s->pos * 8,
+		.ts_begin = s->ts_begin,
+		.ts_end = s->last_ts,
+		.discarded = s->discarded,
+		.stream_instance_id = s->cpu,
+		.seq = s->seq,
+	});
 	if ((ret = fmt_write_all(s->idx_fd, e, sizeof(e),
 				 (off_t)(STRATA_IDX_HEADER_SIZE +
 					 s->seq * STRATA_IDX_ENTRY))))
