@@ -247,8 +247,8 @@ int kstream_open(struct kstream *s, const char *dir, unsigned cpu,
 	if (s->fd < 0)
 		return s->fd;
 	/* A dot file until the stream is closed, as the user streams'
-	 * (consumer.c, close_stream()): babeltrace2 refuses an index that
-	 * does not cover its stream exactly. */
+	 * (consumer/stream.c, close_stream()): babeltrace2 refuses an
+	 * index that does not cover its stream exactly. */
 	if (asprintf(&s->idx_tmp, "%s/index/.cpu%u.idx", dir, cpu) < 0) {
 		s->idx_tmp = NULL;
 		return -ENOMEM;
