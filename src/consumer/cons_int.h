@@ -102,6 +102,21 @@ struct cons {
 	int reserve_held;
 };
 
+/*
+ * The first packet to take from a ring whose packets end at `end` (a
+ * packet boundary): `from` when it lies in the last ring's worth before
+ * `end`, else the start of that lap (0 early on). `from` may be anything
+ * another process stored (`consumed`), or 0 for "all the ring holds":
+ * what is read is never more than one ring's worth of packets.
+ */
+static inline uint64_t cons_window(const struct strata_ring *r, uint64_t end,
+				   uint64_t from)
+{
+	if (from > end || end - from > r->bufmask + 1)
+		from = end > r->bufmask ? end - (r->bufmask + 1) : 0;
+	return from;
+}
+
 /* ---- stream.c ----------------------------------------------------------- */
 
 /* Note the first I/O error of the consumer (and its detail). */

@@ -451,7 +451,7 @@ static void drain_held(struct cons *c, struct cons_stream *s)
 	struct strata_ring *r = s->ring;
 	uint64_t w = strata_load_acquire(&r->ctl->write);
 	uint64_t end = ring_packet_begin(r, w + r->pmask); /* after flush: w */
-	uint64_t begin = end > r->bufmask ? end - (r->bufmask + 1) : 0;
+	uint64_t begin = cons_window(r, end, 0);
 
 	for (; begin < end; begin += r->psize) {
 		if (ring_packet_complete(r, begin))
@@ -493,7 +493,7 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 					pending = 1;
 			} else {
 				uint64_t end = ring_packet_begin(r, w + r->pmask);
-				uint64_t b = end > r->bufmask ? end - (r->bufmask + 1) : 0;
+				uint64_t b = cons_window(r, end, 0);
 				for (; b < end; b += r->psize)
 					if (!ring_packet_complete(r, b))
 						pending = 1;

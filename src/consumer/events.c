@@ -243,7 +243,10 @@ uint64_t cons_ring_pending(struct strata_ring *r, int external)
 		if ((e & STRATA_CID_VALID) && words && words <= STRATA_MAX_WORDS)
 			c->cids[i] = e;
 	}
-	if (w - b > r->bufmask + 1) /* overwrite mode: the ring holds one lap */
+	/* Overwrite mode: the ring holds one lap. Not cons_window(): `w`
+	 * is no packet boundary, and the lap is counted from the slot after
+	 * the one `w` is in (the open packet's). */
+	if (w - b > r->bufmask + 1)
 		b = ring_packet_begin(r, w) - (r->bufmask + 1 - r->psize);
 	for (b = ring_packet_begin(r, b); b < w; b += r->psize) {
 		const unsigned char *pkt = ring_packet_addr(r, b);

@@ -134,22 +134,13 @@ void cons_finish_external(struct cons *c, struct cons_stream *s,
 	uint64_t end = ring_packet_begin(r, w + r->pmask);
 	uint64_t b;
 
-	if (c->mode != STRATA_MODE_OVERWRITE) {
-		b = strata_load_relaxed(&r->ctl->consumed);
+	if (c->mode != STRATA_MODE_OVERWRITE)
 		cons_drain_ring(c, s);
-		b = strata_load_relaxed(&r->ctl->consumed);
-	} else {
-		/* The packets held, but none an earlier trace of a long-lived
-		 * session wrote already: in overwrite mode no writer reads
-		 * `consumed`, so it marks where the last trace ended. */
-		b = end > r->bufmask ? end - (r->bufmask + 1) : 0;
-		uint64_t done = strata_load_relaxed(&r->ctl->consumed);
-		if (done > b && done <= end)
-			b = done;
-	}
-	/* Untrusted offsets: at most one ring's worth of packets. */
-	if (end < b || end - b > r->bufmask + 1)
-		b = end > r->bufmask ? end - (r->bufmask + 1) : 0;
+	/* From what is left after the drain. In overwrite mode: the packets
+	 * held, but none an earlier trace of a long-lived session wrote
+	 * already (no writer reads `consumed` there, so it marks where the
+	 * last trace ended). Untrusted either way: cons_window() clamps. */
+	b = cons_window(r, end, strata_load_relaxed(&r->ctl->consumed));
 	for (; b < end; b += r->psize) {
 		if (ring_packet_complete(r, b)) {
 			cons_write_packet(c, s, b);

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "common/format.h"
-#include "consumer/consumer.h"
+#include "consumer/cons_int.h"
 #include "ring/ring.h"
 
 /*
@@ -224,7 +224,7 @@ static const unsigned char *store_get(struct snap_store *s, uint64_t j,
 static int snap_ring(struct cons *c, const struct strata_ring *r,
 		     struct snap_store *s, int8_t *got, struct cons_snap_stats *st)
 {
-	uint64_t bufsize = r->bufmask + 1, end = 0, b0 = 0, n = 0, first = 0;
+	uint64_t end = 0, b0 = 0, n = 0, first = 0;
 	uint64_t done = 0, len;
 	int ret = 0;
 
@@ -232,7 +232,7 @@ static int snap_ring(struct cons *c, const struct strata_ring *r,
 	for (int tries = 0; tries < 4; tries++) {
 		end = ring_packet_begin(r, strata_load_acquire(&r->ctl->write));
 		done = copy_open(r, end, s->open);
-		b0 = end > bufsize ? end - bufsize : 0;
+		b0 = cons_window(r, end, 0);
 		n = (end - b0) >> r->pshift;
 		first = 0;
 		for (uint64_t i = n; i-- > 0;) {
