@@ -9,7 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "consumer/consumer.h"
+#include "common/format.h"
+#include "consumer/cons_int.h"
 #include "ring/ring.h"
 
 /*
@@ -46,7 +47,7 @@ static int copy_stable(const struct strata_ring *r, uint64_t begin,
 	memcpy(buf, src, STRATA_PACKET_HEADER);
 	/* Only the content (the header says how much); a torn header is
 	 * caught below, and the clamp keeps the copy inside the slot. */
-	memcpy(&content, buf + 48, 8);
+	memcpy(&content, buf + STRATA_PKT_OFF_CONTENT_SIZE, 8);
 	content /= 8;
 	if (content < STRATA_PACKET_HEADER || content > r->psize)
 		content = r->psize;
@@ -178,17 +179,8 @@ static int store_put(struct snap_store *s, uint64_t j, uint64_t len)
 		return 0;
 	if ((ret = store_file(s)))
 		return ret;
-	off_t off = (off_t)((j - s->nmem) * s->psize);
-	for (uint64_t done = 0; done < len;) {
-		ssize_t n = pwrite(s->fd, s->pkt + done, len - done,
-				   off + (off_t)done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (uint64_t)n;
-	}
-	return 0;
+	return fmt_write_all(s->fd, s->pkt, (size_t)len,
+			     (off_t)((j - s->nmem) * s->psize));
 }
 
 /* Slot j's bytes, back (NULL: the file could not be read). */
@@ -232,7 +224,7 @@ static const unsigned char *store_get(struct snap_store *s, uint64_t j,
 static int snap_ring(struct cons *c, const struct strata_ring *r,
 		     struct snap_store *s, int8_t *got, struct cons_snap_stats *st)
 {
-	uint64_t bufsize = r->bufmask + 1, end = 0, b0 = 0, n = 0, first = 0;
+	uint64_t end = 0, b0 = 0, n = 0, first = 0;
 	uint64_t done = 0, len;
 	int ret = 0;
 
@@ -240,7 +232,7 @@ static int snap_ring(struct cons *c, const struct strata_ring *r,
 	for (int tries = 0; tries < 4; tries++) {
 		end = ring_packet_begin(r, strata_load_acquire(&r->ctl->write));
 		done = copy_open(r, end, s->open);
-		b0 = end > bufsize ? end - bufsize : 0;
+		b0 = cons_window(r, end, 0);
 		n = (end - b0) >> r->pshift;
 		first = 0;
 		for (uint64_t i = n; i-- > 0;) {

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Kernel event classes from tracefs format files, and the per-CPU stream writer (format.md §2-§4, §7). */
 #define _GNU_SOURCE
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,14 +10,13 @@
 
 #include <traceevent/event-parse.h>
 
+#include "common/format.h"
 #include "common/tfile.h"
 #include "kernel/kern_int.h"
 
 #define MAX_PAYLOAD_WORDS 1022u
-#define PKT_HEADER 96u
 #define ID_THREAD 1u /* format.md §4 */
 #define ID_CLOCK 2u
-#define IDX_ENTRY 72u
 
 /* TSDL keywords cannot name a field: such names get a leading '_', which
  * CTF readers (babeltrace2, strata's reader) remove again. */
@@ -232,26 +230,6 @@ static uint64_t header(uint64_t ts, uint32_t id, unsigned words)
 	return (uint32_t)ts | (uint64_t)id << 32 | (uint64_t)words << 54;
 }
 
-static int write_all(int fd, const void *buf, size_t n, off_t off)
-{
-	const char *p = buf;
-
-	while (n) {
-		ssize_t w = pwrite(fd, p, n, off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (w == 0)
-			return -EIO;
-		p += w;
-		n -= (size_t)w;
-		off += w;
-	}
-	return 0;
-}
-
 int kstream_open(struct kstream *s, const char *dir, unsigned cpu,
 		 const uint8_t uuid[16], uint32_t psize)
 {
@@ -269,8 +247,8 @@ int kstream_open(struct kstream *s, const char *dir, unsigned cpu,
 	if (s->fd < 0)
 		return s->fd;
 	/* A dot file until the stream is closed, as the user streams'
-	 * (consumer.c, close_stream()): babeltrace2 refuses an index that
-	 * does not cover its stream exactly. */
+	 * (consumer/stream.c, close_stream()): babeltrace2 refuses an
+	 * index that does not cover its stream exactly. */
 	if (asprintf(&s->idx_tmp, "%s/index/.cpu%u.idx", dir, cpu) < 0) {
 		s->idx_tmp = NULL;
 		return -ENOMEM;
@@ -278,8 +256,7 @@ int kstream_open(struct kstream *s, const char *dir, unsigned cpu,
 	s->idx_fd = tfile_open(s->idx_tmp, O_WRONLY | O_TRUNC);
 	if (s->idx_fd < 0)
 		return s->idx_fd;
-	uint32_t h[4] = { htobe32(0xC1F1DCC1u), htobe32(1), htobe32(1), htobe32(IDX_ENTRY) };
-	return write_all(s->idx_fd, h, sizeof(h), 0);
+	return fmt_idx_begin(s->idx_fd);
 }
 
 static void packet_open(struct kstream *s, uint64_t ts, uint32_t tid, uint32_t pid)
@@ -287,16 +264,17 @@ static void packet_open(struct kstream *s, uint64_t ts, uint32_t tid, uint32_t p
 	uint8_t *p = s->pkt;
 
 	memset(p, 0, s->psize);
-	put32(p, 0xC1FC1FC1u);
-	memcpy(p + 4, s->uuid, 16);
-	put64(p + 24, s->cpu); /* stream_instance_id: pid 0 (kernel) << 32 | cpu */
-	put64(p + 32, ts);
-	put64(p + 56, (uint64_t)s->psize * 8);
-	put64(p + 64, s->seq);
-	put32(p + 80, s->cpu);
-	put32(p + 84, pid);
-	put32(p + 88, tid);
-	s->pos = PKT_HEADER;
+	put32(p + STRATA_PKT_OFF_MAGIC, STRATA_PKT_MAGIC);
+	memcpy(p + STRATA_PKT_OFF_UUID, s->uuid, 16);
+	/* stream_instance_id: pid 0 (kernel) << 32 | cpu */
+	put64(p + STRATA_PKT_OFF_STREAM_INSTANCE, s->cpu);
+	put64(p + STRATA_PKT_OFF_TS_BEGIN, ts);
+	put64(p + STRATA_PKT_OFF_PACKET_SIZE, (uint64_t)s->psize * 8);
+	put64(p + STRATA_PKT_OFF_SEQ, s->seq);
+	put32(p + STRATA_PKT_OFF_CPU, s->cpu);
+	put32(p + STRATA_PKT_OFF_PID, pid);
+	put32(p + STRATA_PKT_OFF_TID, tid);
+	s->pos = STRATA_PKT_HEADER_SIZE;
 	s->ts_begin = s->last_ts = ts;
 	s->tid = tid;
 	s->pid = pid;
@@ -308,23 +286,30 @@ static void packet_close(struct kstream *s)
 	uint8_t *p = s->pkt;
 	int ret;
 
-	put64(p + 40, s->last_ts);
-	put64(p + 48, (uint64_t)s->pos * 8);
-	put64(p + 72, s->discarded);
+	put64(p + STRATA_PKT_OFF_TS_END, s->last_ts);
+	put64(p + STRATA_PKT_OFF_CONTENT_SIZE, (uint64_t)s->pos * 8);
+	put64(p + STRATA_PKT_OFF_DISCARDED, s->discarded);
 	s->open = false;
 	if (s->err)
 		return;
-	if ((ret = write_all(s->fd, p, s->psize, (off_t)s->file_off))) {
+	if ((ret = fmt_write_all(s->fd, p, s->psize, (off_t)s->file_off))) {
 		s->err = ret;
 		return;
 	}
-	/* format.md §7: big-endian index entry */
-	uint64_t e[9] = {
-		htobe64(s->file_off), htobe64((uint64_t)s->psize * 8),
-		htobe64((uint64_t)s->pos * 8), htobe64(s->ts_begin), htobe64(s->last_ts),
-		htobe64(s->discarded), 0, htobe64(s->cpu), htobe64(s->seq),
-	};
-	if ((ret = write_all(s->idx_fd, e, sizeof(e), (off_t)(16 + s->seq * IDX_ENTRY))))
+	unsigned char e[STRATA_IDX_ENTRY];
+	fmt_idx_entry_put(e, &(struct strata_idx_entry){
+		.offset = s->file_off,
+		.packet_size = (uint64_t)s->psize * 8,
+		.content_size = (uint64_t)s->pos * 8,
+		.ts_begin = s->ts_begin,
+		.ts_end = s->last_ts,
+		.discarded = s->discarded,
+		.stream_instance_id = s->cpu,
+		.seq = s->seq,
+	});
+	if ((ret = fmt_write_all(s->idx_fd, e, sizeof(e),
+				 (off_t)(STRATA_IDX_HEADER_SIZE +
+					 s->seq * STRATA_IDX_ENTRY))))
 		s->err = ret;
 	s->file_off += s->psize;
 	s->seq++;

@@ -303,9 +303,10 @@ static const char *check_header(const struct rd_stream *s, uint64_t off,
 	pk->offset = off;
 	if (rd_le32(h) != RD_PACKET_MAGIC)
 		return "bad packet magic";
-	if (rd_le32(h + 20) != s->sclass)
+	if (rd_le32(h + STRATA_PKT_OFF_STREAM_ID) != s->sclass)
 		return "stream_id is not the metadata's stream class";
-	uint64_t ps_bits = rd_le64(h + 56), cs_bits = rd_le64(h + 48);
+	uint64_t ps_bits = rd_le64(h + STRATA_PKT_OFF_PACKET_SIZE);
+	uint64_t cs_bits = rd_le64(h + STRATA_PKT_OFF_CONTENT_SIZE);
 	if (psize && ps_bits != psize * 8)
 		return "packet_size differs from the stream's";
 	if (!pow2(ps_bits / 8) || ps_bits % 8 || ps_bits / 8 < RD_MIN_PACKET ||
@@ -315,16 +316,16 @@ static const char *check_header(const struct rd_stream *s, uint64_t off,
 	if (cs_bits > ps_bits || cs_bits < RD_HEADER_SIZE * 8 ||
 	    cs_bits % (s->sclass ? 32 : 64))
 		return "impossible content_size";
-	pk->ts_begin = rd_le64(h + 32);
-	pk->ts_end = rd_le64(h + 40);
+	pk->ts_begin = rd_le64(h + STRATA_PKT_OFF_TS_BEGIN);
+	pk->ts_end = rd_le64(h + STRATA_PKT_OFF_TS_END);
 	if (pk->ts_end < pk->ts_begin)
 		return "timestamp_end before timestamp_begin";
 	pk->content = cs_bits / 8;
-	pk->seq = rd_le64(h + 64);
-	pk->discarded = rd_le64(h + 72);
-	pk->cpu = rd_le32(h + 80);
-	pk->pid = rd_le32(h + 84);
-	pk->tid = rd_le32(h + 88);
+	pk->seq = rd_le64(h + STRATA_PKT_OFF_SEQ);
+	pk->discarded = rd_le64(h + STRATA_PKT_OFF_DISCARDED);
+	pk->cpu = rd_le32(h + STRATA_PKT_OFF_CPU);
+	pk->pid = rd_le32(h + STRATA_PKT_OFF_PID);
+	pk->tid = rd_le32(h + STRATA_PKT_OFF_TID);
 	return NULL;
 }
 
@@ -373,7 +374,7 @@ static uint64_t find_packet_size(const struct rd_stream *s, int fd)
 {
 	struct rd_packet pk;
 	if (!check_header(s, 0, 0, &pk))
-		return rd_le64(s->map + 56) / 8;
+		return rd_le64(s->map + STRATA_PKT_OFF_PACKET_SIZE) / 8;
 	bool hole = false;
 	for (uint64_t off = RD_MIN_PACKET; off + RD_HEADER_SIZE <= s->size;) {
 		if (all_zero(s->map + off, RD_HEADER_SIZE)) {
@@ -381,7 +382,8 @@ static uint64_t find_packet_size(const struct rd_stream *s, int fd)
 			continue;
 		}
 		if (!check_header(s, off, 0, &pk)) {
-			uint64_t p = rd_le64(s->map + off + 56) / 8;
+			uint64_t p = rd_le64(s->map + off +
+					     STRATA_PKT_OFF_PACKET_SIZE) / 8;
 			if (off % p == 0)
 				return p;
 		}
@@ -433,14 +435,17 @@ static uint64_t index_packets(const char *path)
 {
 	struct stat st;
 	const char *kind;
-	uint8_t h[16];
+	uint8_t h[STRATA_IDX_HEADER_SIZE];
 	uint64_t n = 0;
 	int fd = open_regular(path, &st, &kind);
 	if (fd < 0)
 		return 0;
-	if (st.st_size >= 16 && pread(fd, h, 16, 0) == 16 && rd_be32(h) == RD_INDEX_MAGIC &&
-	    rd_be32(h + 12) >= RD_INDEX_ENTRY)
-		n = ((uint64_t)st.st_size - 16) / rd_be32(h + 12);
+	if (st.st_size >= STRATA_IDX_HEADER_SIZE &&
+	    pread(fd, h, sizeof(h), 0) == STRATA_IDX_HEADER_SIZE &&
+	    rd_be32(h) == RD_INDEX_MAGIC &&
+	    rd_be32(h + STRATA_IDX_HDR_OFF_ENTRY_SIZE) >= RD_INDEX_ENTRY)
+		n = ((uint64_t)st.st_size - STRATA_IDX_HEADER_SIZE) /
+		    rd_be32(h + STRATA_IDX_HDR_OFF_ENTRY_SIZE);
 	close(fd);
 	return n;
 }
@@ -472,11 +477,12 @@ static int load_index(struct strata_trace *t, struct rd_stream *s, int sfd)
 	}
 	if (pread(fd, buf, st.st_size, 0) != st.st_size)
 		goto bad;
-	uint32_t esz = rd_be32(buf + 12);
+	uint32_t esz = rd_be32(buf + STRATA_IDX_HDR_OFF_ENTRY_SIZE);
 	snprintf(why, sizeof(why), "bad header");
-	if (rd_be32(buf) != RD_INDEX_MAGIC || rd_be32(buf + 4) != 1 || esz < RD_INDEX_ENTRY)
+	if (rd_be32(buf) != RD_INDEX_MAGIC ||
+	    rd_be32(buf + STRATA_IDX_HDR_OFF_MAJOR) != 1 || esz < RD_INDEX_ENTRY)
 		goto bad;
-	uint64_t n = (st.st_size - 16) / esz;
+	uint64_t n = (st.st_size - STRATA_IDX_HEADER_SIZE) / esz;
 	uint64_t want = (s->size + s->packet_size - 1) / s->packet_size;
 	/* past the last packet listed, a hole to the end of the file (no
 	 * data there for SEEK_DATA): nothing an index could list, a
@@ -493,16 +499,16 @@ static int load_index(struct strata_trace *t, struct rd_stream *s, int sfd)
 		goto out;
 	}
 	for (uint64_t i = 0; i < n; i++) {
-		const uint8_t *e = buf + 16 + i * esz;
-		pk[i].offset = rd_be64(e);
-		pk[i].content = rd_be64(e + 16) / 8;
-		pk[i].ts_begin = rd_be64(e + 24);
-		pk[i].ts_end = rd_be64(e + 32);
-		pk[i].discarded = rd_be64(e + 40);
-		pk[i].seq = rd_be64(e + 64);
+		const uint8_t *e = buf + STRATA_IDX_HEADER_SIZE + i * esz;
+		pk[i].offset = rd_be64(e + STRATA_IDX_OFF_OFFSET);
+		pk[i].content = rd_be64(e + STRATA_IDX_OFF_CONTENT_SIZE) / 8;
+		pk[i].ts_begin = rd_be64(e + STRATA_IDX_OFF_TS_BEGIN);
+		pk[i].ts_end = rd_be64(e + STRATA_IDX_OFF_TS_END);
+		pk[i].discarded = rd_be64(e + STRATA_IDX_OFF_DISCARDED);
+		pk[i].seq = rd_be64(e + STRATA_IDX_OFF_SEQ);
 		snprintf(why, sizeof(why), "entry %" PRIu64 " inconsistent with the stream file", i);
 		if (pk[i].offset != i * s->packet_size ||
-		    rd_be64(e + 8) != s->packet_size * 8 ||
+		    rd_be64(e + STRATA_IDX_OFF_PACKET_SIZE) != s->packet_size * 8 ||
 		    pk[i].content > s->packet_size || pk[i].content < RD_HEADER_SIZE ||
 		    pk[i].content % (s->sclass ? 4 : 8) ||
 		    pk[i].offset + pk[i].content > s->size ||
@@ -737,7 +743,8 @@ int rd_packet_check(struct strata_trace *t, struct rd_stream *s, uint64_t i)
 		p->flags &= ~RD_PK_UNCHECKED;
 		return 0;
 	}
-	rd_report(t, STRATA_PROBLEM_INDEX, s->idxpath, 16 + i * RD_INDEX_ENTRY, 0, p->ts_begin,
+	rd_report(t, STRATA_PROBLEM_INDEX, s->idxpath,
+		  STRATA_IDX_HEADER_SIZE + i * RD_INDEX_ENTRY, 0, p->ts_begin,
 		  "entry %" PRIu64 " (packet at offset %" PRIu64 "): %s; index rebuilt "
 		  "from packet headers", i, p->offset, why);
 	if (rebuild_index(t, s) == 0)

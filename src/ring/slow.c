@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/format.h"
 #include "common/log.h"
 #include "ring/ring.h"
 
@@ -22,24 +23,8 @@ STRATA_API int strata_rseq;
 
 uint64_t ring_lost_global[STRATA_LOST_NCAUSES];
 
-/* Packet header, docs/format.md §2. */
-struct packet_header {
-	uint32_t magic;
-	uint8_t uuid[16];
-	uint32_t stream_id;
-	uint64_t stream_instance_id;
-	uint64_t timestamp_begin;
-	uint64_t timestamp_end;
-	uint64_t content_size;
-	uint64_t packet_size;
-	uint64_t packet_seq_num;
-	uint64_t events_discarded;
-	uint32_t cpu_id;
-	uint32_t pid;
-	uint32_t tid;
-	uint32_t pad;
-};
-_Static_assert(sizeof(struct packet_header) == STRATA_PACKET_HEADER,
+/* Packet header: common/format.h (docs/format.md §2). */
+_Static_assert(sizeof(struct strata_pkt_header) == STRATA_PACKET_HEADER,
 	       "packet header is 96 bytes (format.md §2)");
 
 uint64_t ring_lost_own_global;
@@ -103,8 +88,8 @@ static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
 		       uint64_t selfc)
 {
 	uint64_t pos = ((end - 1) & ring->pmask) + 1;
-	struct packet_header *h = (struct packet_header *)ring_packet_addr(
-		ring, ring_packet_begin(ring, end - 1));
+	struct strata_pkt_header *h = (struct strata_pkt_header *)
+		ring_packet_addr(ring, ring_packet_begin(ring, end - 1));
 
 	h->timestamp_end = ts;
 	h->content_size = pos * 8;
@@ -157,10 +142,10 @@ static uint64_t self_committed(const struct strata_ring *ring, uint64_t pos,
 static void ring_open(struct strata_ring *ring, uint64_t begin, uint64_t ts,
 		      uint32_t tid)
 {
-	struct packet_header *h =
-		(struct packet_header *)ring_packet_addr(ring, begin);
+	struct strata_pkt_header *h =
+		(struct strata_pkt_header *)ring_packet_addr(ring, begin);
 
-	h->magic = 0xC1FC1FC1u;
+	h->magic = STRATA_PKT_MAGIC;
 	memcpy(h->uuid, ring->ctl->uuid, sizeof(h->uuid));
 	h->stream_id = 1; /* compact event headers, docs/compact.md */
 	h->stream_instance_id = ((uint64_t)strata_pid << 32) | ring->cpu;

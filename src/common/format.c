@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* Writing the on-disk format: index entries and headers, and fmt_write_all() (docs/format.md §7). */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/format.h"
+
+static void put_be64(unsigned char *p, uint64_t v)
+{
+	v = htobe64(v);
+	memcpy(p, &v, 8);
+}
+
+void fmt_idx_entry_put(unsigned char *out, const struct strata_idx_entry *e)
+{
+	put_be64(out + STRATA_IDX_OFF_OFFSET, e->offset);
+	put_be64(out + STRATA_IDX_OFF_PACKET_SIZE, e->packet_size);
+	put_be64(out + STRATA_IDX_OFF_CONTENT_SIZE, e->content_size);
+	put_be64(out + STRATA_IDX_OFF_TS_BEGIN, e->ts_begin);
+	put_be64(out + STRATA_IDX_OFF_TS_END, e->ts_end);
+	put_be64(out + STRATA_IDX_OFF_DISCARDED, e->discarded);
+	put_be64(out + STRATA_IDX_OFF_STREAM_ID, e->stream_id);
+	put_be64(out + STRATA_IDX_OFF_STREAM_INSTANCE, e->stream_instance_id);
+	put_be64(out + STRATA_IDX_OFF_SEQ, e->seq);
+}
+
+int fmt_idx_begin(int fd)
+{
+	uint32_t h[4] = {htobe32(STRATA_IDX_MAGIC), htobe32(1), htobe32(1),
+			 htobe32(STRATA_IDX_ENTRY)};
+
+	_Static_assert(sizeof(h) == STRATA_IDX_HEADER_SIZE, "format.md §7");
+	return fmt_write_all(fd, h, sizeof(h), 0);
+}
+
+int fmt_write_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const unsigned char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}

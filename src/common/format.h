@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* The on-disk format in one place: packet header layout, magics, index entries and their writer, fmt_write_all() (docs/format.md §2, §7). */
+#ifndef STRATA_COMMON_FORMAT_H
+#define STRATA_COMMON_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * Every writer of a trace (the ring's packet opener and closer in
+ * src/ring/slow.c, the consumer, the kernel streams) and its reader take
+ * the layout from here, so that the byte offsets are written out once.
+ * The header part (the macros and the struct) needs no library: the
+ * reader uses it alone; the functions are in libstrata (format.c).
+ */
+
+/* ---- §2: packet header and context (96 bytes, little-endian) ---------- */
+
+#define STRATA_PKT_MAGIC 0xC1FC1FC1u
+#define STRATA_PKT_HEADER_SIZE 96u
+
+struct strata_pkt_header {
+	uint32_t magic;
+	uint8_t uuid[16];
+	uint32_t stream_id;
+	uint64_t stream_instance_id; /* pid << 32 | cpu */
+	uint64_t timestamp_begin;
+	uint64_t timestamp_end;
+	uint64_t content_size; /* bits */
+	uint64_t packet_size;  /* bits */
+	uint64_t packet_seq_num;
+	uint64_t events_discarded; /* free-running, per stream */
+	uint32_t cpu_id;
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t pad;
+};
+
+/* Byte offsets of the fields, for code that reads or writes a packet as
+ * bytes (a copy of untrusted memory, a file). */
+#define STRATA_PKT_OFF_MAGIC 0u
+#define STRATA_PKT_OFF_UUID 4u
+#define STRATA_PKT_OFF_STREAM_ID 20u
+#define STRATA_PKT_OFF_STREAM_INSTANCE 24u
+#define STRATA_PKT_OFF_TS_BEGIN 32u
+#define STRATA_PKT_OFF_TS_END 40u
+#define STRATA_PKT_OFF_CONTENT_SIZE 48u
+#define STRATA_PKT_OFF_PACKET_SIZE 56u
+#define STRATA_PKT_OFF_SEQ 64u
+#define STRATA_PKT_OFF_DISCARDED 72u
+#define STRATA_PKT_OFF_CPU 80u
+#define STRATA_PKT_OFF_PID 84u
+#define STRATA_PKT_OFF_TID 88u
+
+#define STRATA_PKT_CHECK_OFF(field, off)                                     \
+	_Static_assert(offsetof(struct strata_pkt_header, field) == (off),  \
+		       "format.md §2: " #field)
+STRATA_PKT_CHECK_OFF(uuid, STRATA_PKT_OFF_UUID);
+STRATA_PKT_CHECK_OFF(stream_id, STRATA_PKT_OFF_STREAM_ID);
+STRATA_PKT_CHECK_OFF(stream_instance_id, STRATA_PKT_OFF_STREAM_INSTANCE);
+STRATA_PKT_CHECK_OFF(timestamp_begin, STRATA_PKT_OFF_TS_BEGIN);
+STRATA_PKT_CHECK_OFF(timestamp_end, STRATA_PKT_OFF_TS_END);
+STRATA_PKT_CHECK_OFF(content_size, STRATA_PKT_OFF_CONTENT_SIZE);
+STRATA_PKT_CHECK_OFF(packet_size, STRATA_PKT_OFF_PACKET_SIZE);
+STRATA_PKT_CHECK_OFF(packet_seq_num, STRATA_PKT_OFF_SEQ);
+STRATA_PKT_CHECK_OFF(events_discarded, STRATA_PKT_OFF_DISCARDED);
+STRATA_PKT_CHECK_OFF(cpu_id, STRATA_PKT_OFF_CPU);
+STRATA_PKT_CHECK_OFF(pid, STRATA_PKT_OFF_PID);
+STRATA_PKT_CHECK_OFF(tid, STRATA_PKT_OFF_TID);
+_Static_assert(sizeof(struct strata_pkt_header) == STRATA_PKT_HEADER_SIZE,
+	       "format.md §2: the header is 96 bytes");
+
+/* ---- §7: index files (CTF index v1.1, big-endian) --------------------- */
+
+#define STRATA_IDX_MAGIC 0xC1F1DCC1u
+#define STRATA_IDX_HEADER_SIZE 16u
+#define STRATA_IDX_ENTRY 72u
+/* Byte offsets in the header: magic at 0, then major, minor, entry size. */
+#define STRATA_IDX_HDR_OFF_MAJOR 4u
+#define STRATA_IDX_HDR_OFF_ENTRY_SIZE 12u
+
+/* Byte offsets in an entry. */
+#define STRATA_IDX_OFF_OFFSET 0u
+#define STRATA_IDX_OFF_PACKET_SIZE 8u
+#define STRATA_IDX_OFF_CONTENT_SIZE 16u
+#define STRATA_IDX_OFF_TS_BEGIN 24u
+#define STRATA_IDX_OFF_TS_END 32u
+#define STRATA_IDX_OFF_DISCARDED 40u
+#define STRATA_IDX_OFF_STREAM_ID 48u
+#define STRATA_IDX_OFF_STREAM_INSTANCE 56u
+#define STRATA_IDX_OFF_SEQ 64u
+
+/* One entry, host order; sizes in bits as in the file. */
+struct strata_idx_entry {
+	uint64_t offset; /* bytes, in the stream file */
+	uint64_t packet_size;
+	uint64_t content_size;
+	uint64_t ts_begin;
+	uint64_t ts_end;
+	uint64_t discarded;
+	uint64_t stream_id;
+	uint64_t stream_instance_id;
+	uint64_t seq;
+};
+
+/* Encode `e` at `out` (STRATA_IDX_ENTRY bytes, big-endian). The one
+ * index-entry writer: the consumer's streams and the kernel's use it. */
+void fmt_idx_entry_put(unsigned char *out, const struct strata_idx_entry *e);
+
+/* Write the index header (magic, version 1.1, entry size) at offset 0 of
+ * `fd`. Returns 0 or a negative errno. */
+int fmt_idx_begin(int fd);
+
+/* pwrite() all `len` bytes of `buf` at `off`, through short writes and
+ * EINTR. Returns 0, a negative errno, or -EIO (a write of 0 bytes). */
+int fmt_write_all(int fd, const void *buf, size_t len, off_t off);
+
+#endif /* STRATA_COMMON_FORMAT_H */

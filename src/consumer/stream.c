@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: MIT */
+/* A stream's files: packets written (direct I/O), the packet index, the full-disk reserve, the loss trailer. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/tfile.h"
+#include "consumer/cons_int.h"
+
+#define RESERVE_SIZE (256u << 10)
+
+void cons_error(struct cons *c, int err, const char *what,
+		const char *path)
+{
+	if (!c->err) {
+		c->err = err;
+		slog_detail("%s: %s: %s", path, what, strerror(-err));
+	}
+}
+
+/* Hold RESERVE_SIZE bytes of the trace's file system, as a dot file that
+ * readers skip (format.md §2, "Trailer"). Best effort. */
+void cons_reserve_hold(struct cons *c)
+{
+	snprintf(c->reserve, sizeof(c->reserve), "%s/.reserve", c->dir);
+	int fd = tfile_open(c->reserve, O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		return;
+	c->reserve_held = posix_fallocate(fd, 0, RESERVE_SIZE) == 0;
+	close(fd);
+	if (!c->reserve_held)
+		unlink(c->reserve);
+}
+
+/* At the end: give the reserve back, to what comes after it. */
+static void reserve_free(struct cons *c)
+{
+	if (c->reserve_held)
+		unlink(c->reserve);
+	c->reserve_held = 0;
+}
+
+/*
+ * Write a packet's `content` bytes at the stream's current offset. Stream
+ * files are opened with O_DIRECT where the file system takes it (docs/
+ * record.md, "Direct I/O"): the kernel then moves the ring's pages to the
+ * device without copying them into the page cache, which is most of a
+ * buffered write's CPU cost (measured in BENCHMARKS.md). Direct I/O needs
+ * aligned lengths: the whole pages of the content are written from the
+ * packet itself, and its last partial page from a copy padded with zeros
+ * (the ring is never written to). The rest of the packet stays a hole.
+ * A file system that refuses direct writes gets buffered ones from then on.
+ */
+static int stream_write(struct cons *c, struct cons_stream *s,
+			const unsigned char *pkt, uint64_t content)
+{
+	uint64_t whole = content & ~(uint64_t)(DIO_ALIGN - 1);
+	uint64_t part = content - whole;
+	struct iovec iov[2];
+	int n = 0;
+
+	if (!s->direct)
+		goto buffered;
+	if ((uintptr_t)pkt & (DIO_ALIGN - 1)) {
+		/* a caller's copy (snapshots): through an aligned one */
+		if (c->bounce_size < s->ring->psize) {
+			free(c->bounce);
+			c->bounce = aligned_alloc(DIO_ALIGN, s->ring->psize);
+			c->bounce_size = c->bounce ? s->ring->psize : 0;
+		}
+		if (!c->bounce)
+			goto no_direct;
+		memcpy(c->bounce, pkt, content);
+		pkt = c->bounce;
+	}
+	if (whole)
+		iov[n++] = (struct iovec){(void *)pkt, whole};
+	if (part) {
+		memcpy(c->tail, pkt + whole, part);
+		memset(c->tail + part, 0, DIO_ALIGN - part);
+		iov[n++] = (struct iovec){c->tail, DIO_ALIGN};
+	}
+	size_t want = whole + (part ? DIO_ALIGN : 0);
+	ssize_t got;
+	do
+		got = pwritev(s->fd, iov, n, (off_t)s->file_off);
+	while (got < 0 && errno == EINTR);
+	if (got == (ssize_t)want)
+		return 0;
+	if (got >= 0)
+		return -ENOSPC; /* a short direct write: the device is full */
+	if (errno != EINVAL)
+		return -errno;
+	/* The file system takes O_DIRECT at open but not this write. */
+no_direct:;
+	int fl = fcntl(s->fd, F_GETFL);
+	if (fl < 0 || fcntl(s->fd, F_SETFL, fl & ~O_DIRECT) < 0)
+		return -EINVAL;
+	s->direct = 0;
+buffered:
+	return fmt_write_all(s->fd, pkt, content, (off_t)s->file_off);
+}
+
+static int idx_flush(struct cons *c, struct cons_stream *s)
+{
+	off_t end;
+	int ret;
+
+	if (!s->idx_len || s->idx_fd < 0)
+		return 0;
+	end = lseek(s->idx_fd, 0, SEEK_END);
+	ret = end < 0 ? -errno
+		      : fmt_write_all(s->idx_fd, s->idx_buf, s->idx_len, end);
+	if (ret) {
+		/* Keep the index a whole number of entries: a reader that
+		 * finds it short rebuilds from the stream (format.md §7). */
+		if (end >= 0 && ftruncate(s->idx_fd, end) < 0)
+			(void)0;
+		s->idx_bad = 1;
+		cons_error(c, ret, "cannot write the packet index", c->dir);
+	}
+	s->idx_len = 0;
+	return ret;
+}
+
+struct cons_stream *cons_stream_open(struct cons *c, struct strata_ring *r)
+{
+	char path[4200];
+	struct cons_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->ring = r;
+	s->pid = c->external ? c->src.pid : strata_pid;
+	snprintf(path, sizeof(path), "%s/cpu%u", c->dir, r->cpu);
+	const char *dio = getenv("STRATA_DIRECT_IO");
+	s->fd = -1;
+	if (c->tail && !(dio && !strcmp(dio, "0"))) {
+		s->fd = tfile_open(path, O_WRONLY | O_TRUNC | O_DIRECT);
+		s->direct = s->fd >= 0;
+	}
+	if (s->fd < 0) /* EINVAL: no direct I/O on this file system */
+		s->fd = tfile_open(path, O_WRONLY | O_TRUNC);
+	if (s->fd < 0) {
+		cons_error(c, s->fd, "cannot create stream file", path);
+		s->dead = 1;
+	}
+	/* Written as a dot file that readers skip, and renamed into place
+	 * when the stream is closed (close_stream()): babeltrace2 refuses a
+	 * trace whose index does not cover its stream exactly, which a
+	 * growing one never does, and builds one itself when there is none
+	 * (a trace whose consumer was killed). format.md §7. */
+	snprintf(path, sizeof(path), "%s/index/.cpu%u.idx", c->dir, r->cpu);
+	s->idx_fd = tfile_open(path, O_WRONLY | O_TRUNC);
+	if (s->idx_fd >= 0 && fmt_idx_begin(s->idx_fd)) {
+		close(s->idx_fd);
+		s->idx_fd = -1;
+	}
+	return s;
+}
+
+/*
+ * A packet of another process's ring, copied out of the shared mapping so
+ * that what is checked is what is written. Its header must be one the
+ * ring's process wrote for this trace (format.md §2): a packet with
+ * another magic or uuid would make the whole stream unreadable.
+ */
+int cons_packet_ours(struct cons *c, const struct strata_ring *r,
+		     const unsigned char *pkt, uint64_t begin)
+{
+	uint32_t magic;
+
+	memcpy(&magic, pkt, 4);
+	if (magic != STRATA_PKT_MAGIC ||
+	    memcmp(pkt + STRATA_PKT_OFF_UUID, c->uuid, 16)) {
+		slog("%s/cpu%u: packet %llu has a bad magic or uuid: skipped",
+		     c->dir, r->cpu, (unsigned long long)(begin >> r->pshift));
+		return 0;
+	}
+	return 1;
+}
+
+const unsigned char *cons_copy_packet(struct cons *c, struct cons_stream *s,
+				      uint64_t begin)
+{
+	struct strata_ring *r = s->ring;
+
+	memcpy(c->pktbuf, ring_packet_addr(r, begin), r->psize);
+	return cons_packet_ours(c, r, c->pktbuf, begin) ? c->pktbuf : NULL;
+}
+
+/* Write one packet (`pkt`: its bytes, in the ring or a private copy). */
+void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
+			   const unsigned char *pkt, uint64_t begin)
+{
+	struct strata_ring *r = s->ring;
+	uint64_t content, ts_begin, ts_end, seq, disc;
+	int ret;
+
+	memcpy(&content, pkt + STRATA_PKT_OFF_CONTENT_SIZE, 8);
+	content /= 8;
+	if (content < STRATA_PACKET_HEADER || content > r->psize ||
+	    content % 4) {
+		slog_once("%s/cpu%u: packet %llu has an impossible content "
+			  "size (%llu bytes): skipped",
+			  c->dir, r->cpu, (unsigned long long)(begin >> r->pshift),
+			  (unsigned long long)content);
+		return;
+	}
+	uint64_t nev = cons_scan_events(c, pkt, content);
+	/* The metadata first: at no moment may a stream hold an event class
+	 * the metadata does not declare (babeltrace2 refuses the whole
+	 * trace; format.md §1). */
+	if (c->meta_dirty)
+		cons_update_metadata(c);
+	if (!s->have_hdr) {
+		/* The trailer's template, even if this packet is never
+		 * written: a stream the full disk kept empty still ends with
+		 * its count of what was not written (loss_trailer()). */
+		memcpy(s->last_hdr, pkt, STRATA_PACKET_HEADER);
+		memcpy(&s->last_ts, pkt + STRATA_PKT_OFF_TS_END, 8);
+		s->have_hdr = 1;
+	}
+	if (s->dead) {
+		s->lost_io += nev;
+		__atomic_add_fetch(&c->lost_io, nev, __ATOMIC_RELAXED);
+		return;
+	}
+	/* Only the content: the padding is a hole in a sparse file, and the
+	 * file is extended to whole packets at the end. */
+	ret = stream_write(c, s, pkt, content);
+	if (ret) {
+		/* Keep only whole packets: cut the partial one. What was
+		 * written before stays a valid trace. */
+		if (ftruncate(s->fd, (off_t)s->file_off) < 0)
+			(void)0;
+		cons_error(c, ret, "cannot write packet", c->dir);
+		s->dead = 1;
+		s->lost_io += nev;
+		__atomic_add_fetch(&c->lost_io, nev, __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_add_fetch(&c->events, nev, __ATOMIC_RELAXED);
+
+	memcpy(&ts_begin, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
+	memcpy(&ts_end, pkt + STRATA_PKT_OFF_TS_END, 8);
+	memcpy(&seq, pkt + STRATA_PKT_OFF_SEQ, 8);
+	memcpy(&disc, pkt + STRATA_PKT_OFF_DISCARDED, 8);
+	s->last_disc = disc;
+	s->last_ts = ts_end;
+	memcpy(s->last_hdr, pkt, STRATA_PACKET_HEADER);
+	s->have_hdr = 1;
+	/* The stream's own size and instance: another process's packet
+	 * header is not trusted for them. */
+	fmt_idx_entry_put(s->idx_buf + s->idx_len, &(struct strata_idx_entry){
+		.offset = s->file_off,
+		.packet_size = r->psize * 8,
+		.content_size = content * 8,
+		.ts_begin = ts_begin,
+		.ts_end = ts_end,
+		.discarded = disc,
+		.stream_instance_id = ((uint64_t)s->pid << 32) | r->cpu,
+		.seq = seq,
+	});
+	s->idx_len += STRATA_IDX_ENTRY;
+	if (s->idx_len == sizeof(s->idx_buf))
+		idx_flush(c, s);
+
+	s->file_off += r->psize;
+	__atomic_add_fetch(&c->packets, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&c->bytes, content, __ATOMIC_RELAXED);
+}
+
+/* Write the packet that began at virtual offset `begin` (complete). */
+void cons_write_packet(struct cons *c, struct cons_stream *s, uint64_t begin)
+{
+	const unsigned char *pkt;
+
+	if (c->external)
+		pkt = cons_copy_packet(c, s, begin);
+	else
+		pkt = ring_packet_addr(s->ring, begin);
+	if (pkt)
+		cons_write_packet_buf(c, s, pkt, begin);
+}
+
+int cons_write_copy(struct cons *c, unsigned cpu, const unsigned char *pkt,
+		    uint64_t begin)
+{
+	struct cons_stream *s = cpu < STRATA_MAX_CPUS ? c->streams[cpu] : NULL;
+
+	if (!s || !cons_packet_ours(c, s->ring, pkt, begin))
+		return -EINVAL;
+	cons_write_packet_buf(c, s, pkt, begin);
+	return s->dead ? c->err : 0;
+}
+
+/*
+ * Events dropped after a ring's last packet was closed (the ring full at
+ * the end, or the packet after an exactly full one never opened) are in
+ * no packet's events_discarded. The stream then ends with a trailer: an
+ * empty packet (header and context only, format.md §2) whose
+ * events_discarded is the ring's final count, numbered as the packet the
+ * ring would have opened next, at the time of the last packet written. So
+ * every reader (babeltrace2 included) reports exactly what the producer
+ * counted. Events that a write error (a full disk) kept out of the
+ * stream count there too: the trailer is written after its last whole
+ * packet, once reserve_free() has made room. Called last, when nothing
+ * more will be written to the stream.
+ */
+static void loss_trailer(struct cons *c, struct cons_stream *s)
+{
+	struct strata_ring *r = s->ring;
+	uint64_t total = ring_lost_total(r) + s->lost_io;
+	uint64_t w = strata_load_acquire(&r->ctl->write);
+	uint64_t seq = ring_packet_begin(r, w + r->pmask) >> r->pshift;
+	uint64_t content = STRATA_PACKET_HEADER * 8;
+	/* aligned as direct I/O wants a buffer (stream_write()) */
+	unsigned char pkt[STRATA_PACKET_HEADER] __attribute__((aligned(DIO_ALIGN)));
+
+	if (total <= s->last_disc || !s->have_hdr || s->fd < 0)
+		return;
+	s->dead = 0; /* one more try, with the reserve given up */
+	memcpy(pkt, s->last_hdr, STRATA_PACKET_HEADER);
+	memcpy(pkt + STRATA_PKT_OFF_TS_BEGIN, &s->last_ts, 8);
+	memcpy(pkt + STRATA_PKT_OFF_TS_END, &s->last_ts, 8);
+	memcpy(pkt + STRATA_PKT_OFF_CONTENT_SIZE, &content, 8);
+	if (s->file_off == 0) {
+		/* Nothing of the stream was written (a full disk from its
+		 * first packet): an empty packet first, counting nothing,
+		 * numbered as that one. babeltrace2 reports discarded events
+		 * as the difference between two packets' counts, never a
+		 * first packet's own. */
+		uint64_t zero = 0;
+		memcpy(pkt + STRATA_PKT_OFF_DISCARDED, &zero, 8);
+		cons_write_packet_buf(c, s, pkt, 0);
+	}
+	memcpy(pkt + STRATA_PKT_OFF_SEQ, &seq, 8);
+	memcpy(pkt + STRATA_PKT_OFF_DISCARDED, &total, 8);
+	cons_write_packet_buf(c, s, pkt, seq << r->pshift);
+}
+
+static void close_stream(struct cons *c, struct cons_stream *s)
+{
+	idx_flush(c, s);
+	if (s->fd >= 0) {
+		if (!s->dead && ftruncate(s->fd, (off_t)s->file_off) < 0)
+			cons_error(c, -errno, "cannot extend stream file",
+				   c->dir);
+		if (close(s->fd) < 0 && !s->dead)
+			cons_error(c, -errno, "cannot close stream file",
+				   c->dir);
+	}
+	if (s->idx_fd >= 0) {
+		char tmp[4200], path[4200];
+		snprintf(tmp, sizeof(tmp), "%s/index/.cpu%u.idx", c->dir, s->ring->cpu);
+		snprintf(path, sizeof(path), "%s/index/cpu%u.idx", c->dir, s->ring->cpu);
+		/* published only if every packet written is in it; else
+		 * readers build their own */
+		if (close(s->idx_fd) || s->idx_bad || rename(tmp, path))
+			unlink(tmp);
+	}
+	free(s);
+}
+
+/* The end of every stream, once everything is drained: the reserve
+ * given back, the loss trailers, the index, the metadata. */
+void cons_close_streams(struct cons *c)
+{
+	reserve_free(c);
+	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
+		struct cons_stream *s = c->streams[cpu];
+		if (!s)
+			continue;
+		if (!c->snapshot)
+			loss_trailer(c, s);
+		close_stream(c, s);
+		c->streams[cpu] = NULL;
+	}
+	cons_update_metadata(c);
+}

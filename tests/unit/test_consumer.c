@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the consumer: the event walk and the crash-salvage closer, on synthetic packets. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "consumer/cons_int.h"
+
+#define PSIZE (16u << 10)
+#define CID 10u                      /* a user compact id */
+#define CID_ID STRATA_ID(7, 3)       /* the event it stands for */
+#define CID_WORDS 3u                 /* header counted as one */
+#define CID_LEN (STRATA_HDR_COMPACT + 8u * (CID_WORDS - 1u))
+#define OWN_CID 2u                   /* one of strata's own (major 0) */
+#define TS_MASK ((UINT64_C(1) << STRATA_TS_BITS) - 1)
+
+/* A packet being built: its bytes and where the next event goes. */
+struct pkt {
+	unsigned char b[PSIZE];
+	uint64_t pos;
+};
+
+static uint64_t u64_at(const struct pkt *p, size_t off)
+{
+	uint64_t v;
+	memcpy(&v, p->b + off, 8);
+	return v;
+}
+
+static void pkt_init(struct pkt *p, uint64_t ts_begin)
+{
+	uint32_t magic = STRATA_PKT_MAGIC;
+
+	memset(p->b, 0, sizeof(p->b));
+	memcpy(p->b + STRATA_PKT_OFF_MAGIC, &magic, 4);
+	memcpy(p->b + STRATA_PKT_OFF_TS_BEGIN, &ts_begin, 8);
+	p->pos = STRATA_PKT_HEADER_SIZE;
+}
+
+/* A compact event (docs/compact.md): 27 bits of time, the id in 5. */
+static void put_compact(struct pkt *p, uint32_t cid, unsigned words,
+			uint64_t ts)
+{
+	uint32_t h = (uint32_t)((ts & TS_MASK) << 5) | cid;
+
+	memcpy(p->b + p->pos, &h, 4);
+	memset(p->b + p->pos + 4, 0xab, 8u * (words - 1u));
+	p->pos += STRATA_HDR_COMPACT + 8u * (words - 1u);
+}
+
+/* An extended event: length in 4-byte units, full id, full time. */
+static void put_extended(struct pkt *p, uint32_t id, unsigned payload_words,
+			 uint64_t ts)
+{
+	uint32_t len = STRATA_HDR_EXTENDED + 8u * payload_words;
+	uint32_t h = (len / 4) << 5 | STRATA_CID_EXT;
+
+	memcpy(p->b + p->pos, &h, 4);
+	memcpy(p->b + p->pos + 4, &id, 4);
+	memcpy(p->b + p->pos + 8, &ts, 8);
+	memset(p->b + p->pos + 16, 0xcd, 8u * payload_words);
+	p->pos += len;
+}
+
+/* A consumer of another process's rings with no stream: only what the
+ * walk and the closer read is set up. */
+static int setup(void **state)
+{
+	struct cons *c = calloc(1, sizeof(*c));
+
+	if (!c || !(c->seen = calloc(1, (1u << 22) / 8)))
+		return -1;
+	c->external = 1;
+	snprintf(c->dir, sizeof(c->dir), "unit");
+	c->cids[CID] = CID_ID | (uint64_t)CID_WORDS << 32 | STRATA_CID_VALID;
+	c->cids[OWN_CID] = STRATA_ID(0, 2) | UINT64_C(2) << 32 | STRATA_CID_VALID;
+	*state = c;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct cons *c = *state;
+
+	free(c->raw);
+	free(c->seen);
+	free(c);
+	return 0;
+}
+
+/* ---- the event walk ------------------------------------------------------ */
+
+static void test_event_at_compact(void **state)
+{
+	struct cons *c = *state;
+	static struct pkt p;
+	uint64_t ts = TS_MASK - 10; /* the 27-bit time wraps below */
+	uint32_t id = 0;
+
+	pkt_init(&p, ts);
+	put_compact(&p, CID, CID_WORDS, TS_MASK + 6);
+	const unsigned char *e = p.b + STRATA_PKT_HEADER_SIZE;
+	assert_int_equal(cons_event_at(c, e, CID_LEN, &id, &ts), CID_LEN);
+	assert_int_equal(id, CID_ID);
+	assert_int_equal(ts, TS_MASK + 6);
+	/* cut short: the event does not fit */
+	assert_int_equal(cons_event_at(c, e, CID_LEN - 1, &id, &ts), 0);
+}
+
+static void test_event_at_extended(void **state)
+{
+	struct cons *c = *state;
+	static struct pkt p;
+	uint64_t ts = 0;
+	uint32_t id = 0, h;
+
+	pkt_init(&p, 0);
+	put_extended(&p, STRATA_ID(5, 1), 2, 12345);
+	unsigned char *e = p.b + STRATA_PKT_HEADER_SIZE;
+	assert_int_equal(cons_event_at(c, e, 32, &id, &ts), 32);
+	assert_int_equal(id, STRATA_ID(5, 1));
+	assert_int_equal(ts, 12345);
+	/* a length past the content, or not whole payload words */
+	assert_int_equal(cons_event_at(c, e, 28, &id, &ts), 0);
+	h = (28 / 4) << 5 | STRATA_CID_EXT;
+	memcpy(e, &h, 4);
+	assert_int_equal(cons_event_at(c, e, 32, &id, &ts), 0);
+}
+
+static void test_event_at_damaged(void **state)
+{
+	struct cons *c = *state;
+	unsigned char zero[16] = {0};
+	uint32_t id, unknown = 12; /* a compact id nobody gave */
+	uint64_t ts = 0;
+
+	assert_int_equal(cons_event_at(c, zero, sizeof(zero), &id, &ts), 0);
+	memcpy(zero, &unknown, 4);
+	assert_int_equal(cons_event_at(c, zero, sizeof(zero), &id, &ts), 0);
+	assert_int_equal(cons_event_at(c, zero, 3, &id, &ts), 0);
+}
+
+/* The program's events are counted, strata's own are not; an id never
+ * seen, with no descriptor, is noted for the metadata once. */
+static void test_scan_counts(void **state)
+{
+	struct cons *c = *state;
+	static struct pkt p;
+
+	pkt_init(&p, 100);
+	put_compact(&p, CID, CID_WORDS, 101);
+	put_compact(&p, OWN_CID, 2, 102);
+	put_extended(&p, STRATA_ID(5, 1), 3, 103);
+	put_extended(&p, STRATA_ID(5, 1), 3, 104);
+	put_compact(&p, CID, CID_WORDS, 105);
+	assert_int_equal(cons_scan_events(c, p.b, p.pos), 4);
+	assert_int_equal(c->nraw, 1);
+	assert_int_equal(c->raw[0].id, STRATA_ID(5, 1));
+	assert_int_equal(c->raw[0].words, 4);
+	assert_true(c->meta_dirty);
+}
+
+/* A damaged event ends the walk: what follows it is not counted. */
+static void test_scan_stops_at_damage(void **state)
+{
+	struct cons *c = *state;
+	static struct pkt p;
+
+	pkt_init(&p, 100);
+	put_compact(&p, CID, CID_WORDS, 101);
+	p.pos += 4; /* a header of zeros: compact id 0 */
+	put_compact(&p, CID, CID_WORDS, 102);
+	assert_int_equal(cons_scan_events(c, p.b, p.pos), 1);
+}
+
+/* ---- the salvage closer ------------------------------------------------ */
+
+struct fake_ring {
+	struct strata_ring_ctl ctl;
+	struct strata_ring r;
+	struct cons_stream s;
+};
+
+static void fake_init(struct fake_ring *f, uint64_t lost0, uint64_t lost1)
+{
+	memset(f, 0, sizeof(*f));
+	f->ctl.lost[0] = lost0;
+	f->ctl.lost[1] = lost1;
+	f->r.ctl = &f->ctl;
+	f->r.psize = PSIZE;
+	f->s.ring = &f->r;
+}
+
+/* A ring whose loss counters sum to `lost`, and a packet begun at time
+ * 1000 holding one compact event, at 1010. */
+static void close_case(struct fake_ring *f, struct pkt *p, uint64_t lost)
+{
+	fake_init(f, lost, 0);
+	pkt_init(p, 1000);
+	put_compact(p, CID, CID_WORDS, 1010);
+}
+
+/* Whole events, then a reservation in flight (garbage past `done`): the
+ * copy is closed at `done` exactly, its timestamp_end the last event's,
+ * its events_discarded the ring's count. */
+static void test_close_whole(void **state)
+{
+	struct cons *c = *state;
+	static struct fake_ring f;
+	static struct pkt p;
+
+	close_case(&f, &p, 5);
+	f.ctl.lost[1] = 2; /* the causes are summed */
+	put_extended(&p, STRATA_ID(5, 1), 1, 2000);
+	put_compact(&p, CID, CID_WORDS, 2005);
+	uint64_t done = p.pos;
+	memset(p.b + done, 0xff, 64); /* in flight, never committed */
+	assert_int_equal(cons_close_copy(c, &f.s, p.b, done), 0);
+	/* content_size is in bits, and is what was committed */
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_CONTENT_SIZE), done * 8);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_TS_END), 2005);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_DISCARDED), 7);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_TS_BEGIN), 1000);
+}
+
+/* An empty packet (the header only) closes as empty, at its begin. */
+static void test_close_empty(void **state)
+{
+	struct cons *c = *state;
+	static struct fake_ring f;
+	static struct pkt p;
+
+	fake_init(&f, 0, 0);
+	pkt_init(&p, 777);
+	assert_int_equal(cons_close_copy(c, &f.s, p.b, p.pos), 0);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_CONTENT_SIZE),
+			 STRATA_PKT_HEADER_SIZE * 8);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_TS_END), 777);
+}
+
+/* The committed count ends inside an event (or the events walked run
+ * past it): not a whole prefix, refused, and the copy left as it was. */
+static void test_close_not_at_event_end(void **state)
+{
+	struct cons *c = *state;
+	static struct fake_ring f;
+	static struct pkt p;
+
+	close_case(&f, &p, 0);
+	put_compact(&p, CID, CID_WORDS, 1020);
+	assert_int_equal(cons_close_copy(c, &f.s, p.b, p.pos - 8), -1);
+	assert_int_equal(cons_close_copy(c, &f.s, p.b, p.pos - CID_LEN + 4), -1);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_CONTENT_SIZE), 0);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_TS_END), 0);
+}
+
+/* An event in the middle never committed (its bytes still zero) before
+ * a committed one: the walk fails, nothing is closed. */
+static void test_close_gap(void **state)
+{
+	struct cons *c = *state;
+	static struct fake_ring f;
+	static struct pkt p;
+
+	close_case(&f, &p, 0);
+	p.pos += CID_LEN; /* reserved, never written */
+	put_compact(&p, CID, CID_WORDS, 1030);
+	assert_int_equal(cons_close_copy(c, &f.s, p.b, p.pos), -1);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_CONTENT_SIZE), 0);
+}
+
+/* events_discarded is free-running: never below the last packet's. */
+static void test_close_discarded_monotonic(void **state)
+{
+	struct cons *c = *state;
+	static struct fake_ring f;
+	static struct pkt p;
+
+	close_case(&f, &p, 3);
+	f.s.last_disc = 40;
+	assert_int_equal(cons_close_copy(c, &f.s, p.b, p.pos), 0);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_DISCARDED), 40);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_event_at_compact, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_at_extended, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_at_damaged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_counts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_stops_at_damage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_not_at_event_end, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_gap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_discarded_monotonic, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
