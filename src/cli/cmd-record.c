@@ -24,7 +24,7 @@
 #ifdef STRATA_HAVE_KERNEL
 #include "kernel/kernel.h"
 #endif
-#include "session/daemon.h"
+#include "daemon/daemon.h"
 
 /* libstrata is linked in for its consumer: it must not trace this tool
  * from STRATA_OUTPUT / STRATA_SESSION (src/lib/session.c). */

@@ -17,7 +17,7 @@
 
 #include <strata/strata.h>
 
-#include "session/proto.h"
+#include "proto/proto.h"
 
 /*
  * hostile [-c CLOCK] SOCK ATTACK [ARGS...]

@@ -26,9 +26,9 @@
 #include "lib/clock.h"
 #include "lib/session.h"
 #include "ring/ring.h"
-#include "session/daemon.h"
-#include "session/paths.h"
-#include "session/proto.h"
+#include "daemon/daemon.h"
+#include "proto/paths.h"
+#include "proto/proto.h"
 
 #define MAX_CTL 16
 #define STOP_WAIT_MS 1000 /* for processes to close their packets */
