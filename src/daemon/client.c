@@ -81,12 +81,7 @@ int sessd_client_begin_trace(struct sessd *d, struct client *c)
 		c->untraced = ret;
 		return ret;
 	}
-	sessd_client_source(d, c, &src);
-	memset(&cc, 0, sizeof(cc));
-	cc.dir = dir;
-	cc.mode = (int)c->mode;
-	memcpy(cc.uuid, c->uuid, 16);
-	cc.src = &src;
+	sessd_client_config(d, c, dir, &src, &cc);
 	if ((ret = cons_create(&cc, &c->cons))) {
 		fprintf(stderr, "strata: %s: %s\n", dir,
 			strata_strerror_detail());
@@ -325,6 +320,67 @@ static int peer_gone(int fd)
 	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
 }
 
+/*
+ * One whole message of `len` bytes from c, with the fd that came with it
+ * (*fd, -1 if none): set to -1 when taken (the HELLO's doorbell) or
+ * closed. Returns 1 when c is done with (its BYE).
+ */
+static int client_msg(struct sessd *d, struct client *c,
+		      const unsigned char *buf, size_t len, int *fd)
+{
+	struct sess_hdr h;
+
+	memcpy(&h, buf, sizeof(h));
+	if (h.len != (uint32_t)len)
+		h.type = 0;
+	if (!c->registered && h.type != SESS_HELLO)
+		h.type = 0;
+	switch (h.type) {
+	case SESS_HELLO:
+		if (c->registered)
+			break;
+		client_hello(d, c, buf, len);
+		if (c->registered && *fd >= 0 && is_eventfd(*fd)) {
+			c->bellfd = *fd; /* ring.md §8 */
+			*fd = -1;
+		}
+		break;
+	case SESS_RING:
+		client_ring(d, c, buf, len, *fd);
+		break;
+	case SESS_DESC:
+		sessd_client_desc(d, c, buf, len);
+		break;
+	case SESS_BYE:
+		if (len == sizeof(c->byemsg) || len == SESS_BYE_V1_LEN) {
+			memset(&c->byemsg, 0, sizeof(c->byemsg));
+			memcpy(&c->byemsg, buf, len);
+			c->bye = 1;
+			/* the embedded mode's guardian: the sub-trace
+			 * written, then said */
+			if (c->byemsg.flags & SESS_BYE_DONE)
+				client_done(d, c);
+			/* its last message: done with it, whether or not it
+			 * disconnects (sessd_clients_reap) */
+			if (*fd >= 0)
+				close(*fd);
+			*fd = -1;
+			sessd_client_close(d, c, 1);
+			return 1;
+		}
+		break;
+	case SESS_ACK: {
+		struct sess_ack a;
+		if (len == sizeof(a)) {
+			memcpy(&a, buf, sizeof(a));
+			c->acked = a.gen;
+		}
+		break;
+	}
+	}
+	return 0;
+}
+
 /* Read every message waiting on a client's socket. */
 void sessd_client_read(struct sessd *d, struct client *c)
 {
@@ -356,59 +412,10 @@ void sessd_client_read(struct sessd *d, struct client *c)
 			sessd_client_close(d, c, 1);
 			return;
 		}
-		struct sess_hdr h;
-		if ((size_t)len >= sizeof(h) &&
-		    !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-			memcpy(&h, buf, sizeof(h));
-			if (h.len != (uint32_t)len)
-				h.type = 0;
-			if (!c->registered && h.type != SESS_HELLO)
-				h.type = 0;
-			switch (h.type) {
-			case SESS_HELLO:
-				if (c->registered)
-					break;
-				client_hello(d, c, buf, (size_t)len);
-				if (c->registered && fd >= 0 && is_eventfd(fd)) {
-					c->bellfd = fd; /* ring.md §8 */
-					fd = -1;
-				}
-				break;
-			case SESS_RING:
-				client_ring(d, c, buf, (size_t)len, fd);
-				break;
-			case SESS_DESC:
-				sessd_client_desc(d, c, buf, (size_t)len);
-				break;
-			case SESS_BYE:
-				if ((size_t)len == sizeof(c->byemsg) ||
-				    (size_t)len == SESS_BYE_V1_LEN) {
-					memset(&c->byemsg, 0, sizeof(c->byemsg));
-					memcpy(&c->byemsg, buf, (size_t)len);
-					c->bye = 1;
-					/* the embedded mode's guardian: the
-					 * sub-trace written, then said */
-					if (c->byemsg.flags & SESS_BYE_DONE)
-						client_done(d, c);
-					/* its last message: done with it,
-					 * whether or not it disconnects
-					 * (sessd_clients_reap) */
-					if (fd >= 0)
-						close(fd);
-					sessd_client_close(d, c, 1);
-					return;
-				}
-				break;
-			case SESS_ACK: {
-				struct sess_ack a;
-				if ((size_t)len == sizeof(a)) {
-					memcpy(&a, buf, sizeof(a));
-					c->acked = a.gen;
-				}
-				break;
-			}
-			}
-		}
+		if ((size_t)len >= sizeof(struct sess_hdr) &&
+		    !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+		    client_msg(d, c, buf, (size_t)len, &fd))
+			return;
 		if (fd >= 0)
 			close(fd); /* the mapping keeps the ring alive */
 	}

@@ -386,31 +386,35 @@ static int pollset_fit(struct sessd *d, size_t n)
 	return 0;
 }
 
-unsigned sessd_step(struct sessd *d, int timeout_ms)
-{
-	unsigned n = 0, work = 0, nctl;
-	int armed, lidx = -1, cidx = -1;
-	uint64_t now = now_ms();
+/* Where each kind of entry sits in the poll set (pollset_fill). */
+struct pollset_at {
+	int lidx, cidx;         /* the listeners; -1: resting (accept_fd) */
+	unsigned nctl;          /* control connections from here */
+	unsigned first_client;  /* client sockets from here */
+	unsigned first_bell;    /* their doorbells from here, up to n */
+	unsigned n;
+};
 
-	if (pollset_fit(d, 2 + MAX_CTL + 2 * (size_t)d->nlive)) {
-		/* no memory for the poll set: drain, and try again */
-		for (struct client *c = d->clients; c; c = c->next)
-			if (c->cons)
-				work += cons_poll(c->cons);
-		return work;
-	}
+/* The poll set: the listeners, the control connections that have not
+ * asked yet, every client's socket and doorbell. Returns the timeout to
+ * use (shortened while the listeners rest). */
+static int pollset_fill(struct sessd *d, int timeout_ms, struct pollset_at *at)
+{
 	struct pollfd *pf = d->pf;
 	struct client **who = d->who;
 	int *conn = d->conn;
+	uint64_t now = now_ms();
+	unsigned n = 0;
 
+	at->lidx = at->cidx = -1;
 	/* Out of fds with none spare (sessd_accept_fd): the listeners rest. */
 	if (now >= d->listen_rest_until) {
-		lidx = (int)n;
+		at->lidx = (int)n;
 		pf[n].fd = d->lfd;
 		pf[n].events = POLLIN;
 		who[n++] = NULL;
 		if (d->ctl_fd >= 0) {
-			cidx = (int)n;
+			at->cidx = (int)n;
 			pf[n].fd = d->ctl_fd;
 			pf[n].events = POLLIN;
 			who[n++] = NULL;
@@ -418,7 +422,7 @@ unsigned sessd_step(struct sessd *d, int timeout_ms)
 	} else if (timeout_ms > (int)(d->listen_rest_until - now)) {
 		timeout_ms = (int)(d->listen_rest_until - now);
 	}
-	nctl = n;
+	at->nctl = n;
 	for (int i = 0; i < MAX_CTL; i++)
 		if (d->conns[i].fd >= 0 && !d->conns[i].waiting) {
 			pf[n].fd = d->conns[i].fd;
@@ -426,55 +430,84 @@ unsigned sessd_step(struct sessd *d, int timeout_ms)
 			conn[n] = i;
 			who[n++] = NULL;
 		}
-	unsigned first_client = n;
+	at->first_client = n;
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->fd >= 0) {
 			pf[n].fd = c->fd;
 			pf[n].events = POLLIN;
 			who[n++] = c;
 		}
-	unsigned first_bell = n;
+	at->first_bell = n;
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->fd >= 0 && c->bellfd >= 0) {
 			pf[n].fd = c->bellfd;
 			pf[n].events = POLLIN;
 			who[n++] = c;
 		}
+	at->n = n;
+	return timeout_ms;
+}
+
+/* What poll() found ready in the set pollset_fill() made. */
+static void pollset_serve(struct sessd *d, const struct pollset_at *at)
+{
+	struct pollfd *pf = d->pf;
+
+	for (unsigned i = at->first_bell; i < at->n; i++) {
+		uint64_t v;
+		/* before sessd_client_read(), which may close it */
+		if (pf[i].revents && read(pf[i].fd, &v, sizeof(v)) < 0) {
+			/* EAGAIN: rung and read meanwhile */
+		}
+	}
+	for (unsigned i = at->first_client; i < at->first_bell; i++)
+		if (pf[i].revents)
+			sessd_client_read(d, d->who[i]);
+	for (unsigned i = at->nctl; i < at->first_client; i++) {
+		struct ctl_conn *k = &d->conns[d->conn[i]];
+		if (!pf[i].revents || k->fd < 0)
+			continue;
+		if (!sessd_ctl_request(d, k) && k->fd >= 0) {
+			close(k->fd);
+			k->fd = -1;
+		}
+	}
+	if (at->cidx >= 0 && (pf[at->cidx].revents & POLLIN))
+		sessd_ctl_accept(d);
+	if (at->lidx >= 0 && (pf[at->lidx].revents & POLLIN))
+		sessd_clients_accept(d);
+}
+
+/* Write what every sub-trace's rings hold. Returns the packets written. */
+static unsigned drain(struct sessd *d)
+{
+	unsigned work = 0;
+
+	for (struct client *c = d->clients; c; c = c->next)
+		if (c->cons)
+			work += cons_poll(c->cons);
+	return work;
+}
+
+unsigned sessd_step(struct sessd *d, int timeout_ms)
+{
+	struct pollset_at at;
+	unsigned work;
+	int armed;
+
+	if (pollset_fit(d, 2 + MAX_CTL + 2 * (size_t)d->nlive))
+		return drain(d); /* no memory for the poll set: try again */
+	timeout_ms = pollset_fill(d, timeout_ms, &at);
 	timeout_ms = sessd_arm(d, timeout_ms, &armed);
-	int ready = poll(pf, n, timeout_ms);
+	int ready = poll(d->pf, at.n, timeout_ms);
 	if (armed)
 		for (struct client *c = d->clients; c; c = c->next)
 			if (c->cons)
 				cons_disarm(c->cons);
-	if (ready > 0) {
-		for (unsigned i = first_bell; i < n; i++) {
-			uint64_t v;
-			/* before sessd_client_read(), which may close it */
-			if (pf[i].revents && read(pf[i].fd, &v, sizeof(v)) < 0) {
-				/* EAGAIN: rung and read meanwhile */
-			}
-		}
-		for (unsigned i = first_client; i < first_bell; i++)
-			if (pf[i].revents)
-				sessd_client_read(d, who[i]);
-		for (unsigned i = nctl; i < first_client; i++) {
-			struct ctl_conn *k = &d->conns[conn[i]];
-			if (!pf[i].revents || k->fd < 0)
-				continue;
-			if (!sessd_ctl_request(d, k) && k->fd >= 0) {
-				close(k->fd);
-				k->fd = -1;
-			}
-		}
-		if (cidx >= 0 && (pf[cidx].revents & POLLIN))
-			sessd_ctl_accept(d);
-		if (lidx >= 0 && (pf[lidx].revents & POLLIN))
-			sessd_clients_accept(d);
-	}
+	if (ready > 0)
+		pollset_serve(d, &at);
 	sessd_deadlines(d);
-	for (struct client *c = d->clients; c; c = c->next)
-		if (c->cons)
-			work += cons_poll(c->cons);
+	work = drain(d);
 	if (d->state == ST_STOPPING)
 		sessd_stop_check(d);
 	sessd_clients_reap(d, 0);

@@ -189,8 +189,8 @@ void sessd_client_read(struct sessd *d, struct client *c);
 void sessd_client_free(struct sessd *d, struct client *c);
 
 /* desc.c: a client's event descriptors (DESC) */
-void sessd_client_source(struct sessd *d, struct client *c,
-			 struct cons_source *src);
+void sessd_client_config(struct sessd *d, struct client *c, const char *dir,
+			 struct cons_source *src, struct cons_config *cc);
 int sessd_desc_add(struct client *c, const struct strata_event_desc *e);
 void sessd_client_descs_free(struct sessd *d, struct client *c);
 void sessd_client_desc(struct sessd *d, struct client *c,

@@ -338,8 +338,8 @@ void sessd_client_desc(struct sessd *d, struct client *c,
 }
 
 /* Where this client's descriptors and identity come from (consumer.h). */
-void sessd_client_source(struct sessd *d, struct client *c,
-			 struct cons_source *src)
+static void client_source(struct sessd *d, struct client *c,
+			  struct cons_source *src)
 {
 	memset(src, 0, sizeof(*src));
 	src->pid = c->pid;
@@ -350,4 +350,17 @@ void sessd_client_source(struct sessd *d, struct client *c,
 	src->generation = src_generation;
 	src->ctx = c;
 	src->cp_first = &d->cp_first;
+}
+
+/* The consumer's configuration for c's sub-trace, or its snapshot, in
+ * `dir`; *src must live as long as *cc (consumer.h). */
+void sessd_client_config(struct sessd *d, struct client *c, const char *dir,
+			 struct cons_source *src, struct cons_config *cc)
+{
+	client_source(d, c, src);
+	memset(cc, 0, sizeof(*cc));
+	cc->dir = dir;
+	cc->mode = (int)c->mode;
+	memcpy(cc->uuid, c->uuid, 16);
+	cc->src = src;
 }

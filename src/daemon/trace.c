@@ -413,12 +413,7 @@ int sessd_snapshot(struct sessd *d, const char *dir, struct sessd_snap *res)
 			err = err ? err : ret;
 			continue;
 		}
-		sessd_client_source(d, c, &src);
-		memset(&cc, 0, sizeof(cc));
-		cc.dir = sub;
-		cc.mode = (int)c->mode;
-		memcpy(cc.uuid, c->uuid, 16);
-		cc.src = &src;
+		sessd_client_config(d, c, sub, &src, &cc);
 		memset(&st, 0, sizeof(st));
 		ret = cons_snapshot(&cc, c->rings, c->nrings, &st);
 		if (ret && !err)
