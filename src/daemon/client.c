@@ -158,6 +158,32 @@ bad:
 	sessd_client_close(d, c, 1);
 }
 
+/*
+ * Room in c->rings for one more ring. It grows with the CPUs the process
+ * has, up to STRATA_MAX_CPUS: one ring per CPU is taken, and
+ * cons_ring_map() refuses a higher CPU. (A fixed 64 refused the 65th CPU
+ * of a larger machine, silently: issue 19.) Returns 0 or -ENOMEM.
+ */
+static int client_rings_fit(struct client *c)
+{
+	unsigned cap;
+	void *p;
+
+	if (c->nrings < c->caprings)
+		return 0;
+	if (c->caprings >= STRATA_MAX_CPUS)
+		return -ENOMEM; /* not reached: one ring per CPU */
+	cap = c->caprings ? 2 * c->caprings : 8;
+	if (cap > STRATA_MAX_CPUS)
+		cap = STRATA_MAX_CPUS;
+	p = realloc(c->rings, cap * sizeof(*c->rings));
+	if (!p)
+		return -ENOMEM;
+	c->rings = p;
+	c->caprings = cap;
+	return 0;
+}
+
 static void client_ring(struct sessd *d, struct client *c,
 			const unsigned char *buf, size_t len, int fd)
 {
@@ -165,8 +191,7 @@ static void client_ring(struct sessd *d, struct client *c,
 	struct strata_ring *r;
 	int ret;
 
-	if (fd < 0 || len != sizeof(m) || !c->registered ||
-	    c->nrings == sizeof(c->rings) / sizeof(c->rings[0]))
+	if (fd < 0 || len != sizeof(m) || !c->registered)
 		goto bad;
 	memcpy(&m, buf, sizeof(m));
 	if (m.pid != c->pid)
@@ -186,9 +211,17 @@ static void client_ring(struct sessd *d, struct client *c,
 	int dup = 0; /* one ring per CPU */
 	for (unsigned i = 0; i < c->nrings; i++)
 		dup |= c->rings[i]->cpu == r->cpu;
-	if (r->cpu != m.cpu || dup || (c->cons && cons_add_ring(c->cons, r))) {
+	if (r->cpu != m.cpu || dup) {
 		cons_ring_unmap(r);
 		goto bad;
+	}
+	/* Out of memory (the array, or the consumer's stream): an honest
+	 * process's ring refused, counted and said like one too large. */
+	if (client_rings_fit(c) || (c->cons && cons_add_ring(c->cons, r))) {
+		cons_ring_unmap(r);
+		c->rings_refused++;
+		sessd_limit_said(d, LIMIT_RING_NOMEM, c->pid);
+		return;
 	}
 	c->rings[c->nrings++] = r;
 	return;
@@ -429,6 +462,7 @@ void sessd_client_free(struct sessd *d, struct client *c)
 		close(c->bellfd);
 	for (unsigned i = 0; i < c->nrings; i++)
 		cons_ring_unmap(c->rings[i]);
+	free(c->rings);
 	if (c->cons) {
 		struct strata_stats st;
 		cons_finish(c->cons, 0, &st, NULL);

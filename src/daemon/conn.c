@@ -32,6 +32,9 @@ void sessd_limit_said(struct sessd *d, enum limit which, uint32_t pid)
 			      "left: refused, not traced",
 		[LIMIT_CTL] = "held a control connection without a request (2 s, "
 			      "or 16 waiting): closed",
+		[LIMIT_RING_NOMEM] = "handed over a ring while the daemon had "
+				     "no memory to take it: refused, its events "
+				     "are lost",
 	};
 
 	if (d->limits_said & (1u << which))

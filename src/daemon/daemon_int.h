@@ -52,9 +52,11 @@ struct client {
 	char name[17];
 	uint8_t uuid[16];
 	struct cons *cons;
-	struct strata_ring *rings[64];
-	unsigned nrings;
-	unsigned rings_refused; /* larger than the session's geometry */
+	/* one per CPU, up to STRATA_MAX_CPUS (client_rings_fit) */
+	struct strata_ring **rings;
+	unsigned nrings, caprings;
+	/* larger than the session's geometry, or no memory to take them */
+	unsigned rings_refused;
 	/* descriptors (struct desc_blk, shared with fork children) and
 	 * their index by id; what this client made us allocate */
 	const struct strata_event_desc **evs;
@@ -162,6 +164,7 @@ enum limit {
 	LIMIT_PENDING, /* connections that did not say HELLO in time */
 	LIMIT_FDS,  /* out of file descriptors */
 	LIMIT_CTL,  /* control clients that did not ask in time */
+	LIMIT_RING_NOMEM, /* no memory to take a client's ring */
 };
 
 /*
