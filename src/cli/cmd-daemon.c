@@ -17,8 +17,8 @@
 #ifdef STRATA_HAVE_KERNEL
 #include "kernel/kernel.h"
 #endif
-#include "session/daemon.h"
-#include "session/paths.h"
+#include "daemon/daemon.h"
+#include "proto/paths.h"
 
 const char cmd_daemon_usage[] =
 	"usage: strata daemon [OPTIONS]\n"

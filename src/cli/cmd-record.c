@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "common/tfile.h"
 #include "common/tool.h"
-#include "session/daemon.h"
+#include "daemon/daemon.h"
 
 /* libstrata is linked in for its consumer: it must not trace this tool
  * from STRATA_OUTPUT / STRATA_SESSION (src/lib/session.c). */

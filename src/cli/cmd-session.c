@@ -15,8 +15,8 @@
 #include <strata/strata.h>
 
 #include "cli.h"
-#include "session/paths.h"
-#include "session/proto.h"
+#include "proto/paths.h"
+#include "proto/proto.h"
 #include "table.h"
 
 const char cmd_session_usage[] =

@@ -19,7 +19,7 @@
 #ifdef STRATA_HAVE_KERNEL
 #include "kernel/kernel.h"
 #endif
-#include "session/daemon.h"
+#include "daemon/daemon.h"
 
 volatile sig_atomic_t cli_got_signal, cli_got_usr1;
 

@@ -30,8 +30,8 @@
 #include "lib/session.h"
 #include "lib/statedump.h"
 #include "ring/ring.h"
-#include "session/paths.h"
-#include "session/proto.h"
+#include "proto/paths.h"
+#include "proto/proto.h"
 
 STRATA_API volatile uint64_t strata_mask;
 

@@ -17,7 +17,7 @@
 
 #include <strata/strata.h>
 
-#include "session/proto.h"
+#include "proto/proto.h"
 
 /*
  * hostile [-c CLOCK] SOCK ATTACK [ARGS...]
@@ -36,6 +36,11 @@
  *   bigring PSHIFT NSHIFT STOPFILE
  *                         HELLO (overwrite mode) and one forged sparse
  *                         ring of 2^PSHIFT x 2^NSHIFT bytes, held until
+ *                         STOPFILE exists
+ *   rings N PSHIFT NSHIFT STOPFILE
+ *                         HELLO (overwrite mode) and N forged sparse
+ *                         rings of 2^PSHIFT x 2^NSHIFT bytes, one per CPU
+ *                         0 to N-1 (a machine of N CPUs), held until
  *                         STOPFILE exists
  *   idle CONNS PROCS STOPFILE
  *                         PROCS processes holding CONNS connections in
@@ -222,10 +227,10 @@ static int stop_wait(const char *stopfile)
 	return 0;
 }
 
-/* A sparse ring memfd whose control block passes every check of
- * cons_ring_map() (consumer/mapped.c): 2^pshift x 2^nshift bytes of
- * data, none of it ever written. */
-static int forged_ring(unsigned pshift, unsigned nshift)
+/* A sparse ring memfd of CPU `cpu` whose control block passes every
+ * check of cons_ring_map() (consumer/mapped.c): 2^pshift x 2^nshift
+ * bytes of data, none of it ever written. */
+static int forged_ring(unsigned cpu, unsigned pshift, unsigned nshift)
 {
 	struct strata_ring_ctl ctl;
 	uint64_t np = UINT64_C(1) << nshift;
@@ -236,7 +241,7 @@ static int forged_ring(unsigned pshift, unsigned nshift)
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.magic = STRATA_RING_MAGIC;
 	ctl.version = STRATA_RING_VERSION;
-	ctl.cpu = 0;
+	ctl.cpu = cpu;
 	ctl.pid = (uint32_t)getpid();
 	ctl.psize_shift = pshift;
 	ctl.npackets_shift = nshift;
@@ -253,13 +258,13 @@ static int forged_ring(unsigned pshift, unsigned nshift)
 	return fd;
 }
 
-static void send_ring(int s, int fd)
+static void send_ring(int s, unsigned cpu, int fd)
 {
 	union {
 		char b[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct sess_ring m = {{SESS_RING, sizeof(m)}, 0, (uint32_t)getpid()};
+	struct sess_ring m = {{SESS_RING, sizeof(m)}, cpu, (uint32_t)getpid()};
 	struct iovec iov = {&m, sizeof(m)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
 			    .msg_control = u.b, .msg_controllen = sizeof(u.b)};
@@ -360,10 +365,21 @@ int main(int argc, char **argv)
 		close(s);
 	} else if (!strcmp(what, "bigring") && narg == 3) {
 		int s = joined(STRATA_MODE_OVERWRITE);
-		int fd = forged_ring((unsigned)atoi(arg[0]), (unsigned)atoi(arg[1]));
-		send_ring(s, fd);
+		int fd = forged_ring(0, (unsigned)atoi(arg[0]),
+				     (unsigned)atoi(arg[1]));
+		send_ring(s, 0, fd);
 		close(fd);
 		stop_wait(arg[2]);
+		close(s);
+	} else if (!strcmp(what, "rings") && narg == 4) {
+		int s = joined(STRATA_MODE_OVERWRITE);
+		for (unsigned cpu = 0; cpu < (unsigned)atoi(arg[0]); cpu++) {
+			int fd = forged_ring(cpu, (unsigned)atoi(arg[1]),
+					     (unsigned)atoi(arg[2]));
+			send_ring(s, cpu, fd);
+			close(fd);
+		}
+		stop_wait(arg[3]);
 		close(s);
 	} else if (!strcmp(what, "idle") && narg == 3) {
 		int conns = atoi(arg[0]), procs = atoi(arg[1]);

@@ -3,7 +3,7 @@
 # The daemon survives its clients (issue 24, items 2-6): hostile clients, then its fds, memory and CPU checked and a normal program recorded whole.
 set -euo pipefail
 
-what=$1 # fdleak | desc | snapshot | conns | churn
+what=$1 # fdleak | desc | snapshot | conns | churn | rings
 bin=$2  # build directory
 work=$3 # scratch directory
 src=$(cd "$(dirname "$0")" && pwd)
@@ -187,6 +187,24 @@ snapshot() {
 	touch stop; wait; rm -f stop
 	python3 "$src/../record/snapcheck.py" b1 || fail "a snapshot of an 8 MiB ring"
 	echo "snapshot: 8 MiB ring: peak RSS $h0 kB before a snapshot, $h1 kB after"
+	stop_daemon
+}
+
+rings() {
+	# Issue 19: a process of more CPUs than the 64 rings the daemon took
+	# once (it refused the 65th silently) hands over 100 rings, one per
+	# CPU: all are taken, snapshotted and written, none refused.
+	start_daemon -o t --mode overwrite --packet-size 16K --packets 8
+	"$hostile" -c 0 "$sock" rings 100 14 3 stop &
+	wait_for '"$strata" session status 2>/dev/null | grep -qE "^ +[0-9]+ +hostile +100 "' "100 rings taken"
+	"$strata" session snapshot -o s1 2>s1.err || fail "snapshot: $(cat s1.err)"
+	grep -q "snapshot $work/s1: 1 process, " s1.err || fail "snapshot said: $(cat s1.err)"
+	touch stop; wait; rm -f stop
+	stop_check 0
+	n=$(ls t/ust/pid-*/ | grep -cE '^cpu[0-9]+$')
+	echo "rings: 100 rings of one process: $n streams written"
+	[ "$n" = 100 ] || fail "$n streams of 100 rings: $(ls t/ust/pid-*/)"
+	grep -q "refused" daemon.err run/default/log && fail "a ring refused: $(grep -h refused run/default/log | head -2)"
 	stop_daemon
 }
 

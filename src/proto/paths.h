@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Where a long-lived daemon's session directory is (docs/record.md, "strata daemon"). */
-#ifndef STRATA_SESSION_PATHS_H
-#define STRATA_SESSION_PATHS_H
+/* Where a long-lived daemon's session directory is (docs/record.md, "strata
+ * daemon"): one rule for libstrata, the daemon and `strata session`. */
+#ifndef STRATA_PROTO_PATHS_H
+#define STRATA_PROTO_PATHS_H
 
 #include <errno.h>
 #include <stdio.h>
@@ -71,4 +72,4 @@ static inline int sess_path_private(const char *path, int dir)
 	return S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode);
 }
 
-#endif /* STRATA_SESSION_PATHS_H */
+#endif /* STRATA_PROTO_PATHS_H */

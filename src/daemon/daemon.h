@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The session daemon: accepts traced processes, maps their rings, writes their streams. */
-#ifndef STRATA_SESSION_DAEMON_H
-#define STRATA_SESSION_DAEMON_H
+#ifndef STRATA_DAEMON_DAEMON_H
+#define STRATA_DAEMON_DAEMON_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +37,7 @@ struct sessd_config {
 	/*
 	 * NULL: a private session directory (0700) made with mkdtemp under
 	 * $TMPDIR, holding the listening socket (0600): `strata record`.
-	 * Otherwise a long-lived daemon's (session/paths.h): this directory
+	 * Otherwise a long-lived daemon's (proto/paths.h): this directory
 	 * (made 0700 if missing) gets `sock`, the control socket `ctl` and
 	 * the state file `state` (proto.h) that tells processes what to
 	 * trace; its parent `base` too (0700, ours alone).
@@ -138,4 +138,4 @@ int sessd_mkdir_new(const char *want, const char *prefix, char *out, size_t n);
  */
 void sessd_destroy(struct sessd *d, FILE *log, struct sessd_totals *t);
 
-#endif /* STRATA_SESSION_DAEMON_H */
+#endif /* STRATA_DAEMON_DAEMON_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The session protocol between libstrata and `strata record` (docs/record.md). */
-#ifndef STRATA_SESSION_PROTO_H
-#define STRATA_SESSION_PROTO_H
+/* The wire protocol between libstrata and the session daemon (docs/record.md), shared by both. */
+#ifndef STRATA_PROTO_PROTO_H
+#define STRATA_PROTO_PROTO_H
 
 #include <stdint.h>
 
@@ -195,4 +195,4 @@ struct ctl_done {
 	char msg[1024];   /* one line for the user: what was done, or why not */
 };
 
-#endif /* STRATA_SESSION_PROTO_H */
+#endif /* STRATA_PROTO_PROTO_H */
