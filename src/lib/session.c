@@ -852,10 +852,10 @@ static void sess_wait_done(const struct sess_bye *bye)
  * default socket): the ring geometry, mode and initial majors come from
  * the daemon's state file when it has one (`strata daemon`), else from
  * the environment, which `strata record` sets for the whole process
- * tree. Returns 0, or a negative errno with the detail set (the caller
- * falls back).
+ * tree; `enable`: STRATA_ENABLE or NULL. Returns 0, or a negative errno
+ * with the detail set (the caller falls back).
  */
-static int sess_join(const char *path)
+static int sess_join(const char *path, const char *enable)
 {
 	struct strata_options o;
 	struct sess_state stt;
@@ -872,7 +872,7 @@ static int sess_join(const char *path)
 		return ret;
 	memcpy(sess_sock, path, strlen(path) + 1);
 	have_state = state_map(path, &stt) == 0;
-	const char *en = have_state ? stt.enable : getenv("STRATA_ENABLE");
+	const char *en = have_state ? stt.enable : enable;
 	if (en)
 		snprintf(sess_enable, sizeof(sess_enable), "%s", en);
 	if (have_state && !stt.clock_tsc && strata_clock_tsc) {
@@ -1269,11 +1269,11 @@ static void after_fork_child(void)
  * .session): STRATA_OUTPUT never writes into one, where it merged two
  * runs into one trace silently (issue 26, item 11). It says so.
  */
-static bool trace_dir_taken(const char *dir)
+static bool trace_dir_taken(const struct lib_env *env, const char *dir)
 {
 	/* strata ktrace made dir new for this run, and writes its kernel/
 	 * beside: all the programs it runs are one recording (cmd-ktrace.c) */
-	const char *k = getenv("STRATA_KTRACE_DIR");
+	const char *k = env->ktrace_dir;
 	if (k && !strcmp(k, dir))
 		return false;
 	int n = guard_dir_files(dir);
@@ -1296,14 +1296,13 @@ static bool trace_dir_taken(const char *dir)
  * line saying why there is no crash protection (bad options are left to
  * it to report).
  */
-static int guard_join(const char *out)
+static int guard_join(const struct lib_env *env, const char *out)
 {
-	const char *g = getenv("STRATA_GUARD");
 	struct strata_options o;
 	char sock[sizeof(sess_sock)];
 	int ret;
 
-	if (g && !strcmp(g, "0"))
+	if (env->guard_off)
 		return -ECANCELED;
 	if (strata_options_from_env(&o) || options_check(&o))
 		return -EINVAL;
@@ -1314,7 +1313,7 @@ static int guard_join(const char *out)
 	if (guard_running(out, sock, sizeof(sock))) {
 		snprintf(sess_output, sizeof(sess_output), "%s", out);
 		sess_guarded = 1;
-		if (!sess_join(sock)) {
+		if (!sess_join(sock, env->enable)) {
 			setenv("STRATA_SESSION", sock, 1);
 			setenv("STRATA_GUARDED", "1", 1);
 			started_from_env = 1;
@@ -1322,9 +1321,9 @@ static int guard_join(const char *out)
 		}
 		sess_guarded = 0;
 	}
-	if (trace_dir_taken(out))
+	if (trace_dir_taken(env, out))
 		return -EEXIST;
-	if ((ret = guard_spawn(out, sock, sizeof(sock)))) {
+	if ((ret = guard_spawn(out, env->tool, sock, sizeof(sock)))) {
 		fprintf(stderr, "strata: %s\n", strata_strerror_detail());
 		return ret;
 	}
@@ -1333,7 +1332,7 @@ static int guard_join(const char *out)
 	setenv("STRATA_GUARDED", "1", 1);
 	snprintf(sess_output, sizeof(sess_output), "%s", out);
 	sess_guarded = 1;
-	if ((ret = sess_join(sock))) {
+	if ((ret = sess_join(sock, env->enable))) {
 		sess_guarded = 0;
 		unsetenv("STRATA_SESSION");
 		unsetenv("STRATA_GUARDED");
@@ -1347,6 +1346,8 @@ static int guard_join(const char *out)
 
 __attribute__((constructor)) static void strata_init(void)
 {
+	struct lib_env env;
+
 	strata_pid = (uint32_t)getpid();
 	clock_init(); /* and the write protocol */
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
@@ -1354,8 +1355,9 @@ __attribute__((constructor)) static void strata_init(void)
 	/* The strata tool itself (the session daemon) is never traced. */
 	if (&strata_no_autostart && strata_no_autostart)
 		return;
-	const char *out = getenv("STRATA_OUTPUT");
-	const char *sess = getenv("STRATA_SESSION");
+	lib_env_read(&env);
+	const char *out = env.output;
+	const char *sess = env.session;
 	if (sess && !strcmp(sess, "none")) {
 		sess = NULL; /* opted out of every daemon */
 	} else if ((!sess || !*sess) && (!out || !*out)) {
@@ -1367,16 +1369,15 @@ __attribute__((constructor)) static void strata_init(void)
 		    sess_path_private(dir, 1) &&
 		    snprintf(sock, sizeof(sock), "%s/sock", dir) > 0 &&
 		    sess_path_private(sock, 0))
-			sess_join(sock);
+			sess_join(sock, env.enable);
 		return;
 	}
 	if (sess && *sess) {
 		/* an exec'd child of a guarded program: its session too */
-		const char *g = getenv("STRATA_GUARDED");
-		sess_guarded = g && !strcmp(g, "1");
+		sess_guarded = env.guarded;
 		if (out && *out)
 			snprintf(sess_output, sizeof(sess_output), "%s", out);
-		int ret = sess_join(sess);
+		int ret = sess_join(sess, env.enable);
 		if (!ret)
 			return;
 		sess_guarded = 0;
@@ -1389,11 +1390,11 @@ __attribute__((constructor)) static void strata_init(void)
 		}
 	}
 	if (out && *out) {
-		int g = guard_join(out);
+		int g = guard_join(&env, out);
 		if (g == 0 || g == -EEXIST)
 			return;
 	}
-	if (out && *out && !trace_dir_taken(out)) {
+	if (out && *out && !trace_dir_taken(&env, out)) {
 		int ret = strata_start(NULL);
 		/* Tracing was asked for in the environment: say why it is
 		 * not happening, once, rather than fail silently. */

@@ -17,6 +17,7 @@ struct ring_config {
 	uint32_t npackets_shift; /* log2(packets per ring) */
 	uint32_t mode;           /* enum strata_mode */
 	uint32_t block_ms;       /* STRATA_MODE_BLOCK: longest wait for room */
+	uint32_t cas_only;       /* STRATA_RSEQ=0: never rseq (ring_init()) */
 	uint8_t uuid[16];        /* of the sub-trace (format.md §2) */
 };
 
@@ -71,7 +72,8 @@ int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t hid,
 void ring_cids_copy(struct strata_ring_ctl *c);
 uint64_t ring_cid_entry(uint32_t cid);
 
-/* Choose rseq or CAS (sets strata_rseq); call before any ring exists. */
+/* Choose rseq or CAS (sets strata_rseq) from the clock and
+ * ring_cfg.cas_only; call before any ring exists. */
 void ring_init(void);
 
 /*

@@ -689,7 +689,6 @@ void ring_init(void)
 	 * TSan, the CAS protocol, which it can check. */
 	strata_rseq = 0;
 #elif defined(STRATA_RSEQ_X86)
-	const char *e = getenv("STRATA_RSEQ");
 	/* The inline sections read the clock with rdtsc: with any other
 	 * trace clock (no invariant TSC that someone vouches for, or
 	 * STRATA_CLOCK=mono), the sections run out of line only, around the
@@ -698,7 +697,7 @@ void ring_init(void)
 	strata_rseq = 0;
 	if (__rseq_size >= 20 && /* cpu_id_start, cpu_id, rseq_cs */
 	    (int32_t)strata_rseq_area()->cpu_id >= 0 &&
-	    !(e && !strcmp(e, "0")))
+	    !ring_cfg.cas_only)
 		strata_rseq = strata_clock_tsc ? STRATA_RSEQ_INLINE
 					       : STRATA_RSEQ_OUTLINE;
 #else
