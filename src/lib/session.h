@@ -56,9 +56,22 @@ void control_registered(const struct strata_event_desc *const *evs, size_t n);
  * a session is stopped). */
 void control_enable_patterns(const char *pats, int on);
 
+/* The in-process recorder (lib/session.c), for the daemon client and
+ * fork. A fresh uuid for a sub-trace (format.md §2); not async-signal-safe. */
+void session_random_uuid(uint8_t u[16]);
+/* At exit with nobody to check strata_stop(): one line on stderr if
+ * anything of the trace in `output` was lost, silent otherwise. */
+void session_report_exit(const char *output, int ret,
+			 const struct strata_stats *s);
+/* In a fork child: the parent's consumer and lock are not ours. */
+void session_after_fork_child(void);
+
+/* Install the pthread_atfork handlers (lib/fork.c): at load. */
+void fork_init(void);
+
 /*
  * The locks the library's own threads take (the session helper, the
- * in-process consumer) besides the program's. lib/session.c takes every
+ * in-process consumer) besides the program's. lib/fork.c takes every
  * one before fork() and resets them in the child, so that the child finds
  * each free and the data behind it whole (docs/record.md, "Fork"). They
  * check errors, so that a fork() from a signal handler that interrupted
