@@ -335,7 +335,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 				return -1;
 			if (rc != STRATA_RSEQ_OK)
 				continue;
-			strata_reserved(r, ring, w, len, ts, hid, words, need,
+			strata_rsv_fill(r, ring, w, len, ts, hid, words, need,
 					xts, self_committed(ring, pos, x) + len);
 			return 1;
 		}
@@ -432,13 +432,13 @@ STRATA_API void strata_log_slow4(uint8_t *cidp, uint32_t id, uint32_t words,
 }
 
 STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t hid,
-				   uint32_t words, uint32_t need)
+				   uint32_t words, uint32_t flags)
 {
 	struct strata_tls *t = &strata_tls;
 	uint32_t nest;
 	int rc = -1;
 
-	if (need & STRATA_SLOW_HELD) {
+	if (flags & STRATA_SLOW_HELD) {
 		nest = t->nesting;
 	} else {
 		nest = ++t->nesting;
@@ -449,7 +449,8 @@ STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t hid,
 	struct strata_ring *ring = NULL;
 	for (int tries = 0; rc < 0 && tries < STRATA_MAX_RETRIES; tries++) {
 		ring = ring_get_or_create((unsigned)current_cpu());
-		rc = ring_reserve_held(ring, r, hid, words, need & 1, nest);
+		rc = ring_reserve_held(ring, r, hid, words,
+				       !!(flags & STRATA_SLOW_THREAD), nest);
 	}
 	if (rc < 0) {
 		/* migrated at every try: counted in the last ring tried,
