@@ -12,6 +12,7 @@
 
 #include "common/compiler.h"
 #include "lib/clock.h"
+#include "lib/session.h"
 #include "ring/ring.h"
 
 STRATA_API int strata_clock_tsc;
@@ -121,7 +122,11 @@ static const char *clock_desc = "CLOCK_MONOTONIC";
 
 void clock_init(void)
 {
-	const char *c = getenv("STRATA_CLOCK");
+	struct lib_env env;
+	const char *c;
+
+	lib_env_read(&env);
+	c = env.clock;
 
 	strata_clock_tsc = 0;
 	clock_desc = "CLOCK_MONOTONIC (no invariant TSC)";
@@ -163,6 +168,7 @@ void clock_init(void)
 		strata_clock_tsc = 0;
 		clock_desc = "CLOCK_MONOTONIC (STRATA_CLOCK=mono)";
 	}
+	ring_cfg.cas_only = env.rseq_off;
 	ring_init(); /* the write protocol follows the clock (ring.md §7) */
 	clock_point_take(&clock_init_point);
 }

@@ -162,7 +162,12 @@ static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
 
 static void policy_read(void)
 {
-	const char *s = getenv("STRATA_START_ON"), *p = getenv("STRATA_STOP_ON");
+	struct lib_env env;
+	const char *s, *p;
+
+	lib_env_read(&env);
+	s = env.start_on;
+	p = env.stop_on;
 
 	if (s && *s && strlen(s) < sizeof(start_pat)) {
 		memcpy(start_pat, s, strlen(s) + 1);

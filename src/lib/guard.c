@@ -43,12 +43,11 @@
  * program may have threads holding any lock.
  */
 
-/* The strata tool: STRATA_TOOL, else beside this library (the build
- * tree's src/cli/strata, or an installation's ../bin/strata), else where
- * it was to be installed. */
-static int find_tool(char *out, size_t n)
+/* The strata tool: `env` (STRATA_TOOL), else beside this library (the
+ * build tree's src/cli/strata, or an installation's ../bin/strata), else
+ * where it was to be installed. */
+static int find_tool(const char *env, char *out, size_t n)
 {
-	const char *env = getenv("STRATA_TOOL");
 	Dl_info di;
 
 	if (env && *env) {
@@ -154,12 +153,12 @@ int guard_dir_files(const char *dir)
 	return count_files(dir, 0);
 }
 
-int guard_spawn(const char *dir, char *sock, size_t n)
+int guard_spawn(const char *dir, const char *tool_env, char *sock, size_t n)
 {
 	char tool[PATH_MAX], abs[PATH_MAX];
 	int p[2], ret;
 
-	if ((ret = find_tool(tool, sizeof(tool)))) {
+	if ((ret = find_tool(tool_env, tool, sizeof(tool)))) {
 		slog_detail("no crash protection: the strata tool was not found "
 			    "beside libstrata (set STRATA_TOOL to its path, or "
 			    "STRATA_GUARD=0)");

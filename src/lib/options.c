@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* strata_options from the environment (STRATA_OUTPUT, STRATA_PACKET_SIZE, ...). */
+/* The library's environment, read here only: strata_options and the rest (STRATA_*). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,24 +86,59 @@ bad:
 	return -EINVAL;
 }
 
+/*
+ * The one place the library reads its environment (README's table lists
+ * each variable). Read at the moment of use, not once at load: the
+ * strata tool sets STRATA_CLOCK before its clock_init(), a program may
+ * set STRATA_OUTPUT before strata_start(NULL), and the pointers stay
+ * those of environ (valid until that variable is set again).
+ */
+void lib_env_read(struct lib_env *e)
+{
+	const char *v;
+
+	e->output = getenv("STRATA_OUTPUT");
+	e->packet_size = getenv("STRATA_PACKET_SIZE");
+	e->packets = getenv("STRATA_PACKETS");
+	e->mode = getenv("STRATA_MODE");
+	e->majors = getenv("STRATA_MAJORS");
+	e->block_timeout_ms = getenv("STRATA_BLOCK_TIMEOUT_MS");
+	e->flush_ms = getenv("STRATA_FLUSH_MS");
+	e->clock = getenv("STRATA_CLOCK");
+	v = getenv("STRATA_RSEQ");
+	e->rseq_off = v && !strcmp(v, "0");
+	e->start_on = getenv("STRATA_START_ON");
+	e->stop_on = getenv("STRATA_STOP_ON");
+	e->session = getenv("STRATA_SESSION");
+	v = getenv("STRATA_GUARDED");
+	e->guarded = v && !strcmp(v, "1");
+	v = getenv("STRATA_GUARD");
+	e->guard_off = v && !strcmp(v, "0");
+	e->tool = getenv("STRATA_TOOL");
+	e->enable = getenv("STRATA_ENABLE");
+	e->ktrace_dir = getenv("STRATA_KTRACE_DIR");
+}
+
 STRATA_API int strata_options_from_env(struct strata_options *opt)
 {
+	struct lib_env e;
 	const char *v;
 	uint64_t n;
 
+	lib_env_read(&e);
 	memset(opt, 0, sizeof(*opt));
-	opt->output = getenv("STRATA_OUTPUT");
-	if ((v = getenv("STRATA_PACKET_SIZE")) && *v) {
+	opt->output = e.output;
+	if ((v = e.packet_size) && *v) {
 		if (parse_size("STRATA_PACKET_SIZE", v, &n))
 			return -EINVAL;
 		opt->packet_size = n;
 	}
-	if ((v = getenv("STRATA_PACKETS")) && *v) {
+	if ((v = e.packets) && *v) {
 		if (parse_size("STRATA_PACKETS", v, &n))
 			return -EINVAL;
 		opt->npackets = (unsigned)n;
 	}
-	if ((v = getenv("STRATA_MODE")) && *v) {
+	if ((v = e.mode) && *v) {
 		if (!strcasecmp(v, "discard")) {
 			opt->mode = STRATA_MODE_DISCARD;
 		} else if (!strcasecmp(v, "overwrite")) {
@@ -116,13 +151,13 @@ STRATA_API int strata_options_from_env(struct strata_options *opt)
 			return -EINVAL;
 		}
 	}
-	if ((v = getenv("STRATA_MAJORS")) && *v) {
+	if ((v = e.majors) && *v) {
 		if (options_parse_majors(v, &opt->majors))
 			return -EINVAL;
 		if (!opt->majors)
 			opt->majors = STRATA_MAJORS_NONE;
 	}
-	if ((v = getenv("STRATA_BLOCK_TIMEOUT_MS")) && *v) {
+	if ((v = e.block_timeout_ms) && *v) {
 		if (parse_size("STRATA_BLOCK_TIMEOUT_MS", v, &n) || n > 3600000) {
 			slog_detail("STRATA_BLOCK_TIMEOUT_MS: \"%s\": milliseconds, "
 				    "at most an hour", v);
@@ -130,7 +165,7 @@ STRATA_API int strata_options_from_env(struct strata_options *opt)
 		}
 		ring_cfg.block_ms = (uint32_t)n;
 	}
-	if ((v = getenv("STRATA_FLUSH_MS")) && *v) {
+	if ((v = e.flush_ms) && *v) {
 		if (parse_size("STRATA_FLUSH_MS", v, &n))
 			return -EINVAL;
 		opt->flush_ms = (unsigned)n;

@@ -4,6 +4,7 @@
 #define STRATA_LIB_SESSION_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -12,6 +13,33 @@
 /* strata_options.majors value meaning "explicitly none" (0 means default,
  * all). Bit 63 is otherwise unused: major 63 is reserved. */
 #define STRATA_MAJORS_NONE STRATA_MAJOR_BIT(63)
+
+/*
+ * Every STRATA_* variable the library reads (lib/options.c, the README's
+ * table): the raw strings, NULL when unset, and the switches parsed.
+ */
+struct lib_env {
+	const char *output;           /* STRATA_OUTPUT */
+	const char *packet_size;      /* STRATA_PACKET_SIZE */
+	const char *packets;          /* STRATA_PACKETS */
+	const char *mode;             /* STRATA_MODE */
+	const char *majors;           /* STRATA_MAJORS */
+	const char *block_timeout_ms; /* STRATA_BLOCK_TIMEOUT_MS */
+	const char *flush_ms;         /* STRATA_FLUSH_MS */
+	const char *clock;            /* STRATA_CLOCK */
+	bool rseq_off;                /* STRATA_RSEQ=0: the CAS protocol */
+	const char *start_on;         /* STRATA_START_ON */
+	const char *stop_on;          /* STRATA_STOP_ON */
+	const char *session;          /* STRATA_SESSION */
+	bool guarded;                 /* STRATA_GUARDED=1 (set by the library) */
+	bool guard_off;               /* STRATA_GUARD=0 */
+	const char *tool;             /* STRATA_TOOL */
+	const char *enable;           /* STRATA_ENABLE */
+	const char *ktrace_dir;       /* STRATA_KTRACE_DIR (set by strata ktrace) */
+};
+
+/* Read the environment now (any thread, not a signal handler). */
+void lib_env_read(struct lib_env *e);
 
 int options_parse_majors(const char *s, uint64_t *out);
 /* Apply defaults and validate; sets the detail string on error. */
@@ -28,9 +56,22 @@ void control_registered(const struct strata_event_desc *const *evs, size_t n);
  * a session is stopped). */
 void control_enable_patterns(const char *pats, int on);
 
+/* The in-process recorder (lib/session.c), for the daemon client and
+ * fork. A fresh uuid for a sub-trace (format.md §2); not async-signal-safe. */
+void session_random_uuid(uint8_t u[16]);
+/* At exit with nobody to check strata_stop(): one line on stderr if
+ * anything of the trace in `output` was lost, silent otherwise. */
+void session_report_exit(const char *output, int ret,
+			 const struct strata_stats *s);
+/* In a fork child: the parent's consumer and lock are not ours. */
+void session_after_fork_child(void);
+
+/* Install the pthread_atfork handlers (lib/fork.c): at load. */
+void fork_init(void);
+
 /*
  * The locks the library's own threads take (the session helper, the
- * in-process consumer) besides the program's. lib/session.c takes every
+ * in-process consumer) besides the program's. lib/fork.c takes every
  * one before fork() and resets them in the child, so that the child finds
  * each free and the data behind it whole (docs/record.md, "Fork"). They
  * check errors, so that a fork() from a signal handler that interrupted

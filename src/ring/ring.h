@@ -17,6 +17,7 @@ struct ring_config {
 	uint32_t npackets_shift; /* log2(packets per ring) */
 	uint32_t mode;           /* enum strata_mode */
 	uint32_t block_ms;       /* STRATA_MODE_BLOCK: longest wait for room */
+	uint32_t cas_only;       /* STRATA_RSEQ=0: never rseq (ring_init()) */
 	uint8_t uuid[16];        /* of the sub-trace (format.md §2) */
 };
 
@@ -59,19 +60,27 @@ extern int ring_bellfd;
  * stop there (set before ring_bell moves). */
 extern uint32_t ring_hwm;
 void ring_bell_ring(void);
+/* Wake the consumer waiting on *word if it is 1, setting it to 0 (a
+ * closer, src/ring/doorbell.c). Async-signal-safe; keeps errno. */
+void ring_doorbell(uint32_t *word);
 
 /* Reserve on a given ring rather than the current CPU's (the consumer's
  * own records). Same contract as strata_reserve(). */
 int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t hid,
 		 uint32_t words);
 
-/* Compact ids (docs/compact.md, src/ring/slow.c): fill a new ring's
+/* Compact ids (docs/compact.md, src/ring/cid.c): fill a new ring's
  * table (before and after publishing it); the entry of compact id `cid`
  * in this process (full id | words << 32 | STRATA_CID_VALID) or 0. */
 void ring_cids_copy(struct strata_ring_ctl *c);
 uint64_t ring_cid_entry(uint32_t cid);
+/* The header id of an event of class `id` and `words` words from call
+ * site `cidp` (strata_log_fixed()): its compact id, given at its first
+ * event, or id | STRATA_HID_EXT. Async-signal-safe, lock-free. */
+uint32_t ring_hid_of(uint8_t *cidp, uint32_t id, uint32_t words);
 
-/* Choose rseq or CAS (sets strata_rseq); call before any ring exists. */
+/* Choose rseq or CAS (sets strata_rseq) from the clock and
+ * ring_cfg.cas_only; call before any ring exists. */
 void ring_init(void);
 
 /*

@@ -4,9 +4,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
-#include <linux/futex.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -50,29 +48,6 @@ static void count_lost(struct strata_ring *ring, enum strata_lost_cause cause,
 		strata_add_relaxed(&ring_lost_global[cause], 1);
 }
 
-int ring_bellfd = -1;
-
-/* Wake the consumer waiting on *word if it is 1, setting it to 0 (ring.md
- * §8): through the session daemon's eventfd when the process has one,
- * else as a shared futex (the waiter may be another process mapping the
- * ring). */
-static void ring_doorbell(uint32_t *word)
-{
-	if (__atomic_exchange_n(word, 0, __ATOMIC_RELAXED)) {
-		int saved_errno = errno; /* a tracepoint's caller keeps its errno */
-		int bfd = __atomic_load_n(&ring_bellfd, __ATOMIC_ACQUIRE);
-		if (bfd >= 0) {
-			uint64_t one = 1;
-			if (write(bfd, &one, sizeof(one)) < 0) {
-				/* EAGAIN: the counter is full, it rings */
-			}
-		} else {
-			syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
-		}
-		errno = saved_errno;
-	}
-}
-
 /*
  * Close the packet that contains virtual offset `end - 1`, whose content
  * ends at `end` (ring.md §4). The closer owns timestamp_end, content_size
@@ -109,17 +84,6 @@ static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
 	    (next - strata_load_relaxed(&ring->ctl->consumed) > ring->bufmask / 4 ||
 	     next <= (ring->bufmask + 1) / 2))
 		ring_doorbell(&ring->ctl->cwait);
-}
-
-uint32_t ring_bell;
-
-void ring_bell_ring(void)
-{
-	int saved_errno = errno;
-
-	__atomic_add_fetch(&ring_bell, 1, __ATOMIC_SEQ_CST);
-	syscall(SYS_futex, &ring_bell, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
-	errno = saved_errno;
 }
 
 STRATA_API void strata_ring_close_exact(struct strata_ring *ring, uint64_t end,
@@ -356,7 +320,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 				return -1;
 			if (rc != STRATA_RSEQ_OK)
 				continue;
-			strata_reserved(r, ring, w, len, ts, hid, words, need,
+			strata_rsv_fill(r, ring, w, len, ts, hid, words, need,
 					xts, self_committed(ring, pos, x) + len);
 			return 1;
 		}
@@ -421,116 +385,11 @@ _Static_assert(offsetof(struct strata_ring_ctl, last_ts_hi) ==
 			       offsetof(struct strata_tls, tid) + 4,
 	       "owner | last_ts_hi << 32, tid | nesting << 32");
 
-/*
- * Compact ids (docs/compact.md). A call site's byte is 0 until its first
- * event, which comes here for an id: the one already given to the same
- * event class and length, or the first free one. Lock-free, since a
- * tracepoint in a signal handler may interrupt a thread in the middle of
- * giving an id: a thread claims a free slot of cid_table with a CAS
- * (PENDING set), writes the entry into the table of every ring, then
- * clears PENDING. Slots are claimed in order and a thread only passes
- * slots that hold another key, so a key never gets two ids. Until its id
- * is in every ring's table, an event of that class takes the extended
- * header with the id (a consumer walks it without the table); after, the
- * call site keeps the id in its byte and the inline path writes compact
- * headers. With all 21 user ids given: 31, and the call site's events
- * keep their full id and the extended header.
- */
-#define CID_PENDING (UINT64_C(1) << 62)
-static uint64_t cid_table[STRATA_NCIDS];
-
-/* strata's own fixed-length records (format.md §4): compact id = minor */
-#define OWN_CID(minor, words)                                                   \
-	[minor] = (minor) | (uint64_t)(words) << 32 | STRATA_CID_VALID
-static const uint64_t cid_own[STRATA_CID_USER] = {
-	OWN_CID(STRATA_ID_THREAD, 2),
-	OWN_CID(STRATA_ID_CALIB, 4),
-	OWN_CID(STRATA_ID_LOST, 3),
-	OWN_CID(STRATA_ID_STATEDUMP, 2),
-};
-
-uint64_t ring_cid_entry(uint32_t cid)
-{
-	if (cid >= STRATA_NCIDS)
-		return 0;
-	if (cid < STRATA_CID_USER)
-		return cid_own[cid];
-	return __atomic_load_n(&cid_table[cid], __ATOMIC_ACQUIRE) & ~CID_PENDING;
-}
-
-/*
- * Before and after a new ring is published (shm.c). A writer may take
- * the ring from strata_rings[] as soon as it is published and write an
- * event with an id given meanwhile: either the giver's walk over the
- * rings (cid_give) sees this ring, or this copy, after the publication,
- * sees the giver's entry -- the fences order each side's store before
- * its loads.
- */
-void ring_cids_copy(struct strata_ring_ctl *c)
-{
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	for (uint32_t i = 1; i < STRATA_NCIDS; i++) {
-		uint64_t e = ring_cid_entry(i);
-		if (e)
-			__atomic_store_n(&c->cids[i], e, __ATOMIC_RELAXED);
-	}
-}
-
-/* The id of (id, words): 10-30, | CID_PENDING while it is not in every
- * ring's table yet; or 31, none left. */
-static uint64_t cid_give(uint32_t id, uint32_t words)
-{
-	uint64_t key = id | (uint64_t)words << 32 | STRATA_CID_VALID;
-
-	for (uint32_t c = STRATA_CID_USER; c < STRATA_CID_EXT; c++) {
-		uint64_t e = __atomic_load_n(&cid_table[c], __ATOMIC_ACQUIRE);
-
-		if (e == 0 && __atomic_compare_exchange_n(&cid_table[c], &e,
-							  key | CID_PENDING, 0,
-							  __ATOMIC_SEQ_CST,
-							  __ATOMIC_ACQUIRE)) {
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			for (uint32_t i = 0; i < STRATA_MAX_CPUS; i++) {
-				struct strata_ring *r =
-					strata_load_acquire(&strata_rings[i]);
-				if (r)
-					__atomic_store_n(&r->ctl->cids[c], key,
-							 __ATOMIC_RELAXED);
-			}
-			__atomic_store_n(&cid_table[c], key, __ATOMIC_RELEASE);
-			return c;
-		}
-		/* e: the slot's entry, read or found by the failed CAS */
-		if ((e & ~CID_PENDING) == key)
-			return c | (e & CID_PENDING);
-	}
-	return STRATA_CID_EXT;
-}
-
-/* The header id of an event of call site `cidp` (strata_log_fixed()). */
-static uint32_t hid_of(uint8_t *cidp, uint32_t id, uint32_t words)
-{
-	uint64_t c;
-
-	if (!cidp)
-		return id | STRATA_HID_EXT;
-	c = __atomic_load_n(cidp, __ATOMIC_RELAXED);
-	if (c == 0) {
-		if (words == 0 || words > STRATA_MAX_WORDS)
-			return id | STRATA_HID_EXT; /* refused and counted */
-		c = cid_give(id, words);
-		if (c & CID_PENDING)
-			return (uint32_t)c | STRATA_HID_EXT;
-		__atomic_store_n(cidp, (uint8_t)c, __ATOMIC_RELAXED);
-	}
-	return strata_hid_compact((uint32_t)c) ? (uint32_t)c : id | STRATA_HID_EXT;
-}
-
 STRATA_API void strata_log_slow(uint8_t *cidp, uint32_t id, uint32_t words,
 				const uint64_t *pl)
 {
 	struct strata_rsv r;
-	uint32_t hid = hid_of(cidp, id, words);
+	uint32_t hid = ring_hid_of(cidp, id, words);
 
 #ifdef STRATA_RSEQ_X86
 	/* The inline path's attempt, with a clock the inline code cannot
@@ -558,13 +417,13 @@ STRATA_API void strata_log_slow4(uint8_t *cidp, uint32_t id, uint32_t words,
 }
 
 STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t hid,
-				   uint32_t words, uint32_t need)
+				   uint32_t words, uint32_t flags)
 {
 	struct strata_tls *t = &strata_tls;
 	uint32_t nest;
 	int rc = -1;
 
-	if (need & STRATA_SLOW_HELD) {
+	if (flags & STRATA_SLOW_HELD) {
 		nest = t->nesting;
 	} else {
 		nest = ++t->nesting;
@@ -575,7 +434,8 @@ STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t hid,
 	struct strata_ring *ring = NULL;
 	for (int tries = 0; rc < 0 && tries < STRATA_MAX_RETRIES; tries++) {
 		ring = ring_get_or_create((unsigned)current_cpu());
-		rc = ring_reserve_held(ring, r, hid, words, need & 1, nest);
+		rc = ring_reserve_held(ring, r, hid, words,
+				       !!(flags & STRATA_SLOW_THREAD), nest);
 	}
 	if (rc < 0) {
 		/* migrated at every try: counted in the last ring tried,
@@ -674,7 +534,6 @@ void ring_init(void)
 	 * TSan, the CAS protocol, which it can check. */
 	strata_rseq = 0;
 #elif defined(STRATA_RSEQ_X86)
-	const char *e = getenv("STRATA_RSEQ");
 	/* The inline sections read the clock with rdtsc: with any other
 	 * trace clock (no invariant TSC that someone vouches for, or
 	 * STRATA_CLOCK=mono), the sections run out of line only, around the
@@ -683,7 +542,7 @@ void ring_init(void)
 	strata_rseq = 0;
 	if (__rseq_size >= 20 && /* cpu_id_start, cpu_id, rseq_cs */
 	    (int32_t)strata_rseq_area()->cpu_id >= 0 &&
-	    !(e && !strcmp(e, "0")))
+	    !ring_cfg.cas_only)
 		strata_rseq = strata_clock_tsc ? STRATA_RSEQ_INLINE
 					       : STRATA_RSEQ_OUTLINE;
 #else

@@ -353,49 +353,6 @@ static void test_stale_view_retries(void **state)
 	assert_int_equal(r->ctl->lost[STRATA_LOST_BUSY], 0);
 }
 
-static void test_options(void **state)
-{
-	(void)state;
-	struct strata_options o;
-	uint64_t m;
-
-	setenv("STRATA_OUTPUT", "/tmp/x", 1);
-	setenv("STRATA_PACKET_SIZE", "64K", 1);
-	setenv("STRATA_PACKETS", "8", 1);
-	setenv("STRATA_MODE", "overwrite", 1);
-	setenv("STRATA_MAJORS", "1,3-5", 1);
-	assert_int_equal(strata_options_from_env(&o), 0);
-	assert_int_equal(o.packet_size, 64 << 10);
-	assert_int_equal(o.npackets, 8);
-	assert_int_equal(o.mode, STRATA_MODE_OVERWRITE);
-	assert_int_equal(o.majors, 0x3a);
-	assert_int_equal(options_check(&o), 0);
-
-	setenv("STRATA_MODE", "sometimes", 1);
-	assert_int_equal(strata_options_from_env(&o), -EINVAL);
-	assert_non_null(strstr(strata_strerror_detail(), "STRATA_MODE"));
-	unsetenv("STRATA_MODE");
-
-	setenv("STRATA_PACKET_SIZE", "3000", 1);
-	assert_int_equal(strata_options_from_env(&o), 0);
-	assert_int_equal(options_check(&o), -EINVAL);
-	assert_non_null(strstr(strata_strerror_detail(), "power of two"));
-	setenv("STRATA_PACKET_SIZE", "12Q", 1);
-	assert_int_equal(strata_options_from_env(&o), -EINVAL);
-
-	assert_int_equal(options_parse_majors("all", &m), 0);
-	assert_int_equal(m, ~0ull >> 1);
-	assert_int_equal(options_parse_majors("0x6", &m), 0);
-	assert_int_equal(m, 6);
-	assert_int_equal(options_parse_majors("63", &m), -EINVAL);
-	assert_int_equal(options_parse_majors("4-2", &m), -EINVAL);
-	assert_int_equal(options_parse_majors("1,,x", &m), -EINVAL);
-	unsetenv("STRATA_OUTPUT");
-	unsetenv("STRATA_PACKET_SIZE");
-	unsetenv("STRATA_PACKETS");
-	unsetenv("STRATA_MAJORS");
-}
-
 /*
  * The rseq paths (ring.md §7) on a real CPU: the fast path reserves and
  * commits with plain stores; a writer that migrates between reserve and
@@ -646,7 +603,6 @@ int main(void)
 		cmocka_unit_test(test_nested_writer_writes_thread_record),
 		cmocka_unit_test(test_flush_closes_partial_packet),
 		cmocka_unit_test(test_stale_view_retries),
-		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_clock_fit),
 		cmocka_unit_test(test_rseq_paths),
 		cmocka_unit_test(test_rseq_inline_path),

@@ -231,15 +231,17 @@ struct strata_rsv {
 
 /* Out-of-line slow path (src/ring/slow.c): packet switch, first use of a
  * CPU or thread, nesting and retry limits, timestamp gaps. `hid` is the
- * header id (above). `need` is 1 when a thread record
- * is needed, plus STRATA_SLOW_HELD when the caller already holds the
- * nesting guard (it must not be released in between: a signal handler
- * could then trust an owner store that no reservation followed, ring.md
- * §3). Returns 1 with *r filled, or 0 when the event was dropped (and
+ * header id (above). `flags`: STRATA_SLOW_THREAD when a thread record
+ * is needed (the inline paths pass their 0/1 `need`, which is that bit),
+ * plus STRATA_SLOW_HELD when the caller already holds the nesting guard
+ * (it must not be released in between: a signal handler could then
+ * trust an owner store that no reservation followed, ring.md §3).
+ * Returns 1 with *r filled, or 0 when the event was dropped (and
  * counted); the guard is released on drop and by strata_commit(). */
+#define STRATA_SLOW_THREAD 1u
 #define STRATA_SLOW_HELD 2u
 STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t hid,
-				   uint32_t words, uint32_t need);
+				   uint32_t words, uint32_t flags);
 /* The whole event out of line: reserve (any protocol, every case), copy
  * the words-1 payload words from `pl`, commit. strata_log_fixed()'s
  * fallback. `cidp`: the call site's compact id byte (0 until the first
@@ -315,7 +317,7 @@ static strata_always_inline uint32_t strata_hdr_compact(uint64_t ts, uint32_t ci
  * Bytes of a reservation: the event (its header and words - 1 payload
  * words), after a strata:thread record (one payload word) when `need`;
  * with `xts`, the first of them takes the extended header
- * (strata_reserved()).
+ * (strata_rsv_fill()).
  */
 static strata_always_inline uint32_t strata_rsv_len(uint32_t hid, uint32_t words,
 						    uint32_t need, uint32_t xts)
@@ -352,8 +354,10 @@ static strata_always_inline unsigned char *strata_put_hdr(unsigned char *p,
  * successful reservation of len = strata_rsv_len(hid, words, need, xts)
  * bytes) and fill *r. `selfc`: the bytes of w's packet, this
  * reservation's included, that their writers commit themselves (all of
- * them in CAS mode; `xr` in rseq mode, ring.md §7). */
-static strata_always_inline void strata_reserved(struct strata_rsv *r,
+ * them in CAS mode; `xr` in rseq mode, ring.md §7). Ten arguments on
+ * purpose: always inlined, each is a value its callers hold in a
+ * register already; a struct of them would be stored and reloaded. */
+static strata_always_inline void strata_rsv_fill(struct strata_rsv *r,
 				   struct strata_ring *ring, uint64_t w,
 				   uint32_t len, uint64_t ts, uint32_t hid,
 				   uint32_t words, uint32_t need, uint32_t xts,
@@ -425,7 +429,7 @@ static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32
 						x + len, &c->owner,
 						need ? t->tid : 0)))
 		goto slow;
-	strata_reserved(r, ring, w, len, ts, hid, words, need, 0, x + len);
+	strata_rsv_fill(r, ring, w, len, ts, hid, words, need, 0, x + len);
 	return 1;
 slow:
 	return strata_reserve_slow(r, hid, words, need | STRATA_SLOW_HELD);
@@ -492,7 +496,7 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t hi
 		if (strata_likely(strata_cas_acq_rel(&c->write, &w, w + len)))
 			break;                                         /* F */
 	}
-	strata_reserved(r, ring, w, len, ts, hid, words, need, xts, pos + len);
+	strata_rsv_fill(r, ring, w, len, ts, hid, words, need, xts, pos + len);
 	return 1;
 }
 
