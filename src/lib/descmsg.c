@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The registry's event descriptors and blob ids as a session daemon's DESC messages (session/proto.h). */
+/* The registry's event descriptors and blob ids as a session daemon's DESC messages (proto/proto.h). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
