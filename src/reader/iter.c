@@ -509,7 +509,7 @@ static void cursor_seek(struct strata_iter *it, struct rd_cursor *c, uint64_t ts
  * 32 bits of clock) or stream class 1's 32-bit one (docs/compact.md: 27
  * bits of clock << 5 | compact id), and the full timestamp it gives after
  * `prev`. A header inside the content is there whole: content ends on a
- * word of its class (trace.c).
+ * word of its class (packet.c rd_check_header).
  */
 static inline __attribute__((always_inline)) uint64_t
 hdr_word(const uint8_t *at, const bool c1)
@@ -537,7 +537,7 @@ static inline __attribute__((always_inline)) uint32_t hdr_size(const bool c1)
  * Anything else (packet end, damage, records, unknown ids) goes to
  * cursor_next from the same position: this path changes nothing before
  * it commits. In stream class 1, the compact events the batch path takes
- * (its table, trace.c build_fast1); the extended form and classes with no
+ * (its table, classes.c build_fast1); the extended form and classes with no
  * plan take cursor_next.
  */
 static inline __attribute__((always_inline)) bool
@@ -822,7 +822,7 @@ static inline unsigned room_of(const struct rd_out *o, const bool values)
 
 /*
  * The batch path's class lookup: the entry of the event whose header word
- * is w, at `at` (< end: content ends on a word, trace.c, so a header is
+ * is w, at `at` (< end: content ends on a word, packet.c, so a header is
  * there), when the batch path takes it, else NULL. The header's upper half
  * matching an entry (struct rd_fast) proves at once that the id is a class
  * with a decode plan, not a strata record, and that the event has its

@@ -955,7 +955,7 @@ static void parse_block(struct parser *ps, enum blk b)
 			else if (!strcmp(key, "description"))
 				ps->m->clock_desc = v.s;
 			else if (!strcmp(key, "uuid") && v.kind == TK_STR)
-				/* the boot id: tells recordings apart (trace.c) */
+				/* the boot id: tells recordings apart (discover.c) */
 				ps->m->has_clock_uuid = parse_uuid(v.s, ps->m->clock_uuid);
 			else if (!strcmp(key, "freq")) {
 				ps->m->freq = value_num(ps, &v, "freq");

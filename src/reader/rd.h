@@ -156,7 +156,7 @@ int rd_meta_parse(const char *text, size_t len, struct rd_meta *m, char *err,
 void rd_meta_fini(struct rd_meta *m);
 const char *rd_meta_env(const struct rd_meta *m, const char *key);
 
-/* ---- trace, streams, packets (trace.c) -------------------------------- */
+/* ---- trace, streams, packets (trace.c, stream.c, index.c, packet.c) ---- */
 
 #define RD_PK_BAD 1u              /* header rejected: skipped */
 #define RD_PK_SEQ_REPORTED 2u     /* problems already reported once */
@@ -206,7 +206,7 @@ struct rd_fast {
 _Static_assert(sizeof(struct rd_fast) == 64, "one cache line per class");
 
 /* struct rd_fast's size in stream class 1 for a compact id the batch path
- * does not take: larger than any content (trace.c build_fast1) */
+ * does not take: larger than any content (classes.c build_fast1) */
 #define RD_FAST_NONE (UINT64_MAX >> 1)
 
 struct rd_subtrace {
