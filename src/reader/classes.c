@@ -79,7 +79,7 @@ static void fast_fill(struct rd_fast *e, const struct rd_class *c, uint64_t size
  * class's, so the entry says it (size: the payload); ids the batch path
  * does not take (0, strata's records, 31: the extended form, classes with
  * no plan) hold a size no content holds, which fails the bound that every
- * taken event is checked against anyway (iter.c fast_at).
+ * taken event is checked against anyway (batch.c fast_at).
  */
 static int build_fast1(struct rd_subtrace *sub)
 {
