@@ -45,13 +45,11 @@ static bool is_idc(char c)
 	return is_id0(c) || (c >= '0' && c <= '9');
 }
 
-void tsdl_next(struct parser *ps)
+/* Past white space and comments from p; NULL, the parse failed, at an
+ * unterminated comment. */
+static const char *skip_blank(struct parser *ps, const char *p)
 {
-	const char *p = ps->p, *end = ps->end;
-	if (ps->failed) {
-		ps->t.kind = TK_EOF;
-		return;
-	}
+	const char *end = ps->end;
 	for (;;) {
 		while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' ||
 				   *p == '\r' || *p == '\f' || *p == '\v')) {
@@ -69,9 +67,7 @@ void tsdl_next(struct parser *ps)
 			if (p + 1 >= end) {
 				ps->t.line = ps->line;
 				tsdl_fail(ps, "unterminated comment");
-				ps->t.kind = TK_EOF;
-				ps->p = end;
-				return;
+				return NULL;
 			}
 			p += 2;
 			continue;
@@ -81,7 +77,105 @@ void tsdl_next(struct parser *ps)
 				p++;
 			continue;
 		}
-		break;
+		return p;
+	}
+}
+
+/* The number at p (decimal, 0x hex or 0 octal, an optional '-', C's
+ * integer suffixes) into t; returns where it ends. */
+static const char *lex_number(struct parser *ps, const char *p, struct tok *t)
+{
+	const char *end = ps->end;
+	if (*p == '-') {
+		t->neg = true;
+		p++;
+	}
+	int base = 10;
+	if (p + 1 < end && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		base = 16;
+		p += 2;
+	} else if (*p == '0' && p + 1 < end && p[1] >= '0' && p[1] <= '7') {
+		base = 8;
+		p++;
+	}
+	uint64_t v = 0;
+	bool any = false, ovf = false;
+	while (p < end) {
+		int d;
+		char ch = *p;
+		if (ch >= '0' && ch <= '9')
+			d = ch - '0';
+		else if (ch >= 'a' && ch <= 'f')
+			d = ch - 'a' + 10;
+		else if (ch >= 'A' && ch <= 'F')
+			d = ch - 'A' + 10;
+		else
+			break;
+		if (d >= base)
+			break;
+		if (v > (UINT64_MAX - d) / base)
+			ovf = true;
+		v = v * base + d;
+		any = true;
+		p++;
+	}
+	while (p < end && (*p == 'u' || *p == 'U' || *p == 'l' || *p == 'L'))
+		p++;
+	t->kind = TK_NUM;
+	t->num = v;
+	if (!any && base == 16)
+		tsdl_fail(ps, "malformed number");
+	if (ovf)
+		tsdl_fail(ps, "number out of range");
+	return p;
+}
+
+/* The string whose opening quote is at p, unescaped into the arena, into
+ * t; returns where it ends. */
+static const char *lex_string(struct parser *ps, const char *p, struct tok *t)
+{
+	const char *end = ps->end;
+	p++;
+	char *buf = tsdl_alloc(ps, (size_t)(end - p) < 65536 ? (size_t)(end - p) + 1 : 65537);
+	size_t n = 0;
+	while (buf && p < end && *p != '"') {
+		char ch = *p++;
+		if (ch == '\n') {
+			tsdl_fail(ps, "newline in string");
+			break;
+		}
+		if (ch == '\\' && p < end) {
+			ch = *p++;
+			ch = ch == 'n' ? '\n' : ch == 't' ? '\t' : ch;
+		}
+		if (n >= 65536) {
+			tsdl_fail(ps, "string longer than 64 KiB");
+			break;
+		}
+		buf[n++] = ch;
+	}
+	if (p >= end)
+		tsdl_fail(ps, "unterminated string");
+	else
+		p++;
+	t->kind = TK_STR;
+	t->s = buf ? buf : "";
+	t->len = n;
+	return p;
+}
+
+void tsdl_next(struct parser *ps)
+{
+	const char *p = ps->p, *end = ps->end;
+	if (ps->failed) {
+		ps->t.kind = TK_EOF;
+		return;
+	}
+	p = skip_blank(ps, p);
+	if (!p) {
+		ps->t.kind = TK_EOF;
+		ps->p = end;
+		return;
 	}
 	struct tok *t = &ps->t;
 	memset(t, 0, sizeof(*t));
@@ -100,74 +194,9 @@ void tsdl_next(struct parser *ps)
 		t->s = b;
 		t->len = p - b;
 	} else if ((c >= '0' && c <= '9') || (c == '-' && p + 1 < end && p[1] >= '0' && p[1] <= '9')) {
-		if (c == '-') {
-			t->neg = true;
-			p++;
-		}
-		int base = 10;
-		if (p + 1 < end && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
-			base = 16;
-			p += 2;
-		} else if (*p == '0' && p + 1 < end && p[1] >= '0' && p[1] <= '7') {
-			base = 8;
-			p++;
-		}
-		uint64_t v = 0;
-		bool any = false, ovf = false;
-		while (p < end) {
-			int d;
-			char ch = *p;
-			if (ch >= '0' && ch <= '9')
-				d = ch - '0';
-			else if (ch >= 'a' && ch <= 'f')
-				d = ch - 'a' + 10;
-			else if (ch >= 'A' && ch <= 'F')
-				d = ch - 'A' + 10;
-			else
-				break;
-			if (d >= base)
-				break;
-			if (v > (UINT64_MAX - d) / base)
-				ovf = true;
-			v = v * base + d;
-			any = true;
-			p++;
-		}
-		while (p < end && (*p == 'u' || *p == 'U' || *p == 'l' || *p == 'L'))
-			p++;
-		t->kind = TK_NUM;
-		t->num = v;
-		if (!any && base == 16)
-			tsdl_fail(ps, "malformed number");
-		if (ovf)
-			tsdl_fail(ps, "number out of range");
+		p = lex_number(ps, p, t);
 	} else if (c == '"') {
-		p++;
-		char *buf = tsdl_alloc(ps, (size_t)(end - p) < 65536 ? (size_t)(end - p) + 1 : 65537);
-		size_t n = 0;
-		while (buf && p < end && *p != '"') {
-			char ch = *p++;
-			if (ch == '\n') {
-				tsdl_fail(ps, "newline in string");
-				break;
-			}
-			if (ch == '\\' && p < end) {
-				ch = *p++;
-				ch = ch == 'n' ? '\n' : ch == 't' ? '\t' : ch;
-			}
-			if (n >= 65536) {
-				tsdl_fail(ps, "string longer than 64 KiB");
-				break;
-			}
-			buf[n++] = ch;
-		}
-		if (p >= end)
-			tsdl_fail(ps, "unterminated string");
-		else
-			p++;
-		t->kind = TK_STR;
-		t->s = buf ? buf : "";
-		t->len = n;
+		p = lex_string(ps, p, t);
 	} else if (c == ':' && p + 1 < end && p[1] == '=') {
 		t->kind = TK_ASSIGN_TYPE;
 		p += 2;
