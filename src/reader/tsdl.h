@@ -112,6 +112,10 @@ bool tsdl_is_id(struct parser *ps, const char *s);
 const char *tsdl_tok_desc(struct parser *ps, char *buf, size_t n);
 bool tsdl_expect(struct parser *ps, char c);
 char *tsdl_take_id(struct parser *ps, const char *what);
+/* Identifiers joined by dots (`a.b.c`) from the current token into buf,
+ * NUL not added; their length, or 0 when a piece is not an identifier or
+ * buf is too short (nothing reported: the caller says what it expected). */
+size_t tsdl_dotted(struct parser *ps, char *buf, size_t size);
 
 /* ---- values and types (tsdl_type.c) ------------------------------------- */
 

@@ -269,3 +269,19 @@ char *tsdl_take_id(struct parser *ps, const char *what)
 	tsdl_next(ps);
 	return s;
 }
+
+size_t tsdl_dotted(struct parser *ps, char *buf, size_t size)
+{
+	size_t n = 0;
+	for (;;) {
+		if (ps->t.kind != TK_ID || n + ps->t.len + 2 > size)
+			return 0;
+		memcpy(buf + n, ps->t.s, ps->t.len);
+		n += ps->t.len;
+		tsdl_next(ps);
+		if (!tsdl_is_punct(ps, '.'))
+			return n;
+		buf[n++] = '.';
+		tsdl_next(ps);
+	}
+}

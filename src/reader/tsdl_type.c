@@ -26,19 +26,10 @@ bool tsdl_value(struct parser *ps, struct value *v)
 	}
 	if (ps->t.kind == TK_ID) {
 		char buf[256];
-		size_t n = 0;
-		for (;;) {
-			if (ps->t.kind != TK_ID || n + ps->t.len + 2 > sizeof(buf)) {
-				tsdl_fail(ps, "malformed identifier value");
-				return false;
-			}
-			memcpy(buf + n, ps->t.s, ps->t.len);
-			n += ps->t.len;
-			tsdl_next(ps);
-			if (!tsdl_is_punct(ps, '.'))
-				break;
-			buf[n++] = '.';
-			tsdl_next(ps);
+		size_t n = tsdl_dotted(ps, buf, sizeof(buf));
+		if (!n) {
+			tsdl_fail(ps, "malformed identifier value");
+			return false;
 		}
 		v->kind = TK_ID;
 		v->s = tsdl_strdup(ps, buf, n);
@@ -77,7 +68,7 @@ int tsdl_stream_class(struct parser *ps, const struct value *v, const char *what
 	uint64_t id = tsdl_value_num(ps, v, what);
 	if (id > 1) {
 		tsdl_fail(ps, "stream class %llu: strata writes 0 and 1",
-		     (unsigned long long)id);
+			  (unsigned long long)id);
 		return 0;
 	}
 	return (int)id;
@@ -164,7 +155,7 @@ static void parse_int_attrs(struct parser *ps, struct ty *t, bool is_float,
 			*mant_dig = tsdl_value_num(ps, &v, "mant_dig");
 		} else {
 			tsdl_fail(ps, "unknown %s attribute '%s'",
-			     is_float ? "floating_point" : "integer", k);
+				  is_float ? "floating_point" : "integer", k);
 		}
 		tsdl_expect(ps, ';');
 	}
@@ -237,7 +228,7 @@ static struct ty *apply_declarator(struct parser *ps, struct ty *base)
 		if (ps->t.kind == TK_NUM && !ps->t.neg) {
 			if (ps->t.num > (1u << 24))
 				tsdl_fail(ps, "array length %llu too large",
-				     (unsigned long long)ps->t.num);
+					  (unsigned long long)ps->t.num);
 			a->kind = TY_ARRAY;
 			a->len = ps->t.num;
 			tsdl_next(ps);
@@ -297,7 +288,7 @@ static void parse_struct_body(struct parser *ps, struct ty *t)
 	if (tsdl_is_id(ps, "align")) {
 		tsdl_next(ps);
 		tsdl_expect(ps, '(');
-		if (ps->t.kind != TK_NUM || ps->t.num == 0 || (ps->t.num & (ps->t.num - 1)) ||
+			    if (ps->t.kind != TK_NUM || ps->t.num == 0 || (ps->t.num & (ps->t.num - 1)) ||
 		    ps->t.num > 4096)
 			tsdl_fail(ps, "struct align must be a power of two up to 4096");
 		else
