@@ -69,6 +69,86 @@ static bool is_gap(const char *name)
 	return true;
 }
 
+/* Field i of event ev (member mbs[i]; fields 0 to i - 1 made already,
+ * for a sequence's length) into fs[i]: its type, size and alignment; its
+ * offset is the caller's. */
+static int build_field(struct parser *ps, const struct ev_decl *ev,
+		       struct member *const *mbs, struct strata_field_class *fs,
+		       unsigned i, bool compact)
+{
+	struct member *mb = mbs[i];
+	struct ty *t = mb->type, *e = t;
+	struct strata_field_class *f = &fs[i];
+	f->name = strip_(mb->name);
+	f->length_field = -1;
+	if (t->kind == TY_ARRAY || t->kind == TY_SEQ)
+		e = t->elem;
+	switch (e->kind) {
+	case TY_INT:
+		f->type = STRATA_FIELD_INT;
+		break;
+	case TY_ENUM:
+		f->type = STRATA_FIELD_ENUM;
+		f->mappings = e->maps;
+		f->nmappings = e->nmaps;
+		break;
+	case TY_FLOAT:
+		f->type = STRATA_FIELD_FLOAT;
+		break;
+	default:
+		tsdl_fail(ps, "event '%s', field '%s': type not in strata's format",
+			  ev->name, mb->name);
+		return -EINVAL;
+	}
+	f->bits = e->bits;
+	f->is_signed = e->sgn;
+	f->base = e->kind == TY_ENUM ? e->container->base : e->base ? e->base : 10;
+	f->text = e->encoding && e->bits == 8;
+	if (e->be || (e->bits != 8 && e->bits != 16 && e->bits != 32 && e->bits != 64) ||
+	    e->align % 8 || e->align > 64) {
+		tsdl_fail(ps, "event '%s', field '%s': only little-endian 8/16/32/64-bit "
+			  "byte-aligned fields are supported", ev->name, mb->name);
+		return -EINVAL;
+	}
+	f->align = e->align / 8;
+	/* stream class 1 declares 64-bit fields 4-byte aligned in the
+	 * packet; in the payload they stay at 8 (docs/compact.md) */
+	if (compact && e->bits == 64 && e->align == 32)
+		f->align = 8;
+	if (t->kind == TY_ARRAY) {
+		if (e->kind != TY_INT) {
+			tsdl_fail(ps, "event '%s', field '%s': arrays of integers only",
+				  ev->name, mb->name);
+			return -EINVAL;
+		}
+		f->type = STRATA_FIELD_ARRAY;
+		f->length = t->len;
+	} else if (t->kind == TY_SEQ) {
+		if (e->kind != TY_INT) {
+			tsdl_fail(ps, "event '%s', field '%s': sequences of integers only",
+				  ev->name, mb->name);
+			return -EINVAL;
+		}
+		f->type = STRATA_FIELD_SEQUENCE;
+		for (unsigned j = 0; j < i; j++)
+			if (!strcmp(mbs[j]->name, t->lenname) ||
+			    !strcmp(fs[j].name, strip_(t->lenname)))
+				f->length_field = j;
+		if (f->length_field < 0 ||
+		    fs[f->length_field].type != STRATA_FIELD_INT ||
+		    fs[f->length_field].is_signed) {
+			tsdl_fail(ps, "event '%s', field '%s': length '%s' is not an earlier "
+				  "unsigned integer field", ev->name, mb->name, t->lenname);
+			return -EINVAL;
+		}
+		if (f->text)
+			fs[f->length_field].hidden = 1;
+	}
+	return 0;
+}
+
+/* Event class c from declaration ev: its fields (build_field), their
+ * offsets as long as they are fixed, and its decode programs (event.c). */
 static int build_class(struct parser *ps, const struct ev_decl *ev,
 		       struct rd_class *c)
 {
@@ -107,74 +187,10 @@ static int build_class(struct parser *ps, const struct ev_decl *ev,
 	uint64_t off = 0;
 	bool fixed = true;
 	for (unsigned i = 0; i < nf; i++) {
-		struct member *mb = mbs[i];
-		struct ty *t = mb->type, *e = t;
 		struct strata_field_class *f = &fs[i];
-		f->name = strip_(mb->name);
-		f->length_field = -1;
-		if (t->kind == TY_ARRAY || t->kind == TY_SEQ)
-			e = t->elem;
-		switch (e->kind) {
-		case TY_INT:
-			f->type = STRATA_FIELD_INT;
-			break;
-		case TY_ENUM:
-			f->type = STRATA_FIELD_ENUM;
-			f->mappings = e->maps;
-			f->nmappings = e->nmaps;
-			break;
-		case TY_FLOAT:
-			f->type = STRATA_FIELD_FLOAT;
-			break;
-		default:
-			tsdl_fail(ps, "event '%s', field '%s': type not in strata's format",
-			     ev->name, mb->name);
-			return -EINVAL;
-		}
-		f->bits = e->bits;
-		f->is_signed = e->sgn;
-		f->base = e->kind == TY_ENUM ? e->container->base : e->base ? e->base : 10;
-		f->text = e->encoding && e->bits == 8;
-		if (e->be || (e->bits != 8 && e->bits != 16 && e->bits != 32 && e->bits != 64) ||
-		    e->align % 8 || e->align > 64) {
-			tsdl_fail(ps, "event '%s', field '%s': only little-endian 8/16/32/64-bit "
-				 "byte-aligned fields are supported", ev->name, mb->name);
-			return -EINVAL;
-		}
-		f->align = e->align / 8;
-		/* stream class 1 declares 64-bit fields 4-byte aligned in the
-		 * packet; in the payload they stay at 8 (docs/compact.md) */
-		if (compact && e->bits == 64 && e->align == 32)
-			f->align = 8;
-		if (t->kind == TY_ARRAY) {
-			if (e->kind != TY_INT) {
-				tsdl_fail(ps, "event '%s', field '%s': arrays of integers only",
-				     ev->name, mb->name);
-				return -EINVAL;
-			}
-			f->type = STRATA_FIELD_ARRAY;
-			f->length = t->len;
-		} else if (t->kind == TY_SEQ) {
-			if (e->kind != TY_INT) {
-				tsdl_fail(ps, "event '%s', field '%s': sequences of integers only",
-				     ev->name, mb->name);
-				return -EINVAL;
-			}
-			f->type = STRATA_FIELD_SEQUENCE;
-			for (unsigned j = 0; j < i; j++)
-				if (!strcmp(mbs[j]->name, t->lenname) ||
-				    !strcmp(fs[j].name, strip_(t->lenname)))
-					f->length_field = j;
-			if (f->length_field < 0 ||
-			    fs[f->length_field].type != STRATA_FIELD_INT ||
-			    fs[f->length_field].is_signed) {
-				tsdl_fail(ps, "event '%s', field '%s': length '%s' is not an earlier "
-					 "unsigned integer field", ev->name, mb->name, t->lenname);
-				return -EINVAL;
-			}
-			if (f->text)
-				fs[f->length_field].hidden = 1;
-		}
+		int rc = build_field(ps, ev, mbs, fs, i, compact);
+		if (rc < 0)
+			return rc;
 		if (fixed) {
 			off = (off + f->align - 1) & ~(uint64_t)(f->align - 1);
 			f->offset = off;
@@ -204,6 +220,64 @@ static int cmp_class(const void *a, const void *b)
 	return x->ctf < y->ctf ? -1 : x->ctf > y->ctf;
 }
 
+/* The event class of each declaration, with what the producer put in env
+ * for it, into m->classes sorted by id; -1 when the parse failed. */
+static int make_classes(struct parser *ps)
+{
+	struct rd_meta *m = ps->m;
+	m->classes = calloc(ps->nevs ? ps->nevs : 1, sizeof(*m->classes));
+	if (!m->classes) {
+		tsdl_fail(ps, "out of memory");
+		return -1;
+	}
+	for (unsigned i = 0; i < ps->nevs; i++) {
+		struct rd_class *c = tsdl_alloc(ps, sizeof(*c));
+		/* the producer puts format strings and kinds in env, keyed by
+		 * id, where babeltrace2 accepts them silently (format.md §6) */
+		struct ev_decl *ev = &ps->evs[i];
+		char key[64];
+		snprintf(key, sizeof(key), "strata_format_%llu", (unsigned long long)ev->id);
+		if (!ev->format)
+			ev->format = (char *)rd_meta_env(m, key);
+		snprintf(key, sizeof(key), "strata_kind_%llu", (unsigned long long)ev->id);
+		const char *kind = rd_meta_env(m, key);
+		if (kind && !strcmp(kind, "begin"))
+			ev->kind = STRATA_KIND_BEGIN;
+		else if (kind && !strcmp(kind, "end"))
+			ev->kind = STRATA_KIND_END;
+		if (!c || build_class(ps, &ps->evs[i], c) < 0) {
+			tsdl_fail(ps, "out of memory");
+			return -1;
+		}
+		/* stream class 1: a compact id 10-30 stands for the full id
+		 * env names (docs/compact.md); the public id is the full one */
+		c->ctf = (uint32_t)ev->id;
+		snprintf(key, sizeof(key), "strata_id_%llu", (unsigned long long)ev->id);
+		const char *full = m->sclass == 1 ? rd_meta_env(m, key) : NULL;
+		if (full) {
+			unsigned long long v = strtoull(full, NULL, 10);
+			if (v >> 22 || !(v >> 16)) {
+				ps->t.line = ev->line;
+				tsdl_fail(ps, "%s = %s is not a user event id", key, full);
+				return -1;
+			}
+			c->pub.id = (uint32_t)v;
+		}
+		/* a compact event's length: header + payload (whole words) */
+		if (c->pub.fixed)
+			c->clen = 4 + ((c->pub.min_size + 7) & ~7u);
+		m->classes[m->nclasses++] = c;
+	}
+	qsort(m->classes, m->nclasses, sizeof(*m->classes), cmp_class);
+	for (unsigned i = 1; i < m->nclasses; i++)
+		if (m->classes[i]->ctf == m->classes[i - 1]->ctf) {
+			ps->t.line = 0;
+			tsdl_fail(ps, "two events with id %u", m->classes[i]->ctf);
+			return -1;
+		}
+	return 0;
+}
+
 int rd_meta_parse(const char *text, size_t len, struct rd_meta *m, char *err,
 		  size_t errlen)
 {
@@ -225,78 +299,9 @@ int rd_meta_parse(const char *text, size_t len, struct rd_meta *m, char *err,
 		tsdl_fail(&ps, "NUL byte in metadata text");
 		goto fail;
 	}
-	tsdl_next(&ps);
-	while (!ps.failed && ps.t.kind != TK_EOF) {
-		if (tsdl_is_id(&ps, "typealias"))
-			tsdl_typealias(&ps);
-		else if (tsdl_is_id(&ps, "trace"))
-			tsdl_block(&ps, B_TRACE);
-		else if (tsdl_is_id(&ps, "env"))
-			tsdl_block(&ps, B_ENV);
-		else if (tsdl_is_id(&ps, "clock"))
-			tsdl_block(&ps, B_CLOCK);
-		else if (tsdl_is_id(&ps, "stream"))
-			tsdl_block(&ps, B_STREAM);
-		else if (tsdl_is_id(&ps, "event"))
-			tsdl_block(&ps, B_EVENT);
-		else {
-			char b[64];
-			tsdl_fail(&ps, "unexpected %s at top level (expected typealias, trace, "
-				  "env, clock, stream or event)", tsdl_tok_desc(&ps, b, sizeof(b)));
-		}
-	}
-	if (ps.failed)
+	tsdl_parse(&ps);
+	if (ps.failed || make_classes(&ps) < 0)
 		goto fail;
-	m->classes = calloc(ps.nevs ? ps.nevs : 1, sizeof(*m->classes));
-	if (!m->classes) {
-		tsdl_fail(&ps, "out of memory");
-		goto fail;
-	}
-	for (unsigned i = 0; i < ps.nevs; i++) {
-		struct rd_class *c = tsdl_alloc(&ps, sizeof(*c));
-		/* the producer puts format strings and kinds in env, keyed by
-		 * id, where babeltrace2 accepts them silently (format.md §6) */
-		struct ev_decl *ev = &ps.evs[i];
-		char key[64];
-		snprintf(key, sizeof(key), "strata_format_%llu", (unsigned long long)ev->id);
-		if (!ev->format)
-			ev->format = (char *)rd_meta_env(m, key);
-		snprintf(key, sizeof(key), "strata_kind_%llu", (unsigned long long)ev->id);
-		const char *kind = rd_meta_env(m, key);
-		if (kind && !strcmp(kind, "begin"))
-			ev->kind = STRATA_KIND_BEGIN;
-		else if (kind && !strcmp(kind, "end"))
-			ev->kind = STRATA_KIND_END;
-		if (!c || build_class(&ps, &ps.evs[i], c) < 0) {
-			tsdl_fail(&ps, "out of memory");
-			goto fail;
-		}
-		/* stream class 1: a compact id 10-30 stands for the full id
-		 * env names (docs/compact.md); the public id is the full one */
-		c->ctf = (uint32_t)ev->id;
-		snprintf(key, sizeof(key), "strata_id_%llu", (unsigned long long)ev->id);
-		const char *full = m->sclass == 1 ? rd_meta_env(m, key) : NULL;
-		if (full) {
-			unsigned long long v = strtoull(full, NULL, 10);
-			if (v >> 22 || !(v >> 16)) {
-				ps.t.line = ev->line;
-				tsdl_fail(&ps, "%s = %s is not a user event id", key, full);
-				goto fail;
-			}
-			c->pub.id = (uint32_t)v;
-		}
-		/* a compact event's length: header + payload (whole words) */
-		if (c->pub.fixed)
-			c->clen = 4 + ((c->pub.min_size + 7) & ~7u);
-		m->classes[m->nclasses++] = c;
-	}
-	qsort(m->classes, m->nclasses, sizeof(*m->classes), cmp_class);
-	for (unsigned i = 1; i < m->nclasses; i++)
-		if (m->classes[i]->ctf == m->classes[i - 1]->ctf) {
-			ps.t.line = 0;
-			tsdl_fail(&ps, "two events with id %u", m->classes[i]->ctf);
-			goto fail;
-		}
 	free(ps.aliases);
 	free(ps.evs);
 	return 0;

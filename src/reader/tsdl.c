@@ -23,7 +23,7 @@ static void add_alias(struct parser *ps, char *name, struct ty *t)
 	ps->naliases++;
 }
 
-void tsdl_typealias(struct parser *ps)
+static void parse_typealias(struct parser *ps)
 {
 	tsdl_next(ps);
 	struct ty *t = tsdl_type(ps);
@@ -221,7 +221,7 @@ static void add_event(struct parser *ps, const struct ev_decl *ev)
 	ps->evs[ps->nevs++] = *ev;
 }
 
-void tsdl_block(struct parser *ps, enum blk b)
+static void parse_block(struct parser *ps, enum blk b)
 {
 	struct ev_decl ev = { .line = ps->t.line, .sclass = -1 };
 	tsdl_next(ps);
@@ -275,4 +275,28 @@ void tsdl_block(struct parser *ps, enum blk b)
 	if (ps->failed || b != B_EVENT)
 		return;
 	add_event(ps, &ev);
+}
+
+void tsdl_parse(struct parser *ps)
+{
+	tsdl_next(ps);
+	while (!ps->failed && ps->t.kind != TK_EOF) {
+		if (tsdl_is_id(ps, "typealias"))
+			parse_typealias(ps);
+		else if (tsdl_is_id(ps, "trace"))
+			parse_block(ps, B_TRACE);
+		else if (tsdl_is_id(ps, "env"))
+			parse_block(ps, B_ENV);
+		else if (tsdl_is_id(ps, "clock"))
+			parse_block(ps, B_CLOCK);
+		else if (tsdl_is_id(ps, "stream"))
+			parse_block(ps, B_STREAM);
+		else if (tsdl_is_id(ps, "event"))
+			parse_block(ps, B_EVENT);
+		else {
+			char b[64];
+			tsdl_fail(ps, "unexpected %s at top level (expected typealias, trace, "
+				  "env, clock, stream or event)", tsdl_tok_desc(ps, b, sizeof(b)));
+		}
+	}
 }

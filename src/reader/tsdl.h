@@ -129,7 +129,8 @@ struct ty *tsdl_type(struct parser *ps);
 
 /* ---- blocks (tsdl.c) ----------------------------------------------------- */
 
-void tsdl_typealias(struct parser *ps);
-void tsdl_block(struct parser *ps, enum blk b);
+/* The metadata text: its blocks into ps->m, its event blocks into
+ * ps->evs; ps->failed and ps->err say where it stopped. */
+void tsdl_parse(struct parser *ps);
 
 #endif /* STRATA_RD_TSDL_H */
