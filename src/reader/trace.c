@@ -73,6 +73,57 @@ out:
 	return rc;
 }
 
+/* The sub-traces discovery found whose metadata loads, into t->subs (the
+ * directories taken from f); -EINVAL when none does. */
+static int load_subtraces(struct strata_trace *t, struct rd_found *f)
+{
+	int rc;
+	t->subs = calloc(f->subs.n ? f->subs.n : 1, sizeof(*t->subs));
+	if (!t->subs)
+		return -ENOMEM;
+	for (size_t i = 0; i < f->subs.n; i++) {
+		struct rd_subtrace *sub = &t->subs[t->nsubs];
+		sub->dir = f->subs.v[i];
+		f->subs.v[i] = NULL;
+		rc = load_metadata(t, sub);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc < 0) {
+			free(sub->dir);
+			sub->dir = NULL;
+			continue;
+		}
+		t->nsubs++;
+	}
+	if (!t->nsubs)
+		return -EINVAL;
+	return 0;
+}
+
+/* The trace's class table, all its sub-traces' classes (pub.index), and
+ * the most fields of a class, of one the batch path takes. */
+static int trace_classes(struct strata_trace *t)
+{
+	for (unsigned i = 0; i < t->nsubs; i++)
+		t->nclasses += t->subs[i].meta.nclasses;
+	t->classes = calloc(t->nclasses ? t->nclasses : 1, sizeof(*t->classes));
+	if (!t->classes)
+		return -ENOMEM;
+	unsigned k = 0;
+	for (unsigned i = 0; i < t->nsubs; i++)
+		for (unsigned j = 0; j < t->subs[i].meta.nclasses; j++) {
+			struct rd_class *c = t->subs[i].meta.classes[j];
+			c->pub.index = k;
+			t->classes[k++] = &c->pub;
+			if (c->pub.nfields > t->max_nf)
+				t->max_nf = c->pub.nfields;
+			if (c->fast_min != UINT32_MAX && c->pub.nfields > t->fast_nf)
+				t->fast_nf = c->pub.nfields;
+		}
+	t->fast_nf = t->fast_nf < 2 ? 2 : (t->fast_nf + 1) & ~1u;
+	return 0;
+}
+
 int strata_trace_open(const char *path, const struct strata_open_options *opt,
 		      struct strata_trace **out)
 {
@@ -116,29 +167,8 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 		goto fail;
 	for (size_t i = 0; i < f.broken.n; i++)
 		rd_report(t, STRATA_PROBLEM_METADATA, f.broken.v[i], 0, 0, 0, "%s", f.why.v[i]);
-	t->subs = calloc(f.subs.n ? f.subs.n : 1, sizeof(*t->subs));
-	if (!t->subs) {
-		rc = -ENOMEM;
+	if ((rc = load_subtraces(t, &f)) < 0)
 		goto fail;
-	}
-	for (size_t i = 0; i < f.subs.n; i++) {
-		struct rd_subtrace *sub = &t->subs[t->nsubs];
-		sub->dir = f.subs.v[i];
-		f.subs.v[i] = NULL;
-		rc = load_metadata(t, sub);
-		if (rc == -ENOMEM)
-			goto fail;
-		if (rc < 0) {
-			free(sub->dir);
-			sub->dir = NULL;
-			continue;
-		}
-		t->nsubs++;
-	}
-	if (!t->nsubs) {
-		rc = -EINVAL;
-		goto fail;
-	}
 	if (!merge && (rc = rd_one_clock(t)) < 0)
 		goto fail;
 	for (unsigned i = 0; i < t->nsubs; i++) {
@@ -151,25 +181,8 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 			goto fail;
 	}
 	/* class table, clock, time span */
-	for (unsigned i = 0; i < t->nsubs; i++)
-		t->nclasses += t->subs[i].meta.nclasses;
-	t->classes = calloc(t->nclasses ? t->nclasses : 1, sizeof(*t->classes));
-	if (!t->classes) {
-		rc = -ENOMEM;
+	if ((rc = trace_classes(t)) < 0)
 		goto fail;
-	}
-	unsigned k = 0;
-	for (unsigned i = 0; i < t->nsubs; i++)
-		for (unsigned j = 0; j < t->subs[i].meta.nclasses; j++) {
-			struct rd_class *c = t->subs[i].meta.classes[j];
-			c->pub.index = k;
-			t->classes[k++] = &c->pub;
-			if (c->pub.nfields > t->max_nf)
-				t->max_nf = c->pub.nfields;
-			if (c->fast_min != UINT32_MAX && c->pub.nfields > t->fast_nf)
-				t->fast_nf = c->pub.nfields;
-		}
-	t->fast_nf = t->fast_nf < 2 ? 2 : (t->fast_nf + 1) & ~1u;
 	t->freq = t->subs[0].meta.freq;
 	t->offset_s = t->subs[0].meta.offset_s;
 	t->offset = t->subs[0].meta.offset;
