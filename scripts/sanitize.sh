@@ -13,8 +13,9 @@ run() {
 	# Stress (signals, migrations, losses, overwrite), the babeltrace2
 	# round trips and the unit tests under both; under ASan also the
 	# session daemon (crash salvage), the reliability tests but the fork
-	# ones, the kernel source and the reader (damaged traces); under TSan
-	# the fork tests.
+	# ones, the kernel source, the reader (damaged traces: test_damage,
+	# reliability.sh) and strata-gen (its parser on every error case, the
+	# generated code run); under TSan the fork tests.
 	(cd "$dir" && ctest --output-on-failure -j"$jobs" -L "$labels" ${4:+-LE "$4"})
 }
 
@@ -27,7 +28,7 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
 # session helper thread from the atfork handler, which ASan's runtime (as
 # TSan's, below) does not survive: some children hang at exit in it
 # (15 of 100 fork-first runs, the same before this project's fork fix).
-run build-asan "address,undefined" 'stress|integration|unit|record|kernel|reliability|reader' fork
+run build-asan "address,undefined" 'stress|integration|unit|record|kernel|reliability|reader|gen' fork
 echo "== ThreadSanitizer"
 # A traced process under TSan takes about half a second to start: 25 runs
 # of each fork test instead of 100 (tests/reliability/forks.sh).

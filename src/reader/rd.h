@@ -158,7 +158,7 @@ int rd_meta_parse(const char *text, size_t len, struct rd_meta *m, char *err,
 void rd_meta_fini(struct rd_meta *m);
 const char *rd_meta_env(const struct rd_meta *m, const char *key);
 
-/* ---- trace, streams, packets (trace.c) -------------------------------- */
+/* ---- trace, streams, packets (trace.c, stream.c, index.c, packet.c) ---- */
 
 #define RD_PK_BAD 1u              /* header rejected: skipped */
 #define RD_PK_SEQ_REPORTED 2u     /* problems already reported once */
@@ -179,7 +179,7 @@ struct rd_packet {
 };
 
 /*
- * The batch path's class lookup (iter.c fast_at), by the upper half of
+ * The batch path's class lookup (batch.c fast_at), by the upper half of
  * an event's header word (format.md §3: length and id): one compare of
  * `hi` proves the id is a class with a decode plan, not a strata record
  * (major 0), and that the event has exactly the class's length, so the
@@ -208,7 +208,7 @@ struct rd_fast {
 _Static_assert(sizeof(struct rd_fast) == 64, "one cache line per class");
 
 /* struct rd_fast's size in stream class 1 for a compact id the batch path
- * does not take: larger than any content (trace.c build_fast1) */
+ * does not take: larger than any content (classes.c build_fast1) */
 #define RD_FAST_NONE (UINT64_MAX >> 1)
 
 struct rd_subtrace {
@@ -250,7 +250,7 @@ struct rd_stream {
 	uint32_t cpu;
 	uint8_t sclass; /* its sub-trace's stream class (packet stream_id) */
 	uint64_t begin, end, discarded, packets_lost;
-	bool random; /* sought in: the reader reads ahead itself (iter.c) */
+	bool random; /* sought in: the reader reads ahead itself (cursor.c) */
 	bool back_reported; /* time going back: said once per stream */
 };
 
@@ -280,7 +280,7 @@ void rd_report(struct strata_trace *t, int kind, const char *file,
 
 /*
  * Entry i of an index-loaded stream (RD_PK_UNCHECKED) against the packet
- * header it points to, before anything is read by it (iter.c): the index
+ * header it points to, before anything is read by it (cursor.c): the index
  * is a cache, and one that disagrees with its packets is reported once and
  * rebuilt from the packet headers (format.md §7). Returns 0 when the entry
  * holds (it is then checked, cpu/pid/tid from the header), 1 when the index

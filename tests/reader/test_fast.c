@@ -109,7 +109,7 @@ static void test_read_unordered(void **state)
 }
 
 /* strata_iter_next with no filter (cursor_next_fast) returns what the
- * general path (cursor_next: a filter with a condition that passes every
+ * general path (rd_cursor_next: a filter with a condition that passes every
  * event) returns, field for field: n events. */
 static void fast_vs_general(const char *dir, unsigned n)
 {
