@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: MIT
+/* strata view's JSON API: the trace summary, rows of a window at a resolution, events around a time (docs/view.md). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view.h"
+
+/*
+ * A window whose bins say it holds at most this many events is read from
+ * the trace itself (exact times, event classes); a wider one is drawn from
+ * the bins. At the reader's tens of millions of events a second this
+ * bounds a window's answer to a few milliseconds whatever the trace's size.
+ */
+#define VW_EXACT_MAX 200000u
+
+static const char *thread_name(const struct vw_model *m, uint32_t tid)
+{
+	const char *n = an_names_get(m->names, tid);
+	return n ? n : "";
+}
+
+int vw_api_summary(struct vw_model *m, struct vw_buf *o)
+{
+	struct strata_clock_info ck;
+	strata_trace_clock(m->t, &ck);
+	struct an_loss loss;
+	an_loss_get(m->t, &loss);
+	vw_puts(o, "{\"trace\":");
+	vw_put_str(o, m->path, strlen(m->path));
+	vw_printf(o, ",\"span_ns\":%llu,\"wall_ns\":%lld,\"clock\":",
+		  (unsigned long long)vw_ns(m, m->end - m->begin),
+		  (long long)strata_trace_wall_ns(m->t, m->begin));
+	vw_put_str(o, ck.name ? ck.name : "", ck.name ? strlen(ck.name) : 0);
+	vw_printf(o, ",\"events\":%llu,\"bytes\":%llu,\"build_ms\":%.1f,"
+		  "\"have_sched\":%s,\"problems\":%llu,\"lost_events\":%llu,"
+		  "\"lost_packets\":%llu,\"cpus\":[",
+		  (unsigned long long)m->nevents,
+		  (unsigned long long)strata_trace_size(m->t), m->build_ms,
+		  m->have_sched ? "true" : "false",
+		  (unsigned long long)strata_trace_nproblems(m->t),
+		  (unsigned long long)(loss.kernel_events + loss.user_events),
+		  (unsigned long long)(loss.kernel_packets + loss.user_packets));
+	for (unsigned i = 0; i < m->ncpus; i++) {
+		uint64_t n = 0;
+		for (unsigned b = 0; b < m->nbins; b++)
+			n += m->cpus[i].bins[b];
+		vw_printf(o, "%s{\"cpu\":%u,\"switches\":%zu,\"events\":%llu}",
+			  i ? "," : "", i, m->cpus[i].nsw, (unsigned long long)n);
+	}
+	vw_puts(o, "],\"threads\":[");
+	for (unsigned i = 0; i < m->nrows; i++) {
+		const struct vw_thread *th = m->rows[i];
+		const char *n = thread_name(m, th->tid);
+		vw_printf(o, "%s{\"pid\":%u,\"tid\":%u,\"events\":%llu,"
+			  "\"intervals\":%zu,\"name\":", i ? "," : "", th->pid,
+			  th->tid, (unsigned long long)th->events, th->niv);
+		vw_put_str(o, n, strlen(n));
+		vw_puts(o, "}");
+	}
+	/* every thread a CPU row may show, for its name and colour */
+	vw_puts(o, "],\"names\":{");
+	for (size_t i = 0, k = 0; i < m->threads.n; i++) {
+		const struct vw_thread *th = m->threads.all[i];
+		const char *n = an_names_get(m->names, th->tid);
+		if (!n)
+			continue;
+		vw_printf(o, "%s\"%u\":", k++ ? "," : "", th->tid);
+		vw_put_str(o, n, strlen(n));
+	}
+	vw_puts(o, "},\"kinds\":[");
+	unsigned nk = m->pairer ? iv_pairer_nkinds(m->pairer) : 0;
+	for (unsigned i = 0; i < nk; i++) {
+		const char *k = iv_pairer_kind(m->pairer, i);
+		vw_puts(o, i ? "," : "");
+		vw_put_str(o, k, strlen(k));
+	}
+	vw_puts(o, "],\"classes\":[");
+	for (unsigned i = 0; i < strata_trace_nclasses(m->t); i++) {
+		const struct strata_event_class *c = strata_trace_class(m->t, i);
+		const char *n = c ? c->name : "";
+		vw_puts(o, i ? "," : "");
+		vw_put_str(o, n, strlen(n));
+	}
+	vw_puts(o, "]}");
+	return 0;
+}
+
+/* ---- a window: rows between t0 and t1 at w pixels ------------------------ */
+
+struct win {
+	struct vw_model *m;
+	uint64_t t0, t1;         /* ticks */
+	unsigned w;
+	double scale;            /* pixels per tick */
+	struct vw_buf *o;
+};
+
+static double xof(const struct win *v, uint64_t ts)
+{
+	if (ts <= v->t0)
+		return 0;
+	double x = (double)(ts - v->t0) * v->scale;
+	return x > v->w ? v->w : x;
+}
+
+/* Per (row, pixel): events, the first one's time and class (-1: from
+ * bins), and the pixels a bin wider than one covers. */
+struct px {
+	uint32_t n;
+	int32_t cls;
+	uint64_t ts;
+	uint32_t span;
+};
+
+static void put_marks(const struct win *v, const struct px *p)
+{
+	vw_puts(v->o, "\"marks\":[");
+	bool first = true;
+	for (unsigned x = 0; x < v->w; x++) {
+		if (!p[x].n)
+			continue;
+		vw_printf(v->o, "%s%u,%u,%u,%llu,%d", first ? "" : ",", x,
+			  p[x].span ? p[x].span : 1, p[x].n,
+			  (unsigned long long)vw_ns(v->m, p[x].ts - v->m->begin),
+			  p[x].cls);
+		first = false;
+	}
+	vw_puts(v->o, "]");
+}
+
+static void count(struct px *p, uint64_t n, uint64_t ts, int32_t cls)
+{
+	if (!p->n) {
+		p->ts = ts;
+		p->cls = cls;
+	}
+	p->n = p->n + n > UINT32_MAX ? UINT32_MAX : (uint32_t)(p->n + n);
+}
+
+/* From the trace: every event of the window into its rows' pixels. Rows:
+ * the CPUs, then the threads (view.h: m->rows). */
+static int fill_exact(const struct win *v, struct px *px)
+{
+	struct vw_model *m = v->m;
+	struct strata_iter *it;
+	int err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1 },
+				     &it);
+	if (err)
+		return err;
+	strata_iter_seek(it, v->t0);
+	const struct strata_event *ev;
+	while (strata_iter_next(it, &ev) == 1 && ev->timestamp <= v->t1) {
+		unsigned x = (unsigned)xof(v, ev->timestamp);
+		if (x >= v->w)
+			x = v->w - 1;
+		int32_t cls = (int32_t)ev->cls->index;
+		if (ev->cpu < m->ncpus)
+			count(&px[(size_t)ev->cpu * v->w + x], 1, ev->timestamp, cls);
+		if (m->kernel[ev->stream])
+			continue;
+		struct vw_thread *th = an_tidmap_find(&m->threads, ev->tid);
+		if (th && th->bins)
+			count(&px[(size_t)(m->ncpus + th->row) * v->w + x], 1,
+			      ev->timestamp, cls);
+	}
+	strata_iter_destroy(it);
+	return 0;
+}
+
+static uint64_t bin_start(const struct vw_model *m, unsigned b)
+{
+	unsigned __int128 x = (unsigned __int128)b * (m->end - m->begin + 1);
+	return m->begin + (uint64_t)((x + m->nbins - 1) / m->nbins);
+}
+
+/* From the bins: each bin of the window into the pixel where it starts,
+ * spread over the pixels it covers. */
+static void fill_bins(const struct win *v, struct px *p, const uint32_t *bins)
+{
+	unsigned b0 = vw_bin(v->m, v->t0), b1 = vw_bin(v->m, v->t1);
+	for (unsigned b = b0; b <= b1; b++) {
+		if (!bins[b])
+			continue;
+		uint64_t s = bin_start(v->m, b), e = bin_start(v->m, b + 1);
+		unsigned x0 = (unsigned)xof(v, s), x1 = (unsigned)xof(v, e);
+		if (x0 >= v->w)
+			x0 = v->w - 1;
+		count(&p[x0], bins[b], s > v->t0 ? s : v->t0, -1);
+		if (x1 > x0 + p[x0].span)
+			p[x0].span = x1 - x0;
+	}
+}
+
+/* A CPU's running threads: exact slices when the window holds few
+ * switches, else per pixel the thread running at its middle (and whether
+ * others ran in it too). Flat [x0, x1, tid, mixed] runs. */
+static size_t first_after(const struct vw_cpu *c, uint64_t ts)
+{
+	size_t lo = 0, hi = c->nsw;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->sw[mid].t <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo; /* sw[lo - 1] runs at ts */
+}
+
+static void put_slices(const struct win *v, const struct vw_cpu *c)
+{
+	vw_puts(v->o, "\"slices\":[");
+	size_t i0 = first_after(c, v->t0), i1 = first_after(c, v->t1);
+	bool first = true;
+	if (i1 - i0 <= 2 * (size_t)v->w) {
+		for (size_t i = i0 ? i0 - 1 : 0; i < i1; i++) {
+			uint64_t e = i + 1 < c->nsw ? c->sw[i + 1].t : v->t1;
+			if (!c->sw[i].tid || e < v->t0)
+				continue; /* idle: nothing drawn */
+			vw_printf(v->o, "%s%.2f,%.2f,%d,0", first ? "" : ",",
+				  xof(v, c->sw[i].t), xof(v, e), c->sw[i].tid);
+			first = false;
+		}
+		vw_puts(v->o, "]");
+		return;
+	}
+	int32_t run_tid = 0;
+	int run_mixed = 0;
+	unsigned run_x = 0;
+	double tpp = (double)(v->t1 - v->t0) / v->w;
+	for (unsigned x = 0; x <= v->w; x++) {
+		int32_t tid = 0;
+		int mixed = 0;
+		if (x < v->w) {
+			uint64_t a = v->t0 + (uint64_t)(x * tpp);
+			uint64_t b = v->t0 + (uint64_t)((x + 1) * tpp);
+			size_t k = first_after(c, a + (b - a) / 2);
+			tid = k ? c->sw[k - 1].tid : 0;
+			mixed = first_after(c, b) - first_after(c, a) > 1;
+		}
+		if (x < v->w && tid == run_tid && mixed == run_mixed)
+			continue;
+		if (run_tid && x > run_x) {
+			vw_printf(v->o, "%s%u,%u,%d,%d", first ? "" : ",", run_x, x,
+				  run_tid, run_mixed);
+			first = false;
+		}
+		run_tid = tid;
+		run_mixed = mixed;
+		run_x = x;
+	}
+	vw_puts(v->o, "]");
+}
+
+/* A thread's intervals in the window, flat [x0, x1, depth, kind]; those
+ * under a pixel wide that follow one at the same depth in the same pixel
+ * are merged into it. The blocks' latest ends find the intervals that
+ * began before the window and are still open without reading the others
+ * (view.md). */
+static void put_intervals(const struct win *v, const struct vw_thread *th)
+{
+	vw_puts(v->o, "\"intervals\":[");
+	size_t lo = 0, hi = th->niv;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (th->iv[mid].begin <= v->t1)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t end = lo;
+	double last_x1[8] = { -1, -1, -1, -1, -1, -1, -1, -1 };
+	bool first = true;
+	for (size_t blk = 0; blk * VW_IV_BLOCK < end; blk++) {
+		if (th->blockmax[blk] < v->t0)
+			continue;
+		size_t j1 = (blk + 1) * VW_IV_BLOCK;
+		for (size_t j = blk * VW_IV_BLOCK; j < j1 && j < end; j++) {
+			const struct vw_iv *iv = &th->iv[j];
+			if (iv->end < v->t0)
+				continue;
+			double x0 = xof(v, iv->begin), x1 = xof(v, iv->end);
+			unsigned d = iv->depth < 8 ? iv->depth : 7;
+			if (x1 - x0 < 1 && x0 < last_x1[d] + 1)
+				continue; /* inside the pixel just drawn */
+			vw_printf(v->o, "%s%.2f,%.2f,%u,%u", first ? "" : ",", x0,
+				  x1 - x0 < 1 ? x0 + 1 : x1, iv->depth, iv->kind);
+			last_x1[d] = x1 - x0 < 1 ? x0 + 1 : x1;
+			first = false;
+		}
+	}
+	vw_puts(v->o, "]");
+}
+
+int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
+		  struct vw_buf *o)
+{
+	struct win v = { .m = m, .w = w, .o = o };
+	v.t0 = m->begin + vw_ticks(m, t0);
+	v.t1 = m->begin + vw_ticks(m, t1);
+	if (v.t1 <= v.t0)
+		v.t1 = v.t0 + 1;
+	v.scale = (double)w / (double)(v.t1 - v.t0);
+	unsigned b0 = vw_bin(m, v.t0), b1 = vw_bin(m, v.t1);
+	uint64_t est = m->prefix[b1 + 1] - m->prefix[b0];
+	bool exact = est <= VW_EXACT_MAX;
+	size_t nrows = m->ncpus + m->nrows;
+	struct px *px = calloc(nrows * w + 1, sizeof(*px));
+	if (!px)
+		return -ENOMEM;
+	int err = 0;
+	if (exact) {
+		err = fill_exact(&v, px);
+	} else {
+		for (unsigned i = 0; i < m->ncpus; i++)
+			fill_bins(&v, px + (size_t)i * w, m->cpus[i].bins);
+		for (unsigned i = 0; i < m->nrows; i++)
+			fill_bins(&v, px + (size_t)(m->ncpus + i) * w, m->rows[i]->bins);
+	}
+	if (err) {
+		free(px);
+		return err;
+	}
+	vw_printf(o, "{\"t0\":%llu,\"t1\":%llu,\"w\":%u,\"exact\":%s,"
+		  "\"events\":%llu,\"cpus\":[", (unsigned long long)t0,
+		  (unsigned long long)t1, w, exact ? "true" : "false",
+		  (unsigned long long)est);
+	for (unsigned i = 0; i < m->ncpus; i++) {
+		vw_printf(o, "%s{\"cpu\":%u,", i ? "," : "", i);
+		put_slices(&v, &m->cpus[i]);
+		vw_puts(o, ",");
+		put_marks(&v, px + (size_t)i * w);
+		vw_puts(o, "}");
+	}
+	vw_puts(o, "],\"threads\":[");
+	for (unsigned i = 0; i < m->nrows; i++) {
+		vw_printf(o, "%s{\"tid\":%u,", i ? "," : "", m->rows[i]->tid);
+		put_intervals(&v, m->rows[i]);
+		vw_puts(o, ",");
+		put_marks(&v, px + (size_t)(m->ncpus + i) * w);
+		vw_puts(o, "}");
+	}
+	vw_puts(o, "]}");
+	free(px);
+	return 0;
+}
+
+/* ---- events around a time ------------------------------------------------ */
+
+static void put_event(struct vw_model *m, const struct strata_event *ev,
+		      struct strata_value *vals, unsigned nvals, struct vw_buf *o)
+{
+	char desc[512];
+	const struct strata_event_class *c = ev->cls;
+	vw_printf(o, "{\"ts\":%llu,\"cpu\":%u,\"pid\":%u,\"tid\":%u,\"stream\":%u,"
+		  "\"offset\":%llu,\"cls\":%u,\"name\":",
+		  (unsigned long long)vw_ns(m, ev->timestamp - m->begin), ev->cpu,
+		  ev->pid, ev->tid, ev->stream, (unsigned long long)ev->offset,
+		  c->index);
+	vw_put_str(o, c->name, strlen(c->name));
+	vw_puts(o, ",\"fields\":{");
+	int n = c->nfields + 3 <= nvals ? strata_event_fields(ev, vals, nvals) : -EINVAL;
+	for (int i = 0, k = 0; i < n; i++) {
+		if (c->fields[i].hidden)
+			continue;
+		vw_puts(o, k++ ? "," : "");
+		vw_put_str(o, c->fields[i].name, strlen(c->fields[i].name));
+		vw_puts(o, ":");
+		vw_put_value(o, &c->fields[i], &vals[i]);
+	}
+	int d = n >= 0 ? strata_event_describe_values(ev, vals, (unsigned)n, desc,
+						     sizeof(desc)) : -1;
+	vw_puts(o, "},\"desc\":");
+	vw_put_str(o, d >= 0 ? desc : "(damaged)", d >= 0 ? strlen(desc) : 9);
+	vw_puts(o, n < 0 ? ",\"damaged\":true}" : "}");
+}
+
+static int list_iter(struct vw_model *m, int64_t cpu, int64_t tid,
+		     struct strata_filter **f, struct strata_iter **it)
+{
+	int err = strata_filter_create(m->t, f);
+	if (!err && cpu >= 0)
+		err = strata_filter_cpu(*f, (uint32_t)cpu);
+	if (!err && tid >= 0)
+		err = strata_filter_tid(*f, (uint32_t)tid);
+	if (!err)
+		err = strata_iter_create(m->t, &(struct strata_iter_options){
+			.stream = -1, .filter = *f }, it);
+	return err;
+}
+
+/* The last `n` events before tick t: read from ever earlier points (4x
+ * the span each time) until they hold n, so a dense trace reads about n
+ * events and a sparse one a few passes. */
+static size_t before(struct vw_model *m, struct strata_iter *it, uint64_t t,
+		     unsigned n, struct strata_event *ring)
+{
+	uint64_t span = (m->end - m->begin) / 4096 + 1;
+	size_t got = 0;
+	for (;;) {
+		uint64_t from = t - m->begin > span ? t - span : m->begin;
+		strata_iter_seek(it, from);
+		const struct strata_event *ev;
+		got = 0;
+		while (strata_iter_next(it, &ev) == 1 && ev->timestamp < t)
+			ring[got++ % n] = *ev;
+		if (got >= n || from == m->begin)
+			break;
+		span *= 4;
+	}
+	if (got > n) { /* oldest first */
+		size_t k = got % n;
+		struct strata_event tmp[n];
+		memcpy(tmp, ring + k, (n - k) * sizeof(*ring));
+		memcpy(tmp + n - k, ring, k * sizeof(*ring));
+		memcpy(ring, tmp, n * sizeof(*ring));
+		got = n;
+	}
+	return got;
+}
+
+int vw_api_list(struct vw_model *m, uint64_t t, unsigned nbefore, unsigned nafter,
+		int64_t cpu, int64_t tid, struct vw_buf *o)
+{
+	struct strata_filter *f = NULL;
+	struct strata_iter *it = NULL;
+	struct strata_event *ring = calloc(nbefore + 1, sizeof(*ring));
+	unsigned nvals = 256 + 3;
+	struct strata_value *vals = calloc(nvals, sizeof(*vals));
+	int err = ring && vals ? list_iter(m, cpu, tid, &f, &it) : -ENOMEM;
+	if (err)
+		goto out;
+	uint64_t tt = m->begin + vw_ticks(m, t);
+	size_t nb = nbefore ? before(m, it, tt, nbefore, ring) : 0;
+	vw_printf(o, "{\"t\":%llu,\"before\":%zu,\"events\":[", (unsigned long long)t, nb);
+	for (size_t i = 0; i < nb; i++) {
+		vw_puts(o, i ? "," : "");
+		put_event(m, &ring[i], vals, nvals, o);
+	}
+	strata_iter_seek(it, tt);
+	const struct strata_event *ev;
+	for (unsigned i = 0; i < nafter && strata_iter_next(it, &ev) == 1; i++) {
+		vw_puts(o, nb || i ? "," : "");
+		put_event(m, ev, vals, nvals, o);
+	}
+	vw_puts(o, "]}");
+out:
+	strata_iter_destroy(it);
+	strata_filter_destroy(f);
+	free(ring);
+	free(vals);
+	return err;
+}
