@@ -32,6 +32,7 @@ int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 		  (unsigned long long)vw_ns(m, m->end - m->begin),
 		  (long long)strata_trace_wall_ns(m->t, m->begin));
 	vw_put_str(o, ck.name ? ck.name : "", ck.name ? strlen(ck.name) : 0);
+	vw_printf(o, ",\"freq\":%llu", (unsigned long long)ck.freq);
 	vw_printf(o, ",\"events\":%llu,\"bytes\":%llu,\"build_ms\":%.1f,"
 		  "\"have_sched\":%s,\"problems\":%llu,\"lost_events\":%llu,"
 		  "\"lost_packets\":%llu,\"cpus\":[",
@@ -298,7 +299,7 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 {
 	struct win v = { .m = m, .w = w, .o = o };
 	v.t0 = m->begin + vw_ticks(m, t0);
-	v.t1 = m->begin + vw_ticks(m, t1);
+	v.t1 = m->begin + vw_ticks(m, t1 + 1) - 1; /* t1's ns included */
 	if (v.t1 <= v.t0)
 		v.t1 = v.t0 + 1;
 	v.scale = (double)w / (double)(v.t1 - v.t0);

@@ -33,7 +33,9 @@ uint64_t vw_ns(const struct vw_model *m, uint64_t ticks)
 
 uint64_t vw_ticks(const struct vw_model *m, uint64_t ns)
 {
-	return strata_trace_ns_to_ticks(m->t, ns);
+	/* ns_to_ticks rounds down, so one tick more is enough */
+	uint64_t t = strata_trace_ns_to_ticks(m->t, ns);
+	return strata_trace_ticks_to_ns(m->t, t) < ns ? t + 1 : t;
 }
 
 static struct vw_thread *thread_of(struct vw_model *m, uint32_t tid)

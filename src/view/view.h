@@ -71,7 +71,9 @@ void vw_model_fini(struct vw_model *m);
 /* The bin of tick ts (clamped to the trace). */
 unsigned vw_bin(const struct vw_model *m, uint64_t ts);
 uint64_t vw_ns(const struct vw_model *m, uint64_t ticks);   /* since begin */
-uint64_t vw_ticks(const struct vw_model *m, uint64_t ns);   /* since begin */
+/* The first tick (since begin) that vw_ns shows as ns or later: the
+ * page's times are the ones strata print shows, floored to the ns. */
+uint64_t vw_ticks(const struct vw_model *m, uint64_t ns);
 
 /* The answers of the JSON API (api.c); each writes one JSON document into
  * out, or returns an HTTP status (400) after writing why into out. */
