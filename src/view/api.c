@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* strata view's JSON API: the trace summary, rows of a window at a resolution, events around a time (docs/view.md). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,22 +194,34 @@ static void fill_bins(const struct win *v, struct px *p, const uint32_t *bins)
 	}
 }
 
-/* A CPU's running threads: exact slices when the window holds few
- * switches, else per pixel the thread running at its middle (and whether
- * others ran in it too). Flat [x0, x1, tid, mixed] runs. */
-static size_t first_after(const struct vw_cpu *c, uint64_t ts)
+/* The first of n sorted items of `size` bytes whose leading uint64_t time
+ * (vw_switch.t, vw_iv.begin) is after ts. */
+_Static_assert(offsetof(struct vw_switch, t) == 0, "after(): time first");
+_Static_assert(offsetof(struct vw_iv, begin) == 0, "after(): time first");
+
+static size_t after(const void *base, size_t n, size_t size, uint64_t ts)
 {
-	size_t lo = 0, hi = c->nsw;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (c->sw[mid].t <= ts)
+		uint64_t t;
+		memcpy(&t, (const char *)base + mid * size, sizeof(t));
+		if (t <= ts)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo; /* sw[lo - 1] runs at ts */
+	return lo;
 }
 
+static size_t first_after(const struct vw_cpu *c, uint64_t ts)
+{
+	return after(c->sw, c->nsw, sizeof(*c->sw), ts); /* sw[k - 1] runs at ts */
+}
+
+/* A CPU's running threads: exact slices when the window holds few
+ * switches, else per pixel the thread running at its middle (and whether
+ * others ran in it too). Flat [x0, x1, tid, mixed] runs. */
 static void put_slices(const struct win *v, const struct vw_cpu *c)
 {
 	vw_puts(v->o, "\"slices\":[");
@@ -254,42 +267,79 @@ static void put_slices(const struct win *v, const struct vw_cpu *c)
 	vw_puts(v->o, "]");
 }
 
-/* A thread's intervals in the window, flat [x0, x1, depth, kind]; those
- * under a pixel wide that follow one at the same depth in the same pixel
- * are merged into it. The blocks' latest ends find the intervals that
- * began before the window and are still open without reading the others
- * (view.md). */
+/* The first interval of lv that begins after ts. */
+static size_t iv_after(const struct vw_ivlevel *lv, uint64_t ts)
+{
+	return after(lv->iv, lv->n, sizeof(*lv->iv), ts);
+}
+
+static void put_iv(const struct win *v, double x0, double x1, const struct vw_iv *iv,
+		   bool *first)
+{
+	vw_printf(v->o, "%s%.2f,%.2f,%u,%u", *first ? "" : ",", x0, x1, iv->depth,
+		  iv->kind);
+	*first = false;
+}
+
+/* A level whose intervals are all a pixel or more: each one in the
+ * window. Those that began before it and are still open are found by
+ * the blocks' latest ends, without reading the others. */
+static void put_level(const struct win *v, const struct vw_ivlevel *lv, bool *first)
+{
+	size_t end = iv_after(lv, v->t1);
+	for (size_t blk = 0; blk * VW_IV_BLOCK < end; blk++) {
+		if (lv->blockmax[blk] < v->t0)
+			continue;
+		size_t j1 = (blk + 1) * VW_IV_BLOCK;
+		for (size_t j = blk * VW_IV_BLOCK; j < j1 && j < end; j++)
+			if (lv->iv[j].end >= v->t0)
+				put_iv(v, xof(v, lv->iv[j].begin), xof(v, lv->iv[j].end),
+				       &lv->iv[j], first);
+	}
+}
+
+/* A level of intervals shorter than two pixels: per pixel, whether one
+ * begins there, as runs of busy pixels (the depth and kind of the first
+ * of each run). Its cost is the pixels, not the intervals. */
+static void probe_level(const struct win *v, const struct vw_ivlevel *lv, bool *first)
+{
+	double tpp = (double)(v->t1 - v->t0) / v->w;
+	size_t j = iv_after(lv, v->t0 ? v->t0 - 1 : 0);
+	const struct vw_iv *run = NULL;
+	unsigned run_x = 0;
+	for (unsigned x = 0; x <= v->w; x++) {
+		bool busy = false;
+		if (x < v->w) {
+			uint64_t b = v->t0 + (uint64_t)((x + 1) * tpp);
+			busy = j < lv->n && lv->iv[j].begin < b;
+			if (busy && !run) {
+				run = &lv->iv[j];
+				run_x = x;
+			}
+			j = iv_after(lv, b - 1);
+		}
+		if (!busy && run) {
+			put_iv(v, run_x, x, run, first);
+			run = NULL;
+		}
+	}
+}
+
+/* A thread's intervals in the window, flat [x0, x1, depth, kind]. */
 static void put_intervals(const struct win *v, const struct vw_thread *th)
 {
 	vw_puts(v->o, "\"intervals\":[");
-	size_t lo = 0, hi = th->niv;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (th->iv[mid].begin <= v->t1)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	size_t end = lo;
-	double last_x1[8] = { -1, -1, -1, -1, -1, -1, -1, -1 };
 	bool first = true;
-	for (size_t blk = 0; blk * VW_IV_BLOCK < end; blk++) {
-		if (th->blockmax[blk] < v->t0)
+	uint64_t span = v->m->end - v->m->begin;
+	double tpp = (double)(v->t1 - v->t0) / v->w;
+	for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
+		if (!th->lev[l].n)
 			continue;
-		size_t j1 = (blk + 1) * VW_IV_BLOCK;
-		for (size_t j = blk * VW_IV_BLOCK; j < j1 && j < end; j++) {
-			const struct vw_iv *iv = &th->iv[j];
-			if (iv->end < v->t0)
-				continue;
-			double x0 = xof(v, iv->begin), x1 = xof(v, iv->end);
-			unsigned d = iv->depth < 8 ? iv->depth : 7;
-			if (x1 - x0 < 1 && x0 < last_x1[d] + 1)
-				continue; /* inside the pixel just drawn */
-			vw_printf(v->o, "%s%.2f,%.2f,%u,%u", first ? "" : ",", x0,
-				  x1 - x0 < 1 ? x0 + 1 : x1, iv->depth, iv->kind);
-			last_x1[d] = x1 - x0 < 1 ? x0 + 1 : x1;
-			first = false;
-		}
+		/* level l's intervals last more than span >> (l + 1) */
+		if ((double)(span >> (l + 1)) >= tpp)
+			put_level(v, &th->lev[l], &first);
+		else
+			probe_level(v, &th->lev[l], &first);
 	}
 	vw_puts(v->o, "]");
 }

@@ -40,11 +40,13 @@ uint64_t vw_ticks(const struct vw_model *m, uint64_t ns)
 
 static struct vw_thread *thread_of(struct vw_model *m, uint32_t tid)
 {
+	if (m->last && m->last->tid == tid)
+		return m->last; /* events come in runs of one thread */
 	bool made;
 	struct vw_thread *th = an_tidmap_get(&m->threads, tid, sizeof(*th), &made);
 	if (th && made)
 		th->tid = tid;
-	return th;
+	return m->last = th;
 }
 
 static void *grow(void *p, size_t *cap, size_t n, size_t size)
@@ -65,11 +67,31 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 	struct vw_thread *th = thread_of(m, iv->tid);
 	if (!th)
 		return;
-	struct vw_iv *v = grow(th->iv, &th->ivcap, th->niv, sizeof(*v));
+	uint64_t dur = iv->end > iv->begin ? iv->end - iv->begin : 1;
+	uint64_t span = m->end - m->begin;
+	/* the level from the bit lengths, then the last step exactly */
+	int l = __builtin_clzll(dur) - __builtin_clzll(span) - 1;
+	if (l < 0)
+		l = 0;
+	while (l + 1 < VW_IV_LEVELS && dur <= span >> (l + 1))
+		l++;
+	while (l > 0 && dur > span >> l)
+		l--;
+	struct vw_ivlevel *lv = &th->lev[l];
+	struct vw_iv *v = grow(lv->iv, &lv->cap, lv->n, sizeof(*v));
 	if (!v)
 		return; /* the interval is not drawn; its events still are */
-	th->iv = v;
-	th->iv[th->niv++] = (struct vw_iv){ iv->begin, iv->end, iv->kind, iv->depth };
+	lv->iv = v;
+	/* they close in end order, so nearly in begin order: a few steps
+	 * back keep the level sorted; a level that needs more is sorted
+	 * once at the end */
+	size_t j = lv->n++;
+	for (int k = 0; j && lv->iv[j - 1].begin > iv->begin && k < 16; k++, j--)
+		lv->iv[j] = lv->iv[j - 1];
+	lv->iv[j] = (struct vw_iv){ iv->begin, iv->end, iv->kind, iv->depth };
+	if (j && lv->iv[j - 1].begin > iv->begin)
+		lv->unsorted = true;
+	th->niv++;
 	if (!th->pid)
 		th->pid = iv->pid;
 }
@@ -163,13 +185,17 @@ static int finish(struct vw_model *m)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->threads.n; i++) {
 		struct vw_thread *th = m->threads.all[i];
-		qsort(th->iv, th->niv, sizeof(*th->iv), cmp_iv);
-		size_t nb = (th->niv + VW_IV_BLOCK - 1) / VW_IV_BLOCK;
-		if (nb && !(th->blockmax = calloc(nb, sizeof(*th->blockmax))))
-			return -ENOMEM;
-		for (size_t j = 0; j < th->niv; j++)
-			if (th->iv[j].end > th->blockmax[j / VW_IV_BLOCK])
-				th->blockmax[j / VW_IV_BLOCK] = th->iv[j].end;
+		for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
+			struct vw_ivlevel *lv = &th->lev[l];
+			if (lv->unsorted)
+				qsort(lv->iv, lv->n, sizeof(*lv->iv), cmp_iv);
+			size_t nb = (lv->n + VW_IV_BLOCK - 1) / VW_IV_BLOCK;
+			if (nb && !(lv->blockmax = calloc(nb, sizeof(*lv->blockmax))))
+				return -ENOMEM;
+			for (size_t j = 0; j < lv->n; j++)
+				if (lv->iv[j].end > lv->blockmax[j / VW_IV_BLOCK])
+					lv->blockmax[j / VW_IV_BLOCK] = lv->iv[j].end;
+		}
 		if (th->events || th->niv)
 			m->rows[m->nrows++] = th;
 	}
@@ -242,8 +268,10 @@ void vw_model_fini(struct vw_model *m)
 	for (size_t i = 0; i < m->threads.n; i++) {
 		struct vw_thread *th = m->threads.all[i];
 		free(th->bins);
-		free(th->iv);
-		free(th->blockmax);
+		for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
+			free(th->lev[l].iv);
+			free(th->lev[l].blockmax);
+		}
 	}
 	an_tidmap_fini(&m->threads);
 	for (unsigned i = 0; m->cpus && i < m->ncpus; i++) {

@@ -33,14 +33,24 @@ struct vw_iv {
 };
 
 #define VW_IV_BLOCK 64 /* intervals per block of blockmax (view.md) */
+#define VW_IV_LEVELS 40 /* level L: durations in (span / 2^(L+1), span / 2^L] */
+
+/* A thread's intervals of one level of duration, so that a window reads
+ * those at least a pixel long one by one and probes the shorter ones per
+ * pixel (view.md, "Level of detail"). */
+struct vw_ivlevel {
+	struct vw_iv *iv;        /* sorted by begin */
+	size_t n, cap;
+	bool unsorted;           /* to sort at the end of the build */
+	uint64_t *blockmax;      /* latest end of each VW_IV_BLOCK intervals */
+};
 
 struct vw_thread {
 	uint32_t pid, tid;
 	uint64_t events;         /* user events */
 	uint32_t *bins;          /* its user events per bin */
-	struct vw_iv *iv;        /* sorted by begin */
-	size_t niv, ivcap;
-	uint64_t *blockmax;      /* latest end of each VW_IV_BLOCK intervals */
+	struct vw_ivlevel lev[VW_IV_LEVELS];
+	size_t niv;              /* intervals, all levels */
 	unsigned row;            /* its index in vw_model.rows */
 };
 
@@ -56,6 +66,7 @@ struct vw_model {
 	struct vw_cpu *cpus;     /* the CPUs of the streams, by number */
 	unsigned ncpus;
 	struct an_tidmap threads; /* struct vw_thread by tid */
+	struct vw_thread *last;  /* the thread of the last lookup */
 	struct vw_thread **rows; /* threads with user events, by pid, tid */
 	unsigned nrows;
 	struct an_names *names;
