@@ -270,7 +270,8 @@ async function main() {
 	if (s.lost_events || s.lost_packets)
 		warn.push(`${s.lost_events} events and ${s.lost_packets} packets lost`);
 	if (s.problems)
-		warn.push(`${s.problems} problems reading the trace (damaged parts skipped)`);
+		warn.push(`${s.problems} problems reading the trace (damaged parts skipped; ` +
+			'red ticks on the time axis mark where)');
 	if (!s.have_sched)
 		warn.push('no kernel sched_switch events: CPU rows show events only');
 	if (warn.length) {

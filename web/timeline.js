@@ -108,6 +108,7 @@ export class Timeline {
 			ctx.restore();
 		}
 		this.labels(ctx);
+		this.damage(ctx, view, xOf);
 		if (this.selected) {
 			const x = xOf(this.selected.ts);
 			ctx.strokeStyle = '#e53935';
@@ -116,6 +117,7 @@ export class Timeline {
 			ctx.lineTo(x, this.height);
 			ctx.stroke();
 		}
+		drawn.damage = this.drawnDamage;
 		this.drawn = drawn;
 	}
 
@@ -134,6 +136,27 @@ export class Timeline {
 			ctx.stroke();
 			ctx.fillText(`${seconds(t, step)} s`, x + 2, AXIS - 8);
 		}
+	}
+
+	// Lost events and damaged bytes, where the reader met them: a red
+	// tick on the axis and a thin line down the rows.
+	damage(ctx, view, xOf) {
+		const d = this.sum.damage || [];
+		let n = 0;
+		ctx.fillStyle = '#d50000';
+		ctx.strokeStyle = 'rgba(213,0,0,0.35)';
+		for (let i = 0; i < d.length; i += 3) {
+			if (d[i] < view.t0 || d[i] > view.t1)
+				continue;
+			const x = xOf(d[i]);
+			ctx.fillRect(x - 2, AXIS - 7, 4, 7);
+			ctx.beginPath();
+			ctx.moveTo(x, AXIS);
+			ctx.lineTo(x, this.height);
+			ctx.stroke();
+			n++;
+		}
+		this.drawnDamage = n;
 	}
 
 	labels(ctx) {

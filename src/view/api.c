@@ -77,6 +77,15 @@ int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 		vw_puts(o, i ? "," : "");
 		vw_put_str(o, k, strlen(k));
 	}
+	/* [ts, kind, count] each, ts in ns; a time before the trace's
+	 * begin (a lost packet's) is shown at the start */
+	vw_puts(o, "],\"damage\":[");
+	for (unsigned i = 0; m->problems && i < m->problems->n; i++) {
+		const struct vw_problem *p = &m->problems->v[i];
+		vw_printf(o, "%s%llu,%d,%llu", i ? "," : "",
+			  (unsigned long long)(p->ts > m->begin ? vw_ns(m, p->ts - m->begin) : 0),
+			  p->kind, (unsigned long long)p->count);
+	}
 	vw_puts(o, "],\"classes\":[");
 	for (unsigned i = 0; i < strata_trace_nclasses(m->t); i++) {
 		const struct strata_event_class *c = strata_trace_class(m->t, i);
@@ -152,7 +161,18 @@ static int fill_exact(const struct win *v, struct px *px)
 		return err;
 	strata_iter_seek(it, v->t0);
 	const struct strata_event *ev;
-	while (strata_iter_next(it, &ev) == 1 && ev->timestamp <= v->t1) {
+	/* A damaged stream is read as written, its times out of order
+	 * (reader.h), a flipped bit can throw a packet's times past the
+	 * trace's end: an event past the window ends it only after a run of
+	 * them, which costs a sound trace 64 events more, a damaged one up
+	 * to a packet's worth. */
+	unsigned past = 0, patience = strata_trace_nproblems(m->t) ? 1u << 16 : 64;
+	while (past < patience && strata_iter_next(it, &ev) == 1) {
+		if (ev->timestamp > v->t1 || ev->timestamp < v->t0) {
+			past += ev->timestamp > v->t1;
+			continue;
+		}
+		past = 0;
 		unsigned x = (unsigned)xof(v, ev->timestamp);
 		if (x >= v->w)
 			x = v->w - 1;

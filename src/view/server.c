@@ -338,11 +338,15 @@ static int parse(int argc, char **argv, const char **trace, const char **bind_to
 	return 0;
 }
 
+/* Damage is said on stderr, as every strata command says it; damage and
+ * loss with a time are kept for the page to mark. */
 static void on_problem(const struct strata_problem *p, void *arg)
 {
-	(void)arg;
+	struct vw_problems *ps = arg;
 	if (p->kind != STRATA_PROBLEM_DISCARDED && p->kind != STRATA_PROBLEM_PACKETS_LOST)
 		fprintf(stderr, "strata: %s: %s\n", p->file, p->what);
+	if (p->timestamp && ps->n < VW_MAX_PROBLEMS)
+		ps->v[ps->n++] = (struct vw_problem){ p->timestamp, p->count, p->kind };
 }
 
 static int serve(struct server *s, const char *bind_to, unsigned port)
@@ -399,7 +403,8 @@ int cmd_view(int argc, char **argv)
 	if (parse(argc, argv, &trace, &bind_to, &port))
 		return 1;
 	struct strata_trace *t;
-	struct strata_open_options oo = { .problem = on_problem };
+	static struct vw_problems problems;
+	struct strata_open_options oo = { .problem = on_problem, .problem_arg = &problems };
 	int err = strata_trace_open(trace, &oo, &t);
 	if (err) {
 		fprintf(stderr, "strata: %s: cannot open the trace: %s\n", trace,
@@ -408,6 +413,7 @@ int cmd_view(int argc, char **argv)
 	}
 	static struct server s;
 	err = vw_model_build(&s.m, t, trace);
+	s.m.problems = &problems;
 	int ret = 1;
 	if (err)
 		fprintf(stderr, "strata: %s: reading the trace: %s\n", trace, strerror(-err));

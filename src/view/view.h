@@ -54,6 +54,21 @@ struct vw_thread {
 	unsigned row;            /* its index in vw_model.rows */
 };
 
+/* Where the reader met damage or loss (reader.h's problems that carry a
+ * time), for the page to mark; the first VW_MAX_PROBLEMS are kept. */
+struct vw_problem {
+	uint64_t ts;             /* ticks */
+	uint64_t count;          /* events or packets lost, else 0 */
+	int kind;                /* enum strata_problem_kind */
+};
+
+#define VW_MAX_PROBLEMS 1000
+
+struct vw_problems {
+	struct vw_problem v[VW_MAX_PROBLEMS];
+	unsigned n;
+};
+
 struct vw_model {
 	struct strata_trace *t;
 	const char *path;
@@ -72,6 +87,7 @@ struct vw_model {
 	struct an_names *names;
 	struct iv_pairer *pairer; /* for its kinds' names */
 	double build_ms;         /* time the model took to build */
+	const struct vw_problems *problems; /* the command's, or NULL */
 };
 
 /* Read the whole trace once (merged, in time order) into m: per-row bins,

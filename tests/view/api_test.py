@@ -117,5 +117,42 @@ try:
 finally:
     view.terminate()
     view.wait(timeout=10)
+
+# a damaged copy (a stream cut inside a packet, bits flipped) opens: what is
+# readable is served, the damage is counted and placed in time
+bad = os.path.join(work, "damaged")
+shutil.copytree(trace, bad)
+streams = [os.path.join(d, f) for d, _, fs in os.walk(bad) for f in fs
+           if f.startswith("cpu") and not d.endswith("index")]
+big = max(streams, key=os.path.getsize)
+data = bytearray(open(big, "rb").read())
+data = data[:len(data) // 2 + 1234]
+for i in range(5000, len(data), 9973):
+    data[i] ^= 0x5A
+open(big, "wb").write(data)
+view = subprocess.Popen([strata, "view", bad], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL, text=True)
+try:
+    url = view.stdout.readline().strip()
+    check(url.startswith("http://"), "damaged trace: no URL")
+    if url:
+        s = get("api/summary")
+        check(s["problems"] > 0 and len(s["damage"]) >= 3, f"damaged trace: problems "
+              f"{s['problems']}, placed {len(s['damage']) // 3}")
+        check(0 < s["events"] < n, f"damaged trace: {s['events']} events readable of {n}")
+        # what print shows inside the trace's span (a flipped bit can send
+        # a packet's times past it: those events are in no window)
+        out = subprocess.run([strata, "print", bad, "--format", "json"],
+                             capture_output=True, text=True).stdout
+        inspan = sum(1 for line in out.splitlines()
+                     if round(json.loads(line)["time"] * 1e9) <= s["span_ns"])
+        w = get(f"api/window?t0=0&t1={s['span_ns']}&w=800")
+        drawn = sum(sum(c["marks"][2::5]) for c in w["cpus"])
+        check(drawn == inspan, f"damaged trace: {drawn} marks, print {inspan} in the span")
+        check(len(get(f"api/list?t={s['span_ns'] // 2}&before=50&after=50")["events"]) > 0,
+              "damaged trace: a list")
+finally:
+    view.terminate()
+    view.wait(timeout=10)
 print("view-api:", "ok" if not failed else f"{len(failed)} failed", f"({n} events)")
 sys.exit(1 if failed else 0)

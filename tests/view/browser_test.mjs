@@ -47,6 +47,7 @@ try {
 	check(d.marks >= 10, `marks drawn: ${d.marks}`);
 	check(d.intervals === 3, `intervals drawn: ${d.intervals} (worker-a 1, worker-b 2 nested)`);
 	check(h.summary.names['301'] === 'worker-a', 'thread names from the state dump');
+	check(d.damage === 0 && h.summary.damage.length === 0, 'no damage marked on a sound trace');
 
 	// pixels: CPU 1 runs worker-b (302) from 2 to 70 ms, in its colour
 	const px = await page.evaluate(() => {
