@@ -234,22 +234,30 @@ static size_t after(const void *base, size_t n, size_t size, uint64_t ts)
 	return lo;
 }
 
-static size_t first_after(const struct vw_cpu *c, uint64_t ts)
+struct track {
+	const struct vw_switch *sw;
+	size_t n;
+};
+
+static size_t first_after(const struct track *c, uint64_t ts)
 {
-	return after(c->sw, c->nsw, sizeof(*c->sw), ts); /* sw[k - 1] runs at ts */
+	return after(c->sw, c->n, sizeof(*c->sw), ts); /* sw[k - 1] runs at ts */
 }
 
-/* A CPU's running threads: exact slices when the window holds few
- * switches, else per pixel the thread running at its middle (and whether
- * others ran in it too). Flat [x0, x1, tid, mixed] runs. */
-static void put_slices(const struct win *v, const struct vw_cpu *c)
+/* A track of switches (a CPU's running threads, a thread's CPUs): exact
+ * slices when the window holds few switches, else per pixel what runs at
+ * its middle (and whether others ran in it too). Flat [x0, x1, id, mixed]
+ * runs under `key`; id 0 (idle, not running) is not drawn. */
+static void put_slices(const struct win *v, const char *key, const struct vw_switch *sw,
+		       size_t n)
 {
-	vw_puts(v->o, "\"slices\":[");
+	const struct track tr = { sw, n }, *c = &tr;
+	vw_printf(v->o, "\"%s\":[", key);
 	size_t i0 = first_after(c, v->t0), i1 = first_after(c, v->t1);
 	bool first = true;
 	if (i1 - i0 <= 2 * (size_t)v->w) {
 		for (size_t i = i0 ? i0 - 1 : 0; i < i1; i++) {
-			uint64_t e = i + 1 < c->nsw ? c->sw[i + 1].t : v->t1;
+			uint64_t e = i + 1 < c->n ? c->sw[i + 1].t : v->t1;
 			if (!c->sw[i].tid || e < v->t0)
 				continue; /* idle: nothing drawn */
 			vw_printf(v->o, "%s%.2f,%.2f,%d,0", first ? "" : ",",
@@ -399,7 +407,7 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 		  (unsigned long long)est);
 	for (unsigned i = 0; i < m->ncpus; i++) {
 		vw_printf(o, "%s{\"cpu\":%u,", i ? "," : "", i);
-		put_slices(&v, &m->cpus[i]);
+		put_slices(&v, "slices", m->cpus[i].sw, m->cpus[i].nsw);
 		vw_puts(o, ",");
 		put_marks(&v, px + (size_t)i * w);
 		vw_puts(o, "}");
@@ -407,6 +415,8 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	vw_puts(o, "],\"threads\":[");
 	for (unsigned i = 0; i < m->nrows; i++) {
 		vw_printf(o, "%s{\"tid\":%u,", i ? "," : "", m->rows[i]->tid);
+		put_slices(&v, "running", m->rows[i]->run, m->rows[i]->nrun);
+		vw_puts(o, ",");
 		put_intervals(&v, m->rows[i]);
 		vw_puts(o, ",");
 		put_marks(&v, px + (size_t)(m->ncpus + i) * w);

@@ -96,6 +96,21 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 		th->pid = iv->pid;
 }
 
+/* Thread tid goes on CPU `on` - 1 (or off, 0) at ts: its row's running
+ * track. The idle task (0) has none. */
+static int add_run(struct vw_model *m, int32_t tid, uint64_t ts, int32_t on)
+{
+	if (tid <= 0)
+		return 0;
+	struct vw_thread *th = thread_of(m, (uint32_t)tid);
+	struct vw_switch *r = th ? grow(th->run, &th->runcap, th->nrun, sizeof(*r)) : NULL;
+	if (!r)
+		return -ENOMEM;
+	th->run = r;
+	th->run[th->nrun++] = (struct vw_switch){ ts, on };
+	return 0;
+}
+
 static int add_switch(struct vw_model *m, const struct strata_event *ev, int next)
 {
 	if (ev->cpu >= m->ncpus)
@@ -104,11 +119,15 @@ static int add_switch(struct vw_model *m, const struct strata_event *ev, int nex
 	if (strata_event_field(ev, (unsigned)next, &v) < 0)
 		return 0; /* damaged: the reader reported it */
 	struct vw_cpu *c = &m->cpus[ev->cpu];
+	int32_t prev = c->nsw ? c->sw[c->nsw - 1].tid : 0, to = (int32_t)v.s;
+	int err = add_run(m, prev, ev->timestamp, 0);
+	if (!err)
+		err = add_run(m, to, ev->timestamp, (int32_t)ev->cpu + 1);
 	struct vw_switch *sw = grow(c->sw, &c->swcap, c->nsw, sizeof(*sw));
-	if (!sw)
+	if (!sw || err)
 		return -ENOMEM;
 	c->sw = sw;
-	c->sw[c->nsw++] = (struct vw_switch){ ev->timestamp, (int32_t)v.s };
+	c->sw[c->nsw++] = (struct vw_switch){ ev->timestamp, to };
 	m->have_sched = true;
 	return 0;
 }
@@ -268,6 +287,7 @@ void vw_model_fini(struct vw_model *m)
 	for (size_t i = 0; i < m->threads.n; i++) {
 		struct vw_thread *th = m->threads.all[i];
 		free(th->bins);
+		free(th->run);
 		for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
 			free(th->lev[l].iv);
 			free(th->lev[l].blockmax);

@@ -50,6 +50,8 @@ struct vw_thread {
 	uint64_t events;         /* user events */
 	uint32_t *bins;          /* its user events per bin */
 	struct vw_ivlevel lev[VW_IV_LEVELS];
+	struct vw_switch *run;   /* from t on: on CPU tid - 1, or off (0) */
+	size_t nrun, runcap;
 	size_t niv;              /* intervals, all levels */
 	unsigned row;            /* its index in vw_model.rows */
 };

@@ -45,6 +45,7 @@ try {
 	check(d.rows === 5, `rows: ${d.rows}, expected 2 CPUs + 3 threads`);
 	check(d.slices >= 4, `CPU slices drawn: ${d.slices}`);
 	check(d.marks >= 10, `marks drawn: ${d.marks}`);
+	check(d.running >= 3, `threads' running strips drawn: ${d.running}`);
 	check(d.intervals === 3, `intervals drawn: ${d.intervals} (worker-a 1, worker-b 2 nested)`);
 	check(h.summary.names['301'] === 'worker-a', 'thread names from the state dump');
 	check(d.damage === 0 && h.summary.damage.length === 0, 'no damage marked on a sound trace');
