@@ -187,14 +187,14 @@ export class Timeline {
 		for (let i = 0; i < run.length; i += 4) {
 			const x0 = dx(run[i]), x1 = dx(run[i + 1]);
 			ctx.fillStyle = run[i + 3] ? '#a5d6a7' : '#43a047';
-			ctx.fillRect(x0, r.y, Math.max(1, x1 - x0), 2);
+			ctx.fillRect(x0, r.y + 2, Math.max(1, x1 - x0), 3);
 			this.hits.push({ kind: 'slice', row: r, x0, x1, tid: r.id, cpu: run[i + 2] - 1 });
 			drawn.running++;
 		}
 		const iv = t.intervals;
 		for (let i = 0; i < iv.length; i += 4) {
 			const x0 = dx(iv[i]), x1 = dx(iv[i + 1]), depth = iv[i + 2], kind = iv[i + 3];
-			const y = r.y + 3 + Math.min(depth, 3) * 4;
+			const y = r.y + 6 + Math.min(depth, 3) * 3;
 			ctx.fillStyle = `hsl(${(kind * 83 + 200) % 360},45%,${62 - Math.min(depth, 3) * 8}%)`;
 			ctx.fillRect(x0, y, Math.max(1, x1 - x0), 10);
 			this.hits.push({ kind: 'interval', row: r, x0, x1, depth, ikind: kind,
