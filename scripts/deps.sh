@@ -3,9 +3,11 @@
 # Install the Debian packages strata needs for GROUP (build, test, bench), if missing.
 set -euo pipefail
 
-build=(gcc g++ make cmake pkg-config)
+build=(gcc g++ make cmake pkg-config libmicrohttpd-dev)
 test=(libcmocka-dev babeltrace2 python3 clang libclang-rt-14-dev spin
-      libtracefs-dev libtraceevent-dev pajeng abigail-tools)
+      libtracefs-dev libtraceevent-dev pajeng abigail-tools curl chromium nodejs)
+# strata view's browser test: Debian's nodejs comes without npm, NodeSource's with it
+command -v npm >/dev/null || test+=(npm)
 bench=(liblttng-ust-dev lttng-tools libfxt-dev hyperfine valgrind)
 
 want=("${build[@]}")

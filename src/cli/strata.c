@@ -15,6 +15,8 @@ int cmd_switches(int argc, char **argv);
 int cmd_intervals(int argc, char **argv);
 extern const char cmd_ktrace_usage[], cmd_breakdown_usage[], cmd_latency_usage[],
 	cmd_switches_usage[], cmd_intervals_usage[];
+int cmd_view(int argc, char **argv); /* src/view/, docs/view.md */
+extern const char cmd_view_usage[];
 
 static const char cmd_help_usage[] =
 	"usage: strata help [COMMAND]\n\nShow the list of commands, or one command's help.\n";
@@ -46,6 +48,10 @@ static const struct cli_cmd commands[] = {
 	  cmd_intervals_usage },
 	{ "switches", cmd_switches, "context switches of a thread inside a pair of its events",
 	  cmd_switches_usage },
+#ifdef STRATA_HAVE_VIEW
+	{ "view", cmd_view, "interactive timeline in a browser (HTTP server)",
+	  cmd_view_usage },
+#endif
 	{ "help", cmd_help, "show help", cmd_help_usage },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

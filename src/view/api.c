@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: MIT
+/* strata view's JSON API: the trace summary, rows of a window at a resolution, events around a time (docs/view.md). */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view.h"
+
+/*
+ * A window whose bins say it holds at most this many events is read from
+ * the trace itself (exact times, event classes); a wider one is drawn from
+ * the bins. At the reader's tens of millions of events a second this
+ * bounds a window's answer to a few milliseconds whatever the trace's size.
+ */
+#define VW_EXACT_MAX 200000u
+
+static const char *thread_name(const struct vw_model *m, uint32_t tid)
+{
+	const char *n = an_names_get(m->names, tid);
+	return n ? n : "";
+}
+
+int vw_api_summary(struct vw_model *m, struct vw_buf *o)
+{
+	struct strata_clock_info ck;
+	strata_trace_clock(m->t, &ck);
+	struct an_loss loss;
+	an_loss_get(m->t, &loss);
+	vw_puts(o, "{\"trace\":");
+	vw_put_str(o, m->path, strlen(m->path));
+	vw_printf(o, ",\"span_ns\":%llu,\"wall_ns\":%lld,\"clock\":",
+		  (unsigned long long)vw_ns(m, m->end - m->begin),
+		  (long long)strata_trace_wall_ns(m->t, m->begin));
+	vw_put_str(o, ck.name ? ck.name : "", ck.name ? strlen(ck.name) : 0);
+	vw_printf(o, ",\"freq\":%llu", (unsigned long long)ck.freq);
+	vw_printf(o, ",\"events\":%llu,\"bytes\":%llu,\"build_ms\":%.1f,"
+		  "\"have_sched\":%s,\"problems\":%llu,\"lost_events\":%llu,"
+		  "\"lost_packets\":%llu,\"cpus\":[",
+		  (unsigned long long)m->nevents,
+		  (unsigned long long)strata_trace_size(m->t), m->build_ms,
+		  m->have_sched ? "true" : "false",
+		  (unsigned long long)strata_trace_nproblems(m->t),
+		  (unsigned long long)(loss.kernel_events + loss.user_events),
+		  (unsigned long long)(loss.kernel_packets + loss.user_packets));
+	for (unsigned i = 0; i < m->ncpus; i++) {
+		uint64_t n = 0;
+		for (unsigned b = 0; b < m->nbins; b++)
+			n += m->cpus[i].bins[b];
+		vw_printf(o, "%s{\"cpu\":%u,\"switches\":%zu,\"events\":%llu}",
+			  i ? "," : "", i, m->cpus[i].nsw, (unsigned long long)n);
+	}
+	vw_puts(o, "],\"threads\":[");
+	for (unsigned i = 0; i < m->nrows; i++) {
+		const struct vw_thread *th = m->rows[i];
+		const char *n = thread_name(m, th->tid);
+		vw_printf(o, "%s{\"pid\":%u,\"tid\":%u,\"events\":%llu,"
+			  "\"intervals\":%zu,\"name\":", i ? "," : "", th->pid,
+			  th->tid, (unsigned long long)th->events, th->niv);
+		vw_put_str(o, n, strlen(n));
+		vw_puts(o, "}");
+	}
+	/* every thread a CPU row may show, for its name and colour */
+	vw_puts(o, "],\"names\":{");
+	for (size_t i = 0, k = 0; i < m->threads.n; i++) {
+		const struct vw_thread *th = m->threads.all[i];
+		const char *n = an_names_get(m->names, th->tid);
+		if (!n)
+			continue;
+		vw_printf(o, "%s\"%u\":", k++ ? "," : "", th->tid);
+		vw_put_str(o, n, strlen(n));
+	}
+	vw_puts(o, "},\"kinds\":[");
+	unsigned nk = m->pairer ? iv_pairer_nkinds(m->pairer) : 0;
+	for (unsigned i = 0; i < nk; i++) {
+		const char *k = iv_pairer_kind(m->pairer, i);
+		vw_puts(o, i ? "," : "");
+		vw_put_str(o, k, strlen(k));
+	}
+	/* [ts, kind, count] each, ts in ns; a time before the trace's
+	 * begin (a lost packet's) is shown at the start */
+	vw_puts(o, "],\"damage\":[");
+	for (unsigned i = 0; m->problems && i < m->problems->n; i++) {
+		const struct vw_problem *p = &m->problems->v[i];
+		vw_printf(o, "%s%llu,%d,%llu", i ? "," : "",
+			  (unsigned long long)(p->ts > m->begin ? vw_ns(m, p->ts - m->begin) : 0),
+			  p->kind, (unsigned long long)p->count);
+	}
+	vw_puts(o, "],\"classes\":[");
+	for (unsigned i = 0; i < strata_trace_nclasses(m->t); i++) {
+		const struct strata_event_class *c = strata_trace_class(m->t, i);
+		const char *n = c ? c->name : "";
+		vw_puts(o, i ? "," : "");
+		vw_put_str(o, n, strlen(n));
+	}
+	vw_puts(o, "]}");
+	return 0;
+}
+
+/* ---- a window: rows between t0 and t1 at w pixels ------------------------ */
+
+struct win {
+	struct vw_model *m;
+	uint64_t t0, t1;         /* ticks */
+	unsigned w;
+	double scale;            /* pixels per tick */
+	struct vw_buf *o;
+};
+
+static double xof(const struct win *v, uint64_t ts)
+{
+	if (ts <= v->t0)
+		return 0;
+	double x = (double)(ts - v->t0) * v->scale;
+	return x > v->w ? v->w : x;
+}
+
+/* Per (row, pixel): events, the first one's time and class (-1: from
+ * bins), and the pixels a bin wider than one covers. */
+struct px {
+	uint32_t n;
+	int32_t cls;
+	uint64_t ts;
+	uint32_t span;
+};
+
+static void put_marks(const struct win *v, const struct px *p)
+{
+	vw_puts(v->o, "\"marks\":[");
+	bool first = true;
+	for (unsigned x = 0; x < v->w; x++) {
+		if (!p[x].n)
+			continue;
+		vw_printf(v->o, "%s%u,%u,%u,%llu,%d", first ? "" : ",", x,
+			  p[x].span ? p[x].span : 1, p[x].n,
+			  (unsigned long long)vw_ns(v->m, p[x].ts - v->m->begin),
+			  p[x].cls);
+		first = false;
+	}
+	vw_puts(v->o, "]");
+}
+
+static void count(struct px *p, uint64_t n, uint64_t ts, int32_t cls)
+{
+	if (!p->n) {
+		p->ts = ts;
+		p->cls = cls;
+	}
+	p->n = p->n + n > UINT32_MAX ? UINT32_MAX : (uint32_t)(p->n + n);
+}
+
+/* From the trace: every event of the window into its rows' pixels. Rows:
+ * the CPUs, then the threads (view.h: m->rows). */
+static int fill_exact(const struct win *v, struct px *px)
+{
+	struct vw_model *m = v->m;
+	struct strata_iter *it;
+	int err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1 },
+				     &it);
+	if (err)
+		return err;
+	strata_iter_seek(it, v->t0);
+	const struct strata_event *ev;
+	/* A damaged stream is read as written, its times out of order
+	 * (reader.h), a flipped bit can throw a packet's times past the
+	 * trace's end: an event past the window ends it only after a run of
+	 * them, which costs a sound trace 64 events more, a damaged one up
+	 * to a packet's worth. */
+	unsigned past = 0, patience = strata_trace_nproblems(m->t) ? 1u << 16 : 64;
+	while (past < patience && strata_iter_next(it, &ev) == 1) {
+		if (ev->timestamp > v->t1 || ev->timestamp < v->t0) {
+			past += ev->timestamp > v->t1;
+			continue;
+		}
+		past = 0;
+		unsigned x = (unsigned)xof(v, ev->timestamp);
+		if (x >= v->w)
+			x = v->w - 1;
+		int32_t cls = (int32_t)ev->cls->index;
+		if (ev->cpu < m->ncpus)
+			count(&px[(size_t)ev->cpu * v->w + x], 1, ev->timestamp, cls);
+		if (m->kernel[ev->stream])
+			continue;
+		struct vw_thread *th = an_tidmap_find(&m->threads, ev->tid);
+		if (th && th->bins)
+			count(&px[(size_t)(m->ncpus + th->row) * v->w + x], 1,
+			      ev->timestamp, cls);
+	}
+	strata_iter_destroy(it);
+	return 0;
+}
+
+static uint64_t bin_start(const struct vw_model *m, unsigned b)
+{
+	unsigned __int128 x = (unsigned __int128)b * (m->end - m->begin + 1);
+	return m->begin + (uint64_t)((x + m->nbins - 1) / m->nbins);
+}
+
+/* From the bins: each bin of the window into the pixel where it starts,
+ * spread over the pixels it covers. */
+static void fill_bins(const struct win *v, struct px *p, const uint32_t *bins)
+{
+	unsigned b0 = vw_bin(v->m, v->t0), b1 = vw_bin(v->m, v->t1);
+	for (unsigned b = b0; b <= b1; b++) {
+		if (!bins[b])
+			continue;
+		uint64_t s = bin_start(v->m, b), e = bin_start(v->m, b + 1);
+		unsigned x0 = (unsigned)xof(v, s), x1 = (unsigned)xof(v, e);
+		if (x0 >= v->w)
+			x0 = v->w - 1;
+		count(&p[x0], bins[b], s > v->t0 ? s : v->t0, -1);
+		if (x1 > x0 + p[x0].span)
+			p[x0].span = x1 - x0;
+	}
+}
+
+/* The first of n sorted items of `size` bytes whose leading uint64_t time
+ * (vw_switch.t, vw_iv.begin) is after ts. */
+_Static_assert(offsetof(struct vw_switch, t) == 0, "after(): time first");
+_Static_assert(offsetof(struct vw_iv, begin) == 0, "after(): time first");
+
+static size_t after(const void *base, size_t n, size_t size, uint64_t ts)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t t;
+		memcpy(&t, (const char *)base + mid * size, sizeof(t));
+		if (t <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct track {
+	const struct vw_switch *sw;
+	size_t n;
+};
+
+static size_t first_after(const struct track *c, uint64_t ts)
+{
+	return after(c->sw, c->n, sizeof(*c->sw), ts); /* sw[k - 1] runs at ts */
+}
+
+/* A track of switches (a CPU's running threads, a thread's CPUs): exact
+ * slices when the window holds few switches, else per pixel what runs at
+ * its middle (and whether others ran in it too). Flat [x0, x1, id, mixed]
+ * runs under `key`; id 0 (idle, not running) is not drawn. */
+static void put_slices(const struct win *v, const char *key, const struct vw_switch *sw,
+		       size_t n)
+{
+	const struct track tr = { sw, n }, *c = &tr;
+	vw_printf(v->o, "\"%s\":[", key);
+	size_t i0 = first_after(c, v->t0), i1 = first_after(c, v->t1);
+	bool first = true;
+	if (i1 - i0 <= 2 * (size_t)v->w) {
+		for (size_t i = i0 ? i0 - 1 : 0; i < i1; i++) {
+			uint64_t e = i + 1 < c->n ? c->sw[i + 1].t : v->t1;
+			if (!c->sw[i].tid || e < v->t0)
+				continue; /* idle: nothing drawn */
+			vw_printf(v->o, "%s%.2f,%.2f,%d,0", first ? "" : ",",
+				  xof(v, c->sw[i].t), xof(v, e), c->sw[i].tid);
+			first = false;
+		}
+		vw_puts(v->o, "]");
+		return;
+	}
+	int32_t run_tid = 0;
+	int run_mixed = 0;
+	unsigned run_x = 0;
+	double tpp = (double)(v->t1 - v->t0) / v->w;
+	for (unsigned x = 0; x <= v->w; x++) {
+		int32_t tid = 0;
+		int mixed = 0;
+		if (x < v->w) {
+			uint64_t a = v->t0 + (uint64_t)(x * tpp);
+			uint64_t b = v->t0 + (uint64_t)((x + 1) * tpp);
+			size_t k = first_after(c, a + (b - a) / 2);
+			tid = k ? c->sw[k - 1].tid : 0;
+			mixed = first_after(c, b) - first_after(c, a) > 1;
+		}
+		if (x < v->w && tid == run_tid && mixed == run_mixed)
+			continue;
+		if (run_tid && x > run_x) {
+			vw_printf(v->o, "%s%u,%u,%d,%d", first ? "" : ",", run_x, x,
+				  run_tid, run_mixed);
+			first = false;
+		}
+		run_tid = tid;
+		run_mixed = mixed;
+		run_x = x;
+	}
+	vw_puts(v->o, "]");
+}
+
+/* The first interval of lv that begins after ts. */
+static size_t iv_after(const struct vw_ivlevel *lv, uint64_t ts)
+{
+	return after(lv->iv, lv->n, sizeof(*lv->iv), ts);
+}
+
+static void put_iv(const struct win *v, double x0, double x1, const struct vw_iv *iv,
+		   bool *first)
+{
+	vw_printf(v->o, "%s%.2f,%.2f,%u,%u", *first ? "" : ",", x0, x1, iv->depth,
+		  iv->kind);
+	*first = false;
+}
+
+/* A level whose intervals are all a pixel or more: each one in the
+ * window. Those that began before it and are still open are found by
+ * the blocks' latest ends, without reading the others. */
+static void put_level(const struct win *v, const struct vw_ivlevel *lv, bool *first)
+{
+	size_t end = iv_after(lv, v->t1);
+	for (size_t blk = 0; blk * VW_IV_BLOCK < end; blk++) {
+		if (lv->blockmax[blk] < v->t0)
+			continue;
+		size_t j1 = (blk + 1) * VW_IV_BLOCK;
+		for (size_t j = blk * VW_IV_BLOCK; j < j1 && j < end; j++)
+			if (lv->iv[j].end >= v->t0)
+				put_iv(v, xof(v, lv->iv[j].begin), xof(v, lv->iv[j].end),
+				       &lv->iv[j], first);
+	}
+}
+
+/* A level of intervals shorter than two pixels: per pixel, whether one
+ * begins there, as runs of busy pixels (the depth and kind of the first
+ * of each run). Its cost is the pixels, not the intervals. */
+static void probe_level(const struct win *v, const struct vw_ivlevel *lv, bool *first)
+{
+	double tpp = (double)(v->t1 - v->t0) / v->w;
+	size_t j = iv_after(lv, v->t0 ? v->t0 - 1 : 0);
+	const struct vw_iv *run = NULL;
+	unsigned run_x = 0;
+	for (unsigned x = 0; x <= v->w; x++) {
+		bool busy = false;
+		if (x < v->w) {
+			uint64_t b = v->t0 + (uint64_t)((x + 1) * tpp);
+			busy = j < lv->n && lv->iv[j].begin < b;
+			if (busy && !run) {
+				run = &lv->iv[j];
+				run_x = x;
+			}
+			j = iv_after(lv, b - 1);
+		}
+		if (!busy && run) {
+			put_iv(v, run_x, x, run, first);
+			run = NULL;
+		}
+	}
+}
+
+/* A thread's intervals in the window, flat [x0, x1, depth, kind]. */
+static void put_intervals(const struct win *v, const struct vw_thread *th)
+{
+	vw_puts(v->o, "\"intervals\":[");
+	bool first = true;
+	uint64_t span = v->m->end - v->m->begin;
+	double tpp = (double)(v->t1 - v->t0) / v->w;
+	for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
+		if (!th->lev[l].n)
+			continue;
+		/* level l's intervals last more than span >> (l + 1) */
+		if ((double)(span >> (l + 1)) >= tpp)
+			put_level(v, &th->lev[l], &first);
+		else
+			probe_level(v, &th->lev[l], &first);
+	}
+	vw_puts(v->o, "]");
+}
+
+int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
+		  struct vw_buf *o)
+{
+	struct win v = { .m = m, .w = w, .o = o };
+	v.t0 = m->begin + vw_ticks(m, t0);
+	v.t1 = m->begin + vw_ticks(m, t1 + 1) - 1; /* t1's ns included */
+	if (v.t1 <= v.t0)
+		v.t1 = v.t0 + 1;
+	v.scale = (double)w / (double)(v.t1 - v.t0);
+	unsigned b0 = vw_bin(m, v.t0), b1 = vw_bin(m, v.t1);
+	uint64_t est = m->prefix[b1 + 1] - m->prefix[b0];
+	bool exact = est <= VW_EXACT_MAX;
+	size_t nrows = m->ncpus + m->nrows;
+	struct px *px = calloc(nrows * w + 1, sizeof(*px));
+	if (!px)
+		return -ENOMEM;
+	int err = 0;
+	if (exact) {
+		err = fill_exact(&v, px);
+	} else {
+		for (unsigned i = 0; i < m->ncpus; i++)
+			fill_bins(&v, px + (size_t)i * w, m->cpus[i].bins);
+		for (unsigned i = 0; i < m->nrows; i++)
+			fill_bins(&v, px + (size_t)(m->ncpus + i) * w, m->rows[i]->bins);
+	}
+	if (err) {
+		free(px);
+		return err;
+	}
+	vw_printf(o, "{\"t0\":%llu,\"t1\":%llu,\"w\":%u,\"exact\":%s,"
+		  "\"events\":%llu,\"cpus\":[", (unsigned long long)t0,
+		  (unsigned long long)t1, w, exact ? "true" : "false",
+		  (unsigned long long)est);
+	for (unsigned i = 0; i < m->ncpus; i++) {
+		vw_printf(o, "%s{\"cpu\":%u,", i ? "," : "", i);
+		put_slices(&v, "slices", m->cpus[i].sw, m->cpus[i].nsw);
+		vw_puts(o, ",");
+		put_marks(&v, px + (size_t)i * w);
+		vw_puts(o, "}");
+	}
+	vw_puts(o, "],\"threads\":[");
+	for (unsigned i = 0; i < m->nrows; i++) {
+		vw_printf(o, "%s{\"tid\":%u,", i ? "," : "", m->rows[i]->tid);
+		put_slices(&v, "running", m->rows[i]->run, m->rows[i]->nrun);
+		vw_puts(o, ",");
+		put_intervals(&v, m->rows[i]);
+		vw_puts(o, ",");
+		put_marks(&v, px + (size_t)(m->ncpus + i) * w);
+		vw_puts(o, "}");
+	}
+	vw_puts(o, "]}");
+	free(px);
+	return 0;
+}
+
+/* ---- events around a time ------------------------------------------------ */
+
+static void put_event(struct vw_model *m, const struct strata_event *ev,
+		      struct strata_value *vals, unsigned nvals, struct vw_buf *o)
+{
+	char desc[512];
+	const struct strata_event_class *c = ev->cls;
+	vw_printf(o, "{\"ts\":%llu,\"cpu\":%u,\"pid\":%u,\"tid\":%u,\"stream\":%u,"
+		  "\"offset\":%llu,\"cls\":%u,\"name\":",
+		  (unsigned long long)vw_ns(m, ev->timestamp - m->begin), ev->cpu,
+		  ev->pid, ev->tid, ev->stream, (unsigned long long)ev->offset,
+		  c->index);
+	vw_put_str(o, c->name, strlen(c->name));
+	vw_puts(o, ",\"fields\":{");
+	int n = c->nfields + 3 <= nvals ? strata_event_fields(ev, vals, nvals) : -EINVAL;
+	for (int i = 0, k = 0; i < n; i++) {
+		if (c->fields[i].hidden)
+			continue;
+		vw_puts(o, k++ ? "," : "");
+		vw_put_str(o, c->fields[i].name, strlen(c->fields[i].name));
+		vw_puts(o, ":");
+		vw_put_value(o, &c->fields[i], &vals[i]);
+	}
+	int d = n >= 0 ? strata_event_describe_values(ev, vals, (unsigned)n, desc,
+						     sizeof(desc)) : -1;
+	vw_puts(o, "},\"desc\":");
+	vw_put_str(o, d >= 0 ? desc : "(damaged)", d >= 0 ? strlen(desc) : 9);
+	vw_puts(o, n < 0 ? ",\"damaged\":true}" : "}");
+}
+
+static int list_iter(struct vw_model *m, int64_t cpu, int64_t tid,
+		     struct strata_filter **f, struct strata_iter **it)
+{
+	int err = strata_filter_create(m->t, f);
+	if (!err && cpu >= 0)
+		err = strata_filter_cpu(*f, (uint32_t)cpu);
+	if (!err && tid >= 0)
+		err = strata_filter_tid(*f, (uint32_t)tid);
+	if (!err)
+		err = strata_iter_create(m->t, &(struct strata_iter_options){
+			.stream = -1, .filter = *f }, it);
+	return err;
+}
+
+/* The last `n` events before tick t: read from ever earlier points (4x
+ * the span each time) until they hold n, so a dense trace reads about n
+ * events and a sparse one a few passes. */
+static size_t before(struct vw_model *m, struct strata_iter *it, uint64_t t,
+		     unsigned n, struct strata_event *ring)
+{
+	uint64_t span = (m->end - m->begin) / 4096 + 1;
+	size_t got = 0;
+	for (;;) {
+		uint64_t from = t - m->begin > span ? t - span : m->begin;
+		strata_iter_seek(it, from);
+		const struct strata_event *ev;
+		got = 0;
+		while (strata_iter_next(it, &ev) == 1 && ev->timestamp < t)
+			ring[got++ % n] = *ev;
+		if (got >= n || from == m->begin)
+			break;
+		span *= 4;
+	}
+	if (got > n) { /* oldest first */
+		size_t k = got % n;
+		struct strata_event tmp[n];
+		memcpy(tmp, ring + k, (n - k) * sizeof(*ring));
+		memcpy(tmp + n - k, ring, k * sizeof(*ring));
+		memcpy(ring, tmp, n * sizeof(*ring));
+		got = n;
+	}
+	return got;
+}
+
+int vw_api_list(struct vw_model *m, uint64_t t, unsigned nbefore, unsigned nafter,
+		int64_t cpu, int64_t tid, struct vw_buf *o)
+{
+	struct strata_filter *f = NULL;
+	struct strata_iter *it = NULL;
+	struct strata_event *ring = calloc(nbefore + 1, sizeof(*ring));
+	unsigned nvals = 256 + 3;
+	struct strata_value *vals = calloc(nvals, sizeof(*vals));
+	int err = ring && vals ? list_iter(m, cpu, tid, &f, &it) : -ENOMEM;
+	if (err)
+		goto out;
+	uint64_t tt = m->begin + vw_ticks(m, t);
+	size_t nb = nbefore ? before(m, it, tt, nbefore, ring) : 0;
+	vw_printf(o, "{\"t\":%llu,\"before\":%zu,\"events\":[", (unsigned long long)t, nb);
+	for (size_t i = 0; i < nb; i++) {
+		vw_puts(o, i ? "," : "");
+		put_event(m, &ring[i], vals, nvals, o);
+	}
+	strata_iter_seek(it, tt);
+	const struct strata_event *ev;
+	for (unsigned i = 0; i < nafter && strata_iter_next(it, &ev) == 1; i++) {
+		vw_puts(o, nb || i ? "," : "");
+		put_event(m, ev, vals, nvals, o);
+	}
+	vw_puts(o, "]}");
+out:
+	strata_iter_destroy(it);
+	strata_filter_destroy(f);
+	free(ring);
+	free(vals);
+	return err;
+}

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: MIT
+/* strata view's model: one pass over the trace into per-row bins, CPU switches and intervals (docs/view.md). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "view.h"
+
+/*
+ * Bins: every row (CPU, thread) counts its events in nbins equal slices of
+ * the trace. A window wider than a few hundred thousand events is drawn
+ * from them, so its cost is bounded by the bins it covers and not by the
+ * events (view.md, "Level of detail"). 2^15 bins of 4 bytes: 128 KiB a
+ * row.
+ */
+#define VW_NBINS (1u << 15)
+
+unsigned vw_bin(const struct vw_model *m, uint64_t ts)
+{
+	if (ts <= m->begin)
+		return 0;
+	if (ts >= m->end)
+		return m->nbins - 1;
+	unsigned __int128 x = (unsigned __int128)(ts - m->begin) * m->nbins;
+	return (unsigned)(x / (m->end - m->begin + 1));
+}
+
+uint64_t vw_ns(const struct vw_model *m, uint64_t ticks)
+{
+	return strata_trace_ticks_to_ns(m->t, ticks);
+}
+
+uint64_t vw_ticks(const struct vw_model *m, uint64_t ns)
+{
+	/* ns_to_ticks rounds down, so one tick more is enough */
+	uint64_t t = strata_trace_ns_to_ticks(m->t, ns);
+	return strata_trace_ticks_to_ns(m->t, t) < ns ? t + 1 : t;
+}
+
+static struct vw_thread *thread_of(struct vw_model *m, uint32_t tid)
+{
+	if (m->last && m->last->tid == tid)
+		return m->last; /* events come in runs of one thread */
+	bool made;
+	struct vw_thread *th = an_tidmap_get(&m->threads, tid, sizeof(*th), &made);
+	if (th && made)
+		th->tid = tid;
+	return m->last = th;
+}
+
+static void *grow(void *p, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return p;
+	size_t c = *cap ? *cap * 2 : 64;
+	void *q = realloc(p, c * size);
+	if (q)
+		*cap = c;
+	return q;
+}
+
+/* The pairer closed an interval: keep it on its thread. */
+static void on_interval(const struct iv_interval *iv, void *arg)
+{
+	struct vw_model *m = arg;
+	struct vw_thread *th = thread_of(m, iv->tid);
+	if (!th)
+		return;
+	uint64_t dur = iv->end > iv->begin ? iv->end - iv->begin : 1;
+	uint64_t span = m->end - m->begin;
+	/* the level from the bit lengths, then the last step exactly */
+	int l = __builtin_clzll(dur) - __builtin_clzll(span) - 1;
+	if (l < 0)
+		l = 0;
+	while (l + 1 < VW_IV_LEVELS && dur <= span >> (l + 1))
+		l++;
+	while (l > 0 && dur > span >> l)
+		l--;
+	struct vw_ivlevel *lv = &th->lev[l];
+	struct vw_iv *v = grow(lv->iv, &lv->cap, lv->n, sizeof(*v));
+	if (!v)
+		return; /* the interval is not drawn; its events still are */
+	lv->iv = v;
+	/* they close in end order, so nearly in begin order: a few steps
+	 * back keep the level sorted; a level that needs more is sorted
+	 * once at the end */
+	size_t j = lv->n++;
+	for (int k = 0; j && lv->iv[j - 1].begin > iv->begin && k < 16; k++, j--)
+		lv->iv[j] = lv->iv[j - 1];
+	lv->iv[j] = (struct vw_iv){ iv->begin, iv->end, iv->kind, iv->depth };
+	if (j && lv->iv[j - 1].begin > iv->begin)
+		lv->unsorted = true;
+	th->niv++;
+	if (!th->pid)
+		th->pid = iv->pid;
+}
+
+/* Thread tid goes on CPU `on` - 1 (or off, 0) at ts: its row's running
+ * track. The idle task (0) has none. */
+static int add_run(struct vw_model *m, int32_t tid, uint64_t ts, int32_t on)
+{
+	if (tid <= 0)
+		return 0;
+	struct vw_thread *th = thread_of(m, (uint32_t)tid);
+	struct vw_switch *r = th ? grow(th->run, &th->runcap, th->nrun, sizeof(*r)) : NULL;
+	if (!r)
+		return -ENOMEM;
+	th->run = r;
+	th->run[th->nrun++] = (struct vw_switch){ ts, on };
+	return 0;
+}
+
+static int add_switch(struct vw_model *m, const struct strata_event *ev, int next)
+{
+	if (ev->cpu >= m->ncpus)
+		return 0;
+	struct strata_value v;
+	if (strata_event_field(ev, (unsigned)next, &v) < 0)
+		return 0; /* damaged: the reader reported it */
+	struct vw_cpu *c = &m->cpus[ev->cpu];
+	int32_t prev = c->nsw ? c->sw[c->nsw - 1].tid : 0, to = (int32_t)v.s;
+	int err = add_run(m, prev, ev->timestamp, 0);
+	if (!err)
+		err = add_run(m, to, ev->timestamp, (int32_t)ev->cpu + 1);
+	struct vw_switch *sw = grow(c->sw, &c->swcap, c->nsw, sizeof(*sw));
+	if (!sw || err)
+		return -ENOMEM;
+	c->sw = sw;
+	c->sw[c->nsw++] = (struct vw_switch){ ev->timestamp, to };
+	m->have_sched = true;
+	return 0;
+}
+
+/* The index of next_pid in each sched:sched_switch class, else -1. */
+static int *switch_fields(struct strata_trace *t)
+{
+	unsigned n = strata_trace_nclasses(t);
+	int *next = malloc((n ? n : 1) * sizeof(*next));
+	if (!next)
+		return NULL;
+	for (unsigned i = 0; i < n; i++) {
+		const struct strata_event_class *c = strata_trace_class(t, i);
+		next[i] = c && !strcmp(c->name, "sched:sched_switch") ?
+			  strata_event_class_field(c, "next_pid") : -1;
+	}
+	return next;
+}
+
+static int feed(struct vw_model *m, const struct strata_event *ev, const int *next)
+{
+	int err = an_names_feed(m->names, ev);
+	if (err)
+		return err;
+	if (!(ev->id >> 16))
+		return 0; /* strata's own records: names only */
+	m->nevents++;
+	unsigned b = vw_bin(m, ev->timestamp);
+	m->prefix[b + 1]++;
+	if (ev->cpu < m->ncpus)
+		m->cpus[ev->cpu].bins[b]++;
+	if (m->kernel[ev->stream]) {
+		if (next[ev->cls->index] >= 0)
+			return add_switch(m, ev, next[ev->cls->index]);
+		return 0;
+	}
+	struct vw_thread *th = thread_of(m, ev->tid);
+	if (!th)
+		return -ENOMEM;
+	if (!th->bins && !(th->bins = calloc(m->nbins, sizeof(*th->bins))))
+		return -ENOMEM;
+	th->pid = ev->pid;
+	th->bins[b]++;
+	th->events++;
+	if (m->pairer)
+		return iv_pairer_feed(m->pairer, ev, on_interval, m);
+	return 0;
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+	const struct vw_iv *x = a, *y = b;
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct vw_thread *x = *(struct vw_thread *const *)a;
+	const struct vw_thread *y = *(struct vw_thread *const *)b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Sort the intervals and list the rows: what the queries need. */
+static int finish(struct vw_model *m)
+{
+	for (unsigned i = 0; i < m->nbins; i++)
+		m->prefix[i + 1] += m->prefix[i];
+	m->rows = calloc(m->threads.n ? m->threads.n : 1, sizeof(*m->rows));
+	if (!m->rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->threads.n; i++) {
+		struct vw_thread *th = m->threads.all[i];
+		for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
+			struct vw_ivlevel *lv = &th->lev[l];
+			if (lv->unsorted)
+				qsort(lv->iv, lv->n, sizeof(*lv->iv), cmp_iv);
+			size_t nb = (lv->n + VW_IV_BLOCK - 1) / VW_IV_BLOCK;
+			if (nb && !(lv->blockmax = calloc(nb, sizeof(*lv->blockmax))))
+				return -ENOMEM;
+			for (size_t j = 0; j < lv->n; j++)
+				if (lv->iv[j].end > lv->blockmax[j / VW_IV_BLOCK])
+					lv->blockmax[j / VW_IV_BLOCK] = lv->iv[j].end;
+		}
+		if (th->events || th->niv)
+			m->rows[m->nrows++] = th;
+	}
+	qsort(m->rows, m->nrows, sizeof(*m->rows), cmp_row);
+	for (unsigned i = 0; i < m->nrows; i++)
+		m->rows[i]->row = i;
+	return 0;
+}
+
+static int alloc_rows(struct vw_model *m)
+{
+	unsigned n = strata_trace_nstreams(m->t);
+	m->kernel = calloc(n ? n : 1, sizeof(*m->kernel));
+	if (!m->kernel)
+		return -ENOMEM;
+	an_kernel_streams(m->t, m->kernel);
+	for (unsigned i = 0; i < n; i++) {
+		struct strata_stream_info si;
+		if (!strata_trace_stream(m->t, i, &si) && si.cpu < 4096 &&
+		    si.cpu + 1 > m->ncpus)
+			m->ncpus = si.cpu + 1;
+	}
+	m->cpus = calloc(m->ncpus ? m->ncpus : 1, sizeof(*m->cpus));
+	m->prefix = calloc(m->nbins + 1, sizeof(*m->prefix));
+	if (!m->cpus || !m->prefix)
+		return -ENOMEM;
+	for (unsigned i = 0; i < m->ncpus; i++) {
+		m->cpus[i].cpu = i;
+		if (!(m->cpus[i].bins = calloc(m->nbins, sizeof(uint32_t))))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	*m = (struct vw_model){ .t = t, .path = path, .nbins = VW_NBINS };
+	m->begin = strata_trace_begin(t);
+	m->end = strata_trace_end(t);
+	if (m->end <= m->begin)
+		m->end = m->begin + 1;
+	int err = alloc_rows(m);
+	if (!err)
+		err = an_names_create(t, &m->names);
+	if (err)
+		return err;
+	/* a trace without begin/end kinds has no intervals, not an error */
+	if (iv_pairer_create(t, &(struct iv_options){ 0 }, &m->pairer) < 0)
+		m->pairer = NULL;
+	int *next = switch_fields(t);
+	struct strata_iter *it = NULL;
+	err = next ? strata_iter_create(t, &(struct strata_iter_options){
+			.stream = -1, .flags = STRATA_ITER_INTERNAL }, &it) : -ENOMEM;
+	const struct strata_event *ev;
+	while (!err && strata_iter_next(it, &ev) == 1)
+		err = feed(m, ev, next);
+	strata_iter_destroy(it);
+	free(next);
+	if (!err)
+		err = finish(m);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	m->build_ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+	return err;
+}
+
+void vw_model_fini(struct vw_model *m)
+{
+	for (size_t i = 0; i < m->threads.n; i++) {
+		struct vw_thread *th = m->threads.all[i];
+		free(th->bins);
+		free(th->run);
+		for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
+			free(th->lev[l].iv);
+			free(th->lev[l].blockmax);
+		}
+	}
+	an_tidmap_fini(&m->threads);
+	for (unsigned i = 0; m->cpus && i < m->ncpus; i++) {
+		free(m->cpus[i].sw);
+		free(m->cpus[i].bins);
+	}
+	free(m->cpus);
+	free(m->rows);
+	free(m->prefix);
+	free(m->kernel);
+	an_names_destroy(m->names);
+	iv_pairer_destroy(m->pairer);
+	*m = (struct vw_model){ 0 };
+}

@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: MIT
+/* strata view: the command, its HTTP server (libmicrohttpd) and who may ask it what (docs/view.md). */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "view.h"
+
+const char cmd_view_usage[] =
+	"usage: strata view TRACE [--port N] [--bind ADDR]\n"
+	"\n"
+	"Serve an interactive timeline of TRACE to a browser. The first line on\n"
+	"stdout is the URL to open; it carries a secret token, and requests\n"
+	"without it, or whose Host or Origin is not this server's, get 403.\n"
+	"Ctrl-C stops it. docs/view.md has the page's keys and the JSON API.\n"
+	"\n"
+	"  --port N      listen on port N (default: any free port)\n"
+	"  --bind ADDR   listen on ADDR (default 127.0.0.1; ::1 for IPv6). Any\n"
+	"                other address lets the network reach the trace; the\n"
+	"                token still guards it\n";
+
+#define TOKEN_HEX 32 /* 128 random bits */
+
+struct server {
+	struct vw_model m;
+	char token[TOKEN_HEX + 1];
+	unsigned port;
+};
+
+/* ---- who may ask ---------------------------------------------------------- */
+
+/* Whether s[0..n) is an IP address literal: a DNS name can be rebound to
+ * this machine by a page of another site, an address cannot (view.md). */
+static bool ip_literal(const char *s, size_t n)
+{
+	char buf[64];
+	unsigned char a[16];
+	if (n >= sizeof(buf) || !n)
+		return false;
+	if (s[0] == '[') {
+		if (n < 3 || s[n - 1] != ']')
+			return false;
+		memcpy(buf, s + 1, n - 2);
+		buf[n - 2] = '\0';
+		return inet_pton(AF_INET6, buf, a) == 1;
+	}
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	return inet_pton(AF_INET, buf, a) == 1;
+}
+
+/* Host must name this server: localhost or an IP address, and our port. */
+static bool host_ok(const struct server *s, const char *host)
+{
+	if (!host)
+		return false;
+	const char *colon = strrchr(host, ':');
+	if (!colon || (strchr(host, ']') && colon < strchr(host, ']')))
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (errno || *end || end == colon + 1 || port != s->port)
+		return false;
+	size_t n = (size_t)(colon - host);
+	return (n == 9 && !strncasecmp(host, "localhost", 9)) || ip_literal(host, n);
+}
+
+/* Origin, when the browser sends one, must be this very page's. */
+static bool origin_ok(const char *origin, const char *host)
+{
+	if (!origin)
+		return true;
+	return !strncmp(origin, "http://", 7) && !strcasecmp(origin + 7, host);
+}
+
+/* The token, compared in constant time; *rest is what follows it. */
+static bool token_ok(const struct server *s, const char *url, const char **rest)
+{
+	if (url[0] != '/' || strnlen(url + 1, TOKEN_HEX) < TOKEN_HEX)
+		return false;
+	unsigned char d = 0;
+	for (int i = 0; i < TOKEN_HEX; i++)
+		d |= (unsigned char)(url[1 + i] ^ s->token[i]);
+	*rest = url + 1 + TOKEN_HEX;
+	return !d;
+}
+
+/* ---- answers ---------------------------------------------------------------- */
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
+			    const char *type, void *data, size_t len,
+			    enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, data, mode);
+	if (!r) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(data);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", type);
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	/* the URL holds the token: never send it elsewhere */
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'; img-src 'self' data:; "
+				"frame-ancestors 'none'");
+	enum MHD_Result ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status,
+				 const char *msg)
+{
+	return reply(c, status, "text/plain; charset=utf-8", (void *)msg,
+		    strlen(msg), MHD_RESPMEM_PERSISTENT);
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
+				 struct vw_buf *b)
+{
+	if (b->failed) {
+		vw_buf_fini(b);
+		return send_text(c, 500, "out of memory\n");
+	}
+	char *p = b->p;
+	size_t n = b->len;
+	*b = (struct vw_buf){ 0 };
+	return reply(c, status, "application/json", p ? p : strdup("{}"), p ? n : 2,
+		    MHD_RESPMEM_MUST_FREE);
+}
+
+static const char *mime(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	static const char *const types[][2] = {
+		{ ".html", "text/html; charset=utf-8" },
+		{ ".js", "text/javascript; charset=utf-8" },
+		{ ".css", "text/css; charset=utf-8" },
+		{ ".svg", "image/svg+xml" },
+	};
+	for (size_t i = 0; dot && i < sizeof(types) / sizeof(types[0]); i++)
+		if (!strcmp(dot, types[i][0]))
+			return types[i][1];
+	return "application/octet-stream";
+}
+
+/* Only the embedded files: a name is looked up, never opened. */
+static enum MHD_Result send_asset(struct MHD_Connection *c, const char *name)
+{
+	if (!*name)
+		name = "index.html";
+	for (unsigned i = 0; i < vw_nassets; i++)
+		if (!strcmp(vw_assets[i].name, name))
+			return reply(c, 200, mime(name), (void *)vw_assets[i].data,
+				    vw_assets[i].size, MHD_RESPMEM_PERSISTENT);
+	return send_text(c, 404, "no such page\n");
+}
+
+/* Query argument `key` as an integer in [lo, hi]; absent: def. */
+static bool arg(struct MHD_Connection *c, const char *key, int64_t lo, int64_t hi,
+		int64_t def, int64_t *out, struct vw_buf *err)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+	*out = def;
+	if (!v)
+		return true;
+	char *end;
+	errno = 0;
+	long long x = strtoll(v, &end, 10);
+	if (errno || end == v || *end || x < lo || x > hi) {
+		vw_printf(err, "{\"error\":\"%s: not an integer in [%lld, %lld]\"}", key,
+			  (long long)lo, (long long)hi);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const char *what)
+{
+	struct vw_buf b = { 0 };
+	int64_t span = (int64_t)vw_ns(&s->m, s->m.end - s->m.begin) + 1;
+	int64_t t0, t1, w, t, nb, na, cpu, tid;
+	int err = 0;
+	if (!strcmp(what, "summary")) {
+		err = vw_api_summary(&s->m, &b);
+	} else if (!strcmp(what, "window")) {
+		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
+		    !arg(c, "w", 1, 8192, 1000, &w, &b))
+			return send_json(c, 400, &b);
+		err = vw_api_window(&s->m, (uint64_t)t0, (uint64_t)t1, (unsigned)w, &b);
+	} else if (!strcmp(what, "list")) {
+		if (!arg(c, "t", 0, span, 0, &t, &b) || !arg(c, "before", 0, 1000, 20, &nb, &b) ||
+		    !arg(c, "after", 0, 1000, 50, &na, &b) ||
+		    !arg(c, "cpu", -1, 4095, -1, &cpu, &b) ||
+		    !arg(c, "tid", -1, UINT32_MAX, -1, &tid, &b))
+			return send_json(c, 400, &b);
+		err = vw_api_list(&s->m, (uint64_t)t, (unsigned)nb, (unsigned)na, cpu, tid, &b);
+	} else {
+		vw_buf_fini(&b);
+		return send_text(c, 404, "no such API\n");
+	}
+	if (err) {
+		vw_buf_fini(&b);
+		return send_text(c, 500, "the answer failed\n");
+	}
+	return send_json(c, 200, &b);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version,
+			      const char *upload, size_t *upload_size, void **state)
+{
+	struct server *s = cls;
+	(void)version;
+	(void)upload;
+	(void)state;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return send_text(c, 405, "only GET\n");
+	if (*upload_size)
+		return send_text(c, 400, "no body expected\n");
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+	const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+	const char *rest;
+	if (!host_ok(s, host) || !origin_ok(origin, host))
+		return send_text(c, 403, "Host or Origin is not this server's\n");
+	if (!token_ok(s, url, &rest))
+		return send_text(c, 403, "the URL lacks the token strata view printed\n");
+	if (!*rest) { /* "/TOKEN": the page's relative links need the slash */
+		struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL,
+						MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return MHD_NO;
+		char loc[TOKEN_HEX + 3];
+		snprintf(loc, sizeof(loc), "/%s/", s->token);
+		MHD_add_response_header(r, "Location", loc);
+		enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_FOUND, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
+	rest++; /* the '/' after the token */
+	if (!strncmp(rest, "api/", 4))
+		return api(s, c, rest + 4);
+	return send_asset(c, rest);
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+static int listen_on(const char *addr, unsigned port, bool *v6, unsigned *bound)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len;
+	if (!strcmp(addr, "localhost"))
+		addr = "127.0.0.1";
+	if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+		len = sizeof(*a4);
+		*v6 = false;
+	} else if (inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		len = sizeof(*a6);
+		*v6 = true;
+	} else {
+		fprintf(stderr, "strata: view: --bind: '%s' is not an IP address\n", addr);
+		return -1;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 128) ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len)) {
+		fprintf(stderr, "strata: view: cannot listen on %s port %u: %s\n", addr,
+			port, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*bound = ntohs(*v6 ? a6->sin6_port : a4->sin_port);
+	return fd;
+}
+
+static int parse(int argc, char **argv, const char **trace, const char **bind_to,
+		 unsigned *port)
+{
+	static const struct option opts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "bind", required_argument, NULL, 'b' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		char *end;
+		switch (o) {
+		case 'p':
+			errno = 0;
+			unsigned long p = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || p > 65535) {
+				fprintf(stderr, "strata: view: --port: '%s' is not a port\n",
+					optarg);
+				return -1;
+			}
+			*port = (unsigned)p;
+			break;
+		case 'b':
+			*bind_to = optarg;
+			break;
+		default:
+			fputs(cmd_view_usage, stderr);
+			return -1;
+		}
+	}
+	if (optind != argc - 1) {
+		fputs(cmd_view_usage, stderr);
+		return -1;
+	}
+	*trace = argv[optind];
+	return 0;
+}
+
+/* Damage is said on stderr, as every strata command says it; damage and
+ * loss with a time are kept for the page to mark. */
+static void on_problem(const struct strata_problem *p, void *arg)
+{
+	struct vw_problems *ps = arg;
+	if (p->kind != STRATA_PROBLEM_DISCARDED && p->kind != STRATA_PROBLEM_PACKETS_LOST)
+		fprintf(stderr, "strata: %s: %s\n", p->file, p->what);
+	if (p->timestamp && ps->n < VW_MAX_PROBLEMS)
+		ps->v[ps->n++] = (struct vw_problem){ p->timestamp, p->count, p->kind };
+}
+
+static int serve(struct server *s, const char *bind_to, unsigned port)
+{
+	bool v6;
+	int fd = listen_on(bind_to, port, &v6, &s->port);
+	if (fd < 0)
+		return 1;
+	unsigned char raw[TOKEN_HEX / 2];
+	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw)) {
+		fprintf(stderr, "strata: view: no random token: %s\n", strerror(errno));
+		close(fd);
+		return 1;
+	}
+	for (int i = 0; i < TOKEN_HEX / 2; i++)
+		snprintf(s->token + 2 * i, 3, "%02x", raw[i]);
+	/* Ctrl-C is taken by sigwait below; the server's thread, made after
+	 * this, inherits the mask and never sees it */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* one thread answers every request: the trace belongs to one thread
+	 * at a time (reader.h), and each answer is bounded (view.md) */
+	struct MHD_Daemon *d = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | (v6 ? MHD_USE_IPv6 : 0),
+		0, NULL, NULL, handle, s, MHD_OPTION_LISTEN_SOCKET, fd,
+		MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+		MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "strata: view: the HTTP server did not start\n");
+		close(fd);
+		return 1;
+	}
+	printf("http://%s%s%s:%u/%s/\n", v6 ? "[" : "", bind_to, v6 ? "]" : "", s->port,
+	       s->token);
+	fflush(stdout);
+	fprintf(stderr, "strata view: %llu events in %.0f ms; Ctrl-C stops\n",
+		(unsigned long long)s->m.nevents, s->m.build_ms);
+	int sig;
+	sigwait(&sigs, &sig);
+	MHD_stop_daemon(d);
+	close(fd);
+	return 0;
+}
+
+int cmd_view(int argc, char **argv)
+{
+	const char *trace = NULL, *bind_to = "127.0.0.1";
+	unsigned port = 0;
+	if (parse(argc, argv, &trace, &bind_to, &port))
+		return 1;
+	struct strata_trace *t;
+	static struct vw_problems problems;
+	struct strata_open_options oo = { .problem = on_problem, .problem_arg = &problems };
+	int err = strata_trace_open(trace, &oo, &t);
+	if (err) {
+		fprintf(stderr, "strata: %s: cannot open the trace: %s\n", trace,
+			strerror(-err));
+		return 1;
+	}
+	static struct server s;
+	err = vw_model_build(&s.m, t, trace);
+	s.m.problems = &problems;
+	int ret = 1;
+	if (err)
+		fprintf(stderr, "strata: %s: reading the trace: %s\n", trace, strerror(-err));
+	else
+		ret = serve(&s, bind_to, port);
+	vw_model_fini(&s.m);
+	strata_trace_close(t);
+	return ret;
+}

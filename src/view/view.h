@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/* strata view: the model of a trace the server answers from, and its API (docs/view.md). */
+#ifndef STRATA_VIEW_H
+#define STRATA_VIEW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <strata/reader.h>
+
+#include "analysis/analysis.h"
+#include "json.h"
+
+/* A CPU's running thread from time `t` on (sched_switch's next_pid):
+ * 0 the idle task. */
+struct vw_switch {
+	uint64_t t;
+	int32_t tid;
+};
+
+struct vw_cpu {
+	uint32_t cpu;
+	struct vw_switch *sw;    /* in time order */
+	size_t nsw, swcap;
+	uint32_t *bins;          /* events on this CPU per bin */
+};
+
+/* A closed begin/end interval of a thread (analysis.h's pairer). */
+struct vw_iv {
+	uint64_t begin, end;
+	uint32_t kind;
+	uint32_t depth;
+};
+
+#define VW_IV_BLOCK 64 /* intervals per block of blockmax (view.md) */
+#define VW_IV_LEVELS 40 /* level L: durations in (span / 2^(L+1), span / 2^L] */
+
+/* A thread's intervals of one level of duration, so that a window reads
+ * those at least a pixel long one by one and probes the shorter ones per
+ * pixel (view.md, "Level of detail"). */
+struct vw_ivlevel {
+	struct vw_iv *iv;        /* sorted by begin */
+	size_t n, cap;
+	bool unsorted;           /* to sort at the end of the build */
+	uint64_t *blockmax;      /* latest end of each VW_IV_BLOCK intervals */
+};
+
+struct vw_thread {
+	uint32_t pid, tid;
+	uint64_t events;         /* user events */
+	uint32_t *bins;          /* its user events per bin */
+	struct vw_ivlevel lev[VW_IV_LEVELS];
+	struct vw_switch *run;   /* from t on: on CPU tid - 1, or off (0) */
+	size_t nrun, runcap;
+	size_t niv;              /* intervals, all levels */
+	unsigned row;            /* its index in vw_model.rows */
+};
+
+/* Where the reader met damage or loss (reader.h's problems that carry a
+ * time), for the page to mark; the first VW_MAX_PROBLEMS are kept. */
+struct vw_problem {
+	uint64_t ts;             /* ticks */
+	uint64_t count;          /* events or packets lost, else 0 */
+	int kind;                /* enum strata_problem_kind */
+};
+
+#define VW_MAX_PROBLEMS 1000
+
+struct vw_problems {
+	struct vw_problem v[VW_MAX_PROBLEMS];
+	unsigned n;
+};
+
+struct vw_model {
+	struct strata_trace *t;
+	const char *path;
+	uint64_t begin, end;     /* ticks */
+	uint64_t nevents;        /* every event, strata's own records aside */
+	unsigned nbins;          /* bins over [begin, end] per row */
+	uint64_t *prefix;        /* events of bins [0, i): nbins + 1 */
+	bool *kernel;            /* per stream */
+	bool have_sched;
+	struct vw_cpu *cpus;     /* the CPUs of the streams, by number */
+	unsigned ncpus;
+	struct an_tidmap threads; /* struct vw_thread by tid */
+	struct vw_thread *last;  /* the thread of the last lookup */
+	struct vw_thread **rows; /* threads with user events, by pid, tid */
+	unsigned nrows;
+	struct an_names *names;
+	struct iv_pairer *pairer; /* for its kinds' names */
+	double build_ms;         /* time the model took to build */
+	const struct vw_problems *problems; /* the command's, or NULL */
+};
+
+/* Read the whole trace once (merged, in time order) into m: per-row bins,
+ * CPU switches, intervals and names. Returns 0, -ENOMEM, or what
+ * iv_pairer_create returns. */
+int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path);
+void vw_model_fini(struct vw_model *m);
+/* The bin of tick ts (clamped to the trace). */
+unsigned vw_bin(const struct vw_model *m, uint64_t ts);
+uint64_t vw_ns(const struct vw_model *m, uint64_t ticks);   /* since begin */
+/* The first tick (since begin) that vw_ns shows as ns or later: the
+ * page's times are the ones strata print shows, floored to the ns. */
+uint64_t vw_ticks(const struct vw_model *m, uint64_t ns);
+
+/* The answers of the JSON API (api.c); each writes one JSON document into
+ * out, or returns an HTTP status (400) after writing why into out. */
+int vw_api_summary(struct vw_model *m, struct vw_buf *out);
+/* Rows between t0 and t1 (ns since the trace start) at w pixels. */
+int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
+		  struct vw_buf *out);
+/* Up to `before` events before t and `after` from t on, of one CPU or
+ * thread when cpu or tid is >= 0. */
+int vw_api_list(struct vw_model *m, uint64_t t, unsigned before, unsigned after,
+		int64_t cpu, int64_t tid, struct vw_buf *out);
+
+/* The page's files, embedded at build time (assets.c, from web/). */
+struct vw_asset {
+	const char *name;        /* "index.html" */
+	const unsigned char *data;
+	unsigned long size;
+};
+extern const struct vw_asset vw_assets[];
+extern const unsigned vw_nassets;
+
+#endif /* STRATA_VIEW_H */

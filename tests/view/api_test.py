@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""strata view's JSON API on a recorded trace, against what strata print says of it.
+
+usage: api_test.py STRATA WORKERS WORKDIR
+
+Records the example (enough events that the whole trace is drawn from the
+bins, a narrow window from the events), then checks the summary's counts
+per CPU and thread, the marks of both kinds of window, the intervals,
+and the event lists around a time against `strata print --format json`.
+"""
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.request
+
+strata, workers, work = sys.argv[1], sys.argv[2], os.path.join(sys.argv[3], "api")
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+trace = os.path.join(work, "trace")
+failed = []
+
+
+def check(ok, what):
+    if not ok:
+        failed.append(what)
+        print("view-api: FAIL:", what, file=sys.stderr)
+
+
+subprocess.run([workers, "3", "50000"], env=dict(os.environ, STRATA_OUTPUT=trace),
+               check=True, stdout=subprocess.DEVNULL)
+out = subprocess.run([strata, "print", trace, "--format", "json"], check=True,
+                     capture_output=True, text=True).stdout
+evs = [json.loads(line) for line in out.splitlines()]
+for e in evs:
+    e["ns"] = round(e["time"] * 1e9)
+n = len(evs)
+per_tid = collections.Counter(e["tid"] for e in evs)
+per_cpu = collections.Counter(e["cpu"] for e in evs)
+
+view = subprocess.Popen([strata, "view", trace], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+try:
+    url = view.stdout.readline().strip()
+
+    def get(path):
+        with urllib.request.urlopen(url + path, timeout=60) as r:
+            return json.load(r)
+
+    s = get("api/summary")
+    check(s["events"] == n, f"summary: {s['events']} events, print {n}")
+    check(s["freq"] == 1000000000 or s["freq"] > 0, "summary: clock frequency")
+    for c in s["cpus"]:
+        check(c["events"] == per_cpu.get(c["cpu"], 0),
+              f"summary: CPU {c['cpu']} {c['events']} events, print {per_cpu.get(c['cpu'], 0)}")
+    rows = {t["tid"]: t for t in s["threads"]}
+    check(set(rows) == set(per_tid), f"summary: threads {sorted(rows)}, print {sorted(per_tid)}")
+    for tid, t in rows.items():
+        check(t["events"] == per_tid[tid], f"summary: tid {tid} {t['events']}, print {per_tid[tid]}")
+    jobs = collections.Counter(e["tid"] for e in evs if e["event"] == "work:job_end")
+    for tid, t in rows.items():
+        check(t["intervals"] >= jobs[tid], f"summary: tid {tid} {t['intervals']} intervals, "
+              f"{jobs[tid]} jobs ended")
+    check("work:job_begin..job_end" in s["kinds"], f"summary: kinds {s['kinds']}")
+
+    def marks_per_row(w):
+        cpu = {c["cpu"]: sum(c["marks"][2::5]) for c in w["cpus"]}
+        thr = {t["tid"]: sum(t["marks"][2::5]) for t in w["threads"]}
+        return cpu, thr
+
+    # the whole trace: more events than the exact limit, from the bins
+    w = get(f"api/window?t0=0&t1={s['span_ns']}&w=1000")
+    check(n <= 200000 or not w["exact"], "whole window: from the bins")
+    cpu, thr = marks_per_row(w)
+    check(all(cpu[c] == per_cpu.get(c, 0) for c in cpu), f"whole window: marks per CPU {cpu}")
+    check(all(thr[t] == per_tid[t] for t in thr), f"whole window: marks per thread {thr}")
+    check(all(len(t["intervals"]) > 0 for t in w["threads"] if jobs[t["tid"]]),
+          "whole window: intervals drawn")
+
+    # a narrow window: from the events themselves
+    t0, t1 = evs[n // 3]["ns"], evs[n // 3 + 1000]["ns"]
+    inside = [e for e in evs if t0 <= e["ns"] <= t1]
+    w = get(f"api/window?t0={t0}&t1={t1}&w=500")
+    check(w["exact"], "narrow window: exact")
+    cpu, thr = marks_per_row(w)
+    want = collections.Counter(e["tid"] for e in inside)
+    check(all(thr[t] == want.get(t, 0) for t in thr), f"narrow window: {thr} vs {dict(want)}")
+    first = {}
+    for e in inside:
+        first.setdefault(e["tid"], e)
+    for t in w["threads"]:
+        m = t["marks"]
+        if m and t["tid"] in first:
+            check(m[3] == first[t["tid"]]["ns"], f"narrow window: tid {t['tid']} first mark at "
+                  f"{m[3]}, print {first[t['tid']]['ns']}")
+
+    def key(e):  # a listed event, or a printed one
+        return (e["ns"], e["event"], e["tid"], e["cpu"]) if "event" in e else \
+            (e["ts"], e["name"], e["tid"], e["cpu"])
+
+    # the list: from the start, and around a time
+    lst = get("api/list?t=0&before=0&after=100")["events"]
+    check([key(e) for e in lst] == [key(e) for e in evs[:100]], "list from the start")
+    tm = evs[3000]["ns"]
+    lst = get(f"api/list?t={tm}&before=20&after=5")
+    prior = [e for e in evs if e["ns"] < tm][-20:]
+    check([key(e) for e in lst["events"][:lst["before"]]] == [key(e) for e in prior],
+          "list: the 20 events before a time")
+    tid = sorted(per_tid)[-1]
+    lst = get(f"api/list?t={tm}&before=5&after=50&tid={tid}")["events"]
+    check(lst and all(e["tid"] == tid for e in lst), "list of one thread")
+    e = lst[-1]
+    check(isinstance(e["fields"], dict) and e["desc"], "list: fields and description")
+finally:
+    view.terminate()
+    view.wait(timeout=10)
+
+# a damaged copy (a stream cut inside a packet, bits flipped) opens: what is
+# readable is served, the damage is counted and placed in time
+bad = os.path.join(work, "damaged")
+shutil.copytree(trace, bad)
+streams = [os.path.join(d, f) for d, _, fs in os.walk(bad) for f in fs
+           if f.startswith("cpu") and not d.endswith("index")]
+big = max(streams, key=os.path.getsize)
+data = bytearray(open(big, "rb").read())
+data = data[:len(data) // 2 + 1234]
+for i in range(5000, len(data), 9973):
+    data[i] ^= 0x5A
+open(big, "wb").write(data)
+view = subprocess.Popen([strata, "view", bad], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL, text=True)
+try:
+    url = view.stdout.readline().strip()
+    check(url.startswith("http://"), "damaged trace: no URL")
+    if url:
+        s = get("api/summary")
+        check(s["problems"] > 0 and len(s["damage"]) >= 3, f"damaged trace: problems "
+              f"{s['problems']}, placed {len(s['damage']) // 3}")
+        check(0 < s["events"] < n, f"damaged trace: {s['events']} events readable of {n}")
+        # what print shows inside the trace's span (a flipped bit can send
+        # a packet's times past it: those events are in no window)
+        out = subprocess.run([strata, "print", bad, "--format", "json"],
+                             capture_output=True, text=True).stdout
+        inspan = sum(1 for line in out.splitlines()
+                     if round(json.loads(line)["time"] * 1e9) <= s["span_ns"])
+        w = get(f"api/window?t0=0&t1={s['span_ns']}&w=800")
+        drawn = sum(sum(c["marks"][2::5]) for c in w["cpus"])
+        check(drawn == inspan, f"damaged trace: {drawn} marks, print {inspan} in the span")
+        check(len(get(f"api/list?t={s['span_ns'] // 2}&before=50&after=50")["events"]) > 0,
+              "damaged trace: a list")
+finally:
+    view.terminate()
+    view.wait(timeout=10)
+print("view-api:", "ok" if not failed else f"{len(failed)} failed", f"({n} events)")
+sys.exit(1 if failed else 0)

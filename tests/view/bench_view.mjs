@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// strata view's speed in headless Chromium: first paint from the command's start, then zoom from the whole trace to 1 us and pan.
+// usage: node bench_view.mjs STRATA TRACE   (run by tests/view/bench.sh; prints one result per line)
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { chromium } from 'playwright-core';
+
+const [strata, trace] = process.argv.slice(2);
+const browser = await chromium.launch({
+	executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+	args: ['--no-sandbox', '--disable-gpu'],
+});
+const page = await browser.newPage({ viewport: { width: 1600, height: 900 }, bypassCSP: true });
+// the browser is up first, as a person's is: the clock starts with the command
+const t0 = performance.now();
+const view = spawn(strata, ['view', trace], { stdio: ['ignore', 'pipe', 'inherit'] });
+const url = await new Promise((ok) => createInterface({ input: view.stdout }).once('line', ok));
+const tUrl = performance.now();
+await page.goto(url);
+await page.waitForFunction(() => window.strataView && window.strataView.ready, null,
+	{ timeout: 600000 });
+const tPaint = performance.now();
+const q = (a, p) => [...a].sort((x, y) => x - y)[Math.min(a.length - 1, Math.floor(p * a.length))];
+const say = (name, a) => console.log(`${name}: n=${a.length} p50=${q(a, 0.5).toFixed(1)} ms ` +
+	`p95=${q(a, 0.95).toFixed(1)} ms max=${Math.max(...a).toFixed(1)} ms`);
+console.log(`server ready (URL printed): ${(tUrl - t0).toFixed(0)} ms`);
+console.log(`first paint from the start of strata view: ${(tPaint - t0).toFixed(0)} ms`);
+
+async function step(key) {
+	const n = await page.evaluate(() => window.strataView.answers);
+	await page.keyboard.press(key);
+	await page.waitForFunction((k) => window.strataView.answers > k, n, { timeout: 60000 });
+	return page.evaluate(() => [window.strataView.fetchMs, window.strataView.inputMs,
+		window.strataView.view.t1 - window.strataView.view.t0]);
+}
+await page.locator('#timeline').focus();
+const fetchMs = [], inputMs = [];
+let span = Infinity;
+while (span > 1000) { // W: x0.7 a step, down to the 1 us the page allows
+	const [f, i, s] = await step('w');
+	fetchMs.push(f);
+	inputMs.push(i);
+	if (s === span)
+		break;
+	span = s;
+}
+for (let k = 0; k < 10; k++) { // S back out part of the way, then pan
+	const [f, i] = await step(k < 5 ? 's' : 'd');
+	fetchMs.push(f);
+	inputMs.push(i);
+}
+say('zoom/pan, request to parsed answer', fetchMs);
+say('zoom/pan, key to pixels', inputMs);
+const heap = await page.evaluate(() => performance.memory ? performance.memory.usedJSHeapSize : 0);
+console.log(`JS heap: ${(heap / 1048576).toFixed(1)} MiB`);
+const hwm = readFileSync(`/proc/${view.pid}/status`, 'utf8').match(/VmHWM:\s+(\d+)/);
+console.log(`server peak RSS: ${(Number(hwm[1]) / 1024).toFixed(0)} MiB`);
+await browser.close();
+view.kill('SIGINT');

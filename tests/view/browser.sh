@@ -1,0 +1,38 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# strata view's page in Debian's headless Chromium, driven by playwright-core from the npm lockfile.
+# usage: browser.sh STRATA PYTHON WORKDIR
+# Exit 77 (skipped) only when chromium or node is missing: scripts/deps.sh test installs them.
+set -u
+strata=$1
+py=$2
+work=$3/browser
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$here/common.sh"
+chromium=${CHROMIUM:-/usr/bin/chromium}
+[ -x "$chromium" ] || { echo "view-browser: SKIP: no $chromium (apt-get install chromium)"; exit 77; }
+command -v node >/dev/null && command -v npm >/dev/null ||
+	{ echo "view-browser: SKIP: no node or npm (apt-get install nodejs npm)"; exit 77; }
+rm -rf "$work"
+mkdir -p "$work"
+
+# the test tools, from the lockfile, beside the build; never a browser
+# download (playwright-core has none), and again only when the lock changed
+mods=$3/node
+if ! cmp -s "$root/package-lock.json" "$mods/package-lock.json" ||
+   ! [ -d "$mods/node_modules/playwright-core" ]; then
+	rm -rf "$mods"
+	mkdir -p "$mods"
+	cp "$root/package.json" "$root/package-lock.json" "$mods/"
+	(cd "$mods" && npm ci --no-audit --no-fund --ignore-scripts >npm.log 2>&1) ||
+		{ cat "$mods/npm.log" >&2; echo "view-browser: npm ci failed" >&2; exit 1; }
+fi
+cp "$here/browser_test.mjs" "$mods/"
+
+"$py" "$root/tests/convert/gen_sched.py" "$work/trace" >/dev/null || exit 1
+view_start "$strata" "$work/trace" "$work/view" || exit 1
+CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "$work/view.png"
+rc=$?
+view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
+exit $rc

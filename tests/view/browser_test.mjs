@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+// strata view in Debian's headless Chromium: rows and marks drawn, zoom, a click on an event, the list synced both ways.
+// usage: node browser_test.mjs URL SCREENSHOT   (the URL strata view printed;
+// the trace is tests/convert/gen_sched.py's: 2 CPUs, threads 300-302)
+import { chromium } from 'playwright-core';
+
+const [url, shot] = process.argv.slice(2);
+const failures = [];
+const check = (ok, what) => {
+	if (!ok) {
+		failures.push(what);
+		console.error(`view-browser: FAIL: ${what}`);
+	}
+};
+
+const browser = await chromium.launch({
+	executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+	args: ['--no-sandbox', '--disable-gpu'],
+});
+try {
+	// the page's CSP forbids eval, which playwright's waitForFunction uses
+	const page = await browser.newPage({ viewport: { width: 1200, height: 800 }, bypassCSP: true });
+	const errors = [], outside = [];
+	page.on('pageerror', (e) => errors.push(e.message));
+	page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+	// the page must need nothing but its own server: no CDN, no fonts
+	const origin = new URL(url).origin;
+	await page.route('**/*', (r) => {
+		if (r.request().url().startsWith(origin))
+			return r.continue();
+		outside.push(r.request().url());
+		return r.abort();
+	});
+	await page.goto(url);
+	const hook = () => page.evaluate(() => {
+		const h = window.strataView;
+		return { ready: h.ready, answers: h.answers, view: h.view, drawn: h.drawn,
+			selected: h.selected, list: h.list, summary: h.summary };
+	});
+	await page.waitForFunction(() => window.strataView && window.strataView.ready &&
+		window.strataView.list > 0, null, { timeout: 20000 });
+	await page.waitForTimeout(300);
+	let h = await hook();
+	const d = h.drawn;
+	check(d.rows === 5, `rows: ${d.rows}, expected 2 CPUs + 3 threads`);
+	check(d.slices >= 4, `CPU slices drawn: ${d.slices}`);
+	check(d.marks >= 10, `marks drawn: ${d.marks}`);
+	check(d.running >= 3, `threads' running strips drawn: ${d.running}`);
+	check(d.intervals === 3, `intervals drawn: ${d.intervals} (worker-a 1, worker-b 2 nested)`);
+	check(h.summary.names['301'] === 'worker-a', 'thread names from the state dump');
+	check(d.damage === 0 && h.summary.damage.length === 0, 'no damage marked on a sound trace');
+
+	// pixels: CPU 1 runs worker-b (302) from 2 to 70 ms, in its colour
+	const px = await page.evaluate(() => {
+		const c = document.getElementById('timeline');
+		const ctx = c.getContext('2d');
+		const dpr = window.devicePixelRatio || 1;
+		const w = c.clientWidth - 170;
+		const x = (170 + 0.03 / 0.1 * w) * dpr, y = (22 + 22 + 8) * dpr;
+		return Array.from(ctx.getImageData(Math.round(x), Math.round(y), 1, 1).data);
+	});
+	const want = await page.evaluate(() => {
+		const s = document.createElement('canvas').getContext('2d');
+		s.fillStyle = window.strataView.colour(302);
+		s.fillRect(0, 0, 1, 1);
+		return Array.from(s.getImageData(0, 0, 1, 1).data);
+	});
+	check(px.slice(0, 3).every((v, i) => Math.abs(v - want[i]) <= 2),
+		`CPU 1 at 30 ms: pixel ${px}, worker-b's colour ${want}`);
+
+	// zoom in with W: a narrower view, and a new answer from the server
+	const span0 = h.view.t1 - h.view.t0, answers0 = h.answers;
+	await page.locator('#timeline').focus();
+	for (let i = 0; i < 3; i++)
+		await page.keyboard.press('w');
+	await page.waitForFunction((n) => window.strataView.answers > n, answers0);
+	await page.keyboard.press('d'); // and pan right
+	await page.waitForTimeout(400);
+	h = await hook();
+	check(h.view.t1 - h.view.t0 < span0 * 0.5, `zoom: span ${h.view.t1 - h.view.t0} of ${span0}`);
+	check(h.view.t0 > 0, 'pan: the view moved right');
+	await page.keyboard.press('0');
+	await page.waitForTimeout(400);
+
+	// click a mark on worker-a's row: the event's details
+	h = await hook();
+	const m = h.drawn.markList.find((k) => k.row === 'thread' && k.id === 301);
+	check(m, 'a mark on worker-a\'s row');
+	if (m) {
+		const box = await page.locator('#timeline').boundingBox();
+		await page.mouse.click(box.x + m.x, box.y + m.y);
+		await page.waitForFunction(() => window.strataView.selected &&
+			window.strataView.selected.name, null, { timeout: 10000 });
+		h = await hook();
+		check(h.selected.tid === 301 && h.selected.ts === m.ts,
+			`clicked ${m.ts} on 301, selected ${JSON.stringify(h.selected).slice(0, 200)}`);
+		const title = await page.textContent('#detail-name');
+		check(title === h.selected.name, `details show ${title}`);
+		const text = await page.textContent('#details');
+		check(/job/.test(text) && /worker-a/.test(text), `details: ${text.slice(0, 200)}`);
+		// and the list holds it, selected
+		await page.waitForSelector('#list tr.selected', { timeout: 10000 });
+		const row = await page.textContent('#list tr.selected');
+		check(row.includes(h.selected.name), `list row selected: ${row}`);
+	}
+
+	// a click in the list centres the timeline on that event
+	const rows = page.locator('#list tbody tr');
+	const n = await rows.count();
+	check(n >= 10, `list rows: ${n}`);
+	const pick = rows.nth(Math.min(12, n - 1));
+	const t = Number((await pick.locator('td').first().textContent())) * 1e9;
+	await pick.click();
+	await page.waitForTimeout(500);
+	h = await hook();
+	const mid = (h.view.t0 + h.view.t1) / 2;
+	check(Math.abs(mid - t) < 2 || h.view.t0 === 0 || h.view.t1 === h.summary.span_ns,
+		`list click: view middle ${mid}, event at ${t}`);
+	check(h.selected && Math.abs(h.selected.ts - t) < 2, 'list click selects the event');
+
+	check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+	check(outside.length === 0, `requests outside the server: ${outside.join(' ')}`);
+	if (shot)
+		await page.screenshot({ path: shot });
+} finally {
+	await browser.close();
+}
+console.log(`view-browser: ${failures.length ? `${failures.length} failed` : 'ok'}`);
+process.exit(failures.length ? 1 : 0);

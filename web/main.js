@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+// strata view: the page's state, its requests to the JSON API, and the keys and mouse.
+import { Timeline, LABEL, colour, seconds } from './timeline.js';
+import { renderList, showEvent, showSpan, same } from './list.js';
+
+// Every URL is relative: the page lives under /TOKEN/, so the token goes
+// with each request without the page knowing it.
+async function get(path) {
+	const r = await fetch(path);
+	if (!r.ok)
+		throw new Error(`${path}: ${r.status}`);
+	return r.json();
+}
+
+const $ = (id) => document.getElementById(id);
+const state = { sum: null, view: null, tl: null, overview: null, seq: 0,
+	selected: null, listSeq: 0, history: [] };
+const hook = window.strataView = { ready: false, answers: 0, list: 0 };
+
+function clampView(t0, t1) {
+	const span = state.sum.span_ns;
+	let w = Math.max(1000, Math.min(span, t1 - t0)); // 1 us at the most zoomed
+	t0 = Math.max(0, Math.min(t0, span - w));
+	return { t0, t1: t0 + w };
+}
+
+function setView(t0, t1) {
+	state.inputAt = state.inputAt ?? performance.now();
+	state.view = clampView(t0, t1);
+	hook.view = state.view;
+	$('range').textContent = `${seconds(state.view.t0, (state.view.t1 - state.view.t0) / 1000)}` +
+		` – ${seconds(state.view.t1, (state.view.t1 - state.view.t0) / 1000)} s`;
+	redraw();
+	fetchWindow();
+	fetchListSoon();
+}
+
+// One window request at a time matters: an answer older than the newest
+// request is drawn only until the newer one comes.
+async function fetchWindow() {
+	const seq = ++state.seq, v = state.view, w = state.tl.plotWidth();
+	const t0 = Math.floor(v.t0), t1 = Math.ceil(v.t1);
+	const asked = performance.now();
+	const d = await get(`api/window?t0=${t0}&t1=${t1}&w=${w}`);
+	if (seq < state.lastSeq)
+		return;
+	state.lastSeq = seq;
+	state.tl.data = d;
+	hook.fetchMs = performance.now() - asked; // request to parsed answer
+	state.answered = seq === state.seq;
+	redraw();
+}
+
+let raf = 0;
+function redraw() {
+	if (raf)
+		return;
+	raf = requestAnimationFrame(() => {
+		raf = 0;
+		state.tl.selected = state.selected;
+		state.tl.draw(state.view);
+		hook.drawn = state.tl.drawn;
+		drawOverview();
+		if (state.answered) {
+			// the newest answer is on screen: input to pixels, for
+			// the tests and tests/view/bench.sh
+			state.answered = false;
+			hook.inputMs = performance.now() - state.inputAt;
+			state.inputAt = null;
+			hook.answers++;
+			hook.ready = true;
+		}
+	});
+}
+
+function drawOverview() {
+	const c = state.overview, dpr = window.devicePixelRatio || 1;
+	const w = c.clientWidth, h = c.clientHeight;
+	c.width = Math.round(w * dpr);
+	c.height = Math.round(h * dpr);
+	const ctx = c.getContext('2d');
+	ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+	ctx.fillStyle = '#f5f7f8';
+	ctx.fillRect(0, 0, w, h);
+	const pw = w - LABEL, d = state.overviewData;
+	if (d) {
+		// events per pixel over all CPUs, on a log scale
+		const px = new Float64Array(d.w);
+		for (const c2 of d.cpus)
+			for (let i = 0; i < c2.marks.length; i += 5)
+				px[c2.marks[i]] += c2.marks[i + 2];
+		const max = Math.log1p(Math.max(1, ...px));
+		ctx.fillStyle = '#546e7a';
+		for (let x = 0; x < d.w; x++)
+			if (px[x]) {
+				const bh = Math.max(1, Math.log1p(px[x]) / max * (h - 4));
+				ctx.fillRect(LABEL + x / d.w * pw, h - bh, Math.max(1, pw / d.w), bh);
+			}
+	}
+	const span = state.sum.span_ns, v = state.view;
+	const x0 = LABEL + v.t0 / span * pw, x1 = LABEL + v.t1 / span * pw;
+	ctx.fillStyle = 'rgba(255,179,0,0.3)';
+	ctx.fillRect(x0, 0, Math.max(2, x1 - x0), h);
+	ctx.strokeStyle = '#ff8f00';
+	ctx.strokeRect(x0, 0.5, Math.max(2, x1 - x0), h - 1);
+	ctx.fillStyle = '#333';
+	ctx.font = '11px system-ui, sans-serif';
+	ctx.fillText(`whole trace: ${seconds(span, span / 1000)} s`, 6, h / 2 + 4);
+}
+
+// ---- the list: events around the view's middle, or the selection ------
+
+let listTimer = 0;
+function fetchListSoon() {
+	clearTimeout(listTimer);
+	listTimer = setTimeout(() => {
+		const t = state.selected && state.selected.ts >= state.view.t0 &&
+			state.selected.ts <= state.view.t1 ? state.selected.ts :
+			(state.view.t0 + state.view.t1) / 2;
+		fetchList(t);
+	}, 150);
+}
+
+async function fetchList(t) {
+	const seq = ++state.listSeq;
+	const l = await get(`api/list?t=${Math.floor(t)}&before=20&after=80`);
+	if (seq !== state.listSeq)
+		return;
+	renderList($('list').tBodies[0], l.events, l.before, state.selected, pickFromList);
+	hook.list = l.events.length;
+	hook.listFirst = l.events[0] ? l.events[0].ts : null;
+}
+
+function select(e) {
+	state.selected = e;
+	hook.selected = e;
+	showEvent($('details'), e, state.sum.names);
+	redraw();
+}
+
+// A click in the list: that event, centred in the timeline.
+function pickFromList(e) {
+	select(e);
+	const half = (state.view.t1 - state.view.t0) / 2;
+	setView(e.ts - half, e.ts + half);
+}
+
+// A click in the timeline: the event under it, and the list around it.
+async function pickAt(x, y) {
+	const h = state.tl.hit(x, y);
+	if (!h)
+		return;
+	const row = h.row.kind === 'cpu' ? `cpu=${h.row.id}` : `tid=${h.row.id}`;
+	if (h.kind === 'mark') {
+		const l = await get(`api/list?t=${h.ts}&before=0&after=1&${row}`);
+		if (l.events.length) {
+			select(l.events[0]);
+			fetchList(l.events[0].ts);
+		}
+	} else if (h.kind === 'interval') {
+		const kind = state.sum.kinds[h.ikind] || `kind ${h.ikind}`;
+		state.selected = null;
+		showSpan($('details'), kind, [['thread', h.row.label], ['begin', `${seconds(h.t0)} s`],
+			['end', `${seconds(h.t1)} s`], ['duration', `${((h.t1 - h.t0) / 1e3).toFixed(3)} us`],
+			['depth', h.depth]]);
+		hook.selected = { interval: kind };
+		fetchList(h.t0);
+	} else if (h.kind === 'slice') {
+		const v = state.view, pw = state.tl.plotWidth();
+		const t = v.t0 + (x - LABEL) / pw * (v.t1 - v.t0);
+		showSpan($('details'), `CPU ${h.cpu}`, [['running',
+			`${state.sum.names[h.tid] || ''} ${h.tid}`], ['at', `${seconds(t)} s`]]);
+		hook.selected = { cpu: h.cpu, tid: h.tid };
+	}
+}
+
+// ---- keys and mouse, as Perfetto: W/S zoom, A/D pan ----------------------
+
+function zoom(f, at) {
+	const v = state.view;
+	const c = at ?? (v.t0 + v.t1) / 2;
+	state.history.push(v);
+	setView(c - (c - v.t0) * f, c + (v.t1 - c) * f);
+}
+
+function pan(frac) {
+	const v = state.view, d = (v.t1 - v.t0) * frac;
+	setView(v.t0 + d, v.t1 + d);
+}
+
+function timeAt(x) {
+	const v = state.view;
+	return v.t0 + (x - LABEL) / state.tl.plotWidth() * (v.t1 - v.t0);
+}
+
+function input() {
+	const cv = $('timeline');
+	document.addEventListener('keydown', (e) => {
+		if (e.target.tagName === 'INPUT' || e.ctrlKey || e.metaKey)
+			return;
+		const k = e.key.toLowerCase();
+		const acts = { w: () => zoom(0.7), '+': () => zoom(0.7), '=': () => zoom(0.7),
+			s: () => zoom(1 / 0.7), '-': () => zoom(1 / 0.7),
+			a: () => pan(-0.2), arrowleft: () => pan(-0.2),
+			d: () => pan(0.2), arrowright: () => pan(0.2),
+			0: () => setView(0, state.sum.span_ns), home: () => setView(0, state.sum.span_ns),
+			backspace: () => state.history.length && setView(state.history.at(-1).t0,
+				state.history.pop().t1) };
+		if (acts[k]) {
+			acts[k]();
+			e.preventDefault();
+		}
+	});
+	cv.addEventListener('wheel', (e) => {
+		e.preventDefault();
+		const x = e.offsetX;
+		if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY))
+			pan((e.deltaX || e.deltaY) / 1000);
+		else if (x > LABEL)
+			zoom(Math.exp(e.deltaY / 300), timeAt(x));
+	}, { passive: false });
+	let drag = null;
+	cv.addEventListener('mousedown', (e) => {
+		drag = { x: e.offsetX, y: e.offsetY, v: state.view, moved: false };
+		cv.focus();
+	});
+	window.addEventListener('mousemove', (e) => {
+		if (!drag || !(e.buttons & 1))
+			return;
+		const dx = e.clientX - cv.getBoundingClientRect().left - drag.x;
+		if (Math.abs(dx) > 3)
+			drag.moved = true;
+		if (drag.moved) {
+			const v = drag.v, d = dx / state.tl.plotWidth() * (v.t1 - v.t0);
+			setView(v.t0 - d, v.t1 - d);
+		}
+	});
+	window.addEventListener('mouseup', (e) => {
+		if (drag && !drag.moved && e.target === cv && drag.x > LABEL)
+			pickAt(drag.x, drag.y);
+		drag = null;
+	});
+	const ov = state.overview;
+	const moveTo = (e) => {
+		const pw = ov.clientWidth - LABEL;
+		const t = (e.offsetX - LABEL) / pw * state.sum.span_ns;
+		const half = (state.view.t1 - state.view.t0) / 2;
+		setView(t - half, t + half);
+	};
+	ov.addEventListener('mousedown', moveTo);
+	ov.addEventListener('mousemove', (e) => e.buttons & 1 && moveTo(e));
+	window.addEventListener('resize', () => {
+		redraw();
+		fetchWindow();
+	});
+}
+
+async function main() {
+	try {
+		state.sum = await get('api/summary');
+	} catch (err) {
+		$('banner').hidden = false;
+		$('banner').textContent = `the server did not answer: ${err.message}`;
+		return;
+	}
+	const s = state.sum;
+	$('trace').textContent = `${s.trace} · ${s.events} events · ${s.cpus.length} CPUs · ` +
+		`${s.threads.length} threads`;
+	const warn = [];
+	if (s.lost_events || s.lost_packets)
+		warn.push(`${s.lost_events} events and ${s.lost_packets} packets lost`);
+	if (s.problems)
+		warn.push(`${s.problems} problems reading the trace (damaged parts skipped; ` +
+			'red ticks on the time axis mark where)');
+	if (!s.have_sched)
+		warn.push('no kernel sched_switch events: CPU rows show events only');
+	if (warn.length) {
+		$('banner').hidden = false;
+		$('banner').textContent = warn.join(' · ');
+	}
+	state.overview = $('overview');
+	state.tl = new Timeline($('timeline'), s);
+	hook.summary = s;
+	input();
+	state.view = { t0: 0, t1: s.span_ns };
+	get(`api/window?t0=0&t1=${s.span_ns}&w=${Math.max(1, state.overview.clientWidth - LABEL)}`)
+		.then((d) => {
+			state.overviewData = d;
+			redraw();
+		});
+	setView(0, s.span_ns);
+	$('timeline').focus();
+}
+
+hook.colour = colour;
+main();

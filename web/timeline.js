@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+// strata view: the timeline canvas — axis, CPU rows, thread rows — and what a click hits.
+
+export const LABEL = 170;     // px of row names at the left
+const AXIS = 22;              // px of time axis at the top
+const CPU_H = 22, THREAD_H = 30;
+
+// A colour per thread: the same tid is the same colour on every row.
+export function colour(tid, light = 60) {
+	return `hsl(${(tid * 137.508) % 360},55%,${light}%)`;
+}
+
+// Seconds from the trace start, with the digits the step needs.
+export function seconds(ns, step = 1) {
+	const digits = Math.max(0, Math.min(9, Math.ceil(-Math.log10(step / 1e9))));
+	return (ns / 1e9).toFixed(digits);
+}
+
+function niceStep(ns) {
+	const p = 10 ** Math.floor(Math.log10(ns));
+	for (const m of [1, 2, 5, 10])
+		if (m * p >= ns)
+			return m * p;
+	return 10 * p;
+}
+
+export class Timeline {
+	constructor(canvas, summary) {
+		this.canvas = canvas;
+		this.sum = summary;
+		this.data = null;     // the last /api/window answer
+		this.rows = [];       // {kind: 'cpu'|'thread', id, y, h, label}
+		this.hits = [];       // what the last draw put where, for clicks
+		this.drawn = {};      // counts for the test hook
+		this.layout();
+	}
+
+	layout() {
+		let y = AXIS;
+		this.rows = [];
+		for (const c of this.sum.cpus) {
+			this.rows.push({ kind: 'cpu', id: c.cpu, y, h: CPU_H, label: `CPU ${c.cpu}` });
+			y += CPU_H;
+		}
+		for (const t of this.sum.threads) {
+			const label = `${t.name || 'tid'} ${t.tid}` + (t.pid !== t.tid ? ` (${t.pid})` : '');
+			this.rows.push({ kind: 'thread', id: t.tid, y, h: THREAD_H, label });
+			y += THREAD_H;
+		}
+		this.height = y + 4;
+	}
+
+	// The canvas sized to its box, in device pixels; returns its CSS width.
+	size() {
+		const dpr = window.devicePixelRatio || 1;
+		const w = this.canvas.clientWidth;
+		this.canvas.style.height = `${this.height}px`;
+		if (this.canvas.width !== Math.round(w * dpr) ||
+		    this.canvas.height !== Math.round(this.height * dpr)) {
+			this.canvas.width = Math.round(w * dpr);
+			this.canvas.height = Math.round(this.height * dpr);
+		}
+		const ctx = this.canvas.getContext('2d');
+		ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+		return w;
+	}
+
+	// Width in pixels of the time area, what /api/window is asked for.
+	plotWidth() {
+		return Math.max(1, this.canvas.clientWidth - LABEL);
+	}
+
+	draw(view) {
+		const w = this.size();
+		const ctx = this.canvas.getContext('2d');
+		const pw = w - LABEL;
+		ctx.clearRect(0, 0, w, this.height);
+		const xOf = (ns) => LABEL + (ns - view.t0) / (view.t1 - view.t0) * pw;
+		this.hits = [];
+		const drawn = { rows: this.rows.length, slices: 0, running: 0, marks: 0, intervals: 0,
+			exact: false, markList: [] };
+		this.axis(ctx, view, pw, xOf);
+		for (const [i, r] of this.rows.entries()) {
+			ctx.fillStyle = i % 2 ? '#fafafa' : '#f0f3f5';
+			ctx.fillRect(LABEL, r.y, pw, r.h);
+		}
+		const d = this.data;
+		if (d) {
+			// the answer's pixels are for its own window: map them onto
+			// the view, so a pan draws at once with what is known
+			const dx = (x) => xOf(d.t0 + x / d.w * (d.t1 - d.t0));
+			ctx.save();
+			ctx.beginPath();
+			ctx.rect(LABEL, 0, pw, this.height);
+			ctx.clip();
+			drawn.exact = d.exact;
+			const byId = (kind, id) => this.rows.find((r) => r.kind === kind && r.id === id);
+			for (const c of d.cpus) {
+				const r = byId('cpu', c.cpu);
+				if (r)
+					this.cpuRow(ctx, r, c, dx, drawn);
+			}
+			for (const t of d.threads) {
+				const r = byId('thread', t.tid);
+				if (r)
+					this.threadRow(ctx, r, t, dx, drawn);
+			}
+			ctx.restore();
+		}
+		this.labels(ctx);
+		this.damage(ctx, view, xOf);
+		if (this.selected) {
+			const x = xOf(this.selected.ts);
+			ctx.strokeStyle = '#e53935';
+			ctx.beginPath();
+			ctx.moveTo(x, AXIS);
+			ctx.lineTo(x, this.height);
+			ctx.stroke();
+		}
+		drawn.damage = this.drawnDamage;
+		this.drawn = drawn;
+	}
+
+	axis(ctx, view, pw, xOf) {
+		const step = niceStep((view.t1 - view.t0) / Math.max(1, pw / 90));
+		ctx.fillStyle = '#fff';
+		ctx.fillRect(0, 0, LABEL + pw, AXIS);
+		ctx.fillStyle = '#333';
+		ctx.strokeStyle = '#ccc';
+		ctx.font = '11px system-ui, sans-serif';
+		for (let t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+			const x = xOf(t);
+			ctx.beginPath();
+			ctx.moveTo(x, AXIS - 6);
+			ctx.lineTo(x, this.height);
+			ctx.stroke();
+			ctx.fillText(`${seconds(t, step)} s`, x + 2, AXIS - 8);
+		}
+	}
+
+	// Lost events and damaged bytes, where the reader met them: a red
+	// tick on the axis and a thin line down the rows.
+	damage(ctx, view, xOf) {
+		const d = this.sum.damage || [];
+		let n = 0;
+		ctx.fillStyle = '#d50000';
+		ctx.strokeStyle = 'rgba(213,0,0,0.35)';
+		for (let i = 0; i < d.length; i += 3) {
+			if (d[i] < view.t0 || d[i] > view.t1)
+				continue;
+			const x = xOf(d[i]);
+			ctx.fillRect(x - 2, AXIS - 7, 4, 7);
+			ctx.beginPath();
+			ctx.moveTo(x, AXIS);
+			ctx.lineTo(x, this.height);
+			ctx.stroke();
+			n++;
+		}
+		this.drawnDamage = n;
+	}
+
+	labels(ctx) {
+		ctx.fillStyle = '#fff';
+		ctx.fillRect(0, AXIS, LABEL, this.height);
+		ctx.font = '12px system-ui, sans-serif';
+		for (const r of this.rows) {
+			ctx.fillStyle = r.kind === 'cpu' ? '#37474f' : colour(r.id, 35);
+			ctx.fillText(r.label.slice(0, 26), 6, r.y + r.h / 2 + 4);
+		}
+	}
+
+	cpuRow(ctx, r, c, dx, drawn) {
+		const s = c.slices;
+		for (let i = 0; i < s.length; i += 4) {
+			const x0 = dx(s[i]), x1 = dx(s[i + 1]), tid = s[i + 2];
+			ctx.fillStyle = s[i + 3] ? colour(tid, 75) : colour(tid);
+			ctx.fillRect(x0, r.y + 2, Math.max(1, x1 - x0), r.h - 8);
+			this.hits.push({ kind: 'slice', row: r, x0, x1, tid, cpu: c.cpu });
+			drawn.slices++;
+		}
+		this.marks(ctx, r, c.marks, dx, drawn, r.y + r.h - 6, 5);
+	}
+
+	threadRow(ctx, r, t, dx, drawn) {
+		// on a CPU (kernel sched_switch): a strip above the intervals
+		const run = t.running || [];
+		for (let i = 0; i < run.length; i += 4) {
+			const x0 = dx(run[i]), x1 = dx(run[i + 1]);
+			ctx.fillStyle = run[i + 3] ? '#a5d6a7' : '#43a047';
+			ctx.fillRect(x0, r.y + 2, Math.max(1, x1 - x0), 3);
+			this.hits.push({ kind: 'slice', row: r, x0, x1, tid: r.id, cpu: run[i + 2] - 1 });
+			drawn.running++;
+		}
+		const iv = t.intervals;
+		for (let i = 0; i < iv.length; i += 4) {
+			const x0 = dx(iv[i]), x1 = dx(iv[i + 1]), depth = iv[i + 2], kind = iv[i + 3];
+			const y = r.y + 6 + Math.min(depth, 3) * 3;
+			ctx.fillStyle = `hsl(${(kind * 83 + 200) % 360},45%,${62 - Math.min(depth, 3) * 8}%)`;
+			ctx.fillRect(x0, y, Math.max(1, x1 - x0), 10);
+			this.hits.push({ kind: 'interval', row: r, x0, x1, depth, ikind: kind,
+				t0: this.data.t0 + iv[i] / this.data.w * (this.data.t1 - this.data.t0),
+				t1: this.data.t0 + iv[i + 1] / this.data.w * (this.data.t1 - this.data.t0) });
+			drawn.intervals++;
+		}
+		this.marks(ctx, r, t.marks, dx, drawn, r.y + r.h - 12, 10);
+	}
+
+	// Marks: flat [x, span, count, ts, class] (class -1: from bins).
+	marks(ctx, r, m, dx, drawn, y, h) {
+		for (let i = 0; i < m.length; i += 5) {
+			const x = dx(m[i]), span = Math.max(1, dx(m[i] + m[i + 1]) - x);
+			const n = m[i + 2], cls = m[i + 4];
+			ctx.fillStyle = cls >= 0 ? `hsl(${(cls * 47) % 360},70%,32%)` :
+				`rgba(33,33,33,${Math.min(1, 0.35 + Math.log10(n) / 4)})`;
+			ctx.fillRect(x, y, Math.max(1.5, span), h);
+			const hit = { kind: 'mark', row: r, x, x1: x + span, ts: m[i + 3], count: n, cls };
+			this.hits.push(hit);
+			if (drawn.markList.length < 200)
+				drawn.markList.push({ x: hit.x + 0.5, y: y + h / 2, ts: hit.ts,
+					row: r.kind, id: r.id, count: n });
+			drawn.marks++;
+		}
+	}
+
+	rowAt(y) {
+		return this.rows.find((r) => y >= r.y && y < r.y + r.h);
+	}
+
+	// What is under (x, y): the nearest mark within 4 px, else an interval
+	// or slice covering x.
+	hit(x, y) {
+		const r = this.rowAt(y);
+		if (!r)
+			return null;
+		let best = null, bd = 5;
+		for (const h of this.hits) {
+			if (h.row !== r || h.kind !== 'mark')
+				continue;
+			const d = x < h.x ? h.x - x : x > h.x1 ? x - h.x1 : 0;
+			if (d < bd) {
+				bd = d;
+				best = h;
+			}
+		}
+		if (best)
+			return best;
+		const cover = this.hits.filter((h) => h.row === r && h.kind !== 'mark' &&
+			x >= h.x0 - 1 && x <= h.x1 + 1);
+		cover.sort((a, b) => (b.depth || 0) - (a.depth || 0));
+		return cover[0] || { kind: 'row', row: r };
+	}
+}
