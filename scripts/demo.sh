@@ -25,3 +25,7 @@ else
 fi
 echo
 echo "Trace: $trace ($(du -sh "$trace" | cut -f1)). Open it with babeltrace2 or Trace Compass as is."
+if [ -x "$build/src/cli/strata" ] && "$build/src/cli/strata" view --help >/dev/null 2>&1; then
+	echo "See it as a timeline: $build/src/cli/strata view $trace"
+	echo "  (then open the URL it prints in a browser; Ctrl-C stops it; docs/view.md)"
+fi
