@@ -37,13 +37,16 @@ int cli_clock_opt(const char *arg);
 /* -k GROUPS of record, daemon and ktrace: ORed into *groups; 0, or -1
  * after one error line (also where strata has no kernel support). */
 int cli_kernel_opt(const char *cmd, const char *arg, unsigned *groups);
+/* The kernel buffer per CPU in KiB (record's and daemon's
+ * --kernel-buffer-kb, ktrace's --buffer-kb): 0, or -1 after one line. */
+int cli_kernel_buffer_opt(const char *cmd, const char *arg, unsigned *kb);
 #ifdef STRATA_HAVE_KERNEL
 struct kern_session;
 /* -k of record and daemon: start kernel streams into TRACE (pid: that
  * process and its children, NULL: the system); NULL after one line saying
  * why. Stop: finish them, one summary line (NULL ks: nothing). */
 struct kern_session *cli_kernel_start(const char *trace, unsigned groups,
-				      const int *pid);
+				      const int *pid, unsigned buffer_kb);
 void cli_kernel_stop(struct kern_session *ks, const char *trace);
 #endif
 extern const char cmd_record_usage[];

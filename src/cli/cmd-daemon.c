@@ -49,6 +49,7 @@ const char cmd_daemon_usage[] =
 	"  -k, --kernel GROUPS    also record the whole system's kernel events\n"
 	"                         (sched, irq, syscalls, all) into each trace,\n"
 	"                         on the same clock (docs/kernel.md)\n"
+	"  --kernel-buffer-kb N   kernel buffer per CPU in KiB (default 4096)\n"
 	"  -f, --foreground       stay in the foreground, messages on stderr\n"
 	"                         (otherwise in the session directory's 'log')\n"
 	"  --kill                 end the daemon NAME: its trace is finished first\n";
@@ -117,6 +118,7 @@ static void ready(int fd, int ok, const char *line)
 }
 
 static unsigned kgroups;            /* -k: kernel groups of every trace */
+static unsigned kbuffer_kb;         /* --kernel-buffer-kb, 0: the default */
 #ifdef STRATA_HAVE_KERNEL
 static struct kern_session *ksess;  /* of the trace being written */
 #endif
@@ -129,7 +131,7 @@ static void trace_started(const char *trace)
 	cli_state_at_start(trace);
 #ifdef STRATA_HAVE_KERNEL
 	if (kgroups)
-		ksess = cli_kernel_start(trace, kgroups, NULL);
+		ksess = cli_kernel_start(trace, kgroups, NULL, kbuffer_kb);
 #endif
 }
 
@@ -155,7 +157,7 @@ static int kill_daemon(const char *name)
 
 int cmd_daemon(int argc, char **argv)
 {
-	enum { O_NAME = 1, O_KILL, O_STOPPED, O_CLOCK };
+	enum { O_NAME = 1, O_KILL, O_STOPPED, O_CLOCK, O_KBUF };
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"name", required_argument, NULL, O_NAME},
@@ -164,6 +166,7 @@ int cmd_daemon(int argc, char **argv)
 		{"kill", no_argument, NULL, O_KILL},
 		{"clock", required_argument, NULL, O_CLOCK},
 		{"kernel", required_argument, NULL, 'k'},
+		{"kernel-buffer-kb", required_argument, NULL, O_KBUF},
 		CLI_RING_OPTIONS,
 		{NULL, 0, NULL, 0},
 	};
@@ -187,6 +190,10 @@ int cmd_daemon(int argc, char **argv)
 		case O_STOPPED: stopped = 1; break;
 		case O_CLOCK:
 			if (cli_clock_opt(optarg))
+				return 2;
+			break;
+		case O_KBUF:
+			if (cli_kernel_buffer_opt("daemon", optarg, &kbuffer_kb))
 				return 2;
 			break;
 		case 'k':

@@ -80,7 +80,8 @@ static int ktrace_opt(struct ktrace_opts *kt, int c, const char *arg)
 		kt->command_only = true;
 		return 0;
 	case OPT_BUFKB:
-		kt->ko.buffer_kb = (unsigned)strtoul(arg, NULL, 10);
+		if (cli_kernel_buffer_opt("ktrace", arg, &kt->ko.buffer_kb))
+			return -1;
 		return 0;
 	}
 	return -1;

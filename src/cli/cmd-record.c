@@ -43,6 +43,7 @@ const char cmd_record_usage[] =
 	"                         sched, irq, syscalls, or all (docs/kernel.md);\n"
 	"                         those of COMMAND's process tree only, unless\n"
 	"  --kernel-system        ... the whole system's\n"
+	"  --kernel-buffer-kb N   kernel buffer per CPU in KiB (default 4096)\n"
 	"  -v, --verbose          one line per traced process at the end\n\n"
 	"SIGUSR1 writes a snapshot of the buffers (overwrite mode) to\n"
 	"DIR-snapshot-N while tracing goes on.\n";
@@ -145,6 +146,7 @@ struct record_opts {
 	unsigned groups; /* -k */
 	struct cli_ring_opts ro;
 	int ksystem, verbose;
+	unsigned kbuffer_kb; /* --kernel-buffer-kb, 0: the default */
 	double duration;
 	char **cmd;
 	char defout[64];
@@ -164,7 +166,8 @@ static int record_trigger(int start, const char *arg)
 	return 0;
 }
 
-enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD };
+enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD,
+       O_KBUF };
 
 /* One option that is not a ring option: 0, or -1 when the exit status
  * is 2 (said on stderr). */
@@ -176,6 +179,8 @@ static int record_opt(struct record_opts *ro, int o, const char *arg)
 	case 'o': ro->out = arg; break;
 	case 'k': return cli_kernel_opt("record", arg, &ro->groups) ? -1 : 0;
 	case O_KSYSTEM: ro->ksystem = 1; break;
+	case O_KBUF:
+		return cli_kernel_buffer_opt("record", arg, &ro->kbuffer_kb);
 	case O_GUARD: ro->guard = arg; break;
 	case 'v': ro->verbose = 1; break;
 	case O_CLOCK: return cli_clock_opt(arg) ? -1 : 0;
@@ -209,6 +214,7 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 		{"verbose", no_argument, NULL, 'v'},
 		{"kernel", required_argument, NULL, 'k'},
 		{"kernel-system", no_argument, NULL, O_KSYSTEM},
+		{"kernel-buffer-kb", required_argument, NULL, O_KBUF},
 		{"guard", required_argument, NULL, O_GUARD}, /* not in --help */
 		{NULL, 0, NULL, 0},
 	};
@@ -395,7 +401,8 @@ static int record_run(const struct record_opts *ro)
 	struct kern_session *ks = NULL;
 	int pid = (int)child;
 	if (ro->groups)
-		ks = cli_kernel_start(ro->out, ro->groups, ro->ksystem ? NULL : &pid);
+		ks = cli_kernel_start(ro->out, ro->groups, ro->ksystem ? NULL : &pid,
+				      ro->kbuffer_kb);
 #endif
 	if (gate[1] >= 0) {
 		close(gate[0]);

@@ -72,6 +72,23 @@ void cli_snapshot(struct sessd *d, const char *dir)
 	fprintf(stderr, "strata: %s\n", line);
 }
 
+int cli_kernel_buffer_opt(const char *cmd, const char *arg, unsigned *kb)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	/* tracefs takes any size; past 1 GiB per CPU is a typo */
+	if (errno || end == arg || *end || *arg == '-' || v < 4 || v > 1u << 20) {
+		cli_err(NULL, "%s: kernel buffer '%s' is not a size in KiB "
+			"from 4 to 1048576", cmd, arg);
+		return -1;
+	}
+	*kb = (unsigned)v;
+	return 0;
+}
+
 int cli_kernel_opt(const char *cmd, const char *arg, unsigned *groups)
 {
 #ifdef STRATA_HAVE_KERNEL
@@ -96,7 +113,7 @@ int cli_kernel_opt(const char *cmd, const char *arg, unsigned *groups)
 
 #ifdef STRATA_HAVE_KERNEL
 struct kern_session *cli_kernel_start(const char *trace, unsigned groups,
-				      const int *pid)
+				      const int *pid, unsigned buffer_kb)
 {
 	struct kern_session *ks = NULL;
 	char err[512] = "";
@@ -105,6 +122,7 @@ struct kern_session *cli_kernel_start(const char *trace, unsigned groups,
 		.groups = groups,
 		.pids = pid,
 		.npids = pid ? 1 : 0,
+		.buffer_kb = buffer_kb, /* 0: kernel.c's default */
 		.err = err,
 		.errlen = sizeof(err),
 	};
@@ -127,7 +145,7 @@ void cli_kernel_stop(struct kern_session *ks, const char *trace)
 	fprintf(stderr, "strata: %s/kernel: %llu kernel events, %llu discarded%s\n",
 		trace, (unsigned long long)kst.events,
 		(unsigned long long)kst.discarded,
-		kst.discarded ? " (raise the kernel buffer)" : "");
+		kst.discarded ? " (raise the kernel buffer: --kernel-buffer-kb)" : "");
 }
 #endif
 

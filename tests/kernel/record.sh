@@ -27,4 +27,14 @@ grep -q ' U ' "$work/print.txt" || { echo "no user events"; exit 1; }
 grep -q 'tracing disabled' "$work/kt.err" && { cat "$work/kt.err"; exit 1; }
 nu=$("$strata" print "$work/kt" | grep -c ' U ')
 [ "$nu" -eq 400 ] || { echo "ktrace of two programs: $nu user events, want 400"; exit 1; }
+# --kernel-buffer-kb sizes the kernel buffer (ktrace's --buffer-kb), and the
+# reader wakes at a quarter full (buffer_percent 25, docs/kernel.md).
+got=$("$strata" record -k sched --kernel-buffer-kb 1024 -o "$work/kb" -- \
+	sh -c 'cat /sys/kernel/tracing/instances/strata*/buffer_size_kb /sys/kernel/tracing/instances/strata*/buffer_percent' \
+	2>"$work/kb.err" | tr '\n' ' ')
+case $got in
+10[2-4][0-9]\ 25\ ) ;;
+*) echo "--kernel-buffer-kb 1024: buffer_size_kb and buffer_percent read '$got'"; cat "$work/kb.err"; exit 1 ;;
+esac
+"$strata" record -k sched --kernel-buffer-kb 2 -- true 2>/dev/null && { echo "--kernel-buffer-kb 2 accepted"; exit 1; }
 echo "record -k: OK"
