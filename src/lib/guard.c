@@ -70,9 +70,41 @@ static int find_tool(const char *env, char *out, size_t n)
 	return access(out, X_OK) ? -ENOENT : 0;
 }
 
+/*
+ * The guardian's environment: the program's, less what would trace the
+ * guardian itself. A preload that links libstrata.so (libstrata-locks.so)
+ * brings a second libstrata into the tool, whose constructor, seeing
+ * STRATA_OUTPUT, would start a guardian of its own, and so on: a chain.
+ * Made before the clones (it allocates); NULL without memory.
+ */
+static char **guardian_env(void)
+{
+	static const char *const drop[] = {
+		"LD_PRELOAD=", "STRATA_OUTPUT=", "STRATA_SESSION=",
+		"STRATA_GUARDED=", "STRATA_KTRACE_DIR=",
+	};
+	size_t n = 0, k = 0;
+
+	while (environ && environ[n])
+		n++;
+	char **env = malloc((n + 1) * sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t d = 0;
+		while (d < sizeof(drop) / sizeof(drop[0]) &&
+		       strncmp(environ[i], drop[d], strlen(drop[d])))
+			d++;
+		if (d == sizeof(drop) / sizeof(drop[0]))
+			env[k++] = environ[i];
+	}
+	env[k] = NULL;
+	return env;
+}
+
 /* The guardian, between the second clone and execve. */
 static __attribute__((noreturn)) void guardian(const char *tool, char *const argv[],
-					       int wfd)
+					       char *const envp[], int wfd)
 {
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
@@ -95,7 +127,7 @@ static __attribute__((noreturn)) void guardian(const char *tool, char *const arg
 	if (chdir("/") < 0) {
 		/* the paths given are absolute */
 	}
-	execve(tool, argv, environ);
+	execve(tool, argv, envp);
 	_exit(127);
 }
 
@@ -167,8 +199,14 @@ int guard_spawn(const char *dir, const char *tool_env, char *sock, size_t n)
 	if (!realpath(dir, abs))
 		return -errno;
 	char *const argv[] = {"strata", "record", "--guard", "3", "-o", abs, NULL};
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
+	char **envp = guardian_env();
+	if (!envp)
+		return -ENOMEM;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		ret = -errno;
+		free(envp);
+		return ret;
+	}
 
 	/* The intermediate: no exit signal (flags 0), so the program gets
 	 * no SIGCHLD and its waitpid(-1) never sees it. */
@@ -177,15 +215,17 @@ int guard_spawn(const char *dir, const char *tool_env, char *sock, size_t n)
 		ret = -errno;
 		close(p[0]);
 		close(p[1]);
+		free(envp);
 		return ret;
 	}
 	if (mid == 0) {
 		close(p[0]);
 		long g = syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, NULL);
 		if (g == 0)
-			guardian(tool, argv, p[1]);
+			guardian(tool, argv, envp, p[1]);
 		syscall(SYS_exit, g < 0 ? 1 : 0);
 	}
+	free(envp);
 	close(p[1]);
 	int st;
 	while (waitpid((pid_t)mid, &st, __WCLONE) < 0 && errno == EINTR)
