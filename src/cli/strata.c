@@ -15,6 +15,8 @@ int cmd_switches(int argc, char **argv);
 int cmd_intervals(int argc, char **argv);
 extern const char cmd_ktrace_usage[], cmd_breakdown_usage[], cmd_latency_usage[],
 	cmd_switches_usage[], cmd_intervals_usage[];
+int cmd_locks(int argc, char **argv); /* docs/locks.md */
+extern const char cmd_locks_usage[];
 
 static const char cmd_help_usage[] =
 	"usage: strata help [COMMAND]\n\nShow the list of commands, or one command's help.\n";
@@ -44,6 +46,8 @@ static const struct cli_cmd commands[] = {
 	  cmd_latency_usage },
 	{ "intervals", cmd_intervals, "begin/end intervals per kind and thread: count, total, p50, p99",
 	  cmd_intervals_usage },
+	{ "locks", cmd_locks, "contended pthread locks (traced with libstrata-locks.so)",
+	  cmd_locks_usage },
 	{ "switches", cmd_switches, "context switches of a thread inside a pair of its events",
 	  cmd_switches_usage },
 	{ "help", cmd_help, "show help", cmd_help_usage },
