@@ -21,7 +21,7 @@ struct roles {
 
 struct th {
 	bool waiting;
-	uint64_t wait_addr, wait_ts;
+	uint64_t wait_addr, wait_ts, wait_kind;
 	struct { uint64_t addr, ts; size_t lock; } held[TH_HELD];
 	unsigned nheld;
 	uint64_t acq, cont;
@@ -161,6 +161,7 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		th->waiting = true;
 		th->wait_addr = a;
 		th->wait_ts = ev->timestamp;
+		th->wait_kind = field(ev, ro->f[ci][1]);
 		return 0;
 	case R_END:
 		if (!th->waiting || th->wait_addr != a) {
@@ -171,6 +172,7 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		if (!(l = lock_get(m, r, cap, ev->pid, a)) || add_tid(l, ev->tid))
 			return -ENOMEM;
 		uint64_t ret = field(ev, ro->f[ci][1]);
+		l->kind = (unsigned)th->wait_kind;
 		minmax(&l->wait_total, &l->wait_max,
 		       strata_trace_ticks_to_ns(t, ev->timestamp - th->wait_ts));
 		if (ret && ret != LOCK_EOWNERDEAD) {

@@ -11,6 +11,8 @@
 struct lock_stats {
 	uint32_t pid;
 	uint64_t addr;
+	unsigned kind;               /* wait_begin's: 1 mutex, 2 rwlock read,
+				      * 3 rwlock write (the last one seen) */
 	uint64_t contended;          /* waits that acquired it */
 	uint64_t failed;             /* waits that returned an error */
 	uint64_t wait_total, wait_max;

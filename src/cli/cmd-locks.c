@@ -12,11 +12,11 @@
 
 const char cmd_locks_usage[] =
 	"usage: strata locks [OPTIONS] TRACE\n\n"
-	"Lock contention per lock (address and process) from a trace taken under\n"
-	"LD_PRELOAD=libstrata-locks.so: contended acquisitions, total, mean and\n"
-	"longest wait, total and longest hold of the contended acquisitions, and\n"
-	"the threads that waited. Uncontended acquisitions are only counted per\n"
-	"thread (docs/locks.md).\n\n"
+	"Lock contention per lock (address and process; mutexes and rwlocks) from\n"
+	"a trace taken under LD_PRELOAD=libstrata-locks.so: contended acquisitions,\n"
+	"total, mean and longest wait, total and longest hold of the contended\n"
+	"acquisitions, and the threads that waited. Uncontended acquisitions are\n"
+	"only counted per thread (docs/locks.md).\n\n"
 	"  --sort wait|count|max|hold  order: total wait (default), contended\n"
 	"                        count, longest wait, total hold\n"
 	"  --top N               the first N locks only (0: all; default 20)\n"
@@ -33,6 +33,12 @@ static int parse_sort(const char *s, enum lock_sort *out)
 		}
 	cli_err(NULL, "locks: --sort %s: expected wait, count, max or hold", s);
 	return -1;
+}
+
+static const char *kind_name(unsigned kind)
+{
+	static const char *const names[] = { "?", "mutex", "rwlock-r", "rwlock-w" };
+	return names[kind < 4 ? kind : 0];
 }
 
 static void tids_text(const struct lock_stats *l, char *buf, size_t len)
@@ -62,8 +68,9 @@ static void print_text(const struct lock_result *r, size_t n)
 	printf("Contended pthread locks: %zu lock%s, %" PRIu64 " contended of %" PRIu64
 	       " acquisitions in %u thread%s.\n\n", r->nlocks, r->nlocks == 1 ? "" : "s",
 	       r->contended, r->acquisitions, r->nthreads, r->nthreads == 1 ? "" : "s");
-	table_init(&tb, 10, "lrrrrrrrrl");
+	table_init(&tb, 11, "llrrrrrrrrl");
 	table_cell(&tb, "lock");
+	table_cell(&tb, "kind");
 	table_cell(&tb, "pid");
 	table_cell(&tb, "contended");
 	table_cell(&tb, "wait (%s)", uw.name);
@@ -77,6 +84,7 @@ static void print_text(const struct lock_result *r, size_t n)
 		const struct lock_stats *l = &r->locks[i];
 		uint64_t waits = l->contended + l->failed;
 		table_cell(&tb, "0x%" PRIx64, l->addr);
+		table_cell(&tb, "%s", kind_name(l->kind));
 		table_cell(&tb, "%u", l->pid);
 		table_cell(&tb, "%" PRIu64, l->contended);
 		table_cell(&tb, "%s", dur_in(uw, l->wait_total, b, sizeof(b)));
@@ -109,11 +117,12 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 	printf(",\"locks\":[");
 	for (size_t i = 0; i < n; i++) {
 		const struct lock_stats *l = &r->locks[i];
-		printf("%s\n{\"addr\":\"0x%" PRIx64 "\",\"pid\":%u,\"contended\":%" PRIu64
-		       ",\"failed\":%" PRIu64 ",\"wait_ns\":%" PRIu64 ",\"max_wait_ns\":%" PRIu64
-		       ",\"holds\":%" PRIu64 ",\"hold_ns\":%" PRIu64 ",\"max_hold_ns\":%" PRIu64
-		       ",\"tids\":[", i ? "," : "", l->addr, l->pid, l->contended, l->failed,
-		       l->wait_total, l->wait_max, l->holds, l->hold_total, l->hold_max);
+		printf("%s\n{\"addr\":\"0x%" PRIx64 "\",\"kind\":\"%s\",\"pid\":%u"
+		       ",\"contended\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"wait_ns\":%" PRIu64
+		       ",\"max_wait_ns\":%" PRIu64 ",\"holds\":%" PRIu64 ",\"hold_ns\":%" PRIu64
+		       ",\"max_hold_ns\":%" PRIu64 ",\"tids\":[", i ? "," : "", l->addr,
+		       kind_name(l->kind), l->pid, l->contended, l->failed, l->wait_total,
+		       l->wait_max, l->holds, l->hold_total, l->hold_max);
 		for (unsigned k = 0; k < l->ntids; k++)
 			printf("%s%u", k ? "," : "", l->tids[k]);
 		printf("]}");

@@ -22,6 +22,8 @@ enum locks_minor {
 /* What kind of lock an address is (wait_begin's `kind`). */
 enum locks_kind {
 	LOCKS_KIND_MUTEX = 1,
+	LOCKS_KIND_RWLOCK_READ = 2,
+	LOCKS_KIND_RWLOCK_WRITE = 3,
 };
 
 #endif /* STRATA_LOCKS_EVENTS_H */

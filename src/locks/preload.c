@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* libstrata-locks.so: LD_PRELOAD wrappers of the pthread mutex calls that log contended acquisitions (docs/locks.md). */
+/* libstrata-locks.so: LD_PRELOAD wrappers of the pthread mutex and rwlock calls that log contended acquisitions (docs/locks.md). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -14,7 +14,21 @@
 #define LK_API __attribute__((visibility("default")))
 #define LK_TLS __thread __attribute__((tls_model("initial-exec")))
 
-typedef int (*mutex_fn)(pthread_mutex_t *);
+/* The wrapped functions; a mutex or an rwlock goes through as void *.
+ * Every function here takes one pointer and returns an int, which the
+ * ABIs strata runs on pass alike whatever the pointer's type. */
+typedef int (*lk_fn)(void *);
+#define LK_FN(f) ((lk_fn)(void (*)(void))(f))
+
+enum lk_real {
+	F_MLOCK, F_MTRY, F_MUNLOCK, F_RDLOCK, F_TRYRD, F_WRLOCK, F_TRYWR, F_RWUNLOCK, F_N
+};
+
+static const char *const lk_names[F_N] = {
+	"pthread_mutex_lock", "pthread_mutex_trylock", "pthread_mutex_unlock",
+	"pthread_rwlock_rdlock", "pthread_rwlock_tryrdlock", "pthread_rwlock_wrlock",
+	"pthread_rwlock_trywrlock", "pthread_rwlock_unlock",
+};
 
 /*
  * Before the constructor has asked dlsym() for the next definitions
@@ -31,26 +45,31 @@ typedef int (*mutex_fn)(pthread_mutex_t *);
 #endif
 
 #ifdef LK_GLIBC_BASE
-int lk_glibc_lock(pthread_mutex_t *m);
-int lk_glibc_trylock(pthread_mutex_t *m);
-int lk_glibc_unlock(pthread_mutex_t *m);
-__asm__(".symver lk_glibc_lock, __pthread_mutex_lock@" LK_GLIBC_BASE);
-__asm__(".symver lk_glibc_trylock, __pthread_mutex_trylock@" LK_GLIBC_BASE);
-__asm__(".symver lk_glibc_unlock, __pthread_mutex_unlock@" LK_GLIBC_BASE);
-static mutex_fn real_lock = lk_glibc_lock;
-static mutex_fn real_trylock = lk_glibc_trylock;
-static mutex_fn real_unlock = lk_glibc_unlock;
-#define LK_REAL(fn, name) (fn)
+#define LK_GLIBC(local, name)                                                  \
+	int local(void *l);                                                    \
+	__asm__(".symver " #local ", " name "@" LK_GLIBC_BASE)
+LK_GLIBC(lk_g_mlock, "__pthread_mutex_lock");
+LK_GLIBC(lk_g_mtry, "__pthread_mutex_trylock");
+LK_GLIBC(lk_g_munlock, "__pthread_mutex_unlock");
+LK_GLIBC(lk_g_rdlock, "__pthread_rwlock_rdlock");
+LK_GLIBC(lk_g_tryrd, "__pthread_rwlock_tryrdlock");
+LK_GLIBC(lk_g_wrlock, "__pthread_rwlock_wrlock");
+LK_GLIBC(lk_g_trywr, "__pthread_rwlock_trywrlock");
+LK_GLIBC(lk_g_rwunlock, "__pthread_rwlock_unlock");
+static lk_fn real[F_N] = {
+	lk_g_mlock, lk_g_mtry, lk_g_munlock, lk_g_rdlock,
+	lk_g_tryrd, lk_g_wrlock, lk_g_trywr, lk_g_rwunlock,
+};
 #else
-static mutex_fn real_lock, real_trylock, real_unlock;
-static mutex_fn lk_resolve(mutex_fn *slot, const char *name)
-{
-	if (!*slot)
-		*slot = (mutex_fn)dlsym(RTLD_NEXT, name);
-	return *slot;
-}
-#define LK_REAL(fn, name) lk_resolve(&(fn), name)
+static lk_fn real[F_N];
 #endif
+
+static inline lk_fn lk_real(enum lk_real f)
+{
+	if (strata_unlikely(!real[f]))
+		real[f] = LK_FN(dlsym(RTLD_NEXT, lk_names[f]));
+	return real[f];
+}
 
 /* Contended acquisitions a thread may hold at once and still see released;
  * deeper nesting is counted, its release not logged (an open hold). */
@@ -73,6 +92,7 @@ struct lk_thread {
 
 static LK_TLS struct lk_thread lk;
 static pthread_key_t lk_key;
+#define LK_KEYS_STATIC 32 /* glibc's PTHREAD_KEY_2NDLEVEL_SIZE */
 static bool lk_have_key;
 
 /* The thread's running totals, so that the analysis knows the
@@ -91,70 +111,112 @@ static inline void lk_acquired(struct lk_thread *t)
 {
 	t->acquisitions++;
 	if (strata_unlikely(!t->keyed) && lk_have_key) {
-		/* key < PTHREAD_KEY_2NDLEVEL_SIZE: setspecific allocates
-		 * nothing (created first thing in the constructor) */
+		/* a key below glibc's first level (32 keys): setspecific
+		 * allocates nothing, safe in a signal handler */
 		t->keyed = true;
 		pthread_setspecific(lk_key, t);
 	}
 }
 
-LK_API int pthread_mutex_lock(pthread_mutex_t *m)
+/* Lock `l` with real[lock], trying real[try] first. */
+static inline int lk_acquire(void *l, enum lk_real try, enum lk_real lock, unsigned kind)
 {
 	struct lk_thread *t = &lk;
 	int r;
 
 	if (t->busy || !strata_major_enabled(LOCKS_MAJOR))
-		return LK_REAL(real_lock, "pthread_mutex_lock")(m);
+		return lk_real(lock)(l);
 	t->busy = 1;
 	/* Try first: only a failed try pays for timestamps. Every return
-	 * of trylock but EBUSY is what lock returns in the same state
-	 * (0, EOWNERDEAD, EAGAIN, EINVAL, ENOTRECOVERABLE); EBUSY on an
-	 * error-checking mutex the thread owns becomes lock's EDEADLK. */
-	r = LK_REAL(real_trylock, "pthread_mutex_trylock")(m);
+	 * of a try but EBUSY is what the lock returns in the same state
+	 * (0, EOWNERDEAD, EAGAIN, EINVAL, ENOTRECOVERABLE); EBUSY on a lock
+	 * the thread owns becomes the lock's own EDEADLK (or deadlock, as
+	 * without the preload) by calling it. */
+	r = lk_real(try)(l);
 	if (r != EBUSY) {
 		if (r == 0 || r == EOWNERDEAD)
 			lk_acquired(t);
 		t->busy = 0;
 		return r;
 	}
-	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_BEGIN, (uintptr_t)m, LOCKS_KIND_MUTEX);
-	r = LK_REAL(real_lock, "pthread_mutex_lock")(m);
-	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_END, (uintptr_t)m, (unsigned)r);
+	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_BEGIN, (uintptr_t)l, kind);
+	r = lk_real(lock)(l);
+	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_END, (uintptr_t)l, (unsigned)r);
 	if (r == 0 || r == EOWNERDEAD) {
 		lk_acquired(t);
 		t->contended++;
 		if (t->nheld < LK_HELD)
-			t->held[t->nheld++] = (uintptr_t)m;
+			t->held[t->nheld++] = (uintptr_t)l;
 	}
 	t->busy = 0;
 	return r;
 }
 
-LK_API int pthread_mutex_trylock(pthread_mutex_t *m)
+static inline int lk_try(void *l, enum lk_real try)
 {
-	int r = LK_REAL(real_trylock, "pthread_mutex_trylock")(m);
+	int r = lk_real(try)(l);
 	if ((r == 0 || r == EOWNERDEAD) && !lk.busy)
 		lk_acquired(&lk);
 	return r;
 }
 
-LK_API int pthread_mutex_unlock(pthread_mutex_t *m)
+static inline int lk_release(void *l, enum lk_real unlock)
 {
 	struct lk_thread *t = &lk;
 
-	/* A contended acquisition of m ends here: the release is logged
+	/* A contended acquisition of l ends here: the release is logged
 	 * before the unlock so that it precedes the next owner's wait_end. */
 	for (unsigned i = t->nheld; i-- > 0 && !t->busy;) {
-		if (t->held[i] != (uintptr_t)m)
+		if (t->held[i] != (uintptr_t)l)
 			continue;
 		t->busy = 1;
 		t->held[i] = t->held[--t->nheld];
-		STRATA_EVENT3(LOCKS_MAJOR, LOCKS_RELEASE, (uintptr_t)m, t->acquisitions,
+		STRATA_EVENT3(LOCKS_MAJOR, LOCKS_RELEASE, (uintptr_t)l, t->acquisitions,
 			      t->contended);
 		t->busy = 0;
 		break;
 	}
-	return LK_REAL(real_unlock, "pthread_mutex_unlock")(m);
+	return lk_real(unlock)(l);
+}
+
+LK_API int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	return lk_acquire(m, F_MTRY, F_MLOCK, LOCKS_KIND_MUTEX);
+}
+
+LK_API int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+	return lk_try(m, F_MTRY);
+}
+
+LK_API int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+	return lk_release(m, F_MUNLOCK);
+}
+
+LK_API int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+	return lk_acquire(l, F_TRYRD, F_RDLOCK, LOCKS_KIND_RWLOCK_READ);
+}
+
+LK_API int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+	return lk_acquire(l, F_TRYWR, F_WRLOCK, LOCKS_KIND_RWLOCK_WRITE);
+}
+
+LK_API int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
+{
+	return lk_try(l, F_TRYRD);
+}
+
+LK_API int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
+{
+	return lk_try(l, F_TRYWR);
+}
+
+LK_API int pthread_rwlock_unlock(pthread_rwlock_t *l)
+{
+	return lk_release(l, F_RWUNLOCK);
 }
 
 /* ---- descriptors, set-up ---------------------------------------------------- */
@@ -204,16 +266,16 @@ static const struct strata_subsys_desc lk_subsys = {
 
 __attribute__((constructor)) static void lk_init(void)
 {
-	mutex_fn f;
-
 	lk.busy = 1; /* the loader and the registry take locks of their own */
-	lk_have_key = pthread_key_create(&lk_key, lk_thread_exit) == 0;
-	if ((f = (mutex_fn)dlsym(RTLD_NEXT, "pthread_mutex_trylock")))
-		real_trylock = f;
-	if ((f = (mutex_fn)dlsym(RTLD_NEXT, "pthread_mutex_unlock")))
-		real_unlock = f;
-	if ((f = (mutex_fn)dlsym(RTLD_NEXT, "pthread_mutex_lock")))
-		real_lock = f;
+	/* only a first-level key (LK_KEYS_STATIC); else no exit totals:
+	 * the release events still carry them */
+	lk_have_key = pthread_key_create(&lk_key, lk_thread_exit) == 0 &&
+		      lk_key < LK_KEYS_STATIC;
+	for (int i = 0; i < F_N; i++) {
+		lk_fn f = LK_FN(dlsym(RTLD_NEXT, lk_names[i]));
+		if (f)
+			real[i] = f;
+	}
 	if (strata_register(&lk_subsys, lk_events, sizeof(lk_events) / sizeof(lk_events[0])))
 		strata_disable_majors(STRATA_MAJOR_BIT(LOCKS_MAJOR));
 	lk.busy = 0;

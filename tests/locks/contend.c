@@ -21,7 +21,8 @@
  * no call that could sleep, so it sleeps in that call, and its try of the
  * lock (the preload's, or glibc's own fast path) failed. Each round thus
  * has exactly W contended acquisitions of `hot`, whatever the scheduler
- * does. Each worker also takes its own `cold` mutex C times a round,
+ * does. With "rw", the hot lock is an rwlock that the main thread
+ * write-locks and the workers read-lock (all at once). Each worker also takes its own `cold` mutex C times a round,
  * never contended. The workers synchronise with raw futexes, never with a
  * pthread lock, so that every pthread lock call is one the truth counts.
  */
@@ -29,6 +30,8 @@
 #define MAXW 16
 
 static pthread_mutex_t hot = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t hot_rw = PTHREAD_RWLOCK_INITIALIZER;
+static int rw; /* "rw": hot is hot_rw, written by main, read by the workers */
 static pthread_mutex_t cold[MAXW];
 static _Atomic uint32_t round_no, announced, done;
 static _Atomic int32_t tids[MAXW];
@@ -73,14 +76,20 @@ static void *worker(void *arg)
 		}
 		atomic_fetch_add(&announced, 1);
 		uint64_t t0 = now_ns();
-		pthread_mutex_lock(&hot);
+		if (rw)
+			pthread_rwlock_rdlock(&hot_rw);
+		else
+			pthread_mutex_lock(&hot);
 		uint64_t t1 = now_ns();
 		w->acquisitions++;
 		w->wait_ns += t1 - t0;
 		while (now_ns() - t1 < hold_ns)
 			;
 		w->hold_ns += now_ns() - t1;
-		pthread_mutex_unlock(&hot);
+		if (rw)
+			pthread_rwlock_unlock(&hot_rw);
+		else
+			pthread_mutex_unlock(&hot);
 		atomic_fetch_add(&done, 1);
 		fwake(&done);
 	}
@@ -113,7 +122,7 @@ static void pause_us(long us)
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US]\n");
+		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [rw]]\n");
 		return 2;
 	}
 	nworkers = (unsigned)atoi(argv[1]);
@@ -121,6 +130,7 @@ int main(int argc, char **argv)
 	ncold = (unsigned)atoi(argv[3]);
 	if (argc > 5)
 		hold_ns = strtoull(argv[5], NULL, 10) * 1000;
+	rw = argc > 6 && !strcmp(argv[6], "rw");
 	if (!nworkers || nworkers > MAXW)
 		return 2;
 	pthread_t th[MAXW];
@@ -135,7 +145,11 @@ int main(int argc, char **argv)
 			pause_us(50);
 	uint64_t main_acq = 0;
 	for (uint32_t r = 1; r <= nrounds; r++) {
-		pthread_mutex_lock(&hot); /* the workers are all done: free */
+		/* the workers are all done: free */
+		if (rw)
+			pthread_rwlock_wrlock(&hot_rw);
+		else
+			pthread_mutex_lock(&hot);
 		main_acq++;
 		atomic_store(&announced, 0);
 		atomic_store(&round_no, r);
@@ -145,7 +159,10 @@ int main(int argc, char **argv)
 		for (unsigned i = 0; i < nworkers; i++)
 			while (!sleeping(atomic_load(&tids[i])))
 				pause_us(20);
-		pthread_mutex_unlock(&hot);
+		if (rw)
+			pthread_rwlock_unlock(&hot_rw);
+		else
+			pthread_mutex_unlock(&hot);
 		uint32_t d;
 		while ((d = atomic_load(&done)) < r * nworkers)
 			fwait(&done, d);
@@ -161,7 +178,8 @@ int main(int argc, char **argv)
 	if (!f)
 		return 1;
 	uint64_t wait = 0, hold = 0;
-	fprintf(f, "{\"hot\":\"%p\",\"hot_contended\":%" PRIu64 ",\"cold\":[", (void *)&hot,
+	fprintf(f, "{\"hot\":\"%p\",\"hot_contended\":%" PRIu64 ",\"cold\":[",
+		rw ? (void *)&hot_rw : (void *)&hot,
 		(uint64_t)nworkers * nrounds);
 	for (unsigned i = 0; i < nworkers; i++)
 		fprintf(f, "%s\"%p\"", i ? "," : "", (void *)&cold[i]);

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|unchanged|sigfork STRATA LIBLOCKS CONTEND SIGFORK WORKDIR
+usage: locks_test.py contention|rwlock|unchanged|sigfork STRATA LIBLOCKS CONTEND SIGFORK WORKDIR
 """
 import json
 import os
@@ -27,16 +27,20 @@ def run(cmd, preload=None, trace=None, timeout=120):
         env["LD_PRELOAD"] = preload
     if trace:
         env["STRATA_OUTPUT"] = trace
+        # The crash guardian libstrata spawns is the strata tool, which
+        # inherits LD_PRELOAD and STRATA_OUTPUT, traces itself and spawns
+        # a guardian of its own, in a chain (docs/locks.md, Limits).
+        env["STRATA_GUARD"] = "0"
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if p.returncode:
         fail("%s exited %d: %s" % (cmd, p.returncode, p.stderr))
     return p.stdout
 
 
-def contend(preload, name):
+def contend(preload, name, mode="mutex"):
     truth = os.path.join(WORK, name + ".json")
     trace = os.path.join(WORK, name) if preload else None
-    out = run([CONTEND, str(WORKERS), str(ROUNDS), str(COLD), truth, str(HOLD_US)],
+    out = run([CONTEND, str(WORKERS), str(ROUNDS), str(COLD), truth, str(HOLD_US), mode],
               preload, trace)
     with open(truth) as f:
         return out, json.load(f), trace
@@ -49,8 +53,8 @@ def near(what, got, want, tol):
         fail("%s off by more than %d %%" % (what, tol * 100))
 
 
-def contention():
-    _, truth, trace = contend(LIB, "t")
+def contention(mode="mutex"):
+    _, truth, trace = contend(LIB, "t", mode)
     rep = json.loads(run([STRATA, "locks", "--format", "json", "--top", "0", trace]))
     locks = rep["locks"]
     if not locks or int(locks[0]["addr"], 16) != int(truth["hot"], 16):
@@ -64,6 +68,9 @@ def contention():
     cold = {int(a, 16) for a in truth["cold"]}
     if any(int(l["addr"], 16) in cold for l in locks):
         fail("an uncontended cold lock is reported: %s" % locks)
+    kind = "rwlock-r" if mode == "rw" else "mutex"
+    if hot["kind"] != kind:
+        fail("hot lock kind %s, want %s" % (hot["kind"], kind))
     tids = sorted(t["tid"] for t in truth["threads"])
     if hot["tids"] != tids:
         fail("hot waiters %s, want %s" % (hot["tids"], tids))
@@ -106,5 +113,5 @@ def sigfork():
 
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
-{"contention": contention, "unchanged": unchanged, "sigfork": sigfork}[PART]()
+{"contention": contention, "rwlock": lambda: contention("rw"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
 print("ok")
