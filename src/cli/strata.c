@@ -17,6 +17,8 @@ extern const char cmd_ktrace_usage[], cmd_breakdown_usage[], cmd_latency_usage[]
 	cmd_switches_usage[], cmd_intervals_usage[];
 int cmd_view(int argc, char **argv); /* src/view/, docs/view.md */
 extern const char cmd_view_usage[];
+int cmd_locks(int argc, char **argv); /* docs/locks.md */
+extern const char cmd_locks_usage[];
 
 static const char cmd_help_usage[] =
 	"usage: strata help [COMMAND]\n\nShow the list of commands, or one command's help.\n";
@@ -46,6 +48,8 @@ static const struct cli_cmd commands[] = {
 	  cmd_latency_usage },
 	{ "intervals", cmd_intervals, "begin/end intervals per kind and thread: count, total, p50, p99",
 	  cmd_intervals_usage },
+	{ "locks", cmd_locks, "contended pthread locks (traced with libstrata-locks.so)",
+	  cmd_locks_usage },
 	{ "switches", cmd_switches, "context switches of a thread inside a pair of its events",
 	  cmd_switches_usage },
 #ifdef STRATA_HAVE_VIEW

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/* Lock contention per lock address from libstrata-locks.so's lock:* events: waits, holds, threads (docs/locks.md). */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "analysis/locks.h"
+
+#define LOCK_EOWNERDEAD 130 /* Linux's EOWNERDEAD: acquired all the same */
+#define TH_HELD 8           /* as the preload's LK_HELD */
+
+enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT };
+
+/* The events' classes and the indexes of their fields. */
+struct roles {
+	uint8_t *role;      /* per class index */
+	int (*f)[3];        /* per class: addr or acquisitions, then the rest */
+};
+
+struct th {
+	bool waiting;
+	uint64_t wait_addr, wait_ts, wait_kind;
+	struct { uint64_t addr, ts; size_t lock; } held[TH_HELD];
+	unsigned nheld;
+	uint64_t acq, cont;
+};
+
+/* Locks by (pid, addr): open addressing over indexes into r->locks. */
+struct lmap {
+	size_t *slot;  /* index + 1; 0 empty */
+	size_t cap;
+};
+
+static uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+static size_t *lmap_at(struct lmap *m, const struct lock_result *r, uint32_t pid,
+		       uint64_t addr)
+{
+	size_t i = mix(addr ^ ((uint64_t)pid << 48)) & (m->cap - 1);
+	for (;; i = (i + 1) & (m->cap - 1)) {
+		size_t s = m->slot[i];
+		if (!s || (r->locks[s - 1].addr == addr && r->locks[s - 1].pid == pid))
+			return &m->slot[i];
+	}
+}
+
+/* The lock (pid, addr), made when new; NULL: out of memory. */
+static struct lock_stats *lock_get(struct lmap *m, struct lock_result *r, size_t *cap,
+				   uint32_t pid, uint64_t addr)
+{
+	if ((r->nlocks + 1) * 2 > m->cap) {
+		struct lmap g = { .cap = m->cap ? m->cap * 2 : 256 };
+		if (!(g.slot = calloc(g.cap, sizeof(*g.slot))))
+			return NULL;
+		for (size_t i = 0; i < r->nlocks; i++)
+			*lmap_at(&g, r, r->locks[i].pid, r->locks[i].addr) = i + 1;
+		free(m->slot);
+		*m = g;
+	}
+	size_t *s = lmap_at(m, r, pid, addr);
+	if (*s)
+		return &r->locks[*s - 1];
+	if (r->nlocks == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct lock_stats *n = realloc(r->locks, nc * sizeof(*n));
+		if (!n)
+			return NULL;
+		r->locks = n;
+		*cap = nc;
+	}
+	struct lock_stats *l = &r->locks[r->nlocks];
+	memset(l, 0, sizeof(*l));
+	l->pid = pid;
+	l->addr = addr;
+	*s = ++r->nlocks;
+	return l;
+}
+
+static int add_tid(struct lock_stats *l, uint32_t tid)
+{
+	for (unsigned i = 0; i < l->ntids; i++)
+		if (l->tids[i] == tid)
+			return 0;
+	if (!(l->ntids & (l->ntids + 1)) || !l->tids) { /* 0, 1, 3, 7...: grow */
+		uint32_t *n = realloc(l->tids, (l->ntids + 1) * 2 * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		l->tids = n;
+	}
+	l->tids[l->ntids++] = tid;
+	return 0;
+}
+
+static int roles_init(struct strata_trace *t, struct roles *ro)
+{
+	static const char *const names[] = { NULL, "lock:wait_begin", "lock:wait_end",
+					     "lock:release", "lock:count" };
+	static const char *const fields[][3] = {
+		{ NULL }, { "addr", "kind" }, { "addr", "ret" },
+		{ "addr", "acquisitions", "contended" }, { "acquisitions", "contended" },
+	};
+	unsigned nc = strata_trace_nclasses(t);
+	bool any = false;
+
+	ro->role = calloc(nc ? nc : 1, 1);
+	ro->f = calloc(nc ? nc : 1, sizeof(*ro->f));
+	if (!ro->role || !ro->f)
+		return -ENOMEM;
+	for (unsigned i = 0; i < nc; i++) {
+		const struct strata_event_class *c = strata_trace_class(t, i);
+		for (int k = R_BEGIN; k <= R_COUNT; k++) {
+			if (strcmp(c->name, names[k]))
+				continue;
+			bool ok = true;
+			for (int j = 0; j < 3; j++)
+				if (fields[k][j] &&
+				    (ro->f[i][j] = strata_event_class_field(c, fields[k][j])) < 0)
+					ok = false;
+			if (ok)
+				ro->role[i] = (uint8_t)k;
+			any |= ok && k == R_BEGIN;
+		}
+	}
+	return any ? 0 : -ENOENT;
+}
+
+static uint64_t field(const struct strata_event *ev, int idx)
+{
+	struct strata_value v;
+	if (strata_event_field(ev, (unsigned)idx, &v) < 0)
+		return 0;
+	return v.u;
+}
+
+static void minmax(uint64_t *total, uint64_t *max, uint64_t v)
+{
+	*total += v;
+	if (v > *max)
+		*max = v;
+}
+
+/* One lock:* event of thread `th`. 0, or -ENOMEM. */
+static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, size_t *cap,
+		const struct roles *ro, struct th *th, const struct strata_event *ev)
+{
+	unsigned ci = ev->cls->index;
+	uint64_t a = field(ev, ro->f[ci][0]);
+	struct lock_stats *l;
+
+	switch (ro->role[ci]) {
+	case R_BEGIN:
+		r->open_waits += th->waiting; /* a wait that never ended */
+		th->waiting = true;
+		th->wait_addr = a;
+		th->wait_ts = ev->timestamp;
+		th->wait_kind = field(ev, ro->f[ci][1]);
+		return 0;
+	case R_END:
+		if (!th->waiting || th->wait_addr != a) {
+			r->orphans++;
+			return 0;
+		}
+		th->waiting = false;
+		if (!(l = lock_get(m, r, cap, ev->pid, a)) || add_tid(l, ev->tid))
+			return -ENOMEM;
+		uint64_t ret = field(ev, ro->f[ci][1]);
+		l->kind = (unsigned)th->wait_kind;
+		minmax(&l->wait_total, &l->wait_max,
+		       strata_trace_ticks_to_ns(t, ev->timestamp - th->wait_ts));
+		if (ret && ret != LOCK_EOWNERDEAD) {
+			l->failed++;
+			return 0;
+		}
+		l->contended++;
+		if (th->nheld < TH_HELD) {
+			th->held[th->nheld].addr = a;
+			th->held[th->nheld].ts = ev->timestamp;
+			th->held[th->nheld++].lock = (size_t)(l - r->locks);
+		} else {
+			r->open_holds++;
+		}
+		return 0;
+	case R_RELEASE:
+		th->acq = field(ev, ro->f[ci][1]);
+		th->cont = field(ev, ro->f[ci][2]);
+		for (unsigned i = th->nheld; i-- > 0;) {
+			if (th->held[i].addr != a)
+				continue;
+			l = &r->locks[th->held[i].lock];
+			l->holds++;
+			minmax(&l->hold_total, &l->hold_max,
+			       strata_trace_ticks_to_ns(t, ev->timestamp - th->held[i].ts));
+			th->held[i] = th->held[--th->nheld];
+			return 0;
+		}
+		r->orphans++;
+		return 0;
+	case R_COUNT:
+		th->acq = a;
+		th->cont = field(ev, ro->f[ci][1]);
+		return 0;
+	}
+	return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
+{
+	struct roles ro = { 0 };
+	struct an_tidmap threads = { 0 };
+	struct lmap m = { 0 };
+	struct strata_iter *it = NULL;
+	struct lock_result *r = calloc(1, sizeof(*r));
+	size_t cap = 0;
+	int ret = -ENOMEM;
+
+	*out = NULL;
+	if (!r || (ret = roles_init(t, &ro)) < 0)
+		goto out;
+	struct strata_iter_options io = { .stream = -1 };
+	if ((ret = strata_iter_create(t, &io, &it)) < 0)
+		goto out;
+	const struct strata_event *ev;
+	while (strata_iter_next(it, &ev) > 0) {
+		if (!ro.role[ev->cls->index] || (pid && ev->pid != pid))
+			continue;
+		bool made;
+		struct th *th = an_tidmap_get(&threads, ev->tid, sizeof(*th), &made);
+		ret = -ENOMEM;
+		if (!th || feed(t, r, &m, &cap, &ro, th, ev) < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < threads.n; i++) {
+		struct th *th = threads.all[i];
+		r->open_waits += th->waiting;
+		r->open_holds += th->nheld;
+		r->acquisitions += th->acq;
+		r->contended += th->cont;
+	}
+	r->nthreads = (unsigned)threads.n;
+	for (size_t i = 0; i < r->nlocks; i++)
+		qsort(r->locks[i].tids, r->locks[i].ntids, sizeof(uint32_t), cmp_u32);
+	*out = r;
+	r = NULL;
+	ret = 0;
+out:
+	strata_iter_destroy(it);
+	an_tidmap_fini(&threads);
+	free(m.slot);
+	free(ro.role);
+	free(ro.f);
+	lock_free(r);
+	return ret;
+}
+
+static enum lock_sort sort_by;
+
+static uint64_t sort_key(const struct lock_stats *l)
+{
+	switch (sort_by) {
+	case LOCK_SORT_COUNT: return l->contended;
+	case LOCK_SORT_MAX: return l->wait_max;
+	case LOCK_SORT_HOLD: return l->hold_total;
+	default: return l->wait_total;
+	}
+}
+
+static int cmp_lock(const void *a, const void *b)
+{
+	const struct lock_stats *x = a, *y = b;
+	uint64_t kx = sort_key(x), ky = sort_key(y);
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+void lock_sort(struct lock_result *r, enum lock_sort by)
+{
+	sort_by = by; /* qsort has no argument; the CLI sorts once */
+	qsort(r->locks, r->nlocks, sizeof(*r->locks), cmp_lock);
+}
+
+void lock_free(struct lock_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nlocks; i++)
+		free(r->locks[i].tids);
+	free(r->locks);
+	free(r);
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* Lock contention per lock address from libstrata-locks.so's lock:* events (docs/locks.md). */
+#ifndef STRATA_ANALYSIS_LOCKS_H
+#define STRATA_ANALYSIS_LOCKS_H
+
+#include <stdint.h>
+
+#include <strata/reader.h>
+
+/* One lock: an address in one process. Times in ns. */
+struct lock_stats {
+	uint32_t pid;
+	uint64_t addr;
+	unsigned kind;               /* wait_begin's: 1 mutex, 2 rwlock read,
+				      * 3 rwlock write (the last one seen) */
+	uint64_t contended;          /* waits that acquired it */
+	uint64_t failed;             /* waits that returned an error */
+	uint64_t wait_total, wait_max;
+	uint64_t holds;              /* contended acquisitions released */
+	uint64_t hold_total, hold_max;
+	uint32_t *tids;              /* threads that waited for it, sorted */
+	unsigned ntids;
+};
+
+struct lock_result {
+	struct lock_stats *locks;
+	size_t nlocks;
+	/* over every thread: its last lock:release or lock:count totals
+	 * (uncontended acquisitions are only counted, docs/locks.md) */
+	uint64_t acquisitions, contended;
+	unsigned nthreads;
+	uint64_t open_waits;         /* wait_begin with no wait_end */
+	uint64_t open_holds;         /* contended acquisitions never released */
+	uint64_t orphans;            /* wait_end or release with nothing open */
+};
+
+enum lock_sort { LOCK_SORT_WAIT, LOCK_SORT_COUNT, LOCK_SORT_MAX, LOCK_SORT_HOLD };
+
+/* Read every lock:* event of the trace (pid: only that process; 0 all).
+ * Returns 0, -ENOENT (no lock:wait_begin class: the trace was not taken
+ * with libstrata-locks.so), -ENOMEM. */
+int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out);
+/* Most first by `by`, then by address. */
+void lock_sort(struct lock_result *r, enum lock_sort by);
+void lock_free(struct lock_result *r); /* NULL ok */
+
+#endif /* STRATA_ANALYSIS_LOCKS_H */

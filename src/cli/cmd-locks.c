@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/* strata locks: contended pthread locks of a trace taken under libstrata-locks.so, per lock address (docs/locks.md). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "analysis/locks.h"
+#include "cli.h"
+#include "table.h"
+
+const char cmd_locks_usage[] =
+	"usage: strata locks [OPTIONS] TRACE\n\n"
+	"Lock contention per lock (address and process; mutexes and rwlocks) from\n"
+	"a trace taken under LD_PRELOAD=libstrata-locks.so: contended acquisitions,\n"
+	"total, mean and longest wait, total and longest hold of the contended\n"
+	"acquisitions, and the threads that waited. Uncontended acquisitions are\n"
+	"only counted per thread (docs/locks.md).\n\n"
+	"  --sort wait|count|max|hold  order: total wait (default), contended\n"
+	"                        count, longest wait, total hold\n"
+	"  --top N               the first N locks only (0: all; default 20)\n"
+	"  --pid N               the locks of this process only\n"
+	"  --format text|json    output format (default text)\n";
+
+static int parse_sort(const char *s, enum lock_sort *out)
+{
+	static const char *const names[] = { "wait", "count", "max", "hold" };
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum lock_sort)i;
+			return 0;
+		}
+	cli_err(NULL, "locks: --sort %s: expected wait, count, max or hold", s);
+	return -1;
+}
+
+static const char *kind_name(unsigned kind)
+{
+	static const char *const names[] = { "?", "mutex", "rwlock-r", "rwlock-w" };
+	return names[kind < 4 ? kind : 0];
+}
+
+static void tids_text(const struct lock_stats *l, char *buf, size_t len)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (unsigned i = 0; i < l->ntids && o + 12 < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%u", i ? "," : "", l->tids[i]);
+	if (o + 12 >= len)
+		snprintf(buf + o, len - o, ",...");
+}
+
+static void print_text(const struct lock_result *r, size_t n)
+{
+	uint64_t mw = 0, mh = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct lock_stats *l = &r->locks[i];
+		if (l->wait_total > mw)
+			mw = l->wait_total;
+		if (l->hold_total > mh)
+			mh = l->hold_total;
+	}
+	struct dur_unit uw = dur_unit_for(mw), uh = dur_unit_for(mh);
+	struct table tb;
+	char b[40], tids[128];
+
+	printf("Contended pthread locks: %zu lock%s, %" PRIu64 " contended of %" PRIu64
+	       " acquisitions in %u thread%s.\n\n", r->nlocks, r->nlocks == 1 ? "" : "s",
+	       r->contended, r->acquisitions, r->nthreads, r->nthreads == 1 ? "" : "s");
+	table_init(&tb, 11, "llrrrrrrrrl");
+	table_cell(&tb, "lock");
+	table_cell(&tb, "kind");
+	table_cell(&tb, "pid");
+	table_cell(&tb, "contended");
+	table_cell(&tb, "wait (%s)", uw.name);
+	table_cell(&tb, "mean (%s)", uw.name);
+	table_cell(&tb, "max (%s)", uw.name);
+	table_cell(&tb, "hold (%s)", uh.name);
+	table_cell(&tb, "max hold (%s)", uh.name);
+	table_cell(&tb, "failed");
+	table_cell(&tb, "threads");
+	for (size_t i = 0; i < n; i++) {
+		const struct lock_stats *l = &r->locks[i];
+		uint64_t waits = l->contended + l->failed;
+		table_cell(&tb, "0x%" PRIx64, l->addr);
+		table_cell(&tb, "%s", kind_name(l->kind));
+		table_cell(&tb, "%u", l->pid);
+		table_cell(&tb, "%" PRIu64, l->contended);
+		table_cell(&tb, "%s", dur_in(uw, l->wait_total, b, sizeof(b)));
+		table_cell(&tb, "%s", dur_in(uw, waits ? l->wait_total / waits : 0, b, sizeof(b)));
+		table_cell(&tb, "%s", dur_in(uw, l->wait_max, b, sizeof(b)));
+		table_cell(&tb, "%s", dur_in(uh, l->hold_total, b, sizeof(b)));
+		table_cell(&tb, "%s", dur_in(uh, l->hold_max, b, sizeof(b)));
+		table_cell(&tb, "%" PRIu64, l->failed);
+		tids_text(l, tids, sizeof(tids));
+		table_cell(&tb, "%s", tids);
+	}
+	table_print(&tb, stdout, "  ");
+	table_fini(&tb);
+	if (!r->nlocks)
+		printf("  (no contended acquisition in this trace)\n");
+	if (n < r->nlocks)
+		printf("  (%zu more: --top 0 shows all)\n", r->nlocks - n);
+	if (r->open_waits || r->open_holds || r->orphans)
+		printf("\n  %" PRIu64 " waits and %" PRIu64 " holds still open at the end, %" PRIu64
+		       " ends with nothing open\n", r->open_waits, r->open_holds, r->orphans);
+}
+
+static void print_json(const struct lock_result *r, size_t n, const struct an_loss *loss)
+{
+	printf("{\"acquisitions\":%" PRIu64 ",\"contended\":%" PRIu64 ",\"threads\":%u"
+	       ",\"open_waits\":%" PRIu64 ",\"open_holds\":%" PRIu64 ",\"orphans\":%" PRIu64,
+	       r->acquisitions, r->contended, r->nthreads, r->open_waits, r->open_holds,
+	       r->orphans);
+	report_loss_json(stdout, loss);
+	printf(",\"locks\":[");
+	for (size_t i = 0; i < n; i++) {
+		const struct lock_stats *l = &r->locks[i];
+		printf("%s\n{\"addr\":\"0x%" PRIx64 "\",\"kind\":\"%s\",\"pid\":%u"
+		       ",\"contended\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"wait_ns\":%" PRIu64
+		       ",\"max_wait_ns\":%" PRIu64 ",\"holds\":%" PRIu64 ",\"hold_ns\":%" PRIu64
+		       ",\"max_hold_ns\":%" PRIu64 ",\"tids\":[", i ? "," : "", l->addr,
+		       kind_name(l->kind), l->pid, l->contended, l->failed, l->wait_total,
+		       l->wait_max, l->holds, l->hold_total, l->hold_max);
+		for (unsigned k = 0; k < l->ntids; k++)
+			printf("%s%u", k ? "," : "", l->tids[k]);
+		printf("]}");
+	}
+	printf("]}\n");
+}
+
+int cmd_locks(int argc, char **argv)
+{
+	enum { O_SORT = 3400, O_TOP };
+	static const struct option opts[] = {
+		{ "sort", required_argument, NULL, O_SORT },
+		{ "top", required_argument, NULL, O_TOP },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ 0 },
+	};
+	enum lock_sort by = LOCK_SORT_WAIT;
+	long top = 20;
+	bool json = false;
+	uint32_t pid = 0;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_SORT:
+			if (parse_sort(optarg, &by))
+				return 1;
+			break;
+		case O_TOP:
+			if (report_top(optarg, &top))
+				return 1;
+			break;
+		case OPT_PID: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || !v || v > UINT32_MAX) {
+				cli_err(NULL, "locks: --pid %s: expected a process id", optarg);
+				return 1;
+			}
+			pid = (uint32_t)v;
+			break;
+		}
+		case OPT_FORMAT:
+			if (cli_text_json(optarg, &json))
+				return 1;
+			break;
+		default: return 1;
+		}
+	}
+	if (optind != argc - 1) {
+		cli_err(NULL, "locks: expected one TRACE directory (see strata locks --help)");
+		return 1;
+	}
+	struct cli_trace ct = { .quiet_lost = true };
+	if (cli_open(&ct, argv[optind], NULL) < 0)
+		return 1;
+	struct lock_result *r;
+	int ret = lock_compute(ct.t, pid, &r);
+	if (ret < 0) {
+		cli_err(ct.path, "%s", ret == -ENOENT ? "no lock:* events: trace the program with "
+			"LD_PRELOAD=libstrata-locks.so (docs/locks.md)" : strerror(-ret));
+		cli_close(&ct);
+		return 1;
+	}
+	lock_sort(r, by);
+	size_t n = top && (size_t)top < r->nlocks ? (size_t)top : r->nlocks;
+	struct an_loss loss;
+	an_loss_get(ct.t, &loss);
+	report_loss(ct.path, &loss, json ? NULL : stdout);
+	if (json)
+		print_json(r, n, &loss);
+	else
+		print_text(r, n);
+	lock_free(r);
+	int rc = cli_status(&ct);
+	cli_close(&ct);
+	return rc;
+}

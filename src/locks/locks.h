@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* The lock events libstrata-locks.so writes and `strata locks` reads (docs/locks.md). */
+#ifndef STRATA_LOCKS_EVENTS_H
+#define STRATA_LOCKS_EVENTS_H
+
+/*
+ * One major class of its own, the highest a program may use (strata.h:
+ * 62 is STRATA_MAJOR_MAX), so that it rarely meets a program's own DSL
+ * numbering; a clash is refused by strata_register() with -EEXIST and
+ * the preload then logs nothing (docs/locks.md, "Limits").
+ */
+#define LOCKS_MAJOR 62
+
+enum locks_minor {
+	LOCKS_WAIT_BEGIN = 1, /* addr, kind: a try failed, the thread waits */
+	LOCKS_WAIT_END = 2,   /* addr, ret: the waiting call returned */
+	LOCKS_RELEASE = 3,    /* addr: a contended acquisition released */
+	LOCKS_COUNT = 4,      /* acquisitions, contended: this thread's
+			       * running totals (all locks together) */
+};
+
+/* What kind of lock an address is (wait_begin's `kind`). */
+enum locks_kind {
+	LOCKS_KIND_MUTEX = 1,
+	LOCKS_KIND_RWLOCK_READ = 2,
+	LOCKS_KIND_RWLOCK_WRITE = 3,
+};
+
+#endif /* STRATA_LOCKS_EVENTS_H */

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/* libstrata-locks.so: LD_PRELOAD wrappers of the pthread mutex and rwlock calls that log contended acquisitions (docs/locks.md). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <strata/strata.h>
+
+#include "locks.h"
+
+#define LK_API __attribute__((visibility("default")))
+#define LK_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* The wrapped functions; a mutex or an rwlock goes through as void *.
+ * Every function here takes one pointer and returns an int, which the
+ * ABIs strata runs on pass alike whatever the pointer's type. */
+typedef int (*lk_fn)(void *);
+#define LK_FN(f) ((lk_fn)(void (*)(void))(f))
+
+enum lk_real {
+	F_MLOCK, F_MTRY, F_MUNLOCK, F_RDLOCK, F_TRYRD, F_WRLOCK, F_TRYWR, F_RWUNLOCK, F_N
+};
+
+static const char *const lk_names[F_N] = {
+	"pthread_mutex_lock", "pthread_mutex_trylock", "pthread_mutex_unlock",
+	"pthread_rwlock_rdlock", "pthread_rwlock_tryrdlock", "pthread_rwlock_wrlock",
+	"pthread_rwlock_trywrlock", "pthread_rwlock_unlock",
+};
+
+/*
+ * Before the constructor has asked dlsym() for the next definitions
+ * (libstrata's own constructor takes mutexes first: it is a dependency,
+ * so it runs before ours), the wrappers call glibc's internal aliases,
+ * bound by version: a lazy dlsym() from inside a wrapper could re-enter
+ * it through the loader's allocations. Where the alias's version is not
+ * known, the wrappers resolve lazily instead (docs/locks.md, "Design").
+ */
+#if defined(__GLIBC__) && defined(__x86_64__)
+#define LK_GLIBC_BASE "GLIBC_2.2.5"
+#elif defined(__GLIBC__) && defined(__aarch64__)
+#define LK_GLIBC_BASE "GLIBC_2.17"
+#endif
+
+#ifdef LK_GLIBC_BASE
+#define LK_GLIBC(local, name)                                                  \
+	int local(void *l);                                                    \
+	__asm__(".symver " #local ", " name "@" LK_GLIBC_BASE)
+LK_GLIBC(lk_g_mlock, "__pthread_mutex_lock");
+LK_GLIBC(lk_g_mtry, "__pthread_mutex_trylock");
+LK_GLIBC(lk_g_munlock, "__pthread_mutex_unlock");
+LK_GLIBC(lk_g_rdlock, "__pthread_rwlock_rdlock");
+LK_GLIBC(lk_g_tryrd, "__pthread_rwlock_tryrdlock");
+LK_GLIBC(lk_g_wrlock, "__pthread_rwlock_wrlock");
+LK_GLIBC(lk_g_trywr, "__pthread_rwlock_trywrlock");
+LK_GLIBC(lk_g_rwunlock, "__pthread_rwlock_unlock");
+static lk_fn real[F_N] = {
+	lk_g_mlock, lk_g_mtry, lk_g_munlock, lk_g_rdlock,
+	lk_g_tryrd, lk_g_wrlock, lk_g_trywr, lk_g_rwunlock,
+};
+#else
+static lk_fn real[F_N];
+#endif
+
+static inline lk_fn lk_real(enum lk_real f)
+{
+	if (strata_unlikely(!real[f]))
+		real[f] = LK_FN(dlsym(RTLD_NEXT, lk_names[f]));
+	return real[f];
+}
+
+/* Contended acquisitions a thread may hold at once and still see released;
+ * deeper nesting is counted, its release not logged (an open hold). */
+#define LK_HELD 8
+
+/*
+ * Per thread, in static TLS (initial-exec: no allocation on first use, so
+ * the wrappers are safe in signal handlers and before main).
+ */
+struct lk_thread {
+	uint64_t acquisitions; /* every successful lock and trylock */
+	uint64_t contended;    /* of which after a wait */
+	uintptr_t held[LK_HELD];
+	unsigned nheld;
+	int busy;              /* inside a wrapper: nested calls (the
+				* tracer's own locks, a signal handler)
+				* go straight to glibc, untraced */
+	bool keyed;            /* the exit destructor is armed */
+};
+
+static LK_TLS struct lk_thread lk;
+static pthread_key_t lk_key;
+#define LK_KEYS_STATIC 32 /* glibc's PTHREAD_KEY_2NDLEVEL_SIZE */
+static bool lk_have_key;
+
+/* The thread's running totals, so that the analysis knows the
+ * uncontended acquisitions without an event for each. */
+static void lk_log_count(struct lk_thread *t)
+{
+	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_COUNT, t->acquisitions, t->contended);
+}
+
+static void lk_thread_exit(void *arg)
+{
+	lk_log_count(arg);
+}
+
+static inline void lk_acquired(struct lk_thread *t)
+{
+	t->acquisitions++;
+	if (strata_unlikely(!t->keyed) && lk_have_key) {
+		/* a key below glibc's first level (32 keys): setspecific
+		 * allocates nothing, safe in a signal handler */
+		t->keyed = true;
+		pthread_setspecific(lk_key, t);
+	}
+}
+
+/* Lock `l` with real[lock], trying real[try] first. */
+static inline int lk_acquire(void *l, enum lk_real try, enum lk_real lock, unsigned kind)
+{
+	struct lk_thread *t = &lk;
+	int r;
+
+	if (t->busy || !strata_major_enabled(LOCKS_MAJOR))
+		return lk_real(lock)(l);
+	t->busy = 1;
+	/* Try first: only a failed try pays for timestamps. Every return
+	 * of a try but EBUSY is what the lock returns in the same state
+	 * (0, EOWNERDEAD, EAGAIN, EINVAL, ENOTRECOVERABLE); EBUSY on a lock
+	 * the thread owns becomes the lock's own EDEADLK (or deadlock, as
+	 * without the preload) by calling it. */
+	r = lk_real(try)(l);
+	if (r != EBUSY) {
+		if (r == 0 || r == EOWNERDEAD)
+			lk_acquired(t);
+		t->busy = 0;
+		return r;
+	}
+	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_BEGIN, (uintptr_t)l, kind);
+	r = lk_real(lock)(l);
+	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_END, (uintptr_t)l, (unsigned)r);
+	if (r == 0 || r == EOWNERDEAD) {
+		lk_acquired(t);
+		t->contended++;
+		if (t->nheld < LK_HELD)
+			t->held[t->nheld++] = (uintptr_t)l;
+	}
+	t->busy = 0;
+	return r;
+}
+
+static inline int lk_try(void *l, enum lk_real try)
+{
+	int r = lk_real(try)(l);
+	if ((r == 0 || r == EOWNERDEAD) && !lk.busy)
+		lk_acquired(&lk);
+	return r;
+}
+
+static inline int lk_release(void *l, enum lk_real unlock)
+{
+	struct lk_thread *t = &lk;
+
+	/* A contended acquisition of l ends here: the release is logged
+	 * before the unlock so that it precedes the next owner's wait_end. */
+	for (unsigned i = t->nheld; i-- > 0 && !t->busy;) {
+		if (t->held[i] != (uintptr_t)l)
+			continue;
+		t->busy = 1;
+		t->held[i] = t->held[--t->nheld];
+		STRATA_EVENT3(LOCKS_MAJOR, LOCKS_RELEASE, (uintptr_t)l, t->acquisitions,
+			      t->contended);
+		t->busy = 0;
+		break;
+	}
+	return lk_real(unlock)(l);
+}
+
+LK_API int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	return lk_acquire(m, F_MTRY, F_MLOCK, LOCKS_KIND_MUTEX);
+}
+
+LK_API int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+	return lk_try(m, F_MTRY);
+}
+
+LK_API int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+	return lk_release(m, F_MUNLOCK);
+}
+
+LK_API int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+	return lk_acquire(l, F_TRYRD, F_RDLOCK, LOCKS_KIND_RWLOCK_READ);
+}
+
+LK_API int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+	return lk_acquire(l, F_TRYWR, F_WRLOCK, LOCKS_KIND_RWLOCK_WRITE);
+}
+
+LK_API int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
+{
+	return lk_try(l, F_TRYRD);
+}
+
+LK_API int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
+{
+	return lk_try(l, F_TRYWR);
+}
+
+LK_API int pthread_rwlock_unlock(pthread_rwlock_t *l)
+{
+	return lk_release(l, F_RWUNLOCK);
+}
+
+/* ---- descriptors, set-up ---------------------------------------------------- */
+
+static const struct strata_field_desc lk_f_wait_begin[] = {
+	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
+	{ "kind", STRATA_T_U64, 0, 0 },
+};
+static const struct strata_field_desc lk_f_wait_end[] = {
+	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
+	{ "ret", STRATA_T_U64, 0, 0 },
+};
+static const struct strata_field_desc lk_f_release[] = {
+	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
+	{ "acquisitions", STRATA_T_U64, 0, 0 },
+	{ "contended", STRATA_T_U64, 0, 0 },
+};
+static const struct strata_field_desc lk_f_count[] = {
+	{ "acquisitions", STRATA_T_U64, 0, 0 },
+	{ "contended", STRATA_T_U64, 0, 0 },
+};
+
+#define LK_DESC(nm, minor_, kind_, f, desc)                                    \
+	{ .subsystem = "lock", .name = nm, .major = LOCKS_MAJOR,               \
+	  .kind = kind_, .minor = minor_,                                      \
+	  .nfields = sizeof(f) / sizeof(f[0]), .fields = f, .description = desc }
+
+static const struct strata_event_desc lk_d_wait_begin = LK_DESC(
+	"wait_begin", LOCKS_WAIT_BEGIN, STRATA_EV_BEGIN, lk_f_wait_begin,
+	"a try of the lock failed: the thread waits for it");
+static const struct strata_event_desc lk_d_wait_end = LK_DESC(
+	"wait_end", LOCKS_WAIT_END, STRATA_EV_END, lk_f_wait_end,
+	"the waiting call returned ret (0: acquired)");
+static const struct strata_event_desc lk_d_release = LK_DESC(
+	"release", LOCKS_RELEASE, STRATA_EV_POINT, lk_f_release,
+	"a contended acquisition released; the thread's totals so far");
+static const struct strata_event_desc lk_d_count = LK_DESC(
+	"count", LOCKS_COUNT, STRATA_EV_POINT, lk_f_count,
+	"the thread's acquisitions at its exit");
+
+static const struct strata_event_desc *const lk_events[] = {
+	&lk_d_wait_begin, &lk_d_wait_end, &lk_d_release, &lk_d_count,
+};
+static const struct strata_subsys_desc lk_subsys = {
+	"lock", LOCKS_MAJOR, "pthread lock contention (libstrata-locks.so)"
+};
+
+__attribute__((constructor)) static void lk_init(void)
+{
+	lk.busy = 1; /* the loader and the registry take locks of their own */
+	/* only a first-level key (LK_KEYS_STATIC); else no exit totals:
+	 * the release events still carry them */
+	lk_have_key = pthread_key_create(&lk_key, lk_thread_exit) == 0 &&
+		      lk_key < LK_KEYS_STATIC;
+	for (int i = 0; i < F_N; i++) {
+		lk_fn f = LK_FN(dlsym(RTLD_NEXT, lk_names[i]));
+		if (f)
+			real[i] = f;
+	}
+	if (strata_register(&lk_subsys, lk_events, sizeof(lk_events) / sizeof(lk_events[0])))
+		strata_disable_majors(STRATA_MAJOR_BIT(LOCKS_MAJOR));
+	lk.busy = 0;
+}
+
+/* The main thread's totals: it runs no key destructor at exit. Before
+ * libstrata's own destructor stops the trace (we depend on it). */
+__attribute__((destructor)) static void lk_fini(void)
+{
+	lk_log_count(&lk);
+}

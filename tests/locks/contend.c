@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/* A program with known lock contention: its own counts, waits and holds are the ground truth of `strata locks` (tests/locks/locks_test.py). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * Rounds: the main thread takes `hot`, lets the W workers go, and lets go
+ * of `hot` only once every worker has announced itself and sleeps (state
+ * S in /proc): between its announcement and its lock call a worker makes
+ * no call that could sleep, so it sleeps in that call, and its try of the
+ * lock (the preload's, or glibc's own fast path) failed. Each round thus
+ * has exactly W contended acquisitions of `hot`, whatever the scheduler
+ * does. With "rw", the hot lock is an rwlock that the main thread
+ * write-locks and the workers read-lock (all at once). Each worker also takes its own `cold` mutex C times a round,
+ * never contended. The workers synchronise with raw futexes, never with a
+ * pthread lock, so that every pthread lock call is one the truth counts.
+ */
+
+#define MAXW 16
+
+static pthread_mutex_t hot = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t hot_rw = PTHREAD_RWLOCK_INITIALIZER;
+static int rw; /* "rw": hot is hot_rw, written by main, read by the workers */
+static pthread_mutex_t cold[MAXW];
+static _Atomic uint32_t round_no, announced, done;
+static _Atomic int32_t tids[MAXW];
+static unsigned nworkers, nrounds, ncold;
+static uint64_t hold_ns = 200000;
+
+struct worker {
+	unsigned i;
+	uint64_t wait_ns, hold_ns, acquisitions;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void fwait(_Atomic uint32_t *w, uint32_t val)
+{
+	syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void fwake(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+static void *worker(void *arg)
+{
+	struct worker *w = arg;
+
+	atomic_store(&tids[w->i], (int32_t)syscall(SYS_gettid));
+	for (uint32_t r = 1; r <= nrounds; r++) {
+		uint32_t cur;
+		while ((cur = atomic_load(&round_no)) < r)
+			fwait(&round_no, cur);
+		for (unsigned k = 0; k < ncold; k++) {
+			pthread_mutex_lock(&cold[w->i]);
+			pthread_mutex_unlock(&cold[w->i]);
+			w->acquisitions++;
+		}
+		atomic_fetch_add(&announced, 1);
+		uint64_t t0 = now_ns();
+		if (rw)
+			pthread_rwlock_rdlock(&hot_rw);
+		else
+			pthread_mutex_lock(&hot);
+		uint64_t t1 = now_ns();
+		w->acquisitions++;
+		w->wait_ns += t1 - t0;
+		while (now_ns() - t1 < hold_ns)
+			;
+		w->hold_ns += now_ns() - t1;
+		if (rw)
+			pthread_rwlock_unlock(&hot_rw);
+		else
+			pthread_mutex_unlock(&hot);
+		atomic_fetch_add(&done, 1);
+		fwake(&done);
+	}
+	return NULL;
+}
+
+/* Whether thread `tid` sleeps (state S in /proc/self/task/TID/stat). */
+static int sleeping(int32_t tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')'); /* comm may hold spaces */
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+static void pause_us(long us)
+{
+	struct timespec ts = { 0, us * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 5) {
+		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [rw]]\n");
+		return 2;
+	}
+	nworkers = (unsigned)atoi(argv[1]);
+	nrounds = (unsigned)atoi(argv[2]);
+	ncold = (unsigned)atoi(argv[3]);
+	if (argc > 5)
+		hold_ns = strtoull(argv[5], NULL, 10) * 1000;
+	rw = argc > 6 && !strcmp(argv[6], "rw");
+	if (!nworkers || nworkers > MAXW)
+		return 2;
+	pthread_t th[MAXW];
+	struct worker w[MAXW] = { 0 };
+	for (unsigned i = 0; i < nworkers; i++) {
+		pthread_mutex_init(&cold[i], NULL);
+		w[i].i = i;
+		pthread_create(&th[i], NULL, worker, &w[i]);
+	}
+	for (unsigned i = 0; i < nworkers; i++)
+		while (!atomic_load(&tids[i]))
+			pause_us(50);
+	uint64_t main_acq = 0;
+	for (uint32_t r = 1; r <= nrounds; r++) {
+		/* the workers are all done: free */
+		if (rw)
+			pthread_rwlock_wrlock(&hot_rw);
+		else
+			pthread_mutex_lock(&hot);
+		main_acq++;
+		atomic_store(&announced, 0);
+		atomic_store(&round_no, r);
+		fwake(&round_no);
+		while (atomic_load(&announced) < nworkers)
+			pause_us(20);
+		for (unsigned i = 0; i < nworkers; i++)
+			while (!sleeping(atomic_load(&tids[i])))
+				pause_us(20);
+		if (rw)
+			pthread_rwlock_unlock(&hot_rw);
+		else
+			pthread_mutex_unlock(&hot);
+		uint32_t d;
+		while ((d = atomic_load(&done)) < r * nworkers)
+			fwait(&done, d);
+	}
+	for (unsigned i = 0; i < nworkers; i++)
+		pthread_join(th[i], NULL);
+
+	/* stdout: the same with and without the preload */
+	printf("workers %u rounds %u cold %u: hot taken %" PRIu64 " times, cold %" PRIu64 "\n",
+	       nworkers, nrounds, ncold, main_acq + (uint64_t)nworkers * nrounds,
+	       (uint64_t)nworkers * nrounds * ncold);
+	FILE *f = fopen(argv[4], "w");
+	if (!f)
+		return 1;
+	uint64_t wait = 0, hold = 0;
+	fprintf(f, "{\"hot\":\"%p\",\"hot_contended\":%" PRIu64 ",\"cold\":[",
+		rw ? (void *)&hot_rw : (void *)&hot,
+		(uint64_t)nworkers * nrounds);
+	for (unsigned i = 0; i < nworkers; i++)
+		fprintf(f, "%s\"%p\"", i ? "," : "", (void *)&cold[i]);
+	fprintf(f, "],\"threads\":[");
+	for (unsigned i = 0; i < nworkers; i++) {
+		fprintf(f, "%s{\"tid\":%d,\"acquisitions\":%" PRIu64 ",\"contended\":%u}",
+			i ? "," : "", atomic_load(&tids[i]), w[i].acquisitions, nrounds);
+		wait += w[i].wait_ns;
+		hold += w[i].hold_ns;
+	}
+	fprintf(f, "],\"main_tid\":%d,\"main_acquisitions\":%" PRIu64
+		",\"wait_ns\":%" PRIu64 ",\"hold_ns\":%" PRIu64 "}\n",
+		(int)syscall(SYS_gettid), main_acq, wait, hold);
+	return fclose(f) ? 1 : 0;
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""libstrata-locks.so and `strata locks` against the test programs' own truth.
+
+usage: locks_test.py contention|rwlock|unchanged|sigfork STRATA LIBLOCKS CONTEND SIGFORK WORKDIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+PART, STRATA, LIB, CONTEND, SIGFORK, WORK = sys.argv[1:7]
+WORKERS, ROUNDS, COLD, HOLD_US = 3, 40, 50, 300
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def run(cmd, preload=None, trace=None, timeout=120):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.pop("STRATA_OUTPUT", None)
+    if preload:
+        env["LD_PRELOAD"] = preload
+    if trace:
+        env["STRATA_OUTPUT"] = trace
+        # The crash guardian libstrata spawns is the strata tool, which
+        # inherits LD_PRELOAD and STRATA_OUTPUT, traces itself and spawns
+        # a guardian of its own, in a chain (docs/locks.md, Limits).
+        env["STRATA_GUARD"] = "0"
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    if p.returncode:
+        fail("%s exited %d: %s" % (cmd, p.returncode, p.stderr))
+    return p.stdout
+
+
+def contend(preload, name, mode="mutex"):
+    truth = os.path.join(WORK, name + ".json")
+    trace = os.path.join(WORK, name) if preload else None
+    out = run([CONTEND, str(WORKERS), str(ROUNDS), str(COLD), truth, str(HOLD_US), mode],
+              preload, trace)
+    with open(truth) as f:
+        return out, json.load(f), trace
+
+
+def near(what, got, want, tol):
+    print("%s: traced %d, program %d (%+.2f %%)" % (what, got, want,
+          100.0 * (got - want) / want))
+    if abs(got - want) > tol * want:
+        fail("%s off by more than %d %%" % (what, tol * 100))
+
+
+def contention(mode="mutex"):
+    _, truth, trace = contend(LIB, "t", mode)
+    rep = json.loads(run([STRATA, "locks", "--format", "json", "--top", "0", trace]))
+    locks = rep["locks"]
+    if not locks or int(locks[0]["addr"], 16) != int(truth["hot"], 16):
+        fail("the hot lock %s is not ranked first: %s" % (truth["hot"], locks[:2]))
+    hot = locks[0]
+    if hot["contended"] != truth["hot_contended"] or hot["failed"]:
+        fail("hot contended %d (failed %d), the program says %d" % (
+            hot["contended"], hot["failed"], truth["hot_contended"]))
+    if hot["holds"] != truth["hot_contended"]:
+        fail("hot holds %d, want %d" % (hot["holds"], truth["hot_contended"]))
+    cold = {int(a, 16) for a in truth["cold"]}
+    if any(int(l["addr"], 16) in cold for l in locks):
+        fail("an uncontended cold lock is reported: %s" % locks)
+    kind = "rwlock-r" if mode == "rw" else "mutex"
+    if hot["kind"] != kind:
+        fail("hot lock kind %s, want %s" % (hot["kind"], kind))
+    tids = sorted(t["tid"] for t in truth["threads"])
+    if hot["tids"] != tids:
+        fail("hot waiters %s, want %s" % (hot["tids"], tids))
+    want = sum(t["acquisitions"] for t in truth["threads"]) + truth["main_acquisitions"]
+    # the tracer's own threads may take locks too: at least the program's
+    if rep["acquisitions"] < want or rep["contended"] < truth["hot_contended"]:
+        fail("acquisitions %d contended %d, the program's %d and %d" % (
+            rep["acquisitions"], rep["contended"], want, truth["hot_contended"]))
+    near("total wait", hot["wait_ns"], truth["wait_ns"], 0.05)
+    near("total hold", hot["hold_ns"], truth["hold_ns"], 0.05)
+    text = run([STRATA, "locks", "--sort", "count", trace])
+    rows = [l for l in text.splitlines() if l.strip().startswith("0x")]
+    if not rows or int(rows[0].split()[0], 16) != int(truth["hot"], 16):
+        fail("text report: hot lock not first:\n" + text)
+    print(text)
+
+
+def unchanged():
+    a, _, _ = contend(None, "bare")
+    b, _, _ = contend(LIB, "t")
+    if a != b:
+        fail("contend's output changed under the preload:\n%s---\n%s" % (a, b))
+    a = run([SIGFORK])
+    b = run([SIGFORK], LIB, os.path.join(WORK, "s"))
+    if a != b:
+        fail("sigfork's output changed under the preload:\n%s---\n%s" % (a, b))
+    print(a + b)
+
+
+def sigfork():
+    trace = os.path.join(WORK, "s")
+    out = run([SIGFORK], LIB, trace, timeout=60)
+    if "children 20 ok; handler ran yes" not in out:
+        fail("sigfork: " + out)
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    if rep["open_waits"] or rep["orphans"]:
+        fail("unpaired lock events: %s" % rep)
+    print(out, "acquisitions %d contended %d" % (rep["acquisitions"], rep["contended"]))
+
+
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+{"contention": contention, "rwlock": lambda: contention("rw"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
+print("ok")
