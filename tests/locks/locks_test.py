@@ -27,10 +27,9 @@ def run(cmd, preload=None, trace=None, timeout=120):
         env["LD_PRELOAD"] = preload
     if trace:
         env["STRATA_OUTPUT"] = trace
-        # The crash guardian libstrata spawns is the strata tool, which
-        # inherits LD_PRELOAD and STRATA_OUTPUT, traces itself and spawns
-        # a guardian of its own, in a chain (docs/locks.md, Limits).
-        env["STRATA_GUARD"] = "0"
+        # the default, crash-guarded embedded mode: its guardian runs
+        # without the preload (src/lib/guard.c, guardian_env)
+        env.pop("STRATA_GUARD", None)
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if p.returncode:
         fail("%s exited %d: %s" % (cmd, p.returncode, p.stderr))
