@@ -7,6 +7,9 @@ set -euo pipefail
 
 mode=$1 # embedded | record | daemon
 runs=$2
+# at most STRATA_TEST_RUNS (scripts/sanitize.sh: the sanitizers look for
+# memory and UB errors, which a few runs find as well as fifty)
+[ -n "${STRATA_TEST_RUNS:-}" ] && [ "$runs" -gt "$STRATA_TEST_RUNS" ] && runs=$STRATA_TEST_RUNS
 bin=$3
 work=$4
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
