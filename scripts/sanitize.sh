@@ -16,7 +16,7 @@ run() {
 	# ones, the kernel source, the reader (damaged traces: test_damage,
 	# reliability.sh) and strata-gen (its parser on every error case, the
 	# generated code run); under TSan the fork tests.
-	(cd "$dir" && ctest --output-on-failure -j"$jobs" -L "$labels" ${4:+-LE "$4"})
+	(cd "$dir" && ctest --output-on-failure -j"$jobs" -L "$labels" ${4:+-LE "$4"} ${5:+-E "$5"})
 }
 
 # halt_on_error: a sanitizer report fails the test, not only a crash.
@@ -31,8 +31,13 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
 # The repeated tests (accounting, killstop, crash, record-salvage) run 8
 # times each here: ASan makes each run ~5x slower, and the counts they
 # check are the normal build's job; CI stays within its 30 minutes.
+# Not reliability-backlog: its first half wants 200 children, started
+# together while the recorder is stopped for 2 s, to join within their
+# 3 s of patience; ASan's start-up (~5x slower processes on 2 cores)
+# leaves ~10 % of them past it, counted as unrecorded, as designed.
 STRATA_TEST_RUNS=8 RECORD_KILLS=8 \
-	run build-asan "address,undefined" 'stress|integration|unit|record|kernel|reliability|reader|gen' fork
+	run build-asan "address,undefined" 'stress|integration|unit|record|kernel|reliability|reader|gen' fork \
+	'^reliability-backlog$'
 echo "== ThreadSanitizer"
 # A traced process under TSan takes about half a second to start: 25 runs
 # of each fork test instead of 100 (tests/reliability/forks.sh).
