@@ -35,9 +35,12 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
 # together while the recorder is stopped for 2 s, to join within their
 # 3 s of patience; ASan's start-up (~5x slower processes on 2 cores)
 # leaves ~10 % of them past it, counted as unrecorded, as designed.
+# Of the kernel tests, which run one at a time (20-90 s each under ASan),
+# kernel-record and kernel-babeltrace2 cover the kernel source's code; the
+# others check analyses' numbers, the normal build's job.
 STRATA_TEST_RUNS=8 RECORD_KILLS=8 \
 	run build-asan "address,undefined" 'stress|integration|unit|record|kernel|reliability|reader|gen' fork \
-	'^reliability-backlog$'
+	'^reliability-backlog$|^kernel-(breakdown|align|restore|switches|daemon|scope|schedlat)$'
 echo "== ThreadSanitizer"
 # A traced process under TSan takes about half a second to start: 25 runs
 # of each fork test instead of 100 (tests/reliability/forks.sh).
