@@ -208,7 +208,10 @@ struct rd_put {
 static inline __attribute__((always_inline)) struct rd_put
 put_begin(const struct rd_out *o)
 {
-	return (struct rd_put){ o->ev + o->k, o->first + o->k, o->val + o->nv, o->nv };
+	/* first and val are NULL when no values are asked for: no offset
+	 * may be applied to them then (UB; the fuzzer's UBSan says so) */
+	return (struct rd_put){ o->ev + o->k, o->first ? o->first + o->k : NULL,
+				o->val ? o->val + o->nv : NULL, o->nv };
 }
 
 static inline __attribute__((always_inline)) void
