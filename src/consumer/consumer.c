@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 #include "common/tfile.h"
 #include "consumer/cons_int.h"
 #include "lib/statedump.h"
@@ -118,13 +119,6 @@ static void flush_local(void)
 		if (r)
 			ring_flush(r);
 	}
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
 /* Has a packet completed on one of our rings that we have not drained?
@@ -234,7 +228,7 @@ static void cons_sleep(struct cons *c, uint32_t bell, unsigned ms)
 static void *cons_main(void *arg)
 {
 	struct cons *c = arg;
-	uint64_t last_calib = now_ms(), last_flush = last_calib;
+	uint64_t last_calib = mono_ms(), last_flush = last_calib;
 	int first = 1;
 
 	for (;;) {
@@ -244,7 +238,7 @@ static void *cons_main(void *arg)
 		if (!__atomic_load_n(&c->running, __ATOMIC_SEQ_CST))
 			break;
 		unsigned work = 0;
-		uint64_t t = now_ms();
+		uint64_t t = mono_ms();
 
 		if (first && t - last_calib >= 20) {
 			/* First frequency estimate, 20 ms after start. */
@@ -277,7 +271,7 @@ static void *cons_main(void *arg)
 			uint64_t due = last_calib + (first ? 20 : 1000);
 			if (c->flush_ms && last_flush + c->flush_ms < due)
 				due = last_flush + c->flush_ms;
-			uint64_t now = now_ms();
+			uint64_t now = mono_ms();
 			uint64_t ms = due > now ? due - now : 1;
 			cons_sleep(c, bell, ms > 100 ? 100 : (unsigned)ms);
 		}

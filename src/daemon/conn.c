@@ -87,7 +87,7 @@ int sessd_accept_fd(struct sessd *d, int lfd)
 		if (fd >= 0)
 			return -2;
 	}
-	d->listen_rest_until = now_ms() + LISTEN_PAUSE_MS;
+	d->listen_rest_until = mono_ms() + LISTEN_PAUSE_MS;
 	return -1;
 }
 
@@ -157,7 +157,7 @@ void sessd_clients_accept(struct sessd *d)
 		c->bellfd = -1;
 		c->peer = (uint32_t)cr.pid;
 		c->pending = 1;
-		c->hello_by = now_ms() + HELLO_MS;
+		c->hello_by = mono_ms() + HELLO_MS;
 		d->npending++;
 		c->next = d->clients;
 		d->clients = c;
@@ -170,7 +170,7 @@ void sessd_clients_accept(struct sessd *d)
  * HELLO_MS, control clients without a request after CTL_IDLE_MS. */
 void sessd_deadlines(struct sessd *d)
 {
-	uint64_t now = now_ms();
+	uint64_t now = mono_ms();
 
 	for (struct client *c = d->clients; c && d->npending; c = c->next)
 		if (c->pending && now >= c->hello_by) {

@@ -240,7 +240,7 @@ void sessd_ctl_accept(struct sessd *d)
 		struct ctl_conn *k = &d->conns[slot];
 		k->fd = fd;
 		k->waiting = 0;
-		k->since = now_ms();
+		k->since = mono_ms();
 		/* its request is there already (strata session sends it with
 		 * its connect): answered now, before another connection could
 		 * take its slot */

@@ -403,7 +403,7 @@ static int pollset_fill(struct sessd *d, int timeout_ms, struct pollset_at *at)
 	struct pollfd *pf = d->pf;
 	struct client **who = d->who;
 	int *conn = d->conn;
-	uint64_t now = now_ms();
+	uint64_t now = mono_ms();
 	unsigned n = 0;
 
 	at->lidx = at->cidx = -1;

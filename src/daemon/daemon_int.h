@@ -13,6 +13,7 @@
 
 #include <strata/strata.h>
 
+#include "common/mono.h"
 #include "consumer/consumer.h"
 #include "daemon/daemon.h"
 #include "lib/clock.h"
@@ -46,7 +47,7 @@ struct client {
 	int bellfd; /* its rings' doorbell (an eventfd), or -1 */
 	int registered;
 	int pending;      /* connected, no HELLO yet */
-	uint64_t hello_by; /* ... until then (ms, now_ms()) */
+	uint64_t hello_by; /* ... until then (ms, mono_ms()) */
 	uint32_t peer;    /* its pid, the kernel's word (SO_PEERCRED) */
 	uint32_t pid, mode;
 	char name[17];
@@ -103,7 +104,7 @@ struct proc_rec {
 struct ctl_conn {
 	int fd;
 	uint32_t waiting; /* CTL_STOP / CTL_QUIT: answer when stopped */
-	uint64_t since;   /* accepted (ms, now_ms()) */
+	uint64_t since;   /* accepted (ms, mono_ms()) */
 };
 
 enum { ST_STOPPED = 0, ST_RUNNING = 1, ST_STOPPING = 2 };
@@ -212,14 +213,5 @@ void sessd_ctl_send_done(struct sessd *d, int fd, int status,
 			 const char *msg);
 int sessd_ctl_request(struct sessd *d, struct ctl_conn *k);
 void sessd_ctl_accept(struct sessd *d);
-
-/* Now, in ms on CLOCK_MONOTONIC: the daemon's deadlines. */
-static inline uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 #endif /* STRATA_DAEMON_DAEMON_INT_H */

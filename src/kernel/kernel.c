@@ -26,6 +26,7 @@
 
 #include <strata/strata.h>
 
+#include "common/mono.h"
 #include "common/tfile.h"
 #include "consumer/metadata.h"
 #include "kernel/kernel.h"
@@ -272,13 +273,6 @@ static void drain_all(struct kern_session *s, bool final)
 	}
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
 /*
  * The reader: woken by a CPU's buffer reaching buffer_percent
  * (KERN_WATERMARK_PCT, set in kern_start(): poll() on trace_pipe_raw
@@ -299,9 +293,9 @@ static void *reader_main(void *arg)
 	s->reader_tid = (pid_t)syscall(SYS_gettid);
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
-	uint64_t next = now_ms() + s->flush_ms;
+	uint64_t next = mono_ms() + s->flush_ms;
 	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
-		uint64_t t = now_ms();
+		uint64_t t = mono_ms();
 		int n = poll(s->pfd, s->ncpus + 1,
 			     t >= next ? 0 : (int)(next - t));
 		if (__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
@@ -310,7 +304,7 @@ static void *reader_main(void *arg)
 			for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
 				if (s->pfd[cpu].revents & POLLIN)
 					drain_cpu(s, cpu, false);
-		if ((t = now_ms()) >= next) {
+		if ((t = mono_ms()) >= next) {
 			drain_all(s, false);
 			next = t + s->flush_ms;
 		}

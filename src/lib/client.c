@@ -22,6 +22,7 @@
 #include <strata/strata.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 #include "consumer/consumer.h"
 #include "lib/client.h"
 #include "lib/clock.h"
@@ -596,24 +597,12 @@ void client_leave(struct strata_stats *last)
 static void sess_wait_done(const struct sess_bye *bye,
 			   struct strata_stats *last)
 {
-	struct timespec t0, t;
 	struct sess_done m;
 	struct strata_stats st;
 	int fd = __atomic_load_n(&cl.fd, __ATOMIC_ACQUIRE), got = 0;
+	uint64_t deadline = mono_ms() + SESS_DONE_WAIT_MS;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		long left = SESS_DONE_WAIT_MS - ((t.tv_sec - t0.tv_sec) * 1000 +
-						 (t.tv_nsec - t0.tv_nsec) / 1000000);
-		struct pollfd pf = {fd, POLLIN, 0};
-		if (left <= 0)
-			break;
-		int r = poll(&pf, 1, (int)left);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
+	while (mono_poll_in(fd, deadline) > 0) {
 		ssize_t n = recv(fd, &m, sizeof(m), MSG_DONTWAIT);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;

@@ -20,6 +20,7 @@
 #include <strata/strata.h>
 
 #include "common/log.h"
+#include "common/mono.h"
 #include "lib/guard.h"
 
 /*
@@ -233,21 +234,9 @@ int guard_spawn(const char *dir, const char *tool_env, char *sock, size_t n)
 
 	/* The guardian says where its socket is, or nothing if it fails. */
 	size_t got = 0;
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t deadline = mono_ms() + 5000;
 	ret = -ETIMEDOUT;
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		long left = 5000 - ((t.tv_sec - t0.tv_sec) * 1000 +
-				    (t.tv_nsec - t0.tv_nsec) / 1000000);
-		struct pollfd pf = {p[0], POLLIN, 0};
-		if (left <= 0)
-			break;
-		int r = poll(&pf, 1, (int)left);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
+	while (mono_poll_in(p[0], deadline) > 0) {
 		ssize_t k = read(p[0], sock + got, n - 1 - got);
 		if (k < 0 && errno == EINTR)
 			continue;
