@@ -195,6 +195,32 @@ const unsigned char *cons_copy_packet(struct cons *c, struct cons_stream *s,
 	return cons_packet_ours(c, r, c->pktbuf, begin) ? c->pktbuf : NULL;
 }
 
+/*
+ * babeltrace2 reports discarded events as the difference between two
+ * packets' events_discarded, never a first packet's own count: a stream
+ * whose first packet written already counts losses (a full disk from the
+ * start, so that the loss trailer is the first; a ring that adopted
+ * losses or lapped before its first packet was written) would have them
+ * in strata's count only. Such a packet is preceded by an empty one
+ * counting 0, numbered just before it, at its start time. (A first
+ * packet numbered 0 leaves no number for it: its losses then stay
+ * strata's alone, format.md §2.)
+ */
+static void lead_packet(struct cons *c, struct cons_stream *s,
+			const unsigned char *pkt, uint64_t seq)
+{
+	uint64_t zero = 0, content = STRATA_PACKET_HEADER * 8;
+	/* aligned as direct I/O wants a buffer (stream_write()) */
+	unsigned char lead[STRATA_PACKET_HEADER] __attribute__((aligned(DIO_ALIGN)));
+
+	memcpy(lead, pkt, STRATA_PACKET_HEADER);
+	memcpy(lead + STRATA_PKT_OFF_TS_END, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
+	memcpy(lead + STRATA_PKT_OFF_CONTENT_SIZE, &content, 8);
+	memcpy(lead + STRATA_PKT_OFF_SEQ, &seq, 8);
+	memcpy(lead + STRATA_PKT_OFF_DISCARDED, &zero, 8);
+	cons_write_packet_buf(c, s, lead, seq << s->ring->pshift);
+}
+
 /* Write one packet (`pkt`: its bytes, in the ring or a private copy). */
 void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
 			   const unsigned char *pkt, uint64_t begin)
@@ -227,6 +253,10 @@ void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
 		memcpy(&s->last_ts, pkt + STRATA_PKT_OFF_TS_END, 8);
 		s->have_hdr = 1;
 	}
+	memcpy(&seq, pkt + STRATA_PKT_OFF_SEQ, 8);
+	memcpy(&disc, pkt + STRATA_PKT_OFF_DISCARDED, 8);
+	if (s->file_off == 0 && disc && seq && !s->dead)
+		lead_packet(c, s, pkt, seq - 1);
 	if (s->dead) {
 		s->lost_io += nev;
 		__atomic_add_fetch(&c->lost_io, nev, __ATOMIC_RELAXED);
@@ -250,8 +280,6 @@ void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
 
 	memcpy(&ts_begin, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
 	memcpy(&ts_end, pkt + STRATA_PKT_OFF_TS_END, 8);
-	memcpy(&seq, pkt + STRATA_PKT_OFF_SEQ, 8);
-	memcpy(&disc, pkt + STRATA_PKT_OFF_DISCARDED, 8);
 	s->last_disc = disc;
 	s->last_ts = ts_end;
 	memcpy(s->last_hdr, pkt, STRATA_PACKET_HEADER);
@@ -331,16 +359,6 @@ static void loss_trailer(struct cons *c, struct cons_stream *s)
 	memcpy(pkt + STRATA_PKT_OFF_TS_BEGIN, &s->last_ts, 8);
 	memcpy(pkt + STRATA_PKT_OFF_TS_END, &s->last_ts, 8);
 	memcpy(pkt + STRATA_PKT_OFF_CONTENT_SIZE, &content, 8);
-	if (s->file_off == 0) {
-		/* Nothing of the stream was written (a full disk from its
-		 * first packet): an empty packet first, counting nothing,
-		 * numbered as that one. babeltrace2 reports discarded events
-		 * as the difference between two packets' counts, never a
-		 * first packet's own. */
-		uint64_t zero = 0;
-		memcpy(pkt + STRATA_PKT_OFF_DISCARDED, &zero, 8);
-		cons_write_packet_buf(c, s, pkt, 0);
-	}
 	memcpy(pkt + STRATA_PKT_OFF_SEQ, &seq, 8);
 	memcpy(pkt + STRATA_PKT_OFF_DISCARDED, &total, 8);
 	cons_write_packet_buf(c, s, pkt, seq << r->pshift);

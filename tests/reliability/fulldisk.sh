@@ -14,7 +14,7 @@ fail() { echo "fulldisk: FAIL: $*" >&2; exit 1; }
 command -v babeltrace2 >/dev/null || { echo "babeltrace2 not installed"; exit 77; }
 rm -rf "$work" && mkdir -p "$work/small"
 mount -t tmpfs -o size=3m tmpfs "$work/small" || { echo "fulldisk: cannot mount a tmpfs; skipped"; exit 77; }
-trap '"$strata" daemon --kill >/dev/null 2>&1 || true; umount "$work/small" 2>/dev/null || true' EXIT
+trap '"$strata" daemon --kill >/dev/null 2>&1 || true; umount "$work/small" "$work/tiny" 2>/dev/null || true' EXIT
 cd "$work"
 export STRATA_RUNTIME_DIR=$work/run BURST_NO_SIGNALS=1
 unset STRATA_SESSION STRATA_OUTPUT STRATA_MAJORS STRATA_ENABLE STRATA_MODE
@@ -42,6 +42,15 @@ n=$("$strata" record -o small/r -- "$burst" 200000 2>r.err) || fail "record fail
 grep -q 'trace incomplete: No space left on device' r.err || fail "record: no clear error line: $(cat r.err)"
 check small/r "$n" record
 rm -rf small/r
+
+# A disk full before some stream's first packet (700 KiB: one packet of
+# one CPU at most): that stream's losses reach babeltrace2 through an
+# empty packet counting 0 ahead of its loss trailer (consumer, stream.c).
+mkdir -p tiny
+mount -t tmpfs -o size=700k tmpfs tiny || fail "cannot mount a second tmpfs"
+n=$("$strata" record -o tiny/r -- "$burst" 200000 2>tr.err) || { umount tiny; fail "record failed: $(cat tr.err)"; }
+check tiny/r "$n" "record, full from the start"
+umount tiny
 
 "$strata" daemon -o "$work/small/d" 2>d.err || fail "daemon: $(cat d.err)"
 n=$("$burst" 200000 2>>d.err)
