@@ -7,20 +7,14 @@ set -euo pipefail
 
 mode=$1 # embedded | record | daemon
 runs=$2
-# at most STRATA_TEST_RUNS (scripts/sanitize.sh: the sanitizers look for
-# memory and UB errors, which a few runs find as well as fifty)
-[ -n "${STRATA_TEST_RUNS:-}" ] && [ "$runs" -gt "$STRATA_TEST_RUNS" ] && runs=$STRATA_TEST_RUNS
 bin=$3
 work=$4
-rm -rf "$work"; mkdir -p "$work"; cd "$work"
-strata=$bin/src/cli/strata
-burst=$bin/tests/reliability/burst
-fail() { echo "accounting-$mode: FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/common.sh"
+rel_init "accounting-$mode" "$bin" "$work"
+runs=$(rel_runs "$runs")
 command -v babeltrace2 >/dev/null || { echo "babeltrace2 not installed"; exit 77; }
 
 export STRATA_RUNTIME_DIR=$work/run
-unset STRATA_SESSION STRATA_OUTPUT STRATA_MAJORS STRATA_ENABLE STRATA_MODE \
-	STRATA_PACKETS STRATA_PACKET_SIZE
 trap '"$strata" daemon --kill >/dev/null 2>&1 || true' EXIT
 
 lossy=0 total_lost=0

@@ -9,11 +9,9 @@
 set -euo pipefail
 bin=$1
 work=$2
-rm -rf "$work"; mkdir -p "$work"; cd "$work"
-strata=$bin/src/cli/strata
+. "$(dirname "$0")/common.sh"
+rel_init backlog "$bin" "$work"
 logn=$bin/tests/reliability/logn
-fail() { echo "backlog: FAIL: $*" >&2; exit 1; }
-unset STRATA_SESSION STRATA_OUTPUT STRATA_MAJORS STRATA_ENABLE STRATA_MODE STRATA_GUARD STRATA_GUARDED
 
 # run NKIDS STOP_SECONDS TRACE: the children start while strata record is stopped
 run() {

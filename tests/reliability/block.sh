@@ -8,11 +8,8 @@ set -euo pipefail
 runs=$1
 bin=$2
 work=$3
-rm -rf "$work"; mkdir -p "$work"; cd "$work"
-strata=$bin/src/cli/strata
-burst=$bin/tests/reliability/burst
-fail() { echo "block: FAIL: $*" >&2; exit 1; }
-unset STRATA_SESSION STRATA_OUTPUT STRATA_MAJORS STRATA_ENABLE STRATA_PACKETS STRATA_PACKET_SIZE
+. "$(dirname "$0")/common.sh"
+rel_init block "$bin" "$work"
 export BURST_NO_SIGNALS=1
 export STRATA_RUNTIME_DIR=$work/run
 

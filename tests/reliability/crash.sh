@@ -7,17 +7,13 @@
 # directories); the guardian never showed as the program's child.
 set -euo pipefail
 runs=$1
-# at most STRATA_TEST_RUNS (scripts/sanitize.sh: the sanitizers look for
-# memory and UB errors, which a few runs find as well as fifty)
-[ -n "${STRATA_TEST_RUNS:-}" ] && [ "$runs" -gt "$STRATA_TEST_RUNS" ] && runs=$STRATA_TEST_RUNS
 bin=$2
 work=$3
-rm -rf "$work"; mkdir -p "$work"; cd "$work"
-strata=$bin/src/cli/strata
+. "$(dirname "$0")/common.sh"
+rel_init crash "$bin" "$work"
+runs=$(rel_runs "$runs")
 crasher=$bin/tests/reliability/crasher
-fail() { echo "crash: FAIL: $*" >&2; exit 1; }
 command -v babeltrace2 >/dev/null || { echo "babeltrace2 not installed"; exit 77; }
-unset STRATA_SESSION STRATA_MAJORS STRATA_ENABLE STRATA_MODE STRATA_GUARDED
 export STRATA_GUARD=1
 export TMPDIR=$work/tmp # where the guardians' session directories go
 mkdir -p "$TMPDIR"

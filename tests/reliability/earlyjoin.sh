@@ -7,12 +7,9 @@ set -euo pipefail
 runs=$1
 bin=$2
 work=$3
-rm -rf "$work"; mkdir -p "$work"; cd "$work"
-strata=$bin/src/cli/strata
-burst=$bin/tests/reliability/burst
-fail() { echo "earlyjoin: FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/common.sh"
+rel_init earlyjoin "$bin" "$work"
 export STRATA_RUNTIME_DIR=$work/run BURST_NO_SIGNALS=1
-unset STRATA_SESSION STRATA_OUTPUT STRATA_MAJORS STRATA_ENABLE STRATA_MODE STRATA_GUARD STRATA_GUARDED
 trap '"$strata" daemon --kill >/dev/null 2>&1 || true' EXIT
 
 for i in $(seq "$runs"); do

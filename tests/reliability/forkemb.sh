@@ -7,12 +7,10 @@ set -euo pipefail
 runs=$1
 bin=$2
 work=$3
-rm -rf "$work"; mkdir -p "$work"; cd "$work"
-strata=$bin/src/cli/strata
+. "$(dirname "$0")/common.sh"
+rel_init forkemb "$bin" "$work"
 forkemb=$bin/tests/reliability/forkemb
-fail() { echo "forkemb: FAIL: $*" >&2; exit 1; }
 command -v babeltrace2 >/dev/null || { echo "babeltrace2 not installed"; exit 77; }
-unset STRATA_SESSION STRATA_MAJORS STRATA_ENABLE STRATA_MODE STRATA_GUARDED
 export STRATA_GUARD=1
 ulimit -c 0
 

@@ -8,16 +8,13 @@
 # cut-short packet that babeltrace2 refuses (docs/record.md, Limits).
 set -euo pipefail
 runs=$1
-# at most STRATA_TEST_RUNS (scripts/sanitize.sh: the sanitizers look for
-# memory and UB errors, which a few runs find as well as fifty)
-[ -n "${STRATA_TEST_RUNS:-}" ] && [ "$runs" -gt "$STRATA_TEST_RUNS" ] && runs=$STRATA_TEST_RUNS
 bin=$2
 work=$3
-rm -rf "$work"; mkdir -p "$work"; cd "$work"
+. "$(dirname "$0")/common.sh"
+rel_init killstop "$bin" "$work"
+runs=$(rel_runs "$runs")
 stopper=$bin/tests/reliability/stopper
-fail() { echo "killstop: FAIL: $*" >&2; exit 1; }
 command -v babeltrace2 >/dev/null || { echo "babeltrace2 not installed"; exit 77; }
-unset STRATA_SESSION STRATA_MAJORS STRATA_ENABLE STRATA_GUARDED
 export STRATA_GUARD=1
 
 early=0 late=0

@@ -7,12 +7,9 @@
 set -euo pipefail
 bin=$1
 work=$2
-rm -rf "$work"; mkdir -p "$work"; cd "$work"
-strata=$bin/src/cli/strata
-burst=$bin/tests/reliability/burst
-fail() { echo "private: FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/common.sh"
+rel_init private "$bin" "$work"
 export STRATA_RUNTIME_DIR=$work/run
-unset STRATA_SESSION STRATA_OUTPUT STRATA_GROUP STRATA_MAJORS STRATA_ENABLE
 trap '"$strata" daemon --kill >/dev/null 2>&1 || true' EXIT
 umask 022
 

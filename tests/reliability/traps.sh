@@ -7,11 +7,8 @@
 set -euo pipefail
 bin=$1
 work=$2
-rm -rf "$work"; mkdir -p "$work"; cd "$work"
-strata=$bin/src/cli/strata
-burst=$bin/tests/reliability/burst
-fail() { echo "traps: FAIL: $*" >&2; exit 1; }
-unset STRATA_SESSION STRATA_OUTPUT STRATA_PACKET_SIZE STRATA_PACKETS STRATA_MODE STRATA_GUARD STRATA_GUARDED
+. "$(dirname "$0")/common.sh"
+rel_init traps "$bin" "$work"
 
 # expect STATUS WHAT -- COMMAND...: its exit status and one line on stderr
 expect() {

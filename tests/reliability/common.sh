@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: MIT
+# Sourced by the reliability tests.
+#
+# rel_init NAME BIN WORK: WORK made new and the current directory; $strata
+# and $burst named; fail() says NAME; every strata setting the caller's
+# environment may hold cleared, so that a test sees only what it sets
+# (STRATA_RUNTIME_DIR is each test's own choice).
+rel_init() {
+	rel_name=$1 bin=$2 work=$3
+	rm -rf "$work"
+	mkdir -p "$work"
+	cd "$work"
+	strata=$bin/src/cli/strata
+	burst=$bin/tests/reliability/burst
+	unset STRATA_SESSION STRATA_OUTPUT STRATA_MAJORS STRATA_ENABLE STRATA_MODE \
+		STRATA_GUARD STRATA_GUARDED STRATA_PACKETS STRATA_PACKET_SIZE \
+		STRATA_GROUP STRATA_CLOCK STRATA_KTRACE_DIR
+}
+
+fail() { echo "$rel_name: FAIL: $*" >&2; exit 1; }
+
+# rel_runs N: N, or STRATA_TEST_RUNS if that is fewer (scripts/sanitize.sh:
+# the sanitizers look for memory and UB errors, which a few runs find as
+# well as fifty).
+rel_runs() {
+	if [ -n "${STRATA_TEST_RUNS:-}" ] && [ "$1" -gt "$STRATA_TEST_RUNS" ]; then
+		echo "$STRATA_TEST_RUNS"
+	else
+		echo "$1"
+	fi
+}
