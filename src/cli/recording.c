@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* What record, daemon and ktrace share: ring, clock and kernel options, the trace directory, the command, signals, snapshots. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -187,39 +186,13 @@ int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg)
 	return 0;
 }
 
-/* Whether `dir` holds a file at any depth (up to a bound): an earlier
- * trace, or something else that is not ours to write into. */
-static int holds_files(const char *dir, int depth)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int found = 0;
-
-	if (!d)
-		return -errno;
-	while (!found && (e = readdir(d))) {
-		char sub[4200];
-		struct stat st;
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >=
-			    sizeof(sub) ||
-		    lstat(sub, &st) || !S_ISDIR(st.st_mode) || depth >= 8)
-			found = 1;
-		else
-			found = holds_files(sub, depth + 1) != 0;
-	}
-	closedir(d);
-	return found;
-}
-
 int cli_new_trace_dir(const char *dir, const char *cmd)
 {
 	int ret = tfile_mkdir(dir, 1);
 
 	/* one that holds no file is as good as a new one (mktemp -d) */
 	if (ret == -EEXIST) {
-		ret = holds_files(dir, 0);
+		ret = tfile_dir_has_files(dir, NULL);
 		ret = ret > 0 ? -EEXIST : ret;
 	}
 	if (ret)

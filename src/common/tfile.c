@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Files and directories of a trace: owner-only, or shared with one named group. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -111,4 +114,34 @@ int tfile_open(const char *path, int flags)
 		return ret;
 	}
 	return fd;
+}
+
+static int has_files(const char *dir, const char *except, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	if (!d)
+		return -errno;
+	while (!found && (e = readdir(d))) {
+		char sub[PATH_MAX];
+		struct stat st;
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    (except && !strcmp(e->d_name, except)))
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >=
+			    sizeof(sub) ||
+		    lstat(sub, &st) || !S_ISDIR(st.st_mode) || depth >= 8)
+			found = 1;
+		else
+			found = has_files(sub, NULL, depth + 1) > 0;
+	}
+	closedir(d);
+	return found;
+}
+
+int tfile_dir_has_files(const char *dir, const char *except)
+{
+	return has_files(dir, except, 0);
 }

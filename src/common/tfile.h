@@ -27,5 +27,11 @@ int tfile_open(const char *path, int flags);
 /* The group to share traces with, by name or number; NULL or "": none.
  * Returns 0 or -EINVAL (no such group). Overrides STRATA_GROUP. */
 int tfile_set_group(const char *name);
+/* Whether a file lies below `dir` (directories alone, nested at most 8
+ * deep, do not count; past that depth anything does), `except` (NULL:
+ * none) skipped in `dir` itself: 1 or 0, or a negative errno if `dir`
+ * cannot be read. What tells a trace directory that holds an earlier
+ * recording from a new or empty one. */
+int tfile_dir_has_files(const char *dir, const char *except);
 
 #endif /* STRATA_COMMON_TFILE_H */

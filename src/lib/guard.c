@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The guardian of the embedded mode: a private `strata record` that outlives a crash of the program. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -154,36 +153,6 @@ bool guard_running(const char *dir, char *sock, size_t n)
 	/* a socket of ours that takes connections: a guardian lives */
 	return sock[0] == '/' && !stat(sock, &st) && S_ISSOCK(st.st_mode) &&
 	       st.st_uid == getuid();
-}
-
-static int count_files(const char *dir, int depth)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -errno;
-	while ((e = readdir(d)) && n == 0) {
-		char sub[PATH_MAX];
-		struct stat st;
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    (!depth && !strcmp(e->d_name, GUARD_SESSION_FILE)))
-			continue;
-		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >=
-			    sizeof(sub) ||
-		    lstat(sub, &st) || !S_ISDIR(st.st_mode) || depth >= 8)
-			n++;
-		else
-			n = count_files(sub, depth + 1) > 0;
-	}
-	closedir(d);
-	return n;
-}
-
-int guard_dir_files(const char *dir)
-{
-	return count_files(dir, 0);
 }
 
 int guard_spawn(const char *dir, const char *tool_env, char *sock, size_t n)

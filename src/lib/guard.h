@@ -23,8 +23,4 @@ int guard_spawn(const char *dir, const char *tool, char *sock, size_t n);
 #define GUARD_SESSION_FILE ".session"
 bool guard_running(const char *dir, char *sock, size_t n);
 
-/* Files in `dir`, bar GUARD_SESSION_FILE (a bounded walk): more than 0
- * when it holds a recording already. Negative errno if unreadable. */
-int guard_dir_files(const char *dir);
-
 #endif /* STRATA_LIB_GUARD_H */

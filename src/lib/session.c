@@ -322,7 +322,7 @@ static bool trace_dir_taken(const struct lib_env *env, const char *dir)
 	const char *k = env->ktrace_dir;
 	if (k && !strcmp(k, dir))
 		return false;
-	int n = guard_dir_files(dir);
+	int n = tfile_dir_has_files(dir, GUARD_SESSION_FILE);
 
 	if (n > 0) {
 		fprintf(stderr, "strata: tracing disabled: %s holds an earlier "
