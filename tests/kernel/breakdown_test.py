@@ -49,9 +49,10 @@ def check(what, got, ref, slack=0.0):
     bracket(what, ref, got, got, slack)
 
 # truth within [lo, hi] (what the trace says), give or take the tolerance
-def bracket(what, truth, lo, hi, slack=0.0):
+# (below: how much further below lo the truth may be; above: above hi)
+def bracket(what, truth, lo, hi, slack=0.0, below=0.0, above=0.0):
     tol = max(TOL_REL * abs(hi), TOL_ABS_MS) + slack
-    ok = lo - tol <= truth <= hi + tol
+    ok = lo - tol - below <= truth <= hi + tol + above
     rows.append((what, truth, lo, hi, "ok" if ok else "FAIL"))
     if not ok:
         failures.append(what)
@@ -60,6 +61,16 @@ ns = lambda v: v / 1e6
 # a phase's marks may lag the clocks the program read for them (preempted
 # in between, on a loaded machine): that much more tolerance
 sl = lambda k: ns(gt["mark_slack_ns"][k] + gt["mark_slack_ns"][k + 1])
+# A KVM guest's kernel leaves steal time (the host running something else
+# on this vCPU) out of a thread's CPU time; the trace cannot see it and
+# counts it as running. /proc/stat shows it in whole ticks only, so a
+# phase's steal is under (delta + 1) ticks: CPU-time truths may lie that
+# far below the traced running time (and wall - CPU that far above).
+# Measured on this project's Firecracker guest: up to 8.5 ms in a 300 ms
+# spin, 1.5-2.6 ms in the 15 ms of fdatasync (the host's I/O competes
+# with the vCPUs).
+steal = [ns((d + 1) * gt["tick_ns"]) for d in gt["phase_steal_ticks"]]
+steal_all = ns((sum(gt["phase_steal_ticks"]) + 1) * gt["tick_ns"])
 # This kernel charges a thread woken from D (I/O wait) for part of the
 # time before its switch in, up to a millisecond (kernel-scope measured it
 # with sched_stat_runtime): the kernel's CPU time of a thread that blocked
@@ -69,12 +80,18 @@ sl = lambda k: ns(gt["mark_slack_ns"][k] + gt["mark_slack_ns"][k + 1])
 # bounds too.
 whole = bd(to=marks[6])
 bracket("whole: schedstat run in running .. +irq+io_wait+unknown", ns(gt["run_ns"]),
-        whole["running"], whole["running"] + whole["irq"] + whole["io_wait"] + whole["unknown"])
+        whole["running"], whole["running"] + whole["irq"] + whole["io_wait"] + whole["unknown"],
+        below=steal_all)
+# schedstat's wait is timed by the run-queue clock, which the kernel reads
+# at each scheduling point a little before the tracepoints fire: measured
+# here, it runs 5-9 us per switch of the subject ahead of the traced
+# runnable time (2.3-3.6 ms over ~420 switches); 10 us per switch more.
 bracket("whole: schedstat wait in runnable .. +unknown", ns(gt["wait_ns"]), whole["runnable"],
-        whole["runnable"] + whole["unknown"])
+        whole["runnable"] + whole["unknown"], whole["switches"] * 0.010)
 ph = [bd(marks[k], marks[k + 1]) for k in (1, 2, 3, 4)]
 bracket("spin: thread CPU time in running .. +irq+unknown", ns(gt["phase_cpu_ns"][0]),
-        ph[0]["running"], ph[0]["running"] + ph[0]["irq"] + ph[0]["unknown"], sl(0))
+        ph[0]["running"], ph[0]["running"] + ph[0]["irq"] + ph[0]["unknown"], sl(0),
+        below=steal[0])
 # A thread that never blocks spends its wall time running, waiting for a
 # CPU, or under the interrupts that hit its CPU (a disk's, the host's):
 # none of it sleeping.
@@ -86,16 +103,17 @@ bracket("sleep: nanosleep wall in sleep .. +runnable+unknown", ns(gt["sleep_wall
         ph[1]["sleep"], ph[1]["sleep"] + ph[1]["runnable"] + ph[1]["unknown"], sl(1))
 bracket("io: thread CPU time in running .. +irq+io_wait+unknown", ns(gt["phase_cpu_ns"][2]),
         ph[2]["running"], ph[2]["running"] + ph[2]["irq"] + ph[2]["io_wait"] + ph[2]["unknown"],
-        sl(2))
+        sl(2), below=steal[2])
 blocked = ph[2]["io_wait"] + ph[2]["sleep"] + ph[2]["runnable"]
 bracket("io: wall-CPU in blocked-io_wait .. +irq+unknown",
         ns(gt["phase_wall_ns"][2] - gt["phase_cpu_ns"][2]), blocked - ph[2]["io_wait"],
-        blocked + ph[2]["irq"] + ph[2]["unknown"], sl(2))
+        blocked + ph[2]["irq"] + ph[2]["unknown"], sl(2), above=steal[2])
 bracket("preempted: thread CPU time in running .. +irq+unknown", ns(gt["phase_cpu_ns"][3]),
-        ph[3]["running"], ph[3]["running"] + ph[3]["irq"] + ph[3]["unknown"], sl(3))
+        ph[3]["running"], ph[3]["running"] + ph[3]["irq"] + ph[3]["unknown"], sl(3),
+        below=steal[3])
 bracket("preempted: wall-CPU in runnable .. +irq+unknown",
         ns(gt["phase_wall_ns"][3] - gt["phase_cpu_ns"][3]), ph[3]["runnable"],
-        ph[3]["runnable"] + ph[3]["irq"] + ph[3]["unknown"], sl(3))
+        ph[3]["runnable"] + ph[3]["irq"] + ph[3]["unknown"], sl(3), above=steal[3])
 # the trace may lose track of the subject (its CPU switched through threads
 # outside -c's scope to idle, and the kernel does not record the switch out
 # of idle): that much is unknown, never more than a tenth of a phase
@@ -110,6 +128,8 @@ if ph[3]["runnable"] < 50:
 print("%-58s %10s %10s %10s" % ("ms: truth within strata's low .. high", "truth", "low", "high"))
 for what, truth, lo, hi, st in rows:
     print("%-58s %10.3f %10.3f %10.3f  %s" % (what, truth, lo, hi, st))
+print("steal (ticks, per phase): %s; the subject's switches: %d" %
+      (gt["phase_steal_ticks"], whole["switches"]))
 print("\nwhat the usual tools say about this thread (whole run):")
 print("  strata: user+trap %.1f  syscall %.1f  runnable %.1f  sleep %.1f  io_wait %.1f" %
       (whole["user_trap"], whole["syscall"], whole["runnable"], whole["sleep"], whole["io_wait"]))

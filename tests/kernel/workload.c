@@ -38,6 +38,33 @@ static uint64_t now_ns(clockid_t c)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/*
+ * Steal time of the pinned CPU, in clock ticks (/proc/stat's 8th value):
+ * a KVM guest's kernel leaves the time the host ran something else on
+ * this vCPU out of its threads' CPU time (PARAVIRT_TIME_ACCOUNTING),
+ * while the trace, reading the TSC, sees the thread on its CPU all along.
+ * Only whole ticks are shown, so a phase's steal is under (delta + 1)
+ * ticks.
+ */
+static unsigned long long steal_ticks(void)
+{
+	char line[512], want[16];
+	unsigned long long v[8] = {0};
+	FILE *f = fopen("/proc/stat", "r");
+
+	snprintf(want, sizeof(want), "cpu%d ", cpu_pin);
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, want, strlen(want)))
+			continue;
+		sscanf(line + strlen(want), "%llu %llu %llu %llu %llu %llu %llu %llu",
+		       &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+		break;
+	}
+	if (f)
+		fclose(f);
+	return v[7];
+}
+
 static void pin(void)
 {
 	cpu_set_t s;
@@ -74,8 +101,10 @@ static void *subject(void *arg)
 	 * between the two (a loaded machine) shifts the phase the trace sees
 	 * from the one it measured; slack[] says by how much at most. */
 	uint64_t pc[6], pw[6], slack[6];
+	unsigned long long stl[6];
 #define MARK(k)                                                      \
 	do {                                                         \
+		stl[k - 1] = steal_ticks();                              \
 		pc[k - 1] = now_ns(CLOCK_THREAD_CPUTIME_ID);             \
 		pw[k - 1] = now_ns(CLOCK_MONOTONIC);                    \
 		STRATA_EVENT1(11, k, k);                                 \
@@ -138,7 +167,8 @@ static void *subject(void *arg)
 	       "\"sleep_wall_ns\":%llu,\"io_wall_ns\":%llu,\"io_cpu_ns\":%llu,"
 	       "\"ru_utime_ns\":%llu,\"ru_stime_ns\":%llu,\"ps_utime_ns\":%llu,"
 	       "\"ps_stime_ns\":%llu,\"phase_cpu_ns\":[%llu,%llu,%llu,%llu],"
-	       "\"phase_wall_ns\":[%llu,%llu,%llu,%llu],\"mark_slack_ns\":[%llu,%llu,%llu,%llu,%llu]}\n",
+	       "\"phase_wall_ns\":[%llu,%llu,%llu,%llu],\"mark_slack_ns\":[%llu,%llu,%llu,%llu,%llu],"
+	       "\"phase_steal_ticks\":[%llu,%llu,%llu,%llu],\"tick_ns\":%llu}\n",
 	       (int)tid, (int)getpid(), cpu_pin, run, wait,
 	       (unsigned long long)sleep_wall, (unsigned long long)io_wall,
 	       (unsigned long long)io_cpu,
@@ -152,7 +182,8 @@ static void *subject(void *arg)
 	       (unsigned long long)(pw[3] - pw[2]), (unsigned long long)(pw[4] - pw[3]),
 	       (unsigned long long)slack[0], (unsigned long long)slack[1],
 	       (unsigned long long)slack[2], (unsigned long long)slack[3],
-	       (unsigned long long)slack[4]);
+	       (unsigned long long)slack[4], stl[1] - stl[0], stl[2] - stl[1], stl[3] - stl[2],
+	       stl[4] - stl[3], 1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
 	fflush(stdout);
 	return NULL;
 }
