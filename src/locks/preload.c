@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include <strata/strata.h>
 
@@ -177,6 +178,43 @@ static inline int lk_release(void *l, enum lk_real unlock)
 		break;
 	}
 	return lk_real(unlock)(l);
+}
+
+/*
+ * fork(): the atfork handlers (libstrata's own take and release its
+ * locks around a fork) run inside it, untraced, as every nested call;
+ * and the child's thread starts with no contended acquisition of its
+ * own. It inherits copies of the locks its parent held, but the wait for
+ * them was the parent's: a release of such a copy in the child, logged,
+ * would end an acquisition the child never made (an orphan to the
+ * analysis) while the parent's own release ends the real one.
+ */
+#ifdef LK_GLIBC_BASE
+pid_t lk_g_fork(void);
+__asm__(".symver lk_g_fork, __fork@" LK_GLIBC_BASE);
+#define LK_REAL_FORK lk_g_fork
+#else
+#define LK_REAL_FORK lk_dl_fork
+static pid_t lk_dl_fork(void)
+{
+	static pid_t (*f)(void);
+	if (!f)
+		f = (pid_t(*)(void))dlsym(RTLD_NEXT, "fork");
+	return f ? f() : (errno = ENOSYS, -1);
+}
+#endif
+
+LK_API pid_t fork(void)
+{
+	struct lk_thread *t = &lk;
+	int busy = t->busy;
+
+	t->busy = 1;
+	pid_t pid = LK_REAL_FORK();
+	if (pid == 0)
+		t->nheld = 0;
+	t->busy = busy;
+	return pid;
 }
 
 LK_API int pthread_mutex_lock(pthread_mutex_t *m)
