@@ -63,7 +63,13 @@ check small/d "$n" daemon
 logn=$bin/tests/reliability/logn
 mkdir -p ro
 if chattr +i ro 2>/dev/null && chattr -i ro; then
-	"$strata" record -o ro/t -- sh -c "\"$logn\" 1000; chattr +i ro/t/ust; \"$logn\" 5000; chattr -i ro/t/ust" \
+	# The first process's sub-trace is made when the recorder takes its
+	# connection, which may come after that process has ended: wait for it
+	# (10 s at most), so that only the second one meets the immutable
+	# directory.
+	"$strata" record -o ro/t -- sh -c "\"$logn\" 1000
+		for i in \$(seq 200); do [ -d ro/t/ust/pid-* ] 2>/dev/null && break; sleep 0.05; done
+		chattr +i ro/t/ust || exit 1; \"$logn\" 5000; chattr -i ro/t/ust" \
 		>/dev/null 2>ro.err || fail "record into a directory made immutable: $(cat ro.err)"
 	grep -q '1 process not traced (Operation not permitted): 5000 events not recorded' ro.err ||
 		fail "the process that could not be traced is not counted: $(cat ro.err)"
