@@ -145,10 +145,14 @@ static void client_hello(struct sessd *d, struct client *c,
 			}
 	}
 	/* A stopped daemon's processes only register: their sub-traces
-	 * begin with the next trace (sessd_start). One whose sub-trace
+	 * begin with the next trace (sessd_start). A stopping one's are
+	 * traced: such a process may have joined and logged while the
+	 * trace ran, its connection taken only now (a daemon behind a
+	 * burst of short processes); one that joined after the stop logged
+	 * nothing and leaves an empty sub-trace. One whose sub-trace
 	 * cannot be made stays connected, untraced: what it logs is counted
 	 * when it leaves, with the cause (sessd_client_close()). */
-	if (d->state == ST_RUNNING)
+	if (d->state != ST_STOPPED)
 		sessd_client_begin_trace(d, c);
 	c->registered = 1;
 	client_unpend(d, c);

@@ -21,6 +21,7 @@
 
 #define MAX_CTL 16
 #define STOP_WAIT_MS 1000 /* for processes to close their packets */
+#define STOP_JOIN_MS 10000 /* more, for processes not heard yet */
 
 /*
  * Connections (docs/record.md, "Limits"): how many one process may hold,
