@@ -63,14 +63,18 @@ check small/d "$n" daemon
 logn=$bin/tests/reliability/logn
 mkdir -p ro
 if chattr +i ro 2>/dev/null && chattr -i ro; then
-	# The first process's sub-trace is made when the recorder takes its
-	# connection, which may come after that process has ended: wait for it
-	# (10 s at most), so that only the second one meets the immutable
-	# directory.
+	# A process's sub-trace is made when the recorder takes its
+	# connection, which may come after that process has ended: wait for
+	# the first one's (10 s at most), so that only the second one meets
+	# the immutable directory, and leave it immutable until the recorder
+	# is done (it may take the second one's after the command ended).
+	trap 'chattr -i ro/t/ust 2>/dev/null; "$strata" daemon --kill >/dev/null 2>&1 || true; umount "$work/small" "$work/tiny" 2>/dev/null || true' EXIT
+	rc=0
 	"$strata" record -o ro/t -- sh -c "\"$logn\" 1000
 		for i in \$(seq 200); do [ -d ro/t/ust/pid-* ] 2>/dev/null && break; sleep 0.05; done
-		chattr +i ro/t/ust || exit 1; \"$logn\" 5000; chattr -i ro/t/ust" \
-		>/dev/null 2>ro.err || fail "record into a directory made immutable: $(cat ro.err)"
+		chattr +i ro/t/ust || exit 1; \"$logn\" 5000" >/dev/null 2>ro.err || rc=$?
+	chattr -i ro/t/ust
+	[ "$rc" = 0 ] || fail "record into a directory made immutable: $(cat ro.err)"
 	grep -q '1 process not traced (Operation not permitted): 5000 events not recorded' ro.err ||
 		fail "the process that could not be traced is not counted: $(cat ro.err)"
 	echo "fulldisk: a directory made immutable mid-trace: the process after it counted, 5000 events"

@@ -42,7 +42,9 @@ mkdir empty
 # STRATA_OUTPUT into an earlier trace: refused, said once, the program
 # unaffected; two programs at once share one recording (its guardian)
 STRATA_OUTPUT=$work/e1 "$burst" 100 >/dev/null 2>&1 || fail "embedded e1"
-sleep 0.1 # its guardian has seen it go
+# its guardian ends once it has seen it go (5 s at most): until then a
+# program with the same STRATA_OUTPUT would share that recording
+for _ in $(seq 250); do [ -e e1/.session ] || break; sleep 0.02; done
 rc=0; STRATA_OUTPUT=$work/e1 "$burst" 100 >out 2>err || rc=$?
 [ "$rc" = 0 ] || fail "the second program into e1 failed: $(cat err)"
 grep -q 'holds an earlier trace' err || fail "STRATA_OUTPUT into an earlier trace: $(cat err)"
