@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
 #include "cli.h"
 
 const char cmd_print_usage[] =
@@ -37,6 +38,92 @@ static void put_desc(struct cli_out *o, const struct strata_event *ev,
 	strata_event_describe_values(ev, vals, nv, big, (size_t)n + 1);
 	cli_out_mem(o, big, n);
 	free(big);
+}
+
+/*
+ * Kernel events as the kernel's own tools print them: sched_switch's
+ * prev_state as state letters (R, S, D, R+ ...) and a system call's id
+ * by name, from the kernel sub-trace's syscall_NR entries. Text and CSV
+ * only: JSON keeps the numbers.
+ */
+enum kname { KN_NONE, KN_STATE, KN_SYSCALL };
+struct kfix {
+	uint8_t kind;  /* enum kname, by class index */
+	int16_t field; /* the field it names */
+};
+#define KSYSCALLS 1024
+
+struct kernel_names {
+	struct kfix *fix;
+	const char *sc[KSYSCALLS]; /* by number, NULL: unknown */
+};
+
+static int kernel_names_init(struct kernel_names *kn, struct strata_trace *t)
+{
+	unsigned ncls = strata_trace_nclasses(t);
+	bool any = false;
+
+	memset(kn->sc, 0, sizeof(kn->sc));
+	kn->fix = calloc(ncls + 1, sizeof(*kn->fix));
+	if (!kn->fix)
+		return -1;
+	for (unsigned i = 0; i < ncls; i++) {
+		const struct strata_event_class *c = strata_trace_class(t, i);
+		bool sw = !strcmp(c->name, "sched:sched_switch");
+		bool sc = !strcmp(c->name, "raw_syscalls:sys_enter") ||
+			  !strcmp(c->name, "raw_syscalls:sys_exit");
+		int f = sw ? strata_event_class_field(c, "prev_state")
+		      : sc ? strata_event_class_field(c, "id") : -1;
+		if (f < 0 || f > INT16_MAX)
+			continue;
+		kn->fix[i].kind = sw ? KN_STATE : KN_SYSCALL;
+		kn->fix[i].field = (int16_t)f;
+		any |= sc;
+	}
+	for (uint32_t nr = 0; any && nr < KSYSCALLS; nr++)
+		kn->sc[nr] = bd_syscall_name(t, nr);
+	return 0;
+}
+
+/* In the description just written at o->buf[at..], "NAME=123" (the
+ * field's default rendering, first in the line or after a space)
+ * becomes "NAME=TEXT". */
+static void kernel_rename(struct cli_out *o, size_t at, const char *name, const char *text)
+{
+	size_t nl = strlen(name), tl = strlen(text);
+	char *s = o->buf + at, *end = o->buf + o->len;
+
+	for (char *p = s; p + nl + 1 < end; p++) {
+		if ((p != s && p[-1] != ' ') || memcmp(p, name, nl) || p[nl] != '=')
+			continue;
+		char *v = p + nl + 1, *e = v;
+		if (e < end && *e == '-')
+			e++;
+		while (e < end && *e >= '0' && *e <= '9')
+			e++;
+		if (e == v)
+			return;
+		/* put_desc leaves at least 64 KiB of slack past the length */
+		memmove(v + tl, e, (size_t)(end - e));
+		memcpy(v, text, tl);
+		o->len = o->len - (size_t)(e - v) + tl;
+		return;
+	}
+}
+
+static void kernel_fix(struct cli_out *o, size_t at, const struct kernel_names *kn,
+		       const struct strata_event *ev, const struct strata_value *vals)
+{
+	const struct kfix *kf = &kn->fix[ev->cls->index];
+	char buf[24];
+
+	if (kf->kind == KN_STATE) {
+		kernel_rename(o, at, "prev_state", bd_state_letters(vals[kf->field].s, buf));
+	} else {
+		uint64_t nr = vals[kf->field].u;
+		if (nr < KSYSCALLS && kn->sc[nr])
+			kernel_rename(o, at, "id", kn->sc[nr]);
+	}
 }
 
 static void put_csv_field(struct cli_out *o, const char *s, size_t n)
@@ -183,7 +270,7 @@ static inline void copy16(char *d, const char *s)
  * in the output buffer: one reservation, no call per piece. */
 static void put_text(struct cli_out *o, struct cli_time *tm, const struct strata_event *ev,
 		     const struct strata_value *vals, unsigned nv, struct head_cache *hc,
-		     char level, const struct names *nm)
+		     char level, const struct names *nm, const struct kernel_names *kn)
 {
 	char *p = cli_out_reserve(o, 1024), *q = p;
 	q += cli_time_fmt_seq(tm, ev->timestamp, q);
@@ -209,7 +296,10 @@ static void put_text(struct cli_out *o, struct cli_time *tm, const struct strata
 		cli_out_mem(o, ev->cls->name, nl);
 		cli_out_mem(o, " ", 1);
 	}
+	size_t at = o->len;
 	put_desc(o, ev, vals, nv);
+	if (RD_UNLIKELY_CLI(kn->fix[ev->cls->index].kind) && level == 'K')
+		kernel_fix(o, at, kn, ev, vals);
 	/* put_desc leaves at least the 64 KiB slack past cap */
 	o->buf[o->len++] = '\n';
 }
@@ -309,8 +399,13 @@ int cmd_print(int argc, char **argv)
 	struct head_cache *hc = calloc(strata_trace_nstreams(ct.t) + 1, sizeof(*hc));
 	struct names nm;
 	int nm_rc = names_init(&nm, ct.t);
+	struct kernel_names *kn = malloc(sizeof(*kn));
 	int rc = 0;
-	if (!batch || !levels || !hc || nm_rc < 0) {
+	if (kn && kernel_names_init(kn, ct.t) < 0) {
+		free(kn);
+		kn = NULL;
+	}
+	if (!batch || !levels || !hc || nm_rc < 0 || !kn) {
 		cli_err(ct.path, "out of memory");
 		rc = 1;
 		strata_batch_free(batch);
@@ -329,7 +424,7 @@ int cmd_print(int argc, char **argv)
 			unsigned nv = batch->first[bi + 1] - batch->first[bi];
 			if (fmt == F_TEXT) {
 				put_text(&out, &tm, ev, vals, nv, &hc[ev->stream],
-					 levels[ev->stream], &nm);
+					 levels[ev->stream], &nm, kn);
 				continue;
 			}
 			if (fmt == F_JSON) {
@@ -351,6 +446,8 @@ int cmd_print(int argc, char **argv)
 				cli_out_mem(&out, ",", 1);
 				size_t at = out.len;
 				put_desc(&out, ev, vals, nv);
+				if (kn->fix[ev->cls->index].kind && levels[ev->stream] == 'K')
+					kernel_fix(&out, at, kn, ev, vals);
 				/* quote the description in place if it needs it */
 				if (memchr(out.buf + at, ',', out.len - at) ||
 				    memchr(out.buf + at, '"', out.len - at)) {
@@ -373,6 +470,9 @@ int cmd_print(int argc, char **argv)
 	free(levels);
 	free(hc);
 	names_fini(&nm);
+	if (kn)
+		free(kn->fix);
+	free(kn);
 	strata_batch_free(batch);
 	strata_iter_destroy(it);
 	if (!rc)

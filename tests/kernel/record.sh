@@ -19,6 +19,16 @@ echo "events: babeltrace2 $nbt, strata $nst"
 "$strata" print "$work/trace" >"$work/print.txt"
 grep -q ' K .* raw_syscalls:sys_enter ' "$work/print.txt" || { echo "no kernel events"; exit 1; }
 grep -q ' U ' "$work/print.txt" || { echo "no user events"; exit 1; }
+# Kernel lines name what the kernel's tools name: system calls and task
+# states, not their numbers (issue 26, item 14); JSON keeps the numbers.
+grep -qE ' raw_syscalls:sys_(enter|exit) id=[0-9]' "$work/print.txt" &&
+	{ echo "a system call printed by number:"; grep -m1 -E ' raw_syscalls:sys_(enter|exit) id=[0-9]' "$work/print.txt"; exit 1; }
+grep -q ' raw_syscalls:sys_enter id=getppid ' "$work/print.txt" || { echo "no getppid by name"; exit 1; }
+grep -qE ' sched:sched_switch .* prev_state=[RSDTtXZPI]' "$work/print.txt" ||
+	{ echo "sched_switch's prev_state not as letters:"; grep -m1 sched_switch "$work/print.txt"; exit 1; }
+grep -qE ' sched:sched_switch .* prev_state=[0-9]' "$work/print.txt" && { echo "a prev_state printed by number"; exit 1; }
+"$strata" print --format json "$work/trace" | grep -m1 -q '"prev_state":[0-9]' ||
+	{ echo "JSON lost prev_state's number"; exit 1; }
 # strata ktrace runs programs with STRATA_OUTPUT into the directory it made,
 # kernel/ already inside: every program it runs is recorded, none taken for
 # an earlier trace (that check disabled tracing in CI once).
