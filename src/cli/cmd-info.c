@@ -222,27 +222,51 @@ static void print_threads(struct strata_trace *t, const struct scan *sc,
 	table_fini(&tb);
 }
 
+struct type_row {
+	const struct strata_event_class *c;
+	uint64_t n;
+};
+
+/* by name, then id: the same order for the same trace every time */
+static int type_row_cmp(const void *a, const void *b)
+{
+	const struct type_row *x = a, *y = b;
+	int d = strcmp(x->c->name, y->c->name);
+	return d ? d : (x->c->id > y->c->id) - (x->c->id < y->c->id);
+}
+
 static void print_event_types(struct strata_trace *t, const struct scan *sc)
 {
+	unsigned ncls = strata_trace_nclasses(t), nr = 0;
+	struct type_row *rows = calloc(ncls + 1, sizeof(*rows));
 	struct table tb;
 
+	if (!rows) {
+		cli_err(NULL, "out of memory");
+		return;
+	}
+	for (unsigned i = 0; i < ncls; i++) {
+		/* one row per name: sub-traces share vocabularies */
+		uint64_t n, first, last;
+		if (!scan_class_sum(sc, t, i, &n, &first, &last) || !n)
+			continue;
+		rows[nr].c = strata_trace_class(t, i);
+		rows[nr++].n = n;
+	}
+	qsort(rows, nr, sizeof(*rows), type_row_cmp);
 	printf("\nEvent types\n");
 	table_init(&tb, 3, "lrr");
 	table_cell(&tb, "EVENT");
 	table_cell(&tb, "ID");
 	table_cell(&tb, "COUNT");
-	for (unsigned i = 0; i < strata_trace_nclasses(t); i++) {
-		/* one row per name: sub-traces share vocabularies */
-		const struct strata_event_class *c = strata_trace_class(t, i);
-		uint64_t n, first, last;
-		if (!scan_class_sum(sc, t, i, &n, &first, &last) || !n)
-			continue;
-		table_cell(&tb, "%s", c->name);
-		table_cell(&tb, "%u:%u", c->id >> 16, c->id & 0xffff);
-		table_cell(&tb, "%" PRIu64, n);
+	for (unsigned i = 0; i < nr; i++) {
+		table_cell(&tb, "%s", rows[i].c->name);
+		table_cell(&tb, "%u:%u", rows[i].c->id >> 16, rows[i].c->id & 0xffff);
+		table_cell(&tb, "%" PRIu64, rows[i].n);
 	}
 	table_print(&tb, stdout, "  ");
 	table_fini(&tb);
+	free(rows);
 }
 
 int cmd_info(int argc, char **argv)

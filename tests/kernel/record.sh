@@ -29,6 +29,10 @@ grep -qE ' sched:sched_switch .* prev_state=[RSDTtXZPI]' "$work/print.txt" ||
 grep -qE ' sched:sched_switch .* prev_state=[0-9]' "$work/print.txt" && { echo "a prev_state printed by number"; exit 1; }
 "$strata" print --format json "$work/trace" | grep -m1 -q '"prev_state":[0-9]' ||
 	{ echo "JSON lost prev_state's number"; exit 1; }
+# info lists the event types in one order, by name (issue 26, item 15)
+"$strata" info "$work/trace" 2>/dev/null | sed -n '/^Event types/,$p' | awk 'NR > 2 {print $1}' >"$work/types"
+[ "$(wc -l <"$work/types")" -ge 5 ] || { echo "info lists too few event types"; cat "$work/types"; exit 1; }
+LC_ALL=C sort -c "$work/types" || { echo "info's event types are not in name order"; exit 1; }
 # strata ktrace runs programs with STRATA_OUTPUT into the directory it made,
 # kernel/ already inside: every program it runs is recorded, none taken for
 # an earlier trace (that check disabled tracing in CI once).
