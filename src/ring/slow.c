@@ -246,7 +246,8 @@ static int ring_advance(struct strata_ring *ring, uint64_t w, uint64_t neww,
 {
 	struct strata_ring_ctl *c = ring->ctl;
 
-	*ts = strata_clock();                                         /* D */
+	/* after B: ordered in the CAS protocol (strata_clock_ordered) */
+	*ts = strata_rseq ? strata_clock() : strata_clock_ordered(); /* D */
 	if (check_hi && (uint32_t)(*ts >> STRATA_TS_HI_SHIFT) !=
 				strata_load_relaxed(&c->last_ts_hi))
 		return ADV_TS_GAP;

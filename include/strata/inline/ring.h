@@ -289,6 +289,29 @@ static strata_always_inline uint64_t strata_clock(void)
 	return strata_clock_mono();
 }
 
+/*
+ * The clock, read only after every earlier load has completed: the CAS
+ * protocol's timestamp (D) must come after its load of `write` (B), or a
+ * writer that migrated may stamp its event a little before the event it
+ * follows in the buffer, written from another CPU meanwhile; a compact
+ * header then reads 2^27 ticks late (ring.md §2, "Monotonicity"). rdtscp
+ * waits for the earlier loads; CLOCK_MONOTONIC's vDSO orders its own
+ * read. Restartable sequences need none of this: a ring is written from
+ * its own CPU only.
+ */
+static strata_always_inline uint64_t strata_clock_ordered(void)
+{
+#if defined(__x86_64__)
+	if (strata_likely(strata_clock_tsc)) {
+		uint32_t lo, hi, aux;
+		__asm__ __volatile__("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux) : : "memory");
+		(void)aux;
+		return ((uint64_t)hi << 32) | lo;
+	}
+#endif
+	return strata_clock_mono();
+}
+
 /* Current CPU from glibc's rseq area: one load from the thread pointer.
  * Negative when rseq is unavailable; the slow path then asks the kernel. */
 static strata_always_inline int strata_cpu(void)
@@ -480,7 +503,7 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t hi
 	for (i = 0;; i++) {
 		w = strata_load_acquire(&c->write);          /* B */
 		need |= strata_load_relaxed(&c->owner) != t->tid; /* C */
-		ts = strata_clock();                          /* D */
+		ts = strata_clock_ordered();                  /* D */
 		xts = (uint32_t)(ts >> STRATA_TS_HI_SHIFT) !=
 		      strata_load_relaxed(&c->last_ts_hi);
 		len = strata_rsv_len(hid, words, need, xts);
