@@ -391,6 +391,8 @@ __attribute__((constructor)) static void strata_init(void)
 	strata_pid = (uint32_t)getpid();
 	clock_init(); /* and the write protocol */
 	fork_init();
+	/* every thread named at its first event, whatever records it */
+	strata_store_relaxed(&ring_thread_hook, statedump_name_thread);
 
 	/* The strata tool itself (the session daemon) is never traced. */
 	if (&strata_no_autostart && strata_no_autostart)

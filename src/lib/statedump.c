@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <strata/strata.h>
@@ -15,6 +16,7 @@
 #include "common/compiler.h"
 #include "lib/session.h"
 #include "lib/statedump.h"
+#include "ring/ring.h"
 
 /*
  * LTT recorded the system's initial state from /proc and LTTng-UST has
@@ -216,6 +218,23 @@ static void dump_process(const char *proc, uint32_t pid, bool self)
 	uint32_t f[3] = {pid, status_ppid(proc), 0};
 	put_record(STRATA_ID_PROCESS, f, sizeof(f), name);
 	dump_threads(proc, pid, self);
+}
+
+/*
+ * A thread's name at its first event (ring_thread_hook): a thread that
+ * lives less than the periodic update's second is named too. Slow path
+ * of a tracepoint, maybe in a signal handler: one prctl(), no lock, no
+ * allocation (the `seen` table is the update's, under its lock: a name
+ * logged twice costs a record, nothing more).
+ */
+void statedump_name_thread(uint32_t tid)
+{
+	char name[17] = "";
+
+	if (prctl(PR_GET_NAME, name, 0, 0, 0) < 0 || !name[0])
+		return;
+	uint32_t f[3] = {tid, strata_pid, 0};
+	put_record(STRATA_ID_THREAD_NAME, f, sizeof(f), name);
 }
 
 void statedump_self(void)

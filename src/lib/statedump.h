@@ -8,6 +8,11 @@
 /* Log strata:statedump begin, strata:process, one strata:thread_name per
  * thread, one strata:map per named mapping, strata:statedump end. */
 void statedump_self(void);
+
+/* Log strata:thread_name for thread `tid` (the calling thread) now: the
+ * ring's hook for a thread's first event (ring_thread_hook), so that a
+ * thread gone before the next update is named too. Async-signal-safe. */
+void statedump_name_thread(uint32_t tid);
 /* Name the threads of this process that are new or renamed since the last
  * dump or update (strata:thread_name): called periodically by the
  * consumer or session thread. */

@@ -39,6 +39,12 @@ struct strata_ring *ring_get_or_create(unsigned cpu);
  * NULL otherwise. */
 extern void (*ring_created_hook)(struct strata_ring *ring);
 
+/* Called once per thread, at its first event (before that event is
+ * reserved: the hook may log records of its own, nested like a signal
+ * handler's). Async-signal-safe context. Set by the state dump to name
+ * the thread from its first event on; NULL otherwise. */
+extern void (*ring_thread_hook)(uint32_t tid);
+
 /*
  * Doorbells (ring.md §8). A consumer about to sleep sets ctl->cwait of
  * each ring it drains (or is still faulting in, §1) to 1 and waits on

@@ -35,6 +35,8 @@ static bool hid_own(uint32_t hid)
 	return id < STRATA_CID_USER || (id >= STRATA_CID_EXT && id < 0x10000);
 }
 
+void (*ring_thread_hook)(uint32_t tid);
+
 /* Count a dropped record: by cause for the program's events (the sum is
  * events_discarded), apart for strata's own (strata_ring_ctl.lost_own). */
 static void count_lost(struct strata_ring *ring, enum strata_lost_cause cause,
@@ -288,6 +290,9 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 	if (strata_unlikely(!t->tid)) {
 		int saved = errno; /* we may be in a signal handler */
 		t->tid = (uint32_t)syscall(SYS_gettid);
+		void (*hook)(uint32_t) = strata_load_relaxed(&ring_thread_hook);
+		if (hook)
+			hook(t->tid);
 		errno = saved;
 	}
 	if (!ring || strata_load_relaxed(&ring->ctl->disabled)) {
