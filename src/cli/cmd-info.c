@@ -61,8 +61,9 @@ static unsigned char *sub_kinds(struct strata_trace *t, const char *trace, unsig
 	return kind;
 }
 
-/* Processes that could not join a session (docs/record.md): one line
- * when TRACE/unrecorded names any. */
+/* Processes whose events are not in the trace (they could not join the
+ * session, or their sub-trace could not be made; docs/record.md): one
+ * line when TRACE/unrecorded names any. */
 static void print_unrecorded(const char *trace)
 {
 	char upath[4200];
@@ -80,7 +81,7 @@ static void print_unrecorded(const char *trace)
 	fclose(uf);
 	if (np)
 		printf("Not recorded: %llu events of %llu process%s that could "
-		       "not join the session (%s)\n", nev, np,
+		       "not be traced (%s says why)\n", nev, np,
 		       np == 1 ? "" : "es", upath);
 }
 

@@ -297,6 +297,10 @@ void sessd_client_close(struct sessd *d, struct client *c, int writers_gone)
 		d->done.untraced_events += n;
 		if (!d->done.untraced_err)
 			d->done.untraced_err = c->untraced;
+		char why[160];
+		snprintf(why, sizeof(why), "its sub-trace could not be made: %s",
+			 strerror(-c->untraced));
+		sessd_note_unrecorded(d, c->pid, c->name, n, why);
 		c->untraced = 0;
 	}
 	for (unsigned i = 0; i < c->nrings; i++)

@@ -186,6 +186,10 @@ int sessd_make_dir(const char *trace, uint32_t pid, unsigned *seq,
 		   char *dir, size_t n);
 uint64_t sessd_client_ring_lost(const struct client *c);
 int sessd_client_begin_trace(struct sessd *d, struct client *c);
+/* A line in TRACE/unrecorded: `events` of process `pid` not in the
+ * trace, and why (trace.c). */
+void sessd_note_unrecorded(struct sessd *d, uint32_t pid, const char *name,
+			   uint64_t events, const char *why);
 void sessd_client_end_trace(struct sessd *d, struct client *c,
 			    int writers_gone);
 void sessd_client_close(struct sessd *d, struct client *c,

@@ -97,6 +97,28 @@ static void proc_rec_of(const struct client *c, const struct proc_sum *p,
 /* Totals of the current trace: the processes gone (d->done) and the
  * clients that have a sub-trace in it, one line each to `log` (NULL:
  * none). */
+/* One line in TRACE/unrecorded, where readers see it (`strata info`):
+ * a process whose events are not in the trace, how many and why. */
+void sessd_note_unrecorded(struct sessd *d, uint32_t pid, const char *name,
+			   uint64_t events, const char *why)
+{
+	char path[4200];
+
+	if (!d->trace[0])
+		return;
+	snprintf(path, sizeof(path), "%s/unrecorded", d->trace);
+	int fd = tfile_open(path, O_WRONLY | O_APPEND);
+	FILE *out = fd < 0 ? NULL : fdopen(fd, "a");
+	if (!out) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	fprintf(out, "pid %u (%s): %llu events not recorded (%s)\n", pid,
+		name[0] ? name : "?", (unsigned long long)events, why);
+	fclose(out);
+}
+
 /*
  * Processes that could not join report their unrecorded events in
  * unrecorded.PID files of the session directory (lib/session.c,
@@ -109,7 +131,6 @@ static void collect_unrecorded(struct sessd *d)
 {
 	DIR *dir = opendir(d->sdir);
 	struct dirent *e;
-	FILE *out = NULL;
 
 	if (!dir)
 		return;
@@ -135,21 +156,9 @@ static void collect_unrecorded(struct sessd *d)
 			continue;
 		d->done.unjoined++;
 		d->done.unjoined_events += n;
-		if (!out) {
-			char p2[4200];
-			snprintf(p2, sizeof(p2), "%s/unrecorded", d->trace);
-			int ofd = tfile_open(p2, O_WRONLY | O_APPEND);
-			out = ofd < 0 ? NULL : fdopen(ofd, "a");
-			if (!out && ofd >= 0)
-				close(ofd);
-		}
-		if (out)
-			fprintf(out, "pid %u (%s): %llu events not recorded (it "
-				"could not join the session)\n", pid, name, n);
+		sessd_note_unrecorded(d, pid, name, n, "it could not join the session");
 	}
 	closedir(dir);
-	if (out)
-		fclose(out);
 }
 
 void sessd_trace_summary(struct sessd *d, FILE *log, struct sessd_totals *t)
@@ -262,12 +271,20 @@ void sessd_stop_finish(struct sessd *d)
 	d->state = ST_STOPPED;
 	if (d->on_stop)
 		d->on_stop(d->trace);
-	snprintf(line, sizeof(line), "%.800s: %llu process%s, %llu events, %llu "
-		 "bytes, %llu discarded%s%s", d->trace,
+	char unrec[160] = "";
+	uint64_t np = d->last.untraced + d->last.unjoined;
+	if (np)
+		snprintf(unrec, sizeof(unrec), "; %llu process%s not traced, "
+			 "%llu events not recorded (unrecorded says why)",
+			 (unsigned long long)np, np == 1 ? "" : "es",
+			 (unsigned long long)(d->last.untraced_events +
+					      d->last.unjoined_events));
+	snprintf(line, sizeof(line), "%.700s: %llu process%s, %llu events, %llu "
+		 "bytes, %llu discarded%s%s%s", d->trace,
 		 (unsigned long long)d->last.procs, d->last.procs == 1 ? "" : "es",
 		 (unsigned long long)d->last.events,
 		 (unsigned long long)d->last.bytes,
-		 (unsigned long long)d->last.discarded,
+		 (unsigned long long)d->last.discarded, unrec,
 		 d->last.err ? "; trace incomplete: " : "",
 		 d->last.err ? strerror(-d->last.err) : "");
 	if (d->daemon)

@@ -68,7 +68,7 @@ if chattr +i ro 2>/dev/null && chattr -i ro; then
 	# the first one's (10 s at most), so that only the second one meets
 	# the immutable directory, and leave it immutable until the recorder
 	# is done (it may take the second one's after the command ended).
-	trap 'chattr -i ro/t/ust 2>/dev/null; "$strata" daemon --kill >/dev/null 2>&1 || true; umount "$work/small" "$work/tiny" 2>/dev/null || true' EXIT
+	trap 'chattr -i ro/t/ust ro/d/ust 2>/dev/null; "$strata" daemon --kill >/dev/null 2>&1 || true; umount "$work/small" "$work/tiny" 2>/dev/null || true' EXIT
 	rc=0
 	"$strata" record -o ro/t -- sh -c "\"$logn\" 1000
 		for i in \$(seq 200); do [ -d ro/t/ust/pid-* ] 2>/dev/null && break; sleep 0.05; done
@@ -77,7 +77,27 @@ if chattr +i ro 2>/dev/null && chattr -i ro; then
 	[ "$rc" = 0 ] || fail "record into a directory made immutable: $(cat ro.err)"
 	grep -q '1 process not traced (Operation not permitted): 5000 events not recorded' ro.err ||
 		fail "the process that could not be traced is not counted: $(cat ro.err)"
-	echo "fulldisk: a directory made immutable mid-trace: the process after it counted, 5000 events"
+	# ... and in the trace, where readers see it
+	"$strata" info ro/t >ro.info 2>&1 || true
+	grep -q '^Not recorded: 5000 events of 1 process' ro.info ||
+		fail "strata info does not count the untraced process: $(head -8 ro.info)"
+	grep -q 'its sub-trace could not be made: Operation not permitted' ro/t/unrecorded ||
+		fail "TRACE/unrecorded does not say why: $(cat ro/t/unrecorded 2>&1)"
+	# the same under strata daemon, whose stop says it too
+	"$strata" daemon -o "$work/ro/d" 2>rod.err || fail "daemon: $(cat rod.err)"
+	"$logn" 1000
+	for i in $(seq 200); do [ -d ro/d/ust/pid-* ] 2>/dev/null && break; sleep 0.05; done
+	chattr +i ro/d/ust
+	"$logn" 5000
+	"$strata" session stop 2>rod.stop || true
+	"$strata" daemon --kill 2>/dev/null || true
+	chattr -i ro/d/ust
+	grep -q '1 process not traced, 5000 events not recorded' rod.stop ||
+		fail "daemon: the stop does not count the untraced process: $(cat rod.stop)"
+	"$strata" info ro/d >rod.info 2>&1 || true
+	grep -q '^Not recorded: 5000 events of 1 process' rod.info ||
+		fail "daemon: strata info does not count it: $(head -8 rod.info)"
+	echo "fulldisk: a directory made immutable mid-trace: the process after it counted, 5000 events, in the trace too (record and daemon)"
 else
 	echo "fulldisk: no chattr +i on this file system: the immutable-directory check skipped"
 fi
