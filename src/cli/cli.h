@@ -46,7 +46,8 @@ struct kern_session;
  * process and its children, NULL: the system); NULL after one line saying
  * why. Stop: finish them, one summary line (NULL ks: nothing). */
 struct kern_session *cli_kernel_start(const char *trace, unsigned groups,
-				      const int *pid, unsigned buffer_kb);
+				      const char *const *events, const int *pid,
+				      unsigned buffer_kb);
 void cli_kernel_stop(struct kern_session *ks, const char *trace);
 #endif
 extern const char cmd_record_usage[];

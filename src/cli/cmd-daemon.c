@@ -131,7 +131,7 @@ static void trace_started(const char *trace)
 	cli_state_at_start(trace);
 #ifdef STRATA_HAVE_KERNEL
 	if (kgroups)
-		ksess = cli_kernel_start(trace, kgroups, NULL, kbuffer_kb);
+		ksess = cli_kernel_start(trace, kgroups, NULL, NULL, kbuffer_kb);
 #endif
 }
 

@@ -43,6 +43,7 @@ const char cmd_record_usage[] =
 	"                         sched, irq, syscalls, or all (docs/kernel.md);\n"
 	"                         those of COMMAND's process tree only, unless\n"
 	"  --kernel-system        ... the whole system's\n"
+	"  --kernel-event SYS:EV  one more tracefs event (repeatable)\n"
 	"  --kernel-buffer-kb N   kernel buffer per CPU in KiB (default 4096)\n"
 	"  -v, --verbose          one line per traced process at the end\n\n"
 	"SIGUSR1 writes a snapshot of the buffers (overwrite mode) to\n"
@@ -147,6 +148,8 @@ struct record_opts {
 	struct cli_ring_opts ro;
 	int ksystem, verbose;
 	unsigned kbuffer_kb; /* --kernel-buffer-kb, 0: the default */
+	const char *kevents[65]; /* --kernel-event, NULL-terminated */
+	unsigned nkevents;
 	double duration;
 	char **cmd;
 	char defout[64];
@@ -167,7 +170,7 @@ static int record_trigger(int start, const char *arg)
 }
 
 enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD,
-       O_KBUF };
+       O_KBUF, O_KEVENT };
 
 /* One option that is not a ring option: 0, or -1 when the exit status
  * is 2 (said on stderr). */
@@ -179,6 +182,13 @@ static int record_opt(struct record_opts *ro, int o, const char *arg)
 	case 'o': ro->out = arg; break;
 	case 'k': return cli_kernel_opt("record", arg, &ro->groups) ? -1 : 0;
 	case O_KSYSTEM: ro->ksystem = 1; break;
+	case O_KEVENT:
+		if (ro->nkevents >= 64) {
+			cli_err(NULL, "--kernel-event: at most 64");
+			return -1;
+		}
+		ro->kevents[ro->nkevents++] = arg;
+		break;
 	case O_KBUF:
 		return cli_kernel_buffer_opt("record", arg, &ro->kbuffer_kb);
 	case O_GUARD: ro->guard = arg; break;
@@ -215,6 +225,7 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 		{"kernel", required_argument, NULL, 'k'},
 		{"kernel-system", no_argument, NULL, O_KSYSTEM},
 		{"kernel-buffer-kb", required_argument, NULL, O_KBUF},
+		{"kernel-event", required_argument, NULL, O_KEVENT},
 		{"guard", required_argument, NULL, O_GUARD}, /* not in --help */
 		{NULL, 0, NULL, 0},
 	};
@@ -400,8 +411,10 @@ static int record_run(const struct record_opts *ro)
 #ifdef STRATA_HAVE_KERNEL
 	struct kern_session *ks = NULL;
 	int pid = (int)child;
-	if (ro->groups)
-		ks = cli_kernel_start(ro->out, ro->groups, ro->ksystem ? NULL : &pid,
+	if (ro->groups || ro->nkevents)
+		ks = cli_kernel_start(ro->out, ro->groups,
+				      ro->nkevents ? ro->kevents : NULL,
+				      ro->ksystem ? NULL : &pid,
 				      ro->kbuffer_kb);
 #endif
 	if (gate[1] >= 0) {

@@ -112,13 +112,15 @@ int cli_kernel_opt(const char *cmd, const char *arg, unsigned *groups)
 
 #ifdef STRATA_HAVE_KERNEL
 struct kern_session *cli_kernel_start(const char *trace, unsigned groups,
-				      const int *pid, unsigned buffer_kb)
+				      const char *const *events, const int *pid,
+				      unsigned buffer_kb)
 {
 	struct kern_session *ks = NULL;
 	char err[512] = "";
 	struct kern_options ko = {
 		.trace_dir = trace,
 		.groups = groups,
+		.events = events,
 		.pids = pid,
 		.npids = pid ? 1 : 0,
 		.buffer_kb = buffer_kb, /* 0: kernel.c's default */

@@ -36,7 +36,7 @@ wait $pid
 [ -f "$work/t2/kernel/metadata" ] || fail "SIGINT: no metadata"
 check "SIGINT"
 
-"$strata" ktrace -k sched -e sched:no_such_event -o "$work/t3" -- true 2>"$work/err" ||
+"$strata" ktrace -k sched --kernel-event sched:no_such_event -o "$work/t3" -- true 2>"$work/err" ||
 	fail "the command must still run when kernel tracing fails"
 grep -q "kernel tracing off: kernel event sched:no_such_event does not exist" "$work/err" ||
 	{ cat "$work/err"; fail "no clear message"; }
