@@ -203,8 +203,12 @@ static pid_t ktrace_spawn(struct ktrace_opts *kt, int gate[2])
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		setenv("STRATA_OUTPUT", kt->ko.trace_dir, 1);
-		if (*kt->enable)
+		if (*kt->enable) {
+			/* as strata record -e (recording.c): only the
+			 * majors of what the patterns name come on */
 			setenv("STRATA_ENABLE", kt->enable, 1);
+			setenv("STRATA_MAJORS", "none", 0);
+		}
 		/* the directory is this run's, kernel/ included,
 		 * not an earlier trace (lib/session.c) */
 		setenv("STRATA_KTRACE_DIR", kt->ko.trace_dir, 1);

@@ -51,4 +51,34 @@ case $got in
 *) echo "--kernel-buffer-kb 1024: buffer_size_kb and buffer_percent read '$got'"; cat "$work/kb.err"; exit 1 ;;
 esac
 "$strata" record -k sched --kernel-buffer-kb 2 -- true 2>/dev/null && { echo "--kernel-buffer-kb 2 accepted"; exit 1; }
+# ktrace and record -k speak one language (issue 26, item 14): the same
+# scope (COMMAND's tree by default, --kernel-system for all), the same
+# --kernel-event, --kernel-buffer-kb and -e (user events), and the same
+# default output directory.
+for cmd in record ktrace; do
+	rm -rf "$work/one-$cmd"
+	"$strata" $cmd -k sched --kernel-event sched:sched_process_exec --kernel-buffer-kb 1024 \
+		-o "$work/one-$cmd" -- sh -c "'$align' 50; sleep 0.1" >/dev/null 2>"$work/one-$cmd.err" ||
+		{ echo "$cmd:"; cat "$work/one-$cmd.err"; exit 1; }
+	"$strata" print "$work/one-$cmd" >"$work/one-$cmd.txt" 2>/dev/null
+	grep -q ' K .* sched:sched_process_exec ' "$work/one-$cmd.txt" ||
+		{ echo "$cmd --kernel-event: no sched_process_exec"; exit 1; }
+	# the command's tree only: no switch in which neither side is in it
+	outside=$(grep ' sched:sched_switch ' "$work/one-$cmd.txt" | grep -vcE '(prev|next)_comm="(sh|kernel_align|sleep|strata|strata-session)"' || true)
+	[ "$outside" = 0 ] || { echo "$cmd: $outside switches outside the command's tree"; exit 1; }
+	nu=$(grep -c ' U ' "$work/one-$cmd.txt" || true)
+	[ "$nu" = 100 ] || { echo "$cmd: $nu user events, want 100"; exit 1; }
+	# -e: only the user events a pattern names (none here)
+	rm -rf "$work/none-$cmd"
+	"$strata" $cmd -k sched -e 'nomatch:*' -o "$work/none-$cmd" -- "$align" 50 >/dev/null 2>&1 ||
+		{ echo "$cmd -e failed"; exit 1; }
+	nu=$("$strata" print "$work/none-$cmd" 2>/dev/null | grep -c ' U ' || true)
+	[ "$nu" = 0 ] || { echo "$cmd -e 'nomatch:*': $nu user events"; exit 1; }
+done
+"$strata" ktrace -k sched -e sched:sched_switch -- true 2>"$work/e.err" &&
+	{ echo "ktrace -e with a tracefs event accepted"; exit 1; }
+grep -q 'use --kernel-event sched:sched_switch' "$work/e.err" || { cat "$work/e.err"; exit 1; }
+(cd "$work" && rm -rf strata-2* && "$strata" ktrace -k sched -- true 2>/dev/null) ||
+	{ echo "ktrace without -o failed"; exit 1; }
+ls -d "$work"/strata-2* >/dev/null 2>&1 || { echo "ktrace without -o made no strata-DATE directory"; exit 1; }
 echo "record -k: OK"
