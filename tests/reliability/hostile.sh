@@ -3,7 +3,7 @@
 # The daemon survives its clients (issue 24, items 2-6): hostile clients, then its fds, memory and CPU checked and a normal program recorded whole.
 set -euo pipefail
 
-what=$1 # fdleak | desc | snapshot | conns | churn | rings
+what=$1 # fdleak | desc | snapshot | conns | churn | rings | soak
 bin=$2  # build directory
 work=$3 # scratch directory
 src=$(cd "$(dirname "$0")" && pwd)
@@ -291,6 +291,54 @@ churn() {
 	[ $sanitized = 1 ] || [ $(($(cat rss1) - $(cat rss0))) -lt 1024 ] || fail "strata record grew by $(($(cat rss1) - $(cat rss0))) kB"
 	grep -qE "^strata: r: 501 processes, 5000 events, [0-9]+ bytes, 0 discarded, 500 ended without goodbye" rec.err ||
 		fail "strata record's trace is not whole: $(cat rec.err)"
+}
+
+soak() {
+	# Item 6, the long form (label soak, `make soak`): SOAK_PROCS short
+	# programs (10,000 by default), each logging 100 events, in rounds of
+	# 500 with a status request after each and a new trace every 2,000:
+	# the daemon's memory and fds after them within a few MB of where
+	# they were after the first round, and every trace whole.
+	local procs=${SOAK_PROCS:-10000} per=500 round=0 done_=0 traced=0 prev=
+	start_daemon --packets 8
+	for i in $(seq 50); do normal 100; done
+	traced=50
+	settle "$dpid"
+	local r0 f0 t0=$SECONDS
+	r0=$(rss "$dpid") f0=$(fds "$dpid")
+	while [ $done_ -lt "$procs" ]; do
+		round=$((round + 1))
+		for i in $(seq $per); do
+			"$seqwriter" side.soak 100 2>>w.err &
+			# a few at once, as a make -j4 would
+			[ $((i % 4)) = 0 ] && wait
+		done
+		wait
+		[ -s w.err ] && fail "a traced program said: $(head -3 w.err)"
+		done_=$((done_ + per)) traced=$((traced + per))
+		"$strata" session status >/dev/null 2>status.err ||
+			fail "status after round $round: $(cat status.err)"
+		if [ $((done_ % 2000)) = 0 ]; then
+			stop_check $((traced * 100))
+			"$strata" session start -o "t-$done_" 2>start.err || fail "session start: $(cat start.err)"
+			rm -rf "$prev" # the trace just checked: disk stays bounded
+			prev=t-$done_
+			traced=0
+		fi
+	done
+	[ $traced = 0 ] || stop_check $((traced * 100))
+	settle "$dpid"
+	local r1 f1
+	r1=$(rss "$dpid") f1=$(fds "$dpid")
+	echo "soak: strata daemon after 50 programs: RssAnon $r0 kB, $f0 fds; after $procs more" \
+		"($round rounds, a new trace every 2,000; $((SECONDS - t0)) s):" \
+		"RssAnon $r1 kB, $f1 fds"
+	[ $sanitized = 1 ] || [ $((r1 - r0)) -lt 4096 ] || fail "the daemon grew by $((r1 - r0)) kB"
+	# The state dump each session start writes goes through libstrata's
+	# rings in the daemon itself: one memfd per CPU the daemon ran it
+	# on, kept for the next one. At most one per CPU more, never more.
+	[ "$f1" -le $((f0 + $(nproc))) ] || fail "the daemon holds $((f1 - f0)) more fds"
+	stop_daemon
 }
 
 "$what"
