@@ -82,6 +82,8 @@ static int take(struct an_names *n, const struct strata_event *ev, int ft, int f
 	    (t.type != STRATA_VALUE_UINT && t.type != STRATA_VALUE_SINT) || !t.u ||
 	    t.u > UINT32_MAX)
 		return 0;
+	if (!v.count || !v.str[0])
+		return 0; /* says nothing (a thread gone before the dump read it) */
 	bool made;
 	struct slot *s = an_tidmap_get(&n->slots, (uint32_t)t.u, sizeof(*s), &made);
 	if (!s)
