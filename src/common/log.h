@@ -15,7 +15,7 @@ void slog(const char *fmt, ...) printf_like(1, 2);
 #define slog_once(...)                                                         \
 	do {                                                                   \
 		static int slog_done_;                                         \
-		if (!__atomic_exchange_n(&slog_done_, 1, __ATOMIC_RELAXED))    \
+		if (!strata_exchange_relaxed(&slog_done_, 1))                  \
 			slog(__VA_ARGS__);                                     \
 	} while (0)
 

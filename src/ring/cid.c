@@ -38,7 +38,9 @@ uint64_t ring_cid_entry(uint32_t cid)
 		return 0;
 	if (cid < STRATA_CID_USER)
 		return cid_own[cid];
-	return __atomic_load_n(&cid_table[cid], __ATOMIC_ACQUIRE) & ~CID_PENDING;
+	/* Pairs with cid_give()'s release store that clears PENDING: an
+	 * entry seen whole is in the table of every ring it walked. */
+	return strata_load_acquire(&cid_table[cid]) & ~CID_PENDING;
 }
 
 /*
@@ -51,11 +53,13 @@ uint64_t ring_cid_entry(uint32_t cid)
  */
 void ring_cids_copy(struct strata_ring_ctl *c)
 {
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* The publication before our loads of cid_table; pairs with the
+	 * fence in cid_give(), after its claim, before its walk. */
+	strata_fence_seq_cst();
 	for (uint32_t i = 1; i < STRATA_NCIDS; i++) {
 		uint64_t e = ring_cid_entry(i);
 		if (e)
-			__atomic_store_n(&c->cids[i], e, __ATOMIC_RELAXED);
+			strata_store_relaxed(&c->cids[i], e);
 	}
 }
 
@@ -66,21 +70,26 @@ static uint64_t cid_give(uint32_t id, uint32_t words)
 	uint64_t key = id | (uint64_t)words << 32 | STRATA_CID_VALID;
 
 	for (uint32_t c = STRATA_CID_USER; c < STRATA_CID_EXT; c++) {
-		uint64_t e = __atomic_load_n(&cid_table[c], __ATOMIC_ACQUIRE);
+		/* Pairs with the release store below, of another giver. */
+		uint64_t e = strata_load_acquire(&cid_table[c]);
 
-		if (e == 0 && __atomic_compare_exchange_n(&cid_table[c], &e,
-							  key | CID_PENDING, 0,
-							  __ATOMIC_SEQ_CST,
-							  __ATOMIC_ACQUIRE)) {
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		/* The claim; a failure reads the entry as the load above. */
+		if (e == 0 && strata_cas_seq_cst_acquire(&cid_table[c], &e,
+							 key | CID_PENDING)) {
+			/* Our claim before our loads of strata_rings[];
+			 * pairs with ring_cids_copy()'s fence (see there). */
+			strata_fence_seq_cst();
 			for (uint32_t i = 0; i < STRATA_MAX_CPUS; i++) {
+				/* pairs with the publishing CAS (shm.c) */
 				struct strata_ring *r =
 					strata_load_acquire(&strata_rings[i]);
 				if (r)
-					__atomic_store_n(&r->ctl->cids[c], key,
-							 __ATOMIC_RELAXED);
+					strata_store_relaxed(&r->ctl->cids[c],
+							     key);
 			}
-			__atomic_store_n(&cid_table[c], key, __ATOMIC_RELEASE);
+			/* The rings' entries before the clear of PENDING;
+			 * pairs with the acquire loads of cid_table. */
+			strata_store_release(&cid_table[c], key);
 			return c;
 		}
 		/* e: the slot's entry, read or found by the failed CAS */
@@ -97,14 +106,14 @@ uint32_t ring_hid_of(uint8_t *cidp, uint32_t id, uint32_t words)
 
 	if (!cidp)
 		return id | STRATA_HID_EXT;
-	c = __atomic_load_n(cidp, __ATOMIC_RELAXED);
+	c = strata_load_relaxed(cidp);
 	if (c == 0) {
 		if (words == 0 || words > STRATA_MAX_WORDS)
 			return id | STRATA_HID_EXT; /* refused and counted */
 		c = cid_give(id, words);
 		if (c & CID_PENDING)
 			return (uint32_t)c | STRATA_HID_EXT;
-		__atomic_store_n(cidp, (uint8_t)c, __ATOMIC_RELAXED);
+		strata_store_relaxed(cidp, (uint8_t)c);
 	}
 	return strata_hid_compact((uint32_t)c) ? (uint32_t)c : id | STRATA_HID_EXT;
 }

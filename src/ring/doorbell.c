@@ -17,9 +17,11 @@ int ring_bellfd = -1;
  * ring). */
 void ring_doorbell(uint32_t *word)
 {
-	if (__atomic_exchange_n(word, 0, __ATOMIC_RELAXED)) {
+	if (strata_exchange_relaxed(word, 0)) {
 		int saved_errno = errno; /* a tracepoint's caller keeps its errno */
-		int bfd = __atomic_load_n(&ring_bellfd, __ATOMIC_ACQUIRE);
+		/* Pairs with sess_connect()'s release store (lib/client.c):
+		 * the eventfd was made before its number was stored. */
+		int bfd = strata_load_acquire(&ring_bellfd);
 		if (bfd >= 0) {
 			uint64_t one = 1;
 			if (write(bfd, &one, sizeof(one)) < 0) {
@@ -38,7 +40,11 @@ void ring_bell_ring(void)
 {
 	int saved_errno = errno;
 
-	__atomic_add_fetch(&ring_bell, 1, __ATOMIC_SEQ_CST);
+	/* After what the caller published (a ring and ring_hwm, or running
+	 * cleared); pairs with cons_main()'s seq_cst load of ring_bell,
+	 * before it looks at them: it sees them, or its wait sees the bell
+	 * moved and returns at once. */
+	strata_add_fetch_seq_cst(&ring_bell, 1);
 	syscall(SYS_futex, &ring_bell, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 	errno = saved_errno;
 }

@@ -123,6 +123,8 @@ static inline uint64_t ring_committed(const struct strata_ring *r, uint64_t off)
 {
 	const uint64_t *cc =
 		&r->commit[((off >> r->pshift) & r->nmask) * STRATA_COMMIT_STRIDE];
+	/* Pairs with the writers' release commits (strata_commit(),
+	 * ring_close()): the bytes counted were written before. */
 	return strata_load_acquire(&cc[0]) + strata_load_acquire(&cc[1]);
 }
 
@@ -165,7 +167,10 @@ static inline uint64_t ring_open_done(const struct strata_ring *r,
 	for (int i = 0; i < 64; i++) {
 		uint64_t c1 = ring_lap_committed(r, begin), w, x;
 		__m128i v = _mm_load_si128((const __m128i *)&r->ctl->write);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		/* The load of write and xr before the second count's; pairs
+		 * with the writers' release commits: a count that did not
+		 * move saw no commit in between. */
+		strata_fence_acquire();
 		if (ring_lap_committed(r, begin) != c1)
 			continue;
 		w = (uint64_t)_mm_cvtsi128_si64(v);

@@ -43,10 +43,8 @@ static uint32_t coarse_ms(void)
 static void adopt_global_losses(struct strata_ring_ctl *c)
 {
 	for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
-		c->lost[k] = __atomic_exchange_n(&ring_lost_global[k], 0,
-						 __ATOMIC_RELAXED);
-	c->lost_own = __atomic_exchange_n(&ring_lost_own_global, 0,
-					  __ATOMIC_RELAXED);
+		c->lost[k] = strata_exchange_relaxed(&ring_lost_global[k], 0);
+	c->lost_own = strata_exchange_relaxed(&ring_lost_own_global, 0);
 }
 
 /* The losses a ring that lost the publication race took over go back. */
@@ -139,9 +137,10 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 
 	/* Publish: the release pairs with the acquire load above and with
 	 * the plain load of strata_rings[] on the fast path (a dependent
-	 * load through the pointer: the ring's fields were written first). */
-	if (!__atomic_compare_exchange_n(&strata_rings[cpu], &expected, ring, 0,
-					 __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+	 * load through the pointer: the ring's fields were written first).
+	 * Lost the race: the acquire pairs with the winner's release, and
+	 * its ring, whole, is returned. */
+	if (!strata_cas_release_acquire(&strata_rings[cpu], &expected, ring)) {
 		return_global_losses(c);
 		munmap(base, size);
 		close(fd);
@@ -149,10 +148,12 @@ struct strata_ring *ring_get_or_create(unsigned cpu)
 		return expected;
 	}
 	ring_cids_copy(c); /* ids given while it was made (see there) */
+	/* The publication above before ring_hwm: pairs with the acquire
+	 * loads of ring_hwm that bound the consumers' walks of
+	 * strata_rings[] (consumer.c). Weak: a spurious failure loops. */
 	uint32_t hwm = strata_load_relaxed(&ring_hwm);
 	while (hwm < cpu + 1 &&
-	       !__atomic_compare_exchange_n(&ring_hwm, &hwm, cpu + 1, 1,
-					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+	       !strata_cas_weak_release(&ring_hwm, &hwm, cpu + 1))
 		;
 	if (ring_created_hook)
 		ring_created_hook(ring);

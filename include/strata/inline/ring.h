@@ -656,7 +656,7 @@ static strata_always_inline void strata_log_fixed(uint8_t *cidp, uint32_t id,
 	if (strata_likely(strata_rseq == STRATA_RSEQ_INLINE) && cidp) {
 		/* relaxed: the slow path's store is one byte, the id
 		 * stays valid once given (docs/compact.md) */
-		uint32_t cid = __atomic_load_n(cidp, __ATOMIC_RELAXED);
+		uint32_t cid = strata_load_relaxed(cidp);
 		if (strata_likely(cid - 1 < STRATA_CID_EXT - 1) &&
 		    strata_likely(strata_log_rseq(cid, words, pl, 1)))
 			return;
