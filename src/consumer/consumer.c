@@ -27,14 +27,17 @@ unsigned cons_drain_ring(struct cons *c, struct cons_stream *s)
 	uint64_t consumed = strata_load_relaxed(&r->ctl->consumed);
 	unsigned n = 0;
 
-	/* Bounded: another process's ring could claim anything. */
+	/* Bounded: another process's ring could claim anything. `write`
+	 * (acquire) pairs with the writers' release CAS of it (ring.md §2
+	 * F; rseq: §7), the commit counts with their commits (G). */
 	while (n <= r->nmask &&
 	       consumed < strata_load_acquire(&r->ctl->write) &&
 	       ring_packet_complete(r, consumed)) {
 		cons_write_packet(c, s, consumed);
 		consumed += r->psize;
-		/* Pairs with the writers' acquire load in slot_free(): the
-		 * packet was read before the slot is reused. */
+		/* Pairs with the writers' acquire loads of `consumed` in
+		 * slot_check() and block_wait() (ring/slow.c): the packet
+		 * was read before its slot is reused. */
 		strata_store_release(&r->ctl->consumed, consumed);
 		n++;
 	}
@@ -81,6 +84,7 @@ static struct cons_stream *stream_of(struct cons *c, unsigned cpu)
 
 	if (c->streams[cpu] || c->passive)
 		return c->streams[cpu];
+	/* pairs with the publishing CAS in ring_get_or_create() (shm.c) */
 	r = strata_load_acquire(&strata_rings[cpu]);
 	if (!r)
 		return NULL;
@@ -99,7 +103,7 @@ static void log_calib(struct cons *c)
 	clock_point_take(&p);
 	c->cp_last = p;
 	clock_fit(&c->cp_first, &c->cp_last, &c->freq_hz, &c->offset_ns);
-	__atomic_add_fetch(&c->internal, 1, __ATOMIC_RELAXED);
+	strata_add_fetch_relaxed(&c->internal, 1);
 	if (!strata_reserve(&r, STRATA_ID(0, STRATA_ID_CALIB), 4))
 		return;
 	r.p[0] = p.mono_ns;
@@ -112,6 +116,8 @@ static void log_calib(struct cons *c)
  * links the consumer without it). */
 static void flush_local(void)
 {
+	/* Pairs with the release CAS of ring_hwm, the load of a ring with
+	 * its publishing CAS (ring_get_or_create(), shm.c). */
 	unsigned hwm = strata_load_acquire(&ring_hwm);
 
 	for (unsigned i = 0; i < hwm; i++) {
@@ -133,6 +139,7 @@ static int cons_pending(struct cons *c)
 			continue;
 		struct strata_ring *r = s->ring;
 		uint64_t consumed = strata_load_relaxed(&r->ctl->consumed);
+		/* as in cons_drain_ring() */
 		if (consumed < strata_load_acquire(&r->ctl->write) &&
 		    ring_packet_complete(r, consumed))
 			return 1;
@@ -155,8 +162,9 @@ int cons_arm(struct cons *c)
 			strata_store_relaxed(&s->ring->ctl->cwait, 1);
 	}
 	/* Our cwait stores, then the commit counts; a closer commits, then
-	 * reads cwait (ring_close()). */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	 * reads cwait: pairs with the fence of ring_close() (ring/slow.c,
+	 * ring.md §8). */
+	strata_fence_seq_cst();
 	return !c->snapshot && cons_pending(c);
 }
 
@@ -233,9 +241,11 @@ static void *cons_main(void *arg)
 
 	for (;;) {
 		/* Before c->running and the look for new rings: cons_sleep()
-		 * returns at once if either changed since. */
-		uint32_t bell = __atomic_load_n(&ring_bell, __ATOMIC_SEQ_CST);
-		if (!__atomic_load_n(&c->running, __ATOMIC_SEQ_CST))
+		 * returns at once if either changed since. seq_cst: pairs
+		 * with ring_bell_ring()'s, which follows the publication of
+		 * a ring or cons_destroy()'s clear of running. */
+		uint32_t bell = strata_load_seq_cst(&ring_bell);
+		if (!strata_load_seq_cst(&c->running))
 			break;
 		unsigned work = 0;
 		uint64_t t = mono_ms();
@@ -256,6 +266,7 @@ static void *cons_main(void *arg)
 			flush_local();
 			last_flush = t;
 		}
+		/* pairs with the release CAS of ring_hwm (shm.c) */
 		unsigned hwm = strata_load_acquire(&ring_hwm);
 		for (unsigned cpu = 0; cpu < hwm; cpu++) {
 			struct cons_stream *s = stream_of(c, cpu);
@@ -443,6 +454,7 @@ int cons_finish(struct cons *c, int writers_gone, struct strata_stats *final,
 static void drain_held(struct cons *c, struct cons_stream *s)
 {
 	struct strata_ring *r = s->ring;
+	/* pairs with the writers' CAS of write (ring.md §2 F, §7) */
 	uint64_t w = strata_load_acquire(&r->ctl->write);
 	uint64_t end = ring_packet_begin(r, w + r->pmask); /* after flush: w */
 	uint64_t begin = cons_window(r, end, 0);
@@ -463,7 +475,8 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 		return 0;
 	if (c->passive)
 		return cons_finish(c, 0, final, NULL);
-	__atomic_store_n(&c->running, 0, __ATOMIC_SEQ_CST);
+	/* Before the bell moves; pairs with cons_main()'s seq_cst loads. */
+	strata_store_seq_cst(&c->running, 0);
 	ring_bell_ring(); /* after running: cons_main() reads them the other way */
 	pthread_join(c->thread, NULL);
 
@@ -479,6 +492,7 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 			if (!s)
 				continue;
 			struct strata_ring *r = s->ring;
+			/* as in cons_drain_ring() */
 			uint64_t w = strata_load_acquire(&r->ctl->write);
 			if (c->mode != STRATA_MODE_OVERWRITE) {
 				cons_drain_ring(c, s);
@@ -509,7 +523,8 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 			drain_held(c, s);
 		} else {
 			/* Packets a writer never completed: report, skip, and
-			 * write what follows them. */
+			 * write what follows them. The load of write pairs
+			 * with the writers' CAS of it (ring.md §2 F; §7). */
 			uint64_t w = strata_load_acquire(&r->ctl->write);
 			uint64_t end = ring_packet_begin(r, w + r->pmask);
 			uint64_t b = strata_load_relaxed(&r->ctl->consumed);
@@ -525,6 +540,7 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 					     (unsigned long long)(b >> r->pshift));
 				}
 			}
+			/* as in cons_drain_ring(): pairs with slot_check() */
 			strata_store_release(&r->ctl->consumed, end);
 		}
 	}
@@ -537,10 +553,10 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 
 void cons_get_stats(struct cons *c, struct strata_stats *st)
 {
-	st->packets_written += __atomic_load_n(&c->packets, __ATOMIC_RELAXED);
-	st->bytes_written += __atomic_load_n(&c->bytes, __ATOMIC_RELAXED);
-	st->events_written += __atomic_load_n(&c->events, __ATOMIC_RELAXED);
+	st->packets_written += strata_load_relaxed(&c->packets);
+	st->bytes_written += strata_load_relaxed(&c->bytes);
+	st->events_written += strata_load_relaxed(&c->events);
 	st->packets_incomplete += c->incomplete;
-	st->lost_io += __atomic_load_n(&c->lost_io, __ATOMIC_RELAXED);
-	st->internal_logged += __atomic_load_n(&c->internal, __ATOMIC_RELAXED);
+	st->lost_io += strata_load_relaxed(&c->lost_io);
+	st->internal_logged += strata_load_relaxed(&c->internal);
 }

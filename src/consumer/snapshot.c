@@ -55,7 +55,7 @@ static int copy_stable(const struct strata_ring *r, uint64_t begin,
 	       content - STRATA_PACKET_HEADER);
 	/* Orders the copy's loads before the re-checks (pairs with the
 	 * writers' acq_rel CAS on `write`, and x86 store order under rseq). */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	strata_fence_acquire();
 	if (strata_load_relaxed(&r->ctl->write) > begin + bufsize ||
 	    ring_committed(r, begin) != want)
 		return -1;
@@ -87,7 +87,9 @@ static uint64_t copy_open(const struct strata_ring *r, uint64_t begin,
 	if (strata_load_acquire(&r->ctl->write) > begin + bufsize)
 		return 0;
 	memcpy(buf, ring_packet_addr(r, begin), done);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	/* The copy's loads before the second load of `write`, as in
+	 * copy_stable(); pairs with the writers' CAS of it. */
+	strata_fence_acquire();
 	if (strata_load_relaxed(&r->ctl->write) > begin + bufsize)
 		return 0;
 	return done;
@@ -230,6 +232,7 @@ static int snap_ring(struct cons *c, const struct strata_ring *r,
 
 	/* Lapped all the way (nothing left): again, a few times. */
 	for (int tries = 0; tries < 4; tries++) {
+		/* pairs with the writers' CAS of write (ring.md §2 F, §7) */
 		end = ring_packet_begin(r, strata_load_acquire(&r->ctl->write));
 		done = copy_open(r, end, s->open);
 		b0 = cons_window(r, end, 0);

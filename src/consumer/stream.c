@@ -259,7 +259,7 @@ void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
 		lead_packet(c, s, pkt, seq - 1);
 	if (s->dead) {
 		s->lost_io += nev;
-		__atomic_add_fetch(&c->lost_io, nev, __ATOMIC_RELAXED);
+		strata_add_fetch_relaxed(&c->lost_io, nev);
 		return;
 	}
 	/* Only the content: the padding is a hole in a sparse file, and the
@@ -273,10 +273,10 @@ void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
 		cons_error(c, ret, "cannot write packet", c->dir);
 		s->dead = 1;
 		s->lost_io += nev;
-		__atomic_add_fetch(&c->lost_io, nev, __ATOMIC_RELAXED);
+		strata_add_fetch_relaxed(&c->lost_io, nev);
 		return;
 	}
-	__atomic_add_fetch(&c->events, nev, __ATOMIC_RELAXED);
+	strata_add_fetch_relaxed(&c->events, nev);
 
 	memcpy(&ts_begin, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
 	memcpy(&ts_end, pkt + STRATA_PKT_OFF_TS_END, 8);
@@ -301,8 +301,8 @@ void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
 		idx_flush(c, s);
 
 	s->file_off += r->psize;
-	__atomic_add_fetch(&c->packets, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&c->bytes, content, __ATOMIC_RELAXED);
+	strata_add_fetch_relaxed(&c->packets, 1);
+	strata_add_fetch_relaxed(&c->bytes, content);
 }
 
 /* Write the packet that began at virtual offset `begin` (complete). */
@@ -346,6 +346,7 @@ static void loss_trailer(struct cons *c, struct cons_stream *s)
 {
 	struct strata_ring *r = s->ring;
 	uint64_t total = ring_lost_total(r) + s->lost_io;
+	/* pairs with the writers' CAS of write (ring.md §2 F, §7) */
 	uint64_t w = strata_load_acquire(&r->ctl->write);
 	uint64_t seq = ring_packet_begin(r, w + r->pmask) >> r->pshift;
 	uint64_t content = STRATA_PACKET_HEADER * 8;
