@@ -95,7 +95,9 @@ struct kern_session {
 	uint64_t *words;
 	pthread_t thread;
 	bool thread_started;
-	int stop; /* atomic: set by reader_join() */
+	/* Set with release by reader_join(); reader_main()'s acquire loads
+	 * pair with it: its last drain sees what the stopper did before. */
+	int stop;
 	pid_t reader_tid;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -294,11 +296,11 @@ static void *reader_main(void *arg)
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	uint64_t next = mono_ms() + s->flush_ms;
-	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+	while (!strata_load_acquire(&s->stop)) {
 		uint64_t t = mono_ms();
 		int n = poll(s->pfd, s->ncpus + 1,
 			     t >= next ? 0 : (int)(next - t));
-		if (__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
+		if (strata_load_acquire(&s->stop))
 			break;
 		if (n > 0)
 			for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
@@ -463,7 +465,7 @@ static void reader_join(struct kern_session *s)
 	if (!s->thread_started)
 		return;
 	uint64_t one = 1;
-	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+	strata_store_release(&s->stop, 1);
 	if (write(s->wake_fd, &one, sizeof(one)) < 0)
 		(void)0; /* an eventfd at its maximum is readable already */
 	pthread_join(s->thread, NULL);

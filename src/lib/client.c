@@ -56,9 +56,22 @@ enum {
 	SESS_PENDING,
 };
 
-/* The session daemon's client: one per process (a fork child resets it,
+/*
+ * The session daemon's client: one per process (a fork child resets it,
  * client_after_fork_child()). The fields the slow path reads or writes
- * (state, fd, ring_sent, rings_unsent) are accessed atomically. */
+ * (state, fd, ring_sent, rings_unsent) are accessed atomically:
+ *
+ * - state is stored with release (seq_cst before a sweep: see
+ *   sess_ring_created()) and loaded with acquire, each load pairing with
+ *   the store it reads: whoever sees SESS_ON sees the connection made
+ *   and the fd stored before it;
+ * - fd is stored with release once the socket is connected (or to -1
+ *   before it is closed), and loaded with acquire by its users, which
+ *   pair with that store;
+ * - ring_sent[cpu]: a sweep claims a ring's handover by an acq_rel CAS
+ *   and gives it back, when the socket was full, by a release store
+ *   that the next sweep's CAS pairs with.
+ */
 static struct client {
 	int state; /* SESS_* */
 	int fd;    /* the connection, -1 when none */
@@ -71,7 +84,10 @@ static struct client {
 	uint32_t rings_unsent;              /* failed for good */
 	struct descmsg_sent sent;           /* of the registry */
 	pthread_t thread; /* the helper */
-	int thread_on, thread_stop;
+	int thread_on;
+	/* stored with release by sess_stop_helper(), loaded with acquire by
+	 * sess_main(): the helper's last round sees what was done before */
+	int thread_stop;
 	/* The session is the embedded mode's guardian (lib/guard.c): BYE
 	 * asks for DONE, and leaving waits for it, up to SESS_DONE_WAIT_MS. */
 	int guarded;
@@ -97,7 +113,7 @@ static int sess_send(const void *msg, size_t len, int fd)
 	} u;
 	struct iovec iov = {(void *)msg, len};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	int s = __atomic_load_n(&cl.fd, __ATOMIC_ACQUIRE);
+	int s = strata_load_acquire(&cl.fd);
 
 	if (s < 0)
 		return -ENOTCONN;
@@ -119,8 +135,8 @@ static int sess_send(const void *msg, size_t len, int fd)
 			return -EMSGSIZE;
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN && errno != ENOBUFS)
-			__atomic_store_n(&cl.state, SESS_DEAD, __ATOMIC_RELEASE);
+		if (errno != EAGAIN && errno != ENOBUFS) /* see struct client */
+			strata_store_release(&cl.state, SESS_DEAD);
 		return -errno;
 	}
 }
@@ -129,18 +145,21 @@ static int sess_send(const void *msg, size_t len, int fd)
 static void sess_sweep(void)
 {
 	for (unsigned cpu = 0; cpu < STRATA_MAX_CPUS; cpu++) {
+		/* pairs with the publishing CAS in ring_get_or_create() */
 		struct strata_ring *r = strata_load_acquire(&strata_rings[cpu]);
 		uint8_t zero = 0;
+		/* The claim: one sweep sends the ring. Acquire pairs with the
+		 * release store of 0 below, in an earlier sweep; on failure
+		 * another sweep has it, and nothing is read. */
 		if (!r || strata_load_relaxed(&cl.ring_sent[cpu]) ||
-		    !__atomic_compare_exchange_n(&cl.ring_sent[cpu], &zero, 1, 0,
-						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		    !strata_cas_acq_rel_relaxed(&cl.ring_sent[cpu], &zero, 1))
 			continue;
 		struct sess_ring m = {{SESS_RING, sizeof(m)}, cpu, strata_pid};
 		int ret = sess_send(&m, sizeof(m), r->fd);
-		if (ret == -EAGAIN || ret == -ENOBUFS)
-			__atomic_store_n(&cl.ring_sent[cpu], 0, __ATOMIC_RELEASE);
+		if (ret == -EAGAIN || ret == -ENOBUFS) /* again, next sweep */
+			strata_store_release(&cl.ring_sent[cpu], 0);
 		else if (ret)
-			__atomic_add_fetch(&cl.rings_unsent, 1, __ATOMIC_RELAXED);
+			strata_add_fetch_relaxed(&cl.rings_unsent, 1);
 	}
 }
 
@@ -200,17 +219,20 @@ static int sess_connect(void)
 	h.mode = ring_cfg.mode;
 	memcpy(h.uuid, ring_cfg.uuid, 16);
 	prctl(PR_GET_NAME, h.name, 0, 0, 0);
-	__atomic_store_n(&cl.fd, s, __ATOMIC_RELEASE);
+	/* connected; pairs with the senders' acquire loads (struct client) */
+	strata_store_release(&cl.fd, s);
 	/* One caller at a time: the session's start, or the thread that
 	 * took SESS_BUSY. */
 	if (cl.bellfd < 0)
 		cl.bellfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ret = sess_send(&h, sizeof(h), cl.bellfd);
 	if (ret) {
-		__atomic_store_n(&cl.fd, -1, __ATOMIC_RELEASE);
+		strata_store_release(&cl.fd, -1); /* before the close */
 		close(s);
 	} else {
-		__atomic_store_n(&ring_bellfd, cl.bellfd, __ATOMIC_RELEASE);
+		/* The eventfd made above; pairs with ring_doorbell()'s
+		 * acquire load (ring/doorbell.c). */
+		strata_store_release(&ring_bellfd, cl.bellfd);
 	}
 	return ret;
 }
@@ -227,18 +249,24 @@ static int sess_connect(void)
 static void sess_ring_created(struct strata_ring *ring)
 {
 	int saved_errno = errno;
-	int st = __atomic_load_n(&cl.state, __ATOMIC_ACQUIRE), need = SESS_NEED;
+	int st = strata_load_acquire(&cl.state), need = SESS_NEED;
 
 	(void)ring;
+	/* The CAS makes one thread the connecting one (SESS_NEED was
+	 * stored before the fork child had other threads). A failure reads
+	 * nothing: the load after the fence decides. */
 	if (st == SESS_NEED &&
-	    __atomic_compare_exchange_n(&cl.state, &need, SESS_BUSY, 0,
-					__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+	    strata_cas_acq_rel_relaxed(&cl.state, &need, SESS_BUSY)) {
 		int ret = sess_connect();
 		st = ret == -EAGAIN ? SESS_PENDING : ret ? SESS_DEAD : SESS_ON;
-		__atomic_store_n(&cl.state, st, __ATOMIC_SEQ_CST);
+		/* before the sweep below, in our or another thread's call */
+		strata_store_seq_cst(&cl.state, st);
 	}
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&cl.state, __ATOMIC_SEQ_CST) == SESS_ON)
+	/* Our publish of the ring before our load of the state; pairs with
+	 * the seq_cst store of SESS_ON (above, sess_retry(), client_join())
+	 * that comes before that thread's sweep. */
+	strata_fence_seq_cst();
+	if (strata_load_seq_cst(&cl.state) == SESS_ON)
 		sess_sweep();
 	errno = saved_errno;
 }
@@ -247,7 +275,7 @@ static void sess_ring_created(struct strata_ring *ring)
  * async-signal-safe (registry lock, malloc). */
 static void sess_send_descs(void)
 {
-	if (__atomic_load_n(&cl.state, __ATOMIC_ACQUIRE) != SESS_ON)
+	if (strata_load_acquire(&cl.state) != SESS_ON)
 		return;
 	descmsg_send_new(&cl.sent, sess_send);
 }
@@ -274,14 +302,16 @@ static void sess_apply_enable(void)
 static int state_read(struct sess_state *out)
 {
 	for (int tries = 0; tries < 16; tries++) {
-		uint64_t g = __atomic_load_n(&cl.st->gen, __ATOMIC_ACQUIRE);
+		/* Pairs with the daemon's release store of the even gen
+		 * (daemon/trace.c): the copy reads what it wrote before. */
+		uint64_t g = strata_load_acquire(&cl.st->gen);
 		if (g & 1)
 			continue;
 		memcpy(out, (const void *)cl.st, sizeof(*out));
 		/* The copy's loads before the second load of gen (pairs with
 		 * the daemon's release fence after its odd store). */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&cl.st->gen, __ATOMIC_RELAXED) != g)
+		strata_fence_acquire();
+		if (strata_load_relaxed(&cl.st->gen) != g)
 			continue;
 		out->gen = g;
 		out->enable[sizeof(out->enable) - 1] = 0;
@@ -363,7 +393,7 @@ static void sess_follow_state(void)
 		}
 		cl.ack_due = 1;
 	}
-	if (cl.ack_due && __atomic_load_n(&cl.state, __ATOMIC_ACQUIRE) == SESS_ON) {
+	if (cl.ack_due && strata_load_acquire(&cl.state) == SESS_ON) {
 		struct sess_ack a = {{SESS_ACK, sizeof(a)}, cl.st_gen};
 		sess_sweep(); /* the daemon has every ring before the ACK */
 		int ret = sess_send(&a, sizeof(a), -1);
@@ -385,7 +415,8 @@ static int sess_retry(void)
 
 	if (ret == -EAGAIN)
 		return ret;
-	__atomic_store_n(&cl.state, ret ? SESS_DEAD : SESS_ON, __ATOMIC_SEQ_CST);
+	/* before the sweep: pairs with sess_ring_created()'s fence */
+	strata_store_seq_cst(&cl.state, ret ? SESS_DEAD : SESS_ON);
 	if (!ret)
 		sess_sweep();
 	return ret;
@@ -399,11 +430,11 @@ static void *sess_main(void *arg)
 
 	(void)arg;
 	statedump_self(); /* who we are, on this thread, not the program's */
-	for (unsigned round = 0; !__atomic_load_n(&cl.thread_stop, __ATOMIC_ACQUIRE);
+	for (unsigned round = 0; !strata_load_acquire(&cl.thread_stop);
 	     round++) {
 		/* not connected yet: try again, every 10 ms doubling to 1 s */
 		if (round >= next_try &&
-		    __atomic_load_n(&cl.state, __ATOMIC_ACQUIRE) == SESS_PENDING) {
+		    strata_load_acquire(&cl.state) == SESS_PENDING) {
 			if (sess_retry() == 0)
 				gen = 0; /* every descriptor, to the daemon at last */
 			wait = wait < 100 ? wait * 2 : 100;
@@ -416,7 +447,7 @@ static void *sess_main(void *arg)
 			gen = g;
 			sess_send_descs();
 		}
-		if (__atomic_load_n(&cl.state, __ATOMIC_ACQUIRE) == SESS_ON)
+		if (strata_load_acquire(&cl.state) == SESS_ON)
 			sess_sweep();
 		if (cl.st)
 			sess_follow_state();
@@ -436,7 +467,7 @@ static bool sess_stop_helper(void)
 {
 	struct timespec until;
 
-	__atomic_store_n(&cl.thread_stop, 1, __ATOMIC_RELEASE);
+	strata_store_release(&cl.thread_stop, 1);
 	clock_gettime(CLOCK_REALTIME, &until); /* pthread_timedjoin_np's clock */
 	until.tv_sec += SESS_HELPER_JOIN_MS / 1000;
 	until.tv_nsec += (SESS_HELPER_JOIN_MS % 1000) * 1000000L;
@@ -513,7 +544,7 @@ static void sess_report_unrecorded(uint64_t events)
  */
 void client_leave(struct strata_stats *last)
 {
-	int st = __atomic_load_n(&cl.state, __ATOMIC_ACQUIRE);
+	int st = strata_load_acquire(&cl.state);
 	struct sess_bye bye;
 
 	if (st == SESS_OFF)
@@ -549,10 +580,10 @@ void client_leave(struct strata_stats *last)
 		sess_send_descs();
 		sess_sweep();
 	}
-	bye.rings_unsent = __atomic_load_n(&cl.rings_unsent, __ATOMIC_RELAXED);
+	bye.rings_unsent = strata_load_relaxed(&cl.rings_unsent);
 	bye.internal_lost = 0; /* strata's own records are not in lost[] */
 	bye.flags = cl.guarded ? SESS_BYE_DONE : 0;
-	st = __atomic_load_n(&cl.state, __ATOMIC_ACQUIRE);
+	st = strata_load_acquire(&cl.state);
 	if (st == SESS_ON && sess_send(&bye, sizeof(bye), -1))
 		st = SESS_DEAD;
 	if (st == SESS_ON && cl.guarded) {
@@ -578,12 +609,16 @@ void client_leave(struct strata_stats *last)
 			(unsigned long long)held, (unsigned long long)lost);
 		sess_report_unrecorded(held + lost);
 	}
-	int s = __atomic_exchange_n(&cl.fd, -1, __ATOMIC_ACQ_REL);
+	/* One closer takes the fd; acquire pairs with sess_connect()'s
+	 * store, release with the senders' loads (struct client). */
+	int s = strata_exchange_acq_rel(&cl.fd, -1);
 	if (s >= 0)
 		close(s);
-	/* Closers wake futexes again (an in-process consumer may come). */
-	__atomic_store_n(&ring_bellfd, -1, __ATOMIC_RELEASE);
-	__atomic_store_n(&cl.state, SESS_OFF, __ATOMIC_RELEASE);
+	/* Closers wake futexes again (an in-process consumer may come);
+	 * pairs with ring_doorbell()'s acquire load. */
+	strata_store_release(&ring_bellfd, -1);
+	/* after the fd is gone: pairs with the loads of state */
+	strata_store_release(&cl.state, SESS_OFF);
 }
 
 /* ---- STRATA_OUTPUT: the embedded mode's guardian (docs/record.md) ---- */
@@ -599,7 +634,7 @@ static void sess_wait_done(const struct sess_bye *bye,
 {
 	struct sess_done m;
 	struct strata_stats st;
-	int fd = __atomic_load_n(&cl.fd, __ATOMIC_ACQUIRE), got = 0;
+	int fd = strata_load_acquire(&cl.fd), got = 0;
 	uint64_t deadline = mono_ms() + SESS_DONE_WAIT_MS;
 
 	while (mono_poll_in(fd, deadline) > 0) {
@@ -689,7 +724,8 @@ int client_join(const char *path, const char *output, bool guarded,
 		cl.guarded = 0;
 		return ret;
 	}
-	__atomic_store_n(&cl.state, st, __ATOMIC_SEQ_CST);
+	/* as in sess_retry(): pairs with sess_ring_created()'s fence */
+	strata_store_seq_cst(&cl.state, st);
 	ring_created_hook = sess_ring_created;
 	if (have_state) {
 		cl.st_gen = stt.gen;
@@ -725,7 +761,7 @@ int client_join(const char *path, const char *output, bool guarded,
  */
 void client_fork_helper(void)
 {
-	if (!cl.st || __atomic_load_n(&cl.state, __ATOMIC_RELAXED) != SESS_NEED)
+	if (!cl.st || strata_load_relaxed(&cl.state) != SESS_NEED)
 		return;
 #if defined(STRATA_TSAN)
 	/* ThreadSanitizer's fork() runs the atfork child handlers while it
@@ -745,7 +781,7 @@ void client_fork_helper(void)
  * ring, as a process of its own (its own uuid and connection). */
 void client_after_fork_child(void)
 {
-	int st = __atomic_load_n(&cl.state, __ATOMIC_RELAXED);
+	int st = strata_load_relaxed(&cl.state);
 
 	if (cl.fd >= 0)
 		close(cl.fd); /* the parent's connection */
@@ -778,17 +814,17 @@ void client_after_fork_child(void)
 
 bool client_joined(void)
 {
-	return __atomic_load_n(&cl.state, __ATOMIC_ACQUIRE) != SESS_OFF;
+	return strata_load_acquire(&cl.state) != SESS_OFF;
 }
 
 bool client_traces_child(void)
 {
-	int st = __atomic_load_n(&cl.state, __ATOMIC_RELAXED);
+	int st = strata_load_relaxed(&cl.state);
 
 	return st == SESS_ON || st == SESS_PENDING;
 }
 
 void client_fork_untraced(void)
 {
-	__atomic_store_n(&cl.state, SESS_OFF, __ATOMIC_RELAXED);
+	strata_store_relaxed(&cl.state, SESS_OFF);
 }

@@ -149,6 +149,15 @@ enum { GATE_OPEN, GATE_ARMED, GATE_STOPPED };
 
 #define HELD_MAX 1024
 
+/*
+ * `gate` leaves GATE_ARMED once: to OPEN by gate_open()'s acq_rel CAS, or
+ * to STOPPED by a release store (strata_event_fire(), on any thread,
+ * possibly in a signal handler). Its loads are acquire and pair with
+ * those: whoever sees it moved sees the trigger's flag claimed first.
+ * `nheld` is stored with release once held[nheld] is filled (under the
+ * registry lock) and loaded with acquire by gate_open(), on the thread
+ * that fires: the entries it walks are whole.
+ */
 static int gate;               /* GATE_* */
 static uint64_t want_mask;     /* the mask the gate stands for */
 static uint64_t trig_majors;   /* majors of the start triggers */
@@ -185,43 +194,43 @@ static void policy_init(void)
 /* The mask as the gate allows it. */
 static uint64_t gated(uint64_t m)
 {
-	int g = __atomic_load_n(&gate, __ATOMIC_ACQUIRE);
+	int g = strata_load_acquire(&gate);
 	return g == GATE_OPEN ? m
-	       : g == GATE_ARMED ? __atomic_load_n(&trig_majors, __ATOMIC_RELAXED) : 0;
+	       : g == GATE_ARMED ? strata_load_relaxed(&trig_majors) : 0;
 }
 
 void mask_set(uint64_t m)
 {
 	policy_init();
-	__atomic_store_n(&want_mask, m, __ATOMIC_RELAXED);
+	strata_store_relaxed(&want_mask, m);
 	strata_mask = gated(m);
 }
 
 uint64_t mask_wanted(void)
 {
 	policy_init();
-	return __atomic_load_n(&want_mask, __ATOMIC_RELAXED);
+	return strata_load_relaxed(&want_mask);
 }
 
 STRATA_API void strata_enable_majors(uint64_t majors)
 {
 	majors &= ~STRATA_MAJOR_BIT(63);
 	policy_init();
-	__atomic_fetch_or(&want_mask, majors, __ATOMIC_RELAXED);
-	__atomic_fetch_or(&strata_mask, gated(majors), __ATOMIC_RELAXED);
+	strata_or_relaxed(&want_mask, majors);
+	strata_or_relaxed(&strata_mask, gated(majors));
 }
 
 STRATA_API void strata_disable_majors(uint64_t majors)
 {
 	policy_init();
-	__atomic_fetch_and(&want_mask, ~majors, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&gate, __ATOMIC_ACQUIRE) == GATE_OPEN)
-		__atomic_fetch_and(&strata_mask, ~majors, __ATOMIC_RELAXED);
+	strata_and_relaxed(&want_mask, ~majors);
+	if (strata_load_acquire(&gate) == GATE_OPEN)
+		strata_and_relaxed(&strata_mask, ~majors);
 }
 
 STRATA_API uint64_t strata_majors(void)
 {
-	return __atomic_load_n(&strata_mask, __ATOMIC_RELAXED);
+	return strata_load_relaxed(&strata_mask);
 }
 
 static int pattern_matches(const char *pat, const struct strata_event_desc *e)
@@ -248,16 +257,16 @@ static int is_held(volatile uint8_t *flag)
  * role; a held flag changes what it gets back when the gate opens. */
 static void flag_store(volatile uint8_t *flag, uint8_t v)
 {
-	if (is_trigger(__atomic_load_n(flag, __ATOMIC_RELAXED)))
+	if (is_trigger(strata_load_relaxed(flag)))
 		return;
-	if (__atomic_load_n(&gate, __ATOMIC_ACQUIRE) == GATE_ARMED) {
+	if (strata_load_acquire(&gate) == GATE_ARMED) {
 		int i = is_held(flag);
 		if (i >= 0) {
 			held[i].want = v;
 			return;
 		}
 	}
-	__atomic_store_n(flag, v, __ATOMIC_RELAXED);
+	strata_store_relaxed(flag, v);
 }
 
 /* -e patterns of a session (STRATA_ENABLE, or the daemon's state file),
@@ -325,23 +334,23 @@ void control_registered(const struct strata_event_desc *const *evs, size_t n)
 	enable_registered(evs, n);
 	if (!start_pat[0] && !stop_pat[0])
 		return;
-	int armed = __atomic_load_n(&gate, __ATOMIC_ACQUIRE) == GATE_ARMED;
+	int armed = strata_load_acquire(&gate) == GATE_ARMED;
 	/* triggers first: their majors decide which siblings are held */
 	for (size_t i = 0; i < n; i++) {
 		const struct strata_event_desc *e = evs[i];
 		if (!e->enabled || e->major < 1 || e->major > STRATA_MAJOR_MAX)
 			continue;
 		if (armed && pattern_matches(start_pat, e)) {
-			__atomic_store_n(e->enabled, STRATA_FLAG_START, __ATOMIC_RELAXED);
-			__atomic_fetch_or(&trig_majors, STRATA_MAJOR_BIT(e->major),
-					  __ATOMIC_RELAXED);
+			strata_store_relaxed(e->enabled, STRATA_FLAG_START);
+			strata_or_relaxed(&trig_majors,
+					  STRATA_MAJOR_BIT(e->major));
 		} else if (pattern_matches(stop_pat, e)) {
-			__atomic_store_n(e->enabled, STRATA_FLAG_STOP, __ATOMIC_RELAXED);
+			strata_store_relaxed(e->enabled, STRATA_FLAG_STOP);
 		}
 	}
 	if (!armed)
 		return;
-	uint64_t majors = __atomic_load_n(&trig_majors, __ATOMIC_RELAXED);
+	uint64_t majors = strata_load_relaxed(&trig_majors);
 	for (size_t i = 0; i < n && nheld < HELD_MAX; i++) {
 		const struct strata_event_desc *e = evs[i];
 		if (!e->enabled || !(majors & STRATA_MAJOR_BIT(e->major & 63)) ||
@@ -349,8 +358,8 @@ void control_registered(const struct strata_event_desc *const *evs, size_t n)
 			continue;
 		held[nheld].flag = e->enabled;
 		held[nheld].want = *e->enabled;
-		__atomic_store_n(&nheld, nheld + 1, __ATOMIC_RELEASE);
-		__atomic_store_n(e->enabled, 0, __ATOMIC_RELAXED);
+		strata_store_release(&nheld, nheld + 1); /* see `gate` */
+		strata_store_relaxed(e->enabled, 0);
 	}
 	strata_mask = majors;
 }
@@ -360,27 +369,26 @@ void control_registered(const struct strata_event_desc *const *evs, size_t n)
 static void gate_open(void)
 {
 	int g = GATE_ARMED;
-	if (!__atomic_compare_exchange_n(&gate, &g, GATE_OPEN, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
+	/* once; see `gate` for the pairs of both */
+	if (!strata_cas_acq_rel(&gate, &g, GATE_OPEN))
 		return;
-	for (unsigned i = 0, n = __atomic_load_n(&nheld, __ATOMIC_ACQUIRE); i < n; i++)
-		__atomic_store_n(held[i].flag, held[i].want, __ATOMIC_RELAXED);
-	strata_mask = gated(__atomic_load_n(&want_mask, __ATOMIC_RELAXED));
+	for (unsigned i = 0, n = strata_load_acquire(&nheld); i < n; i++)
+		strata_store_relaxed(held[i].flag, held[i].want);
+	strata_mask = gated(strata_load_relaxed(&want_mask));
 }
 
 STRATA_API int strata_event_fire(volatile uint8_t *flag)
 {
-	uint8_t v = __atomic_load_n(flag, __ATOMIC_RELAXED);
+	uint8_t v = strata_load_relaxed(flag);
 
 	if (v != STRATA_FLAG_START && v != STRATA_FLAG_STOP)
 		return v != 0;
 	/* once: the first thread to fire it acts */
-	if (__atomic_compare_exchange_n(flag, &v, 1, 0, __ATOMIC_RELAXED,
-					__ATOMIC_RELAXED)) {
+	if (strata_cas_relaxed(flag, &v, 1)) {
 		if (v == STRATA_FLAG_START) {
 			gate_open();
 		} else { /* stop, for good: this event is the last */
-			__atomic_store_n(&gate, GATE_STOPPED, __ATOMIC_RELEASE);
+			strata_store_release(&gate, GATE_STOPPED); /* `gate` */
 			strata_mask = 0;
 		}
 	}

@@ -26,7 +26,7 @@ STRATA_API void strata_log_words(uint8_t major, uint16_t minor,
 	uint32_t id = STRATA_ID(major, minor), nw = (uint32_t)n + 1;
 	uint8_t *slot = &words_cid[(id * 0x9E3779B1u + nw * 0x85EBCA6Bu) >> 24];
 	/* relaxed: threads share the cache; what it says is checked */
-	uint8_t cb = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	uint8_t cb = strata_load_relaxed(slot);
 
 	if (cb && ring_cid_entry(cb) == (id | (uint64_t)nw << 32 | STRATA_CID_VALID)) {
 		strata_log_fixed(&cb, id, nw, words);
@@ -35,7 +35,7 @@ STRATA_API void strata_log_words(uint8_t major, uint16_t minor,
 	cb = 0;
 	strata_log_slow(&cb, id, nw, words);
 	if (cb && cb < STRATA_CID_EXT)
-		__atomic_store_n(slot, cb, __ATOMIC_RELAXED);
+		strata_store_relaxed(slot, cb);
 }
 
 STRATA_API void strata_log_blob(uint8_t major, uint16_t minor, const void *p,

@@ -18,6 +18,10 @@ static const struct strata_event_desc **events;
 static size_t nevents, cap_events;
 static const struct strata_subsys_desc **subsys;
 static size_t nsubsys, cap_subsys;
+/* Bumped with release after an event is registered or a blob id marked;
+ * strata_registry_generation()'s acquire load pairs with it: whoever sees
+ * the new generation (the session helper, the consumer's metadata) finds
+ * what it stands for. */
 static uint64_t generation;
 /* Other copies of registered events (same vocabulary, another library). */
 static const struct strata_event_desc **aliases;
@@ -135,7 +139,7 @@ STRATA_API int strata_register(const struct strata_subsys_desc *s,
 	control_registered(evs, n); /* triggers armed before the first firing */
 out:
 	if (added)
-		__atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+		strata_add_fetch_release(&generation, 1); /* see there */
 	pthread_mutex_unlock(&registry_lock);
 	return ret;
 }
@@ -189,12 +193,14 @@ int strata_registry_foreach_subsys(
 
 uint64_t strata_registry_generation(void)
 {
-	return __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+	return strata_load_acquire(&generation);
 }
 
 /* Open-addressing set of ids, filled lock-free (a slot goes from 0 to
  * id + 1 once, by CAS). 1024 distinct blob ids per process is plenty;
- * past that, blobs are declared as raw words. */
+ * past that, blobs are declared as raw words. The CAS is a release, and
+ * every load of a slot (the CAS's failure too) an acquire that pairs
+ * with it. */
 #define BLOB_SLOTS REGISTRY_BLOB_SLOTS
 static uint32_t blob_ids[BLOB_SLOTS];
 
@@ -203,14 +209,14 @@ void registry_mark_blob(uint32_t id)
 	uint32_t h = (id * 2654435761u) & (BLOB_SLOTS - 1);
 
 	for (int i = 0; i < BLOB_SLOTS; i++, h = (h + 1) & (BLOB_SLOTS - 1)) {
-		uint32_t cur = __atomic_load_n(&blob_ids[h], __ATOMIC_ACQUIRE);
+		uint32_t cur = strata_load_acquire(&blob_ids[h]);
 		if (cur == id + 1)
 			return;
 		if (cur == 0 &&
-		    __atomic_compare_exchange_n(&blob_ids[h], &cur, id + 1, 0,
-						__ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
-			/* a session's helper sends it with the descriptors */
-			__atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+		    strata_cas_release_acquire(&blob_ids[h], &cur, id + 1)) {
+			/* a session's helper sends it with the descriptors;
+			 * the slot before the generation (see there) */
+			strata_add_fetch_release(&generation, 1);
 			return;
 		}
 		if (cur == id + 1)
@@ -224,7 +230,7 @@ int registry_foreach_blob(int (*fn)(unsigned slot, uint32_t id, void *arg),
 	int ret = 0;
 
 	for (unsigned h = 0; h < BLOB_SLOTS && !ret; h++) {
-		uint32_t cur = __atomic_load_n(&blob_ids[h], __ATOMIC_ACQUIRE);
+		uint32_t cur = strata_load_acquire(&blob_ids[h]);
 		if (cur)
 			ret = fn(h, cur - 1, arg);
 	}
@@ -236,7 +242,7 @@ int registry_is_blob(uint32_t id)
 	uint32_t h = (id * 2654435761u) & (BLOB_SLOTS - 1);
 
 	for (int i = 0; i < BLOB_SLOTS; i++, h = (h + 1) & (BLOB_SLOTS - 1)) {
-		uint32_t cur = __atomic_load_n(&blob_ids[h], __ATOMIC_ACQUIRE);
+		uint32_t cur = strata_load_acquire(&blob_ids[h]);
 		if (cur == id + 1)
 			return 1;
 		if (cur == 0)

@@ -36,22 +36,22 @@ static uint64_t dumped, dump_lost;
 
 uint64_t statedump_logged(void)
 {
-	return __atomic_load_n(&dumped, __ATOMIC_RELAXED);
+	return strata_load_relaxed(&dumped);
 }
 
 uint64_t statedump_lost(void)
 {
-	return __atomic_load_n(&dump_lost, __ATOMIC_RELAXED);
+	return strata_load_relaxed(&dump_lost);
 }
 
 /* `hid`: the record's compact id (= its minor, docs/compact.md), with
  * STRATA_HID_EXT for those of variable length. */
 static int reserve(struct strata_rsv *r, uint32_t hid, uint32_t words)
 {
-	__atomic_add_fetch(&dumped, 1, __ATOMIC_RELAXED);
+	strata_add_fetch_relaxed(&dumped, 1);
 	if (strata_reserve(r, hid, words))
 		return 1;
-	__atomic_add_fetch(&dump_lost, 1, __ATOMIC_RELAXED);
+	strata_add_fetch_relaxed(&dump_lost, 1);
 	return 0;
 }
 
@@ -269,7 +269,7 @@ void statedump_name_thread(uint32_t tid)
 
 void statedump_self(void)
 {
-	__atomic_store_n(&dumped, 0, __ATOMIC_RELAXED);
+	strata_store_relaxed(&dumped, 0);
 	if (!mask_wanted()) /* nothing enabled (STRATA_MAJORS=none): nothing */
 		return;
 	pthread_mutex_lock(&statedump_lock);
