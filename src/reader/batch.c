@@ -73,7 +73,7 @@ static void put_fields(const struct rd_fast *e, const uint8_t *at,
  * bytes at voff beside the entry's value heads, two 16-byte values written
  * whole (so no stale byte of the batch survives); with one field the
  * second write, at val[0], is the value kept (struct rd_fast). */
-static inline __attribute__((always_inline)) void
+static strata_always_inline void
 put_words(const struct rd_fast *e, const uint8_t *at, struct strata_value *val)
 {
 	char *const v = (char *)val;
@@ -140,7 +140,7 @@ static inline struct rd_fast_tab fast_tab(const struct rd_subtrace *sub)
 
 /* The slot of header word w (stream class 0: the entry of w's class
  * when its hi is w's upper half; 1: the compact id's entry). */
-static inline __attribute__((always_inline)) const struct rd_fast *
+static strata_always_inline const struct rd_fast *
 fast_slot(const struct rd_fast_tab *ft, uint64_t w, const bool c1)
 {
 	if (c1)
@@ -154,19 +154,20 @@ fast_slot(const struct rd_fast_tab *ft, uint64_t w, const bool c1)
  * class's payload (RD_FAST_NONE for an id the path does not take), and
  * the event, 4 + size bytes, fits in the content when size < end - at
  * (both multiples of 4). */
-static inline __attribute__((always_inline)) const struct rd_fast *
+static strata_always_inline const struct rd_fast *
 fast_at(const struct rd_fast_tab *ft, const uint8_t *at, const uint8_t *end,
 	uint64_t w, const bool c1)
 {
 	uint32_t hi = (uint32_t)(w >> 32);
 	const struct rd_fast *e = fast_slot(ft, w, c1);
-	if (RD_UNLIKELY((!c1 && e->hi != hi) || e->size >= (uint64_t)(end - at)))
+	if (strata_unlikely((!c1 && e->hi != hi) ||
+			    e->size >= (uint64_t)(end - at)))
 		return NULL;
 	return e;
 }
 
 /* The length of the event at header word w, entry e (fast_at took it). */
-static inline __attribute__((always_inline)) uint64_t
+static strata_always_inline uint64_t
 ev_len(uint64_t w, const struct rd_fast *e, const bool c1)
 {
 	if (c1)
@@ -205,7 +206,7 @@ struct rd_put {
 	uint32_t nv;
 };
 
-static inline __attribute__((always_inline)) struct rd_put
+static strata_always_inline struct rd_put
 put_begin(const struct rd_out *o)
 {
 	/* first and val are NULL when no values are asked for: no offset
@@ -214,7 +215,7 @@ put_begin(const struct rd_out *o)
 				o->val ? o->val + o->nv : NULL, o->nv };
 }
 
-static inline __attribute__((always_inline)) void
+static strata_always_inline void
 put_end(struct rd_out *o, const struct rd_put *p)
 {
 	o->k = (unsigned)(p->ev - o->ev);
@@ -226,7 +227,7 @@ put_end(struct rd_out *o, const struct rd_put *p)
  * (fields 0 and 1 by the entry's own plan, with no loop: the common
  * case), into the room of fast_nf >= 2 per event that the caller checked
  * (room_of). */
-static inline __attribute__((always_inline)) void
+static strata_always_inline void
 put_direct(struct rd_put *p, const uint8_t *at, uint64_t ts, const struct rd_fast *e,
 	   const struct rd_lane *l, const bool values, const bool c1)
 {
@@ -246,7 +247,7 @@ put_direct(struct rd_put *p, const uint8_t *at, uint64_t ts, const struct rd_fas
 	rd_put64(ev, 6, (uintptr_t)at - l->map);
 	if (values) {
 		*p->first++ = p->nv;
-		if (RD_LIKELY(e->simple))
+		if (strata_likely(e->simple))
 			put_words(e, base, p->val);
 		else
 			put_fields(e, base, p->val);
@@ -258,11 +259,11 @@ put_direct(struct rd_put *p, const uint8_t *at, uint64_t ts, const struct rd_fas
 /* c's next event as its head, when the batch path takes it (fast_at):
  * peeked at pos, its timestamp in prev_ts and in the key. False, with
  * nothing changed, otherwise. */
-static inline __attribute__((always_inline)) bool
+static strata_always_inline bool
 cursor_peek(struct rd_cursor *c, const bool unord, const bool c1)
 {
 	const uint8_t *at = c->pos;
-	if (RD_UNLIKELY(at >= c->end))
+	if (strata_unlikely(at >= c->end))
 		return false;
 	uint64_t w = hdr_word(at, c1);
 	struct rd_fast_tab ft = fast_tab(c->sub);
@@ -277,7 +278,7 @@ cursor_peek(struct rd_cursor *c, const bool unord, const bool c1)
 /* c's head was taken: its next one, peeked if the batch path takes it,
  * else by rd_cursor_next (packet ends, records, damage, unknown ids, other
  * lengths), exactly as for strata_iter_next; sets c->key. */
-static __attribute__((noinline)) void
+static noinline void
 cursor_advance(struct strata_iter *it, struct rd_cursor *c, const bool unord)
 {
 	c->peek = false;
@@ -297,7 +298,7 @@ cursor_advance(struct strata_iter *it, struct rd_cursor *c, const bool unord)
  * no merge logic. Leaves c with its next head (key set); the caller
  * replays its matches.
  */
-static inline __attribute__((always_inline)) void
+static strata_always_inline void
 drain_direct(struct strata_iter *it, struct rd_out *o, struct rd_cursor *c,
 	     const bool values, const bool unord, const bool bounded,
 	     unsigned __int128 lim, const bool c1)
@@ -317,13 +318,13 @@ drain_direct(struct strata_iter *it, struct rd_out *o, struct rd_cursor *c,
 			break;
 		put_direct(&p, at, ts, e, &l, values, c1);
 		at += ev_len(w, e, c1);
-		if (RD_UNLIKELY(at >= l.end)) {
+		if (strata_unlikely(at >= l.end)) {
 			gone = true;
 			break;
 		}
 		w = hdr_word(at, c1);
 		e = fast_at(&ft, at, l.end, w, c1);
-		if (RD_UNLIKELY(!e)) {
+		if (strata_unlikely(!e)) {
 			gone = true;
 			break;
 		}
@@ -401,7 +402,7 @@ struct rd_head {
 /* The header word after the head at `at` (entry e, so its length is e's
  * and it ends inside the content, at most at end), or 0 when the content
  * ends there. */
-static inline __attribute__((always_inline)) uint64_t
+static strata_always_inline uint64_t
 next_word(const uint8_t *at, const struct rd_fast *e, const uint8_t *end,
 	  const bool c1)
 {
@@ -422,7 +423,7 @@ next_word(const uint8_t *at, const struct rd_fast *e, const uint8_t *end,
  * the loop ends, with that cursor at the event, when the batch path does
  * not take it.
  */
-static inline __attribute__((always_inline)) void
+static strata_always_inline void
 merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values,
 	      const bool c1)
 {
@@ -459,7 +460,7 @@ merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values,
 		 * the entry matches, the header's length is the class's
 		 * (stream class 1: the bound alone, fast_at) */
 		const struct rd_fast *const ne = fast_slot(&ft, nw, c1);
-		if (RD_UNLIKELY(c1 ? ne->size >= (uint64_t)(h->l.end - np) :
+		if (strata_unlikely(c1 ? ne->size >= (uint64_t)(h->l.end - np) :
 				     ne->hi != (uint32_t)(nw >> 32) ||
 					     np + ((nw >> 51) & ~(uint64_t)7) > h->l.end)) {
 			/* content ends (nw 0), or the general path takes
@@ -493,32 +494,28 @@ merge2_direct(struct strata_iter *it, struct rd_out *o, const bool values,
 	it->tree[1] = w ^ 1;
 }
 
-static __attribute__((noinline)) void merge2_values(struct strata_iter *it,
-							 struct rd_out *o)
+static noinline void merge2_values(struct strata_iter *it, struct rd_out *o)
 {
 	merge2_direct(it, o, true, false);
 }
 
-static __attribute__((noinline)) void merge2_events(struct strata_iter *it,
-							 struct rd_out *o)
+static noinline void merge2_events(struct strata_iter *it, struct rd_out *o)
 {
 	merge2_direct(it, o, false, false);
 }
 
-static __attribute__((noinline)) void merge2_values1(struct strata_iter *it,
-							  struct rd_out *o)
+static noinline void merge2_values1(struct strata_iter *it, struct rd_out *o)
 {
 	merge2_direct(it, o, true, true);
 }
 
-static __attribute__((noinline)) void merge2_events1(struct strata_iter *it,
-							  struct rd_out *o)
+static noinline void merge2_events1(struct strata_iter *it, struct rd_out *o)
 {
 	merge2_direct(it, o, false, true);
 }
 
 /* drain_direct for c's stream class */
-static inline __attribute__((always_inline)) void
+static strata_always_inline void
 drain(struct strata_iter *it, struct rd_out *o, struct rd_cursor *c,
       const bool values, const bool unord, const bool bounded,
       unsigned __int128 lim)
@@ -556,12 +553,12 @@ static inline unsigned __int128 runner_up(const struct strata_iter *it, unsigned
  * heads stay peeked between calls; strata_iter_next takes them as they
  * are (iter_step).
  */
-static inline __attribute__((always_inline)) void
+static strata_always_inline void
 iter_direct(struct strata_iter *it, struct rd_out *o, const bool values,
 	    const bool unord, const unsigned width)
 {
 	struct rd_cursor *const cur = it->cur;
-	if (RD_UNLIKELY(!it->started))
+	if (strata_unlikely(!it->started))
 		rd_build_merge(it);
 	if (it->advance_top) {
 		/* strata_iter_next returned the winner's head */
@@ -573,9 +570,9 @@ iter_direct(struct strata_iter *it, struct rd_out *o, const bool values,
 	for (;;) {
 		unsigned w = it->tree[0];
 		struct rd_cursor *c = &cur[w];
-		if (RD_UNLIKELY(c->key == RD_KEY_DONE))
+		if (strata_unlikely(c->key == RD_KEY_DONE))
 			break;
-		if (RD_UNLIKELY(!c->peek)) {
+		if (strata_unlikely(!c->peek)) {
 			if (o->k >= o->n || (values && o->vcap - o->nv < o->need))
 				break;
 			emit(o, &c->ev, values);
@@ -612,7 +609,7 @@ static void iter_general(struct strata_iter *it, struct rd_out *o, const bool va
 }
 
 /* iter_direct for the iterator's mode and tree width. */
-static inline __attribute__((always_inline)) void
+static strata_always_inline void
 iter_direct_w(struct strata_iter *it, struct rd_out *o, const bool values)
 {
 	if (it->unordered)

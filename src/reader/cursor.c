@@ -215,7 +215,8 @@ static const struct rd_class *compact_next(struct strata_iter *it,
 		/* extended: u32 length in 32-bit words << 5 | 31, u32 id, u64 clock */
 		len = (h >> 5) * 4;
 		hdr = 16;
-		if (RD_UNLIKELY(len < hdr || len > room || (len - hdr) % 8)) {
+		if (strata_unlikely(len < hdr || len > room ||
+				    (len - hdr) % 8)) {
 			packet_damage(it, c, at, "extended event of %u bytes does not "
 				      "fit the packet; rest of packet skipped", len);
 			c->pos = c->end;
@@ -224,18 +225,18 @@ static const struct rd_class *compact_next(struct strata_iter *it,
 		c->pos = at + len;
 		uint32_t id = rd_le32(at + 4);
 		ts = rd_le64(at + 8);
-		if (RD_UNLIKELY(ts < c->prev_ts))
+		if (strata_unlikely(ts < c->prev_ts))
 			time_back(it, c, (uint64_t)(at - c->map), c->prev_ts, ts,
 				  "an extended header gives");
 		cls = rd_lookup(c->sub, id);
-		if (RD_UNLIKELY(!cls)) {
+		if (strata_unlikely(!cls)) {
 			packet_damage(it, c, at, "unknown event id %u; skipped, with "
 				      "later unknown ids of this packet", id);
 			return NULL;
 		}
 	} else {
 		cls = cid ? rd_lookup(c->sub, cid) : NULL;
-		if (RD_UNLIKELY(!cls || !cls->clen || cls->clen > room)) {
+		if (strata_unlikely(!cls || !cls->clen || cls->clen > room)) {
 			packet_damage(it, c, at, "%s; rest of packet skipped",
 				      !cid ? "event id 0" :
 				      !cls ? "unknown compact event id" :
@@ -251,7 +252,7 @@ static const struct rd_class *compact_next(struct strata_iter *it,
 	}
 	c->prev_ts = ts;
 	*b = (struct rd_body){ at + hdr, len - hdr, ts };
-	if (RD_UNLIKELY(!(cls->pub.id >> 16))) {
+	if (strata_unlikely(!(cls->pub.id >> 16))) {
 		/* strata's own records, format.md §4 */
 		if (cls->ctf == RD_ID_THREAD && b->size >= 8) {
 			c->tid = rd_le32(b->payload);
@@ -276,7 +277,7 @@ bool rd_cursor_next(struct strata_iter *it, struct rd_cursor *c)
 	const struct rd_subtrace *sub = c->s->sub;
 	const bool internal = it->flags & STRATA_ITER_INTERNAL;
 	for (;;) {
-		if (RD_UNLIKELY(c->pos >= c->end)) {
+		if (strata_unlikely(c->pos >= c->end)) {
 			if (c->in_packet) {
 				report_packet_end(it, c);
 				c->in_packet = false;
@@ -299,7 +300,8 @@ bool rd_cursor_next(struct strata_iter *it, struct rd_cursor *c)
 		}
 		uint64_t w = rd_le64(at);
 		uint32_t len = (uint32_t)(w >> 54);
-		if (RD_UNLIKELY(len == 0 || (size_t)(c->end - at) / 8 < len)) {
+		if (strata_unlikely(len == 0 ||
+				    (size_t)(c->end - at) / 8 < len)) {
 			if (len)
 				packet_damage(it, c, at, "event of %u words runs past "
 					      "content_size; rest of packet skipped", len);
@@ -313,14 +315,14 @@ bool rd_cursor_next(struct strata_iter *it, struct rd_cursor *c)
 		const uint64_t before = c->prev_ts;
 		uint64_t ts = before + (uint32_t)((uint32_t)w - (uint32_t)before);
 		c->prev_ts = ts;
-		if (RD_UNLIKELY(id >> 16 == 0)) {
+		if (strata_unlikely(id >> 16 == 0)) {
 			/* strata's own records, format.md §4 */
 			if (id == RD_ID_THREAD && len >= 2) {
 				c->tid = rd_le32(at + 8);
 				c->pid = rd_le32(at + 12);
 			} else if (id == RD_ID_CLOCK && len >= 2) {
 				ts = rd_le64(at + 8);
-				if (RD_UNLIKELY(ts < before))
+				if (strata_unlikely(ts < before))
 					time_back(it, c, (uint64_t)(at - c->map), before, ts,
 						  "a strata:clock record gives");
 				c->prev_ts = ts;
@@ -329,7 +331,7 @@ bool rd_cursor_next(struct strata_iter *it, struct rd_cursor *c)
 				continue;
 		}
 		cls = rd_lookup(sub, id);
-		if (RD_UNLIKELY(!cls)) {
+		if (strata_unlikely(!cls)) {
 			if (id >> 16)
 				packet_damage(it, c, at, "unknown event id %u (%u:%u); "
 					      "skipped, with later unknown ids of this packet",

@@ -277,13 +277,13 @@ int strata_event_fields(const struct strata_event *ev, struct strata_value *vals
 		return -EINVAL;
 	const struct rd_class *rc = (const struct rd_class *)c;
 	const struct rd_plan *plan = rc->plan;
-	if (RD_LIKELY(plan != NULL)) {
+	if (strata_likely(plan != NULL)) {
 		/* specialised path: one bounds check, then branch-free loads
 		 * of whole words (min_size rounds up within the payload) */
-		if (RD_UNLIKELY(ev->size < rc->plan_min))
+		if (strata_unlikely(ev->size < rc->plan_min))
 			return -EBADMSG;
 		const uint8_t *p = ev->payload;
-		if (RD_LIKELY(n >= rc->nplan)) {
+		if (strata_likely(n >= rc->nplan)) {
 			/* whole steps; the padding writes zeros past nfields,
 			 * inside the caller's n */
 			for (unsigned i = 0; i < rc->nplan; i += RD_PLAN_STEP)
@@ -295,15 +295,16 @@ int strata_event_fields(const struct strata_event *ev, struct strata_value *vals
 			rd_plan_value(&plan[i], p, &vals[i]);
 		return c->nfields;
 	}
-	if (RD_LIKELY(c->fixed)) {
+	if (strata_likely(c->fixed)) {
 		/* offsets precomputed, one bounds check */
-		if (RD_UNLIKELY(ev->size < c->min_size))
+		if (strata_unlikely(ev->size < c->min_size))
 			return -EBADMSG;
 		for (unsigned i = 0; i < c->nfields; i++) {
 			const struct strata_field_class *f = &c->fields[i];
 			struct strata_value *v = &vals[i];
 			const uint8_t *p = ev->payload + f->offset;
-			if (RD_LIKELY(f->type == STRATA_FIELD_INT || f->type == STRATA_FIELD_ENUM)) {
+			if (strata_likely(f->type == STRATA_FIELD_INT ||
+					  f->type == STRATA_FIELD_ENUM)) {
 				v->type = f->is_signed ? STRATA_VALUE_SINT : STRATA_VALUE_UINT;
 				v->u = load(p, f->bits, f->is_signed);
 			} else {
@@ -363,7 +364,7 @@ struct sbuf {
 
 static inline void put(struct sbuf *b, const char *s, size_t n)
 {
-	if (RD_LIKELY(b->len - b->n >= n && b->n <= b->len)) {
+	if (strata_likely(b->len - b->n >= n && b->n <= b->len)) {
 		fmt_copy_small(b->p + b->n, s, n);
 	} else if (b->n < b->len) {
 		size_t room = b->len - b->n;

@@ -41,7 +41,7 @@ struct rd_cursor {
  * payload the `size` bytes at `payload` (at + 8 in stream class 0, 4 or
  * 16 after at in stream class 1), attributed as the cursor's packet says
  * (format.md §4). */
-static inline __attribute__((always_inline)) void
+static strata_always_inline void
 cursor_set_event(struct rd_cursor *c, const struct strata_event_class *cls,
 		 const uint8_t *at, const uint8_t *payload, uint32_t size,
 		 uint64_t ts, uint32_t id)
@@ -102,13 +102,13 @@ void rd_cursor_seek(struct strata_iter *it, struct rd_cursor *c, uint64_t ts);
  * `prev`. A header inside the content is there whole: content ends on a
  * word of its class (packet.c rd_check_header).
  */
-static inline __attribute__((always_inline)) uint64_t
+static strata_always_inline uint64_t
 hdr_word(const uint8_t *at, const bool c1)
 {
 	return c1 ? rd_le32(at) : rd_le64(at);
 }
 
-static inline __attribute__((always_inline)) uint64_t
+static strata_always_inline uint64_t
 hdr_ts(uint64_t prev, uint64_t w, const bool c1)
 {
 	if (c1)
@@ -117,7 +117,7 @@ hdr_ts(uint64_t prev, uint64_t w, const bool c1)
 }
 
 /* The header's size: where the payload starts. */
-static inline __attribute__((always_inline)) uint32_t hdr_size(const bool c1)
+static strata_always_inline uint32_t hdr_size(const bool c1)
 {
 	return c1 ? 4 : 8;
 }
@@ -131,15 +131,15 @@ static inline __attribute__((always_inline)) uint32_t hdr_size(const bool c1)
  * (its table, classes.c build_fast1); the extended form and classes with no
  * plan take rd_cursor_next.
  */
-static inline __attribute__((always_inline)) bool
+static strata_always_inline bool
 cursor_next_fast(struct strata_iter *it, struct rd_cursor *c)
 {
 	const uint8_t *at = c->pos;
 	if (c->c1) {
-		if (RD_LIKELY(at < c->end)) {
+		if (strata_likely(at < c->end)) {
 			uint32_t h = rd_le32(at);
 			const struct rd_fast *e = &c->sub->fast[h & 31];
-			if (RD_LIKELY(e->size < (uint64_t)(c->end - at))) {
+			if (strata_likely(e->size < (uint64_t)(c->end - at))) {
 				uint64_t ts = hdr_ts(c->prev_ts, h, true);
 				c->prev_ts = ts;
 				c->pos = at + 4 + e->size;
@@ -150,16 +150,16 @@ cursor_next_fast(struct strata_iter *it, struct rd_cursor *c)
 		}
 		return rd_cursor_next(it, c);
 	}
-	if (RD_LIKELY(at < c->end)) {
+	if (strata_likely(at < c->end)) {
 		uint64_t w = rd_le64(at);
 		uint32_t len = (uint32_t)(w >> 54);
 		uint32_t id = (uint32_t)(w >> 32) & 0x3fffff;
 		uint32_t major = id >> 16, minor = id & 0xffff;
 		const struct rd_subtrace *sub = c->sub;
-		if (RD_LIKELY((len - 1u) < (uint64_t)(c->end - at) / 8 && major != 0 &&
-			      minor < sub->nminor[major])) {
+		if (strata_likely((len - 1u) < (uint64_t)(c->end - at) / 8 &&
+				  major != 0 && minor < sub->nminor[major])) {
 			const struct rd_class *cls = sub->by_major[major][minor];
-			if (RD_LIKELY(cls != NULL)) {
+			if (strata_likely(cls != NULL)) {
 				uint64_t ts = c->prev_ts +
 					      (uint32_t)((uint32_t)w - (uint32_t)c->prev_ts);
 				c->prev_ts = ts;
@@ -198,7 +198,7 @@ void rd_build_merge(struct strata_iter *it);
 
 /* Cursor w's key changed to wk: replay its matches up to the root, with
  * branch-free selects; returns the new winner. */
-static inline __attribute__((always_inline)) unsigned
+static strata_always_inline unsigned
 replay_in(const struct rd_cursor *cur, unsigned *tree, unsigned width, unsigned w,
 	  unsigned __int128 wk)
 {
@@ -232,7 +232,7 @@ replay_in(const struct rd_cursor *cur, unsigned *tree, unsigned width, unsigned 
 	return w;
 }
 
-static inline __attribute__((always_inline)) unsigned
+static strata_always_inline unsigned
 replay(struct strata_iter *it, unsigned w, unsigned __int128 wk)
 {
 	return replay_in(it->cur, it->tree, it->width, w, wk);
@@ -240,31 +240,32 @@ replay(struct strata_iter *it, unsigned w, unsigned __int128 wk)
 
 /* The cursor holding the next event, or NULL at the end: the body of
  * strata_iter_next, inlined into it and into the batches. */
-static inline __attribute__((always_inline)) struct rd_cursor *
+static strata_always_inline struct rd_cursor *
 iter_step(struct strata_iter *it)
 {
 	struct rd_cursor *cur = it->cur;
 	unsigned w;
-	if (RD_UNLIKELY(!it->started)) {
+	if (strata_unlikely(!it->started)) {
 		rd_build_merge(it);
 		w = it->tree[0];
-	} else if (RD_LIKELY(it->advance_top)) {
+	} else if (strata_likely(it->advance_top)) {
 		w = it->tree[0];
 		struct rd_cursor *c = &cur[w];
 		/* a filter with no condition (the CLI always makes one) keeps
 		 * the fast path; conditions added later take effect at once */
 		bool fast = it->fast && (!it->f || !it->f->narrowed);
-		bool has = RD_LIKELY(fast) ? cursor_next_fast(it, c) : rd_cursor_next(it, c);
-		c->key = RD_LIKELY(has) ? key_of(it, c) : RD_KEY_DONE;
+		bool has = strata_likely(fast) ? cursor_next_fast(it, c)
+					       : rd_cursor_next(it, c);
+		c->key = strata_likely(has) ? key_of(it, c) : RD_KEY_DONE;
 		w = replay(it, w, c->key);
 	} else {
 		w = it->tree[0];
 	}
-	if (RD_UNLIKELY(cur[w].key == RD_KEY_DONE)) {
+	if (strata_unlikely(cur[w].key == RD_KEY_DONE)) {
 		it->advance_top = false;
 		return NULL;
 	}
-	if (RD_UNLIKELY(cur[w].peek)) {
+	if (strata_unlikely(cur[w].peek)) {
 		/* a head peeked by the batch path: the fast path takes
 		 * it, with the timestamp that made the key */
 		cur[w].peek = false;

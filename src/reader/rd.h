@@ -11,11 +11,9 @@
 
 #include <strata/reader.h>
 
-/* by its path from here: the reader's tests see only src/reader/ */
+/* by their path from here: the reader's tests see only src/reader/ */
+#include "../common/compiler.h" /* strata_likely, strata_always_inline */
 #include "../common/format.h"
-
-#define RD_LIKELY(x) __builtin_expect(!!(x), 1)
-#define RD_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* format.md §2, §7: the layout is common/format.h's */
 #define RD_PACKET_MAGIC STRATA_PKT_MAGIC
