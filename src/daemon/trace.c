@@ -25,13 +25,15 @@ static void state_publish(struct sessd *d, int enabled)
 
 	if (!s)
 		return;
-	g = __atomic_load_n(&s->gen, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->gen, g + 1, __ATOMIC_RELAXED);
-	/* The odd generation is visible before any field changes. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&s->enabled, (uint32_t)enabled, __ATOMIC_RELAXED);
-	/* Pairs with the readers' acquire load of gen (src/lib/session.c). */
-	__atomic_store_n(&s->gen, g + 2, __ATOMIC_RELEASE);
+	g = strata_load_relaxed(&s->gen);
+	strata_store_relaxed(&s->gen, g + 1);
+	/* The odd generation is visible before any field changes: pairs
+	 * with the readers' acquire fence after they read the fields and
+	 * before they read gen again (state_read() in src/lib/client.c). */
+	strata_fence_release();
+	strata_store_relaxed(&s->enabled, (uint32_t)enabled);
+	/* Pairs with the readers' acquire load of gen (state_read()). */
+	strata_store_release(&s->gen, g + 2);
 	d->stop_gen = g + 2;
 }
 

@@ -80,7 +80,7 @@ static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
 	 * per wake-up, and the rest leaves it time to come. And at every
 	 * close of the first half of the first lap, to fault the next pages
 	 * in (§1): from the half on, the consumer's window reaches the end. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	strata_fence_seq_cst();
 	uint64_t next = ring_packet_begin(ring, end - 1) + ring->psize;
 	if (strata_load_relaxed(&ring->ctl->cwait) &&
 	    (next - strata_load_relaxed(&ring->ctl->consumed) > ring->bufmask / 4 ||
