@@ -85,6 +85,9 @@ struct cli_ring_opts {
 /* One option of CLI_RING_OPTIONS: 1 taken, 0 not one of them, -1 bad
  * (said on stderr). */
 int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg);
+/* -e PATTERN appended to a comma list of `size` bytes: 0, or -1 after one
+ * line (too many). */
+int cli_enable_add(char *enable, size_t size, const char *pattern);
 /* Check them and export them as STRATA_PACKET_SIZE, ..., STRATA_ENABLE
  * (-e alone starts from no majors), checked whole as the library will
  * take them. 0, or -1 after saying why. */

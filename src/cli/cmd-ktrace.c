@@ -76,14 +76,7 @@ static int ktrace_opt(struct ktrace_opts *kt, int c, const char *arg)
 			kt->events[kt->nevents++] = arg;
 		return 0;
 	case 'e':
-		if (strlen(kt->enable) + strlen(arg) + 2 > sizeof(kt->enable)) {
-			cli_err(NULL, "--enable: too many patterns");
-			return -1;
-		}
-		if (*kt->enable)
-			strcat(kt->enable, ",");
-		strcat(kt->enable, arg);
-		return 0;
+		return cli_enable_add(kt->enable, sizeof(kt->enable), arg);
 	case OPT_KSYSTEM:
 		kt->system = true;
 		return 0;

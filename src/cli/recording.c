@@ -167,6 +167,18 @@ int cli_clock_opt(const char *arg)
 	return 0;
 }
 
+int cli_enable_add(char *enable, size_t size, const char *pattern)
+{
+	if (strlen(enable) + strlen(pattern) + 2 > size) {
+		cli_err(NULL, "--enable: too many patterns");
+		return -1;
+	}
+	if (*enable)
+		strcat(enable, ",");
+	strcat(enable, pattern);
+	return 0;
+}
+
 int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg)
 {
 	switch (opt) {
@@ -176,14 +188,7 @@ int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg)
 	case OPT_RING_MAJORS: r->majors = arg; return 1;
 	case OPT_RING_GROUP: r->group = arg; return 1;
 	case 'e':
-		if (strlen(r->enable) + strlen(arg) + 2 > sizeof(r->enable)) {
-			cli_err(NULL, "--enable: too many patterns");
-			return -1;
-		}
-		if (*r->enable)
-			strcat(r->enable, ",");
-		strcat(r->enable, arg);
-		return 1;
+		return cli_enable_add(r->enable, sizeof(r->enable), arg) ? -1 : 1;
 	}
 	return 0;
 }
