@@ -382,12 +382,12 @@ void iv_free(struct iv_result *r); /* NULL ok */
 
 /* ---- what happened inside a pair of user events ------------------------- */
 
-struct in_options {
+struct inside_options {
 	const char *from, *to; /* event name globs, paired per thread */
 	uint64_t wfrom, wto;   /* pairs that begin in this window (ticks; 0: its edge) */
 };
 
-struct in_pair {
+struct inside_pair {
 	uint64_t begin, end;   /* ticks; end valid when closed */
 	uint32_t pid, tid;
 	bool closed;
@@ -396,17 +396,17 @@ struct in_pair {
 	uint64_t blocked;      /* ticks off CPU while blocked (S or D) */
 };
 
-struct in_switch {
+struct inside_switch {
 	size_t pair;           /* index in pairs */
 	uint64_t out_at, back_at; /* ticks; back_at 0 if not back in the pair */
 	uint32_t cpu, next_tid;
 	int64_t prev_state;    /* sched_switch prev_state */
 };
 
-struct in_result {
-	struct in_pair *pairs;
+struct inside_result {
+	struct inside_pair *pairs;
 	size_t npairs;
-	struct in_switch *sw;  /* in time order */
+	struct inside_switch *sw;  /* in time order */
 	size_t nsw;
 	struct an_names *names; /* the threads' names */
 };
@@ -414,8 +414,8 @@ struct in_result {
 /* Pair `from` and `to` events per thread and list the context switches of
  * that thread inside each pair. Returns 0, -EINVAL (no class matches a
  * glob), -ENOENT (no sched_switch event: record with -k sched), -ENOMEM. */
-int in_compute(struct strata_trace *t, const struct in_options *o,
-	       struct in_result *out);
-void in_fini(struct in_result *r);
+int inside_compute(struct strata_trace *t, const struct inside_options *o,
+	       struct inside_result *out);
+void inside_fini(struct inside_result *r);
 
 #endif /* STRATA_ANALYSIS_H */

@@ -41,9 +41,9 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 }
 
 /* The thread of `op` runs again at `ts`: account its time off CPU. */
-static void back_on(struct in_result *out, struct open_pair *op, uint64_t ts)
+static void back_on(struct inside_result *out, struct open_pair *op, uint64_t ts)
 {
-	struct in_pair *p = &out->pairs[op->pair];
+	struct inside_pair *p = &out->pairs[op->pair];
 	uint64_t d = ts - op->off_at;
 
 	if (op->off_state == 1)
@@ -62,8 +62,8 @@ static int64_t field_i(const struct strata_event *ev, int idx)
 	return v.type == STRATA_VALUE_SINT ? v.s : (int64_t)v.u;
 }
 
-int in_compute(struct strata_trace *t, const struct in_options *o,
-	       struct in_result *out)
+int inside_compute(struct strata_trace *t, const struct inside_options *o,
+	       struct inside_result *out)
 {
 	unsigned nc = strata_trace_nclasses(t);
 	uint8_t *role = calloc(nc ? nc : 1, 1); /* 1 from, 2 to, 4 switch */
@@ -145,13 +145,13 @@ int in_compute(struct strata_trace *t, const struct in_options *o,
 		if (rl & 4) {
 			for (size_t i = 0; i < nopen; i++) {
 				struct open_pair *op = &open[i];
-				struct in_pair *p = &out->pairs[op->pair];
+				struct inside_pair *p = &out->pairs[op->pair];
 				if ((int64_t)op->tid == prev && !op->off_at) {
 					if (grow((void **)&out->sw, &cap_sw, out->nsw + 1,
 						 sizeof(*out->sw)))
 						goto out;
 					int64_t st = field_i(ev, f[1]);
-					struct in_switch *s = &out->sw[out->nsw];
+					struct inside_switch *s = &out->sw[out->nsw];
 					memset(s, 0, sizeof(*s));
 					s->pair = op->pair;
 					s->out_at = ev->timestamp;
@@ -172,7 +172,7 @@ int in_compute(struct strata_trace *t, const struct in_options *o,
 			for (size_t i = 0; i < nopen; i++) {
 				if (open[i].tid != ev->tid)
 					continue;
-				struct in_pair *p = &out->pairs[open[i].pair];
+				struct inside_pair *p = &out->pairs[open[i].pair];
 				p->end = ev->timestamp;
 				p->closed = true;
 				open[i] = open[--nopen];
@@ -189,7 +189,7 @@ int in_compute(struct strata_trace *t, const struct in_options *o,
 			    grow((void **)&out->pairs, &cap_pairs, out->npairs + 1,
 				 sizeof(*out->pairs)))
 				goto out;
-			struct in_pair *p = &out->pairs[out->npairs];
+			struct inside_pair *p = &out->pairs[out->npairs];
 			memset(p, 0, sizeof(*p));
 			p->begin = ev->timestamp;
 			p->pid = ev->pid;
@@ -206,11 +206,11 @@ out:
 	free(role);
 	free(sf);
 	if (ret)
-		in_fini(out);
+		inside_fini(out);
 	return ret;
 }
 
-void in_fini(struct in_result *r)
+void inside_fini(struct inside_result *r)
 {
 	free(r->pairs);
 	free(r->sw);

@@ -24,8 +24,8 @@ const char cmd_switches_usage[] =
 
 static int by_duration(const void *a, const void *b)
 {
-	const struct in_pair *x = *(const struct in_pair *const *)a;
-	const struct in_pair *y = *(const struct in_pair *const *)b;
+	const struct inside_pair *x = *(const struct inside_pair *const *)a;
+	const struct inside_pair *y = *(const struct inside_pair *const *)b;
 	uint64_t dx = x->end - x->begin, dy = y->end - y->begin;
 	return dx < dy ? 1 : dx > dy ? -1 : (x->begin > y->begin) - (x->begin < y->begin);
 }
@@ -53,7 +53,7 @@ static const char *state_name(int64_t s)
 }
 
 /* "tid 123 (name)", or "tid 123" */
-static const char *who(const struct in_result *r, uint32_t tid, char *buf, size_t n)
+static const char *who(const struct inside_result *r, uint32_t tid, char *buf, size_t n)
 {
 	const char *nm = an_names_get(r->names, tid);
 	if (!tid)
@@ -92,7 +92,7 @@ static int switches_parse(int argc, char **argv, struct report_pair_opts *p)
 int cmd_switches(int argc, char **argv)
 {
 	struct report_pair_opts po = { 0 };
-	struct in_options io = { 0 };
+	struct inside_options io = { 0 };
 	long top;
 	bool json;
 
@@ -107,8 +107,8 @@ int cmd_switches(int argc, char **argv)
 		return 1;
 	uint64_t t0 = strata_trace_begin(ct.t);
 	report_pair_window(&po, ct.t, &io.wfrom, &io.wto);
-	struct in_result r;
-	int ret = in_compute(ct.t, &io, &r);
+	struct inside_result r;
+	int ret = inside_compute(ct.t, &io, &r);
 	if (ret == -EINVAL || ret == -ENOENT) {
 		if (ret == -EINVAL)
 			cli_err(ct.path, "no event matches --begin '%s' or --end '%s' (strata "
@@ -126,14 +126,14 @@ int cmd_switches(int argc, char **argv)
 	}
 
 	/* The closed pairs, longest first. */
-	struct in_pair **v = calloc(r.npairs ? r.npairs : 1, sizeof(*v));
+	struct inside_pair **v = calloc(r.npairs ? r.npairs : 1, sizeof(*v));
 	size_t n = 0;
 	for (size_t i = 0; v && i < r.npairs; i++)
 		if (r.pairs[i].closed)
 			v[n++] = &r.pairs[i];
 	if (!v) {
 		cli_err(NULL, "switches: out of memory");
-		in_fini(&r);
+		inside_fini(&r);
 		cli_close(&ct);
 		return 1;
 	}
@@ -155,7 +155,7 @@ int cmd_switches(int argc, char **argv)
 		printf("%zu pairs of %s .. %s; %" PRIu64 " with context switches inside.\n"
 		       "The %zu longest:\n\n", n, io.from, io.to, with, show);
 	for (size_t k = 0; k < show; k++) {
-		const struct in_pair *p = v[k];
+		const struct inside_pair *p = v[k];
 		size_t pi = (size_t)(p - r.pairs);
 		uint64_t d = p->end - p->begin;
 		char d0[40], d1[40], d2[40], d3[40], nb[64];
@@ -176,7 +176,7 @@ int cmd_switches(int argc, char **argv)
 		}
 		int first = 1;
 		for (size_t s = 0; s < r.nsw; s++) {
-			const struct in_switch *w = &r.sw[s];
+			const struct inside_switch *w = &r.sw[s];
 			if (w->pair != pi)
 				continue;
 			uint64_t back = w->back_at ? w->back_at : p->end;
@@ -204,7 +204,7 @@ int cmd_switches(int argc, char **argv)
 		printf("]}\n");
 #undef NS
 	free(v);
-	in_fini(&r);
+	inside_fini(&r);
 	int rc = cli_status(&ct);
 	cli_close(&ct);
 	return rc;
