@@ -399,6 +399,11 @@ static int record_run(const struct record_opts *ro)
 	/* The environment the whole process tree inherits: libstrata
 	 * reads the session and the ring geometry from it. */
 	setenv("STRATA_SESSION", sessd_socket(d), 1);
+	/* where a process counts its events itself if we are killed before
+	 * taking them (lib/client.c, trace_note_unrecorded()) */
+	char abs[4200];
+	if (realpath(ro->out, abs))
+		setenv("STRATA_RECORD_TRACE", abs, 1);
 	cli_session_signals();
 
 	int gate[2] = {-1, -1};

@@ -92,6 +92,7 @@ static struct client {
 	 * asks for DONE, and leaving waits for it, up to SESS_DONE_WAIT_MS. */
 	int guarded;
 	char output[4096]; /* STRATA_OUTPUT, for the guarded one's report */
+	char record_trace[4096]; /* STRATA_RECORD_TRACE: strata record's trace */
 	char enable[1024]; /* STRATA_ENABLE: patterns, comma-separated */
 	/* a long-lived daemon's state file (below) */
 	const struct sess_state *st; /* NULL: none (strata record) */
@@ -512,9 +513,30 @@ static int sess_leave_retry(void)
  * Events that never reached the daemon: say so where it looks, so that
  * the trace counts them (docs/record.md, "Processes that could not
  * join"): a file `unrecorded.PID` in the session directory, "PID NAME
- * EVENTS". Best effort: a daemon that is gone reads nothing.
+ * EVENTS". Best effort: a daemon that is gone reads nothing; a `strata
+ * record` that is gone (killed) left its trace, which is told directly.
  */
-static void sess_report_unrecorded(uint64_t events)
+static void trace_note_unrecorded(uint64_t events)
+{
+	char path[sizeof(cl.record_trace) + 16], line[160], name[17] = "";
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/unrecorded", cl.record_trace);
+	prctl(PR_GET_NAME, name, 0, 0, 0);
+	/* O_APPEND: one write of a short line, whole among other writers */
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	int n = snprintf(line, sizeof(line), "pid %u (%s): %llu events not recorded "
+			 "(the recorder was gone when it left)\n", strata_pid,
+			 name[0] ? name : "?", (unsigned long long)events);
+	if (write(fd, line, (size_t)n) < 0) {
+		/* nothing more to do */
+	}
+	close(fd);
+}
+
+static void sess_report_unrecorded(uint64_t events, bool recorder_gone)
 {
 	char path[sizeof(cl.sock) + 32], line[96], name[17] = "";
 	const char *slash = strrchr(cl.sock, '/');
@@ -522,6 +544,10 @@ static void sess_report_unrecorded(uint64_t events)
 
 	if (!slash || !events)
 		return;
+	if (recorder_gone && cl.record_trace[0]) {
+		trace_note_unrecorded(events);
+		return;
+	}
 	snprintf(path, sizeof(path), "%.*s/unrecorded.%u", (int)(slash - cl.sock),
 		 cl.sock, strata_pid);
 	prctl(PR_GET_NAME, name, 0, 0, 0);
@@ -534,6 +560,12 @@ static void sess_report_unrecorded(uint64_t events)
 		/* nothing more to do */
 	}
 	close(fd);
+}
+
+void client_record_trace(const char *dir)
+{
+	if (dir && *dir && strlen(dir) < sizeof(cl.record_trace))
+		memcpy(cl.record_trace, dir, strlen(dir) + 1);
 }
 
 /*
@@ -607,7 +639,7 @@ void client_leave(struct strata_stats *last)
 			: st == SESS_PENDING ? "never took this process (its backlog stayed full)"
 					     : "is gone or stalled",
 			(unsigned long long)held, (unsigned long long)lost);
-		sess_report_unrecorded(held + lost);
+		sess_report_unrecorded(held + lost, st != SESS_ON && st != SESS_PENDING);
 	}
 	/* One closer takes the fd; acquire pairs with sess_connect()'s
 	 * store, release with the senders' loads (struct client). */

@@ -30,6 +30,11 @@ int client_join(const char *path, const char *output, bool guarded,
  */
 void client_leave(struct strata_stats *last);
 
+/* The trace directory of the `strata record` this process joins
+ * (STRATA_RECORD_TRACE): where it counts its events itself if that
+ * recorder dies before taking them. Before client_join(). */
+void client_record_trace(const char *dir);
+
 /* Whether the process is in a daemon's session (any state but off). */
 bool client_joined(void);
 

@@ -117,6 +117,7 @@ void lib_env_read(struct lib_env *e)
 	e->tool = getenv("STRATA_TOOL");
 	e->enable = getenv("STRATA_ENABLE");
 	e->ktrace_dir = getenv("STRATA_KTRACE_DIR");
+	e->record_trace = getenv("STRATA_RECORD_TRACE");
 }
 
 STRATA_API int strata_options_from_env(struct strata_options *opt)

@@ -415,6 +415,7 @@ __attribute__((constructor)) static void strata_init(void)
 		return;
 	}
 	if (sess && *sess) {
+		client_record_trace(env.record_trace);
 		/* an exec'd child of a guarded program: its session too */
 		int ret = join(sess, out && *out ? out : NULL, env.guarded,
 			       env.enable);

@@ -36,6 +36,7 @@ struct lib_env {
 	const char *tool;             /* STRATA_TOOL */
 	const char *enable;           /* STRATA_ENABLE */
 	const char *ktrace_dir;       /* STRATA_KTRACE_DIR (set by strata ktrace) */
+	const char *record_trace;     /* STRATA_RECORD_TRACE (set by strata record) */
 };
 
 /* Read the environment now (any thread, not a signal handler). */

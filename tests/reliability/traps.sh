@@ -67,6 +67,22 @@ sleep 0.2
 kill -KILL "$rec"
 wait "$rec" 2>/dev/null || true
 ls "$TMPDIR" | grep -q strata-session || fail "no session directory to leave behind"
+# ... and a program still running then counts, in that trace, the events
+# it could not hand over (issue 24, item 9: before, the trace said nothing)
+"$strata" record -o k3 -- env SEQWRITER_LINGER_MS=1500 "$bin/tests/record/seqwriter" k3.side 1000 \
+	>/dev/null 2>k3.err &
+rec=$!
+for _ in $(seq 200); do [ -e k3/ust ] && break; sleep 0.02; done
+sleep 0.5 # its 1000 events logged, in its rings
+kill -KILL "$rec"
+wait "$rec" 2>/dev/null || true
+for _ in $(seq 150); do [ -s k3/unrecorded ] && break; sleep 0.02; done
+"$strata" info k3 >k3.info 2>&1 || true
+ev=$(sed -nE 's/^Events: *([0-9]+).*/\1/p' k3.info)
+un=$(sed -nE 's/^Not recorded: ([0-9]+) events of 1 process.*/\1/p' k3.info)
+[ -n "$un" ] || fail "a killed recorder's program did not count its events in the trace: $(cat k3.info k3/unrecorded 2>&1 | head -12)"
+[ $((${ev:-0} + un)) = 1000 ] || fail "killed recorder: ${ev:-0} recorded + $un not recorded != 1000 logged"
+grep -q 'the recorder was gone' k3/unrecorded || fail "k3/unrecorded does not say why: $(cat k3/unrecorded)"
 "$strata" record -o k2 -- true >/dev/null 2>&1 || fail "record k2"
 left=$(ls "$TMPDIR")
 [ -z "$left" ] || fail "left behind after the next record: $left"
