@@ -303,6 +303,18 @@ void sessd_client_close(struct sessd *d, struct client *c, int writers_gone)
 		sessd_note_unrecorded(d, c->pid, c->name, n, why);
 		c->untraced = 0;
 	}
+	if (c->bye && c->traced && !c->lost_base) {
+		/* Losses its BYE counts that no ring holds, so no packet's
+		 * events_discarded: events dropped while it could make no
+		 * ring at all (out of descriptors to its end). Readers see
+		 * them here, or nowhere. */
+		uint64_t said = 0, held = sessd_client_ring_lost(c);
+		for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
+			said += c->byemsg.lost[k];
+		if (said > held)
+			sessd_note_unrecorded(d, c->pid, c->name, said - held,
+					      "discarded while it had no buffer to count them in");
+	}
 	for (unsigned i = 0; i < c->nrings; i++)
 		cons_ring_unmap(c->rings[i]);
 	c->nrings = 0;

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,7 +18,7 @@
  * started, take every free descriptor, enable major 6 and log N events
  * (its ring cannot be created: no memfd), give them back, wait past the
  * ring's retry delay (100 ms, src/ring/shm.c) and log N more. Prints the
- * events logged.
+ * events logged. `emfile N never`: stays out of descriptors to its end.
  */
 int main(int argc, char **argv)
 {
@@ -38,6 +39,11 @@ int main(int argc, char **argv)
 	strata_enable_majors(STRATA_MAJOR_BIT(6));
 	for (unsigned long i = 0; i < n; i++)
 		STRATA_EVENT1(6, 1, i);
+	if (argc > 2 && !strcmp(argv[2], "never")) {
+		/* out of descriptors to the end: no ring, ever */
+		printf("%lu\n", n);
+		return 0;
+	}
 	while (nfd > 0)
 		close(fds[--nfd]);
 	nanosleep(&retry, NULL);

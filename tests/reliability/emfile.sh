@@ -24,3 +24,16 @@ for how in embedded record; do
 	[ "$after" = 10000 ] || fail "$how: $after of the 10000 events logged after the descriptors came back recorded"
 	echo "emfile: $how: $ev recorded (all 10000 after) + $lost discarded while out of descriptors = $n logged"
 done
+# Out of descriptors to the end: no ring is ever made, so no packet can
+# count the losses; the trace's `unrecorded` file does (under strata
+# record: the program's BYE counts them).
+rm -rf t
+n=$("$strata" record --majors none -o t -- "$prog" 10000 never 2>run.err)
+info=$("$strata" info t 2>info.err) || fail "never: strata info: $(cat info.err)"
+ev=$(echo "$info" | sed -nE 's/^Events: *([0-9]+).*/\1/p')
+lost=$(echo "$info" | sed -nE 's/^Lost: *([0-9]+) events discarded.*/\1/p')
+un=$(echo "$info" | sed -nE 's/^Not recorded: ([0-9]+) events.*/\1/p')
+[ $((ev + lost + ${un:-0})) = "$n" ] ||
+	fail "never: $ev recorded + $lost discarded + ${un:-0} not recorded != $n logged: $(cat t/unrecorded 2>&1)"
+grep -q 'had no buffer' t/unrecorded || fail "never: t/unrecorded does not say why: $(cat t/unrecorded 2>&1)"
+echo "emfile: never a ring: $ev recorded + $lost discarded + ${un:-0} counted in TRACE/unrecorded = $n logged"
