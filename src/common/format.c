@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -34,6 +35,22 @@ int fmt_idx_begin(int fd)
 
 	_Static_assert(sizeof(h) == STRATA_IDX_HEADER_SIZE, "format.md §7");
 	return fmt_write_all(fd, h, sizeof(h), 0);
+}
+
+int fmt_unrecorded_line(int fd, uint32_t pid, const char *name, uint64_t events,
+			const char *why)
+{
+	char line[320];
+	int n = snprintf(line, sizeof(line), "pid %u (%.16s): %llu events not recorded (%s)\n",
+			 pid, name && *name ? name : "?", (unsigned long long)events, why);
+
+	if (n < 0)
+		return -EINVAL;
+	if ((size_t)n >= sizeof(line)) { /* a long `why`: cut, the line kept */
+		n = sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	return write(fd, line, (size_t)n) == n ? 0 : -EIO;
 }
 
 int fmt_write_all(int fd, const void *buf, size_t len, off_t off)

@@ -116,4 +116,11 @@ int fmt_idx_begin(int fd);
  * EINTR. Returns 0, a negative errno, or -EIO (a write of 0 bytes). */
 int fmt_write_all(int fd, const void *buf, size_t len, off_t off);
 
+/* Append to TRACE/unrecorded (open with O_APPEND at `fd`) the line
+ * "pid P (NAME): N events not recorded (WHY)" (docs/format.md §1), in one
+ * write(), whole among the other processes appending. Async-signal-safe
+ * (snprintf of integers and strings only). Returns 0 or a negative errno. */
+int fmt_unrecorded_line(int fd, uint32_t pid, const char *name, uint64_t events,
+			const char *why);
+
 #endif /* STRATA_COMMON_FORMAT_H */

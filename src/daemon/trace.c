@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/format.h"
 #include "common/tfile.h"
 #include "daemon/daemon_int.h"
 
@@ -96,9 +97,6 @@ static void proc_rec_of(const struct client *c, const struct proc_sum *p,
 	r->discarded = p->discarded;
 }
 
-/* Totals of the current trace: the processes gone (d->done) and the
- * clients that have a sub-trace in it, one line each to `log` (NULL:
- * none). */
 /* One line in TRACE/unrecorded, where readers see it (`strata info`):
  * a process whose events are not in the trace, how many and why. */
 void sessd_note_unrecorded(struct sessd *d, uint32_t pid, const char *name,
@@ -110,15 +108,10 @@ void sessd_note_unrecorded(struct sessd *d, uint32_t pid, const char *name,
 		return;
 	snprintf(path, sizeof(path), "%s/unrecorded", d->trace);
 	int fd = tfile_open(path, O_WRONLY | O_APPEND);
-	FILE *out = fd < 0 ? NULL : fdopen(fd, "a");
-	if (!out) {
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0)
 		return;
-	}
-	fprintf(out, "pid %u (%s): %llu events not recorded (%s)\n", pid,
-		name[0] ? name : "?", (unsigned long long)events, why);
-	fclose(out);
+	fmt_unrecorded_line(fd, pid, name, events, why);
+	close(fd);
 }
 
 /*
@@ -163,6 +156,9 @@ static void collect_unrecorded(struct sessd *d)
 	closedir(dir);
 }
 
+/* Totals of the current trace: the processes gone (d->done) and the
+ * clients that have a sub-trace in it, one line each to `log` (NULL:
+ * none). */
 void sessd_trace_summary(struct sessd *d, FILE *log, struct sessd_totals *t)
 {
 	collect_unrecorded(d);

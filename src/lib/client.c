@@ -21,8 +21,10 @@
 
 #include <strata/strata.h>
 
+#include "common/format.h"
 #include "common/log.h"
 #include "common/mono.h"
+#include "common/tfile.h"
 #include "consumer/consumer.h"
 #include "lib/client.h"
 #include "lib/clock.h"
@@ -518,21 +520,16 @@ static int sess_leave_retry(void)
  */
 static void trace_note_unrecorded(uint64_t events)
 {
-	char path[sizeof(cl.record_trace) + 16], line[160], name[17] = "";
-	int fd;
+	char path[sizeof(cl.record_trace) + 16], name[17] = "";
 
 	snprintf(path, sizeof(path), "%s/unrecorded", cl.record_trace);
 	prctl(PR_GET_NAME, name, 0, 0, 0);
-	/* O_APPEND: one write of a short line, whole among other writers */
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* the trace's own modes (owner-only, or --group's), as the daemon's */
+	int fd = tfile_open(path, O_WRONLY | O_APPEND | O_NOFOLLOW);
 	if (fd < 0)
 		return;
-	int n = snprintf(line, sizeof(line), "pid %u (%s): %llu events not recorded "
-			 "(the recorder was gone when it left)\n", strata_pid,
-			 name[0] ? name : "?", (unsigned long long)events);
-	if (write(fd, line, (size_t)n) < 0) {
-		/* nothing more to do */
-	}
+	fmt_unrecorded_line(fd, strata_pid, name, events,
+			    "the recorder was gone when it left");
 	close(fd);
 }
 
