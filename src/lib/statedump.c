@@ -55,38 +55,6 @@ static int reserve(struct strata_rsv *r, uint32_t hid, uint32_t words)
 	return 0;
 }
 
-/* Fixed words, then one counted string (format.md §3): `fixed` bytes of
- * fields whose last 4 bytes are the string's count, filled here. */
-static void put_record(uint16_t minor, const void *fixed, size_t nfixed,
-		       const char *str)
-{
-	struct strata_rsv r;
-	size_t n = strnlen(str, 4000);
-	/* the count covers the text, its NUL and the padding to a word */
-	size_t end = ALIGN_UP(nfixed + n + 1, 8);
-	uint32_t count = (uint32_t)(end - nfixed);
-
-	if (!reserve(&r, STRATA_HID_EXT | minor, (uint32_t)(1 + end / 8)))
-		return;
-	unsigned char *p = (unsigned char *)r.p;
-	memset(p + end - 8, 0, 8);
-	memcpy(p, fixed, nfixed - 4);
-	memcpy(p + nfixed - 4, &count, 4);
-	memcpy(p + nfixed, str, n);
-	p[nfixed + n] = 0;
-	strata_commit(&r);
-}
-
-static void put_phase(uint32_t phase)
-{
-	struct strata_rsv r;
-
-	if (!reserve(&r, STRATA_ID_STATEDUMP, 2))
-		return;
-	r.p[0] = phase;
-	strata_commit(&r);
-}
-
 static void read_line(const char *path, char *buf, size_t size)
 {
 	FILE *f = fopen(path, "re");
@@ -97,6 +65,54 @@ static void read_line(const char *path, char *buf, size_t size)
 	if (fgets(buf, (int)size, f))
 		buf[strcspn(buf, "\n")] = 0;
 	fclose(f);
+}
+
+/*
+ * Fixed words, then one counted string (format.md §3): `fixed` bytes of
+ * fields whose last 4 bytes are the string's count, filled here, with
+ * room for `room` bytes of text. The text is str, or with `path` the
+ * first line of that file read after the reservation (so that the
+ * record's time comes before the read); a shorter text leaves zeros.
+ */
+static void put_record_room(uint16_t minor, const void *fixed, size_t nfixed,
+			    const char *str, const char *path, size_t room)
+{
+	struct strata_rsv r;
+	/* the count covers the text, its NUL and the padding to a word */
+	size_t end = ALIGN_UP(nfixed + room + 1, 8);
+	uint32_t count = (uint32_t)(end - nfixed);
+	char line[64];
+
+	if (!reserve(&r, STRATA_HID_EXT | minor, (uint32_t)(1 + end / 8)))
+		return;
+	if (path) {
+		read_line(path, line, sizeof(line));
+		str = line;
+	}
+	unsigned char *p = (unsigned char *)r.p;
+	memset(p + nfixed, 0, end - nfixed);
+	memcpy(p, fixed, nfixed - 4);
+	memcpy(p + nfixed - 4, &count, 4);
+	memcpy(p + nfixed, str, strnlen(str, room));
+	strata_commit(&r);
+}
+
+static void put_record(uint16_t minor, const void *fixed, size_t nfixed,
+		       const char *str)
+{
+	size_t n = strlen(str); /* NUL-terminated: read_line, prctl, maps */
+
+	put_record_room(minor, fixed, nfixed, str, NULL, n < 4000 ? n : 4000);
+}
+
+static void put_phase(uint32_t phase)
+{
+	struct strata_rsv r;
+
+	if (!reserve(&r, STRATA_ID_STATEDUMP, 2))
+		return;
+	r.p[0] = phase;
+	strata_commit(&r);
 }
 
 static uint32_t status_ppid(const char *proc)
@@ -149,32 +165,6 @@ static bool seen_new(uint32_t tid, const char *name)
 	return false;
 }
 
-/*
- * A thread of this process, named as /proc says at `path`: the record is
- * reserved first and the name read into it after, so that the record's
- * time comes before the read. A thread that renames itself and names
- * itself at its first event (statedump_name_thread()) meanwhile is then
- * never renamed back by an older read stamped later (thread-names saw
- * it under ASan: 7 of 8 named). The text is at most 15 bytes
- * (TASK_COMM_LEN): room for 16, zero-padded.
- */
-static void put_live_thread_name(uint32_t tid, uint32_t pid, const char *path)
-{
-	enum { FIXED = 12, END = 32 }; /* ALIGN_UP(FIXED + 16, 8) */
-	struct strata_rsv r;
-	char name[64];
-
-	if (!reserve(&r, STRATA_HID_EXT | STRATA_ID_THREAD_NAME, 1 + END / 8))
-		return;
-	read_line(path, name, sizeof(name));
-	unsigned char *p = (unsigned char *)r.p;
-	uint32_t f[3] = {tid, pid, END - FIXED};
-	memset(p, 0, END);
-	memcpy(p, f, FIXED);
-	memcpy(p + FIXED, name, strnlen(name, 15));
-	strata_commit(&r);
-}
-
 /* `self`: this process, remembering what was named. */
 static void dump_threads(const char *proc, uint32_t pid, bool self)
 {
@@ -194,12 +184,17 @@ static void dump_threads(const char *proc, uint32_t pid, bool self)
 		read_line(path, name, sizeof(name));
 		if (self && !seen_new((uint32_t)tid, name))
 			continue;
-		if (self) {
-			put_live_thread_name((uint32_t)tid, pid, path);
-			continue;
-		}
 		uint32_t f[3] = {(uint32_t)tid, pid, 0};
-		put_record(STRATA_ID_THREAD_NAME, f, sizeof(f), name);
+		/* A thread of ours: the name read again after the record is
+		 * reserved, so that a thread that renamed itself and named
+		 * itself at its first event (statedump_name_thread()) meanwhile
+		 * is never renamed back by an older read stamped later
+		 * (thread-names saw it under ASan: 7 of 8 named). At most 15
+		 * bytes (TASK_COMM_LEN). */
+		if (self)
+			put_record_room(STRATA_ID_THREAD_NAME, f, sizeof(f), NULL, path, 15);
+		else
+			put_record(STRATA_ID_THREAD_NAME, f, sizeof(f), name);
 	}
 	closedir(d);
 }
