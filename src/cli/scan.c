@@ -118,15 +118,15 @@ static int take_name(struct scan *s, const struct strata_event *ev, int ft, int 
 	    strata_event_field(ev, (unsigned)fn, &n) < 0 ||
 	    n.type != STRATA_VALUE_STRING || !t.u || t.u > UINT32_MAX)
 		return 0;
-	size_t len = strnlen(n.str, n.count < sizeof(((struct scan_slot *)0)->name) - 1
-					? n.count : sizeof(((struct scan_slot *)0)->name) - 1);
-	if (!len) /* says nothing (a thread gone before the dump read it) */
-		return 0;
+	if (!n.count || !n.str[0])
+		return 0; /* says nothing (a thread gone before the dump read it) */
 	struct scan_slot *sl = map_get(&s->names, t.u);
 	if (!sl)
 		return -1;
 	if (sl->from_dump && !dump) /* the process's own word wins */
 		return 0;
+	size_t len = strnlen(n.str, n.count < sizeof(sl->name) - 1 ? n.count
+								    : sizeof(sl->name) - 1);
 	memcpy(sl->name, n.str, len);
 	sl->name[len] = 0;
 	sl->from_dump = dump;

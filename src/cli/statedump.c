@@ -68,7 +68,7 @@ int cli_statedump_system(const char *trace)
 		return statedump_here(trace); /* no process to spare: here */
 	if (pid == 0) {
 		int ret = statedump_here(trace);
-		_exit(ret < 0 ? (-ret & 0xff ? -ret & 0xff : EIO) : 0);
+		_exit(-ret); /* 0, or an errno (all below 256) */
 	}
 	int st;
 	while (waitpid(pid, &st, 0) < 0)
