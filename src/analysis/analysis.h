@@ -103,14 +103,17 @@ struct bd_thread {
 	uint64_t lost;     /* times the trace lost track of it */
 	bool created;      /* forked inside the trace (before it: unseen) */
 	bool exited;       /* exited inside the trace (after it: unseen) */
-	bool partial;      /* t[BD_UNKNOWN] > 0: only partly seen */
+	bool outside;      /* a scoped trace (record -k CMD, ktrace -p) and the
+			    * thread not in it: its switches to other outside
+			    * threads were never recorded */
+	bool partial;      /* t[BD_UNKNOWN] > 0 or outside: only partly seen */
 	struct bd_syscall *sc;
 	unsigned nsc;
 	/* running state, internal */
 	int state;
 	uint64_t since;
 	int on;          /* CPU it runs on, -1 */
-	bool in_sys, sys_open, sys_seen, exiting;
+	bool in_sys, sys_open, sys_seen, exiting, in_scope;
 	uint32_t sys_nr;
 	uint64_t sys_enter;
 };
@@ -136,6 +139,7 @@ struct bd_options {
 struct bd_result {
 	uint64_t begin, end;  /* the window, ticks */
 	bool have_sched, have_syscalls, have_faults, have_irq;
+	bool scoped;          /* the kernel recorded some threads' switches only */
 	unsigned nthreads, ncpus;
 	struct bd_thread *threads; /* sorted by pid, tid */
 	struct bd_cpu *cpus;

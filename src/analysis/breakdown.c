@@ -47,6 +47,8 @@ struct bd_ctx {
 	/* tid -> thread; threads stay where they were allocated (pointers
 	 * are kept across lookups) */
 	struct an_tidmap threads;
+	uint32_t *scope; /* read_scope(): sorted, nscope */
+	size_t nscope;
 	int err;
 };
 
@@ -60,6 +62,12 @@ static struct bd_thread *thread_find(const struct bd_ctx *c, uint32_t tid)
 	return an_tidmap_find(&c->threads, tid);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
 static struct bd_thread *thread_get(struct bd_ctx *c, uint32_t tid)
 {
 	bool made;
@@ -70,6 +78,8 @@ static struct bd_thread *thread_get(struct bd_ctx *c, uint32_t tid)
 		th->state = BD_UNSEEN;
 		th->since = c->r->begin;
 		th->on = -1;
+		th->in_scope = c->nscope &&
+			bsearch(&tid, c->scope, c->nscope, sizeof(tid), cmp_u32);
 		if (!(th->cpu = calloc(c->r->ncpus, sizeof(*th->cpu))))
 			th = NULL;
 	}
@@ -515,6 +525,7 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 		struct bd_thread *ch = pid > 0 ? thread_get(c, (uint32_t)pid) : NULL;
 		if (ch) {
 			ch->created = true;
+			ch->in_scope |= cur && cur->in_scope; /* event-fork */
 			field_str(ev, ci->f[1], ch->comm, false);
 		}
 		break;
@@ -612,6 +623,39 @@ const char *bd_syscall_name(struct strata_trace *t, uint32_t nr)
 
 /* The state dump of `strata record` (TRACE/state, format.md §4) names the
  * threads alive when it started and gives their process ids. */
+/*
+ * A scoped trace's kernel env lists the threads set_event_pid was given
+ * (scope_tids); event-fork adds what they create. The kernel records a
+ * switch only when its prev or next is in scope, so a thread outside it
+ * is seen only when it meets one inside: it is partial even when every
+ * switch the trace has of it pairs up.
+ */
+static int read_scope(struct bd_ctx *c)
+{
+	struct strata_trace *t = c->t;
+	for (unsigned i = 0; i < strata_trace_nstreams(t); i++) {
+		struct strata_stream_info si;
+		if (!c->kernel_stream[i] || strata_trace_stream(t, i, &si) < 0)
+			continue;
+		const char *s = strata_trace_env(t, si.subtrace, "scope_tids");
+		if (!s)
+			return 0;
+		c->r->scoped = true;
+		size_t cap = strlen(s) / 2 + 1; /* "N " per tid at least */
+		if (!(c->scope = malloc(cap * sizeof(*c->scope))))
+			return -ENOMEM;
+		for (char *end; c->nscope < cap; s = end) {
+			unsigned long tid = strtoul(s, &end, 10);
+			if (end == s)
+				break;
+			c->scope[c->nscope++] = (uint32_t)tid;
+		}
+		qsort(c->scope, c->nscope, sizeof(*c->scope), cmp_u32);
+		return 0;
+	}
+	return 0;
+}
+
 static int read_state_dump(struct bd_ctx *c)
 {
 	struct strata_trace *t = c->t;
@@ -672,7 +716,7 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 		r->cpus[i].since = r->cpus[i].last = r->begin;
 	}
 	resolve_classes(&c);
-	if ((ret = read_state_dump(&c)) < 0)
+	if ((ret = read_scope(&c)) < 0 || (ret = read_state_dump(&c)) < 0)
 		goto out;
 
 	struct strata_iter_options io = { .stream = -1 };
@@ -698,7 +742,8 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 		if (th->in_sys && th->sys_open)
 			sys_account(&c, th, th->sys_nr, clip(&c, th->sys_enter, c.wto), 0, false);
 		set_state(&c, th, th->state, c.wto);
-		th->partial = th->t[BD_UNKNOWN] > 0;
+		th->outside = r->scoped && !th->in_scope;
+		th->partial = th->t[BD_UNKNOWN] > 0 || th->outside;
 	}
 	for (unsigned i = 0; i < r->ncpus; i++)
 		cpu_set(&c, i, r->cpus[i].cur, c.wto);
@@ -725,6 +770,7 @@ out:
 	an_tidmap_fini(&c.threads);
 	free(c.kernel_stream);
 	free(c.ci);
+	free(c.scope);
 	if (ret) {
 		bd_free(r);
 		return ret;

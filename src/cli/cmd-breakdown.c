@@ -17,9 +17,11 @@ const char cmd_breakdown_usage[] =
 	"blocked sleeping (S) and uninterruptible (D, I/O wait); page faults; on\n"
 	"which CPUs. Then per CPU: busy, idle and unknown time. Each thread's\n"
 	"states add up to the wall time, and so do each CPU's. A thread whose\n"
-	"switches the trace lacks (outside the scope of record -k's command, or\n"
-	"lost) is marked partial: its 'unknown' time is when the trace lost\n"
-	"track of it. Needs kernel events (strata record -k sched[,syscalls]).\n\n"
+	"switches the trace lacks (lost, or outside the scope of record -k's\n"
+	"command) is marked partial: its 'unknown' time is when the trace lost\n"
+	"track of it. A thread outside that scope is partial (seen 'outside')\n"
+	"even when its switches pair up: those to other outside threads were\n"
+	"never recorded. Needs kernel events (strata record -k sched[,syscalls]).\n\n"
 	"  --by process|command  one row per process, or per command name, summing\n"
 	"                        their threads (default: one row per thread)\n"
 	"  --complete            leave out the threads only partly seen\n"
@@ -99,7 +101,8 @@ static void print_json(struct strata_trace *t, const struct bd_result *r,
 			continue;
 		printf("%s\n{\"pid\":%u,\"tid\":%u,\"comm\":", first ? "" : ",", th->pid, th->tid);
 		json_str(th->comm);
-		printf(",\"partial\":%s,\"created\":%s,\"exited\":%s", th->partial ? "true" : "false",
+		printf(",\"partial\":%s,\"outside_scope\":%s,\"created\":%s,\"exited\":%s",
+		       th->partial ? "true" : "false", th->outside ? "true" : "false",
 		       th->created ? "true" : "false", th->exited ? "true" : "false");
 		json_states(t, r, th->t);
 		printf(",\"preempted\":%" PRIu64 ",\"switches\":%" PRIu64 ",\"wakeups\":%" PRIu64
@@ -218,14 +221,15 @@ static void print_threads(struct strata_trace *t, const struct bd_result *r,
 						      dur_in(u, strata_trace_ticks_to_ns(t, th->cpu[c]),
 							     v, sizeof(v)));
 		table_cell(&tb, "%s", cpus[0] ? cpus : "-");
-		table_cell(&tb, "%s", th->partial ? "partial" : "all");
+		table_cell(&tb, "%s", th->outside ? "outside" : th->partial ? "partial" : "all");
 	}
 	table_print(&tb, stdout, "  ");
 	table_fini(&tb);
 	if (npartial)
 		printf("  %u thread%s only partly seen: the trace lost track of %s for its "
-		       "'unknown' time (switches\n  outside the scope of record -k's command, "
-		       "or lost); --complete leaves them out.\n", npartial,
+		       "'unknown' time (switches\n  lost, or outside the scope of record -k's "
+		       "command: an 'outside' thread's switches to\n  other outside threads "
+		       "were never recorded); --complete leaves them out.\n", npartial,
 		       npartial == 1 ? "" : "s", npartial == 1 ? "it" : "each");
 	if (nleft) {
 		char d[40];

@@ -105,6 +105,7 @@ struct kern_session {
 	uint8_t uuid[16];
 	struct clock_point p0;
 	uint32_t tgid_key[TGID_SLOTS], tgid_val[TGID_SLOTS];
+	char *scope; /* the threads set_event_pid was given, "tid tid ...", or NULL */
 	int err;
 };
 
@@ -502,6 +503,44 @@ static void teardown(struct kern_session *s)
 	}
 }
 
+/*
+ * The pid filter of processes `pids`: every thread of each, for
+ * set_event_pid matches threads (task->pid), not processes, and the
+ * event-fork option only adds what they create from now on. A process
+ * whose /proc entry cannot be read (gone, or a bare tid) stands for itself.
+ * Returns "tid tid ... " (malloc'd), or NULL when out of memory.
+ */
+static char *scope_list(const int *pids, unsigned npids)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	for (unsigned i = 0; i < npids; i++) {
+		char dir[64];
+		snprintf(dir, sizeof(dir), "/proc/%d/task", pids[i]);
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		unsigned n = 0;
+		while (d && (de = readdir(d)))
+			if (de->d_name[0] >= '1' && de->d_name[0] <= '9') {
+				fprintf(f, "%s ", de->d_name);
+				n++;
+			}
+		if (d)
+			closedir(d);
+		if (!n)
+			fprintf(f, "%d ", pids[i]);
+	}
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 static void session_free(struct kern_session *s)
 {
 	if (s->streams)
@@ -519,6 +558,7 @@ static void session_free(struct kern_session *s)
 		tep_free(s->tep);
 	free(s->page);
 	free(s->words);
+	free(s->scope);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
 	free(s);
@@ -608,11 +648,11 @@ int kern_start(const struct kern_options *o, struct kern_session **out)
 		goto fail;
 	}
 	if (o->npids) {
-		char list[4096];
-		size_t n = 0;
-		for (unsigned i = 0; i < o->npids && n < sizeof(list) - 16; i++)
-			n += snprintf(list + n, sizeof(list) - n, "%d ", o->pids[i]);
-		if (tracefs_instance_file_write(s->inst, "set_event_pid", list) < 0 ||
+		if (!(s->scope = scope_list(o->pids, o->npids))) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+		if (tracefs_instance_file_write(s->inst, "set_event_pid", s->scope) < 0 ||
 		    tracefs_option_enable(s->inst, TRACEFS_OPTION_EVENT_FORK) < 0) {
 			ret = -EIO;
 			set_err(o, "cannot set the pid filter of %s", s->name);
@@ -798,7 +838,7 @@ static int write_metadata(struct kern_session *s)
 	struct meta_info mi;
 	struct utsname u;
 	const struct strata_event_desc **ev = calloc(s->nclasses + 1, sizeof(*ev));
-	/* env: kernel release, trace clock, then the syscall names */
+	/* env: kernel release, trace clock, the scope, then the syscall names */
 	size_t nenv = 6 + 2 * NSYSCALL_NAMES + 1;
 	const char **env = calloc(nenv, sizeof(*env));
 	char (*keys)[32] = calloc(NSYSCALL_NAMES + 1, sizeof(*keys));
@@ -816,6 +856,10 @@ static int write_metadata(struct kern_session *s)
 	env[k++] = u.release;
 	env[k++] = "trace_clock";
 	env[k++] = strata_clock_tsc ? "x86-tsc" : "mono";
+	if (s->scope) { /* docs/kernel.md: what a scoped trace sees */
+		env[k++] = "scope_tids";
+		env[k++] = s->scope;
+	}
 	for (size_t i = 0; i < NSYSCALL_NAMES; i++) {
 		snprintf(keys[i], sizeof(keys[i]), "syscall_%u", syscall_names[i].nr);
 		env[k++] = keys[i];
