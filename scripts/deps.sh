@@ -5,7 +5,7 @@ set -euo pipefail
 
 build=(gcc g++ make cmake pkg-config libmicrohttpd-dev)
 test=(libcmocka-dev babeltrace2 python3 clang libclang-rt-14-dev spin
-      libtracefs-dev libtraceevent-dev pajeng abigail-tools curl chromium nodejs)
+      libtracefs-dev libtraceevent-dev libnl-genl-3-dev pajeng abigail-tools curl chromium nodejs)
 # strata view's browser test: Debian's nodejs comes without npm, NodeSource's with it
 command -v npm >/dev/null || test+=(npm)
 bench=(liblttng-ust-dev lttng-tools libfxt-dev hyperfine valgrind)

@@ -104,7 +104,7 @@ int cli_kernel_opt(const char *cmd, const char *arg, unsigned *groups)
 	(void)arg;
 	(void)groups;
 	cli_err(NULL, "%s: --kernel: this strata was built without kernel "
-		"support (install libtracefs-dev libtraceevent-dev and rebuild)",
+		"support (install libtracefs-dev libtraceevent-dev libnl-genl-3-dev and rebuild)",
 		cmd);
 	return -1;
 #endif

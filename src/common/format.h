@@ -71,6 +71,17 @@ STRATA_PKT_CHECK_OFF(tid, STRATA_PKT_OFF_TID);
 _Static_assert(sizeof(struct strata_pkt_header) == STRATA_PKT_HEADER_SIZE,
 	       "format.md §2: the header is 96 bytes");
 
+/* ---- §4: strata's own records beyond the inline header's (1-9) -------- */
+
+/* 0:10, kernel streams only (src/kernel/ktimes.c): u32 tid, u32 pid,
+ * u64 utime_ns, u64 stime_ns, u32 when, u32 pad */
+#define STRATA_ID_THREAD_TIMES 10u
+enum strata_times_when {
+	STRATA_TIMES_FIRST = 0,  /* in scope when the recording started */
+	STRATA_TIMES_EXITED = 1, /* its final values, at its exit */
+	STRATA_TIMES_END = 2,    /* alive when the recording stopped */
+};
+
 /* ---- §7: index files (CTF index v1.1, big-endian) --------------------- */
 
 #define STRATA_IDX_MAGIC 0xC1F1DCC1u

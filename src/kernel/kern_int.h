@@ -74,4 +74,23 @@ void kstream_event(struct kstream *s, uint64_t ts, uint32_t tid, uint32_t pid,
  * when the stream has none), and the files. Returns s->err. */
 int kstream_close(struct kstream *s, uint64_t now);
 
+/* The kernel's per-thread accounting, as strata:thread_times records
+ * (ktimes.c; format.md §4). Main thread: start before tracing is on and
+ * before the reader runs, stop after the reader is joined; the reader
+ * calls ktimes_poll() when ktimes_fd() is readable. */
+struct ktimes;
+const struct strata_event_desc *ktimes_desc(void);
+/* Open taskstats and write the baselines of `scope` ("tid tid ...", or
+ * NULL: every thread) into ks. Returns 0 or a negative errno (no split:
+ * the recording goes on without it). */
+int ktimes_start(struct ktimes **out, unsigned ncpus, const char *scope,
+		 struct kstream *ks);
+int ktimes_fd(const struct ktimes *k); /* -1 for NULL */
+void ktimes_poll(struct ktimes *k);    /* NULL ok */
+/* Write the exits and the live threads' final values into ks (NULL: none,
+ * a failed start) and free k.
+ * Returns the exits not kept (0, or a lower bound when the socket
+ * overflowed). NULL ok. */
+uint64_t ktimes_stop(struct ktimes *k, struct kstream *ks);
+
 #endif /* STRATA_KERNEL_KERN_INT_H */

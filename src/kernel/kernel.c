@@ -106,6 +106,8 @@ struct kern_session {
 	struct clock_point p0;
 	uint32_t tgid_key[TGID_SLOTS], tgid_val[TGID_SLOTS];
 	char *scope; /* the threads set_event_pid was given, "tid tid ...", or NULL */
+	struct ktimes *times; /* strata:thread_times, or NULL (ktimes.c) */
+	int times_err;        /* why there is none: a negative errno, or 0 */
 	int err;
 };
 
@@ -299,7 +301,7 @@ static void *reader_main(void *arg)
 	uint64_t next = mono_ms() + s->flush_ms;
 	while (!strata_load_acquire(&s->stop)) {
 		uint64_t t = mono_ms();
-		int n = poll(s->pfd, s->ncpus + 1,
+		int n = poll(s->pfd, s->ncpus + 2,
 			     t >= next ? 0 : (int)(next - t));
 		if (strata_load_acquire(&s->stop))
 			break;
@@ -307,6 +309,8 @@ static void *reader_main(void *arg)
 			for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
 				if (s->pfd[cpu].revents & POLLIN)
 					drain_cpu(s, cpu, false);
+		if (n > 0 && (s->pfd[s->ncpus + 1].revents & POLLIN))
+			ktimes_poll(s->times);
 		if ((t = mono_ms()) >= next) {
 			drain_all(s, false);
 			next = t + s->flush_ms;
@@ -335,7 +339,7 @@ static int open_cpus(struct kern_session *s)
 	if (s->page_size <= 0)
 		return -EIO;
 	if (!(s->page = calloc(1, (size_t)s->page_size)) ||
-	    !(s->pfd = calloc(s->ncpus + 1, sizeof(*s->pfd))))
+	    !(s->pfd = calloc(s->ncpus + 2, sizeof(*s->pfd))))
 		return -ENOMEM;
 	(void)tracefs_instance_file_write(s->inst, "buffer_percent",
 					  KERN_WATERMARK_PCT);
@@ -358,6 +362,8 @@ static int open_cpus(struct kern_session *s)
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->pfd[s->ncpus].fd = s->wake_fd;
 	s->pfd[s->ncpus].events = POLLIN;
+	s->pfd[s->ncpus + 1].fd = ktimes_fd(s->times); /* -1: skipped */
+	s->pfd[s->ncpus + 1].events = POLLIN;
 	return s->wake_fd < 0 ? -errno : 0;
 }
 
@@ -559,6 +565,7 @@ static void session_free(struct kern_session *s)
 	free(s->page);
 	free(s->words);
 	free(s->scope);
+	ktimes_stop(s->times, NULL);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
 	free(s);
@@ -715,6 +722,10 @@ int kern_start(const struct kern_options *o, struct kern_session **out)
 		ret = -ENOMEM;
 		goto fail_out;
 	}
+	/* the kernel's own split of on-CPU time, for the breakdown: baselines
+	 * now, before tracing is on (a failure only costs the split) */
+	if (o->groups & KERN_SCHED)
+		s->times_err = ktimes_start(&s->times, s->ncpus, s->scope, &s->streams[0]);
 	if ((ret = open_cpus(s))) {
 		set_err(o, "cannot open the per-CPU buffers of %s", s->name);
 		goto fail_out;
@@ -837,7 +848,7 @@ static int write_metadata(struct kern_session *s)
 {
 	struct meta_info mi;
 	struct utsname u;
-	const struct strata_event_desc **ev = calloc(s->nclasses + 1, sizeof(*ev));
+	const struct strata_event_desc **ev = calloc(s->nclasses + 2, sizeof(*ev));
 	/* env: kernel release, trace clock, the scope, then the syscall names */
 	size_t nenv = 6 + 2 * NSYSCALL_NAMES + 1;
 	const char **env = calloc(nenv, sizeof(*env));
@@ -850,6 +861,7 @@ static int write_metadata(struct kern_session *s)
 	}
 	for (unsigned i = 0; i < s->nclasses; i++)
 		ev[i] = &s->classes[i].desc;
+	ev[s->nclasses] = ktimes_desc();
 	size_t k = 0;
 	uname(&u);
 	env[k++] = "kernel_release";
@@ -873,7 +885,7 @@ static int write_metadata(struct kern_session *s)
 	mi.procname = "kernel";
 	mi.domain = "kernel";
 	mi.events = ev;
-	mi.nevents = s->nclasses;
+	mi.nevents = s->nclasses + 1;
 	mi.env = env;
 	if (!ust_clock(s->trace_dir, &mi.freq_hz, &mi.offset_ns)) {
 		struct clock_point p1;
@@ -901,6 +913,8 @@ int kern_stop(struct kern_session *s, struct kern_stats *st)
 	drain_all(s, true);
 	for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
 		s->streams[cpu].discarded = cpu_lost(s, cpu);
+	uint64_t times_lost = ktimes_stop(s->times, &s->streams[0]);
+	s->times = NULL;
 	teardown(s);
 	if (st)
 		memset(st, 0, sizeof(*st));
@@ -916,8 +930,11 @@ int kern_stop(struct kern_session *s, struct kern_stats *st)
 		if (r && !ret)
 			ret = r;
 	}
-	if (st)
+	if (st) {
 		st->ncpus = s->ncpus;
+		st->times_err = s->times_err;
+		st->times_lost = times_lost;
+	}
 	int r = write_metadata(s);
 	if (r && !ret)
 		ret = r;

@@ -32,6 +32,8 @@ struct kern_stats {
 	uint64_t discarded; /* lost in the kernel buffers (overrun + dropped) */
 	uint64_t clamped;   /* timestamps that went backwards, clamped */
 	unsigned ncpus;
+	int times_err;       /* no strata:thread_times: why (negative errno), or 0 */
+	uint64_t times_lost; /* exits whose times were not kept (ktimes.c) */
 };
 
 struct kern_session;

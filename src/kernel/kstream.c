@@ -356,7 +356,7 @@ void kstream_event(struct kstream *s, uint64_t ts, uint32_t tid, uint32_t pid,
 	p += 8 + (size_t)n * 8;
 	s->pos = (uint32_t)(p - s->pkt);
 	s->last_ts = ts;
-	s->events++;
+	s->events += (id >> 16) != 0; /* kernel events, not strata's records */
 }
 
 int kstream_close(struct kstream *s, uint64_t now)
