@@ -107,6 +107,14 @@ struct bd_thread {
 			    * thread not in it: its switches to other outside
 			    * threads were never recorded */
 	bool partial;      /* t[BD_UNKNOWN] > 0 or outside: only partly seen */
+	/* The kernel's split of t[BD_USER] (user+trap), from its user and
+	 * system tick samples over the thread's life (strata:thread_times):
+	 * only for a thread seen whole over the whole trace. Statistical:
+	 * right to a few ticks per thread. */
+	bool split;
+	uint64_t user, trap;       /* ticks: user + trap = t[BD_USER] */
+	uint64_t kutime, kstime;   /* ns: the kernel's samples over it (not
+				    * scaled: their sum is not the runtime) */
 	struct bd_syscall *sc;
 	unsigned nsc;
 	/* running state, internal */
@@ -114,9 +122,13 @@ struct bd_thread {
 	uint64_t since;
 	int on;          /* CPU it runs on, -1 */
 	bool in_sys, sys_open, sys_seen, exiting, in_scope;
+	uint8_t kt_have;           /* BD_KT_* */
+	uint64_t kt_base[2], kt_end[2]; /* utime, stime ns */
 	uint32_t sys_nr;
 	uint64_t sys_enter;
 };
+
+enum { BD_KT_BASE = 1, BD_KT_END = 2, BD_KT_TWICE = 4 };
 
 struct bd_cpu {
 	uint64_t busy, idle, unknown; /* add up to the wall time; busy is
@@ -140,6 +152,7 @@ struct bd_result {
 	uint64_t begin, end;  /* the window, ticks */
 	bool have_sched, have_syscalls, have_faults, have_irq;
 	bool scoped;          /* the kernel recorded some threads' switches only */
+	bool have_split;      /* some thread has the kernel's split (bd_thread) */
 	unsigned nthreads, ncpus;
 	struct bd_thread *threads; /* sorted by pid, tid */
 	struct bd_cpu *cpus;

@@ -30,7 +30,7 @@
 enum kk {
 	K_NONE, K_SWITCH, K_WAKEUP, K_FORK, K_EXIT, K_SYS_ENTER, K_SYS_EXIT,
 	K_IRQ_ENTRY, K_IRQ_EXIT, K_SOFTIRQ_ENTRY, K_SOFTIRQ_EXIT, K_EXEC,
-	K_FAULT_USER, K_FAULT_KERNEL, K_DUMP_THREAD,
+	K_FAULT_USER, K_FAULT_KERNEL, K_DUMP_THREAD, K_THREAD_TIMES,
 };
 
 struct kclass_info {
@@ -400,6 +400,9 @@ static void resolve_classes(struct bd_ctx *c)
 		} else if (!strcmp(nm, "strata:thread_name")) {
 			ci->kind = K_DUMP_THREAD;
 			F(0, "tid"), F(1, "pid"), F(2, "name");
+		} else if (!strcmp(nm, "strata:thread_times")) {
+			ci->kind = K_THREAD_TIMES;
+			F(0, "tid"), F(1, "utime_ns"), F(2, "stime_ns"), F(3, "when");
 		}
 #undef F
 	}
@@ -449,6 +452,67 @@ static void on_switch(struct bd_ctx *c, const struct strata_event *ev,
 	run_on(c, n, cpu, ts);
 }
 
+/* A strata:thread_times record (format.md §4): the kernel's utime and
+ * stime of a thread at the start, or its final values. */
+static void on_times(struct bd_ctx *c, const struct strata_event *ev,
+		     const struct kclass_info *ci)
+{
+	int64_t tid = field_s(ev, ci->f[0]), when = field_s(ev, ci->f[3]);
+	struct bd_thread *th = tid > 0 ? thread_get(c, (uint32_t)tid) : NULL;
+	uint64_t u = (uint64_t)field_s(ev, ci->f[1]), st = (uint64_t)field_s(ev, ci->f[2]);
+
+	if (!th)
+		return;
+	if (when == 0) {
+		th->kt_base[0] = u;
+		th->kt_base[1] = st;
+		th->kt_have |= BD_KT_BASE;
+	} else {
+		/* two final values: a tid reused in the recording */
+		th->kt_have |= th->kt_have & BD_KT_END ? BD_KT_TWICE : BD_KT_END;
+		th->kt_end[0] = u;
+		th->kt_end[1] = st;
+	}
+}
+
+/*
+ * The kernel's split of what tracing cannot time (docs/kernel.md, "User
+ * and kernel time outside system calls"). Each tick charges the thread it
+ * interrupts as user or system time; taskstats gives those samples, not
+ * scaled (the kernel scales them to its runtime only for /proc and
+ * rusage, cputime_adjust). Their ratio over the thread's recorded life,
+ * applied as the kernel applies it to the thread's runtime, here to its
+ * traced on-CPU time, gives its system time; what the traced system calls
+ * and handlers do not hold of it is kernel time outside them (faults, the
+ * entry and exit path), taken from user+trap. Only for a thread seen
+ * whole, from its baseline (or its fork: zero) to its final values, over
+ * the whole trace, with at least one sample.
+ */
+static void kernel_split(struct bd_ctx *c, struct bd_thread *th, bool whole)
+{
+	uint8_t need = BD_KT_END | (th->created ? 0 : BD_KT_BASE);
+	if (!whole || th->partial || (th->kt_have & BD_KT_TWICE) ||
+	    (th->kt_have & need) != need)
+		return;
+	uint64_t u0 = th->created ? 0 : th->kt_base[0], s0 = th->created ? 0 : th->kt_base[1];
+	if (th->kt_end[0] < u0 || th->kt_end[1] < s0 ||
+	    th->kt_end[0] - u0 + th->kt_end[1] - s0 == 0)
+		return;
+	th->kutime = th->kt_end[0] - u0;
+	th->kstime = th->kt_end[1] - s0;
+	uint64_t oncpu = th->t[BD_USER] + th->t[BD_SYS] + th->t[BD_IRQ];
+	uint64_t ks = (uint64_t)((unsigned __int128)oncpu * th->kstime /
+				 (th->kutime + th->kstime));
+	uint64_t timed = th->t[BD_SYS] + th->t[BD_IRQ];
+	uint64_t trap = ks > timed ? ks - timed : 0;
+	if (trap > th->t[BD_USER])
+		trap = th->t[BD_USER];
+	th->split = true;
+	th->trap = trap;
+	th->user = th->t[BD_USER] - trap;
+	(void)c;
+}
+
 static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 {
 	struct bd_result *r = c->r;
@@ -464,6 +528,10 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 			th->pid = (uint32_t)pid;
 		if (th && !th->comm[0])
 			field_str(ev, ci->f[2], th->comm, false);
+		return;
+	}
+	if (ci->kind == K_THREAD_TIMES) {
+		on_times(c, ev, ci);
 		return;
 	}
 	if (!(ev->id >> 16))
@@ -719,7 +787,8 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 	if ((ret = read_scope(&c)) < 0 || (ret = read_state_dump(&c)) < 0)
 		goto out;
 
-	struct strata_iter_options io = { .stream = -1 };
+	/* strata:thread_times among strata's own records (on_times()) */
+	struct strata_iter_options io = { .stream = -1, .flags = STRATA_ITER_INTERNAL };
 	if ((ret = strata_iter_create(t, &io, &it)) < 0)
 		goto out;
 	const struct strata_event *ev;
@@ -735,6 +804,7 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 		goto out;
 	}
 	/* close every state at the end of the window */
+	bool whole = c.wfrom == strata_trace_begin(t) && c.wto == strata_trace_end(t);
 	struct bd_thread **all = (struct bd_thread **)c.threads.all;
 	size_t nall = c.threads.n;
 	for (size_t i = 0; i < nall; i++) {
@@ -744,6 +814,8 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 		set_state(&c, th, th->state, c.wto);
 		th->outside = r->scoped && !th->in_scope;
 		th->partial = th->t[BD_UNKNOWN] > 0 || th->outside;
+		kernel_split(&c, th, whole);
+		r->have_split |= th->split;
 	}
 	for (unsigned i = 0; i < r->ncpus; i++)
 		cpu_set(&c, i, r->cpus[i].cur, c.wto);

@@ -105,6 +105,10 @@ static void print_json(struct strata_trace *t, const struct bd_result *r,
 		       th->partial ? "true" : "false", th->outside ? "true" : "false",
 		       th->created ? "true" : "false", th->exited ? "true" : "false");
 		json_states(t, r, th->t);
+		if (th->split)
+			printf(",\"split\":{\"user_ns\":%" PRIu64 ",\"trap_ns\":%" PRIu64
+			       ",\"kernel_utime_ns\":%" PRIu64 ",\"kernel_stime_ns\":%" PRIu64 "}",
+			       NS(th->user), NS(th->trap), th->kutime, th->kstime);
 		printf(",\"preempted\":%" PRIu64 ",\"switches\":%" PRIu64 ",\"wakeups\":%" PRIu64
 		       ",\"user_events\":%" PRIu64 ",\"faults_user\":%" PRIu64
 		       ",\"faults_kernel\":%" PRIu64 ",\"lost_track\":%" PRIu64 ",\"cpus\":{",
@@ -186,11 +190,14 @@ static void print_threads(struct strata_trace *t, const struct bd_result *r,
 	unsigned npartial = 0, nleft = 0;
 	uint64_t left_oncpu = 0;
 
-	table_init(&tb, 5 + NTEXT, "rlrrrrrrrrrll");
+	table_init(&tb, 5 + NTEXT + r->have_split, "rlrrrrrrrrrrll");
 	table_cell(&tb, "pid/tid");
 	table_cell(&tb, "comm");
-	for (size_t s = 0; s < NTEXT; s++)
+	for (size_t s = 0; s < NTEXT; s++) {
 		table_cell(&tb, "%s", text_header(r, text_states[s]));
+		if (text_states[s] == BD_USER && r->have_split)
+			table_cell(&tb, "of it kernel*");
+	}
 	table_cell(&tb, "faults u/k");
 	table_cell(&tb, "cpus (%s on each)", u.name);
 	table_cell(&tb, "seen");
@@ -206,8 +213,15 @@ static void print_threads(struct strata_trace *t, const struct bd_result *r,
 		npartial += th->partial;
 		table_cell(&tb, "%u/%u", th->pid, th->tid);
 		table_cell(&tb, "%s", th->comm[0] ? th->comm : "?");
-		for (size_t s = 0; s < NTEXT; s++)
+		for (size_t s = 0; s < NTEXT; s++) {
 			cell_time(&tb, t, u, th->t[text_states[s]]);
+			if (text_states[s] != BD_USER || !r->have_split)
+				continue;
+			if (th->split)
+				cell_time(&tb, t, u, th->trap);
+			else
+				table_cell(&tb, "-");
+		}
 		if (r->have_faults)
 			table_cell(&tb, "%" PRIu64 "/%" PRIu64, th->faults_user, th->faults_kernel);
 		else
@@ -405,6 +419,14 @@ static void print_text(struct strata_trace *t, const struct bd_result *r,
 	       "  faults u/k page faults taken in user mode / kernel mode%s\n",
 	       r->have_irq ? "" : " (not traced: -k irq)",
 	       r->have_faults ? "" : " (not traced: -k faults)");
+	if (r->have_split && !by)
+		printf("  of it kernel* the part of %s the kernel's own accounting puts in the\n"
+		       "             kernel (page faults, the entry and exit path): the share\n"
+		       "             of its ticks that found the thread in the kernel, applied\n"
+		       "             to its on-CPU time, less the traced system calls and\n"
+		       "             handlers. Statistical: right to a few ticks per thread.\n"
+		       "             '-': a thread not seen whole, without a tick, or a window\n",
+		       r->have_syscalls ? "user+trap" : "running");
 }
 
 int cmd_breakdown(int argc, char **argv)

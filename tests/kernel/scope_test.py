@@ -14,6 +14,21 @@ os.makedirs(work)
 # wait4 for the kernel's own account of it (rusage: utime + stime = its
 # runtime, to the microsecond).
 SPIN = "import os, time\nt = time.thread_time() + 0.25\nwhile time.thread_time() < t: os.getppid()"
+# Page faults the program times itself: touching 256 MiB of fresh pages,
+# then the same loop again over pages now there; the difference is the
+# kernel's work no event times (faults mark their entry only).
+FAULTS = r'''
+import json, mmap, sys, time
+n = 1 << 28
+m = mmap.mmap(-1, n)
+t0 = time.thread_time_ns()
+for i in range(0, n, 4096): m[i] = 1
+t1 = time.thread_time_ns()
+for i in range(0, n, 4096): m[i] = 2
+t2 = time.thread_time_ns()
+with open(sys.argv[1], "w") as f: json.dump({"first_ns": t1 - t0, "again_ns": t2 - t1}, f)
+'''
+faults_out = os.path.join(work, "faults.json")
 CHILD = r'''
 import json, os, sys, time
 out = {}
@@ -21,6 +36,7 @@ def steal():  # all CPUs' steal time, in clock ticks (/proc/stat)
     with open("/proc/stat") as f:
         return int(f.readline().split()[8])
 for name, argv in (("spin", [sys.executable, "-c", %r]),
+                   ("faults", [sys.executable, "-c", %r, %r]),
                    ("find", ["find", "/usr/share", "-name", "*.x*"]), ("true", ["/bin/true"]),
                    ("sleep", ["sleep", "0.2"])):
     t0, s0 = time.monotonic_ns(), steal()
@@ -28,10 +44,11 @@ for name, argv in (("spin", [sys.executable, "-c", %r]),
                          os.environ, file_actions=[(os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0)])
     _, st, ru = os.wait4(pid, 0)
     out[name] = {"pid": pid, "cpu_ns": round((ru.ru_utime + ru.ru_stime) * 1e9),
+                 "utime_ns": round(ru.ru_utime * 1e9), "stime_ns": round(ru.ru_stime * 1e9),
                  "wall_ns": time.monotonic_ns() - t0, "faults": ru.ru_minflt + ru.ru_majflt,
                  "steal_ns": (steal() - s0 + 1) * 10**9 // os.sysconf("SC_CLK_TCK")}
 print(json.dumps(out))
-''' % SPIN
+''' % (SPIN, FAULTS, faults_out)
 
 # A CPU hog outside the tree: the command yields to it, and its switches
 # to other outside threads are not in the trace (set_event_pid).
@@ -112,7 +129,8 @@ ms = lambda ns: ns / 1e6
 # /proc/stat gives in whole ticks for all CPUs (an upper bound: steal_ns).
 # find (I/O the host serves on the same CPUs) once read 543 ms of rusage
 # against 630 ms on-CPU, with steal counted on the CPUs meanwhile.
-for name in ("spin", "find", "true", "sleep"):
+NAMES = ("spin", "faults", "find", "true", "sleep")
+for name in NAMES:
     ths = proc(truth[name]["pid"])
     known = sum(t.get("user_trap_ns", t.get("user_ns", 0)) + t["syscall_ns"] + t["irq_ns"] for t in ths)
     unknown = sum(t.get("unknown_ns", 0) + t["io_wait_ns"] for t in ths)
@@ -131,7 +149,7 @@ for name in ("spin", "find", "true", "sleep"):
 # count (ru_minflt + ru_majflt; the tracepoint also sees the faults retried)
 if not r.get("faults_traced"):
     fail("no page fault events: the faults group did not come with sched")
-for name in ("spin", "find", "true", "sleep"):
+for name in NAMES:
     ths = proc(truth[name]["pid"])
     got = sum(t["faults_user"] + t["faults_kernel"] for t in ths)
     rows.append(("%s: page faults vs rusage" % name, got, truth[name]["faults"],
@@ -141,7 +159,75 @@ for name in ("spin", "find", "true", "sleep"):
 sl = proc(truth["sleep"]["pid"])[0]
 check("sleep 0.2: sleep state vs its wall time", ms(sl["sleep_ns"]), 200.0, ms(truth["sleep"]["wall_ns"]))
 
-# 5. the hog is outside the tree: partly seen, and said so, even when each
+# 5. the kernel's split of user+trap (strata:thread_times), for every
+# process seen whole: the share of its ticks spent in the kernel is what
+# wait4 says (the same samples read another way: taskstats at the exit,
+# unscaled, against rusage, scaled to the runtime; to 2 ticks), and the
+# split adds up to user+trap. spin's kernel time outside its system calls
+# is their entry and exit path (with the tracepoints' own cost): under
+# 2 us a call.
+TICK_MS = 1000.0 / 250
+def split_of(ths):
+    return all("split" in t for t in ths)
+for name in NAMES:
+    ths = proc(truth[name]["pid"])
+    if not split_of(ths):
+        # a process seen whole and given ticks must have it
+        if not any(t["partial"] for t in ths) and truth[name]["cpu_ns"] > 3 * TICK_MS * 1e6:
+            fail("%s: no kernel split of user+trap (strata:thread_times)" % name)
+        continue
+    ku = ms(sum(t["split"]["kernel_utime_ns"] for t in ths))
+    ks = ms(sum(t["split"]["kernel_stime_ns"] for t in ths))
+    ru, rs = ms(truth[name]["utime_ns"]), ms(truth[name]["stime_ns"])
+    if ru + rs > 0:
+        got, want = 100 * ks / (ku + ks), 100 * rs / (ru + rs)
+        slack = 100 * 2 * TICK_MS / (ru + rs)
+        ok = abs(got - want) <= slack
+        rows.append(("%s: kernel share of ticks vs rusage, %%" % name, got, want - slack,
+                     want + slack, "ok" if ok else "FAIL"))
+        if not ok:
+            failures.append("%s: kernel share of ticks" % name)
+    for t in ths:
+        if abs(t["split"]["user_ns"] + t["split"]["trap_ns"] - t["user_trap_ns"]) > 2:
+            fail("%s: split %r does not add up to user+trap %d" % (name, t["split"], t["user_trap_ns"]))
+spin = proc(truth["spin"]["pid"])
+if split_of(spin):
+    calls = sum(sc["count"] for t in spin for sc in t["syscalls"])
+    per = sum(t["split"]["trap_ns"] for t in spin) / max(calls, 1)
+    rows.append(("spin: kernel time outside its calls, ns a call", per, 0.0, 2000.0,
+                 "ok" if per <= 2000 else "FAIL"))
+    if per > 2000:
+        failures.append("spin: kernel time outside its calls")
+
+# The faults program, recorded alone (no hog: its switches with outside
+# threads can leave it partial, and a partial thread has no split): the
+# kernel time the split finds against the program's own measure, its first
+# loop less the same loop again, within 20 % or 10 ticks (the split is
+# tick-sampled: ~80 ticks, 80 % in the kernel, have a standard deviation of
+# ~4 ticks), plus up to 10 ms of Python's start-up faults.
+for attempt in range(3):
+    ftrace = os.path.join(work, "faults-trace-%d" % attempt)
+    p = subprocess.run([strata, "record", "-k", "sched,syscalls,irq", "-o", ftrace, "--",
+                        sys.executable, "-c", FAULTS, faults_out], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("record (faults) failed: %d: %s" % (p.returncode, p.stderr))
+    trace = ftrace
+    fr = breakdown()
+    fths = [t for t in fr["threads"] if not t["outside_scope"]]
+    if fths and split_of(fths):
+        break
+else:
+    fail("faults: seen whole in none of 3 recordings, no split to check")
+    fths = []
+if fths and split_of(fths):
+    with open(faults_out) as f:
+        own = json.load(f)
+    want = ms(own["first_ns"] - own["again_ns"])
+    check("faults: kernel split's trap vs its own loops", ms(sum(t["split"]["trap_ns"] for t in fths)),
+          want - max(0.2 * want, 10 * TICK_MS), want + max(0.2 * want, 10 * TICK_MS) + 10.0)
+trace = os.path.join(work, "trace")
+
+# 6. the hog is outside the tree: partly seen, and said so, even when each
 # switch the trace has of it pairs up (its switches to other outside
 # threads are never recorded); the tree's own processes are inside it
 tree = {truth[n]["pid"] for n in truth}
@@ -152,7 +238,7 @@ for t in r["threads"]:
         fail("the hog (pid %d, outside the recorded tree) is not marked partial: %s" %
              (hog.pid, json.dumps({k: t[k] for k in ("ticks", "switches_in", "lost", "created", "exited") if k in t})))
 
-# 6. roll-ups: a process's row sums its threads; the commands' rows sum
+# 7. roll-ups: a process's row sums its threads; the commands' rows sum
 # to all threads (a command takes its name from a process's main thread,
 # which may not be in the window)
 for by in ("process", "command"):
