@@ -128,7 +128,7 @@ struct bd_thread {
 	uint64_t sys_enter;
 };
 
-enum { BD_KT_BASE = 1, BD_KT_END = 2, BD_KT_TWICE = 4 };
+enum { BD_KT_BASE = 1, BD_KT_END = 2, BD_KT_TWICE = 4, BD_KT_WHOLE = 8 };
 
 struct bd_cpu {
 	uint64_t busy, idle, unknown; /* add up to the wall time; busy is
@@ -180,6 +180,11 @@ struct bd_group {
 	unsigned nthreads, npartial, nprocs;
 	uint64_t t[BD_NSTATES];      /* summed over its threads */
 	uint64_t faults_user, faults_kernel, switches_in, preempted;
+	bool split;    /* the kernel's split of t[BD_USER], as bd_thread's */
+	uint64_t trap; /* ticks */
+	/* internal */
+	uint64_t kutime, kstime;
+	bool notwhole;
 };
 
 /* Groups of r's threads, most on-CPU time first; *out freed with free().

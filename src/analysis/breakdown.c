@@ -488,6 +488,15 @@ static void on_times(struct bd_ctx *c, const struct strata_event *ev,
  * whole, from its baseline (or its fork: zero) to its final values, over
  * the whole trace, with at least one sample.
  */
+static uint64_t split_trap(const uint64_t *t, uint64_t kutime, uint64_t kstime)
+{
+	uint64_t oncpu = t[BD_USER] + t[BD_SYS] + t[BD_IRQ];
+	uint64_t ks = (uint64_t)((unsigned __int128)oncpu * kstime / (kutime + kstime));
+	uint64_t timed = t[BD_SYS] + t[BD_IRQ];
+	uint64_t trap = ks > timed ? ks - timed : 0;
+	return trap < t[BD_USER] ? trap : t[BD_USER];
+}
+
 static void kernel_split(struct bd_ctx *c, struct bd_thread *th, bool whole)
 {
 	uint8_t need = BD_KT_END | (th->created ? 0 : BD_KT_BASE);
@@ -495,21 +504,16 @@ static void kernel_split(struct bd_ctx *c, struct bd_thread *th, bool whole)
 	    (th->kt_have & need) != need)
 		return;
 	uint64_t u0 = th->created ? 0 : th->kt_base[0], s0 = th->created ? 0 : th->kt_base[1];
-	if (th->kt_end[0] < u0 || th->kt_end[1] < s0 ||
-	    th->kt_end[0] - u0 + th->kt_end[1] - s0 == 0)
+	if (th->kt_end[0] < u0 || th->kt_end[1] < s0)
 		return;
 	th->kutime = th->kt_end[0] - u0;
 	th->kstime = th->kt_end[1] - s0;
-	uint64_t oncpu = th->t[BD_USER] + th->t[BD_SYS] + th->t[BD_IRQ];
-	uint64_t ks = (uint64_t)((unsigned __int128)oncpu * th->kstime /
-				 (th->kutime + th->kstime));
-	uint64_t timed = th->t[BD_SYS] + th->t[BD_IRQ];
-	uint64_t trap = ks > timed ? ks - timed : 0;
-	if (trap > th->t[BD_USER])
-		trap = th->t[BD_USER];
+	th->kt_have |= BD_KT_WHOLE; /* bd_group() pools its samples */
+	if (th->kutime + th->kstime == 0)
+		return;
 	th->split = true;
-	th->trap = trap;
-	th->user = th->t[BD_USER] - trap;
+	th->trap = split_trap(th->t, th->kutime, th->kstime);
+	th->user = th->t[BD_USER] - th->trap;
 	(void)c;
 }
 
@@ -918,9 +922,20 @@ int bd_group(const struct bd_result *r, enum bd_by by, struct bd_group **out)
 			x->faults_kernel += th->faults_kernel;
 			x->switches_in += th->switches_in;
 			x->preempted += th->preempted;
+			x->notwhole |= !(th->kt_have & BD_KT_WHOLE);
+			x->kutime += th->kutime;
+			x->kstime += th->kstime;
 		}
 		x->nprocs += x->nthreads > before;
 	}
+	/* the kernel's split of a group: its threads' samples pooled, as the
+	 * kernel does for a process (thread_group_cputime_adjusted), so that
+	 * threads shorter than a tick count too; only when all are whole */
+	for (unsigned k = 0; k < n; k++)
+		if (!g[k].notwhole && g[k].kutime + g[k].kstime) {
+			g[k].split = true;
+			g[k].trap = split_trap(g[k].t, g[k].kutime, g[k].kstime);
+		}
 	unsigned m = 0; /* groups with a thread in the window */
 	for (unsigned k = 0; k < n; k++)
 		if (g[k].nthreads)

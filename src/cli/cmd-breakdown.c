@@ -87,6 +87,11 @@ static void print_json(struct strata_trace *t, const struct bd_result *r,
 			printf(",\"processes\":%u,\"threads\":%u,\"partial_threads\":%u",
 			       g[i].nprocs, g[i].nthreads, g[i].npartial);
 			json_states(t, r, g[i].t);
+			if (g[i].split)
+				printf(",\"split\":{\"user_ns\":%" PRIu64 ",\"trap_ns\":%" PRIu64
+				       ",\"kernel_utime_ns\":%" PRIu64 ",\"kernel_stime_ns\":%" PRIu64 "}",
+				       NS(g[i].t[BD_USER] - g[i].trap), NS(g[i].trap), g[i].kutime,
+				       g[i].kstime);
 			printf(",\"faults_user\":%" PRIu64 ",\"faults_kernel\":%" PRIu64 "}",
 			       g[i].faults_user, g[i].faults_kernel);
 		}
@@ -266,12 +271,15 @@ static void print_groups(struct strata_trace *t, const struct bd_result *r, enum
 	}
 	printf("  Times summed over each %s's threads.\n\n",
 	       by == BD_BY_PROCESS ? "process" : "command");
-	table_init(&tb, 6 + NTEXT - 1, "rlrrrrrrrrrrl");
+	table_init(&tb, 6 + NTEXT - 1 + r->have_split, "rlrrrrrrrrrrrl");
 	table_cell(&tb, by == BD_BY_PROCESS ? "pid" : "procs");
 	table_cell(&tb, "comm");
 	table_cell(&tb, "threads");
-	for (size_t s = 0; s + 1 < NTEXT; s++) /* no unseen: it says nothing summed */
+	for (size_t s = 0; s + 1 < NTEXT; s++) { /* no unseen: it says nothing summed */
 		table_cell(&tb, "%s", text_header(r, text_states[s]));
+		if (text_states[s] == BD_USER && r->have_split)
+			table_cell(&tb, "of it kernel*");
+	}
 	table_cell(&tb, "faults u/k");
 	table_cell(&tb, "on_cpu");
 	table_cell(&tb, "seen");
@@ -284,8 +292,15 @@ static void print_groups(struct strata_trace *t, const struct bd_result *r, enum
 			table_cell(&tb, "%u", g[i].nprocs);
 		table_cell(&tb, "%s", g[i].comm[0] ? g[i].comm : "?");
 		table_cell(&tb, "%u", g[i].nthreads);
-		for (size_t s = 0; s + 1 < NTEXT; s++)
+		for (size_t s = 0; s + 1 < NTEXT; s++) {
 			cell_time(&tb, t, u, g[i].t[text_states[s]]);
+			if (text_states[s] != BD_USER || !r->have_split)
+				continue;
+			if (g[i].split)
+				cell_time(&tb, t, u, g[i].trap);
+			else
+				table_cell(&tb, "-");
+		}
 		if (r->have_faults)
 			table_cell(&tb, "%" PRIu64 "/%" PRIu64, g[i].faults_user, g[i].faults_kernel);
 		else
@@ -419,13 +434,14 @@ static void print_text(struct strata_trace *t, const struct bd_result *r,
 	       "  faults u/k page faults taken in user mode / kernel mode%s\n",
 	       r->have_irq ? "" : " (not traced: -k irq)",
 	       r->have_faults ? "" : " (not traced: -k faults)");
-	if (r->have_split && !by)
+	if (r->have_split)
 		printf("  of it kernel* the part of %s the kernel's own accounting puts in the\n"
 		       "             kernel (page faults, the entry and exit path): the share\n"
 		       "             of its ticks that found the thread in the kernel, applied\n"
 		       "             to its on-CPU time, less the traced system calls and\n"
 		       "             handlers. Statistical: right to a few ticks per thread.\n"
-		       "             '-': a thread not seen whole, without a tick, or a window\n",
+		       "             '-': a thread not seen whole, without a tick, or a window;\n"
+		       "             a group pools its threads' ticks, if all are seen whole\n",
 		       r->have_syscalls ? "user+trap" : "running");
 }
 

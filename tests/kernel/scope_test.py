@@ -225,6 +225,11 @@ if fths and split_of(fths):
     want = ms(own["first_ns"] - own["again_ns"])
     check("faults: kernel split's trap vs its own loops", ms(sum(t["split"]["trap_ns"] for t in fths)),
           want - max(0.2 * want, 10 * TICK_MS), want + max(0.2 * want, 10 * TICK_MS) + 10.0)
+    # its process's row pools the same samples: the same split
+    grp = [g for g in breakdown("--by", "process")["groups"] if g["pid"] == fths[0]["pid"]]
+    if not grp or grp[0].get("split", {}).get("trap_ns") != sum(t["split"]["trap_ns"] for t in fths):
+        fail("faults: --by process split %r, its threads' %r" %
+             (grp and grp[0].get("split"), [t["split"] for t in fths]))
 trace = os.path.join(work, "trace")
 
 # 6. the hog is outside the tree: partly seen, and said so, even when each
