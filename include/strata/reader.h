@@ -389,6 +389,53 @@ STRATA_API int strata_iter_seek(struct strata_iter *it, uint64_t ts);
 /* Bytes of stream files consumed so far (for progress). */
 STRATA_API uint64_t strata_iter_progress(const struct strata_iter *it);
 
+/* ---- symbols ---------------------------------------------------------------- */
+
+/*
+ * Addresses of a traced process (pointer fields, lock addresses, call
+ * chains) as function+offset (file:line), from the memory maps its state
+ * dump recorded (strata:map, format.md §4) and the mapped files' ELF
+ * symbols and DWARF (elfutils' libdwfl; separate debug files found by
+ * build-id under /usr/lib/debug). A file whose inode is not the one that
+ * was mapped (rebuilt or replaced since the trace) is not read: its
+ * addresses are given as module+offset and marked STRATA_SYM_CHANGED.
+ * Built once per trace, lazily per process; not thread-safe.
+ */
+struct strata_symbolizer;
+
+enum strata_sym_status {
+	STRATA_SYM_FUNCTION = 0, /* function (or data object) + offset */
+	STRATA_SYM_MODULE,       /* in a mapped file without a symbol there */
+	STRATA_SYM_CHANGED,      /* the file changed since the trace: not read */
+	STRATA_SYM_MAPPING,      /* an anonymous or special mapping ([heap]...) */
+	STRATA_SYM_UNKNOWN,      /* no mapping of that process holds it */
+};
+
+struct strata_symbol {
+	int status;              /* enum strata_sym_status */
+	const char *module;      /* the file's or mapping's name, or NULL */
+	uint64_t module_offset;  /* file-relative address (addr - load bias) */
+	const char *function;    /* STRATA_SYM_FUNCTION: the symbol */
+	uint64_t offset;         /* addr - the symbol's start */
+	const char *file;        /* source file, or NULL */
+	int line;                /* source line, or 0 */
+};
+
+/* Read the maps of every process in t. Returns 0, -ENOMEM, or -ENOTSUP
+ * (a libstrata-reader built without libdw). */
+STRATA_API int strata_symbolizer_create(struct strata_trace *t,
+					struct strata_symbolizer **out);
+STRATA_API void strata_symbolizer_destroy(struct strata_symbolizer *s); /* NULL ok */
+/* Resolve addr of process pid; strings stay valid until destroy.
+ * Returns out->status (>= 0). */
+STRATA_API int strata_symbolize(struct strata_symbolizer *s, uint32_t pid,
+				uint64_t addr, struct strata_symbol *out);
+/* "func+0x1a (file.c:12)", "module+0x1a2b", "module+0x1a2b (changed since
+ * the trace)", "[heap]+0x10" or "0x7f12...", into buf (NUL-terminated);
+ * returns buf. */
+STRATA_API const char *strata_symbol_format(const struct strata_symbol *sym,
+					    uint64_t addr, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif
