@@ -2,6 +2,7 @@
 /* strata locks: contended pthread locks of a trace taken under libstrata-locks.so, per lock address (docs/locks.md). */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,7 +52,10 @@ static void tids_text(const struct lock_stats *l, char *buf, size_t len)
 		snprintf(buf + o, len - o, ",...");
 }
 
-static void print_text(const struct lock_result *r, size_t n)
+static const char *lock_name(struct strata_symbolizer *sy, const struct lock_stats *l,
+			     char *buf, size_t len, struct strata_symbol *sym);
+
+static void print_text(const struct lock_result *r, size_t n, struct strata_symbolizer *sy)
 {
 	uint64_t mw = 0, mh = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -63,7 +67,7 @@ static void print_text(const struct lock_result *r, size_t n)
 	}
 	struct dur_unit uw = dur_unit_for(mw), uh = dur_unit_for(mh);
 	struct table tb;
-	char b[40], tids[128];
+	char b[40], tids[128], name[300];
 
 	printf("Contended pthread locks: %zu lock%s, %" PRIu64 " contended of %" PRIu64
 	       " acquisitions in %u thread%s.\n\n", r->nlocks, r->nlocks == 1 ? "" : "s",
@@ -83,7 +87,8 @@ static void print_text(const struct lock_result *r, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct lock_stats *l = &r->locks[i];
 		uint64_t waits = l->contended + l->failed;
-		table_cell(&tb, "0x%" PRIx64, l->addr);
+		struct strata_symbol sym;
+		table_cell(&tb, "%s", lock_name(sy, l, name, sizeof(name), &sym));
 		table_cell(&tb, "%s", kind_name(l->kind));
 		table_cell(&tb, "%u", l->pid);
 		table_cell(&tb, "%" PRIu64, l->contended);
@@ -107,7 +112,38 @@ static void print_text(const struct lock_result *r, size_t n)
 		       " ends with nothing open\n", r->open_waits, r->open_holds, r->orphans);
 }
 
-static void print_json(const struct lock_result *r, size_t n, const struct an_loss *loss)
+/* A lock by its symbol when it is a static one ("hot", "locks+0x28"),
+ * else by its address: heap and stack locks have no name of their own. */
+static const char *lock_name(struct strata_symbolizer *sy, const struct lock_stats *l,
+			     char *buf, size_t len, struct strata_symbol *sym)
+{
+	memset(sym, 0, sizeof(*sym));
+	sym->status = STRATA_SYM_UNKNOWN;
+	if (sy)
+		strata_symbolize(sy, l->pid, l->addr, sym);
+	if (sym->status == STRATA_SYM_FUNCTION && sym->offset)
+		snprintf(buf, len, "%s+0x%" PRIx64, sym->function, sym->offset);
+	else if (sym->status == STRATA_SYM_FUNCTION)
+		snprintf(buf, len, "%s", sym->function);
+	else if (sym->status == STRATA_SYM_CHANGED)
+		strata_symbol_format(sym, l->addr, buf, len);
+	else
+		snprintf(buf, len, "0x%" PRIx64, l->addr);
+	return buf;
+}
+
+/* A JSON string of a name made of printable ASCII and path characters. */
+static void json_name(const char *s)
+{
+	putchar('"');
+	for (; *s; s++)
+		if ((unsigned char)*s >= 0x20 && *s != '"' && *s != '\\')
+			putchar(*s);
+	putchar('"');
+}
+
+static void print_json(const struct lock_result *r, size_t n, const struct an_loss *loss,
+		       struct strata_symbolizer *sy)
 {
 	printf("{\"acquisitions\":%" PRIu64 ",\"contended\":%" PRIu64 ",\"threads\":%u"
 	       ",\"open_waits\":%" PRIu64 ",\"open_holds\":%" PRIu64 ",\"orphans\":%" PRIu64,
@@ -117,10 +153,16 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 	printf(",\"locks\":[");
 	for (size_t i = 0; i < n; i++) {
 		const struct lock_stats *l = &r->locks[i];
-		printf("%s\n{\"addr\":\"0x%" PRIx64 "\",\"kind\":\"%s\",\"pid\":%u"
+		struct strata_symbol sym;
+		char name[300];
+		lock_name(sy, l, name, sizeof(name), &sym);
+		printf("%s\n{\"addr\":\"0x%" PRIx64 "\",\"name\":", i ? "," : "", l->addr);
+		json_name(name);
+		printf(",\"symbolized\":%s", sym.status == STRATA_SYM_FUNCTION ? "true" : "false");
+		printf(",\"kind\":\"%s\",\"pid\":%u"
 		       ",\"contended\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"wait_ns\":%" PRIu64
 		       ",\"max_wait_ns\":%" PRIu64 ",\"holds\":%" PRIu64 ",\"hold_ns\":%" PRIu64
-		       ",\"max_hold_ns\":%" PRIu64 ",\"tids\":[", i ? "," : "", l->addr,
+		       ",\"max_hold_ns\":%" PRIu64 ",\"tids\":[",
 		       kind_name(l->kind), l->pid, l->contended, l->failed, l->wait_total,
 		       l->wait_max, l->holds, l->hold_total, l->hold_max);
 		for (unsigned k = 0; k < l->ntids; k++)
@@ -195,10 +237,15 @@ int cmd_locks(int argc, char **argv)
 	struct an_loss loss;
 	an_loss_get(ct.t, &loss);
 	report_loss(ct.path, &loss, json ? NULL : stdout);
+	/* static locks by their symbols; without maps or libdw, addresses */
+	struct strata_symbolizer *sy = NULL;
+	if (strata_symbolizer_create(ct.t, &sy) < 0)
+		sy = NULL;
 	if (json)
-		print_json(r, n, &loss);
+		print_json(r, n, &loss, sy);
 	else
-		print_text(r, n);
+		print_text(r, n, sy);
+	strata_symbolizer_destroy(sy);
 	lock_free(r);
 	int rc = cli_status(&ct);
 	cli_close(&ct);

@@ -32,6 +32,9 @@
 static pthread_mutex_t hot = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t hot_rw = PTHREAD_RWLOCK_INITIALIZER;
 static int rw; /* "rw": hot is hot_rw, written by main, read by the workers */
+/* "lib": the hot mutex is a shared library's static one (symbols) */
+pthread_mutex_t *locks_lib_hot(void);
+static pthread_mutex_t *hot_m = &hot;
 static pthread_mutex_t cold[MAXW];
 static _Atomic uint32_t round_no, announced, done;
 static _Atomic int32_t tids[MAXW];
@@ -79,7 +82,7 @@ static void *worker(void *arg)
 		if (rw)
 			pthread_rwlock_rdlock(&hot_rw);
 		else
-			pthread_mutex_lock(&hot);
+			pthread_mutex_lock(hot_m);
 		uint64_t t1 = now_ns();
 		w->acquisitions++;
 		w->wait_ns += t1 - t0;
@@ -89,7 +92,7 @@ static void *worker(void *arg)
 		if (rw)
 			pthread_rwlock_unlock(&hot_rw);
 		else
-			pthread_mutex_unlock(&hot);
+			pthread_mutex_unlock(hot_m);
 		atomic_fetch_add(&done, 1);
 		fwake(&done);
 	}
@@ -122,7 +125,7 @@ static void pause_us(long us)
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [rw]]\n");
+		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [rw|lib]]\n");
 		return 2;
 	}
 	nworkers = (unsigned)atoi(argv[1]);
@@ -131,6 +134,8 @@ int main(int argc, char **argv)
 	if (argc > 5)
 		hold_ns = strtoull(argv[5], NULL, 10) * 1000;
 	rw = argc > 6 && !strcmp(argv[6], "rw");
+	if (argc > 6 && !strcmp(argv[6], "lib"))
+		hot_m = locks_lib_hot();
 	if (!nworkers || nworkers > MAXW)
 		return 2;
 	pthread_t th[MAXW];
@@ -149,7 +154,7 @@ int main(int argc, char **argv)
 		if (rw)
 			pthread_rwlock_wrlock(&hot_rw);
 		else
-			pthread_mutex_lock(&hot);
+			pthread_mutex_lock(hot_m);
 		main_acq++;
 		atomic_store(&announced, 0);
 		atomic_store(&round_no, r);
@@ -162,7 +167,7 @@ int main(int argc, char **argv)
 		if (rw)
 			pthread_rwlock_unlock(&hot_rw);
 		else
-			pthread_mutex_unlock(&hot);
+			pthread_mutex_unlock(hot_m);
 		uint32_t d;
 		while ((d = atomic_load(&done)) < r * nworkers)
 			fwait(&done, d);
@@ -179,7 +184,7 @@ int main(int argc, char **argv)
 		return 1;
 	uint64_t wait = 0, hold = 0;
 	fprintf(f, "{\"hot\":\"%p\",\"hot_contended\":%" PRIu64 ",\"cold\":[",
-		rw ? (void *)&hot_rw : (void *)&hot,
+		rw ? (void *)&hot_rw : (void *)hot_m,
 		(uint64_t)nworkers * nrounds);
 	for (unsigned i = 0; i < nworkers; i++)
 		fprintf(f, "%s\"%p\"", i ? "," : "", (void *)&cold[i]);

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|rwlock|unchanged|sigfork STRATA LIBLOCKS CONTEND SIGFORK WORKDIR
+usage: locks_test.py contention|rwlock|unchanged|sigfork|symbols STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE
 """
 import json
 import os
@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 
-PART, STRATA, LIB, CONTEND, SIGFORK, WORK = sys.argv[1:7]
+PART, STRATA, LIB, CONTEND, SIGFORK, WORK, CONTEND_NOPIE = sys.argv[1:8]
 WORKERS, ROUNDS, COLD, HOLD_US = 3, 40, 50, 300
 
 
@@ -80,9 +80,14 @@ def contention(mode="mutex"):
             rep["acquisitions"], rep["contended"], want, truth["hot_contended"]))
     near("total wait", hot["wait_ns"], truth["wait_ns"], 0.05)
     near("total hold", hot["hold_ns"], truth["hold_ns"], 0.05)
+    # a static lock is named by its symbol (PIE executable here)
+    name = "hot_rw" if mode == "rw" else "hot"
+    if hot["name"] != name or not hot["symbolized"]:
+        fail("hot lock named %r (symbolized %s), want %r" % (hot["name"], hot["symbolized"], name))
     text = run([STRATA, "locks", "--sort", "count", trace])
-    rows = [l for l in text.splitlines() if l.strip().startswith("0x")]
-    if not rows or int(rows[0].split()[0], 16) != int(truth["hot"], 16):
+    lines = text.splitlines()
+    rows = [l.split() for l in lines[lines.index(next(l for l in lines if l.strip().startswith("lock "))) + 1:] if l.strip()]
+    if not rows or rows[0][0] != name:
         fail("text report: hot lock not first:\n" + text)
     print(text)
 
@@ -112,5 +117,33 @@ def sigfork():
 
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
-{"contention": contention, "rwlock": lambda: contention("rw"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
+def symbols():
+    """Static locks named by symbol in a non-PIE executable and a shared
+    library; a binary replaced since the trace is not read, and says so."""
+    global CONTEND
+    for exe, mode, want in ((CONTEND_NOPIE, "mutex", "hot"), (CONTEND, "lib", "lib_hot")):
+        CONTEND = exe
+        _, truth, trace = contend(LIB, "sym-" + mode, mode)
+        rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+        got = rep["locks"][0] if rep["locks"] else {}
+        print("%s %s: %s" % (os.path.basename(exe), mode, got.get("name")))
+        if got.get("name") != want or not got.get("symbolized"):
+            fail("%s (%s): hot lock named %r, want %r" % (exe, mode, got.get("name"), want))
+    # a copy of the program, traced, then rebuilt (a new file over it)
+    copy = os.path.join(WORK, "contend-copy")
+    shutil.copy(CONTEND_NOPIE, copy)
+    CONTEND = copy
+    _, truth, trace = contend(LIB, "sym-changed")
+    shutil.copy(CONTEND_NOPIE, copy + ".new")
+    os.replace(copy + ".new", copy)
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    got = rep["locks"][0] if rep["locks"] else {}
+    print("replaced binary: %s" % got.get("name"))
+    if got.get("symbolized") or "changed since the trace" not in got.get("name", ""):
+        fail("a binary replaced since the trace was read: %r" % got)
+    if int(got["addr"], 16) != int(truth["hot"], 16):
+        fail("replaced binary: lock 0x%x, the program's %s" % (int(got["addr"], 16), truth["hot"]))
+
+
+{"symbols": symbols, "contention": contention, "rwlock": lambda: contention("rw"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
 print("ok")
