@@ -121,6 +121,9 @@ void cli_session_signals(void);
  * seconds") and --format text|json; 0, or -1 after one error line. */
 int cli_parse_seconds(const char *arg, double *out, const char *what);
 int cli_text_json(const char *arg, bool *json);
+/* A name (command, lock, path) as a JSON string on stdout: printable
+ * characters only, quotes and backslashes left out. NULL: "". */
+void cli_json_name(const char *s);
 
 /* "strata: <file>: <problem>" on stderr. */
 void cli_err(const char *file, const char *fmt, ...)

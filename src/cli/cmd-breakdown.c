@@ -42,15 +42,6 @@ static bool shown(const struct bd_result *r, const struct cli_filter_opts *fo,
 	       !(complete && th->partial);
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++)
-		if ((unsigned char)*s >= 0x20 && *s != '"' && *s != '\\')
-			putchar(*s);
-	putchar('"');
-}
-
 static const char *running_key(const struct bd_result *r)
 {
 	return r->have_syscalls ? "user_trap" : "running";
@@ -83,7 +74,7 @@ static void print_json(struct strata_trace *t, const struct bd_result *r,
 		printf(",\"by\":\"%s\",\"groups\":[", by == BD_BY_PROCESS ? "process" : "command");
 		for (int i = 0; i < n; i++) {
 			printf("%s\n{\"pid\":%u,\"comm\":", i ? "," : "", g[i].pid);
-			json_str(g[i].comm);
+			cli_json_name(g[i].comm);
 			printf(",\"processes\":%u,\"threads\":%u,\"partial_threads\":%u",
 			       g[i].nprocs, g[i].nthreads, g[i].npartial);
 			json_states(t, r, g[i].t);
@@ -105,7 +96,7 @@ static void print_json(struct strata_trace *t, const struct bd_result *r,
 		if (!shown(r, fo, th, complete))
 			continue;
 		printf("%s\n{\"pid\":%u,\"tid\":%u,\"comm\":", first ? "" : ",", th->pid, th->tid);
-		json_str(th->comm);
+		cli_json_name(th->comm);
 		printf(",\"partial\":%s,\"outside_scope\":%s,\"created\":%s,\"exited\":%s",
 		       th->partial ? "true" : "false", th->outside ? "true" : "false",
 		       th->created ? "true" : "false", th->exited ? "true" : "false");

@@ -37,15 +37,6 @@ static void json_stats(const struct iv_stats *s)
 	       s->min, s->p50, s->p99, s->max);
 }
 
-static void json_name(const char *s)
-{
-	putchar('"');
-	for (; s && *s; s++)
-		if ((unsigned char)*s >= 0x20 && *s != '"' && *s != '\\')
-			putchar(*s);
-	putchar('"');
-}
-
 static void cells_stats(struct table *tb, const struct iv_stats *s)
 {
 	char b[40];
@@ -113,13 +104,13 @@ static void print_json(const struct iv_result *r, const struct iv_options *o,
 		       const struct cli_filter_opts *fo, bool threads, const struct an_loss *loss)
 {
 	printf("{\"by\":");
-	json_name(o->by ? o->by : "thread");
+	cli_json_name(o->by ? o->by : "thread");
 	report_loss_json(stdout, loss);
 	printf(",\"kinds\":[");
 	for (unsigned k = 0; k < r->nkinds; k++) {
 		const struct iv_kind_stats *ks = &r->kinds[k];
 		printf("%s\n{\"kind\":", k ? "," : "");
-		json_name(ks->name);
+		cli_json_name(ks->name);
 		putchar(',');
 		json_stats(&ks->s);
 		printf(",\"open\":%" PRIu64 ",\"unmatched_ends\":%" PRIu64 ",\"too_deep\":%" PRIu64
@@ -132,9 +123,9 @@ static void print_json(const struct iv_result *r, const struct iv_options *o,
 		if (!cli_wants_thread(fo, th->pid, th->tid))
 			continue;
 		printf("%s\n{\"kind\":", first ? "" : ",");
-		json_name(r->kinds[th->kind].name);
+		cli_json_name(r->kinds[th->kind].name);
 		printf(",\"pid\":%u,\"tid\":%u,\"name\":", th->pid, th->tid);
-		json_name(an_names_get(r->names, th->tid));
+		cli_json_name(an_names_get(r->names, th->tid));
 		putchar(',');
 		json_stats(&th->s);
 		putchar('}');

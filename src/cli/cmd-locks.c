@@ -132,16 +132,6 @@ static const char *lock_name(struct strata_symbolizer *sy, const struct lock_sta
 	return buf;
 }
 
-/* A JSON string of a name made of printable ASCII and path characters. */
-static void json_name(const char *s)
-{
-	putchar('"');
-	for (; *s; s++)
-		if ((unsigned char)*s >= 0x20 && *s != '"' && *s != '\\')
-			putchar(*s);
-	putchar('"');
-}
-
 static void print_json(const struct lock_result *r, size_t n, const struct an_loss *loss,
 		       struct strata_symbolizer *sy)
 {
@@ -157,7 +147,7 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		char name[300];
 		lock_name(sy, l, name, sizeof(name), &sym);
 		printf("%s\n{\"addr\":\"0x%" PRIx64 "\",\"name\":", i ? "," : "", l->addr);
-		json_name(name);
+		cli_json_name(name);
 		printf(",\"symbolized\":%s", sym.status == STRATA_SYM_FUNCTION ? "true" : "false");
 		printf(",\"kind\":\"%s\",\"pid\":%u"
 		       ",\"contended\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"wait_ns\":%" PRIu64

@@ -60,6 +60,15 @@ int cli_parse_seconds(const char *arg, double *out, const char *what)
 	return 0;
 }
 
+void cli_json_name(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++)
+		if ((unsigned char)*s >= 0x20 && *s != '"' && *s != '\\')
+			putchar(*s);
+	putchar('"');
+}
+
 int cli_text_json(const char *arg, bool *json)
 {
 	if (strcmp(arg, "text") && strcmp(arg, "json")) {
