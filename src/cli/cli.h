@@ -99,6 +99,10 @@ int cli_new_trace_dir(const char *dir, const char *cmd);
 /* 0 if `cmd` would be found and run by execvp (PATH search), -1 if not:
  * checked before anything is created. */
 int cli_command_runnable(const char *cmd);
+/* The path of libstrata-locks.so for --locks into buf: STRATA_LOCKS_LIB,
+ * else beside this strata (installed: ../LIBDIR, the build tree:
+ * ../locks). 0, or -1 after one error line. */
+int cli_locks_preload(char *buf, size_t len);
 /* The state dump of TRACE as a session starts (cli_statedump_system);
  * a failure is said in one line and tracing goes on. */
 void cli_state_at_start(const char *trace);

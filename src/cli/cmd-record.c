@@ -45,6 +45,8 @@ const char cmd_record_usage[] =
 	"  --kernel-system        ... the whole system's\n"
 	"  --kernel-event SYS:EV  one more tracefs event (repeatable)\n"
 	"  --kernel-buffer-kb N   kernel buffer per CPU in KiB (default 4096)\n"
+	"  --locks                trace COMMAND's pthread locks (libstrata-locks.so\n"
+	"                         preloaded; then strata locks DIR, docs/locks.md)\n"
 	"  -v, --verbose          one line per traced process at the end\n\n"
 	"SIGUSR1 writes a snapshot of the buffers (overwrite mode) to\n"
 	"DIR-snapshot-N while tracing goes on.\n";
@@ -147,6 +149,8 @@ struct record_opts {
 	unsigned groups; /* -k */
 	struct cli_ring_opts ro;
 	int ksystem, verbose;
+	char locks[4096]; /* --locks: the preload's path, or "" */
+	int want_locks;
 	unsigned kbuffer_kb; /* --kernel-buffer-kb, 0: the default */
 	const char *kevents[65]; /* --kernel-event, NULL-terminated */
 	unsigned nkevents;
@@ -170,7 +174,7 @@ static int record_trigger(int start, const char *arg)
 }
 
 enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD,
-       O_KBUF, O_KEVENT };
+       O_KBUF, O_KEVENT, O_LOCKS };
 
 /* One option that is not a ring option: 0, or -1 when the exit status
  * is 2 (said on stderr). */
@@ -192,6 +196,7 @@ static int record_opt(struct record_opts *ro, int o, const char *arg)
 	case O_KBUF:
 		return cli_kernel_buffer_opt("record", arg, &ro->kbuffer_kb);
 	case O_GUARD: ro->guard = arg; break;
+	case O_LOCKS: ro->want_locks = 1; break;
 	case 'v': ro->verbose = 1; break;
 	case O_CLOCK: return cli_clock_opt(arg) ? -1 : 0;
 	case O_START_ON:
@@ -226,6 +231,7 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 		{"kernel-system", no_argument, NULL, O_KSYSTEM},
 		{"kernel-buffer-kb", required_argument, NULL, O_KBUF},
 		{"kernel-event", required_argument, NULL, O_KEVENT},
+		{"locks", no_argument, NULL, O_LOCKS},
 		{"guard", required_argument, NULL, O_GUARD}, /* not in --help */
 		{NULL, 0, NULL, 0},
 	};
@@ -350,6 +356,8 @@ static int record_check(struct record_opts *ro)
 	}
 	if (cli_ring_env(&ro->ro, "record"))
 		return 2;
+	if (ro->want_locks && cli_locks_preload(ro->locks, sizeof(ro->locks)))
+		return 2;
 	if (!ro->out) {
 		time_t t = time(NULL);
 		struct tm tm;
@@ -377,6 +385,13 @@ static pid_t record_spawn(const struct record_opts *ro, int gate[2])
 	}
 	if (child == 0) {
 		cli_gate_wait(gate);
+		if (ro->locks[0]) { /* first, before a preload of the user's */
+			const char *old = getenv("LD_PRELOAD");
+			char pre[8192];
+			snprintf(pre, sizeof(pre), "%s%s%s", ro->locks, old && *old ? ":" : "",
+				 old ? old : "");
+			setenv("LD_PRELOAD", pre, 1);
+		}
 		cli_exec(ro->cmd);
 	}
 	return child;

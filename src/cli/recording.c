@@ -210,6 +210,42 @@ int cli_new_trace_dir(const char *dir, const char *cmd)
 	return ret ? -1 : 0;
 }
 
+int cli_locks_preload(char *buf, size_t len)
+{
+	const char *env = getenv("STRATA_LOCKS_LIB");
+	char exe[4096];
+	ssize_t n;
+
+	if (env && *env) {
+		if (access(env, R_OK)) {
+			cli_err(env, "--locks: STRATA_LOCKS_LIB: %s", strerror(errno));
+			return -1;
+		}
+		snprintf(buf, len, "%s", env);
+		return 0;
+	}
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+		exe[n] = 0;
+		char *slash = strrchr(exe, '/');
+		if (slash)
+			*slash = 0;
+		/* installed (bin/ and LIBDIR/ under one prefix), then the build tree */
+		static const char *const rel[] = { "/../" STRATA_LIBDIR "/libstrata-locks.so",
+						   "/../locks/libstrata-locks.so" };
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			char p[8192], real[4096];
+			snprintf(p, sizeof(p), "%s%s", exe, rel[i]);
+			if (realpath(p, real) && !access(real, R_OK)) {
+				snprintf(buf, len, "%s", real);
+				return 0;
+			}
+		}
+	}
+	cli_err(NULL, "--locks: libstrata-locks.so is not beside this strata (%s/../%s): "
+		"install it, or give its path in STRATA_LOCKS_LIB", exe, STRATA_LIBDIR);
+	return -1;
+}
+
 int cli_command_runnable(const char *cmd)
 {
 	const char *path = getenv("PATH");

@@ -74,4 +74,7 @@ cmake --build "$work/cm/build" >>"$work/cm.log" 2>&1 || fail "build: $(tail -5 "
 LD_LIBRARY_PATH=${libdir%/pkgconfig} STRATA_OUTPUT="$work/trace2" "$work/cm/build/app"
 n=$(babeltrace2 "$work/trace2" 2>/dev/null | grep -c 'app:tick: .*what = "hello"' || true)
 [ "$n" = 100 ] || fail "find_package build recorded $n of 100 events"
+# record --locks finds the installed libstrata-locks.so beside bin/
+LD_LIBRARY_PATH=${libdir%/pkgconfig} "$prefix/bin/strata" record --locks -o "$work/trace3" -- true \
+	2>"$work/locks.err" || fail "installed record --locks: $(head -3 "$work/locks.err")"
 echo "install: OK"

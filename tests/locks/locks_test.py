@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|rwlock|unchanged|sigfork|symbols STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE
+usage: locks_test.py contention|rwlock|unchanged|sigfork|symbols|record STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE
 """
 import json
 import os
@@ -145,5 +145,29 @@ def symbols():
         fail("replaced binary: lock 0x%x, the program's %s" % (int(got["addr"], 16), truth["hot"]))
 
 
-{"symbols": symbols, "contention": contention, "rwlock": lambda: contention("rw"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
+def record():
+    """strata record --locks: the preload set up by record, for the command
+    and its children (a shell runs the program): the same exact counts."""
+    truth_path = os.path.join(WORK, "rec.json")
+    trace = os.path.join(WORK, "rec")
+    shutil.rmtree(trace, ignore_errors=True)
+    run([STRATA, "record", "--locks", "-o", trace, "--", "sh", "-c",
+         " ".join([CONTEND, str(WORKERS), str(ROUNDS), str(COLD), truth_path, str(HOLD_US)])])
+    with open(truth_path) as f:
+        truth = json.load(f)
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    hot = rep["locks"][0] if rep["locks"] else {}
+    print("record --locks: %s contended %s of %d" % (hot.get("name"), hot.get("contended"),
+                                                   truth["hot_contended"]))
+    if hot.get("name") != "hot" or hot.get("contended") != truth["hot_contended"]:
+        fail("record --locks: %r, the program says %d contended" % (hot, truth["hot_contended"]))
+    # a bad STRATA_LOCKS_LIB is one clear line and exit 2, nothing run
+    env = dict(os.environ, STRATA_LOCKS_LIB=os.path.join(WORK, "nonexistent.so"))
+    p = subprocess.run([STRATA, "record", "--locks", "-o", trace + "-bad", "--", "true"],
+                       env=env, capture_output=True, text=True)
+    if p.returncode != 2 or "STRATA_LOCKS_LIB" not in p.stderr or os.path.exists(trace + "-bad"):
+        fail("record --locks with a missing library: exit %d, %r" % (p.returncode, p.stderr))
+
+
+{"record": record, "symbols": symbols, "contention": contention, "rwlock": lambda: contention("rw"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
 print("ok")
