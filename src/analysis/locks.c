@@ -11,7 +11,8 @@
 #define LOCK_EOWNERDEAD 130 /* Linux's EOWNERDEAD: acquired all the same */
 #define TH_HELD 8           /* as the preload's LK_HELD */
 
-enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT };
+enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS };
+#define KIND_SEM 5 /* the preload's LOCKS_KIND_SEM: no owner, no hold */
 
 /* The events' classes and the indexes of their fields. */
 struct roles {
@@ -102,10 +103,11 @@ static int add_tid(struct lock_stats *l, uint32_t tid)
 static int roles_init(struct strata_trace *t, struct roles *ro)
 {
 	static const char *const names[] = { NULL, "lock:wait_begin", "lock:wait_end",
-					     "lock:release", "lock:count" };
+					     "lock:release", "lock:count", "lock:spins" };
 	static const char *const fields[][3] = {
 		{ NULL }, { "addr", "kind" }, { "addr", "ret" },
 		{ "addr", "acquisitions", "contended" }, { "acquisitions", "contended" },
+		{ "addr", "spins" },
 	};
 	unsigned nc = strata_trace_nclasses(t);
 	bool any = false;
@@ -116,7 +118,7 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 		return -ENOMEM;
 	for (unsigned i = 0; i < nc; i++) {
 		const struct strata_event_class *c = strata_trace_class(t, i);
-		for (int k = R_BEGIN; k <= R_COUNT; k++) {
+		for (int k = R_BEGIN; k <= R_SPINS; k++) {
 			if (strcmp(c->name, names[k]))
 				continue;
 			bool ok = true;
@@ -180,6 +182,8 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 			return 0;
 		}
 		l->contended++;
+		if (th->wait_kind == KIND_SEM)
+			return 0; /* a semaphore has no owner: nothing held */
 		if (th->nheld < TH_HELD) {
 			th->held[th->nheld].addr = a;
 			th->held[th->nheld].ts = ev->timestamp;
@@ -206,6 +210,11 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 	case R_COUNT:
 		th->acq = a;
 		th->cont = field(ev, ro->f[ci][1]);
+		return 0;
+	case R_SPINS: /* just before its wait_end */
+		if (!(l = lock_get(m, r, cap, ev->pid, a)))
+			return -ENOMEM;
+		l->spins += field(ev, ro->f[ci][1]);
 		return 0;
 	}
 	return 0;

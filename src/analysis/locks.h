@@ -12,10 +12,12 @@ struct lock_stats {
 	uint32_t pid;
 	uint64_t addr;
 	unsigned kind;               /* wait_begin's: 1 mutex, 2 rwlock read,
-				      * 3 rwlock write (the last one seen) */
+				      * 3 rwlock write, 4 spin, 5 semaphore
+				      * (the last one seen) */
 	uint64_t contended;          /* waits that acquired it */
 	uint64_t failed;             /* waits that returned an error */
 	uint64_t wait_total, wait_max;
+	uint64_t spins;              /* spin locks: turns of the waits' loops */
 	uint64_t holds;              /* contended acquisitions released */
 	uint64_t hold_total, hold_max;
 	uint32_t *tids;              /* threads that waited for it, sorted */

@@ -38,8 +38,9 @@ static int parse_sort(const char *s, enum lock_sort *out)
 
 static const char *kind_name(unsigned kind)
 {
-	static const char *const names[] = { "?", "mutex", "rwlock-r", "rwlock-w" };
-	return names[kind < 4 ? kind : 0];
+	static const char *const names[] = { "?", "mutex", "rwlock-r", "rwlock-w", "spin",
+					     "semaphore" };
+	return names[kind < 6 ? kind : 0];
 }
 
 static void tids_text(const struct lock_stats *l, char *buf, size_t len)
@@ -72,7 +73,7 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 	printf("Contended pthread locks: %zu lock%s, %" PRIu64 " contended of %" PRIu64
 	       " acquisitions in %u thread%s.\n\n", r->nlocks, r->nlocks == 1 ? "" : "s",
 	       r->contended, r->acquisitions, r->nthreads, r->nthreads == 1 ? "" : "s");
-	table_init(&tb, 11, "llrrrrrrrrl");
+	table_init(&tb, 12, "llrrrrrrrrrl");
 	table_cell(&tb, "lock");
 	table_cell(&tb, "kind");
 	table_cell(&tb, "pid");
@@ -83,6 +84,7 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 	table_cell(&tb, "hold (%s)", uh.name);
 	table_cell(&tb, "max hold (%s)", uh.name);
 	table_cell(&tb, "failed");
+	table_cell(&tb, "spins");
 	table_cell(&tb, "threads");
 	for (size_t i = 0; i < n; i++) {
 		const struct lock_stats *l = &r->locks[i];
@@ -98,6 +100,10 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 		table_cell(&tb, "%s", dur_in(uh, l->hold_total, b, sizeof(b)));
 		table_cell(&tb, "%s", dur_in(uh, l->hold_max, b, sizeof(b)));
 		table_cell(&tb, "%" PRIu64, l->failed);
+		if (l->kind == 4) /* spin */
+			table_cell(&tb, "%" PRIu64, l->spins);
+		else
+			table_cell(&tb, "-");
 		tids_text(l, tids, sizeof(tids));
 		table_cell(&tb, "%s", tids);
 	}
@@ -151,10 +157,11 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		printf(",\"symbolized\":%s", sym.status == STRATA_SYM_FUNCTION ? "true" : "false");
 		printf(",\"kind\":\"%s\",\"pid\":%u"
 		       ",\"contended\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"wait_ns\":%" PRIu64
-		       ",\"max_wait_ns\":%" PRIu64 ",\"holds\":%" PRIu64 ",\"hold_ns\":%" PRIu64
+		       ",\"max_wait_ns\":%" PRIu64 ",\"spins\":%" PRIu64
+		       ",\"holds\":%" PRIu64 ",\"hold_ns\":%" PRIu64
 		       ",\"max_hold_ns\":%" PRIu64 ",\"tids\":[",
 		       kind_name(l->kind), l->pid, l->contended, l->failed, l->wait_total,
-		       l->wait_max, l->holds, l->hold_total, l->hold_max);
+		       l->wait_max, l->spins, l->holds, l->hold_total, l->hold_max);
 		for (unsigned k = 0; k < l->ntids; k++)
 			printf("%s%u", k ? "," : "", l->tids[k]);
 		printf("]}");

@@ -17,6 +17,8 @@ enum locks_minor {
 	LOCKS_RELEASE = 3,    /* addr: a contended acquisition released */
 	LOCKS_COUNT = 4,      /* acquisitions, contended: this thread's
 			       * running totals (all locks together) */
+	LOCKS_SPINS = 5,      /* addr, spins: a spin lock's wait spun this
+			       * often (just before its wait_end) */
 };
 
 /* What kind of lock an address is (wait_begin's `kind`). */
@@ -24,6 +26,8 @@ enum locks_kind {
 	LOCKS_KIND_MUTEX = 1,
 	LOCKS_KIND_RWLOCK_READ = 2,
 	LOCKS_KIND_RWLOCK_WRITE = 3,
+	LOCKS_KIND_SPIN = 4,      /* pthread_spinlock_t */
+	LOCKS_KIND_SEM = 5,       /* sem_t: no owner, so no hold time */
 };
 
 #endif /* STRATA_LOCKS_EVENTS_H */

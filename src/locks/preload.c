@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* libstrata-locks.so: LD_PRELOAD wrappers of the pthread mutex and rwlock calls that log contended acquisitions (docs/locks.md). */
+/* libstrata-locks.so: LD_PRELOAD wrappers of the pthread lock, semaphore and condition-variable calls that log contended acquisitions (docs/locks.md). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <strata/strata.h>
@@ -15,20 +17,28 @@
 #define LK_API __attribute__((visibility("default")))
 #define LK_TLS __thread __attribute__((tls_model("initial-exec")))
 
-/* The wrapped functions; a mutex or an rwlock goes through as void *.
- * Every function here takes one pointer and returns an int, which the
- * ABIs strata runs on pass alike whatever the pointer's type. */
+/* The wrapped functions; a lock goes through as void *. Every function
+ * here takes one pointer (two: the timed and condition-variable ones) and
+ * returns an int, which the ABIs strata runs on pass alike whatever the
+ * pointers' types. */
 typedef int (*lk_fn)(void *);
+typedef int (*lk_fn2)(void *, const void *);
 #define LK_FN(f) ((lk_fn)(void (*)(void))(f))
 
 enum lk_real {
-	F_MLOCK, F_MTRY, F_MUNLOCK, F_RDLOCK, F_TRYRD, F_WRLOCK, F_TRYWR, F_RWUNLOCK, F_N
+	F_MLOCK, F_MTRY, F_MUNLOCK, F_RDLOCK, F_TRYRD, F_WRLOCK, F_TRYWR, F_RWUNLOCK,
+	F_MTIMED, F_TIMEDRD, F_TIMEDWR, F_SPINLOCK, F_SPINTRY, F_SPINUNLOCK,
+	F_SEMWAIT, F_SEMTRY, F_SEMTIMED, F_SEMPOST, F_CONDWAIT, F_CONDTIMED, F_N
 };
 
 static const char *const lk_names[F_N] = {
 	"pthread_mutex_lock", "pthread_mutex_trylock", "pthread_mutex_unlock",
 	"pthread_rwlock_rdlock", "pthread_rwlock_tryrdlock", "pthread_rwlock_wrlock",
 	"pthread_rwlock_trywrlock", "pthread_rwlock_unlock",
+	"pthread_mutex_timedlock", "pthread_rwlock_timedrdlock", "pthread_rwlock_timedwrlock",
+	"pthread_spin_lock", "pthread_spin_trylock", "pthread_spin_unlock",
+	"sem_wait", "sem_trywait", "sem_timedwait", "sem_post",
+	"pthread_cond_wait", "pthread_cond_timedwait",
 };
 
 /*
@@ -57,19 +67,42 @@ LK_GLIBC(lk_g_tryrd, "__pthread_rwlock_tryrdlock");
 LK_GLIBC(lk_g_wrlock, "__pthread_rwlock_wrlock");
 LK_GLIBC(lk_g_trywr, "__pthread_rwlock_trywrlock");
 LK_GLIBC(lk_g_rwunlock, "__pthread_rwlock_unlock");
+/* the rest is resolved in the constructor (or lazily): the loader and
+ * libstrata's start-up take only mutexes */
 static lk_fn real[F_N] = {
 	lk_g_mlock, lk_g_mtry, lk_g_munlock, lk_g_rdlock,
 	lk_g_tryrd, lk_g_wrlock, lk_g_trywr, lk_g_rwunlock,
 };
+#define LK_COND_VERSION "GLIBC_2.3.2" /* the condition variables since 2.3.2 */
 #else
 static lk_fn real[F_N];
 #endif
 
+/* The next definition of lk_names[f]; the condition variables by their
+ * current version (an unversioned dlsym may find the 2.2.5 ones, whose
+ * layout differs). */
+static lk_fn lk_lookup(enum lk_real f)
+{
+#ifdef LK_COND_VERSION
+	if (f == F_CONDWAIT || f == F_CONDTIMED) {
+		void *p = dlvsym(RTLD_NEXT, lk_names[f], LK_COND_VERSION);
+		if (p)
+			return LK_FN(p);
+	}
+#endif
+	return LK_FN(dlsym(RTLD_NEXT, lk_names[f]));
+}
+
 static inline lk_fn lk_real(enum lk_real f)
 {
 	if (strata_unlikely(!real[f]))
-		real[f] = LK_FN(dlsym(RTLD_NEXT, lk_names[f]));
+		real[f] = lk_lookup(f);
 	return real[f];
+}
+
+static inline lk_fn2 lk_real2(enum lk_real f)
+{
+	return (lk_fn2)(void (*)(void))lk_real(f);
 }
 
 /* Contended acquisitions a thread may hold at once and still see released;
@@ -119,14 +152,38 @@ static inline void lk_acquired(struct lk_thread *t)
 	}
 }
 
-/* Lock `l` with real[lock], trying real[try] first. */
-static inline int lk_acquire(void *l, enum lk_real try, enum lk_real lock, unsigned kind)
+/* The waiting call: real[lock](l), or real[lock](l, arg) when arg (the
+ * timed calls' deadline); a spin lock spins here, counted, on its try. */
+static inline int lk_wait(void *l, enum lk_real try, enum lk_real lock, const void *arg,
+			  unsigned kind)
+{
+	if (kind == LOCKS_KIND_SPIN) {
+		uint64_t spins = 0;
+		int r;
+		/* what pthread_spin_lock does, with the count: no fairness
+		 * is promised either way */
+		while ((r = lk_real(try)(l)) == EBUSY) {
+			spins++;
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+		}
+		STRATA_EVENT2(LOCKS_MAJOR, LOCKS_SPINS, (uintptr_t)l, spins);
+		return r;
+	}
+	return arg ? lk_real2(lock)(l, arg) : lk_real(lock)(l);
+}
+
+/* Lock `l` with real[lock] (arg: its second argument, or NULL), trying
+ * real[try] first. */
+static inline int lk_acquire_arg(void *l, enum lk_real try, enum lk_real lock,
+				 const void *arg, unsigned kind)
 {
 	struct lk_thread *t = &lk;
 	int r;
 
 	if (t->busy || !strata_major_enabled(LOCKS_MAJOR))
-		return lk_real(lock)(l);
+		return arg ? lk_real2(lock)(l, arg) : lk_real(lock)(l);
 	t->busy = 1;
 	/* Try first: only a failed try pays for timestamps. Every return
 	 * of a try but EBUSY is what the lock returns in the same state
@@ -141,7 +198,7 @@ static inline int lk_acquire(void *l, enum lk_real try, enum lk_real lock, unsig
 		return r;
 	}
 	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_BEGIN, (uintptr_t)l, kind);
-	r = lk_real(lock)(l);
+	r = lk_wait(l, try, lock, arg, kind);
 	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_END, (uintptr_t)l, (unsigned)r);
 	if (r == 0 || r == EOWNERDEAD) {
 		lk_acquired(t);
@@ -151,6 +208,11 @@ static inline int lk_acquire(void *l, enum lk_real try, enum lk_real lock, unsig
 	}
 	t->busy = 0;
 	return r;
+}
+
+static inline int lk_acquire(void *l, enum lk_real try, enum lk_real lock, unsigned kind)
+{
+	return lk_acquire_arg(l, try, lock, NULL, kind);
 }
 
 static inline int lk_try(void *l, enum lk_real try)
@@ -257,6 +319,127 @@ LK_API int pthread_rwlock_unlock(pthread_rwlock_t *l)
 	return lk_release(l, F_RWUNLOCK);
 }
 
+LK_API int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
+{
+	return lk_acquire_arg(m, F_MTRY, F_MTIMED, abstime, LOCKS_KIND_MUTEX);
+}
+
+LK_API int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abstime)
+{
+	return lk_acquire_arg(l, F_TRYRD, F_TIMEDRD, abstime, LOCKS_KIND_RWLOCK_READ);
+}
+
+LK_API int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime)
+{
+	return lk_acquire_arg(l, F_TRYWR, F_TIMEDWR, abstime, LOCKS_KIND_RWLOCK_WRITE);
+}
+
+LK_API int pthread_spin_lock(pthread_spinlock_t *l)
+{
+	return lk_acquire((void *)l, F_SPINTRY, F_SPINLOCK, LOCKS_KIND_SPIN);
+}
+
+LK_API int pthread_spin_trylock(pthread_spinlock_t *l)
+{
+	return lk_try((void *)l, F_SPINTRY);
+}
+
+LK_API int pthread_spin_unlock(pthread_spinlock_t *l)
+{
+	return lk_release((void *)l, F_SPINUNLOCK);
+}
+
+/*
+ * Semaphores: -1 and errno, not an error number; no owner, so a wait is
+ * logged (contended when the try found it at zero) but no hold. errno
+ * is the call's own on return, whatever logging did.
+ */
+static int lk_sem(sem_t *s, enum lk_real lock, const struct timespec *abstime)
+{
+	struct lk_thread *t = &lk;
+
+	if (t->busy || !strata_major_enabled(LOCKS_MAJOR))
+		return abstime ? lk_real2(lock)(s, abstime) : lk_real(lock)(s);
+	t->busy = 1;
+	int r = lk_real(F_SEMTRY)(s);
+	if (r == 0 || errno != EAGAIN) {
+		int e = errno;
+		t->acquisitions += r == 0;
+		t->busy = 0;
+		errno = e;
+		return r;
+	}
+	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_BEGIN, (uintptr_t)s, LOCKS_KIND_SEM);
+	r = abstime ? lk_real2(lock)(s, abstime) : lk_real(lock)(s);
+	int e = errno;
+	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_END, (uintptr_t)s, r ? (unsigned)e : 0u);
+	if (r == 0) {
+		lk_acquired(t);
+		t->contended++;
+	}
+	t->busy = 0;
+	errno = e;
+	return r;
+}
+
+LK_API int sem_wait(sem_t *s)
+{
+	return lk_sem(s, F_SEMWAIT, NULL);
+}
+
+LK_API int sem_timedwait(sem_t *s, const struct timespec *abstime)
+{
+	return lk_sem(s, F_SEMTIMED, abstime);
+}
+
+LK_API int sem_trywait(sem_t *s)
+{
+	int r = lk_real(F_SEMTRY)(s);
+	if (r == 0 && !lk.busy)
+		lk.acquisitions++;
+	return r;
+}
+
+/*
+ * Condition variables release the mutex and take it again inside glibc,
+ * not through the interposed calls: the hold of a contended acquisition
+ * ends where the wait starts (logged as its release), and the mutex taken
+ * again on return counts as an acquisition whose contention is not seen
+ * (docs/locks.md, "Limits").
+ */
+static int lk_cond(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
+{
+	struct lk_thread *t = &lk;
+
+	for (unsigned i = t->nheld; i-- > 0 && !t->busy;) {
+		if (t->held[i] != (uintptr_t)m)
+			continue;
+		t->busy = 1;
+		t->held[i] = t->held[--t->nheld];
+		STRATA_EVENT3(LOCKS_MAJOR, LOCKS_RELEASE, (uintptr_t)m, t->acquisitions,
+			      t->contended);
+		t->busy = 0;
+		break;
+	}
+	int r = abstime ? ((int (*)(void *, void *, const void *))(void (*)(void))
+				   lk_real(F_CONDTIMED))(c, m, abstime)
+			: lk_real2(F_CONDWAIT)(c, m);
+	if ((r == 0 || r == ETIMEDOUT || r == EOWNERDEAD) && !t->busy)
+		lk_acquired(t); /* the mutex is held again */
+	return r;
+}
+
+LK_API int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+	return lk_cond(c, m, NULL);
+}
+
+LK_API int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+				  const struct timespec *abstime)
+{
+	return lk_cond(c, m, abstime);
+}
+
 /* ---- descriptors, set-up ---------------------------------------------------- */
 
 static const struct strata_field_desc lk_f_wait_begin[] = {
@@ -271,6 +454,10 @@ static const struct strata_field_desc lk_f_release[] = {
 	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
 	{ "acquisitions", STRATA_T_U64, 0, 0 },
 	{ "contended", STRATA_T_U64, 0, 0 },
+};
+static const struct strata_field_desc lk_f_spins[] = {
+	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
+	{ "spins", STRATA_T_U64, 0, 0 },
 };
 static const struct strata_field_desc lk_f_count[] = {
 	{ "acquisitions", STRATA_T_U64, 0, 0 },
@@ -295,8 +482,12 @@ static const struct strata_event_desc lk_d_count = LK_DESC(
 	"count", LOCKS_COUNT, STRATA_EV_POINT, lk_f_count,
 	"the thread's acquisitions at its exit");
 
+static const struct strata_event_desc lk_d_spins = LK_DESC(
+	"spins", LOCKS_SPINS, STRATA_EV_POINT, lk_f_spins,
+	"a spin lock's wait spun this often");
+
 static const struct strata_event_desc *const lk_events[] = {
-	&lk_d_wait_begin, &lk_d_wait_end, &lk_d_release, &lk_d_count,
+	&lk_d_wait_begin, &lk_d_wait_end, &lk_d_release, &lk_d_count, &lk_d_spins,
 };
 static const struct strata_subsys_desc lk_subsys = {
 	"lock", LOCKS_MAJOR, "pthread lock contention (libstrata-locks.so)"
@@ -310,7 +501,7 @@ __attribute__((constructor)) static void lk_init(void)
 	lk_have_key = pthread_key_create(&lk_key, lk_thread_exit) == 0 &&
 		      lk_key < LK_KEYS_STATIC;
 	for (int i = 0; i < F_N; i++) {
-		lk_fn f = LK_FN(dlsym(RTLD_NEXT, lk_names[i]));
+		lk_fn f = lk_lookup((enum lk_real)i);
 		if (f)
 			real[i] = f;
 	}

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +32,55 @@
 
 static pthread_mutex_t hot = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t hot_rw = PTHREAD_RWLOCK_INITIALIZER;
-static int rw; /* "rw": hot is hot_rw, written by main, read by the workers */
-/* "lib": the hot mutex is a shared library's static one (symbols) */
+static pthread_spinlock_t hot_spin;
+static sem_t hot_sem;
+/* The hot lock's kind (the 6th argument): "mutex"; "rw": hot_rw, written
+ * by main, read by the workers; "lib": a shared library's static mutex
+ * (symbols); "timed": hot taken with pthread_mutex_timedlock; "spin":
+ * hot_spin; "sem": hot_sem, a semaphore of 1 used as a lock. */
+static enum { M_MUTEX, M_RW, M_LIB, M_TIMED, M_SPIN, M_SEM } mode;
 pthread_mutex_t *locks_lib_hot(void);
 static pthread_mutex_t *hot_m = &hot;
+
+static void *hot_addr(void)
+{
+	return mode == M_RW ? (void *)&hot_rw : mode == M_SPIN ? (void *)&hot_spin :
+	       mode == M_SEM ? (void *)&hot_sem : (void *)hot_m;
+}
+
+static void hot_lock(int writer)
+{
+	struct timespec far;
+	switch (mode) {
+	case M_RW:
+		writer ? pthread_rwlock_wrlock(&hot_rw) : pthread_rwlock_rdlock(&hot_rw);
+		break;
+	case M_TIMED:
+		clock_gettime(CLOCK_REALTIME, &far);
+		far.tv_sec += 3600;
+		pthread_mutex_timedlock(hot_m, &far);
+		break;
+	case M_SPIN:
+		pthread_spin_lock(&hot_spin);
+		break;
+	case M_SEM:
+		while (sem_wait(&hot_sem) && errno == EINTR)
+			;
+		break;
+	default:
+		pthread_mutex_lock(hot_m);
+	}
+}
+
+static void hot_unlock(void)
+{
+	switch (mode) {
+	case M_RW: pthread_rwlock_unlock(&hot_rw); break;
+	case M_SPIN: pthread_spin_unlock(&hot_spin); break;
+	case M_SEM: sem_post(&hot_sem); break;
+	default: pthread_mutex_unlock(hot_m);
+	}
+}
 static pthread_mutex_t cold[MAXW];
 static _Atomic uint32_t round_no, announced, done;
 static _Atomic int32_t tids[MAXW];
@@ -79,20 +125,14 @@ static void *worker(void *arg)
 		}
 		atomic_fetch_add(&announced, 1);
 		uint64_t t0 = now_ns();
-		if (rw)
-			pthread_rwlock_rdlock(&hot_rw);
-		else
-			pthread_mutex_lock(hot_m);
+		hot_lock(0);
 		uint64_t t1 = now_ns();
 		w->acquisitions++;
 		w->wait_ns += t1 - t0;
 		while (now_ns() - t1 < hold_ns)
 			;
 		w->hold_ns += now_ns() - t1;
-		if (rw)
-			pthread_rwlock_unlock(&hot_rw);
-		else
-			pthread_mutex_unlock(hot_m);
+		hot_unlock();
 		atomic_fetch_add(&done, 1);
 		fwake(&done);
 	}
@@ -125,7 +165,7 @@ static void pause_us(long us)
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [rw|lib]]\n");
+		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [mutex|rw|lib|timed|spin|sem]]\n");
 		return 2;
 	}
 	nworkers = (unsigned)atoi(argv[1]);
@@ -133,9 +173,14 @@ int main(int argc, char **argv)
 	ncold = (unsigned)atoi(argv[3]);
 	if (argc > 5)
 		hold_ns = strtoull(argv[5], NULL, 10) * 1000;
-	rw = argc > 6 && !strcmp(argv[6], "rw");
-	if (argc > 6 && !strcmp(argv[6], "lib"))
+	static const char *const modes[] = { "mutex", "rw", "lib", "timed", "spin", "sem" };
+	for (unsigned i = 0; argc > 6 && i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(argv[6], modes[i]))
+			mode = i;
+	if (mode == M_LIB)
 		hot_m = locks_lib_hot();
+	pthread_spin_init(&hot_spin, PTHREAD_PROCESS_PRIVATE);
+	sem_init(&hot_sem, 0, 1);
 	if (!nworkers || nworkers > MAXW)
 		return 2;
 	pthread_t th[MAXW];
@@ -151,23 +196,20 @@ int main(int argc, char **argv)
 	uint64_t main_acq = 0;
 	for (uint32_t r = 1; r <= nrounds; r++) {
 		/* the workers are all done: free */
-		if (rw)
-			pthread_rwlock_wrlock(&hot_rw);
-		else
-			pthread_mutex_lock(hot_m);
+		hot_lock(1);
 		main_acq++;
 		atomic_store(&announced, 0);
 		atomic_store(&round_no, r);
 		fwake(&round_no);
 		while (atomic_load(&announced) < nworkers)
 			pause_us(20);
-		for (unsigned i = 0; i < nworkers; i++)
+		/* a spinning worker never sleeps: give it time to try */
+		for (unsigned i = 0; i < nworkers && mode != M_SPIN; i++)
 			while (!sleeping(atomic_load(&tids[i])))
 				pause_us(20);
-		if (rw)
-			pthread_rwlock_unlock(&hot_rw);
-		else
-			pthread_mutex_unlock(hot_m);
+		if (mode == M_SPIN)
+			pause_us(5000);
+		hot_unlock();
 		uint32_t d;
 		while ((d = atomic_load(&done)) < r * nworkers)
 			fwait(&done, d);
@@ -184,7 +226,7 @@ int main(int argc, char **argv)
 		return 1;
 	uint64_t wait = 0, hold = 0;
 	fprintf(f, "{\"hot\":\"%p\",\"hot_contended\":%" PRIu64 ",\"cold\":[",
-		rw ? (void *)&hot_rw : (void *)hot_m,
+		hot_addr(),
 		(uint64_t)nworkers * nrounds);
 	for (unsigned i = 0; i < nworkers; i++)
 		fprintf(f, "%s\"%p\"", i ? "," : "", (void *)&cold[i]);

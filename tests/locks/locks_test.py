@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|rwlock|unchanged|sigfork|symbols|record STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE
+usage: locks_test.py contention|rwlock|timed|spin|sem|unchanged|sigfork|symbols|record|cond STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND
 """
 import json
 import os
@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 
-PART, STRATA, LIB, CONTEND, SIGFORK, WORK, CONTEND_NOPIE = sys.argv[1:8]
+PART, STRATA, LIB, CONTEND, SIGFORK, WORK, CONTEND_NOPIE, COND = sys.argv[1:9]
 WORKERS, ROUNDS, COLD, HOLD_US = 3, 40, 50, 300
 
 
@@ -52,36 +52,57 @@ def near(what, got, want, tol):
         fail("%s off by more than %d %%" % (what, tol * 100))
 
 
+KINDS = {"mutex": "mutex", "rw": "rwlock-r", "timed": "mutex", "spin": "spin", "sem": "semaphore"}
+NAMES = {"rw": "hot_rw", "spin": "hot_spin", "sem": "hot_sem"}
+
+
 def contention(mode="mutex"):
+    """Exact counts against the program's: each round, every worker's try
+    fails (the main thread lets go once all sleep in the lock call). A
+    spinning worker never sleeps, so a spin lock's count is at most the
+    program's, and its waits spun."""
     _, truth, trace = contend(LIB, "t", mode)
     rep = json.loads(run([STRATA, "locks", "--format", "json", "--top", "0", trace]))
     locks = rep["locks"]
     if not locks or int(locks[0]["addr"], 16) != int(truth["hot"], 16):
         fail("the hot lock %s is not ranked first: %s" % (truth["hot"], locks[:2]))
     hot = locks[0]
-    if hot["contended"] != truth["hot_contended"] or hot["failed"]:
+    want = truth["hot_contended"]
+    if mode == "spin":
+        print("spin: %d contended of %d lock calls, %d spins" % (hot["contended"], want, hot["spins"]))
+        if not 0 < hot["contended"] <= want or hot["failed"] or hot["spins"] < hot["contended"]:
+            fail("spin: contended %d (failed %d, spins %d), at most %d" % (
+                hot["contended"], hot["failed"], hot["spins"], want))
+        want = hot["contended"]
+    elif hot["contended"] != want or hot["failed"]:
         fail("hot contended %d (failed %d), the program says %d" % (
-            hot["contended"], hot["failed"], truth["hot_contended"]))
-    if hot["holds"] != truth["hot_contended"]:
-        fail("hot holds %d, want %d" % (hot["holds"], truth["hot_contended"]))
+            hot["contended"], hot["failed"], want))
+    # a semaphore has no owner: no hold
+    holds = 0 if mode == "sem" else want
+    if hot["holds"] != holds:
+        fail("hot holds %d, want %d" % (hot["holds"], holds))
     cold = {int(a, 16) for a in truth["cold"]}
     if any(int(l["addr"], 16) in cold for l in locks):
         fail("an uncontended cold lock is reported: %s" % locks)
-    kind = "rwlock-r" if mode == "rw" else "mutex"
-    if hot["kind"] != kind:
-        fail("hot lock kind %s, want %s" % (hot["kind"], kind))
+    if hot["kind"] != KINDS[mode]:
+        fail("hot lock kind %s, want %s" % (hot["kind"], KINDS[mode]))
     tids = sorted(t["tid"] for t in truth["threads"])
-    if hot["tids"] != tids:
+    if mode != "spin" and hot["tids"] != tids:
         fail("hot waiters %s, want %s" % (hot["tids"], tids))
-    want = sum(t["acquisitions"] for t in truth["threads"]) + truth["main_acquisitions"]
+    want_acq = sum(t["acquisitions"] for t in truth["threads"]) + truth["main_acquisitions"]
     # the tracer's own threads may take locks too: at least the program's
-    if rep["acquisitions"] < want or rep["contended"] < truth["hot_contended"]:
+    if rep["acquisitions"] < want_acq or rep["contended"] < want:
         fail("acquisitions %d contended %d, the program's %d and %d" % (
-            rep["acquisitions"], rep["contended"], want, truth["hot_contended"]))
-    near("total wait", hot["wait_ns"], truth["wait_ns"], 0.05)
-    near("total hold", hot["hold_ns"], truth["hold_ns"], 0.05)
+            rep["acquisitions"], rep["contended"], want_acq, want))
+    if mode == "spin":  # fewer waits than lock calls: bounded, not equal
+        if hot["wait_ns"] > truth["wait_ns"] * 1.05:
+            fail("spin: traced wait %d above the program's %d" % (hot["wait_ns"], truth["wait_ns"]))
+    else:
+        near("total wait", hot["wait_ns"], truth["wait_ns"], 0.05)
+    if mode not in ("sem", "spin"):
+        near("total hold", hot["hold_ns"], truth["hold_ns"], 0.05)
     # a static lock is named by its symbol (PIE executable here)
-    name = "hot_rw" if mode == "rw" else "hot"
+    name = NAMES.get(mode, "hot")
     if hot["name"] != name or not hot["symbolized"]:
         fail("hot lock named %r (symbolized %s), want %r" % (hot["name"], hot["symbolized"], name))
     text = run([STRATA, "locks", "--sort", "count", trace])
@@ -169,5 +190,28 @@ def record():
         fail("record --locks with a missing library: exit %d, %r" % (p.returncode, p.stderr))
 
 
-{"record": record, "symbols": symbols, "contention": contention, "rwlock": lambda: contention("rw"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
+def cond():
+    """Condition variables (some waits timed) under the preload: the same
+    result, and the mutex's contended holds end at the waits (released
+    there), so none is left open and nothing is an orphan."""
+    a = run([COND])
+    trace = os.path.join(WORK, "cond")
+    shutil.rmtree(trace, ignore_errors=True)
+    b = run([COND], LIB, trace)
+    if a != b:
+        fail("cond's output changed under the preload:\n%s---\n%s" % (a, b))
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    print(b.strip(), "| acquisitions %d contended %d open holds %d orphans %d" % (
+        rep["acquisitions"], rep["contended"], rep["open_holds"], rep["orphans"]))
+    if rep["open_holds"] or rep["orphans"] or rep["open_waits"]:
+        fail("cond: open holds %d, orphans %d, open waits %d" % (
+            rep["open_holds"], rep["orphans"], rep["open_waits"]))
+    # every lock call and every return from a wait (the mutex taken again)
+    if rep["acquisitions"] < 2 * 2 * 20000:
+        fail("cond: %d acquisitions, at least %d lock calls made" % (rep["acquisitions"], 80000))
+
+
+{"cond": cond, "record": record, "symbols": symbols, "contention": contention,
+ "timed": lambda: contention("timed"), "spin": lambda: contention("spin"),
+ "sem": lambda: contention("sem"), "rwlock": lambda: contention("rw"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
 print("ok")
