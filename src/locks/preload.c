@@ -223,12 +223,11 @@ static inline int lk_try(void *l, enum lk_real try)
 	return r;
 }
 
-static inline int lk_release(void *l, enum lk_real unlock)
+/* A contended acquisition of l by this thread, if it holds one, ends
+ * here: logged before the lock is let go, so that the release precedes
+ * the next owner's wait_end. */
+static inline void lk_end_hold(struct lk_thread *t, void *l)
 {
-	struct lk_thread *t = &lk;
-
-	/* A contended acquisition of l ends here: the release is logged
-	 * before the unlock so that it precedes the next owner's wait_end. */
 	for (unsigned i = t->nheld; i-- > 0 && !t->busy;) {
 		if (t->held[i] != (uintptr_t)l)
 			continue;
@@ -239,6 +238,11 @@ static inline int lk_release(void *l, enum lk_real unlock)
 		t->busy = 0;
 		break;
 	}
+}
+
+static inline int lk_release(void *l, enum lk_real unlock)
+{
+	lk_end_hold(&lk, l);
 	return lk_real(unlock)(l);
 }
 
@@ -411,16 +415,7 @@ static int lk_cond(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec 
 {
 	struct lk_thread *t = &lk;
 
-	for (unsigned i = t->nheld; i-- > 0 && !t->busy;) {
-		if (t->held[i] != (uintptr_t)m)
-			continue;
-		t->busy = 1;
-		t->held[i] = t->held[--t->nheld];
-		STRATA_EVENT3(LOCKS_MAJOR, LOCKS_RELEASE, (uintptr_t)m, t->acquisitions,
-			      t->contended);
-		t->busy = 0;
-		break;
-	}
+	lk_end_hold(t, m);
 	int r = abstime ? ((int (*)(void *, void *, const void *))(void (*)(void))
 				   lk_real(F_CONDTIMED))(c, m, abstime)
 			: lk_real2(F_CONDWAIT)(c, m);
