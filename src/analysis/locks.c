@@ -11,18 +11,19 @@
 #define LOCK_EOWNERDEAD 130 /* Linux's EOWNERDEAD: acquired all the same */
 #define TH_HELD 8           /* as the preload's LK_HELD */
 
-enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS };
+enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN };
 #define KIND_SEM 5 /* the preload's LOCKS_KIND_SEM: no owner, no hold */
 
 /* The events' classes and the indexes of their fields. */
 struct roles {
 	uint8_t *role;      /* per class index */
-	int (*f)[3];        /* per class: addr or acquisitions, then the rest */
+	int (*f)[4];        /* per class: addr or acquisitions, then the rest;
+			     * wait_begin's chain (f[3]) may be missing: -1 */
 };
 
 struct th {
 	bool waiting;
-	uint64_t wait_addr, wait_ts, wait_kind;
+	uint64_t wait_addr, wait_ts, wait_kind, wait_chain;
 	struct { uint64_t addr, ts; size_t lock; } held[TH_HELD];
 	unsigned nheld;
 	uint64_t acq, cont;
@@ -103,11 +104,12 @@ static int add_tid(struct lock_stats *l, uint32_t tid)
 static int roles_init(struct strata_trace *t, struct roles *ro)
 {
 	static const char *const names[] = { NULL, "lock:wait_begin", "lock:wait_end",
-					     "lock:release", "lock:count", "lock:spins" };
+					     "lock:release", "lock:count", "lock:spins",
+					     "lock:chain" };
 	static const char *const fields[][3] = {
 		{ NULL }, { "addr", "kind" }, { "addr", "ret" },
 		{ "addr", "acquisitions", "contended" }, { "acquisitions", "contended" },
-		{ "addr", "spins" },
+		{ "addr", "spins" }, { "id", "n", "frames" },
 	};
 	unsigned nc = strata_trace_nclasses(t);
 	bool any = false;
@@ -118,7 +120,7 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 		return -ENOMEM;
 	for (unsigned i = 0; i < nc; i++) {
 		const struct strata_event_class *c = strata_trace_class(t, i);
-		for (int k = R_BEGIN; k <= R_SPINS; k++) {
+		for (int k = R_BEGIN; k <= R_CHAIN; k++) {
 			if (strcmp(c->name, names[k]))
 				continue;
 			bool ok = true;
@@ -126,6 +128,8 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 				if (fields[k][j] &&
 				    (ro->f[i][j] = strata_event_class_field(c, fields[k][j])) < 0)
 					ok = false;
+			/* traces from before chains have none */
+			ro->f[i][3] = k == R_BEGIN ? strata_event_class_field(c, "chain") : -1;
 			if (ok)
 				ro->role[i] = (uint8_t)k;
 			any |= ok && k == R_BEGIN;
@@ -149,6 +153,71 @@ static void minmax(uint64_t *total, uint64_t *max, uint64_t v)
 		*max = v;
 }
 
+/* Waits of l from chain id: one more, `waited` ns. 0, or -ENOMEM. */
+static int chain_use(struct lock_stats *l, uint64_t id, uint64_t waited)
+{
+	unsigned i;
+	for (i = 0; i < l->nchains && l->chains[i].id != id; i++)
+		;
+	if (i == l->nchains) {
+		if (!(l->nchains & (l->nchains + 1)) || !l->chains) { /* 0, 1, 3, 7...: grow */
+			struct lock_chain_use *n = realloc(l->chains, (l->nchains + 1) * 2 * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			l->chains = n;
+		}
+		l->chains[l->nchains++] = (struct lock_chain_use){ .id = id };
+	}
+	l->chains[i].waits++;
+	l->chains[i].wait_total += waited;
+	return 0;
+}
+
+/* A lock:chain record: kept once per (pid, id). 0, or -ENOMEM. */
+static int chain_add(struct lock_result *r, const struct strata_event *ev, const int *f)
+{
+	struct strata_value id, n, fr;
+	if (strata_event_field(ev, (unsigned)f[0], &id) < 0 ||
+	    strata_event_field(ev, (unsigned)f[1], &n) < 0 ||
+	    strata_event_field(ev, (unsigned)f[2], &fr) < 0 || fr.type != STRATA_VALUE_ARRAY)
+		return 0; /* damaged: its waits keep the id, unnamed */
+	if (lock_chain_find(r, ev->pid, id.u))
+		return 0; /* two threads raced to log it */
+	if (!(r->nchains & (r->nchains + 1)) || !r->chains) {
+		struct lock_chain *c = realloc(r->chains, (r->nchains + 1) * 2 * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		r->chains = c;
+	}
+	struct lock_chain *c = &r->chains[r->nchains++];
+	memset(c, 0, sizeof(*c));
+	c->pid = ev->pid;
+	c->id = id.u;
+	c->n = (unsigned)(n.u < LOCK_FRAMES ? n.u : LOCK_FRAMES);
+	if (c->n > fr.count)
+		c->n = fr.count;
+	for (unsigned i = 0; i < c->n; i++)
+		c->frames[i] = strata_value_elem(&fr, i);
+	return 0;
+}
+
+const struct lock_chain *lock_chain_find(const struct lock_result *r, uint32_t pid,
+					 uint64_t id)
+{
+	for (size_t i = 0; i < r->nchains; i++) /* a few per lock call site */
+		if (r->chains[i].id == id && r->chains[i].pid == pid)
+			return &r->chains[i];
+	return NULL;
+}
+
+static int cmp_use(const void *a, const void *b)
+{
+	const struct lock_chain_use *x = a, *y = b;
+	if (x->wait_total != y->wait_total)
+		return x->wait_total > y->wait_total ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
 /* One lock:* event of thread `th`. 0, or -ENOMEM. */
 static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, size_t *cap,
 		const struct roles *ro, struct th *th, const struct strata_event *ev)
@@ -164,6 +233,7 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		th->wait_addr = a;
 		th->wait_ts = ev->timestamp;
 		th->wait_kind = field(ev, ro->f[ci][1]);
+		th->wait_chain = ro->f[ci][3] >= 0 ? field(ev, ro->f[ci][3]) : 0;
 		return 0;
 	case R_END:
 		if (!th->waiting || th->wait_addr != a) {
@@ -174,9 +244,11 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		if (!(l = lock_get(m, r, cap, ev->pid, a)) || add_tid(l, ev->tid))
 			return -ENOMEM;
 		uint64_t ret = field(ev, ro->f[ci][1]);
+		uint64_t waited = strata_trace_ticks_to_ns(t, ev->timestamp - th->wait_ts);
 		l->kind = (unsigned)th->wait_kind;
-		minmax(&l->wait_total, &l->wait_max,
-		       strata_trace_ticks_to_ns(t, ev->timestamp - th->wait_ts));
+		minmax(&l->wait_total, &l->wait_max, waited);
+		if (chain_use(l, th->wait_chain, waited) < 0)
+			return -ENOMEM;
 		if (ret && ret != LOCK_EOWNERDEAD) {
 			l->failed++;
 			return 0;
@@ -211,6 +283,8 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		th->acq = a;
 		th->cont = field(ev, ro->f[ci][1]);
 		return 0;
+	case R_CHAIN:
+		return chain_add(r, ev, ro->f[ci]);
 	case R_SPINS: /* just before its wait_end */
 		if (!(l = lock_get(m, r, cap, ev->pid, a)))
 			return -ENOMEM;
@@ -260,8 +334,11 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 		r->contended += th->cont;
 	}
 	r->nthreads = (unsigned)threads.n;
-	for (size_t i = 0; i < r->nlocks; i++)
+	for (size_t i = 0; i < r->nlocks; i++) {
 		qsort(r->locks[i].tids, r->locks[i].ntids, sizeof(uint32_t), cmp_u32);
+		qsort(r->locks[i].chains, r->locks[i].nchains, sizeof(*r->locks[i].chains),
+		      cmp_use);
+	}
 	*out = r;
 	r = NULL;
 	ret = 0;
@@ -308,8 +385,11 @@ void lock_free(struct lock_result *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->nlocks; i++)
+	for (size_t i = 0; i < r->nlocks; i++) {
 		free(r->locks[i].tids);
+		free(r->locks[i].chains);
+	}
 	free(r->locks);
+	free(r->chains);
 	free(r);
 }

@@ -7,6 +7,23 @@
 
 #include <strata/reader.h>
 
+#define LOCK_FRAMES 16 /* as the preload's LOCKS_FRAMES */
+
+/* A call chain of contended acquisitions (lock:chain): return addresses,
+ * innermost (the lock call's caller) first. */
+struct lock_chain {
+	uint32_t pid;
+	uint64_t id;
+	unsigned n;
+	uint64_t frames[LOCK_FRAMES];
+};
+
+/* The waits of one lock from one chain. */
+struct lock_chain_use {
+	uint64_t id; /* 0: the trace has no chain for them */
+	uint64_t waits, wait_total;
+};
+
 /* One lock: an address in one process. Times in ns. */
 struct lock_stats {
 	uint32_t pid;
@@ -22,6 +39,8 @@ struct lock_stats {
 	uint64_t hold_total, hold_max;
 	uint32_t *tids;              /* threads that waited for it, sorted */
 	unsigned ntids;
+	struct lock_chain_use *chains; /* most wait first */
+	unsigned nchains;
 };
 
 struct lock_result {
@@ -34,7 +53,13 @@ struct lock_result {
 	uint64_t open_waits;         /* wait_begin with no wait_end */
 	uint64_t open_holds;         /* contended acquisitions never released */
 	uint64_t orphans;            /* wait_end or release with nothing open */
+	struct lock_chain *chains;   /* every chain the processes logged */
+	size_t nchains;
 };
+
+/* The chain `id` of process pid, or NULL. */
+const struct lock_chain *lock_chain_find(const struct lock_result *r, uint32_t pid,
+					 uint64_t id);
 
 enum lock_sort { LOCK_SORT_WAIT, LOCK_SORT_COUNT, LOCK_SORT_MAX, LOCK_SORT_HOLD };
 

@@ -56,6 +56,55 @@ static void tids_text(const struct lock_stats *l, char *buf, size_t len)
 static const char *lock_name(struct strata_symbolizer *sy, const struct lock_stats *l,
 			     char *buf, size_t len, struct strata_symbol *sym);
 
+#define CHAIN_LOCKS 5 /* locks whose call chains the text shows */
+#define CHAIN_TOP 3   /* chains shown per lock */
+
+/* One frame of process pid, symbolized into buf. */
+static const char *frame_text(struct strata_symbolizer *sy, uint32_t pid, uint64_t pc,
+			      char *buf, size_t len)
+{
+	struct strata_symbol sym;
+	memset(&sym, 0, sizeof(sym));
+	sym.status = STRATA_SYM_UNKNOWN;
+	if (sy) /* a return address: its call is the byte before */
+		strata_symbolize(sy, pid, pc ? pc - 1 : pc, &sym);
+	if (sym.status == STRATA_SYM_FUNCTION)
+		sym.offset++; /* shown as the return address, as gdb does */
+	else if (sym.status != STRATA_SYM_UNKNOWN)
+		sym.module_offset++;
+	return strata_symbol_format(&sym, pc, buf, len);
+}
+
+/* K42's lock tool: where the waits for the most contended locks came from. */
+static void print_chains(const struct lock_result *r, size_t n, struct strata_symbolizer *sy)
+{
+	bool any = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct lock_stats *l = &r->locks[i];
+		char name[300], b[40], fb[600];
+		struct strata_symbol sym;
+		for (unsigned k = 0; k < l->nchains && k < CHAIN_TOP; k++) {
+			const struct lock_chain_use *u = &l->chains[k];
+			const struct lock_chain *c = lock_chain_find(r, l->pid, u->id);
+			if (!any)
+				printf("\nCall chains of the waits (most wait first; the lock call's "
+				       "caller first):\n");
+			any = true;
+			if (!k)
+				printf("\n  %s (pid %u)\n", lock_name(sy, l, name, sizeof(name), &sym),
+				       l->pid);
+			printf("    %" PRIu64 " wait%s, %s:\n", u->waits, u->waits == 1 ? "" : "s",
+			       dur_fmt(u->wait_total, b, sizeof(b)));
+			if (!c) {
+				printf("      (no chain recorded)\n");
+				continue;
+			}
+			for (unsigned f = 0; f < c->n; f++)
+				printf("      %s\n", frame_text(sy, l->pid, c->frames[f], fb, sizeof(fb)));
+		}
+	}
+}
+
 static void print_text(const struct lock_result *r, size_t n, struct strata_symbolizer *sy)
 {
 	uint64_t mw = 0, mh = 0;
@@ -116,6 +165,7 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 	if (r->open_waits || r->open_holds || r->orphans)
 		printf("\n  %" PRIu64 " waits and %" PRIu64 " holds still open at the end, %" PRIu64
 		       " ends with nothing open\n", r->open_waits, r->open_holds, r->orphans);
+	print_chains(r, n < CHAIN_LOCKS ? n : CHAIN_LOCKS, sy);
 }
 
 /* A lock by its symbol when it is a static one ("hot", "locks+0x28"),
@@ -164,6 +214,19 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		       l->wait_max, l->spins, l->holds, l->hold_total, l->hold_max);
 		for (unsigned k = 0; k < l->ntids; k++)
 			printf("%s%u", k ? "," : "", l->tids[k]);
+		printf("],\"chains\":[");
+		for (unsigned k = 0; k < l->nchains; k++) {
+			const struct lock_chain_use *u = &l->chains[k];
+			const struct lock_chain *c = lock_chain_find(r, l->pid, u->id);
+			printf("%s{\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64 ",\"frames\":[",
+			       k ? "," : "", u->waits, u->wait_total);
+			for (unsigned f = 0; c && f < c->n; f++) {
+				char fb[600];
+				printf("%s", f ? "," : "");
+				cli_json_name(frame_text(sy, l->pid, c->frames[f], fb, sizeof(fb)));
+			}
+			printf("]}");
+		}
 		printf("]}");
 	}
 	printf("]}\n");

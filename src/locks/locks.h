@@ -12,14 +12,21 @@
 #define LOCKS_MAJOR 62
 
 enum locks_minor {
-	LOCKS_WAIT_BEGIN = 1, /* addr, kind: a try failed, the thread waits */
+	LOCKS_WAIT_BEGIN = 1, /* addr, kind, chain: a try failed, the thread
+			       * waits; chain: the id of its lock:chain */
 	LOCKS_WAIT_END = 2,   /* addr, ret: the waiting call returned */
 	LOCKS_RELEASE = 3,    /* addr: a contended acquisition released */
 	LOCKS_COUNT = 4,      /* acquisitions, contended: this thread's
 			       * running totals (all locks together) */
 	LOCKS_SPINS = 5,      /* addr, spins: a spin lock's wait spun this
 			       * often (just before its wait_end) */
+	LOCKS_CHAIN = 6,      /* id, n, frames[LOCKS_FRAMES]: a call chain,
+			       * once per process before its first use */
 };
+
+/* Return addresses kept per call chain, innermost (the lock's caller)
+ * first. */
+#define LOCKS_FRAMES 16
 
 /* What kind of lock an address is (wait_begin's `kind`). */
 enum locks_kind {

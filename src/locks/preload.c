@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
+#include <link.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdbool.h>
@@ -152,6 +154,59 @@ static inline void lk_acquired(struct lk_thread *t)
 	}
 }
 
+/*
+ * Call chains of contended acquisitions (docs/locks.md, "Call chains"):
+ * glibc's backtrace(), which unwinds with the binaries' own CFI
+ * (.eh_frame, through libgcc), so chains are right in Debian's programs
+ * built without frame pointers, which a frame-pointer walk would cut
+ * short or misread. It costs about a microsecond, paid only by a thread
+ * about to sleep on a lock. Its first call loads libgcc_s (malloc, the
+ * loader's lock): the constructor makes it, not a signal handler.
+ *
+ * A chain is named by a hash of its frames; the first wait with a chain
+ * logs it (lock:chain), later ones its id only. `seen` is the process's
+ * dictionary: a claimed slot is never given back, so a chain is logged
+ * once, or twice when two threads race to claim it (same id, same frames:
+ * harmless); a full table logs every new chain again.
+ */
+#define LK_SEEN 4096
+static uint64_t lk_seen[LK_SEEN];
+static uintptr_t lk_self_lo, lk_self_hi; /* our code: its frames are left out */
+
+static uint64_t lk_chain(void)
+{
+	void *fr[LOCKS_FRAMES + 4];
+	uint64_t w[2 + LOCKS_FRAMES] = { 0 };
+	int n = backtrace(fr, LOCKS_FRAMES + 4), k = 0;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (int i = 0; i < n && k < LOCKS_FRAMES; i++) {
+		if ((uintptr_t)fr[i] >= lk_self_lo && (uintptr_t)fr[i] < lk_self_hi)
+			continue; /* the wrapper's own frames */
+		w[2 + k++] = (uintptr_t)fr[i];
+		h = (h ^ (uintptr_t)fr[i]) * 0x100000001b3ull;
+	}
+	if (!k)
+		return 0;
+	h |= 1; /* 0 means no chain */
+	for (unsigned i = (unsigned)(h % LK_SEEN), probe = 0; probe < 16;
+	     i = (i + 1) % LK_SEEN, probe++) {
+		/* relaxed: the slot orders nothing else (the chain's event
+		 * is in the trace whoever logged it) */
+		uint64_t cur = strata_load_relaxed(&lk_seen[i]);
+		if (cur == h)
+			return h; /* logged already */
+		if (!cur && strata_cas_relaxed(&lk_seen[i], &cur, h))
+			break;
+		if (cur == h)
+			return h;
+	}
+	w[0] = h;
+	w[1] = (uint64_t)k;
+	strata_log_words(LOCKS_MAJOR, LOCKS_CHAIN, w, 2 + LOCKS_FRAMES);
+	return h;
+}
+
 /* The waiting call: real[lock](l), or real[lock](l, arg) when arg (the
  * timed calls' deadline); a spin lock spins here, counted, on its try. */
 static inline int lk_wait(void *l, enum lk_real try, enum lk_real lock, const void *arg,
@@ -197,7 +252,7 @@ static inline int lk_acquire_arg(void *l, enum lk_real try, enum lk_real lock,
 		t->busy = 0;
 		return r;
 	}
-	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_BEGIN, (uintptr_t)l, kind);
+	STRATA_EVENT3(LOCKS_MAJOR, LOCKS_WAIT_BEGIN, (uintptr_t)l, kind, lk_chain());
 	r = lk_wait(l, try, lock, arg, kind);
 	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_END, (uintptr_t)l, (unsigned)r);
 	if (r == 0 || r == EOWNERDEAD) {
@@ -373,7 +428,7 @@ static int lk_sem(sem_t *s, enum lk_real lock, const struct timespec *abstime)
 		errno = e;
 		return r;
 	}
-	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_BEGIN, (uintptr_t)s, LOCKS_KIND_SEM);
+	STRATA_EVENT3(LOCKS_MAJOR, LOCKS_WAIT_BEGIN, (uintptr_t)s, LOCKS_KIND_SEM, lk_chain());
 	r = abstime ? lk_real2(lock)(s, abstime) : lk_real(lock)(s);
 	int e = errno;
 	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_END, (uintptr_t)s, r ? (unsigned)e : 0u);
@@ -440,6 +495,7 @@ LK_API int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 static const struct strata_field_desc lk_f_wait_begin[] = {
 	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
 	{ "kind", STRATA_T_U64, 0, 0 },
+	{ "chain", STRATA_T_U64, 0, STRATA_F_HEX },
 };
 static const struct strata_field_desc lk_f_wait_end[] = {
 	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
@@ -449,6 +505,11 @@ static const struct strata_field_desc lk_f_release[] = {
 	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
 	{ "acquisitions", STRATA_T_U64, 0, 0 },
 	{ "contended", STRATA_T_U64, 0, 0 },
+};
+static const struct strata_field_desc lk_f_chain[] = {
+	{ "id", STRATA_T_U64, 0, STRATA_F_HEX },
+	{ "n", STRATA_T_U64, 0, 0 },
+	{ "frames", STRATA_T_PTR, LOCKS_FRAMES, STRATA_F_HEX },
 };
 static const struct strata_field_desc lk_f_spins[] = {
 	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
@@ -481,12 +542,37 @@ static const struct strata_event_desc lk_d_spins = LK_DESC(
 	"spins", LOCKS_SPINS, STRATA_EV_POINT, lk_f_spins,
 	"a spin lock's wait spun this often");
 
+static const struct strata_event_desc lk_d_chain = LK_DESC(
+	"chain", LOCKS_CHAIN, STRATA_EV_POINT, lk_f_chain,
+	"a call chain of contended acquisitions (n frames, innermost first)");
+
 static const struct strata_event_desc *const lk_events[] = {
 	&lk_d_wait_begin, &lk_d_wait_end, &lk_d_release, &lk_d_count, &lk_d_spins,
+	&lk_d_chain,
 };
 static const struct strata_subsys_desc lk_subsys = {
 	"lock", LOCKS_MAJOR, "pthread lock contention (libstrata-locks.so)"
 };
+
+/* The executable segment of this library, whose frames a chain leaves
+ * out (a range check per frame: dladdr() would search symbol tables). */
+static int lk_find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t me = (uintptr_t)lk_chain;
+	(void)size;
+	(void)arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo &&
+		    me < lo + ph->p_memsz) {
+			lk_self_lo = lo;
+			lk_self_hi = lo + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
 
 __attribute__((constructor)) static void lk_init(void)
 {
@@ -502,6 +588,10 @@ __attribute__((constructor)) static void lk_init(void)
 	}
 	if (strata_register(&lk_subsys, lk_events, sizeof(lk_events) / sizeof(lk_events[0])))
 		strata_disable_majors(STRATA_MAJOR_BIT(LOCKS_MAJOR));
+	/* backtrace()'s first call loads libgcc_s: here, not in a wrapper */
+	void *warm[2];
+	backtrace(warm, 2);
+	dl_iterate_phdr(lk_find_self, NULL);
 	lk.busy = 0;
 }
 

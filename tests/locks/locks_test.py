@@ -52,6 +52,24 @@ def near(what, got, want, tol):
         fail("%s off by more than %d %%" % (what, tol * 100))
 
 
+def check_chains(lock, what):
+    """Every wait of the lock came from the workers' loop: each chain
+    starts in hot_lock() or worker() (contend.c; hot_lock may be inlined),
+    has worker() in its first two frames, and reaches start_thread."""
+    chains = lock.get("chains", [])
+    waits = sum(c["waits"] for c in chains)
+    if waits != lock["contended"] + lock["failed"]:
+        fail("%s: chains hold %d waits, the lock %d" % (what, waits, lock["contended"] + lock["failed"]))
+    for c in chains:
+        fr = c["frames"]
+        print("%s: %d waits from %s" % (what, c["waits"], " < ".join(fr[:3])))
+        if (not fr or not fr[0].startswith(("worker+", "hot_lock+")) or "contend.c:" not in fr[0]
+                or not any(f.startswith("worker+") for f in fr[:2])):
+            fail("%s: a chain does not start in hot_lock/worker (contend.c): %s" % (what, fr))
+        if not any(f.startswith("start_thread") for f in fr):
+            fail("%s: a chain does not reach start_thread: %s" % (what, fr))
+
+
 KINDS = {"mutex": "mutex", "rw": "rwlock-r", "timed": "mutex", "spin": "spin", "sem": "semaphore"}
 NAMES = {"rw": "hot_rw", "spin": "hot_spin", "sem": "hot_sem"}
 
@@ -101,6 +119,7 @@ def contention(mode="mutex"):
         near("total wait", hot["wait_ns"], truth["wait_ns"], 0.05)
     if mode not in ("sem", "spin"):
         near("total hold", hot["hold_ns"], truth["hold_ns"], 0.05)
+    check_chains(hot, mode)
     # a static lock is named by its symbol (PIE executable here)
     name = NAMES.get(mode, "hot")
     if hot["name"] != name or not hot["symbolized"]:
@@ -150,6 +169,7 @@ def symbols():
         print("%s %s: %s" % (os.path.basename(exe), mode, got.get("name")))
         if got.get("name") != want or not got.get("symbolized"):
             fail("%s (%s): hot lock named %r, want %r" % (exe, mode, got.get("name"), want))
+        check_chains(got, os.path.basename(exe) + " " + mode)
     # a copy of the program, traced, then rebuilt (a new file over it)
     copy = os.path.join(WORK, "contend-copy")
     shutil.copy(CONTEND_NOPIE, copy)
