@@ -79,7 +79,7 @@ if [ $DO_BUILD = 1 ]; then
 	# Target by target, so that one that does not build yet (the library
 	# being written, a missing peer) skips its rows instead of all of them.
 	for t in bench_floor bench_strata bench_lttng bench_fxt bench_workers_off \
-		bench_workers_on bench_oob strata-cli; do
+		bench_workers_on bench_oob bench_locks strata-locks strata-cli; do
 		cmake --build "$BUILD" --target "$t" -j "$(nproc)" >"$BUILD/build-$t.log" 2>&1 ||
 			note "skip: $t does not build (see $BUILD/build-$t.log)"
 	done
@@ -467,6 +467,25 @@ cleanup
 python3 "$ROOT/bench/report.py" --raw "$RAW" --env "$ENVF" --out "$REPORT" \
 	$([ $SMOKE = 1 ] && echo --smoke)
 note "wrote $REPORT (raw results: $RAW)"
+# ---- locks: libstrata-locks.so against LTTng-UST's pthread wrapper ------------------
+# (its own LTTng session daemon: the one above is gone with cleanup)
+LOCKS_LIB=$BIN/../src/locks/libstrata-locks.so
+if have bench_locks && [ -f "$LOCKS_LIB" ]; then
+	LOCKS_ARGS=""
+	[ $SMOKE = 1 ] && LOCKS_ARGS="--pairs 200000 --reps 1 --no-xz --no-lttng"
+	note "locks (bench/locks_bench.py)"
+	# shellcheck disable=SC2086 # LOCKS_ARGS is a word list
+	if locks_table=$(python3 "$ROOT/bench/locks_bench.py" "$BIN/bench_locks" "$LOCKS_LIB" \
+		"$OUT/locks" $LOCKS_ARGS 2>>"$LOG"); then
+		printf '\n%s\n' "$locks_table" >>"$REPORT"
+		note "appended the Locks section to $REPORT"
+	else
+		note "failed: locks (see $LOG)"
+	fi
+	rm -rf "$OUT/locks"
+else
+	skip locks "bench_locks_or_libstrata-locks.so_not_built"
+fi
 else
 	LOG=$OUT/stderr-reader.log
 	: >"$LOG"

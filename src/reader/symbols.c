@@ -331,8 +331,9 @@ const char *strata_symbol_format(const struct strata_symbol *sym, uint64_t addr,
 	case STRATA_SYM_FUNCTION: {
 		const char *file = sym->file ? strrchr(sym->file, '/') : NULL;
 		file = file ? file + 1 : sym->file;
-		int n = snprintf(buf, len, "%s+0x%llx", sym->function,
-				 (unsigned long long)sym->offset);
+		/* "__libc_start_main@@GLIBC_2.34": the name without its version */
+		int n = snprintf(buf, len, "%.*s+0x%llx", (int)strcspn(sym->function, "@"),
+				 sym->function, (unsigned long long)sym->offset);
 		if (file && n >= 0 && (size_t)n < len)
 			snprintf(buf + n, len - (size_t)n, " (%s:%d)", file, sym->line);
 		break;
