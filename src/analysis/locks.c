@@ -11,20 +11,29 @@
 #define LOCK_EOWNERDEAD 130 /* Linux's EOWNERDEAD: acquired all the same */
 #define TH_HELD 8           /* as the preload's LK_HELD */
 
-enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN };
+enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN,
+       /* kernel events recorded beside (-k): the futex cross-check and the
+	* switches of the holders */
+       R_SYS_ENTER, R_SYS_EXIT, R_SWITCH };
 #define KIND_SEM 5 /* the preload's LOCKS_KIND_SEM: no owner, no hold */
 
 /* The events' classes and the indexes of their fields. */
 struct roles {
 	uint8_t *role;      /* per class index */
+	bool *futex;        /* per system call number < NSYSCALLS: a futex call */
 	int (*f)[4];        /* per class: addr or acquisitions, then the rest;
 			     * wait_begin's chain (f[3]) may be missing: -1 */
 };
 
+#define NSYSCALLS 1024
+
 struct th {
-	bool waiting;
+	bool waiting, in_futex;
+	bool locks; /* has lock:* events (not only kernel ones) */
 	uint64_t wait_addr, wait_ts, wait_kind, wait_chain;
-	struct { uint64_t addr, ts; size_t lock; } held[TH_HELD];
+	uint64_t futex_at, wait_futex; /* futex time inside the open wait */
+	uint64_t preempted, blocked;   /* its switches out so far */
+	struct { uint64_t addr, ts, preempted, blocked; size_t lock; } held[TH_HELD];
 	unsigned nheld;
 	uint64_t acq, cont;
 };
@@ -105,11 +114,13 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 {
 	static const char *const names[] = { NULL, "lock:wait_begin", "lock:wait_end",
 					     "lock:release", "lock:count", "lock:spins",
-					     "lock:chain" };
+					     "lock:chain", "raw_syscalls:sys_enter",
+					     "raw_syscalls:sys_exit", "sched:sched_switch" };
 	static const char *const fields[][3] = {
 		{ NULL }, { "addr", "kind" }, { "addr", "ret" },
 		{ "addr", "acquisitions", "contended" }, { "acquisitions", "contended" },
-		{ "addr", "spins" }, { "id", "n", "frames" },
+		{ "addr", "spins" }, { "id", "n", "frames" }, { "id" }, { "id" },
+		{ "prev_pid", "prev_state" },
 	};
 	unsigned nc = strata_trace_nclasses(t);
 	bool any = false;
@@ -120,7 +131,7 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 		return -ENOMEM;
 	for (unsigned i = 0; i < nc; i++) {
 		const struct strata_event_class *c = strata_trace_class(t, i);
-		for (int k = R_BEGIN; k <= R_CHAIN; k++) {
+		for (int k = R_BEGIN; k <= R_SWITCH; k++) {
 			if (strcmp(c->name, names[k]))
 				continue;
 			bool ok = true;
@@ -134,6 +145,14 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 				ro->role[i] = (uint8_t)k;
 			any |= ok && k == R_BEGIN;
 		}
+	}
+	/* the futex calls by name (futex, futex_waitv, ...), from the
+	 * kernel sub-trace's table: no number is assumed */
+	if (!(ro->futex = calloc(NSYSCALLS, sizeof(*ro->futex))))
+		return -ENOMEM;
+	for (uint32_t nr = 0; nr < NSYSCALLS; nr++) {
+		const char *n = bd_syscall_name(t, nr);
+		ro->futex[nr] = n && !strncmp(n, "futex", 5);
 	}
 	return any ? 0 : -ENOENT;
 }
@@ -226,9 +245,36 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 	uint64_t a = field(ev, ro->f[ci][0]);
 	struct lock_stats *l;
 
+	th->locks |= ro->role[ci] < R_SYS_ENTER;
 	switch (ro->role[ci]) {
+	case R_SYS_ENTER:
+	case R_SYS_EXIT:
+		if (a >= NSYSCALLS || !ro->futex[a])
+			return 0;
+		r->have_futex = true;
+		if (ro->role[ci] == R_SYS_ENTER) {
+			th->in_futex = true;
+			th->futex_at = ev->timestamp;
+		} else if (th->in_futex) {
+			th->in_futex = false;
+			if (th->waiting) /* the part inside the wait */
+				th->wait_futex += strata_trace_ticks_to_ns(
+					t, ev->timestamp - (th->futex_at > th->wait_ts ?
+							    th->futex_at : th->wait_ts));
+		}
+		return 0;
+	case R_SWITCH: { /* common_pid is prev: the thread switched out */
+		uint64_t st = field(ev, ro->f[ci][1]);
+		r->have_sched = true;
+		if (!(st & 0xff) || (st & 0x100)) /* TASK_RUNNING, or preempted */
+			th->preempted++;
+		else
+			th->blocked++;
+		return 0;
+	}
 	case R_BEGIN:
 		r->open_waits += th->waiting; /* a wait that never ended */
+		th->wait_futex = 0;
 		th->waiting = true;
 		th->wait_addr = a;
 		th->wait_ts = ev->timestamp;
@@ -247,6 +293,7 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		uint64_t waited = strata_trace_ticks_to_ns(t, ev->timestamp - th->wait_ts);
 		l->kind = (unsigned)th->wait_kind;
 		minmax(&l->wait_total, &l->wait_max, waited);
+		l->futex_total += th->wait_futex;
 		if (chain_use(l, th->wait_chain, waited) < 0)
 			return -ENOMEM;
 		if (ret && ret != LOCK_EOWNERDEAD) {
@@ -259,6 +306,8 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		if (th->nheld < TH_HELD) {
 			th->held[th->nheld].addr = a;
 			th->held[th->nheld].ts = ev->timestamp;
+			th->held[th->nheld].preempted = th->preempted;
+			th->held[th->nheld].blocked = th->blocked;
 			th->held[th->nheld++].lock = (size_t)(l - r->locks);
 		} else {
 			r->open_holds++;
@@ -272,8 +321,13 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 				continue;
 			l = &r->locks[th->held[i].lock];
 			l->holds++;
-			minmax(&l->hold_total, &l->hold_max,
-			       strata_trace_ticks_to_ns(t, ev->timestamp - th->held[i].ts));
+			uint64_t held = strata_trace_ticks_to_ns(t, ev->timestamp - th->held[i].ts);
+			if (held >= l->hold_max) { /* why the longest hold was long */
+				l->max_hold_tid = ev->tid;
+				l->max_hold_preempted = th->preempted - th->held[i].preempted;
+				l->max_hold_blocked = th->blocked - th->held[i].blocked;
+			}
+			minmax(&l->hold_total, &l->hold_max, held);
 			th->held[i] = th->held[--th->nheld];
 			return 0;
 		}
@@ -333,7 +387,8 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 		r->acquisitions += th->acq;
 		r->contended += th->cont;
 	}
-	r->nthreads = (unsigned)threads.n;
+	for (size_t i = 0; i < threads.n; i++)
+		r->nthreads += ((struct th *)threads.all[i])->locks;
 	for (size_t i = 0; i < r->nlocks; i++) {
 		qsort(r->locks[i].tids, r->locks[i].ntids, sizeof(uint32_t), cmp_u32);
 		qsort(r->locks[i].chains, r->locks[i].nchains, sizeof(*r->locks[i].chains),
@@ -348,6 +403,7 @@ out:
 	free(m.slot);
 	free(ro.role);
 	free(ro.f);
+	free(ro.futex);
 	lock_free(r);
 	return ret;
 }

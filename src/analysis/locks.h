@@ -35,8 +35,14 @@ struct lock_stats {
 	uint64_t failed;             /* waits that returned an error */
 	uint64_t wait_total, wait_max;
 	uint64_t spins;              /* spin locks: turns of the waits' loops */
+	uint64_t futex_total;        /* with -k syscalls: futex calls' time
+				      * inside its waits (a cross-check) */
 	uint64_t holds;              /* contended acquisitions released */
 	uint64_t hold_total, hold_max;
+	/* with -k sched: the longest hold's holder and its switches out
+	 * meanwhile (K42: why a hold was long) */
+	uint32_t max_hold_tid;
+	uint64_t max_hold_preempted, max_hold_blocked;
 	uint32_t *tids;              /* threads that waited for it, sorted */
 	unsigned ntids;
 	struct lock_chain_use *chains; /* most wait first */
@@ -53,6 +59,7 @@ struct lock_result {
 	uint64_t open_waits;         /* wait_begin with no wait_end */
 	uint64_t open_holds;         /* contended acquisitions never released */
 	uint64_t orphans;            /* wait_end or release with nothing open */
+	bool have_futex, have_sched; /* kernel events recorded beside (-k) */
 	struct lock_chain *chains;   /* every chain the processes logged */
 	size_t nchains;
 };

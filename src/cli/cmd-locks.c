@@ -90,9 +90,17 @@ static void print_chains(const struct lock_result *r, size_t n, struct strata_sy
 				printf("\nCall chains of the waits (most wait first; the lock call's "
 				       "caller first):\n");
 			any = true;
-			if (!k)
+			if (!k) {
 				printf("\n  %s (pid %u)\n", lock_name(sy, l, name, sizeof(name), &sym),
 				       l->pid);
+				if (r->have_sched && l->holds)
+					printf("    longest hold %s (tid %u): switched out %" PRIu64
+					       " time%s meanwhile, %" PRIu64 " preempted, %" PRIu64
+					       " blocked\n", dur_fmt(l->hold_max, b, sizeof(b)),
+					       l->max_hold_tid, l->max_hold_preempted + l->max_hold_blocked,
+					       l->max_hold_preempted + l->max_hold_blocked == 1 ? "" : "s",
+					       l->max_hold_preempted, l->max_hold_blocked);
+			}
 			printf("    %" PRIu64 " wait%s, %s:\n", u->waits, u->waits == 1 ? "" : "s",
 			       dur_fmt(u->wait_total, b, sizeof(b)));
 			if (!c) {
@@ -122,7 +130,7 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 	printf("Contended pthread locks: %zu lock%s, %" PRIu64 " contended of %" PRIu64
 	       " acquisitions in %u thread%s.\n\n", r->nlocks, r->nlocks == 1 ? "" : "s",
 	       r->contended, r->acquisitions, r->nthreads, r->nthreads == 1 ? "" : "s");
-	table_init(&tb, 12, "llrrrrrrrrrl");
+	table_init(&tb, 12 + r->have_futex, "llrrrrrrrrrrl");
 	table_cell(&tb, "lock");
 	table_cell(&tb, "kind");
 	table_cell(&tb, "pid");
@@ -130,6 +138,8 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 	table_cell(&tb, "wait (%s)", uw.name);
 	table_cell(&tb, "mean (%s)", uw.name);
 	table_cell(&tb, "max (%s)", uw.name);
+	if (r->have_futex)
+		table_cell(&tb, "in futex (%s)", uw.name);
 	table_cell(&tb, "hold (%s)", uh.name);
 	table_cell(&tb, "max hold (%s)", uh.name);
 	table_cell(&tb, "failed");
@@ -146,6 +156,8 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 		table_cell(&tb, "%s", dur_in(uw, l->wait_total, b, sizeof(b)));
 		table_cell(&tb, "%s", dur_in(uw, waits ? l->wait_total / waits : 0, b, sizeof(b)));
 		table_cell(&tb, "%s", dur_in(uw, l->wait_max, b, sizeof(b)));
+		if (r->have_futex)
+			table_cell(&tb, "%s", dur_in(uw, l->futex_total, b, sizeof(b)));
 		table_cell(&tb, "%s", dur_in(uh, l->hold_total, b, sizeof(b)));
 		table_cell(&tb, "%s", dur_in(uh, l->hold_max, b, sizeof(b)));
 		table_cell(&tb, "%" PRIu64, l->failed);
@@ -214,7 +226,14 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		       l->wait_max, l->spins, l->holds, l->hold_total, l->hold_max);
 		for (unsigned k = 0; k < l->ntids; k++)
 			printf("%s%u", k ? "," : "", l->tids[k]);
-		printf("],\"chains\":[");
+		printf("]");
+		if (r->have_futex)
+			printf(",\"futex_ns\":%" PRIu64, l->futex_total);
+		if (r->have_sched && l->holds)
+			printf(",\"max_hold\":{\"tid\":%u,\"preempted\":%" PRIu64
+			       ",\"blocked\":%" PRIu64 "}", l->max_hold_tid, l->max_hold_preempted,
+			       l->max_hold_blocked);
+		printf(",\"chains\":[");
 		for (unsigned k = 0; k < l->nchains; k++) {
 			const struct lock_chain_use *u = &l->chains[k];
 			const struct lock_chain *c = lock_chain_find(r, l->pid, u->id);

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|rwlock|timed|spin|sem|unchanged|sigfork|symbols|record|cond STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND
+usage: locks_test.py contention|rwlock|timed|spin|sem|unchanged|sigfork|symbols|record|cond|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND
 """
 import json
 import os
@@ -210,6 +210,34 @@ def record():
         fail("record --locks with a missing library: exit %d, %r" % (p.returncode, p.stderr))
 
 
+def kernel():
+    """record --locks -k sched,syscalls: the waits are spent in futex calls
+    (the kernel's view of the same waits: at least 80 % of them, never
+    more), and the longest hold's holder, who spins while holding, was
+    switched out only by preemption, never blocked."""
+    truth_path = os.path.join(WORK, "k.json")
+    trace = os.path.join(WORK, "k")
+    shutil.rmtree(trace, ignore_errors=True)
+    run([STRATA, "record", "--locks", "-k", "sched,syscalls", "-o", trace, "--", CONTEND,
+         str(WORKERS), str(ROUNDS), str(COLD), truth_path, str(HOLD_US)])
+    with open(truth_path) as f:
+        truth = json.load(f)
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    hot = rep["locks"][0] if rep["locks"] else {}
+    print("futex %d ns of %d ns waited; longest hold %r" % (
+        hot.get("futex_ns", -1), hot.get("wait_ns", 0), hot.get("max_hold")))
+    if hot.get("contended") != truth["hot_contended"]:
+        fail("kernel: contended %r, the program says %d" % (hot.get("contended"), truth["hot_contended"]))
+    if not 0.8 * hot["wait_ns"] <= hot.get("futex_ns", -1) <= hot["wait_ns"]:
+        fail("kernel: futex time %r against %d ns of waits" % (hot.get("futex_ns"), hot["wait_ns"]))
+    mh = hot.get("max_hold")
+    if not mh or mh["tid"] not in hot["tids"] or mh["blocked"]:
+        fail("kernel: longest hold %r (holders %s): a spinning holder never blocks" % (mh, hot["tids"]))
+    text = run([STRATA, "locks", trace])
+    if "in futex" not in text or "longest hold" not in text:
+        fail("kernel: the text report lacks the futex column or the longest hold:\n" + text)
+
+
 def cond():
     """Condition variables (some waits timed) under the preload: the same
     result, and the mutex's contended holds end at the waits (released
@@ -231,7 +259,7 @@ def cond():
         fail("cond: %d acquisitions, at least %d lock calls made" % (rep["acquisitions"], 80000))
 
 
-{"cond": cond, "record": record, "symbols": symbols, "contention": contention,
+{"kernel": kernel, "cond": cond, "record": record, "symbols": symbols, "contention": contention,
  "timed": lambda: contention("timed"), "spin": lambda: contention("spin"),
  "sem": lambda: contention("sem"), "rwlock": lambda: contention("rw"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
 print("ok")
