@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // strata view: the page's state, its requests to the JSON API, and the keys and mouse.
-import { Timeline, LABEL, colour, seconds } from './timeline.js';
+import { Timeline, LABEL, STATES, colour, seconds } from './timeline.js';
 import { renderList, showEvent, showSpan, same } from './list.js';
 
 // Every URL is relative: the page lives under /TOKEN/, so the token goes
@@ -60,6 +60,8 @@ function redraw() {
 		state.tl.selected = state.selected;
 		state.tl.draw(state.view);
 		hook.drawn = state.tl.drawn;
+		hook.rows = state.tl.rows.map((r) => ({ kind: r.kind, id: r.id, y: r.y, h: r.h,
+			label: r.label }));
 		drawOverview();
 		if (state.answered) {
 			// the newest answer is on screen: input to pixels, for
@@ -165,12 +167,54 @@ async function pickAt(x, y) {
 			['depth', h.depth]]);
 		hook.selected = { interval: kind };
 		fetchList(h.t0);
+	} else if (h.kind === 'state') {
+		showSpan($('details'), h.state.words, stateRows(h));
+		hook.selected = { state: h.state.name, t0: h.t0, t1: h.t1 };
 	} else if (h.kind === 'slice') {
 		const v = state.view, pw = state.tl.plotWidth();
 		const t = v.t0 + (x - LABEL) / pw * (v.t1 - v.t0);
 		showSpan($('details'), `CPU ${h.cpu}`, [['running',
 			`${state.sum.names[h.tid] || ''} ${h.tid}`], ['at', `${seconds(t)} s`]]);
 		hook.selected = { cpu: h.cpu, tid: h.tid };
+	}
+}
+
+// A state strip's words: exact ends, or the pixels' when it sums a run
+// of pixels by their dominant state.
+function stateRows(h) {
+	const rows = [['thread', h.row.label], ['state', h.state.words],
+		['start', `${seconds(h.t0)} s`], ['duration', duration(h.t1 - h.t0)]];
+	if (h.mixed)
+		rows.push(['note', 'the state most of each pixel; others too']);
+	return rows;
+}
+
+function duration(ns) {
+	if (ns >= 1e9)
+		return `${(ns / 1e9).toFixed(6)} s`;
+	if (ns >= 1e6)
+		return `${(ns / 1e6).toFixed(3)} ms`;
+	return `${(ns / 1e3).toFixed(3)} us`;
+}
+
+// The colours of the thread states, where the trace has them.
+function legend(s) {
+	const box = $('legend');
+	if (!s.threads.some((t) => t.states)) {
+		box.hidden = true;
+		return;
+	}
+	box.hidden = false;
+	box.textContent = '';
+	for (const name of s.states) {
+		const [c, words] = STATES[name];
+		const item = document.createElement('span');
+		item.className = 'state';
+		item.dataset.state = name;
+		const sw = document.createElement('i');
+		sw.style.background = c;
+		item.append(sw, words);
+		box.append(item);
 	}
 }
 
@@ -278,6 +322,7 @@ async function main() {
 		$('banner').hidden = false;
 		$('banner').textContent = warn.join(' · ');
 	}
+	legend(s);
 	state.overview = $('overview');
 	state.tl = new Timeline($('timeline'), s);
 	hook.summary = s;

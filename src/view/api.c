@@ -55,8 +55,9 @@ int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 		const struct vw_thread *th = m->rows[i];
 		const char *n = thread_name(m, th->tid);
 		vw_printf(o, "%s{\"pid\":%u,\"tid\":%u,\"events\":%llu,"
-			  "\"intervals\":%zu,\"name\":", i ? "," : "", th->pid,
-			  th->tid, (unsigned long long)th->events, th->niv);
+			  "\"intervals\":%zu,\"states\":%zu,\"name\":", i ? "," : "",
+			  th->pid, th->tid, (unsigned long long)th->events, th->niv,
+			  th->seen ? th->nst : 0);
 		vw_put_str(o, n, strlen(n));
 		vw_puts(o, "}");
 	}
@@ -86,7 +87,11 @@ int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 			  (unsigned long long)(p->ts > m->begin ? vw_ns(m, p->ts - m->begin) : 0),
 			  p->kind, (unsigned long long)p->count);
 	}
-	vw_puts(o, "],\"classes\":[");
+	/* the thread states' names, by analysis.h's enum bd_state */
+	vw_puts(o, "],\"states\":[\"running\",\"syscall\",\"runnable\","
+		"\"sleeping\",\"io\",\"irq\",\"unknown\"]");
+	_Static_assert(BD_UNKNOWN == 6 && BD_NSTATES == 8, "the names above");
+	vw_puts(o, ",\"classes\":[");
 	for (unsigned i = 0; i < strata_trace_nclasses(m->t); i++) {
 		const struct strata_event_class *c = strata_trace_class(m->t, i);
 		const char *n = c ? c->name : "";
@@ -295,6 +300,97 @@ static void put_slices(const struct win *v, const char *key, const struct vw_swi
 	vw_puts(v->o, "]");
 }
 
+/* ---- a thread's states ----------------------------------------------------- */
+
+/* Ticks th spent in each state from its first stretch up to tick x: the
+ * block's sums, then at most a block of stretches (view.h). */
+static void state_upto(const struct vw_thread *th, uint64_t x, uint64_t acc[BD_NSTATES])
+{
+	size_t k = after(th->st, th->nst, sizeof(*th->st), x); /* st[k - 1] holds x */
+	memset(acc, 0, BD_NSTATES * sizeof(*acc));
+	if (!k--)
+		return;
+	size_t b = k / VW_ST_BLOCK;
+	memcpy(acc, th->stcum[b], BD_NSTATES * sizeof(*acc));
+	for (size_t j = b * VW_ST_BLOCK; j < k; j++)
+		acc[th->st[j].tid] += th->st[j + 1].t - th->st[j].t;
+	uint64_t e = x < th->st_end ? x : th->st_end;
+	if (e > th->st[k].t)
+		acc[th->st[k].tid] += e - th->st[k].t;
+}
+
+static void put_state(const struct win *v, double x0, double x1, int state, int mixed,
+		      uint64_t a, uint64_t b, bool *first)
+{
+	const struct vw_model *m = v->m;
+	vw_printf(v->o, "%s%.2f,%.2f,%d,%d,%llu,%llu", *first ? "" : ",", x0, x1, state,
+		  mixed, (unsigned long long)vw_ns(m, a - m->begin),
+		  (unsigned long long)vw_ns(m, b - m->begin));
+	*first = false;
+}
+
+/* A thread's states, flat [x0, x1, state, mixed, from, to] (from, to in
+ * ns: the stretch's own ends, or the run's pixels'). When the window holds
+ * at most a stretch per pixel, each one; else per pixel the state it spent
+ * most of its time in (mixed: it had others too), merged into runs. Not
+ * seen (before its first event, after its exit) is not drawn. */
+static void put_states(const struct win *v, const struct vw_thread *th)
+{
+	const struct vw_switch *st = th->st;
+	size_t n = th->seen ? th->nst : 0;
+	bool first = true;
+	vw_puts(v->o, "\"states\":[");
+	size_t i0 = after(st, n, sizeof(*st), v->t0), i1 = after(st, n, sizeof(*st), v->t1);
+	if (i1 - i0 <= v->w) {
+		for (size_t i = i0 ? i0 - 1 : 0; i < i1; i++) {
+			uint64_t e = i + 1 < n ? st[i + 1].t : th->st_end;
+			if (st[i].tid == BD_UNSEEN || e <= v->t0)
+				continue;
+			put_state(v, xof(v, st[i].t), xof(v, e), st[i].tid, 0, st[i].t, e,
+				  &first);
+		}
+		vw_puts(v->o, "]");
+		return;
+	}
+	uint64_t prev[BD_NSTATES], cur[BD_NSTATES], run_a = v->t0, a = v->t0;
+	int run_state = -1, run_mixed = 0;
+	unsigned run_x = 0;
+	double tpp = (double)(v->t1 - v->t0) / v->w;
+	state_upto(th, v->t0, prev);
+	for (unsigned x = 0; x <= v->w; x++) {
+		int state = -1, mixed = 0;
+		uint64_t b = x < v->w ? v->t0 + (uint64_t)((x + 1) * tpp) : v->t1;
+		if (x < v->w) {
+			state_upto(th, b, cur);
+			uint64_t most = 0;
+			for (int s = 0; s < BD_NSTATES; s++) {
+				uint64_t d = cur[s] - prev[s];
+				mixed += d > 0;
+				if (d > most) {
+					most = d;
+					state = s;
+				}
+			}
+			mixed = mixed > 1;
+			if (state == BD_UNSEEN)
+				state = -1;
+			memcpy(prev, cur, sizeof(prev));
+		}
+		if (x < v->w && state == run_state && mixed == run_mixed) {
+			a = b;
+			continue;
+		}
+		if (run_state >= 0 && x > run_x)
+			put_state(v, run_x, x, run_state, run_mixed, run_a, a, &first);
+		run_state = state;
+		run_mixed = mixed;
+		run_x = x;
+		run_a = a;
+		a = b;
+	}
+	vw_puts(v->o, "]");
+}
+
 /* The first interval of lv that begins after ts. */
 static size_t iv_after(const struct vw_ivlevel *lv, uint64_t ts)
 {
@@ -416,6 +512,8 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	for (unsigned i = 0; i < m->nrows; i++) {
 		vw_printf(o, "%s{\"tid\":%u,", i ? "," : "", m->rows[i]->tid);
 		put_slices(&v, "running", m->rows[i]->run, m->rows[i]->nrun);
+		vw_puts(o, ",");
+		put_states(&v, m->rows[i]);
 		vw_puts(o, ",");
 		put_intervals(&v, m->rows[i]);
 		vw_puts(o, ",");

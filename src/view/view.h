@@ -54,7 +54,19 @@ struct vw_thread {
 	size_t nrun, runcap;
 	size_t niv;              /* intervals, all levels */
 	unsigned row;            /* its index in vw_model.rows */
+	/* Its states (analysis.h's bd_state, from the breakdown's machine):
+	 * st[i].tid is the state from st[i].t to st[i + 1].t, the last one's
+	 * to st_end; stcum[b] the ticks in each state before st[b *
+	 * VW_ST_BLOCK].t, so that a pixel's dominant state costs a binary
+	 * search and a block at most (view.md, "Level of detail"). */
+	struct vw_switch *st;
+	size_t nst, stcap;
+	uint64_t st_end;
+	uint64_t (*stcum)[BD_NSTATES];
+	bool seen;               /* some state other than BD_UNSEEN */
 };
+
+#define VW_ST_BLOCK 32 /* states per block of stcum */
 
 /* Where the reader met damage or loss (reader.h's problems that carry a
  * time), for the page to mark; the first VW_MAX_PROBLEMS are kept. */
@@ -84,11 +96,13 @@ struct vw_model {
 	unsigned ncpus;
 	struct an_tidmap threads; /* struct vw_thread by tid */
 	struct vw_thread *last;  /* the thread of the last lookup */
-	struct vw_thread **rows; /* threads with user events, by pid, tid */
+	struct vw_thread **rows; /* threads with user events, intervals or
+				  * states, by pid, tid */
 	unsigned nrows;
 	struct an_names *names;
 	struct iv_pairer *pairer; /* for its kinds' names */
 	double build_ms;         /* time the model took to build */
+	int state_err;           /* the states hook ran out of memory */
 	const struct vw_problems *problems; /* the command's, or NULL */
 };
 

@@ -30,7 +30,7 @@ if ! cmp -s "$root/package-lock.json" "$mods/package-lock.json" ||
 fi
 cp "$here/browser_test.mjs" "$mods/"
 
-"$py" "$root/tests/convert/gen_sched.py" "$work/trace" >/dev/null || exit 1
+"$py" "$here/gen_view.py" "$work/trace" >/dev/null || exit 1
 view_start "$strata" "$work/trace" "$work/view" || exit 1
 CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "$work/view.png"
 rc=$?

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // strata view in Debian's headless Chromium: rows and marks drawn, zoom, a click on an event, the list synced both ways.
 // usage: node browser_test.mjs URL SCREENSHOT   (the URL strata view printed;
-// the trace is tests/convert/gen_sched.py's: 2 CPUs, threads 300-302)
+// the trace is tests/view/gen_view.py's: 2 CPUs, threads 300-302 and the
+// kernel-only 400, states as its docstring says)
 import { chromium } from 'playwright-core';
 
 const [url, shot] = process.argv.slice(2);
@@ -35,14 +36,14 @@ try {
 	const hook = () => page.evaluate(() => {
 		const h = window.strataView;
 		return { ready: h.ready, answers: h.answers, view: h.view, drawn: h.drawn,
-			selected: h.selected, list: h.list, summary: h.summary };
+			selected: h.selected, list: h.list, summary: h.summary, rows: h.rows };
 	});
 	await page.waitForFunction(() => window.strataView && window.strataView.ready &&
 		window.strataView.list > 0, null, { timeout: 20000 });
 	await page.waitForTimeout(300);
 	let h = await hook();
 	const d = h.drawn;
-	check(d.rows === 5, `rows: ${d.rows}, expected 2 CPUs + 3 threads`);
+	check(d.rows === 6, `rows: ${d.rows}, expected 2 CPUs + 3 threads + kworker`);
 	check(d.slices >= 4, `CPU slices drawn: ${d.slices}`);
 	check(d.marks >= 10, `marks drawn: ${d.marks}`);
 	check(d.running >= 3, `threads' running strips drawn: ${d.running}`);
@@ -67,6 +68,48 @@ try {
 	});
 	check(px.slice(0, 3).every((v, i) => Math.abs(v - want[i]) <= 2),
 		`CPU 1 at 30 ms: pixel ${px}, worker-b's colour ${want}`);
+
+	// thread states: a row for the kernel-only kworker, strips in the
+	// states' colours, a legend, and per-pixel summaries when denser
+	// than the pixels
+	const kw = h.rows.find((r) => r.kind === 'thread' && r.id === 400);
+	check(kw && /kworker/.test(kw.label), `a row for kworker (400): ${JSON.stringify(kw)}`);
+	check(d.states >= 12, `state strips drawn: ${d.states}`);
+	const legend = await page.locator('#legend .state').allTextContents();
+	check(legend.length === 7 && legend.some((t) => /I\/O wait/.test(t)),
+		`legend: ${legend.join(' | ')}`);
+	const statePx = (tid, ms) => page.evaluate(([tid, ms]) => {
+		const h = window.strataView, r = h.rows.find((q) => q.kind === 'thread' && q.id === tid);
+		const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+		const w = c.clientWidth - 170;
+		const x = (170 + ms / 100 * w) * dpr, y = (r.y + 3) * dpr;
+		return Array.from(c.getContext('2d').getImageData(Math.round(x), Math.round(y), 1, 1).data);
+	}, [tid, ms]);
+	const rgb = (hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+	const near = (px, hex) => px.slice(0, 3).every((v, i) => Math.abs(v - rgb(hex)[i]) <= 2);
+	for (const [tid, ms, hex, what] of [[301, 42.5, '#ff7043', 'worker-a in I/O wait'],
+		[301, 20, '#43a047', 'worker-a running'], [301, 95, '#c5e1a5', 'worker-a runnable'],
+		[302, 11, '#1e88e5', 'worker-b in a system call'],
+		[302, 85, '#cfd8dc', 'worker-b sleeping'], [400, 80, '#43a047', 'kworker running']]) {
+		const px = await statePx(tid, ms);
+		check(near(px, hex), `${what} at ${ms} ms: pixel ${px}, want ${hex}`);
+	}
+	const few = await page.evaluate(async () =>
+		(await (await fetch('api/window?t0=0&t1=100000000&w=3')).json()).threads);
+	const wb = few.find((t) => t.tid === 302).states;
+	check(wb.length === 18 && wb[14] === 3 && wb[15] === 1 && wb[2] === 0,
+		`3 pixels of worker-b: dominant running, running, sleeping (mixed): ${wb}`);
+	{
+		const r = h.rows.find((q) => q.kind === 'thread' && q.id === 301);
+		const box = await page.locator('#timeline').boundingBox();
+		const w = box.width - 170;
+		await page.mouse.click(box.x + 170 + 0.425 * w, box.y + r.y + 3);
+		await page.waitForFunction(() => window.strataView.selected &&
+			window.strataView.selected.state, null, { timeout: 10000 });
+		const text = await page.textContent('#details');
+		check(/I\/O wait/.test(text) && /0\.040000/.test(text) && /5\.000 ms/.test(text),
+			`a click on the I/O wait strip: ${text.slice(0, 200)}`);
+	}
 
 	// zoom in with W: a narrower view, and a new answer from the server
 	const span0 = h.view.t1 - h.view.t0, answers0 = h.answers;
