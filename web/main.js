@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // strata view: the page's state, its requests to the JSON API, and the keys and mouse.
 import { Timeline, LABEL, STATES, colour, seconds } from './timeline.js';
-import { renderList, showEvent, showSpan, same } from './list.js';
+import { renderList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
 
 // Every URL is relative: the page lives under /TOKEN/, so the token goes
 // with each request without the page knowing it.
@@ -147,36 +147,124 @@ function pickFromList(e) {
 	setView(e.ts - half, e.ts + half);
 }
 
+// What a hit is, in words, for the details and the tooltip: a title and
+// rows; null for a mark (its event comes from the server).
+function words(h, x) {
+	if (h.kind === 'interval') {
+		const kind = state.sum.kinds[h.ikind] || `kind ${h.ikind}`;
+		return { title: kind, rows: [['thread', h.row.label],
+			['start', `${seconds(h.t0)} s`], ['end', `${seconds(h.t1)} s`],
+			['duration', duration(h.t1 - h.t0)], ['depth', h.depth]] };
+	}
+	if (h.kind === 'state')
+		return { title: h.state.words, rows: stateRows(h) };
+	if (h.kind === 'slice')
+		return { title: `CPU ${h.cpu}`, rows: [['running',
+			`${state.sum.names[h.tid] || ''} ${h.tid}`], ['at', `${seconds(timeAt(x))} s`]] };
+	return null;
+}
+
+// The first event of a mark, from the server.
+async function markEvent(h) {
+	const row = h.row.kind === 'cpu' ? `cpu=${h.row.id}` : `tid=${h.row.id}`;
+	const l = await get(`api/list?t=${h.ts}&before=0&after=1&${row}`);
+	return l.events[0] || null;
+}
+
 // A click in the timeline: the event under it, and the list around it.
 async function pickAt(x, y) {
 	const h = state.tl.hit(x, y);
 	if (!h)
 		return;
-	const row = h.row.kind === 'cpu' ? `cpu=${h.row.id}` : `tid=${h.row.id}`;
 	if (h.kind === 'mark') {
-		const l = await get(`api/list?t=${h.ts}&before=0&after=1&${row}`);
-		if (l.events.length) {
-			select(l.events[0]);
-			fetchList(l.events[0].ts);
+		const e = await markEvent(h);
+		if (e) {
+			select(e);
+			fetchList(e.ts);
 		}
-	} else if (h.kind === 'interval') {
-		const kind = state.sum.kinds[h.ikind] || `kind ${h.ikind}`;
-		state.selected = null;
-		showSpan($('details'), kind, [['thread', h.row.label], ['begin', `${seconds(h.t0)} s`],
-			['end', `${seconds(h.t1)} s`], ['duration', `${((h.t1 - h.t0) / 1e3).toFixed(3)} us`],
-			['depth', h.depth]]);
-		hook.selected = { interval: kind };
+		return;
+	}
+	const w = words(h, x);
+	if (!w)
+		return;
+	state.selected = null;
+	showSpan($('details'), w.title, w.rows);
+	if (h.kind === 'interval') {
+		hook.selected = { interval: w.title };
 		fetchList(h.t0);
 	} else if (h.kind === 'state') {
-		showSpan($('details'), h.state.words, stateRows(h));
 		hook.selected = { state: h.state.name, t0: h.t0, t1: h.t1 };
-	} else if (h.kind === 'slice') {
-		const v = state.view, pw = state.tl.plotWidth();
-		const t = v.t0 + (x - LABEL) / pw * (v.t1 - v.t0);
-		showSpan($('details'), `CPU ${h.cpu}`, [['running',
-			`${state.sum.names[h.tid] || ''} ${h.tid}`], ['at', `${seconds(t)} s`]]);
+	} else {
 		hook.selected = { cpu: h.cpu, tid: h.tid };
 	}
+}
+
+// ---- the tooltip: what is under the pointer, every field of an event ----
+
+const tip = { hit: null, seq: 0, timer: 0, cache: new Map() };
+
+function tipKey(h) {
+	return `${h.kind}:${h.row.kind}:${h.row.id}:${h.x0 ?? h.x}:${h.ts ?? h.t0}`;
+}
+
+function showTip(title, rows, cx, cy) {
+	const box = $('tip');
+	box.innerHTML = spanHtml(title, rows);
+	box.hidden = false;
+	const w = box.offsetWidth, h = box.offsetHeight;
+	box.style.left = `${Math.min(cx + 14, window.innerWidth - w - 4)}px`;
+	box.style.top = `${cy + 16 + h > window.innerHeight ? cy - h - 8 : cy + 16}px`;
+}
+
+function hideTip() {
+	$('tip').hidden = true;
+	tip.hit = null;
+	clearTimeout(tip.timer);
+	hook.tip = null;
+}
+
+function hover(x, y, cx, cy) {
+	const h = x > LABEL ? state.tl.hit(x, y) : null;
+	if (!h || h.kind === 'row') {
+		hideTip();
+		return;
+	}
+	const key = tipKey(h);
+	if (tip.hit === key) {
+		showTip(tip.title, tip.rows, cx, cy); // follow the pointer
+		return;
+	}
+	tip.hit = key;
+	clearTimeout(tip.timer);
+	const put = (title, rows) => {
+		Object.assign(tip, { title, rows });
+		showTip(title, rows, cx, cy);
+		hook.tip = { kind: h.kind, title };
+	};
+	const w = words(h, x);
+	if (w) {
+		put(w.title, w.rows);
+		return;
+	}
+	// a mark: its first event's fields, asked once the pointer rests
+	$('tip').hidden = true;
+	hook.tip = null;
+	const many = h.count > 1 ? [['events here', h.count]] : [];
+	const done = (e) => e ? put(e.name, [...many, ...eventRows(e, state.sum.names)]) :
+		put(`${h.count} events`, []);
+	if (tip.cache.has(key)) {
+		done(tip.cache.get(key));
+		return;
+	}
+	const seq = ++tip.seq;
+	tip.timer = setTimeout(async () => {
+		const e = await markEvent(h);
+		if (tip.cache.size > 200)
+			tip.cache.clear();
+		tip.cache.set(key, e);
+		if (seq === tip.seq && tip.hit === key)
+			done(e);
+	}, 60);
 }
 
 // A state strip's words: exact ends, or the pixels' when it sums a run
@@ -268,9 +356,15 @@ function input() {
 		drag = { x: e.offsetX, y: e.offsetY, v: state.view, moved: false };
 		cv.focus();
 	});
+	cv.addEventListener('mousemove', (e) => {
+		if (!drag)
+			hover(e.offsetX, e.offsetY, e.clientX, e.clientY);
+	});
+	cv.addEventListener('mouseleave', hideTip);
 	window.addEventListener('mousemove', (e) => {
 		if (!drag || !(e.buttons & 1))
 			return;
+		hideTip();
 		const dx = e.clientX - cv.getBoundingClientRect().left - drag.x;
 		if (Math.abs(dx) > 3)
 			drag.moved = true;

@@ -111,6 +111,43 @@ try {
 			`a click on the I/O wait strip: ${text.slice(0, 200)}`);
 	}
 
+	// tooltips: hovering a mark shows its event's every field, a state
+	// strip its state, start and duration, an interval its kind and duration
+	{
+		const box = await page.locator('#timeline').boundingBox();
+		const w = box.width - 170;
+		const rowY = (tid) => h.rows.find((q) => q.kind === 'thread' && q.id === tid).y;
+		const tipAfter = async (x, y, kind) => {
+			await page.mouse.move(box.x + x, box.y + y);
+			try {
+				await page.waitForFunction((k) => window.strataView.tip &&
+					window.strataView.tip.kind === k &&
+					!document.getElementById('tip').hidden, kind, { timeout: 5000 });
+			} catch {
+				check(false, `no tooltip over a ${kind}`);
+			}
+			return page.textContent('#tip');
+		};
+		const mk = h.drawn.markList.find((k) => k.row === 'thread' && k.id === 301 &&
+			k.ts === 10000000);
+		check(mk, 'a mark at 10 ms on worker-a');
+		if (mk) {
+			const t = await tipAfter(mk.x, mk.y, 'mark');
+			check(/work:job_begin/.test(t) && /job.*9007199254740999/.test(t) &&
+				/where.*0x7fff12345678/.test(t) && /0\.010000000 s/.test(t),
+				`tooltip of the job_begin mark: ${t}`);
+		}
+		let t = await tipAfter(170 + 0.43 * w, rowY(301) + 3, 'state');
+		check(/I\/O wait/.test(t) && /0\.040000/.test(t) && /5\.000 ms/.test(t),
+			`tooltip of worker-a's I/O wait: ${t}`);
+		t = await tipAfter(170 + 0.25 * w, rowY(302) + 13, 'interval');
+		check(/job/.test(t) && /10\.000 ms/.test(t) && /depth\s*1/.test(t),
+			`tooltip of worker-b's inner interval (20-30 ms): ${t}`);
+		await page.mouse.move(box.x + box.width / 2, box.y - 60);
+		await page.waitForTimeout(200);
+		check(await page.locator('#tip').isHidden(), 'the tooltip goes when the pointer leaves');
+	}
+
 	// zoom in with W: a narrower view, and a new answer from the server
 	const span0 = h.view.t1 - h.view.t0, answers0 = h.answers;
 	await page.locator('#timeline').focus();
