@@ -306,6 +306,61 @@ function legend(s) {
 	}
 }
 
+// ---- search: the n-th match, found by the server -------------------------
+
+const search = { q: null, n: 0, cur: null, rank: 0 };
+
+// The page's filters as query arguments (none yet).
+function filterArgs() {
+	return {};
+}
+
+// A query: a field expression when it has an operator, else an event
+// name glob (a plain word: the names that contain it).
+function searchArgs(q) {
+	if (/[=<>!&|()]/.test(q))
+		return { where: q };
+	return { find: /[*?[]/.test(q) ? q : `*${q}*` };
+}
+
+async function find(dir) {
+	const q = $('find').value.trim();
+	if (!q)
+		return;
+	if (q !== search.q)
+		Object.assign(search, { q, n: 0, cur: null, rank: 0 });
+	if (dir < 0 && !search.cur)
+		return;
+	// next: the match after the current one (rank: those at its time
+	// up to it); previous: the last before its time; the first: from
+	// the trace's start, so that n counts matches in the whole trace
+	const t = search.cur ? search.cur.ts : 0;
+	const skip = search.cur && dir > 0 ? search.rank : 0;
+	const p = new URLSearchParams({ t: Math.floor(t), dir, skip, ...filterArgs(),
+		...searchArgs(q) });
+	const r = await fetch(`api/search?${p}`);
+	const a = await r.json();
+	if (q !== search.q)
+		return; // typed on meanwhile
+	if (!r.ok) {
+		$('found').textContent = a.error || `error ${r.status}`;
+		hook.search = { error: a.error };
+		return;
+	}
+	if (!a.match) {
+		$('found').textContent = search.cur ? `match ${search.n}; no ${dir > 0 ? 'later' :
+			'earlier'} one` : 'no match';
+		hook.search = { n: search.n, match: search.cur, none: true };
+		return;
+	}
+	search.cur = a.match;
+	search.rank = a.rank;
+	search.n += dir;
+	$('found').textContent = `match ${search.n}`;
+	hook.search = { n: search.n, match: a.match };
+	pickFromList(a.match);
+}
+
 // ---- keys and mouse, as Perfetto: W/S zoom, A/D pan ----------------------
 
 function zoom(f, at) {
@@ -327,6 +382,14 @@ function timeAt(x) {
 
 function input() {
 	const cv = $('timeline');
+	$('find').addEventListener('keydown', (e) => {
+		if (e.key === 'Enter') {
+			find(e.shiftKey ? -1 : 1);
+			e.preventDefault();
+		}
+	});
+	$('next').addEventListener('click', () => find(1));
+	$('prev').addEventListener('click', () => find(-1));
 	document.addEventListener('keydown', (e) => {
 		if (e.target.tagName === 'INPUT' || e.ctrlKey || e.metaKey)
 			return;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* strata view's JSON API: the trace summary, rows of a window at a resolution, events around a time (docs/view.md). */
 #include <errno.h>
+#include <fnmatch.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -629,5 +631,184 @@ out:
 	strata_filter_destroy(f);
 	free(ring);
 	free(vals);
+	return err;
+}
+
+/* ---- filters and search ---------------------------------------------------- */
+
+/* The comma-separated globs of `list` into f (OR-ed, reader.h). */
+static int add_globs(struct strata_filter *f, const char *list)
+{
+	char buf[VW_ARG_MAX + 1];
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *save, *g = strtok_r(buf, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+		while (*g == ' ')
+			g++;
+		int n = strata_filter_event(f, g);
+		if (n < 0)
+			return n;
+	}
+	return 0;
+}
+
+static int bad_expr(struct vw_buf *err, const char *what, const char *msg)
+{
+	vw_printf(err, "{\"error\":");
+	char line[320];
+	snprintf(line, sizeof(line), "%s: %s", what, msg);
+	vw_put_str(err, line, strlen(line));
+	vw_puts(err, "}");
+	return 400;
+}
+
+int vw_filter_make(struct vw_model *m, const struct vw_filter *q,
+		   struct strata_filter **out, struct vw_buf *err)
+{
+	*out = NULL;
+	if (q->cpu < 0 && q->tid < 0 && !q->events && !q->expr)
+		return 0;
+	struct strata_filter *f;
+	char msg[256] = "";
+	int e = strata_filter_create(m->t, &f);
+	if (e)
+		return e;
+	if (q->cpu >= 0)
+		e = strata_filter_cpu(f, (uint32_t)q->cpu);
+	if (!e && q->tid >= 0)
+		e = strata_filter_tid(f, (uint32_t)q->tid);
+	if (!e && q->events)
+		e = add_globs(f, q->events);
+	if (!e && q->expr && (e = strata_filter_expr(f, q->expr, msg, sizeof(msg))) == -EINVAL)
+		e = bad_expr(err, "expr", msg);
+	if (e) {
+		strata_filter_destroy(f);
+		return e;
+	}
+	*out = f;
+	return 0;
+}
+
+struct search {
+	struct vw_model *m;
+	struct strata_iter *it;
+	bool *cls;               /* classes the search's glob matches */
+	unsigned skip;
+};
+
+static bool found(const struct search *s, const struct strata_event *ev)
+{
+	return s->cls[ev->cls->index];
+}
+
+/* From t on: the match after `skip` others, and its rank among the
+ * matches at its time (1: the first). */
+static bool search_next(struct search *s, uint64_t t, struct strata_event *hit,
+			unsigned *rank)
+{
+	const struct strata_event *ev;
+	uint64_t at = 0;
+	unsigned skip = s->skip, same = 0;
+	strata_iter_seek(s->it, t);
+	while (strata_iter_next(s->it, &ev) == 1) {
+		if (ev->timestamp < t || !found(s, ev))
+			continue;
+		same = ev->timestamp == at ? same + 1 : 1;
+		at = ev->timestamp;
+		if (skip--)
+			continue;
+		*hit = *ev;
+		*rank = same;
+		return true;
+	}
+	return false;
+}
+
+/* Before t, going back: the match after `skip` others (from ever earlier
+ * points, 4x the span each time, as the list's before()), and its rank
+ * among the matches at its time. */
+static bool search_prev(struct search *s, uint64_t t, struct strata_event *hit,
+			unsigned *rank)
+{
+	struct vw_model *m = s->m;
+	uint64_t span = (m->end - m->begin) / 4096 + 1;
+	size_t n = (size_t)s->skip + 1;
+	struct strata_event *ring = calloc(n, sizeof(*ring));
+	unsigned *ranks = calloc(n, sizeof(*ranks));
+	bool ok = false;
+	for (uint64_t from = t; ring && ranks && from > m->begin;) {
+		from = t - m->begin > span ? t - span : m->begin;
+		strata_iter_seek(s->it, from);
+		const struct strata_event *ev;
+		size_t got = 0;
+		unsigned same = 0;
+		uint64_t at = 0;
+		while (strata_iter_next(s->it, &ev) == 1 && ev->timestamp < t) {
+			if (ev->timestamp < from || !found(s, ev))
+				continue;
+			same = got && ev->timestamp == at ? same + 1 : 1;
+			at = ev->timestamp;
+			ring[got % n] = *ev;
+			ranks[got++ % n] = same;
+		}
+		/* a pass reads every event at `from` (the seek's time), so
+		 * the ranks within it are whole */
+		if (got >= n) {
+			*hit = ring[(got - n) % n];
+			*rank = ranks[(got - n) % n];
+			ok = true;
+			break;
+		}
+		span *= 4;
+	}
+	free(ring);
+	free(ranks);
+	return ok;
+}
+
+int vw_api_search(struct vw_model *m, const struct vw_filter *q, const char *find,
+		  const char *where, uint64_t t, int dir, unsigned skip, struct vw_buf *o)
+{
+	struct search s = { .m = m, .skip = skip };
+	struct strata_filter *f = NULL;
+	struct strata_iter *it = NULL;
+	unsigned ncls = strata_trace_nclasses(m->t), nvals = 256 + 3, nfound = 0;
+	struct strata_value *vals = calloc(nvals, sizeof(*vals));
+	s.cls = calloc(ncls ? ncls : 1, sizeof(*s.cls));
+	int err = vals && s.cls ? vw_filter_make(m, q, &f, o) : -ENOMEM;
+	char msg[256] = "";
+	if (!err && where) {
+		if (!f)
+			err = strata_filter_create(m->t, &f);
+		if (!err && (err = strata_filter_expr(f, where, msg, sizeof(msg))) == -EINVAL)
+			err = bad_expr(o, "where", msg);
+	}
+	if (!err)
+		err = strata_iter_create(m->t, &(struct strata_iter_options){
+			.stream = -1, .filter = f }, &it);
+	if (err)
+		goto out;
+	for (unsigned i = 0; i < ncls; i++) {
+		const struct strata_event_class *c = strata_trace_class(m->t, i);
+		s.cls[i] = c && (!find || !fnmatch(find, c->name, 0));
+		nfound += s.cls[i];
+	}
+	s.it = it;
+	uint64_t tt = m->begin + vw_ticks(m, t);
+	struct strata_event hit;
+	unsigned rank = 0;
+	bool ok = nfound && (dir > 0 ? search_next(&s, tt, &hit, &rank) :
+			     search_prev(&s, tt, &hit, &rank));
+	vw_printf(o, "{\"t\":%llu,\"dir\":%d,\"skip\":%u,\"classes\":%u,\"match\":",
+		  (unsigned long long)t, dir, skip, nfound);
+	if (ok)
+		put_event(m, &hit, vals, nvals, o);
+	else
+		vw_puts(o, "null");
+	vw_printf(o, ",\"rank\":%u}", ok ? rank : 0);
+out:
+	strata_iter_destroy(it);
+	strata_filter_destroy(f);
+	free(vals);
+	free(s.cls);
 	return err;
 }

@@ -192,11 +192,41 @@ static bool arg(struct MHD_Connection *c, const char *key, int64_t lo, int64_t h
 	return true;
 }
 
+/* Query argument `key` as text: up to VW_ARG_MAX printable bytes (UTF-8
+ * beyond ASCII allowed); absent or empty: NULL. */
+static bool sarg(struct MHD_Connection *c, const char *key, const char **out,
+		 struct vw_buf *err)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+	*out = v && *v ? v : NULL;
+	if (!v)
+		return true;
+	size_t n = strnlen(v, VW_ARG_MAX + 1);
+	bool ok = n <= VW_ARG_MAX;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
+	if (!ok)
+		vw_printf(err, "{\"error\":\"%s: not text of at most %d printable bytes\"}",
+			  key, VW_ARG_MAX);
+	return ok;
+}
+
+/* The page's filter (view.md, "Filters"): cpu, tid, ev (globs), expr. */
+static bool filter_args(struct MHD_Connection *c, struct vw_filter *q, struct vw_buf *err)
+{
+	*q = VW_NO_FILTER;
+	return arg(c, "cpu", -1, 4095, -1, &q->cpu, err) &&
+	       arg(c, "tid", -1, UINT32_MAX, -1, &q->tid, err) &&
+	       sarg(c, "ev", &q->events, err) && sarg(c, "expr", &q->expr, err);
+}
+
 static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const char *what)
 {
 	struct vw_buf b = { 0 };
 	int64_t span = (int64_t)vw_ns(&s->m, s->m.end - s->m.begin) + 1;
-	int64_t t0, t1, w, t, nb, na, cpu, tid;
+	int64_t t0, t1, w, t, nb, na, cpu, tid, dir, skip;
+	struct vw_filter q;
+	const char *find, *where;
 	int err = 0;
 	if (!strcmp(what, "summary")) {
 		err = vw_api_summary(&s->m, &b);
@@ -212,10 +242,22 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 		    !arg(c, "tid", -1, UINT32_MAX, -1, &tid, &b))
 			return send_json(c, 400, &b);
 		err = vw_api_list(&s->m, (uint64_t)t, (unsigned)nb, (unsigned)na, cpu, tid, &b);
+	} else if (!strcmp(what, "search")) {
+		if (!arg(c, "t", 0, span, 0, &t, &b) || !arg(c, "dir", -1, 1, 1, &dir, &b) ||
+		    !arg(c, "skip", 0, 1000, 0, &skip, &b) || !filter_args(c, &q, &b) ||
+		    !sarg(c, "find", &find, &b) || !sarg(c, "where", &where, &b) || !dir) {
+			if (!b.len)
+				vw_puts(&b, "{\"error\":\"dir: -1 or 1\"}");
+			return send_json(c, 400, &b);
+		}
+		err = vw_api_search(&s->m, &q, find, where, (uint64_t)t, (int)dir,
+				    (unsigned)skip, &b);
 	} else {
 		vw_buf_fini(&b);
 		return send_text(c, 404, "no such API\n");
 	}
+	if (err == 400)
+		return send_json(c, 400, &b);
 	if (err) {
 		vw_buf_fini(&b);
 		return send_text(c, 500, "the answer failed\n");

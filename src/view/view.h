@@ -129,6 +129,29 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 int vw_api_list(struct vw_model *m, uint64_t t, unsigned before, unsigned after,
 		int64_t cpu, int64_t tid, struct vw_buf *out);
 
+/* What the page filters by (view.md, "Filters"): every answer that lists
+ * or draws events applies it. */
+#define VW_ARG_MAX 256 /* the longest text a query argument may hold */
+
+struct vw_filter {
+	int64_t cpu, tid;        /* -1: any */
+	const char *events;      /* event name globs, comma-separated; NULL: any */
+	const char *expr;        /* the reader's field expression; NULL: none */
+};
+
+#define VW_NO_FILTER ((struct vw_filter){ .cpu = -1, .tid = -1 })
+
+/* A reader filter of q into *out (NULL when q filters nothing). Returns 0,
+ * 400 with why in err (a bad expression), -ENOMEM. */
+int vw_filter_make(struct vw_model *m, const struct vw_filter *q,
+		   struct strata_filter **out, struct vw_buf *err);
+/* The match of a search after `skip` others: from t on (dir 1), or
+ * before t going back (dir -1); events of classes matching the glob
+ * `find` (NULL: any) and the expression `where` (NULL: none), among those
+ * q keeps. Returns 0, 400 (a bad expression), -ENOMEM. */
+int vw_api_search(struct vw_model *m, const struct vw_filter *q, const char *find,
+		  const char *where, uint64_t t, int dir, unsigned skip, struct vw_buf *out);
+
 /* The page's files, embedded at build time (assets.c, from web/). */
 struct vw_asset {
 	const char *name;        /* "index.html" */

@@ -198,6 +198,56 @@ try {
 		`list click: view middle ${mid}, event at ${t}`);
 	check(h.selected && Math.abs(h.selected.ts - t) < 2, 'list click selects the event');
 
+	// search, on the server: an event name, then a field expression; the
+	// n-th match selected, the timeline and the list moved to it
+	{
+		const e0 = errors.length; // the 400s asked for below are no page error
+		const input = page.locator('#find');
+		const searched = async (key, n) => {
+			await page.evaluate(() => { window.strataView.search = null; });
+			await input.press(key);
+			await page.waitForFunction((n) => window.strataView.search &&
+				(window.strataView.search.n === n || window.strataView.search.error ||
+				 window.strataView.search.none), n, { timeout: 10000 });
+			return page.evaluate(() => window.strataView.search);
+		};
+		await input.fill('sched_switch');
+		let r;
+		for (let i = 1; i <= 3; i++)
+			r = await searched('Enter', i);
+		check(r.n === 3 && r.match.ts === 4000000 && r.match.name === 'sched:sched_switch',
+			`3rd sched_switch: ${JSON.stringify(r).slice(0, 160)}`);
+		r = await searched('Shift+Enter', 2);
+		check(r.n === 2 && r.match.ts === 2000000 && r.match.cpu === 1,
+			`back to the 2nd: ${JSON.stringify(r).slice(0, 160)}`);
+		await input.fill('next_pid == 301');
+		r = await searched('Enter', 1);
+		r = await searched('Enter', 2);
+		check(r.n === 2 && r.match.ts === 46000000 && r.match.fields.next_pid === 301,
+			`2nd switch to worker-a: ${JSON.stringify(r).slice(0, 160)}`);
+		await page.waitForFunction(() => document.querySelector('#list tr.selected'), null,
+			{ timeout: 10000 });
+		await page.waitForTimeout(300);
+		h = await hook();
+		check(Math.abs((h.view.t0 + h.view.t1) / 2 - 46000000) < 2 || h.view.t1 === h.summary.span_ns,
+			`the timeline moved to the match: ${JSON.stringify(h.view)}`);
+		const sel = await page.textContent('#list tr.selected');
+		check(/0\.046000000/.test(sel) && /sched_switch/.test(sel), `list at the match: ${sel}`);
+		r = await searched('Enter', 3);
+		check(r.none && r.n === 2, `no 3rd switch to worker-a: ${JSON.stringify(r).slice(0, 100)}`);
+		await input.fill('nofield == 1');
+		r = await searched('Enter', -1);
+		const said = await page.textContent('#found');
+		check(r.error && /nofield/.test(said), `a bad expression is said: ${said}`);
+		const codes = await page.evaluate(async () => {
+			const q = ['dir=0', 'skip=1001', 't=-5', `find=${'x'.repeat(300)}`, 'where=%01',
+				'where=(', 'expr=)', 'cpu=99999'];
+			return Promise.all(q.map(async (a) => (await fetch(`api/search?${a}`)).status));
+		});
+		check(codes.every((c) => c === 400), `absurd search arguments: ${codes}`);
+		errors.splice(e0, Infinity, ...errors.slice(e0).filter((m) => !/status of 400/.test(m)));
+	}
+
 	check(errors.length === 0, `page errors: ${errors.join('; ')}`);
 	check(outside.length === 0, `requests outside the server: ${outside.join(' ')}`);
 	if (shot)
