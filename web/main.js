@@ -41,9 +41,11 @@ async function fetchWindow() {
 	const seq = ++state.seq, v = state.view, w = state.tl.plotWidth();
 	const t0 = Math.floor(v.t0), t1 = Math.ceil(v.t1);
 	const asked = performance.now();
-	const d = await get(`api/window?t0=${t0}&t1=${t1}&w=${w}`);
+	const d = await get(`api/window?t0=${t0}&t1=${t1}&w=${w}${filterQuery()}`);
 	if (seq < state.lastSeq)
 		return;
+	$('f-said').textContent = d.filtered ? '' :
+		'zoom in for marks the expression keeps (drawn: its event names)';
 	state.lastSeq = seq;
 	state.tl.data = d;
 	hook.fetchMs = performance.now() - asked; // request to parsed answer
@@ -110,6 +112,15 @@ function drawOverview() {
 	ctx.fillText(`whole trace: ${seconds(span, span / 1000)} s`, 6, h / 2 + 4);
 }
 
+// The whole trace at the overview's width, under the filter.
+function fetchOverview() {
+	const w = Math.max(1, state.overview.clientWidth - LABEL);
+	get(`api/window?t0=0&t1=${state.sum.span_ns}&w=${w}${filterQuery()}`).then((d) => {
+		state.overviewData = d;
+		redraw();
+	});
+}
+
 // ---- the list: events around the view's middle, or the selection ------
 
 let listTimer = 0;
@@ -125,7 +136,7 @@ function fetchListSoon() {
 
 async function fetchList(t) {
 	const seq = ++state.listSeq;
-	const l = await get(`api/list?t=${Math.floor(t)}&before=20&after=80`);
+	const l = await get(`api/list?t=${Math.floor(t)}&before=20&after=80${filterQuery()}`);
 	if (seq !== state.listSeq)
 		return;
 	renderList($('list').tBodies[0], l.events, l.before, state.selected, pickFromList);
@@ -167,7 +178,7 @@ function words(h, x) {
 // The first event of a mark, from the server.
 async function markEvent(h) {
 	const row = h.row.kind === 'cpu' ? `cpu=${h.row.id}` : `tid=${h.row.id}`;
-	const l = await get(`api/list?t=${h.ts}&before=0&after=1&${row}`);
+	const l = await get(`api/list?t=${h.ts}&before=0&after=1&${row}${filterQuery()}`);
 	return l.events[0] || null;
 }
 
@@ -310,9 +321,44 @@ function legend(s) {
 
 const search = { q: null, n: 0, cur: null, rank: 0 };
 
-// The page's filters as query arguments (none yet).
-function filterArgs() {
-	return {};
+// ---- filters: CPUs, threads, event names, a field expression, applied
+// by the server to the marks, the list and the search at once ----------
+
+function filterArgs(f = state.filter || {}) {
+	const a = {};
+	for (const k of ['cpus', 'tids', 'ev', 'expr'])
+		if (f[k])
+			a[k] = f[k];
+	return a;
+}
+
+function filterQuery(f) {
+	const p = new URLSearchParams(filterArgs(f)).toString();
+	return p ? `&${p}` : '';
+}
+
+const ids = (s) => s.split(/[\s,]+/).filter(Boolean).join(',');
+
+async function applyFilter() {
+	const f = { cpus: ids($('f-cpus').value), tids: ids($('f-tids').value),
+		ev: $('f-ev').value.trim(), expr: $('f-expr').value.trim() };
+	// the server checks it (a bad expression: 400 and why) before the
+	// page's requests carry it
+	const r = await fetch(`api/list?t=0&before=0&after=0${filterQuery(f)}`);
+	if (!r.ok) {
+		const why = (await r.json().catch(() => ({}))).error || `error ${r.status}`;
+		$('f-said').textContent = why;
+		hook.filter = { error: why };
+		return;
+	}
+	state.filter = f;
+	$('f-said').textContent = '';
+	const on = (list) => list ? new Set(list.split(',').map(Number)) : null;
+	state.tl.setFilter(on(f.cpus), on(f.tids));
+	Object.assign(search, { q: null, n: 0, cur: null, rank: 0 });
+	hook.filter = { ...f, seq: (hook.filter?.seq || 0) + 1 };
+	fetchOverview();
+	setView(state.view.t0, state.view.t1);
 }
 
 // A query: a field expression when it has an operator, else an event
@@ -389,6 +435,15 @@ function input() {
 		}
 	});
 	$('next').addEventListener('click', () => find(1));
+	$('filters').addEventListener('submit', (e) => {
+		e.preventDefault();
+		applyFilter();
+	});
+	$('f-clear').addEventListener('click', () => {
+		for (const k of ['f-cpus', 'f-tids', 'f-ev', 'f-expr'])
+			$(k).value = '';
+		applyFilter();
+	});
 	$('prev').addEventListener('click', () => find(-1));
 	document.addEventListener('keydown', (e) => {
 		if (e.target.tagName === 'INPUT' || e.ctrlKey || e.metaKey)
@@ -485,11 +540,7 @@ async function main() {
 	hook.summary = s;
 	input();
 	state.view = { t0: 0, t1: s.span_ns };
-	get(`api/window?t0=0&t1=${s.span_ns}&w=${Math.max(1, state.overview.clientWidth - LABEL)}`)
-		.then((d) => {
-			state.overviewData = d;
-			redraw();
-		});
+	fetchOverview();
 	setView(0, s.span_ns);
 	$('timeline').focus();
 }

@@ -53,14 +53,26 @@ export class Timeline {
 		this.layout();
 	}
 
+	// Only these CPUs and threads (Sets; null: all), as the filter says.
+	setFilter(cpus, tids) {
+		this.only = { cpus, tids };
+		this.data = null;
+		this.layout();
+	}
+
 	layout() {
 		let y = AXIS;
+		const only = this.only || {};
 		this.rows = [];
 		for (const c of this.sum.cpus) {
+			if (only.cpus && !only.cpus.has(c.cpu))
+				continue;
 			this.rows.push({ kind: 'cpu', id: c.cpu, y, h: CPU_H, label: `CPU ${c.cpu}` });
 			y += CPU_H;
 		}
 		for (const t of this.sum.threads) {
+			if (only.tids && !only.tids.has(t.tid))
+				continue;
 			const label = `${t.name || 'tid'} ${t.tid}` + (t.pid !== t.tid ? ` (${t.pid})` : '');
 			this.rows.push({ kind: 'thread', id: t.tid, y, h: THREAD_H, label });
 			y += THREAD_H;

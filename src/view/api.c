@@ -112,6 +112,9 @@ struct win {
 	unsigned w;
 	double scale;            /* pixels per tick */
 	struct vw_buf *o;
+	const struct vw_filter *q;
+	struct strata_filter *f; /* q for the reader, or NULL */
+	bool *cls;               /* classes q's globs keep, or NULL: all */
 };
 
 static double xof(const struct win *v, uint64_t ts)
@@ -162,8 +165,8 @@ static int fill_exact(const struct win *v, struct px *px)
 {
 	struct vw_model *m = v->m;
 	struct strata_iter *it;
-	int err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1 },
-				     &it);
+	int err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1,
+				     .filter = v->f }, &it);
 	if (err)
 		return err;
 	strata_iter_seek(it, v->t0);
@@ -203,15 +206,16 @@ static uint64_t bin_start(const struct vw_model *m, unsigned b)
 	return m->begin + (uint64_t)((x + m->nbins - 1) / m->nbins);
 }
 
-/* From the bins: each bin of the window into the pixel where it starts,
- * spread over the pixels it covers. */
-static void fill_bins(const struct win *v, struct px *p, const uint32_t *bins)
+/* From the bins (of 2^shift of the row's bins each): each bin of the
+ * window into the pixel where it starts, spread over the pixels it covers. */
+static void fill_bins(const struct win *v, struct px *p, const uint32_t *bins,
+		      unsigned shift)
 {
-	unsigned b0 = vw_bin(v->m, v->t0), b1 = vw_bin(v->m, v->t1);
+	unsigned b0 = vw_bin(v->m, v->t0) >> shift, b1 = vw_bin(v->m, v->t1) >> shift;
 	for (unsigned b = b0; b <= b1; b++) {
 		if (!bins[b])
 			continue;
-		uint64_t s = bin_start(v->m, b), e = bin_start(v->m, b + 1);
+		uint64_t s = bin_start(v->m, b << shift), e = bin_start(v->m, (b + 1) << shift);
 		unsigned x0 = (unsigned)xof(v, s), x1 = (unsigned)xof(v, e);
 		if (x0 >= v->w)
 			x0 = v->w - 1;
@@ -470,10 +474,76 @@ static void put_intervals(const struct win *v, const struct vw_thread *th)
 	vw_puts(v->o, "]");
 }
 
-int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
-		  struct vw_buf *o)
+/* A row's marks from the bins when the window is too wide to read: its
+ * own bins, or under a filter on names those of the classes it keeps
+ * (coarser). Returns whether they are what the filter keeps: an
+ * expression, or threads on a CPU row, are not in any bins. */
+static bool fill_row_bins(const struct win *v, struct px *p, const uint32_t *bins,
+			  uint32_t **cbins, bool cpu_row)
 {
-	struct win v = { .m = m, .w = w, .o = o };
+	const struct vw_filter *q = v->q;
+	if (!v->f) {
+		fill_bins(v, p, bins, 0);
+		return true;
+	}
+	if (cpu_row && q->ntids)
+		return false; /* which thread each binned event was is not kept */
+	for (unsigned c = 0; cbins && c < strata_trace_nclasses(v->m->t); c++)
+		if (cbins[c] && (!v->cls || v->cls[c]))
+			fill_bins(v, p, cbins[c], VW_CBINS_SHIFT);
+	return !q->expr;
+}
+
+/* fn(glob, arg) for each glob of a comma-separated list, until one
+ * returns non-zero (returned). */
+static int each_glob(const char *list, int (*fn)(const char *glob, void *arg), void *arg)
+{
+	char buf[VW_ARG_MAX + 1];
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *save, *g = strtok_r(buf, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+		while (*g == ' ')
+			g++;
+		int err = fn(g, arg);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+struct class_ok {
+	struct vw_model *m;
+	bool *ok;
+};
+
+static int mark_classes(const char *glob, void *arg)
+{
+	struct class_ok *c = arg;
+	for (unsigned i = 0; i < strata_trace_nclasses(c->m->t); i++) {
+		const struct strata_event_class *k = strata_trace_class(c->m->t, i);
+		c->ok[i] |= k && !fnmatch(glob, k->name, 0);
+	}
+	return 0;
+}
+
+/* The classes q's event globs keep, or NULL (all). */
+static int class_table(struct vw_model *m, const char *globs, bool **out)
+{
+	*out = NULL;
+	if (!globs)
+		return 0;
+	unsigned n = strata_trace_nclasses(m->t);
+	struct class_ok c = { m, calloc(n ? n : 1, sizeof(bool)) };
+	if (!c.ok)
+		return -ENOMEM;
+	each_glob(globs, mark_classes, &c);
+	*out = c.ok;
+	return 0;
+}
+
+int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
+		  const struct vw_filter *q, struct vw_buf *o)
+{
+	struct win v = { .m = m, .w = w, .o = o, .q = q };
 	v.t0 = m->begin + vw_ticks(m, t0);
 	v.t1 = m->begin + vw_ticks(m, t1 + 1) - 1; /* t1's ns included */
 	if (v.t1 <= v.t0)
@@ -483,26 +553,36 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	uint64_t est = m->prefix[b1 + 1] - m->prefix[b0];
 	bool exact = est <= VW_EXACT_MAX;
 	size_t nrows = m->ncpus + m->nrows;
+	bool filtered = true;
 	struct px *px = calloc(nrows * w + 1, sizeof(*px));
-	if (!px)
-		return -ENOMEM;
-	int err = 0;
-	if (exact) {
+	int err = px ? vw_filter_make(m, q, &v.f, o) : -ENOMEM;
+	if (!err)
+		err = class_table(m, q->events, &v.cls);
+	if (!err && exact && !q->none) {
 		err = fill_exact(&v, px);
-	} else {
+	} else if (!err && !q->none) {
 		for (unsigned i = 0; i < m->ncpus; i++)
-			fill_bins(&v, px + (size_t)i * w, m->cpus[i].bins);
+			if (vw_filter_keeps(q, 'c', i))
+				filtered &= fill_row_bins(&v, px + (size_t)i * w, m->cpus[i].bins,
+							  m->cpus[i].cbins, true);
 		for (unsigned i = 0; i < m->nrows; i++)
-			fill_bins(&v, px + (size_t)(m->ncpus + i) * w, m->rows[i]->bins);
+			if (vw_filter_keeps(q, 't', m->rows[i]->tid))
+				filtered &= fill_row_bins(&v, px + (size_t)(m->ncpus + i) * w,
+							  m->rows[i]->bins, m->rows[i]->cbins,
+							  false);
 	}
+	strata_filter_destroy(v.f);
+	free(v.cls);
 	if (err) {
 		free(px);
 		return err;
 	}
+	/* filtered: false when the marks came from bins that the filter's
+	 * expression (or its threads, on a CPU row) could not narrow */
 	vw_printf(o, "{\"t0\":%llu,\"t1\":%llu,\"w\":%u,\"exact\":%s,"
-		  "\"events\":%llu,\"cpus\":[", (unsigned long long)t0,
+		  "\"filtered\":%s,\"events\":%llu,\"cpus\":[", (unsigned long long)t0,
 		  (unsigned long long)t1, w, exact ? "true" : "false",
-		  (unsigned long long)est);
+		  filtered ? "true" : "false", (unsigned long long)est);
 	for (unsigned i = 0; i < m->ncpus; i++) {
 		vw_printf(o, "%s{\"cpu\":%u,", i ? "," : "", i);
 		put_slices(&v, "slices", m->cpus[i].sw, m->cpus[i].nsw);
@@ -557,19 +637,6 @@ static void put_event(struct vw_model *m, const struct strata_event *ev,
 	vw_puts(o, n < 0 ? ",\"damaged\":true}" : "}");
 }
 
-static int list_iter(struct vw_model *m, int64_t cpu, int64_t tid,
-		     struct strata_filter **f, struct strata_iter **it)
-{
-	int err = strata_filter_create(m->t, f);
-	if (!err && cpu >= 0)
-		err = strata_filter_cpu(*f, (uint32_t)cpu);
-	if (!err && tid >= 0)
-		err = strata_filter_tid(*f, (uint32_t)tid);
-	if (!err)
-		err = strata_iter_create(m->t, &(struct strata_iter_options){
-			.stream = -1, .filter = *f }, it);
-	return err;
-}
 
 /* The last `n` events before tick t: read from ever earlier points (4x
  * the span each time) until they hold n, so a dense trace reads about n
@@ -602,16 +669,21 @@ static size_t before(struct vw_model *m, struct strata_iter *it, uint64_t t,
 }
 
 int vw_api_list(struct vw_model *m, uint64_t t, unsigned nbefore, unsigned nafter,
-		int64_t cpu, int64_t tid, struct vw_buf *o)
+		const struct vw_filter *q, struct vw_buf *o)
 {
 	struct strata_filter *f = NULL;
 	struct strata_iter *it = NULL;
 	struct strata_event *ring = calloc(nbefore + 1, sizeof(*ring));
 	unsigned nvals = 256 + 3;
 	struct strata_value *vals = calloc(nvals, sizeof(*vals));
-	int err = ring && vals ? list_iter(m, cpu, tid, &f, &it) : -ENOMEM;
+	int err = ring && vals ? vw_filter_make(m, q, &f, o) : -ENOMEM;
+	if (!err)
+		err = strata_iter_create(m->t, &(struct strata_iter_options){
+			.stream = -1, .filter = f }, &it);
 	if (err)
 		goto out;
+	if (q->none)
+		nbefore = nafter = 0;
 	uint64_t tt = m->begin + vw_ticks(m, t);
 	size_t nb = nbefore ? before(m, it, tt, nbefore, ring) : 0;
 	vw_printf(o, "{\"t\":%llu,\"before\":%zu,\"events\":[", (unsigned long long)t, nb);
@@ -636,19 +708,11 @@ out:
 
 /* ---- filters and search ---------------------------------------------------- */
 
-/* The comma-separated globs of `list` into f (OR-ed, reader.h). */
-static int add_globs(struct strata_filter *f, const char *list)
+/* One glob of the filter's list into f (OR-ed, reader.h). */
+static int add_glob(const char *glob, void *f)
 {
-	char buf[VW_ARG_MAX + 1];
-	snprintf(buf, sizeof(buf), "%s", list);
-	for (char *save, *g = strtok_r(buf, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
-		while (*g == ' ')
-			g++;
-		int n = strata_filter_event(f, g);
-		if (n < 0)
-			return n;
-	}
-	return 0;
+	int n = strata_filter_event(f, glob);
+	return n < 0 ? n : 0;
 }
 
 static int bad_expr(struct vw_buf *err, const char *what, const char *msg)
@@ -661,23 +725,50 @@ static int bad_expr(struct vw_buf *err, const char *what, const char *msg)
 	return 400;
 }
 
+static bool listed(const uint32_t *ids, unsigned n, uint32_t id)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+bool vw_filter_keeps(const struct vw_filter *q, char kind, uint32_t id)
+{
+	if (q->none)
+		return false;
+	if (kind == 'c')
+		return !q->ncpus || listed(q->cpus, q->ncpus, id);
+	return !q->ntids || listed(q->tids, q->ntids, id);
+}
+
+void vw_filter_only(struct vw_filter *q, char kind, uint32_t id)
+{
+	if (!vw_filter_keeps(q, kind, id))
+		q->none = true;
+	else if (kind == 'c')
+		q->cpus[0] = id, q->ncpus = 1;
+	else
+		q->tids[0] = id, q->ntids = 1;
+}
+
 int vw_filter_make(struct vw_model *m, const struct vw_filter *q,
 		   struct strata_filter **out, struct vw_buf *err)
 {
 	*out = NULL;
-	if (q->cpu < 0 && q->tid < 0 && !q->events && !q->expr)
+	if (!q->ncpus && !q->ntids && !q->events && !q->expr)
 		return 0;
 	struct strata_filter *f;
 	char msg[256] = "";
 	int e = strata_filter_create(m->t, &f);
 	if (e)
 		return e;
-	if (q->cpu >= 0)
-		e = strata_filter_cpu(f, (uint32_t)q->cpu);
-	if (!e && q->tid >= 0)
-		e = strata_filter_tid(f, (uint32_t)q->tid);
+	for (unsigned i = 0; !e && i < q->ncpus; i++)
+		e = strata_filter_cpu(f, q->cpus[i]);
+	for (unsigned i = 0; !e && i < q->ntids; i++)
+		e = strata_filter_tid(f, q->tids[i]);
 	if (!e && q->events)
-		e = add_globs(f, q->events);
+		e = each_glob(q->events, add_glob, f);
 	if (!e && q->expr && (e = strata_filter_expr(f, q->expr, msg, sizeof(msg))) == -EINVAL)
 		e = bad_expr(err, "expr", msg);
 	if (e) {
@@ -691,13 +782,13 @@ int vw_filter_make(struct vw_model *m, const struct vw_filter *q,
 struct search {
 	struct vw_model *m;
 	struct strata_iter *it;
-	bool *cls;               /* classes the search's glob matches */
+	bool *cls;               /* classes the search's globs match, NULL: all */
 	unsigned skip;
 };
 
 static bool found(const struct search *s, const struct strata_event *ev)
 {
-	return s->cls[ev->cls->index];
+	return !s->cls || s->cls[ev->cls->index];
 }
 
 /* From t on: the match after `skip` others, and its rank among the
@@ -773,8 +864,9 @@ int vw_api_search(struct vw_model *m, const struct vw_filter *q, const char *fin
 	struct strata_iter *it = NULL;
 	unsigned ncls = strata_trace_nclasses(m->t), nvals = 256 + 3, nfound = 0;
 	struct strata_value *vals = calloc(nvals, sizeof(*vals));
-	s.cls = calloc(ncls ? ncls : 1, sizeof(*s.cls));
-	int err = vals && s.cls ? vw_filter_make(m, q, &f, o) : -ENOMEM;
+	int err = vals ? class_table(m, find, &s.cls) : -ENOMEM;
+	if (!err)
+		err = vw_filter_make(m, q, &f, o);
 	char msg[256] = "";
 	if (!err && where) {
 		if (!f)
@@ -787,16 +879,13 @@ int vw_api_search(struct vw_model *m, const struct vw_filter *q, const char *fin
 			.stream = -1, .filter = f }, &it);
 	if (err)
 		goto out;
-	for (unsigned i = 0; i < ncls; i++) {
-		const struct strata_event_class *c = strata_trace_class(m->t, i);
-		s.cls[i] = c && (!find || !fnmatch(find, c->name, 0));
-		nfound += s.cls[i];
-	}
+	for (unsigned i = 0; i < ncls; i++)
+		nfound += !s.cls || s.cls[i];
 	s.it = it;
 	uint64_t tt = m->begin + vw_ticks(m, t);
 	struct strata_event hit;
 	unsigned rank = 0;
-	bool ok = nfound && (dir > 0 ? search_next(&s, tt, &hit, &rank) :
+	bool ok = nfound && !q->none && (dir > 0 ? search_next(&s, tt, &hit, &rank) :
 			     search_prev(&s, tt, &hit, &rank));
 	vw_printf(o, "{\"t\":%llu,\"dir\":%d,\"skip\":%u,\"classes\":%u,\"match\":",
 		  (unsigned long long)t, dir, skip, nfound);

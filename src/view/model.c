@@ -213,6 +213,20 @@ static int *switch_fields(struct strata_trace *t)
 	return next;
 }
 
+/* One event into its row's bins of its class (view.h: cbins). */
+static int count_class(struct vw_model *m, uint32_t ***cbins, const struct strata_event *ev,
+		       unsigned b)
+{
+	unsigned n = strata_trace_nclasses(m->t), c = ev->cls->index;
+	if (!*cbins && !(*cbins = calloc(n ? n : 1, sizeof(**cbins))))
+		return -ENOMEM;
+	uint32_t **p = &(*cbins)[c];
+	if (!*p && !(*p = calloc(VW_CBINS, sizeof(**p))))
+		return -ENOMEM;
+	(*p)[b >> VW_CBINS_SHIFT]++;
+	return 0;
+}
+
 static int feed(struct vw_model *m, const struct strata_event *ev, const int *next)
 {
 	int err = an_names_feed(m->names, ev);
@@ -223,8 +237,11 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 	m->nevents++;
 	unsigned b = vw_bin(m, ev->timestamp);
 	m->prefix[b + 1]++;
-	if (ev->cpu < m->ncpus)
+	if (ev->cpu < m->ncpus) {
 		m->cpus[ev->cpu].bins[b]++;
+		if (count_class(m, &m->cpus[ev->cpu].cbins, ev, b))
+			return -ENOMEM;
+	}
 	if (m->kernel[ev->stream]) {
 		if (next[ev->cls->index] >= 0)
 			return add_switch(m, ev, next[ev->cls->index]);
@@ -238,6 +255,8 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 	th->pid = ev->pid;
 	th->bins[b]++;
 	th->events++;
+	if (count_class(m, &th->cbins, ev, b))
+		return -ENOMEM;
 	if (m->pairer)
 		return iv_pairer_feed(m->pairer, ev, on_interval, m);
 	return 0;
@@ -352,11 +371,19 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path)
 	return err;
 }
 
+static void free_cbins(const struct vw_model *m, uint32_t **cbins)
+{
+	for (unsigned c = 0; cbins && c < strata_trace_nclasses(m->t); c++)
+		free(cbins[c]);
+	free(cbins);
+}
+
 void vw_model_fini(struct vw_model *m)
 {
 	for (size_t i = 0; i < m->threads.n; i++) {
 		struct vw_thread *th = m->threads.all[i];
 		free(th->bins);
+		free_cbins(m, th->cbins);
 		free(th->run);
 		free(th->st);
 		free(th->stcum);
@@ -369,6 +396,7 @@ void vw_model_fini(struct vw_model *m)
 	for (unsigned i = 0; m->cpus && i < m->ncpus; i++) {
 		free(m->cpus[i].sw);
 		free(m->cpus[i].bins);
+		free_cbins(m, m->cpus[i].cbins);
 	}
 	free(m->cpus);
 	free(m->rows);

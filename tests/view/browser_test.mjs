@@ -241,10 +241,68 @@ try {
 		check(r.error && /nofield/.test(said), `a bad expression is said: ${said}`);
 		const codes = await page.evaluate(async () => {
 			const q = ['dir=0', 'skip=1001', 't=-5', `find=${'x'.repeat(300)}`, 'where=%01',
-				'where=(', 'expr=)', 'cpu=99999'];
+				'where=(', 'expr=)', 'cpus=99999', 'tids=1,,2', 'tids=-1',
+				`cpus=${Array(65).fill(0).join(',')}`, 'ev=%7f'];
 			return Promise.all(q.map(async (a) => (await fetch(`api/search?${a}`)).status));
 		});
 		check(codes.every((c) => c === 400), `absurd search arguments: ${codes}`);
+		errors.splice(e0, Infinity, ...errors.slice(e0).filter((m) => !/status of 400/.test(m)));
+	}
+
+	// filters: the same events go from the marks, the list and the search
+	{
+		const e0 = errors.length;
+		const filter = async (f) => {
+			const seq = await page.evaluate(() => window.strataView.filter?.seq || 0);
+			for (const [k, v] of Object.entries({ cpus: '', tids: '', ev: '', expr: '', ...f }))
+				await page.fill(`#f-${k}`, v);
+			const a0 = await page.evaluate(() => window.strataView.answers);
+			await page.click('#filters button:not([type])');
+			await page.waitForFunction(([seq, a0]) => window.strataView.filter &&
+				(window.strataView.filter.error || (window.strataView.filter.seq > seq &&
+				 window.strataView.answers > a0)), [seq, a0], { timeout: 10000 });
+			await page.waitForTimeout(500); // the list follows 150 ms after
+			return hook();
+		};
+		// the list's rows as [time, cpu, tid, event, description]
+		const listed = () => page.$$eval('#list tbody tr', (trs) =>
+			trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+		const work = [2, 5, 10, 20, 30, 50, 60, 80].map((ms) => ms * 1e6);
+		await page.keyboard.press('0');
+		h = await filter({ ev: 'work:*' });
+		let rows = await listed();
+		check(rows.length === 8 && rows.every((r) => /^work:job_/.test(r[3])),
+			`events work:*: the list ${rows.length}: ${rows.slice(0, 3)}`);
+		const ml = h.drawn.markList;
+		check(ml.length > 0 && ml.every((k) => work.includes(k.ts)) &&
+			ml.filter((k) => k.row === 'cpu').reduce((n, k) => n + k.count, 0) === 8,
+			`events work:*: marks ${JSON.stringify(ml.map((k) => [k.row, k.ts, k.count]))}`);
+		h = await filter({ tids: '301' });
+		rows = await listed();
+		check(h.drawn.rows === 3 && rows.length === 4 && rows.every((r) => r[2] === '301'),
+			`thread 301: ${h.drawn.rows} rows, list ${rows}`);
+		h = await filter({ cpus: '1', expr: 'job == 5' });
+		rows = await listed();
+		check(h.drawn.rows === 5 && rows.length === 2 && rows[0][0] === '0.020000000' &&
+			rows[1][0] === '0.030000000', `cpu 1 and job == 5: ${h.drawn.rows} rows, list ${rows}`);
+		check(h.drawn.markList.length > 0 && h.drawn.markList.every((k) =>
+			[20e6, 30e6].includes(k.ts)), `job == 5 marks: ${JSON.stringify(h.drawn.markList)}`);
+		const input = page.locator('#find');
+		await input.fill('job');
+		const seen = [];
+		for (let i = 1; i <= 3; i++) {
+			await page.evaluate(() => { window.strataView.search = null; });
+			await input.press('Enter');
+			await page.waitForFunction(() => window.strataView.search, null, { timeout: 10000 });
+			const r = await page.evaluate(() => window.strataView.search);
+			seen.push(r.none ? 'none' : r.match.ts);
+		}
+		check(seen.join() === '20000000,30000000,none', `search under the filter: ${seen}`);
+		h = await filter({ expr: 'job ==' });
+		const said = await page.textContent('#f-said');
+		check(h.summary && /expr/.test(said), `a bad filter is said: ${said}`);
+		h = await filter({});
+		check(h.drawn.rows === 6, `no filter: ${h.drawn.rows} rows`);
 		errors.splice(e0, Infinity, ...errors.slice(e0).filter((m) => !/status of 400/.test(m)));
 	}
 
