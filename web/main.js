@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // strata view: the page's state, its requests to the JSON API, and the keys and mouse.
-import { Timeline, LABEL, STATES, colour, seconds } from './timeline.js';
+import { Timeline, LABEL, STATES, colour, duration, seconds } from './timeline.js';
 import { renderList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
 
 // Every URL is relative: the page lives under /TOKEN/, so the token goes
@@ -14,7 +14,7 @@ async function get(path) {
 
 const $ = (id) => document.getElementById(id);
 const state = { sum: null, view: null, tl: null, overview: null, seq: 0,
-	selected: null, listSeq: 0, history: [] };
+	selected: null, listSeq: 0, history: [], markers: [], pointer: null };
 const hook = window.strataView = { ready: false, answers: 0, list: 0 };
 
 function clampView(t0, t1) {
@@ -60,6 +60,7 @@ function redraw() {
 	raf = requestAnimationFrame(() => {
 		raf = 0;
 		state.tl.selected = state.selected;
+		state.tl.markers = state.markers;
 		state.tl.draw(state.view);
 		hook.drawn = state.tl.drawn;
 		hook.rows = state.tl.rows.map((r) => ({ kind: r.kind, id: r.id, y: r.y, h: r.h,
@@ -288,13 +289,6 @@ function stateRows(h) {
 	return rows;
 }
 
-function duration(ns) {
-	if (ns >= 1e9)
-		return `${(ns / 1e9).toFixed(6)} s`;
-	if (ns >= 1e6)
-		return `${(ns / 1e6).toFixed(3)} ms`;
-	return `${(ns / 1e3).toFixed(3)} us`;
-}
 
 // The colours of the thread states, where the trace has them.
 function legend(s) {
@@ -407,6 +401,25 @@ async function find(dir) {
 	pickFromList(a.match);
 }
 
+// ---- markers: placed with M (at the selected event, else the pointer) or
+// a shift-click; a shift-click on one takes it away ----------------------
+
+function toggleMarker(t, x) {
+	const pw = state.tl.plotWidth(), v = state.view;
+	const near = state.markers.findIndex((m) =>
+		Math.abs((m - t) / (v.t1 - v.t0) * pw) <= 4 && x !== undefined);
+	if (near >= 0)
+		state.markers.splice(near, 1);
+	else
+		state.markers.push(Math.round(t));
+	state.markers.sort((a, b) => a - b);
+	const m = state.markers;
+	$('markers').textContent = m.map((t, i) => `M${i + 1} ${seconds(t)} s`).concat(
+		m.slice(1).map((t, i) => `M${i + 1}→M${i + 2} ${duration(t - m[i])}`)).join(' · ');
+	hook.markers = [...m];
+	redraw();
+}
+
 // ---- keys and mouse, as Perfetto: W/S zoom, A/D pan ----------------------
 
 function zoom(f, at) {
@@ -454,6 +467,8 @@ function input() {
 			a: () => pan(-0.2), arrowleft: () => pan(-0.2),
 			d: () => pan(0.2), arrowright: () => pan(0.2),
 			0: () => setView(0, state.sum.span_ns), home: () => setView(0, state.sum.span_ns),
+			m: () => state.selected ? toggleMarker(state.selected.ts) :
+				state.pointer !== null && toggleMarker(state.pointer),
 			backspace: () => state.history.length && setView(state.history.at(-1).t0,
 				state.history.pop().t1) };
 		if (acts[k]) {
@@ -475,10 +490,14 @@ function input() {
 		cv.focus();
 	});
 	cv.addEventListener('mousemove', (e) => {
+		state.pointer = e.offsetX > LABEL ? timeAt(e.offsetX) : null;
 		if (!drag)
 			hover(e.offsetX, e.offsetY, e.clientX, e.clientY);
 	});
-	cv.addEventListener('mouseleave', hideTip);
+	cv.addEventListener('mouseleave', () => {
+		state.pointer = null;
+		hideTip();
+	});
 	window.addEventListener('mousemove', (e) => {
 		if (!drag || !(e.buttons & 1))
 			return;
@@ -492,7 +511,9 @@ function input() {
 		}
 	});
 	window.addEventListener('mouseup', (e) => {
-		if (drag && !drag.moved && e.target === cv && drag.x > LABEL)
+		if (drag && !drag.moved && e.target === cv && drag.x > LABEL && e.shiftKey)
+			toggleMarker(timeAt(drag.x), drag.x);
+		else if (drag && !drag.moved && e.target === cv && drag.x > LABEL)
 			pickAt(drag.x, drag.y);
 		drag = null;
 	});

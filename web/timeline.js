@@ -28,6 +28,17 @@ export function stateOf(sum, i) {
 		words: (STATES[name] || STATES.unknown)[1] };
 }
 
+export const MARKER = '#1565c0';
+
+// A duration in the unit that suits it.
+export function duration(ns) {
+	if (ns >= 1e9)
+		return `${(ns / 1e9).toFixed(6)} s`;
+	if (ns >= 1e6)
+		return `${(ns / 1e6).toFixed(3)} ms`;
+	return `${(ns / 1e3).toFixed(3)} us`;
+}
+
 // Seconds from the trace start, with the digits the step needs.
 export function seconds(ns, step = 1) {
 	const digits = Math.max(0, Math.min(9, Math.ceil(-Math.log10(step / 1e9))));
@@ -147,6 +158,7 @@ export class Timeline {
 			ctx.lineTo(x, this.height);
 			ctx.stroke();
 		}
+		this.drawMarkers(ctx, view, xOf);
 		drawn.damage = this.drawnDamage;
 		this.drawn = drawn;
 	}
@@ -187,6 +199,38 @@ export class Timeline {
 			n++;
 		}
 		this.drawnDamage = n;
+	}
+
+	// Markers (ns, in time order): a blue line down the rows each, named
+	// on the axis, and the time between two neighbours over the axis.
+	drawMarkers(ctx, view, xOf) {
+		const ms = this.markers || [];
+		ctx.save();
+		ctx.font = '10px system-ui, sans-serif';
+		ms.forEach((t, i) => {
+			const x = xOf(t);
+			if (t >= view.t0 && t <= view.t1) {
+				ctx.fillStyle = MARKER;
+				ctx.fillRect(Math.round(x) - 1, AXIS, 2, this.height - AXIS);
+				ctx.fillRect(Math.round(x) - 8, 0, 16, 11);
+				ctx.fillStyle = '#fff';
+				ctx.fillText(`M${i + 1}`, Math.round(x) - 7, 9);
+			}
+			if (i === 0)
+				return;
+			const x0 = Math.max(LABEL, xOf(ms[i - 1])), x1 = Math.min(this.canvas.clientWidth, x);
+			if (x1 <= x0)
+				return;
+			const label = `Δ ${duration(t - ms[i - 1])}`;
+			const w = ctx.measureText(label).width;
+			ctx.fillStyle = MARKER;
+			ctx.fillRect(x0, 12, x1 - x0, 1);
+			ctx.fillStyle = 'rgba(255,255,255,0.85)';
+			ctx.fillRect((x0 + x1) / 2 - w / 2 - 2, 12, w + 4, 10);
+			ctx.fillStyle = MARKER;
+			ctx.fillText(label, (x0 + x1) / 2 - w / 2, 20);
+		});
+		ctx.restore();
 	}
 
 	labels(ctx) {

@@ -306,6 +306,51 @@ try {
 		errors.splice(e0, Infinity, ...errors.slice(e0).filter((m) => !/status of 400/.test(m)));
 	}
 
+	// markers: shift-clicks place two, the time between them is shown and
+	// drawn; a shift-click on one takes it away; M marks the selected event
+	{
+		await page.keyboard.press('0');
+		await page.waitForTimeout(400);
+		h = await hook();
+		const box = await page.locator('#timeline').boundingBox();
+		const w = box.width - 170, y = h.rows.find((q) => q.id === 400).y + 15;
+		const at = (ms) => 170 + ms / 100 * w;
+		await page.keyboard.down('Shift');
+		await page.mouse.click(box.x + at(10), box.y + y);
+		await page.mouse.click(box.x + at(46), box.y + y);
+		await page.keyboard.up('Shift');
+		await page.waitForTimeout(200);
+		let mk = await page.evaluate(() => window.strataView.markers);
+		const px = 100e6 / w; // ns a pixel
+		check(mk && mk.length === 2 && Math.abs(mk[0] - 10e6) < 2 * px &&
+			Math.abs(mk[1] - mk[0] - 36e6) < 2 * px, `two markers: ${mk}`);
+		const said = await page.textContent('#markers');
+		check(/M1→M2 3[56]\.\d{3} ms/.test(said), `the time between them: ${said}`);
+		const line = await page.evaluate(([t, y]) => {
+			const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+			const v = window.strataView.view, w = c.clientWidth - 170;
+			const x = Math.round(170 + (t - v.t0) / (v.t1 - v.t0) * w) - 1;
+			return Array.from(c.getContext('2d').getImageData(Math.round(x * dpr),
+				Math.round(y * dpr), 1, 1).data);
+		}, [mk[1], y]);
+		check(line[0] === 0x15 && line[1] === 0x65 && line[2] === 0xc0,
+			`the marker's line: pixel ${line}`);
+		await page.keyboard.down('Shift');
+		await page.mouse.click(box.x + at(10), box.y + y);
+		await page.keyboard.up('Shift');
+		await page.waitForTimeout(200);
+		mk = await page.evaluate(() => window.strataView.markers);
+		check(mk.length === 1 && Math.abs(mk[0] - 46e6) < 2 * px, `one taken away: ${mk}`);
+		await page.locator('#list tbody tr').nth(3).click();
+		await page.waitForTimeout(300);
+		const sel = await page.evaluate(() => window.strataView.selected);
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('m');
+		await page.waitForTimeout(200);
+		mk = await page.evaluate(() => window.strataView.markers);
+		check(sel && mk.includes(sel.ts), `M at the selected event ${sel && sel.ts}: ${mk}`);
+	}
+
 	check(errors.length === 0, `page errors: ${errors.join('; ')}`);
 	check(outside.length === 0, `requests outside the server: ${outside.join(' ')}`);
 	if (shot)
