@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // strata view: the page's state, its requests to the JSON API, and the keys and mouse.
 import { Timeline, LABEL, STATES, colour, duration, seconds } from './timeline.js';
+import { SvgContext } from './svg.js';
 import { renderList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
 
 // Every URL is relative: the page lives under /TOKEN/, so the token goes
@@ -420,6 +421,24 @@ function toggleMarker(t, x) {
 	redraw();
 }
 
+// ---- export: the timeline as it is now, drawn by its own code as SVG ---
+
+function exportSvg() {
+	const tl = state.tl, svg = new SvgContext(tl.canvas.clientWidth, tl.height);
+	tl.selected = state.selected;
+	tl.markers = state.markers;
+	tl.draw(state.view, svg);
+	const text = svg.document(`strata view: ${state.sum.trace}, ${$('range').textContent}`);
+	hook.svg = text.length;
+	const a = document.createElement('a');
+	a.href = URL.createObjectURL(new Blob([text], { type: 'image/svg+xml' }));
+	a.download = 'strata-view.svg';
+	document.body.append(a);
+	a.click();
+	a.remove();
+	setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+
 // ---- keys and mouse, as Perfetto: W/S zoom, A/D pan ----------------------
 
 function zoom(f, at) {
@@ -448,6 +467,7 @@ function input() {
 		}
 	});
 	$('next').addEventListener('click', () => find(1));
+	$('export').addEventListener('click', exportSvg);
 	$('filters').addEventListener('submit', (e) => {
 		e.preventDefault();
 		applyFilter();

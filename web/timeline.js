@@ -111,9 +111,11 @@ export class Timeline {
 		return Math.max(1, this.canvas.clientWidth - LABEL);
 	}
 
-	draw(view) {
-		const w = this.size();
-		const ctx = this.canvas.getContext('2d');
+	// Onto the canvas, or onto `into` (a context of the same calls, e.g.
+	// svg.js's for the export).
+	draw(view, into = null) {
+		const w = into ? this.canvas.clientWidth : this.size();
+		const ctx = into || this.canvas.getContext('2d');
 		const pw = w - LABEL;
 		ctx.clearRect(0, 0, w, this.height);
 		const xOf = (ns) => LABEL + (ns - view.t0) / (view.t1 - view.t0) * pw;
@@ -160,7 +162,8 @@ export class Timeline {
 		}
 		this.drawMarkers(ctx, view, xOf);
 		drawn.damage = this.drawnDamage;
-		this.drawn = drawn;
+		if (!into)
+			this.drawn = drawn;
 	}
 
 	axis(ctx, view, pw, xOf) {

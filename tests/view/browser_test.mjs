@@ -3,6 +3,7 @@
 // usage: node browser_test.mjs URL SCREENSHOT   (the URL strata view printed;
 // the trace is tests/view/gen_view.py's: 2 CPUs, threads 300-302 and the
 // kernel-only 400, states as its docstring says)
+import { readFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
 const [url, shot] = process.argv.slice(2);
@@ -349,6 +350,31 @@ try {
 		await page.waitForTimeout(200);
 		mk = await page.evaluate(() => window.strataView.markers);
 		check(sel && mk.includes(sel.ts), `M at the selected event ${sel && sel.ts}: ${mk}`);
+	}
+
+	// export: the current view as a valid SVG document, with what the
+	// canvas shows (rows, states, markers)
+	{
+		const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 10000 }),
+			page.click('#export')]);
+		const file = shot ? shot.replace(/\.png$/, '') + '.svg' : await dl.path();
+		if (shot)
+			await dl.saveAs(file);
+		const text = readFileSync(file, 'utf8');
+		const got = await page.evaluate((text) => {
+			const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+			const root = doc.documentElement;
+			const texts = [...doc.getElementsByTagName('text')].map((t) => t.textContent);
+			const fills = [...doc.getElementsByTagName('rect')].map((r) => r.getAttribute('fill'));
+			return { error: doc.getElementsByTagName('parsererror').length, root: root.localName,
+				ns: root.namespaceURI, w: root.getAttribute('width'), texts, fills };
+		}, text);
+		check(!got.error && got.root === 'svg' && got.ns === 'http://www.w3.org/2000/svg' &&
+			Number(got.w) > 0, `SVG parses: ${JSON.stringify({ ...got, texts: 0, fills: 0 })}`);
+		check(['CPU 0', 'CPU 1', 'worker-a 301 (300)', 'kworker 400', 'M1'].every((t) =>
+			got.texts.includes(t)), `SVG text: ${got.texts.slice(0, 30)}`);
+		check(got.fills.includes('#ff7043') && got.fills.includes('#1565c0') &&
+			got.fills.length > 40, `SVG rects: ${got.fills.length}, I/O wait and a marker among them`);
 	}
 
 	check(errors.length === 0, `page errors: ${errors.join('; ')}`);
