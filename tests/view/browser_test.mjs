@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 // strata view in Debian's headless Chromium: rows and marks drawn, zoom, a click on an event, the list synced both ways.
-// usage: node browser_test.mjs URL SCREENSHOT   (the URL strata view printed;
-// the trace is tests/view/gen_view.py's: 2 CPUs, threads 300-302 and the
-// kernel-only 400, states as its docstring says)
+// usage: node browser_test.mjs URL SCREENSHOT [demo]   (the URL strata view
+// printed; the trace is tests/view/gen_view.py's: 2 CPUs, threads 300-302 and
+// the kernel-only 400, states as its docstring says; with `demo`, the demo's
+// trace (make demo), zoomed in and shown with a tooltip for the README)
 import { readFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
-const [url, shot] = process.argv.slice(2);
+const [url, shot, mode] = process.argv.slice(2);
 const failures = [];
 const check = (ok, what) => {
 	if (!ok) {
@@ -43,6 +44,34 @@ try {
 		window.strataView.list > 0, null, { timeout: 20000 });
 	await page.waitForTimeout(300);
 	let h = await hook();
+	if (mode === 'demo') {
+		// the README's picture: a few zoom steps into the middle, an
+		// event selected and an interval's tooltip
+		check(h.drawn.rows >= 5 && h.drawn.marks > 100, `demo: ${JSON.stringify(h.drawn).slice(0, 200)}`);
+		// centred on an event of the list (a lossy recording has gaps),
+		// then zoomed in around it
+		await page.locator('#list tbody tr').nth(20).click();
+		await page.waitForTimeout(300);
+		await page.locator('#timeline').focus();
+		for (let i = 0; i < 9; i++)
+			await page.keyboard.press('w');
+		await page.waitForTimeout(800);
+		h = await hook();
+		const box = await page.locator('#timeline').boundingBox();
+		const m = h.drawn.markList.find((k) => k.row === 'thread');
+		if (m) {
+			await page.mouse.click(box.x + m.x, box.y + m.y);
+			await page.waitForTimeout(500);
+		}
+		const r = h.rows.find((q) => q.kind === 'thread');
+		await page.mouse.move(box.x + box.width * 0.6, box.y + r.y + 12);
+		await page.waitForTimeout(500);
+		check(errors.length === 0, `demo: page errors: ${errors.join('; ')}`);
+		await page.screenshot({ path: shot });
+		await browser.close();
+		console.log(`view-browser demo: ${failures.length ? 'failed' : 'ok'}`);
+		process.exit(failures.length ? 1 : 0);
+	}
 	const d = h.drawn;
 	check(d.rows === 6, `rows: ${d.rows}, expected 2 CPUs + 3 threads + kworker`);
 	check(d.slices >= 4, `CPU slices drawn: ${d.slices}`);
