@@ -165,9 +165,13 @@ function pickFromList(e) {
 function words(h, x) {
 	if (h.kind === 'interval') {
 		const kind = state.sum.kinds[h.ikind] || `kind ${h.ikind}`;
-		return { title: kind, rows: [['thread', h.row.label],
-			['start', `${seconds(h.t0)} s`], ['end', `${seconds(h.t1)} s`],
-			['duration', duration(h.t1 - h.t0)], ['depth', h.depth]] };
+		const rows = [['thread', h.row.label], ['start', `${seconds(h.t0)} s`],
+			['end', `${seconds(h.t1)} s`], ['duration', duration(h.t1 - h.t0)],
+			['depth', h.depth]];
+		if (!h.exact)
+			rows.push(['note', 'short intervals, too many to draw one by one: ' +
+				'the ends of the pixels where they begin; zoom in']);
+		return { title: kind, rows };
 	}
 	if (h.kind === 'state')
 		return { title: h.state.words, rows: stateRows(h) };

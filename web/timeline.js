@@ -285,14 +285,13 @@ export class Timeline {
 			drawn.states++;
 		}
 		const iv = t.intervals;
-		for (let i = 0; i < iv.length; i += 4) {
+		for (let i = 0; i < iv.length; i += 7) {
 			const x0 = dx(iv[i]), x1 = dx(iv[i + 1]), depth = iv[i + 2], kind = iv[i + 3];
 			const y = r.y + 8 + Math.min(depth, 3) * 3;
 			ctx.fillStyle = `hsl(${(kind * 83 + 200) % 360},45%,${62 - Math.min(depth, 3) * 8}%)`;
 			ctx.fillRect(x0, y, Math.max(1, x1 - x0), 10);
 			this.hits.push({ kind: 'interval', row: r, x0, x1, y0: y, y1: y + 10, depth, ikind: kind,
-				t0: this.data.t0 + iv[i] / this.data.w * (this.data.t1 - this.data.t0),
-				t1: this.data.t0 + iv[i + 1] / this.data.w * (this.data.t1 - this.data.t0) });
+				t0: iv[i + 4], t1: iv[i + 5], exact: !!iv[i + 6] });
 			drawn.intervals++;
 		}
 		this.marks(ctx, r, t.marks, dx, drawn, r.y + r.h - 12, 10);

@@ -403,11 +403,15 @@ static size_t iv_after(const struct vw_ivlevel *lv, uint64_t ts)
 	return after(lv->iv, lv->n, sizeof(*lv->iv), ts);
 }
 
+/* One interval (exact) or a run of pixels where short ones begin (not
+ * exact: a, b are the run's ends, depth and kind its first one's). */
 static void put_iv(const struct win *v, double x0, double x1, const struct vw_iv *iv,
-		   bool *first)
+		   uint64_t a, uint64_t b, bool exact, bool *first)
 {
-	vw_printf(v->o, "%s%.2f,%.2f,%u,%u", *first ? "" : ",", x0, x1, iv->depth,
-		  iv->kind);
+	const struct vw_model *m = v->m;
+	vw_printf(v->o, "%s%.2f,%.2f,%u,%u,%llu,%llu,%d", *first ? "" : ",", x0, x1,
+		  iv->depth, iv->kind, (unsigned long long)vw_ns(m, a - m->begin),
+		  (unsigned long long)vw_ns(m, b - m->begin), exact);
 	*first = false;
 }
 
@@ -424,7 +428,7 @@ static void put_level(const struct win *v, const struct vw_ivlevel *lv, bool *fi
 		for (size_t j = blk * VW_IV_BLOCK; j < j1 && j < end; j++)
 			if (lv->iv[j].end >= v->t0)
 				put_iv(v, xof(v, lv->iv[j].begin), xof(v, lv->iv[j].end),
-				       &lv->iv[j], first);
+				       &lv->iv[j], lv->iv[j].begin, lv->iv[j].end, true, first);
 	}
 }
 
@@ -449,13 +453,15 @@ static void probe_level(const struct win *v, const struct vw_ivlevel *lv, bool *
 			j = iv_after(lv, b - 1);
 		}
 		if (!busy && run) {
-			put_iv(v, run_x, x, run, first);
+			put_iv(v, run_x, x, run, v->t0 + (uint64_t)(run_x * tpp),
+			       v->t0 + (uint64_t)(x * tpp), false, first);
 			run = NULL;
 		}
 	}
 }
 
-/* A thread's intervals in the window, flat [x0, x1, depth, kind]. */
+/* A thread's intervals in the window, flat [x0, x1, depth, kind, from,
+ * to, exact] (put_iv). */
 static void put_intervals(const struct win *v, const struct vw_thread *th)
 {
 	vw_puts(v->o, "\"intervals\":[");

@@ -176,6 +176,18 @@ try {
 		await page.mouse.move(box.x + box.width / 2, box.y - 60);
 		await page.waitForTimeout(200);
 		check(await page.locator('#tip').isHidden(), 'the tooltip goes when the pointer leaves');
+		// zoomed in, an interval wider than the view: its own ends
+		const a0 = await page.evaluate(() => window.strataView.answers);
+		await page.locator('#timeline').focus();
+		for (let i = 0; i < 3; i++)
+			await page.keyboard.press('w');
+		await page.waitForFunction((n) => window.strataView.answers > n, a0);
+		await page.waitForTimeout(300);
+		t = await tipAfter(170 + 0.5 * w, rowY(302) + 9, 'interval');
+		check(/0\.005000000 s/.test(t) && /75\.000 ms/.test(t),
+			`tooltip of worker-b's outer interval (5-80 ms) in a 33-67 ms view: ${t}`);
+		await page.keyboard.press('0');
+		await page.waitForTimeout(300);
 	}
 
 	// zoom in with W: a narrower view, and a new answer from the server
