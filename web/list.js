@@ -37,13 +37,21 @@ function table(pairs) {
 		`<tr><td>${esc(k)}</td><td>${esc(v)}</td></tr>`).join('') + '</table>';
 }
 
-export function showEvent(box, e, names) {
+// An event's rows: where and when, then every field.
+export function eventRows(e, names) {
 	const f = Object.entries(e.fields).map(([k, v]) =>
 		[k, typeof v === 'object' ? JSON.stringify(v) : v]);
-	box.innerHTML = `<h3 id="detail-name">${esc(e.name)}</h3>` + table([
-		['time', `${seconds(e.ts)} s`], ['cpu', e.cpu],
+	return [['time', `${seconds(e.ts)} s`], ['cpu', e.cpu],
 		['thread', `${names[e.tid] || ''} ${e.tid} (pid ${e.pid})`],
-		['description', e.desc], ...f]) + (e.damaged ? '<p>damaged payload</p>' : '');
+		['description', e.desc], ...f, ...(e.damaged ? [['payload', 'damaged']] : [])];
+}
+
+export function showEvent(box, e, names) {
+	box.innerHTML = `<h3 id="detail-name">${esc(e.name)}</h3>` + table(eventRows(e, names));
+}
+
+export function spanHtml(title, pairs) {
+	return `<h3>${esc(title)}</h3>` + table(pairs);
 }
 
 export function showSpan(box, title, pairs) {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // strata view: the page's state, its requests to the JSON API, and the keys and mouse.
-import { Timeline, LABEL, colour, seconds } from './timeline.js';
-import { renderList, showEvent, showSpan, same } from './list.js';
+import { Timeline, LABEL, STATES, colour, duration, seconds } from './timeline.js';
+import { SvgContext } from './svg.js';
+import { renderList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
 
 // Every URL is relative: the page lives under /TOKEN/, so the token goes
 // with each request without the page knowing it.
@@ -14,7 +15,7 @@ async function get(path) {
 
 const $ = (id) => document.getElementById(id);
 const state = { sum: null, view: null, tl: null, overview: null, seq: 0,
-	selected: null, listSeq: 0, history: [] };
+	selected: null, listSeq: 0, history: [], markers: [], pointer: null };
 const hook = window.strataView = { ready: false, answers: 0, list: 0 };
 
 function clampView(t0, t1) {
@@ -41,9 +42,11 @@ async function fetchWindow() {
 	const seq = ++state.seq, v = state.view, w = state.tl.plotWidth();
 	const t0 = Math.floor(v.t0), t1 = Math.ceil(v.t1);
 	const asked = performance.now();
-	const d = await get(`api/window?t0=${t0}&t1=${t1}&w=${w}`);
+	const d = await get(`api/window?t0=${t0}&t1=${t1}&w=${w}${filterQuery()}`);
 	if (seq < state.lastSeq)
 		return;
+	$('f-said').textContent = d.filtered ? '' :
+		'zoom in for marks the expression keeps (drawn: its event names)';
 	state.lastSeq = seq;
 	state.tl.data = d;
 	hook.fetchMs = performance.now() - asked; // request to parsed answer
@@ -58,8 +61,11 @@ function redraw() {
 	raf = requestAnimationFrame(() => {
 		raf = 0;
 		state.tl.selected = state.selected;
+		state.tl.markers = state.markers;
 		state.tl.draw(state.view);
 		hook.drawn = state.tl.drawn;
+		hook.rows = state.tl.rows.map((r) => ({ kind: r.kind, id: r.id, y: r.y, h: r.h,
+			label: r.label }));
 		drawOverview();
 		if (state.answered) {
 			// the newest answer is on screen: input to pixels, for
@@ -108,6 +114,15 @@ function drawOverview() {
 	ctx.fillText(`whole trace: ${seconds(span, span / 1000)} s`, 6, h / 2 + 4);
 }
 
+// The whole trace at the overview's width, under the filter.
+function fetchOverview() {
+	const w = Math.max(1, state.overview.clientWidth - LABEL);
+	get(`api/window?t0=0&t1=${state.sum.span_ns}&w=${w}${filterQuery()}`).then((d) => {
+		state.overviewData = d;
+		redraw();
+	});
+}
+
 // ---- the list: events around the view's middle, or the selection ------
 
 let listTimer = 0;
@@ -123,7 +138,7 @@ function fetchListSoon() {
 
 async function fetchList(t) {
 	const seq = ++state.listSeq;
-	const l = await get(`api/list?t=${Math.floor(t)}&before=20&after=80`);
+	const l = await get(`api/list?t=${Math.floor(t)}&before=20&after=80${filterQuery()}`);
 	if (seq !== state.listSeq)
 		return;
 	renderList($('list').tBodies[0], l.events, l.before, state.selected, pickFromList);
@@ -145,33 +160,287 @@ function pickFromList(e) {
 	setView(e.ts - half, e.ts + half);
 }
 
+// What a hit is, in words, for the details and the tooltip: a title and
+// rows; null for a mark (its event comes from the server).
+function words(h, x) {
+	if (h.kind === 'interval') {
+		const kind = state.sum.kinds[h.ikind] || `kind ${h.ikind}`;
+		const rows = [['thread', h.row.label], ['start', `${seconds(h.t0)} s`],
+			['end', `${seconds(h.t1)} s`], ['duration', duration(h.t1 - h.t0)],
+			['depth', h.depth]];
+		if (!h.exact)
+			rows.push(['note', 'short intervals, too many to draw one by one: ' +
+				'the ends of the pixels where they begin; zoom in']);
+		return { title: kind, rows };
+	}
+	if (h.kind === 'state')
+		return { title: h.state.words, rows: stateRows(h) };
+	if (h.kind === 'slice')
+		return { title: `CPU ${h.cpu}`, rows: [['running',
+			`${state.sum.names[h.tid] || ''} ${h.tid}`], ['at', `${seconds(timeAt(x))} s`]] };
+	return null;
+}
+
+// The first event of a mark, from the server.
+async function markEvent(h) {
+	const row = h.row.kind === 'cpu' ? `cpu=${h.row.id}` : `tid=${h.row.id}`;
+	const l = await get(`api/list?t=${h.ts}&before=0&after=1&${row}${filterQuery()}`);
+	return l.events[0] || null;
+}
+
 // A click in the timeline: the event under it, and the list around it.
 async function pickAt(x, y) {
 	const h = state.tl.hit(x, y);
 	if (!h)
 		return;
-	const row = h.row.kind === 'cpu' ? `cpu=${h.row.id}` : `tid=${h.row.id}`;
 	if (h.kind === 'mark') {
-		const l = await get(`api/list?t=${h.ts}&before=0&after=1&${row}`);
-		if (l.events.length) {
-			select(l.events[0]);
-			fetchList(l.events[0].ts);
+		const e = await markEvent(h);
+		if (e) {
+			select(e);
+			fetchList(e.ts);
 		}
-	} else if (h.kind === 'interval') {
-		const kind = state.sum.kinds[h.ikind] || `kind ${h.ikind}`;
-		state.selected = null;
-		showSpan($('details'), kind, [['thread', h.row.label], ['begin', `${seconds(h.t0)} s`],
-			['end', `${seconds(h.t1)} s`], ['duration', `${((h.t1 - h.t0) / 1e3).toFixed(3)} us`],
-			['depth', h.depth]]);
-		hook.selected = { interval: kind };
+		return;
+	}
+	const w = words(h, x);
+	if (!w)
+		return;
+	state.selected = null;
+	showSpan($('details'), w.title, w.rows);
+	if (h.kind === 'interval') {
+		hook.selected = { interval: w.title };
 		fetchList(h.t0);
-	} else if (h.kind === 'slice') {
-		const v = state.view, pw = state.tl.plotWidth();
-		const t = v.t0 + (x - LABEL) / pw * (v.t1 - v.t0);
-		showSpan($('details'), `CPU ${h.cpu}`, [['running',
-			`${state.sum.names[h.tid] || ''} ${h.tid}`], ['at', `${seconds(t)} s`]]);
+	} else if (h.kind === 'state') {
+		hook.selected = { state: h.state.name, t0: h.t0, t1: h.t1 };
+	} else {
 		hook.selected = { cpu: h.cpu, tid: h.tid };
 	}
+}
+
+// ---- the tooltip: what is under the pointer, every field of an event ----
+
+const tip = { hit: null, seq: 0, timer: 0, cache: new Map() };
+
+function tipKey(h) {
+	return `${h.kind}:${h.row.kind}:${h.row.id}:${h.x0 ?? h.x}:${h.ts ?? h.t0}`;
+}
+
+function showTip(title, rows, cx, cy) {
+	const box = $('tip');
+	box.innerHTML = spanHtml(title, rows);
+	box.hidden = false;
+	const w = box.offsetWidth, h = box.offsetHeight;
+	box.style.left = `${Math.min(cx + 14, window.innerWidth - w - 4)}px`;
+	box.style.top = `${cy + 16 + h > window.innerHeight ? cy - h - 8 : cy + 16}px`;
+}
+
+function hideTip() {
+	$('tip').hidden = true;
+	tip.hit = null;
+	clearTimeout(tip.timer);
+	hook.tip = null;
+}
+
+function hover(x, y, cx, cy) {
+	const h = x > LABEL ? state.tl.hit(x, y) : null;
+	if (!h || h.kind === 'row') {
+		hideTip();
+		return;
+	}
+	const key = tipKey(h);
+	if (tip.hit === key) {
+		showTip(tip.title, tip.rows, cx, cy); // follow the pointer
+		return;
+	}
+	tip.hit = key;
+	clearTimeout(tip.timer);
+	const put = (title, rows) => {
+		Object.assign(tip, { title, rows });
+		showTip(title, rows, cx, cy);
+		hook.tip = { kind: h.kind, title };
+	};
+	const w = words(h, x);
+	if (w) {
+		put(w.title, w.rows);
+		return;
+	}
+	// a mark: its first event's fields, asked once the pointer rests
+	$('tip').hidden = true;
+	hook.tip = null;
+	const many = h.count > 1 ? [['events here', h.count]] : [];
+	const done = (e) => e ? put(e.name, [...many, ...eventRows(e, state.sum.names)]) :
+		put(`${h.count} events`, []);
+	if (tip.cache.has(key)) {
+		done(tip.cache.get(key));
+		return;
+	}
+	const seq = ++tip.seq;
+	tip.timer = setTimeout(async () => {
+		const e = await markEvent(h);
+		if (tip.cache.size > 200)
+			tip.cache.clear();
+		tip.cache.set(key, e);
+		if (seq === tip.seq && tip.hit === key)
+			done(e);
+	}, 60);
+}
+
+// A state strip's words: exact ends, or the pixels' when it sums a run
+// of pixels by their dominant state.
+function stateRows(h) {
+	const rows = [['thread', h.row.label], ['state', h.state.words],
+		['start', `${seconds(h.t0)} s`], ['duration', duration(h.t1 - h.t0)]];
+	if (h.mixed)
+		rows.push(['note', 'the state most of each pixel; others too']);
+	return rows;
+}
+
+
+// The colours of the thread states, where the trace has them.
+function legend(s) {
+	const box = $('legend');
+	if (!s.threads.some((t) => t.states)) {
+		box.hidden = true;
+		return;
+	}
+	box.hidden = false;
+	box.textContent = '';
+	for (const name of s.states) {
+		const [c, words] = STATES[name];
+		const item = document.createElement('span');
+		item.className = 'state';
+		item.dataset.state = name;
+		const sw = document.createElement('i');
+		sw.style.background = c;
+		item.append(sw, words);
+		box.append(item);
+	}
+}
+
+// ---- search: the n-th match, found by the server -------------------------
+
+const search = { q: null, n: 0, cur: null, rank: 0 };
+
+// ---- filters: CPUs, threads, event names, a field expression, applied
+// by the server to the marks, the list and the search at once ----------
+
+function filterArgs(f = state.filter || {}) {
+	const a = {};
+	for (const k of ['cpus', 'tids', 'ev', 'expr'])
+		if (f[k])
+			a[k] = f[k];
+	return a;
+}
+
+function filterQuery(f) {
+	const p = new URLSearchParams(filterArgs(f)).toString();
+	return p ? `&${p}` : '';
+}
+
+const ids = (s) => s.split(/[\s,]+/).filter(Boolean).join(',');
+
+async function applyFilter() {
+	const f = { cpus: ids($('f-cpus').value), tids: ids($('f-tids').value),
+		ev: $('f-ev').value.trim(), expr: $('f-expr').value.trim() };
+	// the server checks it (a bad expression: 400 and why) before the
+	// page's requests carry it
+	const r = await fetch(`api/list?t=0&before=0&after=0${filterQuery(f)}`);
+	if (!r.ok) {
+		const why = (await r.json().catch(() => ({}))).error || `error ${r.status}`;
+		$('f-said').textContent = why;
+		hook.filter = { error: why };
+		return;
+	}
+	state.filter = f;
+	$('f-said').textContent = '';
+	const on = (list) => list ? new Set(list.split(',').map(Number)) : null;
+	state.tl.setFilter(on(f.cpus), on(f.tids));
+	Object.assign(search, { q: null, n: 0, cur: null, rank: 0 });
+	hook.filter = { ...f, seq: (hook.filter?.seq || 0) + 1 };
+	fetchOverview();
+	setView(state.view.t0, state.view.t1);
+}
+
+// A query: a field expression when it has an operator, else an event
+// name glob (a plain word: the names that contain it).
+function searchArgs(q) {
+	if (/[=<>!&|()]/.test(q))
+		return { where: q };
+	return { find: /[*?[]/.test(q) ? q : `*${q}*` };
+}
+
+async function find(dir) {
+	const q = $('find').value.trim();
+	if (!q)
+		return;
+	if (q !== search.q)
+		Object.assign(search, { q, n: 0, cur: null, rank: 0 });
+	if (dir < 0 && !search.cur)
+		return;
+	// next: the match after the current one (rank: those at its time
+	// up to it); previous: the last before its time; the first: from
+	// the trace's start, so that n counts matches in the whole trace
+	const t = search.cur ? search.cur.ts : 0;
+	const skip = search.cur && dir > 0 ? search.rank : 0;
+	const p = new URLSearchParams({ t: Math.floor(t), dir, skip, ...filterArgs(),
+		...searchArgs(q) });
+	const r = await fetch(`api/search?${p}`);
+	const a = await r.json();
+	if (q !== search.q)
+		return; // typed on meanwhile
+	if (!r.ok) {
+		$('found').textContent = a.error || `error ${r.status}`;
+		hook.search = { error: a.error };
+		return;
+	}
+	if (!a.match) {
+		$('found').textContent = search.cur ? `match ${search.n}; no ${dir > 0 ? 'later' :
+			'earlier'} one` : 'no match';
+		hook.search = { n: search.n, match: search.cur, none: true };
+		return;
+	}
+	search.cur = a.match;
+	search.rank = a.rank;
+	search.n += dir;
+	$('found').textContent = `match ${search.n}`;
+	hook.search = { n: search.n, match: a.match };
+	pickFromList(a.match);
+}
+
+// ---- markers: placed with M (at the selected event, else the pointer) or
+// a shift-click; a shift-click on one takes it away ----------------------
+
+function toggleMarker(t, x) {
+	const pw = state.tl.plotWidth(), v = state.view;
+	const near = state.markers.findIndex((m) =>
+		Math.abs((m - t) / (v.t1 - v.t0) * pw) <= 4 && x !== undefined);
+	if (near >= 0)
+		state.markers.splice(near, 1);
+	else
+		state.markers.push(Math.round(t));
+	state.markers.sort((a, b) => a - b);
+	const m = state.markers;
+	$('markers').textContent = m.map((t, i) => `M${i + 1} ${seconds(t)} s`).concat(
+		m.slice(1).map((t, i) => `M${i + 1}→M${i + 2} ${duration(t - m[i])}`)).join(' · ');
+	hook.markers = [...m];
+	redraw();
+}
+
+// ---- export: the timeline as it is now, drawn by its own code as SVG ---
+
+function exportSvg() {
+	const tl = state.tl, svg = new SvgContext(tl.canvas.clientWidth, tl.height);
+	tl.selected = state.selected;
+	tl.markers = state.markers;
+	tl.draw(state.view, svg);
+	const text = svg.document(`strata view: ${state.sum.trace}, ${$('range').textContent}`);
+	hook.svg = text.length;
+	const a = document.createElement('a');
+	a.href = URL.createObjectURL(new Blob([text], { type: 'image/svg+xml' }));
+	a.download = 'strata-view.svg';
+	document.body.append(a);
+	a.click();
+	a.remove();
+	setTimeout(() => URL.revokeObjectURL(a.href), 10000);
 }
 
 // ---- keys and mouse, as Perfetto: W/S zoom, A/D pan ----------------------
@@ -195,6 +464,24 @@ function timeAt(x) {
 
 function input() {
 	const cv = $('timeline');
+	$('find').addEventListener('keydown', (e) => {
+		if (e.key === 'Enter') {
+			find(e.shiftKey ? -1 : 1);
+			e.preventDefault();
+		}
+	});
+	$('next').addEventListener('click', () => find(1));
+	$('export').addEventListener('click', exportSvg);
+	$('filters').addEventListener('submit', (e) => {
+		e.preventDefault();
+		applyFilter();
+	});
+	$('f-clear').addEventListener('click', () => {
+		for (const k of ['f-cpus', 'f-tids', 'f-ev', 'f-expr'])
+			$(k).value = '';
+		applyFilter();
+	});
+	$('prev').addEventListener('click', () => find(-1));
 	document.addEventListener('keydown', (e) => {
 		if (e.target.tagName === 'INPUT' || e.ctrlKey || e.metaKey)
 			return;
@@ -204,6 +491,8 @@ function input() {
 			a: () => pan(-0.2), arrowleft: () => pan(-0.2),
 			d: () => pan(0.2), arrowright: () => pan(0.2),
 			0: () => setView(0, state.sum.span_ns), home: () => setView(0, state.sum.span_ns),
+			m: () => state.selected ? toggleMarker(state.selected.ts) :
+				state.pointer !== null && toggleMarker(state.pointer),
 			backspace: () => state.history.length && setView(state.history.at(-1).t0,
 				state.history.pop().t1) };
 		if (acts[k]) {
@@ -224,9 +513,19 @@ function input() {
 		drag = { x: e.offsetX, y: e.offsetY, v: state.view, moved: false };
 		cv.focus();
 	});
+	cv.addEventListener('mousemove', (e) => {
+		state.pointer = e.offsetX > LABEL ? timeAt(e.offsetX) : null;
+		if (!drag)
+			hover(e.offsetX, e.offsetY, e.clientX, e.clientY);
+	});
+	cv.addEventListener('mouseleave', () => {
+		state.pointer = null;
+		hideTip();
+	});
 	window.addEventListener('mousemove', (e) => {
 		if (!drag || !(e.buttons & 1))
 			return;
+		hideTip();
 		const dx = e.clientX - cv.getBoundingClientRect().left - drag.x;
 		if (Math.abs(dx) > 3)
 			drag.moved = true;
@@ -236,7 +535,9 @@ function input() {
 		}
 	});
 	window.addEventListener('mouseup', (e) => {
-		if (drag && !drag.moved && e.target === cv && drag.x > LABEL)
+		if (drag && !drag.moved && e.target === cv && drag.x > LABEL && e.shiftKey)
+			toggleMarker(timeAt(drag.x), drag.x);
+		else if (drag && !drag.moved && e.target === cv && drag.x > LABEL)
 			pickAt(drag.x, drag.y);
 		drag = null;
 	});
@@ -278,16 +579,13 @@ async function main() {
 		$('banner').hidden = false;
 		$('banner').textContent = warn.join(' · ');
 	}
+	legend(s);
 	state.overview = $('overview');
 	state.tl = new Timeline($('timeline'), s);
 	hook.summary = s;
 	input();
 	state.view = { t0: 0, t1: s.span_ns };
-	get(`api/window?t0=0&t1=${s.span_ns}&w=${Math.max(1, state.overview.clientWidth - LABEL)}`)
-		.then((d) => {
-			state.overviewData = d;
-			redraw();
-		});
+	fetchOverview();
 	setView(0, s.span_ns);
 	$('timeline').focus();
 }

@@ -10,6 +10,35 @@ export function colour(tid, light = 60) {
 	return `hsl(${(tid * 137.508) % 360},55%,${light}%)`;
 }
 
+// Thread states (the summary's `states`, analysis.h's bd_state): their
+// colours, as KernelShark and Perfetto draw them, and words for people.
+export const STATES = {
+	running: ['#43a047', 'running'],
+	syscall: ['#1e88e5', 'in a system call'],
+	runnable: ['#c5e1a5', 'runnable (preempted or woken)'],
+	sleeping: ['#cfd8dc', 'sleeping (S)'],
+	io: ['#ff7043', 'I/O wait (D)'],
+	irq: ['#8e24aa', 'in an interrupt handler'],
+	unknown: ['#9e9e9e', 'unknown (the trace lost track)'],
+};
+
+export function stateOf(sum, i) {
+	const name = sum.states[i] || 'unknown';
+	return { name, colour: (STATES[name] || STATES.unknown)[0],
+		words: (STATES[name] || STATES.unknown)[1] };
+}
+
+export const MARKER = '#1565c0';
+
+// A duration in the unit that suits it.
+export function duration(ns) {
+	if (ns >= 1e9)
+		return `${(ns / 1e9).toFixed(6)} s`;
+	if (ns >= 1e6)
+		return `${(ns / 1e6).toFixed(3)} ms`;
+	return `${(ns / 1e3).toFixed(3)} us`;
+}
+
 // Seconds from the trace start, with the digits the step needs.
 export function seconds(ns, step = 1) {
 	const digits = Math.max(0, Math.min(9, Math.ceil(-Math.log10(step / 1e9))));
@@ -35,14 +64,26 @@ export class Timeline {
 		this.layout();
 	}
 
+	// Only these CPUs and threads (Sets; null: all), as the filter says.
+	setFilter(cpus, tids) {
+		this.only = { cpus, tids };
+		this.data = null;
+		this.layout();
+	}
+
 	layout() {
 		let y = AXIS;
+		const only = this.only || {};
 		this.rows = [];
 		for (const c of this.sum.cpus) {
+			if (only.cpus && !only.cpus.has(c.cpu))
+				continue;
 			this.rows.push({ kind: 'cpu', id: c.cpu, y, h: CPU_H, label: `CPU ${c.cpu}` });
 			y += CPU_H;
 		}
 		for (const t of this.sum.threads) {
+			if (only.tids && !only.tids.has(t.tid))
+				continue;
 			const label = `${t.name || 'tid'} ${t.tid}` + (t.pid !== t.tid ? ` (${t.pid})` : '');
 			this.rows.push({ kind: 'thread', id: t.tid, y, h: THREAD_H, label });
 			y += THREAD_H;
@@ -70,15 +111,17 @@ export class Timeline {
 		return Math.max(1, this.canvas.clientWidth - LABEL);
 	}
 
-	draw(view) {
-		const w = this.size();
-		const ctx = this.canvas.getContext('2d');
+	// Onto the canvas, or onto `into` (a context of the same calls, e.g.
+	// svg.js's for the export).
+	draw(view, into = null) {
+		const w = into ? this.canvas.clientWidth : this.size();
+		const ctx = into || this.canvas.getContext('2d');
 		const pw = w - LABEL;
 		ctx.clearRect(0, 0, w, this.height);
 		const xOf = (ns) => LABEL + (ns - view.t0) / (view.t1 - view.t0) * pw;
 		this.hits = [];
 		const drawn = { rows: this.rows.length, slices: 0, running: 0, marks: 0, intervals: 0,
-			exact: false, markList: [] };
+			states: 0, exact: false, markList: [] };
 		this.axis(ctx, view, pw, xOf);
 		for (const [i, r] of this.rows.entries()) {
 			ctx.fillStyle = i % 2 ? '#fafafa' : '#f0f3f5';
@@ -117,8 +160,10 @@ export class Timeline {
 			ctx.lineTo(x, this.height);
 			ctx.stroke();
 		}
+		this.drawMarkers(ctx, view, xOf);
 		drawn.damage = this.drawnDamage;
-		this.drawn = drawn;
+		if (!into)
+			this.drawn = drawn;
 	}
 
 	axis(ctx, view, pw, xOf) {
@@ -159,6 +204,38 @@ export class Timeline {
 		this.drawnDamage = n;
 	}
 
+	// Markers (ns, in time order): a blue line down the rows each, named
+	// on the axis, and the time between two neighbours over the axis.
+	drawMarkers(ctx, view, xOf) {
+		const ms = this.markers || [];
+		ctx.save();
+		ctx.font = '10px system-ui, sans-serif';
+		ms.forEach((t, i) => {
+			const x = xOf(t);
+			if (t >= view.t0 && t <= view.t1) {
+				ctx.fillStyle = MARKER;
+				ctx.fillRect(Math.round(x) - 1, AXIS, 2, this.height - AXIS);
+				ctx.fillRect(Math.round(x) - 8, 0, 16, 11);
+				ctx.fillStyle = '#fff';
+				ctx.fillText(`M${i + 1}`, Math.round(x) - 7, 9);
+			}
+			if (i === 0)
+				return;
+			const x0 = Math.max(LABEL, xOf(ms[i - 1])), x1 = Math.min(this.canvas.clientWidth, x);
+			if (x1 <= x0)
+				return;
+			const label = `Δ ${duration(t - ms[i - 1])}`;
+			const w = ctx.measureText(label).width;
+			ctx.fillStyle = MARKER;
+			ctx.fillRect(x0, 12, x1 - x0, 1);
+			ctx.fillStyle = 'rgba(255,255,255,0.85)';
+			ctx.fillRect((x0 + x1) / 2 - w / 2 - 2, 12, w + 4, 10);
+			ctx.fillStyle = MARKER;
+			ctx.fillText(label, (x0 + x1) / 2 - w / 2, 20);
+		});
+		ctx.restore();
+	}
+
 	labels(ctx) {
 		ctx.fillStyle = '#fff';
 		ctx.fillRect(0, AXIS, LABEL, this.height);
@@ -182,24 +259,39 @@ export class Timeline {
 	}
 
 	threadRow(ctx, r, t, dx, drawn) {
-		// on a CPU (kernel sched_switch): a strip above the intervals
-		const run = t.running || [];
+		// on a CPU (kernel sched_switch): a strip above the intervals,
+		// its thread states over it where the server has them
+		const run = t.running || [], st = t.states || [];
 		for (let i = 0; i < run.length; i += 4) {
 			const x0 = dx(run[i]), x1 = dx(run[i + 1]);
-			ctx.fillStyle = run[i + 3] ? '#a5d6a7' : '#43a047';
-			ctx.fillRect(x0, r.y + 2, Math.max(1, x1 - x0), 3);
-			this.hits.push({ kind: 'slice', row: r, x0, x1, tid: r.id, cpu: run[i + 2] - 1 });
+			if (!st.length) {
+				ctx.fillStyle = run[i + 3] ? '#a5d6a7' : '#43a047';
+				ctx.fillRect(x0, r.y + 2, Math.max(1, x1 - x0), 3);
+			}
+			this.hits.push({ kind: 'slice', row: r, x0, x1, y0: r.y, y1: r.y + 7,
+				tid: r.id, cpu: run[i + 2] - 1 });
 			drawn.running++;
 		}
+		// [x0, x1, state, mixed, from ns, to ns]: a mixed pixel (other
+		// states in it too) lighter
+		for (let i = 0; i < st.length; i += 6) {
+			const x0 = dx(st[i]), x1 = dx(st[i + 1]), s = stateOf(this.sum, st[i + 2]);
+			ctx.globalAlpha = st[i + 3] ? 0.55 : 1;
+			ctx.fillStyle = s.colour;
+			ctx.fillRect(x0, r.y + 1, Math.max(1, x1 - x0), 5);
+			ctx.globalAlpha = 1;
+			this.hits.push({ kind: 'state', row: r, x0, x1, y0: r.y, y1: r.y + 7, state: s,
+				mixed: !!st[i + 3], t0: st[i + 4], t1: st[i + 5] });
+			drawn.states++;
+		}
 		const iv = t.intervals;
-		for (let i = 0; i < iv.length; i += 4) {
+		for (let i = 0; i < iv.length; i += 7) {
 			const x0 = dx(iv[i]), x1 = dx(iv[i + 1]), depth = iv[i + 2], kind = iv[i + 3];
-			const y = r.y + 6 + Math.min(depth, 3) * 3;
+			const y = r.y + 8 + Math.min(depth, 3) * 3;
 			ctx.fillStyle = `hsl(${(kind * 83 + 200) % 360},45%,${62 - Math.min(depth, 3) * 8}%)`;
 			ctx.fillRect(x0, y, Math.max(1, x1 - x0), 10);
-			this.hits.push({ kind: 'interval', row: r, x0, x1, depth, ikind: kind,
-				t0: this.data.t0 + iv[i] / this.data.w * (this.data.t1 - this.data.t0),
-				t1: this.data.t0 + iv[i + 1] / this.data.w * (this.data.t1 - this.data.t0) });
+			this.hits.push({ kind: 'interval', row: r, x0, x1, y0: y, y1: y + 10, depth, ikind: kind,
+				t0: iv[i + 4], t1: iv[i + 5], exact: !!iv[i + 6] });
 			drawn.intervals++;
 		}
 		this.marks(ctx, r, t.marks, dx, drawn, r.y + r.h - 12, 10);
@@ -246,7 +338,12 @@ export class Timeline {
 			return best;
 		const cover = this.hits.filter((h) => h.row === r && h.kind !== 'mark' &&
 			x >= h.x0 - 1 && x <= h.x1 + 1);
-		cover.sort((a, b) => (b.depth || 0) - (a.depth || 0));
+		// what is drawn under the pointer first (a state strip over a
+		// slice), then the deepest interval
+		const under = (h) => h.y0 !== undefined && y >= h.y0 && y < h.y1 ? 0 : 1;
+		const rank = (h) => h.kind === 'state' ? 0 : 1;
+		cover.sort((a, b) => under(a) - under(b) || rank(a) - rank(b) ||
+			(b.depth || 0) - (a.depth || 0));
 		return cover[0] || { kind: 'row', row: r };
 	}
 }

@@ -144,8 +144,18 @@ struct bd_cpu {
 	int depth; /* nested handlers (irq, vectors, softirq) */
 };
 
+/* Called by bd_compute for each stretch of a thread's states, in time order
+ * per thread: th was in `state` from tick `from` to `to` (from < to). A
+ * state the machine learns late (a lost wakeup makes it BD_UNKNOWN, a
+ * thread first seen leaving a system call was in it) is the one reported:
+ * a stretch is reported when it ends. The viewer's thread rows use it. */
+typedef void (*bd_state_fn)(const struct bd_thread *th, int state, uint64_t from,
+			    uint64_t to, void *arg);
+
 struct bd_options {
 	uint64_t from, to; /* window in ticks; 0 and UINT64_MAX: the trace */
+	bd_state_fn on_state; /* NULL: none */
+	void *arg;            /* on_state's */
 };
 
 struct bd_result {

@@ -50,6 +50,8 @@ struct bd_ctx {
 	uint32_t *scope; /* read_scope(): sorted, nscope */
 	size_t nscope;
 	int err;
+	bd_state_fn on_state; /* bd_options' hook, or NULL */
+	void *arg;
 };
 
 static uint64_t clip(const struct bd_ctx *c, uint64_t a, uint64_t b)
@@ -139,11 +141,19 @@ static bool running(const struct bd_thread *th)
 	return th->state == BD_USER || th->state == BD_SYS || th->state == BD_IRQ;
 }
 
+/* The stretch th leaves at ts, to bd_options' hook (analysis.h). */
+static void report_state(const struct bd_ctx *c, const struct bd_thread *th, uint64_t ts)
+{
+	if (c->on_state && ts > th->since)
+		c->on_state(th, th->state, th->since, ts, c->arg);
+}
+
 /* Leave the current state at `ts`, enter `st`. */
 static void set_state(struct bd_ctx *c, struct bd_thread *th, int st, uint64_t ts)
 {
 	if (ts < th->since)
 		ts = th->since;
+	report_state(c, th, ts);
 	uint64_t d = clip(c, th->since, ts);
 	th->t[th->state] += d;
 	if (running(th) && th->on >= 0 && (unsigned)th->on < c->r->ncpus)
@@ -767,6 +777,10 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 	c.r = r;
 	r->begin = strata_trace_begin(t);
 	r->end = strata_trace_end(t);
+	if (o) {
+		c.on_state = o->on_state;
+		c.arg = o->arg;
+	}
 	c.wfrom = o && o->from > r->begin ? o->from : r->begin;
 	c.wto = o && o->to < r->end ? o->to : r->end;
 	if (c.wto < c.wfrom)

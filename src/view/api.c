@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* strata view's JSON API: the trace summary, rows of a window at a resolution, events around a time (docs/view.md). */
 #include <errno.h>
+#include <fnmatch.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,8 +57,9 @@ int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 		const struct vw_thread *th = m->rows[i];
 		const char *n = thread_name(m, th->tid);
 		vw_printf(o, "%s{\"pid\":%u,\"tid\":%u,\"events\":%llu,"
-			  "\"intervals\":%zu,\"name\":", i ? "," : "", th->pid,
-			  th->tid, (unsigned long long)th->events, th->niv);
+			  "\"intervals\":%zu,\"states\":%zu,\"name\":", i ? "," : "",
+			  th->pid, th->tid, (unsigned long long)th->events, th->niv,
+			  th->seen ? th->nst : 0);
 		vw_put_str(o, n, strlen(n));
 		vw_puts(o, "}");
 	}
@@ -86,7 +89,11 @@ int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 			  (unsigned long long)(p->ts > m->begin ? vw_ns(m, p->ts - m->begin) : 0),
 			  p->kind, (unsigned long long)p->count);
 	}
-	vw_puts(o, "],\"classes\":[");
+	/* the thread states' names, by analysis.h's enum bd_state */
+	vw_puts(o, "],\"states\":[\"running\",\"syscall\",\"runnable\","
+		"\"sleeping\",\"io\",\"irq\",\"unknown\"]");
+	_Static_assert(BD_UNKNOWN == 6 && BD_NSTATES == 8, "the names above");
+	vw_puts(o, ",\"classes\":[");
 	for (unsigned i = 0; i < strata_trace_nclasses(m->t); i++) {
 		const struct strata_event_class *c = strata_trace_class(m->t, i);
 		const char *n = c ? c->name : "";
@@ -105,6 +112,9 @@ struct win {
 	unsigned w;
 	double scale;            /* pixels per tick */
 	struct vw_buf *o;
+	const struct vw_filter *q;
+	struct strata_filter *f; /* q for the reader, or NULL */
+	bool *cls;               /* classes q's globs keep, or NULL: all */
 };
 
 static double xof(const struct win *v, uint64_t ts)
@@ -155,8 +165,8 @@ static int fill_exact(const struct win *v, struct px *px)
 {
 	struct vw_model *m = v->m;
 	struct strata_iter *it;
-	int err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1 },
-				     &it);
+	int err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1,
+				     .filter = v->f }, &it);
 	if (err)
 		return err;
 	strata_iter_seek(it, v->t0);
@@ -196,15 +206,16 @@ static uint64_t bin_start(const struct vw_model *m, unsigned b)
 	return m->begin + (uint64_t)((x + m->nbins - 1) / m->nbins);
 }
 
-/* From the bins: each bin of the window into the pixel where it starts,
- * spread over the pixels it covers. */
-static void fill_bins(const struct win *v, struct px *p, const uint32_t *bins)
+/* From the bins (of 2^shift of the row's bins each): each bin of the
+ * window into the pixel where it starts, spread over the pixels it covers. */
+static void fill_bins(const struct win *v, struct px *p, const uint32_t *bins,
+		      unsigned shift)
 {
-	unsigned b0 = vw_bin(v->m, v->t0), b1 = vw_bin(v->m, v->t1);
+	unsigned b0 = vw_bin(v->m, v->t0) >> shift, b1 = vw_bin(v->m, v->t1) >> shift;
 	for (unsigned b = b0; b <= b1; b++) {
 		if (!bins[b])
 			continue;
-		uint64_t s = bin_start(v->m, b), e = bin_start(v->m, b + 1);
+		uint64_t s = bin_start(v->m, b << shift), e = bin_start(v->m, (b + 1) << shift);
 		unsigned x0 = (unsigned)xof(v, s), x1 = (unsigned)xof(v, e);
 		if (x0 >= v->w)
 			x0 = v->w - 1;
@@ -295,17 +306,112 @@ static void put_slices(const struct win *v, const char *key, const struct vw_swi
 	vw_puts(v->o, "]");
 }
 
+/* ---- a thread's states ----------------------------------------------------- */
+
+/* Ticks th spent in each state from its first stretch up to tick x: the
+ * block's sums, then at most a block of stretches (view.h). */
+static void state_upto(const struct vw_thread *th, uint64_t x, uint64_t acc[BD_NSTATES])
+{
+	size_t k = after(th->st, th->nst, sizeof(*th->st), x); /* st[k - 1] holds x */
+	memset(acc, 0, BD_NSTATES * sizeof(*acc));
+	if (!k--)
+		return;
+	size_t b = k / VW_ST_BLOCK;
+	memcpy(acc, th->stcum[b], BD_NSTATES * sizeof(*acc));
+	for (size_t j = b * VW_ST_BLOCK; j < k; j++)
+		acc[th->st[j].tid] += th->st[j + 1].t - th->st[j].t;
+	uint64_t e = x < th->st_end ? x : th->st_end;
+	if (e > th->st[k].t)
+		acc[th->st[k].tid] += e - th->st[k].t;
+}
+
+static void put_state(const struct win *v, double x0, double x1, int state, int mixed,
+		      uint64_t a, uint64_t b, bool *first)
+{
+	const struct vw_model *m = v->m;
+	vw_printf(v->o, "%s%.2f,%.2f,%d,%d,%llu,%llu", *first ? "" : ",", x0, x1, state,
+		  mixed, (unsigned long long)vw_ns(m, a - m->begin),
+		  (unsigned long long)vw_ns(m, b - m->begin));
+	*first = false;
+}
+
+/* A thread's states, flat [x0, x1, state, mixed, from, to] (from, to in
+ * ns: the stretch's own ends, or the run's pixels'). When the window holds
+ * at most a stretch per pixel, each one; else per pixel the state it spent
+ * most of its time in (mixed: it had others too), merged into runs. Not
+ * seen (before its first event, after its exit) is not drawn. */
+static void put_states(const struct win *v, const struct vw_thread *th)
+{
+	const struct vw_switch *st = th->st;
+	size_t n = th->seen ? th->nst : 0;
+	bool first = true;
+	vw_puts(v->o, "\"states\":[");
+	size_t i0 = after(st, n, sizeof(*st), v->t0), i1 = after(st, n, sizeof(*st), v->t1);
+	if (i1 - i0 <= v->w) {
+		for (size_t i = i0 ? i0 - 1 : 0; i < i1; i++) {
+			uint64_t e = i + 1 < n ? st[i + 1].t : th->st_end;
+			if (st[i].tid == BD_UNSEEN || e <= v->t0)
+				continue;
+			put_state(v, xof(v, st[i].t), xof(v, e), st[i].tid, 0, st[i].t, e,
+				  &first);
+		}
+		vw_puts(v->o, "]");
+		return;
+	}
+	uint64_t prev[BD_NSTATES], cur[BD_NSTATES], run_a = v->t0, a = v->t0;
+	int run_state = -1, run_mixed = 0;
+	unsigned run_x = 0;
+	double tpp = (double)(v->t1 - v->t0) / v->w;
+	state_upto(th, v->t0, prev);
+	for (unsigned x = 0; x <= v->w; x++) {
+		int state = -1, mixed = 0;
+		uint64_t b = x < v->w ? v->t0 + (uint64_t)((x + 1) * tpp) : v->t1;
+		if (x < v->w) {
+			state_upto(th, b, cur);
+			uint64_t most = 0;
+			for (int s = 0; s < BD_NSTATES; s++) {
+				uint64_t d = cur[s] - prev[s];
+				mixed += d > 0;
+				if (d > most) {
+					most = d;
+					state = s;
+				}
+			}
+			mixed = mixed > 1;
+			if (state == BD_UNSEEN)
+				state = -1;
+			memcpy(prev, cur, sizeof(prev));
+		}
+		if (x < v->w && state == run_state && mixed == run_mixed) {
+			a = b;
+			continue;
+		}
+		if (run_state >= 0 && x > run_x)
+			put_state(v, run_x, x, run_state, run_mixed, run_a, a, &first);
+		run_state = state;
+		run_mixed = mixed;
+		run_x = x;
+		run_a = a;
+		a = b;
+	}
+	vw_puts(v->o, "]");
+}
+
 /* The first interval of lv that begins after ts. */
 static size_t iv_after(const struct vw_ivlevel *lv, uint64_t ts)
 {
 	return after(lv->iv, lv->n, sizeof(*lv->iv), ts);
 }
 
+/* One interval (exact) or a run of pixels where short ones begin (not
+ * exact: a, b are the run's ends, depth and kind its first one's). */
 static void put_iv(const struct win *v, double x0, double x1, const struct vw_iv *iv,
-		   bool *first)
+		   uint64_t a, uint64_t b, bool exact, bool *first)
 {
-	vw_printf(v->o, "%s%.2f,%.2f,%u,%u", *first ? "" : ",", x0, x1, iv->depth,
-		  iv->kind);
+	const struct vw_model *m = v->m;
+	vw_printf(v->o, "%s%.2f,%.2f,%u,%u,%llu,%llu,%d", *first ? "" : ",", x0, x1,
+		  iv->depth, iv->kind, (unsigned long long)vw_ns(m, a - m->begin),
+		  (unsigned long long)vw_ns(m, b - m->begin), exact);
 	*first = false;
 }
 
@@ -322,7 +428,7 @@ static void put_level(const struct win *v, const struct vw_ivlevel *lv, bool *fi
 		for (size_t j = blk * VW_IV_BLOCK; j < j1 && j < end; j++)
 			if (lv->iv[j].end >= v->t0)
 				put_iv(v, xof(v, lv->iv[j].begin), xof(v, lv->iv[j].end),
-				       &lv->iv[j], first);
+				       &lv->iv[j], lv->iv[j].begin, lv->iv[j].end, true, first);
 	}
 }
 
@@ -347,13 +453,15 @@ static void probe_level(const struct win *v, const struct vw_ivlevel *lv, bool *
 			j = iv_after(lv, b - 1);
 		}
 		if (!busy && run) {
-			put_iv(v, run_x, x, run, first);
+			put_iv(v, run_x, x, run, v->t0 + (uint64_t)(run_x * tpp),
+			       v->t0 + (uint64_t)(x * tpp), false, first);
 			run = NULL;
 		}
 	}
 }
 
-/* A thread's intervals in the window, flat [x0, x1, depth, kind]. */
+/* A thread's intervals in the window, flat [x0, x1, depth, kind, from,
+ * to, exact] (put_iv). */
 static void put_intervals(const struct win *v, const struct vw_thread *th)
 {
 	vw_puts(v->o, "\"intervals\":[");
@@ -372,10 +480,76 @@ static void put_intervals(const struct win *v, const struct vw_thread *th)
 	vw_puts(v->o, "]");
 }
 
-int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
-		  struct vw_buf *o)
+/* A row's marks from the bins when the window is too wide to read: its
+ * own bins, or under a filter on names those of the classes it keeps
+ * (coarser). Returns whether they are what the filter keeps: an
+ * expression, or threads on a CPU row, are not in any bins. */
+static bool fill_row_bins(const struct win *v, struct px *p, const uint32_t *bins,
+			  uint32_t **cbins, bool cpu_row)
 {
-	struct win v = { .m = m, .w = w, .o = o };
+	const struct vw_filter *q = v->q;
+	if (!v->f) {
+		fill_bins(v, p, bins, 0);
+		return true;
+	}
+	if (cpu_row && q->ntids)
+		return false; /* which thread each binned event was is not kept */
+	for (unsigned c = 0; cbins && c < strata_trace_nclasses(v->m->t); c++)
+		if (cbins[c] && (!v->cls || v->cls[c]))
+			fill_bins(v, p, cbins[c], VW_CBINS_SHIFT);
+	return !q->expr;
+}
+
+/* fn(glob, arg) for each glob of a comma-separated list, until one
+ * returns non-zero (returned). */
+static int each_glob(const char *list, int (*fn)(const char *glob, void *arg), void *arg)
+{
+	char buf[VW_ARG_MAX + 1];
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *save, *g = strtok_r(buf, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+		while (*g == ' ')
+			g++;
+		int err = fn(g, arg);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+struct class_ok {
+	struct vw_model *m;
+	bool *ok;
+};
+
+static int mark_classes(const char *glob, void *arg)
+{
+	struct class_ok *c = arg;
+	for (unsigned i = 0; i < strata_trace_nclasses(c->m->t); i++) {
+		const struct strata_event_class *k = strata_trace_class(c->m->t, i);
+		c->ok[i] |= k && !fnmatch(glob, k->name, 0);
+	}
+	return 0;
+}
+
+/* The classes q's event globs keep, or NULL (all). */
+static int class_table(struct vw_model *m, const char *globs, bool **out)
+{
+	*out = NULL;
+	if (!globs)
+		return 0;
+	unsigned n = strata_trace_nclasses(m->t);
+	struct class_ok c = { m, calloc(n ? n : 1, sizeof(bool)) };
+	if (!c.ok)
+		return -ENOMEM;
+	each_glob(globs, mark_classes, &c);
+	*out = c.ok;
+	return 0;
+}
+
+int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
+		  const struct vw_filter *q, struct vw_buf *o)
+{
+	struct win v = { .m = m, .w = w, .o = o, .q = q };
 	v.t0 = m->begin + vw_ticks(m, t0);
 	v.t1 = m->begin + vw_ticks(m, t1 + 1) - 1; /* t1's ns included */
 	if (v.t1 <= v.t0)
@@ -385,26 +559,36 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	uint64_t est = m->prefix[b1 + 1] - m->prefix[b0];
 	bool exact = est <= VW_EXACT_MAX;
 	size_t nrows = m->ncpus + m->nrows;
+	bool filtered = true;
 	struct px *px = calloc(nrows * w + 1, sizeof(*px));
-	if (!px)
-		return -ENOMEM;
-	int err = 0;
-	if (exact) {
+	int err = px ? vw_filter_make(m, q, &v.f, o) : -ENOMEM;
+	if (!err)
+		err = class_table(m, q->events, &v.cls);
+	if (!err && exact && !q->none) {
 		err = fill_exact(&v, px);
-	} else {
+	} else if (!err && !q->none) {
 		for (unsigned i = 0; i < m->ncpus; i++)
-			fill_bins(&v, px + (size_t)i * w, m->cpus[i].bins);
+			if (vw_filter_keeps(q, 'c', i))
+				filtered &= fill_row_bins(&v, px + (size_t)i * w, m->cpus[i].bins,
+							  m->cpus[i].cbins, true);
 		for (unsigned i = 0; i < m->nrows; i++)
-			fill_bins(&v, px + (size_t)(m->ncpus + i) * w, m->rows[i]->bins);
+			if (vw_filter_keeps(q, 't', m->rows[i]->tid))
+				filtered &= fill_row_bins(&v, px + (size_t)(m->ncpus + i) * w,
+							  m->rows[i]->bins, m->rows[i]->cbins,
+							  false);
 	}
+	strata_filter_destroy(v.f);
+	free(v.cls);
 	if (err) {
 		free(px);
 		return err;
 	}
+	/* filtered: false when the marks came from bins that the filter's
+	 * expression (or its threads, on a CPU row) could not narrow */
 	vw_printf(o, "{\"t0\":%llu,\"t1\":%llu,\"w\":%u,\"exact\":%s,"
-		  "\"events\":%llu,\"cpus\":[", (unsigned long long)t0,
+		  "\"filtered\":%s,\"events\":%llu,\"cpus\":[", (unsigned long long)t0,
 		  (unsigned long long)t1, w, exact ? "true" : "false",
-		  (unsigned long long)est);
+		  filtered ? "true" : "false", (unsigned long long)est);
 	for (unsigned i = 0; i < m->ncpus; i++) {
 		vw_printf(o, "%s{\"cpu\":%u,", i ? "," : "", i);
 		put_slices(&v, "slices", m->cpus[i].sw, m->cpus[i].nsw);
@@ -416,6 +600,8 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	for (unsigned i = 0; i < m->nrows; i++) {
 		vw_printf(o, "%s{\"tid\":%u,", i ? "," : "", m->rows[i]->tid);
 		put_slices(&v, "running", m->rows[i]->run, m->rows[i]->nrun);
+		vw_puts(o, ",");
+		put_states(&v, m->rows[i]);
 		vw_puts(o, ",");
 		put_intervals(&v, m->rows[i]);
 		vw_puts(o, ",");
@@ -457,19 +643,6 @@ static void put_event(struct vw_model *m, const struct strata_event *ev,
 	vw_puts(o, n < 0 ? ",\"damaged\":true}" : "}");
 }
 
-static int list_iter(struct vw_model *m, int64_t cpu, int64_t tid,
-		     struct strata_filter **f, struct strata_iter **it)
-{
-	int err = strata_filter_create(m->t, f);
-	if (!err && cpu >= 0)
-		err = strata_filter_cpu(*f, (uint32_t)cpu);
-	if (!err && tid >= 0)
-		err = strata_filter_tid(*f, (uint32_t)tid);
-	if (!err)
-		err = strata_iter_create(m->t, &(struct strata_iter_options){
-			.stream = -1, .filter = *f }, it);
-	return err;
-}
 
 /* The last `n` events before tick t: read from ever earlier points (4x
  * the span each time) until they hold n, so a dense trace reads about n
@@ -502,16 +675,21 @@ static size_t before(struct vw_model *m, struct strata_iter *it, uint64_t t,
 }
 
 int vw_api_list(struct vw_model *m, uint64_t t, unsigned nbefore, unsigned nafter,
-		int64_t cpu, int64_t tid, struct vw_buf *o)
+		const struct vw_filter *q, struct vw_buf *o)
 {
 	struct strata_filter *f = NULL;
 	struct strata_iter *it = NULL;
 	struct strata_event *ring = calloc(nbefore + 1, sizeof(*ring));
 	unsigned nvals = 256 + 3;
 	struct strata_value *vals = calloc(nvals, sizeof(*vals));
-	int err = ring && vals ? list_iter(m, cpu, tid, &f, &it) : -ENOMEM;
+	int err = ring && vals ? vw_filter_make(m, q, &f, o) : -ENOMEM;
+	if (!err)
+		err = strata_iter_create(m->t, &(struct strata_iter_options){
+			.stream = -1, .filter = f }, &it);
 	if (err)
 		goto out;
+	if (q->none)
+		nbefore = nafter = 0;
 	uint64_t tt = m->begin + vw_ticks(m, t);
 	size_t nb = nbefore ? before(m, it, tt, nbefore, ring) : 0;
 	vw_printf(o, "{\"t\":%llu,\"before\":%zu,\"events\":[", (unsigned long long)t, nb);
@@ -531,5 +709,201 @@ out:
 	strata_filter_destroy(f);
 	free(ring);
 	free(vals);
+	return err;
+}
+
+/* ---- filters and search ---------------------------------------------------- */
+
+/* One glob of the filter's list into f (OR-ed, reader.h). */
+static int add_glob(const char *glob, void *f)
+{
+	int n = strata_filter_event(f, glob);
+	return n < 0 ? n : 0;
+}
+
+static int bad_expr(struct vw_buf *err, const char *what, const char *msg)
+{
+	vw_printf(err, "{\"error\":");
+	char line[320];
+	snprintf(line, sizeof(line), "%s: %s", what, msg);
+	vw_put_str(err, line, strlen(line));
+	vw_puts(err, "}");
+	return 400;
+}
+
+static bool listed(const uint32_t *ids, unsigned n, uint32_t id)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+bool vw_filter_keeps(const struct vw_filter *q, char kind, uint32_t id)
+{
+	if (q->none)
+		return false;
+	if (kind == 'c')
+		return !q->ncpus || listed(q->cpus, q->ncpus, id);
+	return !q->ntids || listed(q->tids, q->ntids, id);
+}
+
+void vw_filter_only(struct vw_filter *q, char kind, uint32_t id)
+{
+	if (!vw_filter_keeps(q, kind, id))
+		q->none = true;
+	else if (kind == 'c')
+		q->cpus[0] = id, q->ncpus = 1;
+	else
+		q->tids[0] = id, q->ntids = 1;
+}
+
+int vw_filter_make(struct vw_model *m, const struct vw_filter *q,
+		   struct strata_filter **out, struct vw_buf *err)
+{
+	*out = NULL;
+	if (!q->ncpus && !q->ntids && !q->events && !q->expr)
+		return 0;
+	struct strata_filter *f;
+	char msg[256] = "";
+	int e = strata_filter_create(m->t, &f);
+	if (e)
+		return e;
+	for (unsigned i = 0; !e && i < q->ncpus; i++)
+		e = strata_filter_cpu(f, q->cpus[i]);
+	for (unsigned i = 0; !e && i < q->ntids; i++)
+		e = strata_filter_tid(f, q->tids[i]);
+	if (!e && q->events)
+		e = each_glob(q->events, add_glob, f);
+	if (!e && q->expr && (e = strata_filter_expr(f, q->expr, msg, sizeof(msg))) == -EINVAL)
+		e = bad_expr(err, "expr", msg);
+	if (e) {
+		strata_filter_destroy(f);
+		return e;
+	}
+	*out = f;
+	return 0;
+}
+
+struct search {
+	struct vw_model *m;
+	struct strata_iter *it;
+	bool *cls;               /* classes the search's globs match, NULL: all */
+	unsigned skip;
+};
+
+static bool found(const struct search *s, const struct strata_event *ev)
+{
+	return !s->cls || s->cls[ev->cls->index];
+}
+
+/* From t on: the match after `skip` others, and its rank among the
+ * matches at its time (1: the first). */
+static bool search_next(struct search *s, uint64_t t, struct strata_event *hit,
+			unsigned *rank)
+{
+	const struct strata_event *ev;
+	uint64_t at = 0;
+	unsigned skip = s->skip, same = 0;
+	strata_iter_seek(s->it, t);
+	while (strata_iter_next(s->it, &ev) == 1) {
+		if (ev->timestamp < t || !found(s, ev))
+			continue;
+		same = ev->timestamp == at ? same + 1 : 1;
+		at = ev->timestamp;
+		if (skip--)
+			continue;
+		*hit = *ev;
+		*rank = same;
+		return true;
+	}
+	return false;
+}
+
+/* Before t, going back: the match after `skip` others (from ever earlier
+ * points, 4x the span each time, as the list's before()), and its rank
+ * among the matches at its time. */
+static bool search_prev(struct search *s, uint64_t t, struct strata_event *hit,
+			unsigned *rank)
+{
+	struct vw_model *m = s->m;
+	uint64_t span = (m->end - m->begin) / 4096 + 1;
+	size_t n = (size_t)s->skip + 1;
+	struct strata_event *ring = calloc(n, sizeof(*ring));
+	unsigned *ranks = calloc(n, sizeof(*ranks));
+	bool ok = false;
+	for (uint64_t from = t; ring && ranks && from > m->begin;) {
+		from = t - m->begin > span ? t - span : m->begin;
+		strata_iter_seek(s->it, from);
+		const struct strata_event *ev;
+		size_t got = 0;
+		unsigned same = 0;
+		uint64_t at = 0;
+		while (strata_iter_next(s->it, &ev) == 1 && ev->timestamp < t) {
+			if (ev->timestamp < from || !found(s, ev))
+				continue;
+			same = got && ev->timestamp == at ? same + 1 : 1;
+			at = ev->timestamp;
+			ring[got % n] = *ev;
+			ranks[got++ % n] = same;
+		}
+		/* a pass reads every event at `from` (the seek's time), so
+		 * the ranks within it are whole */
+		if (got >= n) {
+			*hit = ring[(got - n) % n];
+			*rank = ranks[(got - n) % n];
+			ok = true;
+			break;
+		}
+		span *= 4;
+	}
+	free(ring);
+	free(ranks);
+	return ok;
+}
+
+int vw_api_search(struct vw_model *m, const struct vw_filter *q, const char *find,
+		  const char *where, uint64_t t, int dir, unsigned skip, struct vw_buf *o)
+{
+	struct search s = { .m = m, .skip = skip };
+	struct strata_filter *f = NULL;
+	struct strata_iter *it = NULL;
+	unsigned ncls = strata_trace_nclasses(m->t), nvals = 256 + 3, nfound = 0;
+	struct strata_value *vals = calloc(nvals, sizeof(*vals));
+	int err = vals ? class_table(m, find, &s.cls) : -ENOMEM;
+	if (!err)
+		err = vw_filter_make(m, q, &f, o);
+	char msg[256] = "";
+	if (!err && where) {
+		if (!f)
+			err = strata_filter_create(m->t, &f);
+		if (!err && (err = strata_filter_expr(f, where, msg, sizeof(msg))) == -EINVAL)
+			err = bad_expr(o, "where", msg);
+	}
+	if (!err)
+		err = strata_iter_create(m->t, &(struct strata_iter_options){
+			.stream = -1, .filter = f }, &it);
+	if (err)
+		goto out;
+	for (unsigned i = 0; i < ncls; i++)
+		nfound += !s.cls || s.cls[i];
+	s.it = it;
+	uint64_t tt = m->begin + vw_ticks(m, t);
+	struct strata_event hit;
+	unsigned rank = 0;
+	bool ok = nfound && !q->none && (dir > 0 ? search_next(&s, tt, &hit, &rank) :
+			     search_prev(&s, tt, &hit, &rank));
+	vw_printf(o, "{\"t\":%llu,\"dir\":%d,\"skip\":%u,\"classes\":%u,\"match\":",
+		  (unsigned long long)t, dir, skip, nfound);
+	if (ok)
+		put_event(m, &hit, vals, nvals, o);
+	else
+		vw_puts(o, "null");
+	vw_printf(o, ",\"rank\":%u}", ok ? rank : 0);
+out:
+	strata_iter_destroy(it);
+	strata_filter_destroy(f);
+	free(vals);
+	free(s.cls);
 	return err;
 }

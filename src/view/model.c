@@ -96,6 +96,72 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 		th->pid = iv->pid;
 }
 
+/* The breakdown's machine (analysis.h, bd_options.on_state): thread th
+ * was in `state` from `from` to `to`. Stretches come in time order per
+ * thread; a gap between two (none is expected) is kept as BD_UNSEEN. */
+static void on_state(const struct bd_thread *b, int state, uint64_t from, uint64_t to,
+		     void *arg)
+{
+	struct vw_model *m = arg;
+	if (!b->tid || m->state_err)
+		return; /* the idle task has no row */
+	struct vw_thread *th = thread_of(m, b->tid);
+	if (!th) {
+		m->state_err = -ENOMEM;
+		return;
+	}
+	if (th->nst && from > th->st_end && th->st[th->nst - 1].tid != BD_UNSEEN)
+		on_state(b, BD_UNSEEN, th->st_end, from, arg);
+	if (!th->nst || th->st[th->nst - 1].tid != state) {
+		struct vw_switch *s = grow(th->st, &th->stcap, th->nst, sizeof(*s));
+		if (!s) {
+			m->state_err = -ENOMEM;
+			return;
+		}
+		th->st = s;
+		th->st[th->nst++] = (struct vw_switch){ from, state };
+	}
+	th->st_end = to;
+	th->seen |= state != BD_UNSEEN;
+}
+
+/* Every thread's states from the breakdown's machine, which handles the
+ * switches a trace lacks, idle and exits (breakdown.c): a second pass over
+ * the trace, only when it has sched_switch events. */
+static int read_states(struct vw_model *m)
+{
+	struct bd_result *r;
+	int err = bd_compute(m->t, &(struct bd_options){ .from = 0, .to = UINT64_MAX,
+			     .on_state = on_state, .arg = m }, &r);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	for (unsigned i = 0; i < r->nthreads && !m->state_err; i++) {
+		struct vw_thread *th = an_tidmap_find(&m->threads, r->threads[i].tid);
+		if (th && !th->events)
+			th->pid = r->threads[i].pid; /* a kernel-only thread's */
+	}
+	bd_free(r);
+	return m->state_err;
+}
+
+/* stcum of a thread (view.h). */
+static int sum_states(struct vw_thread *th)
+{
+	size_t nb = (th->nst + VW_ST_BLOCK - 1) / VW_ST_BLOCK;
+	if (!nb)
+		return 0;
+	if (!(th->stcum = calloc(nb, sizeof(*th->stcum))))
+		return -ENOMEM;
+	uint64_t acc[BD_NSTATES] = { 0 };
+	for (size_t i = 0; i < th->nst; i++) {
+		if (i % VW_ST_BLOCK == 0)
+			memcpy(th->stcum[i / VW_ST_BLOCK], acc, sizeof(acc));
+		uint64_t e = i + 1 < th->nst ? th->st[i + 1].t : th->st_end;
+		acc[th->st[i].tid] += e - th->st[i].t;
+	}
+	return 0;
+}
+
 /* Thread tid goes on CPU `on` - 1 (or off, 0) at ts: its row's running
  * track. The idle task (0) has none. */
 static int add_run(struct vw_model *m, int32_t tid, uint64_t ts, int32_t on)
@@ -147,6 +213,20 @@ static int *switch_fields(struct strata_trace *t)
 	return next;
 }
 
+/* One event into its row's bins of its class (view.h: cbins). */
+static int count_class(struct vw_model *m, uint32_t ***cbins, const struct strata_event *ev,
+		       unsigned b)
+{
+	unsigned n = strata_trace_nclasses(m->t), c = ev->cls->index;
+	if (!*cbins && !(*cbins = calloc(n ? n : 1, sizeof(**cbins))))
+		return -ENOMEM;
+	uint32_t **p = &(*cbins)[c];
+	if (!*p && !(*p = calloc(VW_CBINS, sizeof(**p))))
+		return -ENOMEM;
+	(*p)[b >> VW_CBINS_SHIFT]++;
+	return 0;
+}
+
 static int feed(struct vw_model *m, const struct strata_event *ev, const int *next)
 {
 	int err = an_names_feed(m->names, ev);
@@ -157,8 +237,11 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 	m->nevents++;
 	unsigned b = vw_bin(m, ev->timestamp);
 	m->prefix[b + 1]++;
-	if (ev->cpu < m->ncpus)
+	if (ev->cpu < m->ncpus) {
 		m->cpus[ev->cpu].bins[b]++;
+		if (count_class(m, &m->cpus[ev->cpu].cbins, ev, b))
+			return -ENOMEM;
+	}
 	if (m->kernel[ev->stream]) {
 		if (next[ev->cls->index] >= 0)
 			return add_switch(m, ev, next[ev->cls->index]);
@@ -172,6 +255,8 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 	th->pid = ev->pid;
 	th->bins[b]++;
 	th->events++;
+	if (count_class(m, &th->cbins, ev, b))
+		return -ENOMEM;
 	if (m->pairer)
 		return iv_pairer_feed(m->pairer, ev, on_interval, m);
 	return 0;
@@ -215,7 +300,9 @@ static int finish(struct vw_model *m)
 				if (lv->iv[j].end > lv->blockmax[j / VW_IV_BLOCK])
 					lv->blockmax[j / VW_IV_BLOCK] = lv->iv[j].end;
 		}
-		if (th->events || th->niv)
+		if (sum_states(th))
+			return -ENOMEM;
+		if (th->events || th->niv || th->seen)
 			m->rows[m->nrows++] = th;
 	}
 	qsort(m->rows, m->nrows, sizeof(*m->rows), cmp_row);
@@ -275,6 +362,8 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path)
 		err = feed(m, ev, next);
 	strata_iter_destroy(it);
 	free(next);
+	if (!err && m->have_sched)
+		err = read_states(m);
 	if (!err)
 		err = finish(m);
 	clock_gettime(CLOCK_MONOTONIC, &b);
@@ -282,12 +371,22 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path)
 	return err;
 }
 
+static void free_cbins(const struct vw_model *m, uint32_t **cbins)
+{
+	for (unsigned c = 0; cbins && c < strata_trace_nclasses(m->t); c++)
+		free(cbins[c]);
+	free(cbins);
+}
+
 void vw_model_fini(struct vw_model *m)
 {
 	for (size_t i = 0; i < m->threads.n; i++) {
 		struct vw_thread *th = m->threads.all[i];
 		free(th->bins);
+		free_cbins(m, th->cbins);
 		free(th->run);
+		free(th->st);
+		free(th->stcum);
 		for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
 			free(th->lev[l].iv);
 			free(th->lev[l].blockmax);
@@ -297,6 +396,7 @@ void vw_model_fini(struct vw_model *m)
 	for (unsigned i = 0; m->cpus && i < m->ncpus; i++) {
 		free(m->cpus[i].sw);
 		free(m->cpus[i].bins);
+		free_cbins(m, m->cpus[i].cbins);
 	}
 	free(m->cpus);
 	free(m->rows);

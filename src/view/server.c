@@ -2,6 +2,7 @@
 /* strata view: the command, its HTTP server (libmicrohttpd) and who may ask it what (docs/view.md). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -192,30 +193,100 @@ static bool arg(struct MHD_Connection *c, const char *key, int64_t lo, int64_t h
 	return true;
 }
 
+/* Query argument `key` as text: up to VW_ARG_MAX printable bytes (UTF-8
+ * beyond ASCII allowed); absent or empty: NULL. */
+static bool sarg(struct MHD_Connection *c, const char *key, const char **out,
+		 struct vw_buf *err)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+	*out = v && *v ? v : NULL;
+	if (!v)
+		return true;
+	size_t n = strnlen(v, VW_ARG_MAX + 1);
+	bool ok = n <= VW_ARG_MAX;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
+	if (!ok)
+		vw_printf(err, "{\"error\":\"%s: not text of at most %d printable bytes\"}",
+			  key, VW_ARG_MAX);
+	return ok;
+}
+
+/* Query argument `key` as up to VW_FILTER_IDS comma-separated integers in
+ * [0, hi]; absent or empty: none. */
+static bool ids_arg(struct MHD_Connection *c, const char *key, int64_t hi, uint32_t *ids,
+		    unsigned *n, struct vw_buf *err)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+	*n = 0;
+	for (const char *p = v; p && *p;) {
+		char *end;
+		errno = 0;
+		long long x = strtoll(p, &end, 10);
+		if (errno || end == p || x < 0 || x > hi || *n == VW_FILTER_IDS ||
+		    (*end && *end != ',') || !isdigit((unsigned char)*p)) {
+			vw_printf(err, "{\"error\":\"%s: up to %d integers in [0, %lld], "
+				  "comma-separated\"}", key, VW_FILTER_IDS, (long long)hi);
+			return false;
+		}
+		ids[(*n)++] = (uint32_t)x;
+		p = *end ? end + 1 : end;
+	}
+	return true;
+}
+
+/* The page's filter (view.md, "Filters"): cpus, tids, ev (globs), expr. */
+static bool filter_args(struct MHD_Connection *c, struct vw_filter *q, struct vw_buf *err)
+{
+	*q = (struct vw_filter){ 0 };
+	return ids_arg(c, "cpus", 4095, q->cpus, &q->ncpus, err) &&
+	       ids_arg(c, "tids", UINT32_MAX, q->tids, &q->ntids, err) &&
+	       sarg(c, "ev", &q->events, err) && sarg(c, "expr", &q->expr, err);
+}
+
 static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const char *what)
 {
 	struct vw_buf b = { 0 };
 	int64_t span = (int64_t)vw_ns(&s->m, s->m.end - s->m.begin) + 1;
-	int64_t t0, t1, w, t, nb, na, cpu, tid;
+	int64_t t0, t1, w, t, nb, na, cpu, tid, dir, skip;
+	struct vw_filter q;
+	const char *find, *where;
 	int err = 0;
 	if (!strcmp(what, "summary")) {
 		err = vw_api_summary(&s->m, &b);
 	} else if (!strcmp(what, "window")) {
 		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
-		    !arg(c, "w", 1, 8192, 1000, &w, &b))
+		    !arg(c, "w", 1, 8192, 1000, &w, &b) || !filter_args(c, &q, &b))
 			return send_json(c, 400, &b);
-		err = vw_api_window(&s->m, (uint64_t)t0, (uint64_t)t1, (unsigned)w, &b);
+		err = vw_api_window(&s->m, (uint64_t)t0, (uint64_t)t1, (unsigned)w, &q, &b);
 	} else if (!strcmp(what, "list")) {
 		if (!arg(c, "t", 0, span, 0, &t, &b) || !arg(c, "before", 0, 1000, 20, &nb, &b) ||
 		    !arg(c, "after", 0, 1000, 50, &na, &b) ||
 		    !arg(c, "cpu", -1, 4095, -1, &cpu, &b) ||
-		    !arg(c, "tid", -1, UINT32_MAX, -1, &tid, &b))
+		    !arg(c, "tid", -1, UINT32_MAX, -1, &tid, &b) || !filter_args(c, &q, &b))
 			return send_json(c, 400, &b);
-		err = vw_api_list(&s->m, (uint64_t)t, (unsigned)nb, (unsigned)na, cpu, tid, &b);
+		/* a row the page asks about (cpu, tid) narrows its filter */
+		if (cpu >= 0)
+			vw_filter_only(&q, 'c', (uint32_t)cpu);
+		if (tid >= 0)
+			vw_filter_only(&q, 't', (uint32_t)tid);
+		err = vw_api_list(&s->m, (uint64_t)t, (unsigned)nb, (unsigned)na, &q, &b);
+	} else if (!strcmp(what, "search")) {
+		if (!arg(c, "t", 0, span, 0, &t, &b) || !arg(c, "dir", -1, 1, 1, &dir, &b) ||
+		    !arg(c, "skip", 0, 1000, 0, &skip, &b) || !filter_args(c, &q, &b) ||
+		    !sarg(c, "find", &find, &b) || !sarg(c, "where", &where, &b) || !dir) {
+			if (!b.len)
+				vw_puts(&b, "{\"error\":\"dir: -1 or 1\"}");
+			return send_json(c, 400, &b);
+		}
+		err = vw_api_search(&s->m, &q, find, where, (uint64_t)t, (int)dir,
+				    (unsigned)skip, &b);
 	} else {
 		vw_buf_fini(&b);
 		return send_text(c, 404, "no such API\n");
 	}
+	if (err == 400)
+		return send_json(c, 400, &b);
 	if (err) {
 		vw_buf_fini(&b);
 		return send_text(c, 500, "the answer failed\n");

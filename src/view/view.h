@@ -23,6 +23,7 @@ struct vw_cpu {
 	struct vw_switch *sw;    /* in time order */
 	size_t nsw, swcap;
 	uint32_t *bins;          /* events on this CPU per bin */
+	uint32_t **cbins;        /* per class (or NULL): VW_CBINS bins */
 };
 
 /* A closed begin/end interval of a thread (analysis.h's pairer). */
@@ -31,6 +32,11 @@ struct vw_iv {
 	uint32_t kind;
 	uint32_t depth;
 };
+
+/* Bins per row and event class, coarser than the row's own: what a filter
+ * on event names draws from when the window is too wide to read. */
+#define VW_CBINS_SHIFT 3
+#define VW_CBINS ((1u << 15) >> VW_CBINS_SHIFT)
 
 #define VW_IV_BLOCK 64 /* intervals per block of blockmax (view.md) */
 #define VW_IV_LEVELS 40 /* level L: durations in (span / 2^(L+1), span / 2^L] */
@@ -49,12 +55,25 @@ struct vw_thread {
 	uint32_t pid, tid;
 	uint64_t events;         /* user events */
 	uint32_t *bins;          /* its user events per bin */
+	uint32_t **cbins;        /* per class (or NULL): VW_CBINS bins */
 	struct vw_ivlevel lev[VW_IV_LEVELS];
 	struct vw_switch *run;   /* from t on: on CPU tid - 1, or off (0) */
 	size_t nrun, runcap;
 	size_t niv;              /* intervals, all levels */
 	unsigned row;            /* its index in vw_model.rows */
+	/* Its states (analysis.h's bd_state, from the breakdown's machine):
+	 * st[i].tid is the state from st[i].t to st[i + 1].t, the last one's
+	 * to st_end; stcum[b] the ticks in each state before st[b *
+	 * VW_ST_BLOCK].t, so that a pixel's dominant state costs a binary
+	 * search and a block at most (view.md, "Level of detail"). */
+	struct vw_switch *st;
+	size_t nst, stcap;
+	uint64_t st_end;
+	uint64_t (*stcum)[BD_NSTATES];
+	bool seen;               /* some state other than BD_UNSEEN */
 };
+
+#define VW_ST_BLOCK 32 /* states per block of stcum */
 
 /* Where the reader met damage or loss (reader.h's problems that carry a
  * time), for the page to mark; the first VW_MAX_PROBLEMS are kept. */
@@ -84,11 +103,13 @@ struct vw_model {
 	unsigned ncpus;
 	struct an_tidmap threads; /* struct vw_thread by tid */
 	struct vw_thread *last;  /* the thread of the last lookup */
-	struct vw_thread **rows; /* threads with user events, by pid, tid */
+	struct vw_thread **rows; /* threads with user events, intervals or
+				  * states, by pid, tid */
 	unsigned nrows;
 	struct an_names *names;
 	struct iv_pairer *pairer; /* for its kinds' names */
 	double build_ms;         /* time the model took to build */
+	int state_err;           /* the states hook ran out of memory */
 	const struct vw_problems *problems; /* the command's, or NULL */
 };
 
@@ -104,16 +125,48 @@ uint64_t vw_ns(const struct vw_model *m, uint64_t ticks);   /* since begin */
  * page's times are the ones strata print shows, floored to the ns. */
 uint64_t vw_ticks(const struct vw_model *m, uint64_t ns);
 
+struct vw_filter; /* below */
+
 /* The answers of the JSON API (api.c); each writes one JSON document into
  * out, or returns an HTTP status (400) after writing why into out. */
 int vw_api_summary(struct vw_model *m, struct vw_buf *out);
 /* Rows between t0 and t1 (ns since the trace start) at w pixels. */
 int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
-		  struct vw_buf *out);
-/* Up to `before` events before t and `after` from t on, of one CPU or
- * thread when cpu or tid is >= 0. */
+		  const struct vw_filter *q, struct vw_buf *out);
+/* Up to `before` events before t and `after` from t on, of those q keeps. */
 int vw_api_list(struct vw_model *m, uint64_t t, unsigned before, unsigned after,
-		int64_t cpu, int64_t tid, struct vw_buf *out);
+		const struct vw_filter *q, struct vw_buf *out);
+
+/* What the page filters by (view.md, "Filters"): every answer that lists
+ * or draws events applies it. */
+#define VW_ARG_MAX 256 /* the longest text a query argument may hold */
+
+#define VW_FILTER_IDS 64 /* CPUs or threads a filter may list */
+
+struct vw_filter {
+	uint32_t cpus[VW_FILTER_IDS], tids[VW_FILTER_IDS]; /* OR-ed; none: any */
+	unsigned ncpus, ntids;
+	const char *events;      /* event name globs, comma-separated; NULL: any */
+	const char *expr;        /* the reader's field expression; NULL: none */
+	bool none;               /* keeps nothing (vw_filter_only) */
+};
+
+/* Narrow q to one CPU (kind 'c') or thread ('t'), a row the page asks
+ * about: that one if q keeps it, else nothing. */
+void vw_filter_only(struct vw_filter *q, char kind, uint32_t id);
+/* Whether q keeps CPU (kind 'c') or thread ('t') id. */
+bool vw_filter_keeps(const struct vw_filter *q, char kind, uint32_t id);
+
+/* A reader filter of q into *out (NULL when q filters nothing). Returns 0,
+ * 400 with why in err (a bad expression), -ENOMEM. */
+int vw_filter_make(struct vw_model *m, const struct vw_filter *q,
+		   struct strata_filter **out, struct vw_buf *err);
+/* The match of a search after `skip` others: from t on (dir 1), or
+ * before t going back (dir -1); events of classes matching the glob
+ * `find` (NULL: any) and the expression `where` (NULL: none), among those
+ * q keeps. Returns 0, 400 (a bad expression), -ENOMEM. */
+int vw_api_search(struct vw_model *m, const struct vw_filter *q, const char *find,
+		  const char *where, uint64_t t, int dir, unsigned skip, struct vw_buf *out);
 
 /* The page's files, embedded at build time (assets.c, from web/). */
 struct vw_asset {

@@ -80,6 +80,25 @@ try:
     check(all(len(t["intervals"]) > 0 for t in w["threads"] if jobs[t["tid"]]),
           "whole window: intervals drawn")
 
+    # filters on the whole trace, from the bins of each row's event classes:
+    # the same counts as print's, per CPU and per thread
+    ends = [e for e in evs if e["event"] == "work:job_end"]
+    w = get(f"api/window?t0=0&t1={s['span_ns']}&w=1000&ev=work:job_e*")
+    check(not w["exact"] and w["filtered"], "filtered whole window: from the bins, filtered")
+    cpu, thr = marks_per_row(w)
+    want = collections.Counter(e["cpu"] for e in ends)
+    check(all(cpu[c] == want.get(c, 0) for c in cpu), f"ev=work:job_e*: marks per CPU {cpu}, "
+          f"print {dict(want)}")
+    tid = sorted(per_tid)[-1]
+    want = collections.Counter(e["tid"] for e in ends)
+    w = get(f"api/window?t0=0&t1={s['span_ns']}&w=1000&ev=work:job_e*&tids={tid}")
+    cpu, thr = marks_per_row(w)
+    check(thr[tid] == want[tid] and all(thr[t] == 0 for t in thr if t != tid) and
+          not w["filtered"] and sum(cpu.values()) == 0,
+          f"ev and tids: marks {thr} (print {want[tid]} for {tid}), CPU rows {cpu}")
+    w = get(f"api/window?t0=0&t1={s['span_ns']}&w=1000&expr=job%20%3D%3D%201")
+    check(not w["filtered"], "an expression over the bins is said not to filter them")
+
     # a narrow window: from the events themselves
     t0, t1 = evs[n // 3]["ns"], evs[n // 3 + 1000]["ns"]
     inside = [e for e in evs if t0 <= e["ns"] <= t1]
@@ -114,6 +133,15 @@ try:
     check(lst and all(e["tid"] == tid for e in lst), "list of one thread")
     e = lst[-1]
     check(isinstance(e["fields"], dict) and e["desc"], "list: fields and description")
+    # the list under a filter, and a row's list narrowed by it
+    lst = get(f"api/list?t={tm}&before=10&after=10&ev=work:job_end&expr=job%20%3E%2010")
+    want = [e for e in ends if e["fields"]["job"] > 10]
+    prior = [e for e in want if e["ns"] < tm][-10:] + [e for e in want if e["ns"] >= tm][:10]
+    check([key(e) for e in lst["events"]] == [key(e) for e in prior],
+          "list: work:job_end with job > 10 around a time")
+    other = sorted(per_tid)[0]
+    lst = get(f"api/list?t={tm}&before=5&after=5&tid={other}&tids={tid}")["events"]
+    check(lst == [], f"list of thread {other} under a filter of thread {tid}: {len(lst)} events")
 finally:
     view.terminate()
     view.wait(timeout=10)

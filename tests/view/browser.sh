@@ -1,12 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # strata view's page in Debian's headless Chromium, driven by playwright-core from the npm lockfile.
-# usage: browser.sh STRATA PYTHON WORKDIR
+# usage: browser.sh STRATA PYTHON WORKDIR [WORKERS]
+# With WORKERS (examples/workers), also the demo's trace (make demo), shot as
+# WORKDIR/browser/demo.png; STRATA_UPDATE_SCREENSHOT=1 copies it to docs/view.png.
 # Exit 77 (skipped) only when chromium or node is missing: scripts/deps.sh test installs them.
 set -u
 strata=$1
 py=$2
 work=$3/browser
+workers=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 . "$here/common.sh"
@@ -30,9 +33,20 @@ if ! cmp -s "$root/package-lock.json" "$mods/package-lock.json" ||
 fi
 cp "$here/browser_test.mjs" "$mods/"
 
-"$py" "$root/tests/convert/gen_sched.py" "$work/trace" >/dev/null || exit 1
+"$py" "$here/gen_view.py" "$work/trace" >/dev/null || exit 1
 view_start "$strata" "$work/trace" "$work/view" || exit 1
 CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "$work/view.png"
 rc=$?
 view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
+[ -n "$workers" ] || exit $rc
+
+# the README's screenshot: the demo's trace, recorded as scripts/demo.sh
+# does, with buffers large enough not to lose events on a loaded machine
+STRATA_PACKETS=512 STRATA_OUTPUT=$work/demo "$workers" 4 100000 >/dev/null || exit 1
+view_start "$strata" "$work/demo" "$work/demo-view" || exit 1
+CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "$work/demo.png" demo || rc=1
+view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
+if [ $rc = 0 ] && [ "${STRATA_UPDATE_SCREENSHOT:-}" = 1 ]; then
+	cp "$work/demo.png" "$root/docs/view.png"
+fi
 exit $rc

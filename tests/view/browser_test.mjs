@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 // strata view in Debian's headless Chromium: rows and marks drawn, zoom, a click on an event, the list synced both ways.
-// usage: node browser_test.mjs URL SCREENSHOT   (the URL strata view printed;
-// the trace is tests/convert/gen_sched.py's: 2 CPUs, threads 300-302)
+// usage: node browser_test.mjs URL SCREENSHOT [demo]   (the URL strata view
+// printed; the trace is tests/view/gen_view.py's: 2 CPUs, threads 300-302 and
+// the kernel-only 400, states as its docstring says; with `demo`, the demo's
+// trace (make demo), zoomed in and shown with a tooltip for the README)
+import { readFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
-const [url, shot] = process.argv.slice(2);
+const [url, shot, mode] = process.argv.slice(2);
 const failures = [];
 const check = (ok, what) => {
 	if (!ok) {
@@ -35,14 +38,42 @@ try {
 	const hook = () => page.evaluate(() => {
 		const h = window.strataView;
 		return { ready: h.ready, answers: h.answers, view: h.view, drawn: h.drawn,
-			selected: h.selected, list: h.list, summary: h.summary };
+			selected: h.selected, list: h.list, summary: h.summary, rows: h.rows };
 	});
 	await page.waitForFunction(() => window.strataView && window.strataView.ready &&
 		window.strataView.list > 0, null, { timeout: 20000 });
 	await page.waitForTimeout(300);
 	let h = await hook();
+	if (mode === 'demo') {
+		// the README's picture: a few zoom steps into the middle, an
+		// event selected and an interval's tooltip
+		check(h.drawn.rows >= 5 && h.drawn.marks > 100, `demo: ${JSON.stringify(h.drawn).slice(0, 200)}`);
+		// centred on an event of the list (a lossy recording has gaps),
+		// then zoomed in around it
+		await page.locator('#list tbody tr').nth(20).click();
+		await page.waitForTimeout(300);
+		await page.locator('#timeline').focus();
+		for (let i = 0; i < 9; i++)
+			await page.keyboard.press('w');
+		await page.waitForTimeout(800);
+		h = await hook();
+		const box = await page.locator('#timeline').boundingBox();
+		const m = h.drawn.markList.find((k) => k.row === 'thread');
+		if (m) {
+			await page.mouse.click(box.x + m.x, box.y + m.y);
+			await page.waitForTimeout(500);
+		}
+		const r = h.rows.find((q) => q.kind === 'thread');
+		await page.mouse.move(box.x + box.width * 0.6, box.y + r.y + 12);
+		await page.waitForTimeout(500);
+		check(errors.length === 0, `demo: page errors: ${errors.join('; ')}`);
+		await page.screenshot({ path: shot });
+		await browser.close();
+		console.log(`view-browser demo: ${failures.length ? 'failed' : 'ok'}`);
+		process.exit(failures.length ? 1 : 0);
+	}
 	const d = h.drawn;
-	check(d.rows === 5, `rows: ${d.rows}, expected 2 CPUs + 3 threads`);
+	check(d.rows === 6, `rows: ${d.rows}, expected 2 CPUs + 3 threads + kworker`);
 	check(d.slices >= 4, `CPU slices drawn: ${d.slices}`);
 	check(d.marks >= 10, `marks drawn: ${d.marks}`);
 	check(d.running >= 3, `threads' running strips drawn: ${d.running}`);
@@ -67,6 +98,97 @@ try {
 	});
 	check(px.slice(0, 3).every((v, i) => Math.abs(v - want[i]) <= 2),
 		`CPU 1 at 30 ms: pixel ${px}, worker-b's colour ${want}`);
+
+	// thread states: a row for the kernel-only kworker, strips in the
+	// states' colours, a legend, and per-pixel summaries when denser
+	// than the pixels
+	const kw = h.rows.find((r) => r.kind === 'thread' && r.id === 400);
+	check(kw && /kworker/.test(kw.label), `a row for kworker (400): ${JSON.stringify(kw)}`);
+	check(d.states >= 12, `state strips drawn: ${d.states}`);
+	const legend = await page.locator('#legend .state').allTextContents();
+	check(legend.length === 7 && legend.some((t) => /I\/O wait/.test(t)),
+		`legend: ${legend.join(' | ')}`);
+	const statePx = (tid, ms) => page.evaluate(([tid, ms]) => {
+		const h = window.strataView, r = h.rows.find((q) => q.kind === 'thread' && q.id === tid);
+		const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+		const w = c.clientWidth - 170;
+		const x = (170 + ms / 100 * w) * dpr, y = (r.y + 3) * dpr;
+		return Array.from(c.getContext('2d').getImageData(Math.round(x), Math.round(y), 1, 1).data);
+	}, [tid, ms]);
+	const rgb = (hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+	const near = (px, hex) => px.slice(0, 3).every((v, i) => Math.abs(v - rgb(hex)[i]) <= 2);
+	for (const [tid, ms, hex, what] of [[301, 42.5, '#ff7043', 'worker-a in I/O wait'],
+		[301, 20, '#43a047', 'worker-a running'], [301, 95, '#c5e1a5', 'worker-a runnable'],
+		[302, 11, '#1e88e5', 'worker-b in a system call'],
+		[302, 85, '#cfd8dc', 'worker-b sleeping'], [400, 80, '#43a047', 'kworker running']]) {
+		const px = await statePx(tid, ms);
+		check(near(px, hex), `${what} at ${ms} ms: pixel ${px}, want ${hex}`);
+	}
+	const few = await page.evaluate(async () =>
+		(await (await fetch('api/window?t0=0&t1=100000000&w=3')).json()).threads);
+	const wb = few.find((t) => t.tid === 302).states;
+	check(wb.length === 18 && wb[14] === 3 && wb[15] === 1 && wb[2] === 0,
+		`3 pixels of worker-b: dominant running, running, sleeping (mixed): ${wb}`);
+	{
+		const r = h.rows.find((q) => q.kind === 'thread' && q.id === 301);
+		const box = await page.locator('#timeline').boundingBox();
+		const w = box.width - 170;
+		await page.mouse.click(box.x + 170 + 0.425 * w, box.y + r.y + 3);
+		await page.waitForFunction(() => window.strataView.selected &&
+			window.strataView.selected.state, null, { timeout: 10000 });
+		const text = await page.textContent('#details');
+		check(/I\/O wait/.test(text) && /0\.040000/.test(text) && /5\.000 ms/.test(text),
+			`a click on the I/O wait strip: ${text.slice(0, 200)}`);
+	}
+
+	// tooltips: hovering a mark shows its event's every field, a state
+	// strip its state, start and duration, an interval its kind and duration
+	{
+		const box = await page.locator('#timeline').boundingBox();
+		const w = box.width - 170;
+		const rowY = (tid) => h.rows.find((q) => q.kind === 'thread' && q.id === tid).y;
+		const tipAfter = async (x, y, kind) => {
+			await page.mouse.move(box.x + x, box.y + y);
+			try {
+				await page.waitForFunction((k) => window.strataView.tip &&
+					window.strataView.tip.kind === k &&
+					!document.getElementById('tip').hidden, kind, { timeout: 5000 });
+			} catch {
+				check(false, `no tooltip over a ${kind}`);
+			}
+			return page.textContent('#tip');
+		};
+		const mk = h.drawn.markList.find((k) => k.row === 'thread' && k.id === 301 &&
+			k.ts === 10000000);
+		check(mk, 'a mark at 10 ms on worker-a');
+		if (mk) {
+			const t = await tipAfter(mk.x, mk.y, 'mark');
+			check(/work:job_begin/.test(t) && /job.*9007199254740999/.test(t) &&
+				/where.*0x7fff12345678/.test(t) && /0\.010000000 s/.test(t),
+				`tooltip of the job_begin mark: ${t}`);
+		}
+		let t = await tipAfter(170 + 0.43 * w, rowY(301) + 3, 'state');
+		check(/I\/O wait/.test(t) && /0\.040000/.test(t) && /5\.000 ms/.test(t),
+			`tooltip of worker-a's I/O wait: ${t}`);
+		t = await tipAfter(170 + 0.25 * w, rowY(302) + 13, 'interval');
+		check(/job/.test(t) && /10\.000 ms/.test(t) && /depth\s*1/.test(t),
+			`tooltip of worker-b's inner interval (20-30 ms): ${t}`);
+		await page.mouse.move(box.x + box.width / 2, box.y - 60);
+		await page.waitForTimeout(200);
+		check(await page.locator('#tip').isHidden(), 'the tooltip goes when the pointer leaves');
+		// zoomed in, an interval wider than the view: its own ends
+		const a0 = await page.evaluate(() => window.strataView.answers);
+		await page.locator('#timeline').focus();
+		for (let i = 0; i < 3; i++)
+			await page.keyboard.press('w');
+		await page.waitForFunction((n) => window.strataView.answers > n, a0);
+		await page.waitForTimeout(300);
+		t = await tipAfter(170 + 0.5 * w, rowY(302) + 9, 'interval');
+		check(/0\.005000000 s/.test(t) && /75\.000 ms/.test(t),
+			`tooltip of worker-b's outer interval (5-80 ms) in a 33-67 ms view: ${t}`);
+		await page.keyboard.press('0');
+		await page.waitForTimeout(300);
+	}
 
 	// zoom in with W: a narrower view, and a new answer from the server
 	const span0 = h.view.t1 - h.view.t0, answers0 = h.answers;
@@ -117,6 +239,184 @@ try {
 	check(Math.abs(mid - t) < 2 || h.view.t0 === 0 || h.view.t1 === h.summary.span_ns,
 		`list click: view middle ${mid}, event at ${t}`);
 	check(h.selected && Math.abs(h.selected.ts - t) < 2, 'list click selects the event');
+
+	// search, on the server: an event name, then a field expression; the
+	// n-th match selected, the timeline and the list moved to it
+	{
+		const e0 = errors.length; // the 400s asked for below are no page error
+		const input = page.locator('#find');
+		const searched = async (key, n) => {
+			await page.evaluate(() => { window.strataView.search = null; });
+			await input.press(key);
+			await page.waitForFunction((n) => window.strataView.search &&
+				(window.strataView.search.n === n || window.strataView.search.error ||
+				 window.strataView.search.none), n, { timeout: 10000 });
+			return page.evaluate(() => window.strataView.search);
+		};
+		await input.fill('sched_switch');
+		let r;
+		for (let i = 1; i <= 3; i++)
+			r = await searched('Enter', i);
+		check(r.n === 3 && r.match.ts === 4000000 && r.match.name === 'sched:sched_switch',
+			`3rd sched_switch: ${JSON.stringify(r).slice(0, 160)}`);
+		r = await searched('Shift+Enter', 2);
+		check(r.n === 2 && r.match.ts === 2000000 && r.match.cpu === 1,
+			`back to the 2nd: ${JSON.stringify(r).slice(0, 160)}`);
+		await input.fill('next_pid == 301');
+		r = await searched('Enter', 1);
+		r = await searched('Enter', 2);
+		check(r.n === 2 && r.match.ts === 46000000 && r.match.fields.next_pid === 301,
+			`2nd switch to worker-a: ${JSON.stringify(r).slice(0, 160)}`);
+		await page.waitForFunction(() => document.querySelector('#list tr.selected'), null,
+			{ timeout: 10000 });
+		await page.waitForTimeout(300);
+		h = await hook();
+		check(Math.abs((h.view.t0 + h.view.t1) / 2 - 46000000) < 2 || h.view.t1 === h.summary.span_ns,
+			`the timeline moved to the match: ${JSON.stringify(h.view)}`);
+		const sel = await page.textContent('#list tr.selected');
+		check(/0\.046000000/.test(sel) && /sched_switch/.test(sel), `list at the match: ${sel}`);
+		r = await searched('Enter', 3);
+		check(r.none && r.n === 2, `no 3rd switch to worker-a: ${JSON.stringify(r).slice(0, 100)}`);
+		await input.fill('nofield == 1');
+		r = await searched('Enter', -1);
+		const said = await page.textContent('#found');
+		check(r.error && /nofield/.test(said), `a bad expression is said: ${said}`);
+		const codes = await page.evaluate(async () => {
+			const q = ['dir=0', 'skip=1001', 't=-5', `find=${'x'.repeat(300)}`, 'where=%01',
+				'where=(', 'expr=)', 'cpus=99999', 'tids=1,,2', 'tids=-1',
+				`cpus=${Array(65).fill(0).join(',')}`, 'ev=%7f'];
+			return Promise.all(q.map(async (a) => (await fetch(`api/search?${a}`)).status));
+		});
+		check(codes.every((c) => c === 400), `absurd search arguments: ${codes}`);
+		errors.splice(e0, Infinity, ...errors.slice(e0).filter((m) => !/status of 400/.test(m)));
+	}
+
+	// filters: the same events go from the marks, the list and the search
+	{
+		const e0 = errors.length;
+		const filter = async (f) => {
+			const seq = await page.evaluate(() => window.strataView.filter?.seq || 0);
+			for (const [k, v] of Object.entries({ cpus: '', tids: '', ev: '', expr: '', ...f }))
+				await page.fill(`#f-${k}`, v);
+			const a0 = await page.evaluate(() => window.strataView.answers);
+			await page.click('#filters button:not([type])');
+			await page.waitForFunction(([seq, a0]) => window.strataView.filter &&
+				(window.strataView.filter.error || (window.strataView.filter.seq > seq &&
+				 window.strataView.answers > a0)), [seq, a0], { timeout: 10000 });
+			await page.waitForTimeout(500); // the list follows 150 ms after
+			return hook();
+		};
+		// the list's rows as [time, cpu, tid, event, description]
+		const listed = () => page.$$eval('#list tbody tr', (trs) =>
+			trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+		const work = [2, 5, 10, 20, 30, 50, 60, 80].map((ms) => ms * 1e6);
+		await page.keyboard.press('0');
+		h = await filter({ ev: 'work:*' });
+		let rows = await listed();
+		check(rows.length === 8 && rows.every((r) => /^work:job_/.test(r[3])),
+			`events work:*: the list ${rows.length}: ${rows.slice(0, 3)}`);
+		const ml = h.drawn.markList;
+		check(ml.length > 0 && ml.every((k) => work.includes(k.ts)) &&
+			ml.filter((k) => k.row === 'cpu').reduce((n, k) => n + k.count, 0) === 8,
+			`events work:*: marks ${JSON.stringify(ml.map((k) => [k.row, k.ts, k.count]))}`);
+		h = await filter({ tids: '301' });
+		rows = await listed();
+		check(h.drawn.rows === 3 && rows.length === 4 && rows.every((r) => r[2] === '301'),
+			`thread 301: ${h.drawn.rows} rows, list ${rows}`);
+		h = await filter({ cpus: '1', expr: 'job == 5' });
+		rows = await listed();
+		check(h.drawn.rows === 5 && rows.length === 2 && rows[0][0] === '0.020000000' &&
+			rows[1][0] === '0.030000000', `cpu 1 and job == 5: ${h.drawn.rows} rows, list ${rows}`);
+		check(h.drawn.markList.length > 0 && h.drawn.markList.every((k) =>
+			[20e6, 30e6].includes(k.ts)), `job == 5 marks: ${JSON.stringify(h.drawn.markList)}`);
+		const input = page.locator('#find');
+		await input.fill('job');
+		const seen = [];
+		for (let i = 1; i <= 3; i++) {
+			await page.evaluate(() => { window.strataView.search = null; });
+			await input.press('Enter');
+			await page.waitForFunction(() => window.strataView.search, null, { timeout: 10000 });
+			const r = await page.evaluate(() => window.strataView.search);
+			seen.push(r.none ? 'none' : r.match.ts);
+		}
+		check(seen.join() === '20000000,30000000,none', `search under the filter: ${seen}`);
+		h = await filter({ expr: 'job ==' });
+		const said = await page.textContent('#f-said');
+		check(h.summary && /expr/.test(said), `a bad filter is said: ${said}`);
+		h = await filter({});
+		check(h.drawn.rows === 6, `no filter: ${h.drawn.rows} rows`);
+		errors.splice(e0, Infinity, ...errors.slice(e0).filter((m) => !/status of 400/.test(m)));
+	}
+
+	// markers: shift-clicks place two, the time between them is shown and
+	// drawn; a shift-click on one takes it away; M marks the selected event
+	{
+		await page.keyboard.press('0');
+		await page.waitForTimeout(400);
+		h = await hook();
+		const box = await page.locator('#timeline').boundingBox();
+		const w = box.width - 170, y = h.rows.find((q) => q.id === 400).y + 15;
+		const at = (ms) => 170 + ms / 100 * w;
+		await page.keyboard.down('Shift');
+		await page.mouse.click(box.x + at(10), box.y + y);
+		await page.mouse.click(box.x + at(46), box.y + y);
+		await page.keyboard.up('Shift');
+		await page.waitForTimeout(200);
+		let mk = await page.evaluate(() => window.strataView.markers);
+		const px = 100e6 / w; // ns a pixel
+		check(mk && mk.length === 2 && Math.abs(mk[0] - 10e6) < 2 * px &&
+			Math.abs(mk[1] - mk[0] - 36e6) < 2 * px, `two markers: ${mk}`);
+		const said = await page.textContent('#markers');
+		check(/M1→M2 3[56]\.\d{3} ms/.test(said), `the time between them: ${said}`);
+		const line = await page.evaluate(([t, y]) => {
+			const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+			const v = window.strataView.view, w = c.clientWidth - 170;
+			const x = Math.round(170 + (t - v.t0) / (v.t1 - v.t0) * w) - 1;
+			return Array.from(c.getContext('2d').getImageData(Math.round(x * dpr),
+				Math.round(y * dpr), 1, 1).data);
+		}, [mk[1], y]);
+		check(line[0] === 0x15 && line[1] === 0x65 && line[2] === 0xc0,
+			`the marker's line: pixel ${line}`);
+		await page.keyboard.down('Shift');
+		await page.mouse.click(box.x + at(10), box.y + y);
+		await page.keyboard.up('Shift');
+		await page.waitForTimeout(200);
+		mk = await page.evaluate(() => window.strataView.markers);
+		check(mk.length === 1 && Math.abs(mk[0] - 46e6) < 2 * px, `one taken away: ${mk}`);
+		await page.locator('#list tbody tr').nth(3).click();
+		await page.waitForTimeout(300);
+		const sel = await page.evaluate(() => window.strataView.selected);
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('m');
+		await page.waitForTimeout(200);
+		mk = await page.evaluate(() => window.strataView.markers);
+		check(sel && mk.includes(sel.ts), `M at the selected event ${sel && sel.ts}: ${mk}`);
+	}
+
+	// export: the current view as a valid SVG document, with what the
+	// canvas shows (rows, states, markers)
+	{
+		const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 10000 }),
+			page.click('#export')]);
+		const file = shot ? shot.replace(/\.png$/, '') + '.svg' : await dl.path();
+		if (shot)
+			await dl.saveAs(file);
+		const text = readFileSync(file, 'utf8');
+		const got = await page.evaluate((text) => {
+			const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+			const root = doc.documentElement;
+			const texts = [...doc.getElementsByTagName('text')].map((t) => t.textContent);
+			const fills = [...doc.getElementsByTagName('rect')].map((r) => r.getAttribute('fill'));
+			return { error: doc.getElementsByTagName('parsererror').length, root: root.localName,
+				ns: root.namespaceURI, w: root.getAttribute('width'), texts, fills };
+		}, text);
+		check(!got.error && got.root === 'svg' && got.ns === 'http://www.w3.org/2000/svg' &&
+			Number(got.w) > 0, `SVG parses: ${JSON.stringify({ ...got, texts: 0, fills: 0 })}`);
+		check(['CPU 0', 'CPU 1', 'worker-a 301 (300)', 'kworker 400', 'M1'].every((t) =>
+			got.texts.includes(t)), `SVG text: ${got.texts.slice(0, 30)}`);
+		check(got.fills.includes('#ff7043') && got.fills.includes('#1565c0') &&
+			got.fills.length > 40, `SVG rects: ${got.fills.length}, I/O wait and a marker among them`);
+	}
 
 	check(errors.length === 0, `page errors: ${errors.join('; ')}`);
 	check(outside.length === 0, `requests outside the server: ${outside.join(' ')}`);
