@@ -576,9 +576,197 @@ static int mkdir1(const char *p)
 	return tfile_mkdir(p, 0);
 }
 
+/* The private tracefs instance: tracefs mounted if needed, stale
+ * instances of dead strata processes removed, clock, buffer size and the
+ * pid filter set. 0, or a negative errno after set_err(). */
+static int kern_instance(struct kern_session *s, const struct kern_options *o)
+{
+	int ret;
+
+	/* tracefs: mounted already, or mount it (and unmount at stop) */
+	if (!tracefs_ready()) {
+		if (mount("nodev", TRACEFS_DIR, "tracefs", 0, NULL) < 0) {
+			ret = -errno;
+			set_err(o, "cannot mount tracefs on " TRACEFS_DIR ": %s%s",
+				strerror(errno), errno == EPERM ? " (needs root)" : "");
+			return ret == -ENOENT || ret == -ENODEV ? -ENODEV : ret;
+		}
+		s->mounted = true;
+		if (!tracefs_ready()) {
+			set_err(o, "tracefs has no instances directory here");
+			return -ENODEV;
+		}
+	}
+	if (access(TRACEFS_DIR "/instances", W_OK) < 0) {
+		ret = -errno;
+		set_err(o, TRACEFS_DIR "/instances: %s (kernel tracing needs root)",
+			strerror(errno));
+		return ret;
+	}
+	tracefs_instances_walk(stale_instance, NULL);
+
+	snprintf(s->name, sizeof(s->name), "strata-%d", (int)getpid());
+	if (tracefs_instance_exists(s->name)) {
+		set_err(o, "tracefs instance %s exists: one kernel session per process", s->name);
+		return -EEXIST;
+	}
+	if (!(s->inst = tracefs_instance_create(s->name))) {
+		ret = errno ? -errno : -EIO;
+		set_err(o, "cannot create tracefs instance %s: %s", s->name, strerror(-ret));
+		return ret;
+	}
+	s->inst_created = tracefs_instance_is_new(s->inst);
+	tracefs_trace_off(s->inst);
+
+	/* format.md §5: the same counter as user space */
+	const char *clk = strata_clock_tsc ? "x86-tsc" : "mono";
+	if (tracefs_instance_file_write(s->inst, "trace_clock", clk) < 0) {
+		set_err(o, "cannot set the trace clock of %s to %s", s->name, clk);
+		return -EIO;
+	}
+	if (tracefs_instance_set_buffer_size(s->inst, o->buffer_kb ? o->buffer_kb : 4096, -1) < 0) {
+		set_err(o, "cannot set the buffer size of %s", s->name);
+		return -EIO;
+	}
+	if (o->npids) {
+		if (!(s->scope = scope_list(o->pids, o->npids)))
+			return -ENOMEM;
+		if (tracefs_instance_file_write(s->inst, "set_event_pid", s->scope) < 0 ||
+		    tracefs_option_enable(s->inst, TRACEFS_OPTION_EVENT_FORK) < 0) {
+			set_err(o, "cannot set the pid filter of %s", s->name);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/* TRACE/kernel/cpuN and index/. 0, or a negative errno after set_err();
+ * *made says whether TRACE/kernel exists now (to be removed on failure). */
+static int kern_outputs(struct kern_session *s, const struct kern_options *o, uint32_t psize,
+			bool *made)
+{
+	int ret;
+
+	*made = false;
+	if ((ret = mkdir1(s->trace_dir)) || (ret = mkdir1(s->dir))) {
+		set_err(o, "%s: cannot create directory: %s", s->dir, strerror(-ret));
+		return ret;
+	}
+	*made = true;
+	char idx[4300];
+	snprintf(idx, sizeof(idx), "%s/index", s->dir);
+	if ((ret = mkdir1(idx))) {
+		set_err(o, "%s: cannot create directory: %s", idx, strerror(-ret));
+		return ret;
+	}
+	long nc = sysconf(_SC_NPROCESSORS_CONF);
+	s->ncpus = nc > 0 ? (unsigned)nc : 1;
+	if (getrandom(s->uuid, 16, 0) != 16)
+		memcpy(s->uuid, &s->p0, 16);
+	s->streams = calloc(s->ncpus, sizeof(*s->streams));
+	s->tcpu = calloc(s->ncpus, sizeof(*s->tcpu));
+	s->words = calloc(1023, 8);
+	if (!s->streams || !s->tcpu || !s->words)
+		return -ENOMEM;
+	for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
+		s->streams[cpu].fd = s->streams[cpu].idx_fd = -1;
+	for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
+		if ((ret = kstream_open(&s->streams[cpu], s->dir, cpu, s->uuid, psize))) {
+			set_err(o, "%s/cpu%u: cannot create: %s", s->dir, cpu, strerror(-ret));
+			return ret;
+		}
+	return 0;
+}
+
+/* The format files of the systems used: those of the groups, then -e's.
+ * 0, or a negative errno after set_err(). */
+static int kern_formats(struct kern_session *s, const struct kern_options *o)
+{
+	const char *systems[64] = { "sched", "irq", "raw_syscalls", "irq_vectors", "exceptions" };
+	const unsigned ngroup_sys = 5;
+	unsigned nsys = ngroup_sys;
+	for (const char *const *e = o->events; e && *e && nsys < 63; e++) {
+		char sys[64];
+		snprintf(sys, sizeof(sys), "%.*s", (int)strcspn(*e, ":"), *e);
+		bool have = false;
+		for (unsigned i = 0; i < nsys; i++)
+			have |= !strcmp(systems[i], sys);
+		if (!have && (systems[nsys] = strdup(sys)))
+			nsys++;
+	}
+	s->tep = tracefs_local_events_system(NULL, systems);
+	for (unsigned i = ngroup_sys; i < nsys; i++)
+		free((char *)systems[i]);
+	if (!s->tep) {
+		set_err(o, "cannot read the tracefs event formats");
+		return -EIO;
+	}
+	return (s->kbuf = tep_kbuffer(s->tep)) ? 0 : -ENOMEM;
+}
+
+/* The reader thread, whose tid the syscall filter needs: started, and its
+ * tid known. 0, or a negative errno after set_err(). */
+static int kern_reader_start(struct kern_session *s, const struct kern_options *o)
+{
+	int ret;
+
+	if ((ret = open_cpus(s))) {
+		set_err(o, "cannot open the per-CPU buffers of %s", s->name);
+		return ret;
+	}
+	if ((ret = -pthread_create(&s->thread, NULL, reader_main, s))) {
+		set_err(o, "cannot start the kernel reader thread: %s", strerror(-ret));
+		return ret;
+	}
+	s->thread_started = true;
+	pthread_mutex_lock(&s->lock);
+	while (!s->reader_tid)
+		pthread_cond_wait(&s->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* The events of the groups and of -e, enabled, and the table from tracefs
+ * ids to classes. 0, or a negative errno after set_err(). */
+static int kern_classes(struct kern_session *s, const struct kern_options *o)
+{
+	int ret;
+
+	for (size_t i = 0; i < NGROUP_EVENTS; i++)
+		if ((o->groups & group_events[i].group) &&
+		    (ret = add_class(s, o, group_events[i].sys, group_events[i].name))) {
+			if (ret == -ENOENT && (!strcmp(group_events[i].name, "sched_waking") ||
+					       !strcmp(group_events[i].sys, "irq_vectors") ||
+					       !strcmp(group_events[i].sys, "exceptions")))
+				continue; /* older kernels, other architectures */
+			return ret;
+		}
+	for (const char *const *e = o->events; e && *e; e++) {
+		char sys[64];
+		const char *colon = strchr(*e, ':');
+		if (!colon) {
+			set_err(o, "kernel event '%s': expected SYSTEM:EVENT", *e);
+			return -EINVAL;
+		}
+		snprintf(sys, sizeof(sys), "%.*s", (int)(colon - *e), *e);
+		if ((ret = add_class(s, o, sys, colon + 1)))
+			return ret;
+	}
+	s->max_id = 0;
+	for (unsigned i = 0; i < s->nclasses; i++)
+		if (s->classes[i].tep_id > s->max_id)
+			s->max_id = s->classes[i].tep_id;
+	if (!(s->by_id = calloc((size_t)s->max_id + 1, sizeof(*s->by_id))))
+		return -ENOMEM;
+	for (unsigned i = 0; i < s->nclasses; i++)
+		s->by_id[s->classes[i].tep_id] = &s->classes[i];
+	return 0;
+}
+
 int kern_start(const struct kern_options *o, struct kern_session **out)
 {
 	struct kern_session *s;
+	bool made = false;
 	int ret;
 
 	*out = NULL;
@@ -599,202 +787,35 @@ int kern_start(const struct kern_options *o, struct kern_session **out)
 	s->flush_ms = o->flush_ms ? o->flush_ms : 100;
 	snprintf(s->trace_dir, sizeof(s->trace_dir), "%s", o->trace_dir);
 	snprintf(s->dir, sizeof(s->dir), "%s/kernel", o->trace_dir);
-
 	clock_init();
 	clock_point_take(&s->p0);
 
-	/* tracefs: mounted already, or mount it (and unmount at stop) */
-	if (!tracefs_ready()) {
-		if (mount("nodev", TRACEFS_DIR, "tracefs", 0, NULL) < 0) {
-			ret = -errno;
-			set_err(o, "cannot mount tracefs on " TRACEFS_DIR ": %s%s",
-				strerror(errno), errno == EPERM ? " (needs root)" : "");
-			if (ret == -ENOENT || ret == -ENODEV)
-				ret = -ENODEV;
-			goto fail;
-		}
-		s->mounted = true;
-		if (!tracefs_ready()) {
-			ret = -ENODEV;
-			set_err(o, "tracefs has no instances directory here");
-			goto fail;
-		}
-	}
-	if (access(TRACEFS_DIR "/instances", W_OK) < 0) {
-		ret = -errno;
-		set_err(o, TRACEFS_DIR "/instances: %s (kernel tracing needs root)",
-			strerror(errno));
+	if ((ret = kern_instance(s, o)) || (ret = kern_outputs(s, o, psize, &made)) ||
+	    (ret = kern_formats(s, o)))
 		goto fail;
-	}
-	tracefs_instances_walk(stale_instance, NULL);
-
-	snprintf(s->name, sizeof(s->name), "strata-%d", (int)getpid());
-	if (tracefs_instance_exists(s->name)) {
-		ret = -EEXIST;
-		set_err(o, "tracefs instance %s exists: one kernel session per process", s->name);
-		goto fail;
-	}
-	if (!(s->inst = tracefs_instance_create(s->name))) {
-		ret = errno ? -errno : -EIO;
-		set_err(o, "cannot create tracefs instance %s: %s", s->name, strerror(-ret));
-		goto fail;
-	}
-	s->inst_created = tracefs_instance_is_new(s->inst);
-	tracefs_trace_off(s->inst);
-
-	/* format.md §5: the same counter as user space */
-	const char *clk = strata_clock_tsc ? "x86-tsc" : "mono";
-	if (tracefs_instance_file_write(s->inst, "trace_clock", clk) < 0) {
-		ret = -EIO;
-		set_err(o, "cannot set the trace clock of %s to %s", s->name, clk);
-		goto fail;
-	}
-	if (tracefs_instance_set_buffer_size(s->inst, o->buffer_kb ? o->buffer_kb : 4096, -1) < 0) {
-		ret = -EIO;
-		set_err(o, "cannot set the buffer size of %s", s->name);
-		goto fail;
-	}
-	if (o->npids) {
-		if (!(s->scope = scope_list(o->pids, o->npids))) {
-			ret = -ENOMEM;
-			goto fail;
-		}
-		if (tracefs_instance_file_write(s->inst, "set_event_pid", s->scope) < 0 ||
-		    tracefs_option_enable(s->inst, TRACEFS_OPTION_EVENT_FORK) < 0) {
-			ret = -EIO;
-			set_err(o, "cannot set the pid filter of %s", s->name);
-			goto fail;
-		}
-	}
-
-	/* outputs: TRACE/kernel/cpuN, index/ */
-	if ((ret = mkdir1(s->trace_dir)) || (ret = mkdir1(s->dir))) {
-		set_err(o, "%s: cannot create directory: %s", s->dir, strerror(-ret));
-		goto fail;
-	}
-	char idx[4300];
-	snprintf(idx, sizeof(idx), "%s/index", s->dir);
-	if ((ret = mkdir1(idx))) {
-		set_err(o, "%s: cannot create directory: %s", idx, strerror(-ret));
-		goto fail_out;
-	}
-	long nc = sysconf(_SC_NPROCESSORS_CONF);
-	s->ncpus = nc > 0 ? (unsigned)nc : 1;
-	if (getrandom(s->uuid, 16, 0) != 16)
-		memcpy(s->uuid, &s->p0, 16);
-	s->streams = calloc(s->ncpus, sizeof(*s->streams));
-	s->tcpu = calloc(s->ncpus, sizeof(*s->tcpu));
-	s->words = calloc(1023, 8);
-	if (!s->streams || !s->tcpu || !s->words) {
-		ret = -ENOMEM;
-		goto fail_out;
-	}
-	for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
-		s->streams[cpu].fd = s->streams[cpu].idx_fd = -1;
-	for (unsigned cpu = 0; cpu < s->ncpus; cpu++)
-		if ((ret = kstream_open(&s->streams[cpu], s->dir, cpu, s->uuid, psize))) {
-			set_err(o, "%s/cpu%u: cannot create: %s", s->dir, cpu, strerror(-ret));
-			goto fail_out;
-		}
-
-	/* format files of the systems used: those of the groups, then -e's */
-	const char *systems[64] = { "sched", "irq", "raw_syscalls", "irq_vectors", "exceptions" };
-	const unsigned ngroup_sys = 5;
-	unsigned nsys = ngroup_sys;
-	for (const char *const *e = o->events; e && *e && nsys < 63; e++) {
-		char sys[64];
-		snprintf(sys, sizeof(sys), "%.*s", (int)strcspn(*e, ":"), *e);
-		bool have = false;
-		for (unsigned i = 0; i < nsys; i++)
-			have |= !strcmp(systems[i], sys);
-		if (!have && (systems[nsys] = strdup(sys)))
-			nsys++;
-	}
-	s->tep = tracefs_local_events_system(NULL, systems);
-	for (unsigned i = ngroup_sys; i < nsys; i++)
-		free((char *)systems[i]);
-	if (!s->tep) {
-		ret = -EIO;
-		set_err(o, "cannot read the tracefs event formats");
-		goto fail_out;
-	}
-	if (!(s->kbuf = tep_kbuffer(s->tep))) {
-		ret = -ENOMEM;
-		goto fail_out;
-	}
 	/* the kernel's own split of on-CPU time, for the breakdown: baselines
 	 * now, before tracing is on (a failure only costs the split) */
 	if (o->groups & KERN_SCHED)
 		s->times_err = ktimes_start(&s->times, s->ncpus, s->scope, &s->streams[0]);
-	if ((ret = open_cpus(s))) {
-		set_err(o, "cannot open the per-CPU buffers of %s", s->name);
-		goto fail_out;
-	}
-
-	/* the reader thread, whose tid the syscall filter needs */
-	if ((ret = -pthread_create(&s->thread, NULL, reader_main, s))) {
-		set_err(o, "cannot start the kernel reader thread: %s", strerror(-ret));
-		goto fail_out;
-	}
-	s->thread_started = true;
-	pthread_mutex_lock(&s->lock);
-	while (!s->reader_tid)
-		pthread_cond_wait(&s->cond, &s->lock);
-	pthread_mutex_unlock(&s->lock);
-
-	for (size_t i = 0; i < NGROUP_EVENTS; i++)
-		if ((o->groups & group_events[i].group) &&
-		    (ret = add_class(s, o, group_events[i].sys, group_events[i].name))) {
-			if (ret == -ENOENT && (!strcmp(group_events[i].name, "sched_waking") ||
-					       !strcmp(group_events[i].sys, "irq_vectors") ||
-					       !strcmp(group_events[i].sys, "exceptions")))
-				continue; /* older kernels, other architectures */
-			goto fail_out;
-		}
-	for (const char *const *e = o->events; e && *e; e++) {
-		char sys[64];
-		const char *colon = strchr(*e, ':');
-		if (!colon) {
-			set_err(o, "kernel event '%s': expected SYSTEM:EVENT", *e);
-			ret = -EINVAL;
-			goto fail_out;
-		}
-		snprintf(sys, sizeof(sys), "%.*s", (int)(colon - *e), *e);
-		if ((ret = add_class(s, o, sys, colon + 1)))
-			goto fail_out;
-	}
-	s->max_id = 0;
-	for (unsigned i = 0; i < s->nclasses; i++)
-		if (s->classes[i].tep_id > s->max_id)
-			s->max_id = s->classes[i].tep_id;
-	if (!(s->by_id = calloc((size_t)s->max_id + 1, sizeof(*s->by_id)))) {
-		ret = -ENOMEM;
-		goto fail_out;
-	}
-	for (unsigned i = 0; i < s->nclasses; i++)
-		s->by_id[s->classes[i].tep_id] = &s->classes[i];
-
+	if ((ret = kern_reader_start(s, o)) || (ret = kern_classes(s, o)))
+		goto fail;
 	if (tracefs_trace_on(s->inst) < 0) {
 		ret = -EIO;
 		set_err(o, "cannot turn tracing on in %s", s->name);
-		goto fail_out;
+		goto fail;
 	}
 	*out = s;
 	return 0;
 
-fail_out:
+fail:
 	teardown(s);
 	session_free(s);
-	{
+	if (made) {
 		/* the streams are closed: remove them */
 		struct kern_session tmp = { .ncpus = (unsigned)sysconf(_SC_NPROCESSORS_CONF) };
 		snprintf(tmp.dir, sizeof(tmp.dir), "%s/kernel", o->trace_dir);
 		remove_outputs(&tmp);
 	}
-	return ret;
-fail:
-	teardown(s);
-	session_free(s);
 	return ret;
 }
 
