@@ -462,6 +462,79 @@ static void on_switch(struct bd_ctx *c, const struct strata_event *ev,
 	run_on(c, n, cpu, ts);
 }
 
+/* sched_wakeup(_new) of a thread: runnable from now, if it was not. */
+static void on_wakeup(struct bd_ctx *c, const struct strata_event *ev,
+		      const struct kclass_info *ci, bool in_window)
+{
+	int64_t pid = field_s(ev, ci->f[0]);
+	if (pid <= 0)
+		return;
+	struct bd_thread *w = thread_get(c, (uint32_t)pid);
+	if (!w || w->exited)
+		return;
+	if (!w->comm[0])
+		field_str(ev, ci->f[1], w->comm, false);
+	w->wakeups += in_window;
+	if (w->state == BD_SLEEP || w->state == BD_IO || w->state == BD_UNSEEN ||
+	    w->state == BD_UNKNOWN)
+		set_state(c, w, BD_RUNNABLE, ev->timestamp);
+}
+
+/* raw_syscalls sys_enter / sys_exit of the current thread. */
+static void on_syscall(struct bd_ctx *c, struct bd_thread *cur, const struct strata_event *ev,
+		       const struct kclass_info *ci)
+{
+	uint64_t ts = ev->timestamp;
+
+	if (ci->kind == K_SYS_ENTER) {
+		cur->in_sys = cur->sys_open = cur->sys_seen = true;
+		cur->sys_nr = (uint32_t)field_s(ev, ci->f[0]);
+		cur->sys_enter = ts;
+		set_state(c, cur, BD_SYS, ts);
+		return;
+	}
+	/* A thread first seen leaving a system call was in it since it was
+	 * first seen running. */
+	if (!cur->sys_seen && cur->state == BD_USER)
+		cur->state = BD_SYS;
+	cur->sys_seen = true;
+	set_state(c, cur, BD_SYS, ts); /* account the on-CPU part */
+	if (cur->sys_open)
+		sys_account(c, cur, cur->sys_nr, clip(c, cur->sys_enter, ts), 0,
+			    cur->sys_enter >= c->wfrom && ts <= c->wto);
+	cur->in_sys = cur->sys_open = false;
+	set_state(c, cur, BD_USER, ts);
+}
+
+/* Interrupt and softirq entry and exit on CPU k: the CPU's handler time,
+ * and the interrupted thread's (handler()). */
+static void on_handler(struct bd_ctx *c, struct bd_cpu *k, struct bd_thread *cur, int kind,
+		       uint64_t ts)
+{
+	switch (kind) {
+	case K_IRQ_ENTRY:
+		c->r->have_irq = true;
+		k->in_irq = true;
+		k->irq_at = ts;
+		break;
+	case K_IRQ_EXIT:
+		if (k->in_irq)
+			k->irq += clip(c, k->irq_at, ts);
+		k->in_irq = false;
+		break;
+	case K_SOFTIRQ_ENTRY:
+		k->in_softirq = true;
+		k->softirq_at = ts;
+		break;
+	case K_SOFTIRQ_EXIT:
+		if (k->in_softirq)
+			k->softirq += clip(c, k->softirq_at, ts);
+		k->in_softirq = false;
+		break;
+	}
+	handler(c, k, cur, kind == K_IRQ_ENTRY || kind == K_SOFTIRQ_ENTRY, ts);
+}
+
 /* A strata:thread_times record (format.md §4): the kernel's utime and
  * stime of a thread at the start, or its final values. */
 static void on_times(struct bd_ctx *c, const struct strata_event *ev,
@@ -587,21 +660,9 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 	case K_SWITCH:
 		on_switch(c, ev, ci, cpu);
 		break;
-	case K_WAKEUP: {
-		int64_t pid = field_s(ev, ci->f[0]);
-		if (pid <= 0)
-			break;
-		struct bd_thread *w = thread_get(c, (uint32_t)pid);
-		if (!w || w->exited)
-			break;
-		if (!w->comm[0])
-			field_str(ev, ci->f[1], w->comm, false);
-		w->wakeups += in_window;
-		if (w->state == BD_SLEEP || w->state == BD_IO || w->state == BD_UNSEEN ||
-		    w->state == BD_UNKNOWN)
-			set_state(c, w, BD_RUNNABLE, ts);
+	case K_WAKEUP:
+		on_wakeup(c, ev, ci, in_window);
 		break;
-	}
 	case K_FORK: {
 		int64_t pid = field_s(ev, ci->f[0]);
 		struct bd_thread *ch = pid > 0 ? thread_get(c, (uint32_t)pid) : NULL;
@@ -617,52 +678,16 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 			cur->exiting = true;
 		break;
 	case K_SYS_ENTER:
-		r->have_syscalls = true;
-		if (cur) {
-			cur->in_sys = cur->sys_open = cur->sys_seen = true;
-			cur->sys_nr = (uint32_t)field_s(ev, ci->f[0]);
-			cur->sys_enter = ts;
-			set_state(c, cur, BD_SYS, ts);
-		}
-		break;
 	case K_SYS_EXIT:
 		r->have_syscalls = true;
-		if (cur) {
-			/* A thread first seen leaving a system call was in it
-			 * since it was first seen running. */
-			if (!cur->sys_seen && cur->state == BD_USER)
-				cur->state = BD_SYS;
-			cur->sys_seen = true;
-			set_state(c, cur, BD_SYS, ts); /* account the on-CPU part */
-			if (cur->sys_open)
-				sys_account(c, cur, cur->sys_nr, clip(c, cur->sys_enter, ts), 0,
-					    cur->sys_enter >= c->wfrom && ts <= c->wto);
-			cur->in_sys = cur->sys_open = false;
-			set_state(c, cur, BD_USER, ts);
-		}
+		if (cur)
+			on_syscall(c, cur, ev, ci);
 		break;
 	case K_IRQ_ENTRY:
-		r->have_irq = true;
-		k->in_irq = true;
-		k->irq_at = ts;
-		handler(c, k, cur, true, ts);
-		break;
 	case K_IRQ_EXIT:
-		if (k->in_irq)
-			k->irq += clip(c, k->irq_at, ts);
-		k->in_irq = false;
-		handler(c, k, cur, false, ts);
-		break;
 	case K_SOFTIRQ_ENTRY:
-		k->in_softirq = true;
-		k->softirq_at = ts;
-		handler(c, k, cur, true, ts);
-		break;
 	case K_SOFTIRQ_EXIT:
-		if (k->in_softirq)
-			k->softirq += clip(c, k->softirq_at, ts);
-		k->in_softirq = false;
-		handler(c, k, cur, false, ts);
+		on_handler(c, k, cur, ci->kind, ts);
 		break;
 	case K_EXEC:
 		if (cur)
