@@ -561,19 +561,28 @@ static strata_always_inline uint64_t *strata_ring_cc(struct strata_ring *ring,
 #ifdef STRATA_RSEQ_X86
 /* ring.md §7 commit: a plain add on the ring's CPU, a locked add to the
  * remote counter from any other. x86 stores are ordered: the plain add
- * publishes like a release (the asm is a compiler barrier). */
+ * publishes like a release (the asm is a compiler barrier). An aborted
+ * section is retried, at most STRATA_MAX_RETRIES times in all; after
+ * that the locked add, which is right from any CPU, this one included
+ * (the remote counter only ever takes locked adds; readers sum the two). */
 static strata_always_inline void strata_ring_commit_rseq(struct rseq *rs,
 					   struct strata_ring *ring,
 					   uint64_t *cc, uint64_t bytes)
 {
-	int rc;
+	enum strata_rseq_commit_outcome rc;
+	uint32_t tries = 1;
 
-	while (strata_unlikely(rc = strata_rseq_commit(rs, ring->cpu, cc, bytes))) {
-		if (rc == 1) { /* migrated: the remote counter */
-			strata_add_release(cc + 1, bytes);
-			break;
-		}
-	}
+	/* The first try apart: the bound's counter stays off the fast path. */
+	rc = strata_rseq_commit(rs, ring->cpu, cc, bytes);
+	if (strata_likely(rc == STRATA_RSEQ_COMMITTED))
+		return;
+	while (rc == STRATA_RSEQ_ABORTED && tries++ < STRATA_MAX_RETRIES)
+		rc = strata_rseq_commit(rs, ring->cpu, cc, bytes);
+	if (rc == STRATA_RSEQ_COMMITTED)
+		return;
+	/* Migrated, or aborted every time: the remote counter. Release:
+	 * publishes the event, as the plain add does. */
+	strata_add_release(cc + 1, bytes);
 }
 #endif
 
