@@ -5,6 +5,7 @@
 
 #include "analysis/analysis.h"
 #include "cli.h"
+#include "common/compiler.h"
 
 const char cmd_print_usage[] =
 	"usage: strata print [OPTIONS] TRACE\n\n"
@@ -207,8 +208,6 @@ static char *stream_levels(struct strata_trace *t)
 	return lv;
 }
 
-#define RD_UNLIKELY_CLI(x) __builtin_expect(!!(x), 0)
-
 /* " [CPU] L PID/TID " of the last event of one stream, ready to copy:
  * formatted once per change of thread in the stream, not per line. */
 struct head_cache {
@@ -274,7 +273,7 @@ static void put_text(struct cli_out *o, struct cli_time *tm, const struct strata
 {
 	char *p = cli_out_reserve(o, 1024), *q = p;
 	q += cli_time_fmt_seq(tm, ev->timestamp, q);
-	if (RD_UNLIKELY_CLI(!hc->n || hc->pid != ev->pid || hc->tid != ev->tid ||
+	if (strata_unlikely(!hc->n || hc->pid != ev->pid || hc->tid != ev->tid ||
 			    hc->cpu != ev->cpu))
 		head_fill(hc, ev, level);
 	/* fixed 16-byte moves: a loop of them, or one memcpy of the whole,
@@ -298,7 +297,7 @@ static void put_text(struct cli_out *o, struct cli_time *tm, const struct strata
 	}
 	size_t at = o->len;
 	put_desc(o, ev, vals, nv);
-	if (RD_UNLIKELY_CLI(kn->fix[ev->cls->index].kind) && level == 'K')
+	if (strata_unlikely(kn->fix[ev->cls->index].kind) && level == 'K')
 		kernel_fix(o, at, kn, ev, vals);
 	/* put_desc leaves at least the 64 KiB slack past cap */
 	o->buf[o->len++] = '\n';
