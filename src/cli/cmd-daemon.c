@@ -217,7 +217,7 @@ static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 		cli_err(NULL, "daemon: unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
-	if (!sess_name_ok(dopt->name)) {
+	if (!proto_name_ok(dopt->name)) {
 		cli_err(NULL, "daemon: --name %s: use letters, digits, '_', '-', '.'",
 			dopt->name);
 		return 2;
@@ -234,17 +234,17 @@ struct daemon_dirs {
 /* The daemon's configuration, from the environment and NAME's
  * directories: 0, or the exit status after one error line. */
 static int daemon_config(const struct daemon_opts *dopt,
-			 struct sessd_config *cfg, struct daemon_dirs *dirs)
+			 struct dmn_config *cfg, struct daemon_dirs *dirs)
 {
 	int ret;
 
 	memset(cfg, 0, sizeof(*cfg));
-	if (sessd_config_from_env(cfg)) {
+	if (dmn_config_from_env(cfg)) {
 		cli_err(NULL, "daemon: %s", strata_strerror_detail());
 		return 2;
 	}
-	ret = sess_daemon_dir(dopt->name, dirs->session, sizeof(dirs->session),
-			      dirs->base, sizeof(dirs->base));
+	ret = proto_daemon_dir(dopt->name, dirs->session, sizeof(dirs->session),
+			       dirs->base, sizeof(dirs->base));
 	if (ret) {
 		cli_err(NULL, "daemon: session directory for '%s': %s",
 			dopt->name, strerror(-ret));
@@ -261,8 +261,8 @@ static int daemon_config(const struct daemon_opts *dopt,
  * (unless --stopped) and the daemon, and say that it listens, or why
  * not. 0 with *d, or the exit status 1. */
 static int daemon_listen(const struct daemon_opts *dopt,
-			 struct sessd_config *cfg, struct daemon_dirs *dirs,
-			 struct sessd **d)
+			 struct dmn_config *cfg, struct daemon_dirs *dirs,
+			 struct dmn **d)
 {
 	char line[8192];
 	const char *what = "";
@@ -270,8 +270,8 @@ static int daemon_listen(const struct daemon_opts *dopt,
 
 	int fd = dopt->fg ? -1 : go_background();
 	if (!dopt->stopped) {
-		if ((ret = sessd_mkdir_new(dopt->out, "strata", dirs->trace,
-					   sizeof(dirs->trace)))) {
+		if ((ret = dmn_mkdir_new(dopt->out, "strata", dirs->trace,
+					 sizeof(dirs->trace)))) {
 			snprintf(line, sizeof(line), "strata: %s: cannot create the "
 				 "trace directory: %s%s\n",
 				 dopt->out ? dopt->out : dirs->trace,
@@ -282,7 +282,7 @@ static int daemon_listen(const struct daemon_opts *dopt,
 		}
 		cfg->trace_dir = dirs->trace;
 	}
-	if ((ret = sessd_create(cfg, d, &what))) {
+	if ((ret = dmn_create(cfg, d, &what))) {
 		snprintf(line, sizeof(line), "strata: daemon %s: %s: %s (%s)\n",
 			 dopt->name, what, strerror(-ret), dirs->session);
 		if (!dopt->stopped)
@@ -300,7 +300,7 @@ static int daemon_listen(const struct daemon_opts *dopt,
 		}
 	}
 	snprintf(line, sizeof(line), "strata: daemon %s (pid %d) listening on %s; "
-		 "%s%s\n", dopt->name, (int)getpid(), sessd_socket(*d),
+		 "%s%s\n", dopt->name, (int)getpid(), dmn_socket(*d),
 		 dopt->stopped ? "stopped (strata session start)" : "writing to ",
 		 dopt->stopped ? "" : dirs->trace);
 	if (fd >= 0)
@@ -311,30 +311,30 @@ static int daemon_listen(const struct daemon_opts *dopt,
 
 /* Serve until a signal or `strata daemon --kill`, then finish the trace
  * and end. */
-static void daemon_run(struct sessd *d)
+static void daemon_run(struct dmn *d)
 {
-	struct sessd_totals t;
+	struct dmn_totals t;
 	unsigned work = 0;
 
 	cli_session_signals();
 	signal(SIGPIPE, SIG_IGN);
-	while (!cli_got_signal && !sessd_quit_requested(d)) {
-		work = sessd_step(d, work ? 1 : 5);
+	while (!cli_got_signal && !dmn_quit_requested(d)) {
+		work = dmn_step(d, work ? 1 : 5);
 		if (cli_got_usr1) {
 			cli_got_usr1 = 0;
 			cli_snapshot(d, NULL);
 		}
 	}
-	sessd_stop_wait(d, &t);
-	sessd_destroy(d, NULL, &t);
+	dmn_stop_wait(d, &t);
+	dmn_destroy(d, NULL, &t);
 }
 
 int cmd_daemon(int argc, char **argv)
 {
 	struct daemon_opts dopt;
 	struct daemon_dirs dirs;
-	struct sessd_config cfg;
-	struct sessd *d;
+	struct dmn_config cfg;
+	struct dmn *d;
 	int rc;
 
 	if ((rc = daemon_parse(argc, argv, &dopt)))

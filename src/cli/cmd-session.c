@@ -40,7 +40,7 @@ static int ctl_path(const char *name, struct sockaddr_un *a)
 {
 	char dir[4096], base[4096];
 
-	if (sess_daemon_dir(name, dir, sizeof(dir), base, sizeof(base)) ||
+	if (proto_daemon_dir(name, dir, sizeof(dir), base, sizeof(base)) ||
 	    (size_t)snprintf(a->sun_path, sizeof(a->sun_path), "%s/ctl", dir) >=
 		    sizeof(a->sun_path)) {
 		cli_err(NULL, "session: bad daemon name '%s'", name);
@@ -182,7 +182,7 @@ static int session_request(const struct session_opts *so, struct ctl_req *q)
 	memset(q, 0, sizeof(*q));
 	q->h.type = so->type;
 	q->h.len = sizeof(*q);
-	q->version = SESS_VERSION;
+	q->version = PROTO_VERSION;
 	if (so->out) {
 		/* The daemon runs elsewhere: give it an absolute path. */
 		const char *out = so->out;
@@ -215,7 +215,7 @@ static int session_answer(int fd, const struct session_opts *so)
 	table_cell(&t, "DISCARDED");
 	for (;;) {
 		union {
-			struct sess_hdr h;
+			struct proto_hdr h;
 			struct ctl_proc p;
 			struct ctl_done d;
 		} u;
