@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <strata/inline/atomic.h>
+
 #include "bench_util.h"
 
 static void loop_floor(uint64_t n, void *arg)
@@ -45,13 +47,12 @@ BENCH_OPAQUE static void part_mono(uint64_t w)
 BENCH_OPAQUE static void part_cas(uint64_t w)
 {
 	uint64_t o = part_word;
-	__atomic_compare_exchange_n(&part_word, &o, o + w, 0, __ATOMIC_ACQ_REL,
-				    __ATOMIC_ACQUIRE);
+	strata_cas_acq_rel(&part_word, &o, o + w); /* as the ring's F */
 }
 
 BENCH_OPAQUE static void part_xadd(uint64_t w)
 {
-	__atomic_fetch_add(&part_word, w, __ATOMIC_RELEASE);
+	strata_add_release(&part_word, w); /* as the ring's commit */
 }
 
 /* The minimum of a CAS-reserve tracer: rdtsc, CAS the write offset, store
@@ -60,9 +61,8 @@ BENCH_OPAQUE static void part_model(uint64_t w)
 {
 	bench_floor_event(w);
 	uint64_t o = part_word;
-	__atomic_compare_exchange_n(&part_word, &o, o + 16, 0, __ATOMIC_ACQ_REL,
-				    __ATOMIC_ACQUIRE);
-	__atomic_fetch_add(&part_word2, 16, __ATOMIC_RELEASE);
+	strata_cas_acq_rel(&part_word, &o, o + 16);
+	strata_add_release(&part_word2, 16);
 }
 
 #define PART_LOOP(name)                                                        \

@@ -168,21 +168,13 @@ static int cmp_task(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_result *out)
+/* Each class's kind (K_SWITCH, K_WAKE) and the indexes of the fields
+ * read from it: pid, prev_state, next_pid, comm (switch: prev_pid, ...,
+ * next_comm). */
+static void sl_classify(struct strata_trace *t, uint8_t *kind, int (*f)[4])
 {
-	struct sl_ctx c = { .t = t, .wfrom = wfrom, .wto = wto ? wto : UINT64_MAX };
-	unsigned nc = strata_trace_nclasses(t), ns = strata_trace_nstreams(t);
-	uint8_t *kind = calloc(nc ? nc : 1, 1);
-	int (*f)[4] = calloc(nc ? nc : 1, sizeof(*f));
-	bool *kernel = calloc(ns ? ns : 1, sizeof(bool));
-	struct strata_iter *it = NULL;
-	bool have_switch = false;
-	uint64_t last = 0; /* the last event read */
-	int ret = -ENOMEM;
+	unsigned nc = strata_trace_nclasses(t);
 
-	memset(out, 0, sizeof(*out));
-	if (!kind || !f || !kernel)
-		goto out;
 	for (unsigned i = 0; i < nc; i++) {
 		const struct strata_event_class *cl = strata_trace_class(t, i);
 		if (!strcmp(cl->name, "sched:sched_switch")) {
@@ -198,6 +190,100 @@ int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_r
 			f[i][3] = strata_event_class_field(cl, "comm");
 		}
 	}
+}
+
+/* A sched_switch on ev's CPU: `cur` (ev's thread, or NULL) leaves it,
+ * waiting if it was runnable; next_pid's wait ends. */
+static void sl_switch(struct sl_ctx *c, const struct strata_event *ev,
+		      const int *fi, struct sl_task *cur)
+{
+	unsigned cpu = ev->cpu;
+	uint64_t ts = ev->timestamp;
+	int64_t prev = field_i(ev, fi[0]), pst = field_i(ev, fi[1]);
+	int64_t next = field_i(ev, fi[2]);
+
+	if (prev > 0 && c->cpus[cpu].cur == prev && cur) {
+		if (cur->state == SL_RUN && cur->on == (int)cpu)
+			cur->runtime += clip(c, cur->since, ts);
+		cur->on = -1;
+		cur->since = ts;
+		/* TASK_REPORT 0 or 0x100 (preempted): runnable */
+		if (pst >= 0 && ((pst & 0x100) || !(pst & 0xff))) {
+			cur->state = SL_WAIT;
+			cur->cause = (pst & 0x100) ? SL_CAUSE_KPREEMPTED
+						   : SL_CAUSE_PREEMPTED;
+			cur->preemptions += in_window(c, ts);
+		} else {
+			cur->state = (pst & 0x30) ? SL_UNSEEN : SL_SLEEP;
+		}
+	}
+	if (next <= 0) {
+		c->cpus[cpu].cur = 0;
+		c->cpus[cpu].last = ts;
+		return;
+	}
+	struct sl_task *n = task_get(c, (uint32_t)next);
+	if (!n)
+		return; /* c->err is set */
+	field_comm(ev, fi[3], n->comm);
+	if (n->state == SL_RUN && n->on >= 0 && (unsigned)n->on != cpu)
+		cpu_lost(c, (unsigned)n->on);
+	wait_ends(c, n, cpu, ts, false);
+}
+
+/* A sched_wakeup: a task asleep (or unseen) waits for a CPU from now. */
+static void sl_wake(struct sl_ctx *c, const struct strata_event *ev,
+		    const int *fi)
+{
+	int64_t pid = field_i(ev, fi[0]);
+	struct sl_task *w = pid > 0 ? task_get(c, (uint32_t)pid) : NULL;
+
+	if (!w)
+		return;
+	if (!w->comm[0])
+		field_comm(ev, fi[3], w->comm);
+	if (w->state == SL_SLEEP || w->state == SL_UNSEEN || w->state == SL_LOST) {
+		w->state = SL_WAIT;
+		w->cause = SL_CAUSE_WAKEUP;
+		w->since = ev->timestamp;
+		w->wakeups += in_window(c, ev->timestamp);
+	}
+}
+
+/* The tasks with something in the window, as one array sorted by their
+ * longest wait; `last` is the last event read. 0 or -ENOMEM. */
+static int sl_collect(struct sl_ctx *c, uint64_t last, struct sl_result *out)
+{
+	out->tasks = calloc(c->tasks.n ? c->tasks.n : 1, sizeof(*out->tasks));
+	if (!out->tasks)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->tasks.n; i++) {
+		struct sl_task *k = c->tasks.all[i];
+		if (k->state == SL_RUN && k->on >= 0) /* still running at the end */
+			k->runtime += clip(c, k->since, last);
+		if (k->delays || k->runtime || k->unknown)
+			out->tasks[out->ntasks++] = *k;
+	}
+	qsort(out->tasks, out->ntasks, sizeof(*out->tasks), cmp_task);
+	return 0;
+}
+
+int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_result *out)
+{
+	struct sl_ctx c = { .t = t, .wfrom = wfrom, .wto = wto ? wto : UINT64_MAX };
+	unsigned nc = strata_trace_nclasses(t), ns = strata_trace_nstreams(t);
+	uint8_t *kind = calloc(nc ? nc : 1, 1);
+	int (*f)[4] = calloc(nc ? nc : 1, sizeof(*f));
+	bool *kernel = calloc(ns ? ns : 1, sizeof(bool));
+	struct strata_iter *it = NULL;
+	bool have_switch = false;
+	uint64_t last = 0; /* the last event read */
+	int ret = -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	if (!kind || !f || !kernel)
+		goto out;
+	sl_classify(t, kind, f);
 	c.ncpus = an_kernel_streams(t, kernel);
 	if (!(c.cpus = calloc(c.ncpus ? c.ncpus : 1, sizeof(*c.cpus))))
 		goto out;
@@ -213,57 +299,16 @@ int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_r
 		last = ev->timestamp;
 		if (!kernel[ev->stream] || ev->cpu >= c.ncpus)
 			continue;
-		unsigned cpu = ev->cpu;
-		uint64_t ts = ev->timestamp;
 		const int *fi = f[ev->cls->index];
-		on_cpu(&c, cpu, ev->tid, ts);
+		on_cpu(&c, ev->cpu, ev->tid, ev->timestamp);
 		struct sl_task *cur = ev->tid ? task_get(&c, ev->tid) : NULL;
 		if (cur)
 			cur->pid = ev->pid;
 		if (kind[ev->cls->index] == K_SWITCH) {
-			int64_t prev = field_i(ev, fi[0]), pst = field_i(ev, fi[1]);
-			int64_t next = field_i(ev, fi[2]);
 			have_switch = true;
-			if (prev > 0 && c.cpus[cpu].cur == prev && cur) {
-				if (cur->state == SL_RUN && cur->on == (int)cpu)
-					cur->runtime += clip(&c, cur->since, ts);
-				cur->on = -1;
-				cur->since = ts;
-				/* TASK_REPORT 0 or 0x100 (preempted): runnable */
-				if (pst >= 0 && ((pst & 0x100) || !(pst & 0xff))) {
-					cur->state = SL_WAIT;
-					cur->cause = (pst & 0x100) ? SL_CAUSE_KPREEMPTED
-								   : SL_CAUSE_PREEMPTED;
-					cur->preemptions += in_window(&c, ts);
-				} else {
-					cur->state = (pst & 0x30) ? SL_UNSEEN : SL_SLEEP;
-				}
-			}
-			if (next <= 0) {
-				c.cpus[cpu].cur = 0;
-				c.cpus[cpu].last = ts;
-				continue;
-			}
-			struct sl_task *n = task_get(&c, (uint32_t)next);
-			if (!n)
-				break;
-			field_comm(ev, fi[3], n->comm);
-			if (n->state == SL_RUN && n->on >= 0 && (unsigned)n->on != cpu)
-				cpu_lost(&c, (unsigned)n->on);
-			wait_ends(&c, n, cpu, ts, false);
+			sl_switch(&c, ev, fi, cur);
 		} else if (kind[ev->cls->index] == K_WAKE) {
-			int64_t pid = field_i(ev, fi[0]);
-			struct sl_task *w = pid > 0 ? task_get(&c, (uint32_t)pid) : NULL;
-			if (!w)
-				continue;
-			if (!w->comm[0])
-				field_comm(ev, fi[3], w->comm);
-			if (w->state == SL_SLEEP || w->state == SL_UNSEEN || w->state == SL_LOST) {
-				w->state = SL_WAIT;
-				w->cause = SL_CAUSE_WAKEUP;
-				w->since = ts;
-				w->wakeups += in_window(&c, ts);
-			}
+			sl_wake(&c, ev, fi);
 		}
 	}
 	if ((ret = c.err))
@@ -272,21 +317,7 @@ int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_r
 		ret = -ENOENT;
 		goto out;
 	}
-	/* tasks with something in the window, as one array */
-	out->tasks = calloc(c.tasks.n ? c.tasks.n : 1, sizeof(*out->tasks));
-	if (!out->tasks) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < c.tasks.n; i++) {
-		struct sl_task *k = c.tasks.all[i];
-		if (k->state == SL_RUN && k->on >= 0) /* still running at the end */
-			k->runtime += clip(&c, k->since, last);
-		if (k->delays || k->runtime || k->unknown)
-			out->tasks[out->ntasks++] = *k;
-	}
-	qsort(out->tasks, out->ntasks, sizeof(*out->tasks), cmp_task);
-	ret = 0;
+	ret = sl_collect(&c, last, out);
 out:
 	strata_iter_destroy(it);
 	an_tidmap_fini(&c.tasks);

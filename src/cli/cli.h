@@ -114,8 +114,8 @@ void cli_gate_wait(const int gate[2]);
 __attribute__((noreturn)) void cli_exec(char **cmd);
 /* SIGUSR1 of record and daemon: a snapshot of every overwrite-mode
  * buffer into the new directory `dir`, one line on stderr. */
-struct sessd;
-void cli_snapshot(struct sessd *d, const char *dir);
+struct dmn;
+void cli_snapshot(struct dmn *d, const char *dir);
 /* SIGINT, SIGTERM, SIGHUP (the last one in cli_got_signal) and SIGUSR1
  * (cli_got_usr1) of record and daemon, without SA_RESTART (poll returns). */
 extern volatile sig_atomic_t cli_got_signal, cli_got_usr1;

@@ -155,7 +155,16 @@ static int kill_daemon(const char *name)
 	return cmd_session(4, argv);
 }
 
-int cmd_daemon(int argc, char **argv)
+struct daemon_opts {
+	const char *out, *name;
+	struct cli_ring_opts ro;
+	int fg, kill_it, stopped;
+};
+
+/* The command line into *dopt (the kernel and clock options into this
+ * file's statics and the environment): 0, or the exit status 2 after
+ * the usage or one error line. */
+static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 {
 	enum { O_NAME = 1, O_KILL, O_STOPPED, O_CLOCK, O_KBUF };
 	static const struct option opts[] = {
@@ -170,24 +179,23 @@ int cmd_daemon(int argc, char **argv)
 		CLI_RING_OPTIONS,
 		{NULL, 0, NULL, 0},
 	};
-	const char *out = NULL, *name = "default";
-	struct cli_ring_opts ro;
-	int fg = 0, kill_it = 0, stopped = 0, o, taken;
+	int o, taken;
 
-	memset(&ro, 0, sizeof(ro));
+	memset(dopt, 0, sizeof(*dopt));
+	dopt->name = "default";
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "o:e:fk:", opts, NULL)) != -1) {
-		if ((taken = cli_ring_opt(&ro, o, optarg))) {
+		if ((taken = cli_ring_opt(&dopt->ro, o, optarg))) {
 			if (taken < 0)
 				return 2;
 			continue;
 		}
 		switch (o) {
-		case 'o': out = optarg; break;
-		case 'f': fg = 1; break;
-		case O_NAME: name = optarg; break;
-		case O_KILL: kill_it = 1; break;
-		case O_STOPPED: stopped = 1; break;
+		case 'o': dopt->out = optarg; break;
+		case 'f': dopt->fg = 1; break;
+		case O_NAME: dopt->name = optarg; break;
+		case O_KILL: dopt->kill_it = 1; break;
+		case O_STOPPED: dopt->stopped = 1; break;
 		case O_CLOCK:
 			if (cli_clock_opt(optarg))
 				return 2;
@@ -209,59 +217,82 @@ int cmd_daemon(int argc, char **argv)
 		cli_err(NULL, "daemon: unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
-	if (!sess_name_ok(name)) {
+	if (!proto_name_ok(dopt->name)) {
 		cli_err(NULL, "daemon: --name %s: use letters, digits, '_', '-', '.'",
-			name);
+			dopt->name);
 		return 2;
 	}
-	if (kill_it)
-		return kill_daemon(name);
-	if (cli_ring_env(&ro, "daemon"))
-		return 2;
+	return 0;
+}
 
-	struct sessd_config cfg;
-	char sdir[4096], base[4096], trace[4200], line[8192];
-	memset(&cfg, 0, sizeof(cfg));
-	if (sessd_config_from_env(&cfg)) {
+/* The daemon's directories: its session directory (socket, log), the
+ * one above it, and the first trace's. */
+struct daemon_dirs {
+	char session[4096], base[4096], trace[4200];
+};
+
+/* The daemon's configuration, from the environment and NAME's
+ * directories: 0, or the exit status after one error line. */
+static int daemon_config(const struct daemon_opts *dopt,
+			 struct dmn_config *cfg, struct daemon_dirs *dirs)
+{
+	int ret;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (dmn_config_from_env(cfg)) {
 		cli_err(NULL, "daemon: %s", strata_strerror_detail());
 		return 2;
 	}
-	int ret = sess_daemon_dir(name, sdir, sizeof(sdir), base, sizeof(base));
+	ret = proto_daemon_dir(dopt->name, dirs->session, sizeof(dirs->session),
+			       dirs->base, sizeof(dirs->base));
 	if (ret) {
-		cli_err(NULL, "daemon: session directory for '%s': %s", name,
-			strerror(-ret));
+		cli_err(NULL, "daemon: session directory for '%s': %s",
+			dopt->name, strerror(-ret));
 		return 1;
 	}
-	cfg.session_dir = sdir;
-	cfg.on_start = trace_started;
-	cfg.on_stop = trace_stopped;
-	cfg.base_dir = base;
+	cfg->session_dir = dirs->session;
+	cfg->on_start = trace_started;
+	cfg->on_stop = trace_stopped;
+	cfg->base_dir = dirs->base;
+	return 0;
+}
 
-	int fd = fg ? -1 : go_background();
-	if (!stopped) {
-		if ((ret = sessd_mkdir_new(out, "strata", trace, sizeof(trace)))) {
+/* Detach (unless in the foreground), create the first trace's directory
+ * (unless --stopped) and the daemon, and say that it listens, or why
+ * not. 0 with *d, or the exit status 1. */
+static int daemon_listen(const struct daemon_opts *dopt,
+			 struct dmn_config *cfg, struct daemon_dirs *dirs,
+			 struct dmn **d)
+{
+	char line[8192];
+	const char *what = "";
+	int ret;
+
+	int fd = dopt->fg ? -1 : go_background();
+	if (!dopt->stopped) {
+		if ((ret = dmn_mkdir_new(dopt->out, "strata", dirs->trace,
+					 sizeof(dirs->trace)))) {
 			snprintf(line, sizeof(line), "strata: %s: cannot create the "
-				 "trace directory: %s%s\n", out ? out : trace,
+				 "trace directory: %s%s\n",
+				 dopt->out ? dopt->out : dirs->trace,
 				 strerror(-ret), ret == -EEXIST ? " (choose another "
 				 "with -o)" : "");
 			ready(fd, 0, line);
 			return 1;
 		}
-		cfg.trace_dir = trace;
+		cfg->trace_dir = dirs->trace;
 	}
-	struct sessd *d;
-	const char *what = "";
-	if ((ret = sessd_create(&cfg, &d, &what))) {
+	if ((ret = dmn_create(cfg, d, &what))) {
 		snprintf(line, sizeof(line), "strata: daemon %s: %s: %s (%s)\n",
-			 name, what, strerror(-ret), sdir);
-		if (!stopped)
-			rmdir(trace);
+			 dopt->name, what, strerror(-ret), dirs->session);
+		if (!dopt->stopped)
+			rmdir(dirs->trace);
 		ready(fd, 0, line);
 		return 1;
 	}
 	if (fd >= 0) {
 		char log[4200];
-		snprintf(log, sizeof(log), "%s/log", sdir);
+		snprintf(log, sizeof(log), "%s/log", dirs->session);
 		int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 		if (lfd >= 0) {
 			dup2(lfd, 2);
@@ -269,27 +300,53 @@ int cmd_daemon(int argc, char **argv)
 		}
 	}
 	snprintf(line, sizeof(line), "strata: daemon %s (pid %d) listening on %s; "
-		 "%s%s\n", name, (int)getpid(), sessd_socket(d),
-		 stopped ? "stopped (strata session start)" : "writing to ",
-		 stopped ? "" : trace);
+		 "%s%s\n", dopt->name, (int)getpid(), dmn_socket(*d),
+		 dopt->stopped ? "stopped (strata session start)" : "writing to ",
+		 dopt->stopped ? "" : dirs->trace);
 	if (fd >= 0)
 		fputs(line, stderr); /* the log too */
 	ready(fd, 1, line);
+	return 0;
+}
+
+/* Serve until a signal or `strata daemon --kill`, then finish the trace
+ * and end. */
+static void daemon_run(struct dmn *d)
+{
+	struct dmn_totals t;
+	unsigned work = 0;
 
 	cli_session_signals();
 	signal(SIGPIPE, SIG_IGN);
-
-	unsigned work = 0;
-	while (!cli_got_signal && !sessd_quit_requested(d)) {
-		work = sessd_step(d, work ? 1 : 5);
+	while (!cli_got_signal && !dmn_quit_requested(d)) {
+		work = dmn_step(d, work ? 1 : 5);
 		if (cli_got_usr1) {
 			cli_got_usr1 = 0;
 			cli_snapshot(d, NULL);
 		}
 	}
-	struct sessd_totals t;
-	sessd_stop_wait(d, &t);
-	sessd_destroy(d, NULL, &t);
-	fprintf(stderr, "strata: daemon %s ended\n", name);
+	dmn_stop_wait(d, &t);
+	dmn_destroy(d, NULL, &t);
+}
+
+int cmd_daemon(int argc, char **argv)
+{
+	struct daemon_opts dopt;
+	struct daemon_dirs dirs;
+	struct dmn_config cfg;
+	struct dmn *d;
+	int rc;
+
+	if ((rc = daemon_parse(argc, argv, &dopt)))
+		return rc;
+	if (dopt.kill_it)
+		return kill_daemon(dopt.name);
+	if (cli_ring_env(&dopt.ro, "daemon"))
+		return 2;
+	if ((rc = daemon_config(&dopt, &cfg, &dirs)) ||
+	    (rc = daemon_listen(&dopt, &cfg, &dirs, &d)))
+		return rc;
+	daemon_run(d);
+	fprintf(stderr, "strata: daemon %s ended\n", dopt.name);
 	return 0;
 }

@@ -5,6 +5,7 @@
 
 #include "analysis/analysis.h"
 #include "cli.h"
+#include "common/compiler.h"
 
 const char cmd_print_usage[] =
 	"usage: strata print [OPTIONS] TRACE\n\n"
@@ -207,8 +208,6 @@ static char *stream_levels(struct strata_trace *t)
 	return lv;
 }
 
-#define RD_UNLIKELY_CLI(x) __builtin_expect(!!(x), 0)
-
 /* " [CPU] L PID/TID " of the last event of one stream, ready to copy:
  * formatted once per change of thread in the stream, not per line. */
 struct head_cache {
@@ -274,7 +273,7 @@ static void put_text(struct cli_out *o, struct cli_time *tm, const struct strata
 {
 	char *p = cli_out_reserve(o, 1024), *q = p;
 	q += cli_time_fmt_seq(tm, ev->timestamp, q);
-	if (RD_UNLIKELY_CLI(!hc->n || hc->pid != ev->pid || hc->tid != ev->tid ||
+	if (strata_unlikely(!hc->n || hc->pid != ev->pid || hc->tid != ev->tid ||
 			    hc->cpu != ev->cpu))
 		head_fill(hc, ev, level);
 	/* fixed 16-byte moves: a loop of them, or one memcpy of the whole,
@@ -298,7 +297,7 @@ static void put_text(struct cli_out *o, struct cli_time *tm, const struct strata
 	}
 	size_t at = o->len;
 	put_desc(o, ev, vals, nv);
-	if (RD_UNLIKELY_CLI(kn->fix[ev->cls->index].kind) && level == 'K')
+	if (strata_unlikely(kn->fix[ev->cls->index].kind) && level == 'K')
 		kernel_fix(o, at, kn, ev, vals);
 	/* put_desc leaves at least the 64 KiB slack past cap */
 	o->buf[o->len++] = '\n';
@@ -338,7 +337,52 @@ static void put_json(struct cli_out *o, const struct cli_time *tm,
 	cli_out_str(o, "}}\n");
 }
 
-int cmd_print(int argc, char **argv)
+/* A CSV line: the description quoted when it needs it. */
+static void put_csv(struct cli_out *o, const struct cli_time *tm,
+		    const struct strata_event *ev, const struct strata_value *vals,
+		    unsigned nv, char level, const struct kernel_names *kn)
+{
+	char *p = cli_out_reserve(o, 512);
+	size_t k = cli_time_fmt(tm, ev->timestamp, p);
+
+	p[k++] = ',';
+	o->len += k;
+	cli_out_u64(o, ev->cpu);
+	cli_out_mem(o, level == 'K' ? ",K," : ",U,", 3);
+	cli_out_u64(o, ev->pid);
+	cli_out_mem(o, ",", 1);
+	cli_out_u64(o, ev->tid);
+	cli_out_mem(o, ",", 1);
+	put_csv_field(o, ev->cls->name, strlen(ev->cls->name));
+	cli_out_mem(o, ",", 1);
+	size_t at = o->len;
+	put_desc(o, ev, vals, nv);
+	if (kn->fix[ev->cls->index].kind && level == 'K')
+		kernel_fix(o, at, kn, ev, vals);
+	/* quote the description in place if it needs it */
+	if (memchr(o->buf + at, ',', o->len - at) ||
+	    memchr(o->buf + at, '"', o->len - at)) {
+		size_t dn = o->len - at;
+		char *d = malloc(dn);
+		if (d) {
+			memcpy(d, o->buf + at, dn);
+			o->len = at;
+			put_csv_field(o, d, dn);
+			free(d);
+		}
+	}
+	cli_out_mem(o, "\n", 1);
+}
+
+struct print_opts {
+	struct cli_filter_opts fo;
+	bool abs;
+	enum fmt fmt;
+	const char *trace;
+};
+
+/* The command line into *po: 0, or -1 after one error line. */
+static int print_parse(int argc, char **argv, struct print_opts *po)
 {
 	static const struct option opts[] = {
 		{ "abs", no_argument, NULL, OPT_ABS },
@@ -346,134 +390,150 @@ int cmd_print(int argc, char **argv)
 		CLI_FILTER_OPTIONS,
 		{ 0 },
 	};
-	struct cli_filter_opts fo = { 0 };
-	bool abs = false;
-	enum fmt fmt = F_TEXT;
 	int c;
+
+	memset(po, 0, sizeof(*po));
+	po->fmt = F_TEXT;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == OPT_ABS)
-			abs = true;
+			po->abs = true;
 		else if (c == OPT_FORMAT) {
 			if (!strcmp(optarg, "text"))
-				fmt = F_TEXT;
+				po->fmt = F_TEXT;
 			else if (!strcmp(optarg, "json"))
-				fmt = F_JSON;
+				po->fmt = F_JSON;
 			else if (!strcmp(optarg, "csv"))
-				fmt = F_CSV;
+				po->fmt = F_CSV;
 			else {
 				cli_err(NULL, "--format: expected text, json or csv, not '%s'",
 					optarg);
-				return 1;
+				return -1;
 			}
-		} else if (c == '?' || cli_filter_opt(&fo, c, optarg) < 0) {
-			return 1;
+		} else if (c == '?' || cli_filter_opt(&po->fo, c, optarg) < 0) {
+			return -1;
 		}
 	}
 	if (optind != argc - 1) {
 		cli_err(NULL, "print: expected one TRACE directory (see strata print --help)");
-		return 1;
+		return -1;
 	}
-	if (fmt == F_JSON && abs) {
+	if (po->fmt == F_JSON && po->abs) {
 		cli_err(NULL, "--abs is for text and CSV; JSON carries \"ts\" (raw clock)");
-		return 1;
+		return -1;
 	}
-	struct cli_trace ct = { 0 };
-	struct strata_iter *it = NULL;
-	struct cli_out out;
-	if (cli_open(&ct, argv[optind], &fo) < 0 || cli_iter(&ct, fo.internal, &it) < 0 ||
-	    cli_out_init(&out, stdout) < 0) {
-		strata_iter_destroy(it);
-		cli_close(&ct);
-		return 1;
-	}
+	po->trace = argv[optind];
+	return 0;
+}
+
+/* What the listing of one trace keeps: the time format, a batch of
+ * decoded events, and per stream its level and its last thread's head. */
+struct printer {
+	enum fmt fmt;
 	struct cli_time tm;
-	cli_time_init(&tm, ct.t, abs);
-	struct cli_progress pg;
-	cli_progress_init(&pg, strata_trace_size(ct.t));
+	struct strata_batch *batch;
+	char *levels;
+	struct head_cache *hc;
+	struct names nm;
+	struct kernel_names *kn;
+};
+
+/* 0, or -1 when out of memory; printer_fini() either way. */
+static int printer_init(struct printer *pr, struct strata_trace *t,
+			const struct print_opts *po)
+{
+	int nm_rc;
+
+	memset(pr, 0, sizeof(*pr));
+	pr->fmt = po->fmt;
+	cli_time_init(&pr->tm, t, po->abs);
 	/* events come in batches with their fields decoded: no call per
 	 * event to iterate or to decode */
-	struct strata_batch *batch = NULL;
-	strata_batch_alloc(ct.t, 1024, &batch);
-	char *levels = stream_levels(ct.t);
-	struct head_cache *hc = calloc(strata_trace_nstreams(ct.t) + 1, sizeof(*hc));
-	struct names nm;
-	int nm_rc = names_init(&nm, ct.t);
-	struct kernel_names *kn = malloc(sizeof(*kn));
-	int rc = 0;
-	if (kn && kernel_names_init(kn, ct.t) < 0) {
-		free(kn);
-		kn = NULL;
+	strata_batch_alloc(t, 1024, &pr->batch);
+	pr->levels = stream_levels(t);
+	pr->hc = calloc(strata_trace_nstreams(t) + 1, sizeof(*pr->hc));
+	nm_rc = names_init(&pr->nm, t);
+	pr->kn = malloc(sizeof(*pr->kn));
+	if (pr->kn && kernel_names_init(pr->kn, t) < 0) {
+		free(pr->kn);
+		pr->kn = NULL;
 	}
-	if (!batch || !levels || !hc || nm_rc < 0 || !kn) {
-		cli_err(ct.path, "out of memory");
-		rc = 1;
-		strata_batch_free(batch);
-		batch = NULL;
-	}
-	if (fmt == F_CSV)
-		cli_out_str(&out, "time,cpu,level,pid,tid,event,description\n");
-	int nb;
+	if (!pr->batch || !pr->levels || !pr->hc || nm_rc < 0 || !pr->kn)
+		return -1;
+	return 0;
+}
+
+static void printer_fini(struct printer *pr)
+{
+	free(pr->levels);
+	free(pr->hc);
+	names_fini(&pr->nm);
+	if (pr->kn)
+		free(pr->kn->fix);
+	free(pr->kn);
+	strata_batch_free(pr->batch);
+}
+
+/* Every event of `it` onto `out`, a batch at a time: how many. */
+static uint64_t print_events(struct printer *pr, struct strata_iter *it,
+			     struct cli_out *out, struct cli_progress *pg)
+{
+	struct strata_batch *batch = pr->batch;
 	uint64_t nev = 0;
-	while (batch && (nb = strata_iter_decode(it, batch)) > 0) {
-		cli_progress_tick(&pg, strata_iter_progress(it));
+	int nb;
+
+	while ((nb = strata_iter_decode(it, batch)) > 0) {
+		cli_progress_tick(pg, strata_iter_progress(it));
 		nev += (uint64_t)nb;
 		for (int bi = 0; bi < nb; bi++) {
 			const struct strata_event *ev = &batch->events[bi];
 			const struct strata_value *vals = &batch->values[batch->first[bi]];
 			unsigned nv = batch->first[bi + 1] - batch->first[bi];
-			if (fmt == F_TEXT) {
-				put_text(&out, &tm, ev, vals, nv, &hc[ev->stream],
-					 levels[ev->stream], &nm, kn);
-				continue;
-			}
-			if (fmt == F_JSON) {
-				put_json(&out, &tm, ev, vals, nv, levels[ev->stream]);
-				continue;
-			}
-			char *p = cli_out_reserve(&out, 512);
-			size_t k = cli_time_fmt(&tm, ev->timestamp, p);
-			{
-				p[k++] = ',';
-				out.len += k;
-				cli_out_u64(&out, ev->cpu);
-				cli_out_mem(&out, levels[ev->stream] == 'K' ? ",K," : ",U,", 3);
-				cli_out_u64(&out, ev->pid);
-				cli_out_mem(&out, ",", 1);
-				cli_out_u64(&out, ev->tid);
-				cli_out_mem(&out, ",", 1);
-				put_csv_field(&out, ev->cls->name, strlen(ev->cls->name));
-				cli_out_mem(&out, ",", 1);
-				size_t at = out.len;
-				put_desc(&out, ev, vals, nv);
-				if (kn->fix[ev->cls->index].kind && levels[ev->stream] == 'K')
-					kernel_fix(&out, at, kn, ev, vals);
-				/* quote the description in place if it needs it */
-				if (memchr(out.buf + at, ',', out.len - at) ||
-				    memchr(out.buf + at, '"', out.len - at)) {
-					size_t dn = out.len - at;
-					char *d = malloc(dn);
-					if (d) {
-						memcpy(d, out.buf + at, dn);
-						out.len = at;
-						put_csv_field(&out, d, dn);
-						free(d);
-					}
-				}
-				cli_out_mem(&out, "\n", 1);
-			}
+			char level = pr->levels[ev->stream];
+
+			if (pr->fmt == F_TEXT)
+				put_text(out, &pr->tm, ev, vals, nv, &pr->hc[ev->stream],
+					 level, &pr->nm, pr->kn);
+			else if (pr->fmt == F_JSON)
+				put_json(out, &pr->tm, ev, vals, nv, level);
+			else
+				put_csv(out, &pr->tm, ev, vals, nv, level, pr->kn);
 		}
 	}
+	return nev;
+}
+
+int cmd_print(int argc, char **argv)
+{
+	struct print_opts po;
+	struct cli_trace ct = { 0 };
+	struct strata_iter *it = NULL;
+	struct cli_progress pg;
+	struct printer pr;
+	struct cli_out out;
+	int rc = 0;
+
+	if (print_parse(argc, argv, &po) < 0)
+		return 1;
+	if (cli_open(&ct, po.trace, &po.fo) < 0 ||
+	    cli_iter(&ct, po.fo.internal, &it) < 0 ||
+	    cli_out_init(&out, stdout) < 0) {
+		strata_iter_destroy(it);
+		cli_close(&ct);
+		return 1;
+	}
+	cli_progress_init(&pg, strata_trace_size(ct.t));
+	if (printer_init(&pr, ct.t, &po) < 0) {
+		cli_err(ct.path, "out of memory");
+		rc = 1;
+	}
+	if (po.fmt == F_CSV)
+		cli_out_str(&out, "time,cpu,level,pid,tid,event,description\n");
+	uint64_t nev = rc ? 0 : print_events(&pr, it, &out, &pg);
 	cli_progress_done(&pg);
-	if (batch)
-		cli_none_matched(&ct, &fo, nev);
-	free(levels);
-	free(hc);
-	names_fini(&nm);
-	if (kn)
-		free(kn->fix);
-	free(kn);
-	strata_batch_free(batch);
+	if (!rc)
+		cli_none_matched(&ct, &po.fo, nev);
+	printer_fini(&pr);
 	strata_iter_destroy(it);
 	if (!rc)
 		rc = cli_status(&ct);

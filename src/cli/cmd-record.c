@@ -72,9 +72,9 @@ static int record_guard(const char *out, const char *fdarg)
 {
 	char *end;
 	long fd = strtol(fdarg, &end, 10);
-	struct sessd_config scfg = {.trace_dir = out};
-	struct sessd_totals t;
-	struct sessd *d;
+	struct dmn_config scfg = {.trace_dir = out};
+	struct dmn_totals t;
+	struct dmn *d;
 	const char *what = "";
 
 	if (*end || fd < 0 || fd > 1024 || !out) {
@@ -84,14 +84,14 @@ static int record_guard(const char *out, const char *fdarg)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, SIG_IGN); /* the program's, should one reach us */
 	signal(SIGHUP, SIG_IGN);
-	int ret = sessd_create(&scfg, &d, &what);
+	int ret = dmn_create(&scfg, &d, &what);
 	if (ret) {
 		cli_err(out, "guardian: %s: %s", what, strerror(-ret));
 		return 1; /* the program sees the pipe close and falls back */
 	}
-	const char *sock = sessd_socket(d);
+	const char *sock = dmn_socket(d);
 	if (write(fd, sock, strlen(sock)) < 0 || write(fd, "\n", 1) < 0) {
-		sessd_destroy(d, NULL, &t);
+		dmn_destroy(d, NULL, &t);
 		return 1;
 	}
 	close(fd);
@@ -112,8 +112,8 @@ static int record_guard(const char *out, const char *fdarg)
 	int seen = 0;
 	unsigned work = 0;
 	for (;;) {
-		work = sessd_step(d, work ? 1 : 20);
-		if (sessd_live(d)) {
+		work = dmn_step(d, work ? 1 : 20);
+		if (dmn_live(d)) {
 			seen = 1;
 			idle = 0;
 		} else if (seen) {
@@ -131,7 +131,7 @@ static int record_guard(const char *out, const char *fdarg)
 		}
 	}
 	unlink(sfile);
-	sessd_destroy(d, NULL, &t);
+	dmn_destroy(d, NULL, &t);
 	/* A clean exit reports through the program (its DONE); a death is
 	 * said here, on the program's stderr. */
 	if (t.crashed)
@@ -252,7 +252,7 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 }
 
 /* What the session gave: a line of totals and one per problem. */
-static void record_report(const char *out, const struct sessd_totals *t)
+static void record_report(const char *out, const struct dmn_totals *t)
 {
 	fprintf(stderr, "strata: %s: %llu process%s, %llu events, %llu bytes, "
 		"%llu discarded", out, (unsigned long long)t->procs,
@@ -294,7 +294,7 @@ static void record_report(const char *out, const struct sessd_totals *t)
  * take: SIGUSR1 snapshots on the way. Returns whether the command was
  * reaped (its wait status in *status).
  */
-static int record_serve(const struct record_opts *ro, struct sessd *d, pid_t child,
+static int record_serve(const struct record_opts *ro, struct dmn *d, pid_t child,
 			int *status)
 {
 	int exited = 0, stopping = 0;
@@ -302,7 +302,7 @@ static int record_serve(const struct record_opts *ro, struct sessd *d, pid_t chi
 	unsigned work = 0, nsnap = 0;
 
 	for (;;) {
-		work = sessd_step(d, work ? 1 : 5);
+		work = dmn_step(d, work ? 1 : 5);
 		if (cli_got_usr1) {
 			char snap[4200];
 			cli_got_usr1 = 0;
@@ -325,7 +325,7 @@ static int record_serve(const struct record_opts *ro, struct sessd *d, pid_t chi
 			stopping = 1;
 			stop_at = now_s() + 2;
 		}
-		if (exited && !sessd_live(d))
+		if (exited && !dmn_live(d))
 			break;
 		/* Processes that outlive the command (daemonized children) or
 		 * that ignore the stop: 2 s more, then the trace is finished
@@ -400,11 +400,11 @@ static pid_t record_spawn(const struct record_opts *ro, int gate[2])
 /* Run the command under a session into ro->out: the exit status. */
 static int record_run(const struct record_opts *ro)
 {
-	struct sessd *d;
-	struct sessd_totals t;
-	struct sessd_config scfg = {.trace_dir = ro->out};
+	struct dmn *d;
+	struct dmn_totals t;
+	struct dmn_config scfg = {.trace_dir = ro->out};
 	const char *what = "";
-	int ret = sessd_create(&scfg, &d, &what);
+	int ret = dmn_create(&scfg, &d, &what);
 	if (ret) {
 		cli_err(NULL, "%s: %s", what, strerror(-ret));
 		rmdir(ro->out);
@@ -413,7 +413,7 @@ static int record_run(const struct record_opts *ro)
 	cli_state_at_start(ro->out);
 	/* The environment the whole process tree inherits: libstrata
 	 * reads the session and the ring geometry from it. */
-	setenv("STRATA_SESSION", sessd_socket(d), 1);
+	setenv("STRATA_SESSION", dmn_socket(d), 1);
 	/* where a process counts its events itself if we are killed before
 	 * taking them (lib/client.c, trace_note_unrecorded()) */
 	char abs[4200];
@@ -425,7 +425,7 @@ static int record_run(const struct record_opts *ro)
 	pid_t child = record_spawn(ro, gate);
 	if (child < 0) {
 		if (child == -2)
-			sessd_destroy(d, NULL, &t);
+			dmn_destroy(d, NULL, &t);
 		return 1;
 	}
 #ifdef STRATA_HAVE_KERNEL
@@ -443,7 +443,7 @@ static int record_run(const struct record_opts *ro)
 	}
 	int status = 0;
 	int exited = record_serve(ro, d, child, &status);
-	sessd_destroy(d, ro->verbose ? stderr : NULL, &t);
+	dmn_destroy(d, ro->verbose ? stderr : NULL, &t);
 #ifdef STRATA_HAVE_KERNEL
 	/* After the user side's metadata exists: the kernel sub-trace takes
 	 * its clock class from it (docs/kernel.md). */

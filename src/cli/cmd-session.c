@@ -40,7 +40,7 @@ static int ctl_path(const char *name, struct sockaddr_un *a)
 {
 	char dir[4096], base[4096];
 
-	if (sess_daemon_dir(name, dir, sizeof(dir), base, sizeof(base)) ||
+	if (proto_daemon_dir(name, dir, sizeof(dir), base, sizeof(base)) ||
 	    (size_t)snprintf(a->sun_path, sizeof(a->sun_path), "%s/ctl", dir) >=
 		    sizeof(a->sun_path)) {
 		cli_err(NULL, "session: bad daemon name '%s'", name);
@@ -119,7 +119,14 @@ static void print_status(const char *name, const struct ctl_done *m,
 		table_print(t, stdout, "  ");
 }
 
-int cmd_session(int argc, char **argv)
+struct session_opts {
+	const char *name, *out;
+	uint32_t type; /* CTL_START ... */
+};
+
+/* The command line into *so: 0, or the exit status 2 after the usage or
+ * one error line. */
+static int session_parse(int argc, char **argv, struct session_opts *so)
 {
 	static const struct option opts[] = {
 		{"name", required_argument, NULL, 'n'},
@@ -133,18 +140,17 @@ int cmd_session(int argc, char **argv)
 		{"start", CTL_START}, {"stop", CTL_STOP}, {"status", CTL_STATUS},
 		{"snapshot", CTL_SNAPSHOT}, {"quit", CTL_QUIT},
 	};
-	const char *name = "default", *out = NULL;
-	uint32_t type = 0;
 	int o;
 
+	*so = (struct session_opts){.name = "default"};
 	if (argc < 2) {
 		fputs(cmd_session_usage, stderr);
 		return 2;
 	}
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		if (!strcmp(argv[1], verbs[i].word))
-			type = verbs[i].type;
-	if (!type) {
+			so->type = verbs[i].type;
+	if (!so->type) {
 		cli_err(NULL, "session: '%s' is not start, stop, status or "
 			"snapshot", argv[1]);
 		return 2;
@@ -152,8 +158,8 @@ int cmd_session(int argc, char **argv)
 	optind = 2;
 	while ((o = getopt_long(argc, argv, "n:o:", opts, NULL)) != -1) {
 		switch (o) {
-		case 'n': name = optarg; break;
-		case 'o': out = optarg; break;
+		case 'n': so->name = optarg; break;
+		case 'o': so->out = optarg; break;
 		default:
 			fputs(cmd_session_usage, stderr);
 			return 2;
@@ -163,37 +169,43 @@ int cmd_session(int argc, char **argv)
 		cli_err(NULL, "session: unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
-	if (out && type != CTL_START && type != CTL_SNAPSHOT) {
+	if (so->out && so->type != CTL_START && so->type != CTL_SNAPSHOT) {
 		cli_err(NULL, "session %s: -o is for start and snapshot", argv[1]);
 		return 2;
 	}
+	return 0;
+}
 
-	struct ctl_req q;
-	memset(&q, 0, sizeof(q));
-	q.h.type = type;
-	q.h.len = sizeof(q);
-	q.version = SESS_VERSION;
-	if (out) {
+/* The request for so's verb into *q: 0, or 2 after one error line. */
+static int session_request(const struct session_opts *so, struct ctl_req *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->h.type = so->type;
+	q->h.len = sizeof(*q);
+	q->version = PROTO_VERSION;
+	if (so->out) {
 		/* The daemon runs elsewhere: give it an absolute path. */
+		const char *out = so->out;
 		char cwd[PATH_MAX];
 		int n = out[0] == '/' || !getcwd(cwd, sizeof(cwd))
-				? snprintf(q.path, sizeof(q.path), "%s", out)
-				: snprintf(q.path, sizeof(q.path), "%s/%s", cwd, out);
-		if (n < 0 || (size_t)n >= sizeof(q.path)) {
+				? snprintf(q->path, sizeof(q->path), "%s", out)
+				: snprintf(q->path, sizeof(q->path), "%s/%s", cwd, out);
+		if (n < 0 || (size_t)n >= sizeof(q->path)) {
 			cli_err(out, "path too long");
 			return 2;
 		}
 	}
-	int fd = ctl_connect(name);
-	if (fd < 0)
-		return 1;
-	if (send(fd, &q, sizeof(q), MSG_NOSIGNAL) != (ssize_t)sizeof(q)) {
-		cli_err(NULL, "session: cannot send the request: %s", strerror(errno));
-		close(fd);
-		return 1;
-	}
+	return 0;
+}
 
+/* Read the daemon's answer on fd: the processes (status), then the
+ * outcome, reported. Returns the exit status. */
+static int session_answer(int fd, const struct session_opts *so)
+{
+	static struct ctl_done m; /* 5 KiB: off the stack */
 	struct table t;
+	int rc = 1;
+
 	table_init(&t, 6, "rlrrrr");
 	table_cell(&t, "PID");
 	table_cell(&t, "NAME");
@@ -201,11 +213,9 @@ int cmd_session(int argc, char **argv)
 	table_cell(&t, "EVENTS");
 	table_cell(&t, "BYTES");
 	table_cell(&t, "DISCARDED");
-	static struct ctl_done m; /* 5 KiB: off the stack */
-	int rc = 1;
 	for (;;) {
 		union {
-			struct sess_hdr h;
+			struct proto_hdr h;
 			struct ctl_proc p;
 			struct ctl_done d;
 		} u;
@@ -234,27 +244,55 @@ int cmd_session(int argc, char **argv)
 		m = u.d;
 		m.trace[sizeof(m.trace) - 1] = 0;
 		m.msg[sizeof(m.msg) - 1] = 0;
-		if (type == CTL_STATUS)
-			print_status(name, &m, &t);
+		if (so->type == CTL_STATUS)
+			print_status(so->name, &m, &t);
 		else if (m.status)
-			cli_err(NULL, "session %s: %s", name, m.msg);
+			cli_err(NULL, "session %s: %s", so->name, m.msg);
 		else
 			fprintf(stderr, "strata: %s\n", m.msg);
 		rc = m.status ? 1 : 0;
 		break;
 	}
 	table_fini(&t);
-	if (type == CTL_QUIT && rc == 0) {
-		/* It exits once it answered: wait (bounded, 10 s) until its
-		 * socket is gone, so that a new daemon of that name can start
-		 * right after. */
-		struct sockaddr_un a = {.sun_family = AF_UNIX};
-		ctl_path(name, &a);
-		for (int i = 0; i < 1000 && access(a.sun_path, F_OK) == 0; i++) {
-			struct timespec ts = {0, 10000000};
-			nanosleep(&ts, NULL);
-		}
+	return rc;
+}
+
+/* A daemon told to quit exits once it answered: wait (bounded, 10 s)
+ * until its socket is gone, so that a new daemon of that name can start
+ * right after. */
+static void wait_daemon_gone(const char *name)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+
+	ctl_path(name, &a);
+	for (int i = 0; i < 1000 && access(a.sun_path, F_OK) == 0; i++) {
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
 	}
+}
+
+int cmd_session(int argc, char **argv)
+{
+	struct session_opts so;
+	struct ctl_req q;
+	int fd, rc;
+
+	rc = session_parse(argc, argv, &so);
+	if (!rc)
+		rc = session_request(&so, &q);
+	if (rc)
+		return rc;
+	fd = ctl_connect(so.name);
+	if (fd < 0)
+		return 1;
+	if (send(fd, &q, sizeof(q), MSG_NOSIGNAL) != (ssize_t)sizeof(q)) {
+		cli_err(NULL, "session: cannot send the request: %s", strerror(errno));
+		close(fd);
+		return 1;
+	}
+	rc = session_answer(fd, &so);
+	if (so.type == CTL_QUIT && rc == 0)
+		wait_daemon_gone(so.name);
 	close(fd);
 	return rc;
 }

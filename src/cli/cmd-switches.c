@@ -89,6 +89,59 @@ static int switches_parse(int argc, char **argv, struct report_pair_opts *p)
 	return 0;
 }
 
+#define NS(ticks) strata_trace_ticks_to_ns(t, (ticks))
+/* One pair, the k-th shown, and the switches inside it: a line each, or
+ * a JSON object with its list. */
+static void put_pair(struct strata_trace *t, const struct inside_result *r,
+		     const struct inside_pair *p, size_t k, uint64_t t0, bool json)
+{
+	size_t pi = (size_t)(p - r->pairs);
+	uint64_t d = p->end - p->begin;
+	char d0[40], d1[40], d2[40], d3[40], nb[64];
+
+	if (json) {
+		printf("%s{\"time\":%.9f,\"pid\":%u,\"tid\":%u,\"name\":\"%s\",\"duration_ns\":%" PRIu64
+		       ",\"switches\":%u,\"runnable_ns\":%" PRIu64 ",\"blocked_ns\":%" PRIu64
+		       ",\"list\":[", k ? "," : "", (double)NS(p->begin - t0) / 1e9, p->pid,
+		       p->tid, json_safe(an_names_get(r->names, p->tid), nb, sizeof(nb)), NS(d),
+		       p->switches, NS(p->runnable), NS(p->blocked));
+	} else {
+		printf("%12.9f  %s: held %s: %u switch%s, off CPU %s runnable + %s blocked, "
+		       "on CPU %s\n", (double)NS(p->begin - t0) / 1e9,
+		       who(r, p->tid, nb, sizeof(nb)), dur_fmt(NS(d), d0, sizeof(d0)),
+		       p->switches, p->switches == 1 ? "" : "es",
+		       dur_fmt(NS(p->runnable), d1, sizeof(d1)),
+		       dur_fmt(NS(p->blocked), d2, sizeof(d2)),
+		       dur_fmt(NS(d - p->runnable - p->blocked), d3, sizeof(d3)));
+	}
+	int first = 1;
+	for (size_t s = 0; s < r->nsw; s++) {
+		const struct inside_switch *w = &r->sw[s];
+		if (w->pair != pi)
+			continue;
+		uint64_t back = w->back_at ? w->back_at : p->end;
+		char st[8];
+		if (json) {
+			printf("%s{\"out\":%.9f,\"cpu\":%u,\"state\":\"%s\",\"prev_state\":\"%s\","
+			       "\"next_tid\":%u,\"next_name\":\"%s\",\"off_ns\":%" PRIu64 "}",
+			       first ? "" : ",", (double)NS(w->out_at - t0) / 1e9, w->cpu,
+			       state_name(w->prev_state), bd_state_letters(w->prev_state, st),
+			       w->next_tid,
+			       json_safe(an_names_get(r->names, w->next_tid), nb, sizeof(nb)),
+			       NS(back - w->out_at));
+		} else {
+			printf("      %12.9f  cpu %-3u %-13s  %s ran instead; back after %s\n",
+			       (double)NS(w->out_at - t0) / 1e9, w->cpu,
+			       state_name(w->prev_state), who(r, w->next_tid, nb, sizeof(nb)),
+			       dur_fmt(NS(back - w->out_at), d0, sizeof(d0)));
+		}
+		first = 0;
+	}
+	if (json)
+		printf("]}");
+}
+#undef NS
+
 int cmd_switches(int argc, char **argv)
 {
 	struct report_pair_opts po = { 0 };
@@ -142,7 +195,6 @@ int cmd_switches(int argc, char **argv)
 	struct an_loss loss;
 	an_loss_get(ct.t, &loss);
 	report_loss(ct.path, &loss, json ? NULL : stdout);
-#define NS(ticks) strata_trace_ticks_to_ns(ct.t, (ticks))
 
 	uint64_t with = 0;
 	for (size_t i = 0; i < n; i++)
@@ -154,55 +206,10 @@ int cmd_switches(int argc, char **argv)
 	} else
 		printf("%zu pairs of %s .. %s; %" PRIu64 " with context switches inside.\n"
 		       "The %zu longest:\n\n", n, io.from, io.to, with, show);
-	for (size_t k = 0; k < show; k++) {
-		const struct inside_pair *p = v[k];
-		size_t pi = (size_t)(p - r.pairs);
-		uint64_t d = p->end - p->begin;
-		char d0[40], d1[40], d2[40], d3[40], nb[64];
-		if (json) {
-			printf("%s{\"time\":%.9f,\"pid\":%u,\"tid\":%u,\"name\":\"%s\",\"duration_ns\":%" PRIu64
-			       ",\"switches\":%u,\"runnable_ns\":%" PRIu64 ",\"blocked_ns\":%" PRIu64
-			       ",\"list\":[", k ? "," : "", (double)NS(p->begin - t0) / 1e9, p->pid,
-			       p->tid, json_safe(an_names_get(r.names, p->tid), nb, sizeof(nb)), NS(d),
-			       p->switches, NS(p->runnable), NS(p->blocked));
-		} else {
-			printf("%12.9f  %s: held %s: %u switch%s, off CPU %s runnable + %s blocked, "
-			       "on CPU %s\n", (double)NS(p->begin - t0) / 1e9,
-			       who(&r, p->tid, nb, sizeof(nb)), dur_fmt(NS(d), d0, sizeof(d0)),
-			       p->switches, p->switches == 1 ? "" : "es",
-			       dur_fmt(NS(p->runnable), d1, sizeof(d1)),
-			       dur_fmt(NS(p->blocked), d2, sizeof(d2)),
-			       dur_fmt(NS(d - p->runnable - p->blocked), d3, sizeof(d3)));
-		}
-		int first = 1;
-		for (size_t s = 0; s < r.nsw; s++) {
-			const struct inside_switch *w = &r.sw[s];
-			if (w->pair != pi)
-				continue;
-			uint64_t back = w->back_at ? w->back_at : p->end;
-			char st[8];
-			if (json) {
-				printf("%s{\"out\":%.9f,\"cpu\":%u,\"state\":\"%s\",\"prev_state\":\"%s\","
-				       "\"next_tid\":%u,\"next_name\":\"%s\",\"off_ns\":%" PRIu64 "}",
-				       first ? "" : ",", (double)NS(w->out_at - t0) / 1e9, w->cpu,
-				       state_name(w->prev_state), bd_state_letters(w->prev_state, st),
-				       w->next_tid,
-				       json_safe(an_names_get(r.names, w->next_tid), nb, sizeof(nb)),
-				       NS(back - w->out_at));
-			} else {
-				printf("      %12.9f  cpu %-3u %-13s  %s ran instead; back after %s\n",
-				       (double)NS(w->out_at - t0) / 1e9, w->cpu,
-				       state_name(w->prev_state), who(&r, w->next_tid, nb, sizeof(nb)),
-				       dur_fmt(NS(back - w->out_at), d0, sizeof(d0)));
-			}
-			first = 0;
-		}
-		if (json)
-			printf("]}");
-	}
+	for (size_t k = 0; k < show; k++)
+		put_pair(ct.t, &r, v[k], k, t0, json);
 	if (json)
 		printf("]}\n");
-#undef NS
 	free(v);
 	inside_fini(&r);
 	int rc = cli_status(&ct);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "common/compiler.h"
 #include "common/numfmt.h"
 
 
@@ -545,7 +546,7 @@ size_t cli_time_fmt(const struct cli_time *ct, uint64_t ts, char *buf)
 size_t cli_time_fmt_seq(struct cli_time *ct, uint64_t ts, char *buf)
 {
 	uint64_t ticks = ct->abs ? ts + (uint64_t)ct->offset : ts > ct->begin ? ts - ct->begin : 0;
-	if (__builtin_expect(ticks - ct->sec_lo >= ct->freq || !ct->sec_len, 0)) {
+	if (strata_unlikely(ticks - ct->sec_lo >= ct->freq || !ct->sec_len)) {
 		/* a new second: its text from cli_time_fmt, up to the '.' */
 		char tmp[64];
 		size_t n = cli_time_fmt(ct, ts, tmp);

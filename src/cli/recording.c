@@ -53,21 +53,21 @@ static int valid_size(const char *s)
 }
 
 /* SIGUSR1: a snapshot into `dir`, one line on stderr (cli.h). */
-void cli_snapshot(struct sessd *d, const char *dir)
+void cli_snapshot(struct dmn *d, const char *dir)
 {
-	struct sessd_snap sn;
+	struct dmn_snap sn;
 	char line[1024], made[4200];
 	int ret;
 
-	if ((ret = sessd_mkdir_new(dir, "strata-snapshot", made, sizeof(made)))) {
+	if ((ret = dmn_mkdir_new(dir, "strata-snapshot", made, sizeof(made)))) {
 		cli_err(dir, "cannot create the snapshot directory: %s",
 			strerror(-ret));
 		return;
 	}
-	ret = sessd_snapshot(d, made, &sn);
+	ret = dmn_snapshot(d, made, &sn);
 	if (ret == -ENOENT)
 		rmdir(made);
-	sessd_snap_line(made, ret, &sn, line, sizeof(line));
+	dmn_snap_line(made, ret, &sn, line, sizeof(line));
 	fprintf(stderr, "strata: %s\n", line);
 }
 

@@ -282,22 +282,9 @@ static bool meta_has_event(const struct meta_info *mi, uint32_t id)
 	return false;
 }
 
-static void put_body(FILE *f, const struct meta_info *mi)
+/* The trace block: the packet header (format.md §2). */
+static void put_trace(FILE *f, const struct meta_info *mi, int sc)
 {
-	char cuuid[37], host[256] = "", date[64];
-	time_t now = time(NULL);
-	struct tm tm;
-	/* stream class 1 (docs/compact.md) or 0 (format.md §3) */
-	int sc = mi->cids != NULL;
-	const char *al = sc ? "32" : "64", *u64 = sc ? "uint64_a32_t" : "uint64_t";
-	const char *u64x = sc ? "uint64_hex_a32_t" : "uint64_hex_t";
-	struct meta_put mp = {.f = f, .cids = mi->cids};
-
-	clock_uuid(cuuid);
-	gethostname(host, sizeof(host) - 1);
-	gmtime_r(&now, &tm);
-	strftime(date, sizeof(date), "%Y%m%dT%H%M%S+0000", &tm);
-
 	fputs(preamble, f);
 	if (sc)
 		fputs(preamble_a32, f);
@@ -308,6 +295,20 @@ static void put_body(FILE *f, const struct meta_info *mi)
 		   "\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n"
 		   "\t\tuint32_t stream_id;\n\t\tuint64_t stream_instance_id;\n"
 		   "\t};\n};\n\n");
+}
+
+/* The env block: the tracer, the host, the caller's entries, each event's
+ * format string and kind, and the compact ids of stream class 1. */
+static void put_env(FILE *f, const struct meta_info *mi, struct meta_put *mp,
+		    int sc)
+{
+	char host[256] = "", date[64];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gethostname(host, sizeof(host) - 1);
+	gmtime_r(&now, &tm);
+	strftime(date, sizeof(date), "%Y%m%dT%H%M%S+0000", &tm);
 
 	fprintf(f, "env {\n\tdomain = ");
 	put_str(f, mi->domain ? mi->domain : "ust");
@@ -326,14 +327,21 @@ static void put_body(FILE *f, const struct meta_info *mi)
 	}
 	if (mi->events)
 		for (size_t i = 0; i < mi->nevents; i++)
-			put_event_env(mi->events[i], &mp);
+			put_event_env(mi->events[i], mp);
 	else
-		strata_registry_foreach(put_event_env, &mp);
+		strata_registry_foreach(put_event_env, mp);
 	for (uint32_t c = STRATA_CID_USER; sc && c < STRATA_CID_EXT; c++)
 		if (mi->cids[c])
 			fprintf(f, "\tstrata_id_%u = %u;\n", c, (uint32_t)mi->cids[c]);
 	fprintf(f, "};\n\n");
+}
 
+/* The clock block: its frequency and its offset from the Unix epoch. */
+static void put_clock(FILE *f, const struct meta_info *mi)
+{
+	char cuuid[37];
+
+	clock_uuid(cuuid);
 	/* offset = Unix time of clock value 0, split in seconds + cycles. */
 	int64_t off_s = mi->offset_ns / 1000000000;
 	int64_t rem_ns = mi->offset_ns % 1000000000;
@@ -351,7 +359,12 @@ static void put_body(FILE *f, const struct meta_info *mi)
 		(unsigned long long)mi->freq_hz,
 		(unsigned long long)(mi->freq_hz / 1000000 + 1),
 		(long long)off_s, (unsigned long long)off_cycles);
+}
 
+/* The stream class: packet context and event header, class 1
+ * (docs/compact.md) or 0 (format.md §3). */
+static void put_stream(FILE *f, int sc)
+{
 	fprintf(f,
 		"typealias integer { size = 64; align = 64; signed = false; "
 		"map = clock.strata.value; } := uint64_clock_t;\n\n");
@@ -393,8 +406,14 @@ static void put_body(FILE *f, const struct meta_info *mi)
 		      "map = clock.strata.value; } timestamp;\n"
 		      "\t\tinteger { size = 22; align = 1; signed = false; } id;\n"
 		      "\t} align(64);\n};\n\n", f);
+}
 
-	/* strata's own records, format.md §4 */
+/* strata's own records, format.md §4. */
+static void put_own_events(FILE *f, int sc)
+{
+	const char *al = sc ? "32" : "64", *u64 = sc ? "uint64_a32_t" : "uint64_t";
+	const char *u64x = sc ? "uint64_hex_a32_t" : "uint64_hex_t";
+
 	fprintf(f,
 		"event {\n\tname = \"strata:thread\";\n\tid = %u;\n\tstream_id = %d;\n"
 		"\tfields := struct {\n\t\tuint32_t tid;\n\t\tuint32_t pid;\n"
@@ -436,12 +455,18 @@ static void put_body(FILE *f, const struct meta_info *mi)
 		"\t} align(%s);\n};\n\n",
 		STRATA_ID_MAP, sc, u64x, u64x, u64x, u64, al,
 		STRATA_ID_STATEDUMP, sc, al);
+}
 
+/* The program's event classes: from descriptors, raw ones, and the
+ * compact ids that have no descriptor. */
+static void put_events(FILE *f, const struct meta_info *mi,
+		       struct meta_put *mp, int sc)
+{
 	if (mi->events)
 		for (size_t i = 0; i < mi->nevents; i++)
-			put_event(mi->events[i], &mp);
+			put_event(mi->events[i], mp);
 	else
-		strata_registry_foreach(put_event, &mp);
+		strata_registry_foreach(put_event, mp);
 	for (size_t i = 0; i < mi->nraw; i++)
 		put_raw(f, &mi->raw[i], mi->raw[i].id, sc);
 	/* compact ids with no descriptor: the generic events of a call site
@@ -453,6 +478,21 @@ static void put_body(FILE *f, const struct meta_info *mi)
 			continue;
 		put_raw(f, &r, c, 1);
 	}
+}
+
+/* The metadata file (TSDL, format.md §6), block by block. */
+static void put_body(FILE *f, const struct meta_info *mi)
+{
+	/* stream class 1 (docs/compact.md) or 0 (format.md §3) */
+	int sc = mi->cids != NULL;
+	struct meta_put mp = {.f = f, .cids = mi->cids};
+
+	put_trace(f, mi, sc);
+	put_env(f, mi, &mp, sc);
+	put_clock(f, mi);
+	put_stream(f, sc);
+	put_own_events(f, sc);
+	put_events(f, mi, &mp, sc);
 }
 
 int meta_write(const char *dir, const struct meta_info *mi)

@@ -16,7 +16,7 @@
 #include "daemon/daemon_int.h"
 
 /* c said HELLO, or is gone: no longer one that waits for it. */
-static void client_unpend(struct sessd *d, struct client *c)
+static void client_unpend(struct dmn *d, struct client *c)
 {
 	if (c->pending) {
 		c->pending = 0;
@@ -30,8 +30,8 @@ static void client_unpend(struct sessd *d, struct client *c)
  * in the trace (*seq), so that a pid connecting many times costs one
  * mkdir each, never runs out of names, and never fails the trace.
  */
-int sessd_make_dir(const char *trace, uint32_t pid, unsigned *seq,
-		   char *dir, size_t n)
+int dmn_make_dir(const char *trace, uint32_t pid, unsigned *seq,
+		 char *dir, size_t n)
 {
 	char ust[4100];
 
@@ -52,7 +52,7 @@ int sessd_make_dir(const char *trace, uint32_t pid, unsigned *seq,
 	return -EEXIST;
 }
 
-uint64_t sessd_client_ring_lost(const struct client *c)
+uint64_t dmn_client_ring_lost(const struct client *c)
 {
 	uint64_t n = 0;
 
@@ -64,24 +64,24 @@ uint64_t sessd_client_ring_lost(const struct client *c)
 
 /* Begin this client's sub-trace in the current trace (d->trace) and hand
  * it the rings it has. Returns 0 or a negative errno (said on stderr). */
-int sessd_client_begin_trace(struct sessd *d, struct client *c)
+int dmn_client_begin_trace(struct dmn *d, struct client *c)
 {
 	struct cons_source src;
 	struct cons_config cc;
 	char dir[4400];
 	int ret;
 
-	if ((ret = sessd_make_dir(d->trace, c->pid, &d->dir_seq, dir,
-				  sizeof(dir)))) {
+	if ((ret = dmn_make_dir(d->trace, c->pid, &d->dir_seq, dir,
+				sizeof(dir)))) {
 		fprintf(stderr, "strata: %s/ust: cannot create directory: %s\n",
 			d->trace, strerror(-ret));
 		if (!d->err)
 			d->err = ret;
-		/* counted when it leaves (sessd_client_close) */
+		/* counted when it leaves (dmn_client_close) */
 		c->untraced = ret;
 		return ret;
 	}
-	sessd_client_config(d, c, dir, &src, &cc);
+	dmn_client_config(d, c, dir, &src, &cc);
 	if ((ret = cons_create(&cc, &c->cons))) {
 		fprintf(stderr, "strata: %s: %s\n", dir,
 			strata_strerror_detail());
@@ -96,7 +96,7 @@ int sessd_client_begin_trace(struct sessd *d, struct client *c)
 	memset(&c->st, 0, sizeof(c->st));
 	memset(&c->salv, 0, sizeof(c->salv));
 	c->ring_lost = 0;
-	c->lost_base = sessd_client_ring_lost(c);
+	c->lost_base = dmn_client_ring_lost(c);
 	for (unsigned i = 0; i < c->nrings; i++)
 		if (cons_add_ring(c->cons, c->rings[i]))
 			slog("session: pid %u: ring of cpu %u not traced", c->pid,
@@ -104,17 +104,17 @@ int sessd_client_begin_trace(struct sessd *d, struct client *c)
 	return 0;
 }
 
-static void client_hello(struct sessd *d, struct client *c,
+static void client_hello(struct dmn *d, struct client *c,
 			 const unsigned char *buf, size_t len)
 {
-	struct sess_hello h;
+	struct proto_hello h;
 	struct ucred cr;
 	socklen_t crlen = sizeof(cr);
 
 	if (len != sizeof(h))
 		goto bad;
 	memcpy(&h, buf, sizeof(h));
-	if (h.version != SESS_VERSION || h.mode > STRATA_MODE_BLOCK)
+	if (h.version != PROTO_VERSION || h.mode > STRATA_MODE_BLOCK)
 		goto bad;
 	/* The kernel's word, not the message's, for who is at the other end. */
 	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 ||
@@ -138,28 +138,28 @@ static void client_hello(struct sessd *d, struct client *c,
 		for (struct client *p = d->clients; p; p = p->next)
 			if (p != c && p->pid == h.fork_of && p->registered) {
 				for (size_t i = 0; i < p->nev; i++)
-					sessd_desc_add(c, p->evs[i]);
+					dmn_desc_add(c, p->evs[i]);
 				memcpy(c->blobs, p->blobs, sizeof(c->blobs));
 				c->nblobs = p->nblobs;
 				break;
 			}
 	}
 	/* A stopped daemon's processes only register: their sub-traces
-	 * begin with the next trace (sessd_start). A stopping one's are
+	 * begin with the next trace (dmn_start). A stopping one's are
 	 * traced: such a process may have joined and logged while the
 	 * trace ran, its connection taken only now (a daemon behind a
 	 * burst of short processes); one that joined after the stop logged
 	 * nothing and leaves an empty sub-trace. One whose sub-trace
 	 * cannot be made stays connected, untraced: what it logs is counted
-	 * when it leaves, with the cause (sessd_client_close()). */
+	 * when it leaves, with the cause (dmn_client_close()). */
 	if (d->state != ST_STOPPED)
-		sessd_client_begin_trace(d, c);
+		dmn_client_begin_trace(d, c);
 	c->registered = 1;
 	client_unpend(d, c);
 	return;
 bad:
 	slog("session: a client sent a bad HELLO: disconnected");
-	sessd_client_close(d, c, 1);
+	dmn_client_close(d, c, 1);
 }
 
 /*
@@ -188,10 +188,10 @@ static int client_rings_fit(struct client *c)
 	return 0;
 }
 
-static void client_ring(struct sessd *d, struct client *c,
+static void client_ring(struct dmn *d, struct client *c,
 			const unsigned char *buf, size_t len, int fd)
 {
-	struct sess_ring m;
+	struct proto_ring m;
 	struct strata_ring *r;
 	int ret;
 
@@ -209,7 +209,7 @@ static void client_ring(struct sessd *d, struct client *c,
 	if (r->psize > d->ring_psize || r->bufmask + 1 > d->ring_bytes) {
 		cons_ring_unmap(r);
 		c->rings_refused++;
-		sessd_limit_said(d, LIMIT_RING, c->pid);
+		dmn_limit_said(d, LIMIT_RING, c->pid);
 		return;
 	}
 	int dup = 0; /* one ring per CPU */
@@ -224,7 +224,7 @@ static void client_ring(struct sessd *d, struct client *c,
 	if (client_rings_fit(c) || (c->cons && cons_add_ring(c->cons, r))) {
 		cons_ring_unmap(r);
 		c->rings_refused++;
-		sessd_limit_said(d, LIMIT_RING_NOMEM, c->pid);
+		dmn_limit_said(d, LIMIT_RING_NOMEM, c->pid);
 		return;
 	}
 	c->rings[c->nrings++] = r;
@@ -238,11 +238,11 @@ bad:
 
 /* Finish this client's sub-trace of the current trace: write what its
  * rings hold (salvaging them when `writers_gone`), close its streams. */
-void sessd_client_end_trace(struct sessd *d, struct client *c, int writers_gone)
+void dmn_client_end_trace(struct dmn *d, struct client *c, int writers_gone)
 {
 	if (!c->cons)
 		return;
-	c->ring_lost = sessd_client_ring_lost(c);
+	c->ring_lost = dmn_client_ring_lost(c);
 	cons_poll(c->cons);
 	int ret = cons_finish(c->cons, writers_gone, &c->st, &c->salv);
 	c->cons = NULL;
@@ -254,13 +254,13 @@ void sessd_client_end_trace(struct sessd *d, struct client *c, int writers_gone)
 /* A BYE that asks for DONE (the embedded mode's guardian): finish the
  * sub-trace now (the process closed its packets before BYE) and say so,
  * with the totals; the process waits for it at exit. */
-static void client_done(struct sessd *d, struct client *c)
+static void client_done(struct dmn *d, struct client *c)
 {
-	struct sess_done m;
+	struct proto_done m;
 
-	sessd_client_end_trace(d, c, 1);
+	dmn_client_end_trace(d, c, 1);
 	memset(&m, 0, sizeof(m));
-	m.h.type = SESS_DONE;
+	m.h.type = PROTO_DONE;
 	m.h.len = sizeof(m);
 	m.err = c->err;
 	m.events = c->st.events_written;
@@ -273,7 +273,7 @@ static void client_done(struct sessd *d, struct client *c)
 }
 
 /* The process is gone (EOF) or the session ends: write everything. */
-void sessd_client_close(struct sessd *d, struct client *c, int writers_gone)
+void dmn_client_close(struct dmn *d, struct client *c, int writers_gone)
 {
 	client_unpend(d, c);
 	if (c->fd >= 0) {
@@ -285,12 +285,12 @@ void sessd_client_close(struct sessd *d, struct client *c, int writers_gone)
 		close(c->bellfd);
 		c->bellfd = -1;
 	}
-	sessd_client_end_trace(d, c, writers_gone);
+	dmn_client_end_trace(d, c, writers_gone);
 	if (c->untraced) {
 		/* its sub-trace could never be made (a read-only or full
 		 * trace directory): all it logged is lost, counted here
 		 * with the cause (issue 24, item 9) */
-		uint64_t n = sessd_client_ring_lost(c);
+		uint64_t n = dmn_client_ring_lost(c);
 		for (unsigned i = 0; i < c->nrings; i++)
 			n += cons_ring_pending(c->rings[i], 1);
 		d->done.untraced++;
@@ -300,7 +300,7 @@ void sessd_client_close(struct sessd *d, struct client *c, int writers_gone)
 		char why[160];
 		snprintf(why, sizeof(why), "its sub-trace could not be made: %s",
 			 strerror(-c->untraced));
-		sessd_note_unrecorded(d, c->pid, c->name, n, why);
+		dmn_note_unrecorded(d, c->pid, c->name, n, why);
 		c->untraced = 0;
 	}
 	if (c->bye && c->traced && !c->lost_base) {
@@ -308,12 +308,12 @@ void sessd_client_close(struct sessd *d, struct client *c, int writers_gone)
 		 * events_discarded: events dropped while it could make no
 		 * ring at all (out of descriptors to its end). Readers see
 		 * them here, or nowhere. */
-		uint64_t said = 0, held = sessd_client_ring_lost(c);
+		uint64_t said = 0, held = dmn_client_ring_lost(c);
 		for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
 			said += c->byemsg.lost[k];
 		if (said > held)
-			sessd_note_unrecorded(d, c->pid, c->name, said - held,
-					      "discarded while it had no buffer to count them in");
+			dmn_note_unrecorded(d, c->pid, c->name, said - held,
+					    "discarded while it had no buffer to count them in");
 	}
 	for (unsigned i = 0; i < c->nrings; i++)
 		cons_ring_unmap(c->rings[i]);
@@ -378,18 +378,18 @@ static int peer_gone(int fd)
  * (*fd, -1 if none): set to -1 when taken (the HELLO's doorbell) or
  * closed. Returns 1 when c is done with (its BYE).
  */
-static int client_msg(struct sessd *d, struct client *c,
+static int client_msg(struct dmn *d, struct client *c,
 		      const unsigned char *buf, size_t len, int *fd)
 {
-	struct sess_hdr h;
+	struct proto_hdr h;
 
 	memcpy(&h, buf, sizeof(h));
 	if (h.len != (uint32_t)len)
 		h.type = 0;
-	if (!c->registered && h.type != SESS_HELLO)
+	if (!c->registered && h.type != PROTO_HELLO)
 		h.type = 0;
 	switch (h.type) {
-	case SESS_HELLO:
+	case PROTO_HELLO:
 		if (c->registered)
 			break;
 		client_hello(d, c, buf, len);
@@ -398,32 +398,32 @@ static int client_msg(struct sessd *d, struct client *c,
 			*fd = -1;
 		}
 		break;
-	case SESS_RING:
+	case PROTO_RING:
 		client_ring(d, c, buf, len, *fd);
 		break;
-	case SESS_DESC:
-		sessd_client_desc(d, c, buf, len);
+	case PROTO_DESC:
+		dmn_client_desc(d, c, buf, len);
 		break;
-	case SESS_BYE:
-		if (len == sizeof(c->byemsg) || len == SESS_BYE_V1_LEN) {
+	case PROTO_BYE:
+		if (len == sizeof(c->byemsg) || len == PROTO_BYE_V1_LEN) {
 			memset(&c->byemsg, 0, sizeof(c->byemsg));
 			memcpy(&c->byemsg, buf, len);
 			c->bye = 1;
 			/* the embedded mode's guardian: the sub-trace
 			 * written, then said */
-			if (c->byemsg.flags & SESS_BYE_DONE)
+			if (c->byemsg.flags & PROTO_BYE_DONE)
 				client_done(d, c);
 			/* its last message: done with it, whether or not it
-			 * disconnects (sessd_clients_reap) */
+			 * disconnects (dmn_clients_reap) */
 			if (*fd >= 0)
 				close(*fd);
 			*fd = -1;
-			sessd_client_close(d, c, 1);
+			dmn_client_close(d, c, 1);
 			return 1;
 		}
 		break;
-	case SESS_ACK: {
-		struct sess_ack a;
+	case PROTO_ACK: {
+		struct proto_ack a;
 		if (len == sizeof(a)) {
 			memcpy(&a, buf, sizeof(a));
 			c->acked = a.gen;
@@ -435,9 +435,9 @@ static int client_msg(struct sessd *d, struct client *c,
 }
 
 /* Read every message waiting on a client's socket. */
-void sessd_client_read(struct sessd *d, struct client *c)
+void dmn_client_read(struct dmn *d, struct client *c)
 {
-	static unsigned char buf[SESS_MAX_MSG];
+	static unsigned char buf[PROTO_MAX_MSG];
 
 	for (int n = 0; n < 256 && c->fd >= 0; n++) {
 		union {
@@ -454,7 +454,7 @@ void sessd_client_read(struct sessd *d, struct client *c)
 		if (len < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (len < 0) {
-			sessd_client_close(d, c, 1);
+			dmn_client_close(d, c, 1);
 			return;
 		}
 		/* Before anything else: a zero-byte message may carry fds,
@@ -462,10 +462,10 @@ void sessd_client_read(struct sessd *d, struct client *c)
 		 * "Limits": every fd received is closed unless taken). */
 		int had_control = take_fds(&mh, &fd);
 		if (len == 0 && !had_control && peer_gone(c->fd)) {
-			sessd_client_close(d, c, 1);
+			dmn_client_close(d, c, 1);
 			return;
 		}
-		if ((size_t)len >= sizeof(struct sess_hdr) &&
+		if ((size_t)len >= sizeof(struct proto_hdr) &&
 		    !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
 		    client_msg(d, c, buf, (size_t)len, &fd))
 			return;
@@ -474,7 +474,7 @@ void sessd_client_read(struct sessd *d, struct client *c)
 	}
 }
 
-void sessd_client_free(struct sessd *d, struct client *c)
+void dmn_client_free(struct dmn *d, struct client *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
@@ -487,6 +487,6 @@ void sessd_client_free(struct sessd *d, struct client *c)
 		struct strata_stats st;
 		cons_finish(c->cons, 0, &st, NULL);
 	}
-	sessd_client_descs_free(d, c);
+	dmn_client_descs_free(d, c);
 	free(c);
 }

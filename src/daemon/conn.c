@@ -13,7 +13,7 @@
 
 /* ---- limits: what a client may make the daemon hold ---------------------- */
 
-void sessd_limit_said(struct sessd *d, enum limit which, uint32_t pid)
+void dmn_limit_said(struct dmn *d, enum limit which, uint32_t pid)
 {
 	static const char *const what[] = {
 		[LIMIT_DESC] = "sent more event descriptors than a process may "
@@ -50,7 +50,7 @@ void sessd_limit_said(struct sessd *d, enum limit which, uint32_t pid)
 
 /* ---- connections: taken, bounded, timed out ------------------------------ */
 
-static void pending_evict(struct sessd *d);
+static void pending_evict(struct dmn *d);
 
 /*
  * accept4() on a listening socket. Out of fds (EMFILE, ENFILE): a
@@ -63,7 +63,7 @@ static void pending_evict(struct sessd *d);
  * the fd; -1 when none is waiting (or the listeners rest), -2 for one
  * refused.
  */
-int sessd_accept_fd(struct sessd *d, int lfd)
+int dmn_accept_fd(struct dmn *d, int lfd)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
@@ -71,7 +71,7 @@ int sessd_accept_fd(struct sessd *d, int lfd)
 		return fd;
 	if (errno != EMFILE && errno != ENFILE)
 		return -1;
-	sessd_limit_said(d, LIMIT_FDS, 0);
+	dmn_limit_said(d, LIMIT_FDS, 0);
 	if (d->npending) {
 		pending_evict(d);
 		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -92,7 +92,7 @@ int sessd_accept_fd(struct sessd *d, int lfd)
 }
 
 /* Connections held by process `pid`. */
-static unsigned pid_conns(const struct sessd *d, uint32_t pid)
+static unsigned pid_conns(const struct dmn *d, uint32_t pid)
 {
 	unsigned n = 0;
 
@@ -102,7 +102,7 @@ static unsigned pid_conns(const struct sessd *d, uint32_t pid)
 }
 
 /* Disconnect the connection that has waited longest for its HELLO. */
-static void pending_evict(struct sessd *d)
+static void pending_evict(struct dmn *d)
 {
 	struct client *old = NULL;
 
@@ -110,8 +110,8 @@ static void pending_evict(struct sessd *d)
 		if (c->pending && (!old || c->hello_by <= old->hello_by))
 			old = c;
 	if (old) {
-		sessd_limit_said(d, LIMIT_PENDING, old->peer);
-		sessd_client_close(d, old, 1);
+		dmn_limit_said(d, LIMIT_PENDING, old->peer);
+		dmn_client_close(d, old, 1);
 	}
 }
 
@@ -123,12 +123,12 @@ static void pending_evict(struct sessd *d)
  * honest process sends its HELLO with its connect(), so that it is
  * read here at once.
  */
-void sessd_clients_accept(struct sessd *d)
+void dmn_clients_accept(struct dmn *d)
 {
 	for (int k = 0; k < 64; k++) {
 		struct ucred cr;
 		socklen_t crlen = sizeof(cr);
-		int fd = sessd_accept_fd(d, d->lfd);
+		int fd = dmn_accept_fd(d, d->lfd);
 		struct client *c;
 
 		if (fd == -1)
@@ -141,7 +141,7 @@ void sessd_clients_accept(struct sessd *d)
 			continue;
 		}
 		if (pid_conns(d, (uint32_t)cr.pid) >= CLIENTS_PER_PID) {
-			sessd_limit_said(d, LIMIT_PID, (uint32_t)cr.pid);
+			dmn_limit_said(d, LIMIT_PID, (uint32_t)cr.pid);
 			close(fd);
 			continue;
 		}
@@ -149,7 +149,7 @@ void sessd_clients_accept(struct sessd *d)
 		    d->npending)
 			pending_evict(d);
 		if (d->nlive >= d->max_clients || !(c = calloc(1, sizeof(*c)))) {
-			sessd_limit_said(d, LIMIT_CLIENTS, (uint32_t)cr.pid);
+			dmn_limit_said(d, LIMIT_CLIENTS, (uint32_t)cr.pid);
 			close(fd);
 			continue;
 		}
@@ -162,25 +162,25 @@ void sessd_clients_accept(struct sessd *d)
 		c->next = d->clients;
 		d->clients = c;
 		d->nlive++;
-		sessd_client_read(d, c);
+		dmn_client_read(d, c);
 	}
 }
 
 /* Connections that did not speak in time: clients without a HELLO after
  * HELLO_MS, control clients without a request after CTL_IDLE_MS. */
-void sessd_deadlines(struct sessd *d)
+void dmn_deadlines(struct dmn *d)
 {
 	uint64_t now = mono_ms();
 
 	for (struct client *c = d->clients; c && d->npending; c = c->next)
 		if (c->pending && now >= c->hello_by) {
-			sessd_limit_said(d, LIMIT_PENDING, c->peer);
-			sessd_client_close(d, c, 1);
+			dmn_limit_said(d, LIMIT_PENDING, c->peer);
+			dmn_client_close(d, c, 1);
 		}
 	for (int i = 0; i < MAX_CTL; i++) {
 		struct ctl_conn *k = &d->conns[i];
 		if (k->fd >= 0 && !k->waiting && now - k->since >= CTL_IDLE_MS) {
-			sessd_limit_said(d, LIMIT_CTL, 0);
+			dmn_limit_said(d, LIMIT_CTL, 0);
 			close(k->fd);
 			k->fd = -1;
 		}

@@ -21,7 +21,7 @@ static void ctl_send(int fd, const void *m, size_t len)
 		slog("session: a control client does not read: dropped");
 }
 
-void sessd_ctl_send_done(struct sessd *d, int fd, int status, const char *msg)
+void dmn_ctl_send_done(struct dmn *d, int fd, int status, const char *msg)
 {
 	struct ctl_done m;
 
@@ -59,14 +59,14 @@ void sessd_ctl_send_done(struct sessd *d, int fd, int status, const char *msg)
 		}
 		m.events += st.events_written;
 		m.bytes += st.bytes_written;
-		uint64_t lost = c->fd >= 0 ? sessd_client_ring_lost(c)
+		uint64_t lost = c->fd >= 0 ? dmn_client_ring_lost(c)
 					   : c->ring_lost;
 		m.discarded += lost > c->lost_base ? lost - c->lost_base : 0;
 	}
 	ctl_send(fd, &m, sizeof(m));
 }
 
-static void ctl_status(struct sessd *d, int fd)
+static void ctl_status(struct dmn *d, int fd)
 {
 	for (struct client *c = d->clients; c; c = c->next) {
 		struct ctl_proc p;
@@ -85,17 +85,17 @@ static void ctl_status(struct sessd *d, int fd)
 		p.events = st.events_written;
 		p.bytes = st.bytes_written;
 		if (c->traced) {
-			uint64_t lost = sessd_client_ring_lost(c);
+			uint64_t lost = dmn_client_ring_lost(c);
 			p.discarded = lost > c->lost_base ? lost - c->lost_base : 0;
 		}
 		memcpy(p.name, c->name, sizeof(p.name));
 		ctl_send(fd, &p, sizeof(p));
 	}
-	sessd_ctl_send_done(d, fd, 0, NULL);
+	dmn_ctl_send_done(d, fd, 0, NULL);
 }
 
 /* One request; returns 1 when the connection waits for the stop. */
-int sessd_ctl_request(struct sessd *d, struct ctl_conn *k)
+int dmn_ctl_request(struct dmn *d, struct ctl_conn *k)
 {
 	struct ctl_req q;
 	char dir[4096], msg[1024];
@@ -105,10 +105,10 @@ int sessd_ctl_request(struct sessd *d, struct ctl_conn *k)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 1;
 	if (n != (ssize_t)sizeof(q) || q.h.len != sizeof(q) ||
-	    q.version != SESS_VERSION) {
+	    q.version != PROTO_VERSION) {
 		if (n > 0)
-			sessd_ctl_send_done(d, k->fd, -EPROTO, "bad request "
-					    "(another version of strata?)");
+			dmn_ctl_send_done(d, k->fd, -EPROTO, "bad request "
+					  "(another version of strata?)");
 		return 0;
 	}
 	q.path[sizeof(q.path) - 1] = 0;
@@ -120,12 +120,12 @@ int sessd_ctl_request(struct sessd *d, struct ctl_conn *k)
 			snprintf(msg, sizeof(msg), "already %s (into %.800s)",
 				 d->state == ST_RUNNING ? "running" : "stopping",
 				 d->trace);
-		} else if ((ret = sessd_mkdir_new(q.path, "strata", dir, sizeof(dir)))) {
+		} else if ((ret = dmn_mkdir_new(q.path, "strata", dir, sizeof(dir)))) {
 			snprintf(msg, sizeof(msg), "%.800s: cannot create the trace "
 				 "directory: %s", q.path[0] ? q.path : dir,
 				 strerror(-ret));
 		} else {
-			sessd_start(d, dir);
+			dmn_start(d, dir);
 			snprintf(msg, sizeof(msg), "started: writing to %.800s", dir);
 			if (d->daemon)
 				fprintf(stderr, "strata: %s\n", msg);
@@ -133,11 +133,11 @@ int sessd_ctl_request(struct sessd *d, struct ctl_conn *k)
 		break;
 	case CTL_STOP:
 	case CTL_QUIT:
-		if (sessd_stop(d) == 0 || d->state == ST_STOPPING) {
+		if (dmn_stop(d) == 0 || d->state == ST_STOPPING) {
 			k->waiting = q.h.type;
 			if (d->state == ST_STOPPED)
 				/* not reached with a state file */
-				sessd_stop_finish(d);
+				dmn_stop_finish(d);
 			return k->fd >= 0 && k->waiting;
 		}
 		if (q.h.type == CTL_QUIT) {
@@ -153,16 +153,16 @@ int sessd_ctl_request(struct sessd *d, struct ctl_conn *k)
 		ctl_status(d, k->fd);
 		return 0;
 	case CTL_SNAPSHOT: {
-		struct sessd_snap sn;
-		if ((ret = sessd_mkdir_new(q.path, "strata-snapshot", dir,
-					   sizeof(dir)))) {
+		struct dmn_snap sn;
+		if ((ret = dmn_mkdir_new(q.path, "strata-snapshot", dir,
+					 sizeof(dir)))) {
 			snprintf(msg, sizeof(msg), "%.800s: cannot create the snapshot "
 				 "directory: %s", q.path[0] ? q.path : dir,
 				 strerror(-ret));
 			break;
 		}
-		ret = sessd_snapshot(d, dir, &sn);
-		sessd_snap_line(dir, ret, &sn, msg, sizeof(msg));
+		ret = dmn_snapshot(d, dir, &sn);
+		dmn_snap_line(dir, ret, &sn, msg, sizeof(msg));
 		if (ret == -ENOENT)
 			rmdir(dir);
 		break;
@@ -171,12 +171,12 @@ int sessd_ctl_request(struct sessd *d, struct ctl_conn *k)
 		ret = -EINVAL;
 		snprintf(msg, sizeof(msg), "unknown request %u", q.h.type);
 	}
-	sessd_ctl_send_done(d, k->fd, ret, msg);
+	dmn_ctl_send_done(d, k->fd, ret, msg);
 	return 0;
 }
 
-void sessd_snap_line(const char *dir, int ret, const struct sessd_snap *sn,
-		     char *buf, size_t n)
+void dmn_snap_line(const char *dir, int ret, const struct dmn_snap *sn,
+		   char *buf, size_t n)
 {
 	if (ret == -ENOENT)
 		snprintf(buf, n, "snapshot: no process to snapshot (%u not in "
@@ -200,7 +200,7 @@ void sessd_snap_line(const char *dir, int ret, const struct sessd_snap *sn,
  * connections hold the slots. -1 if every slot waits for a stop to end
  * (answered within STOP_WAIT_MS).
  */
-static int ctl_slot(struct sessd *d)
+static int ctl_slot(struct dmn *d)
 {
 	int old = -1;
 
@@ -212,19 +212,19 @@ static int ctl_slot(struct sessd *d)
 			old = i;
 	}
 	if (old >= 0) {
-		sessd_limit_said(d, LIMIT_CTL, 0);
+		dmn_limit_said(d, LIMIT_CTL, 0);
 		close(d->conns[old].fd);
 		d->conns[old].fd = -1;
 	}
 	return old;
 }
 
-void sessd_ctl_accept(struct sessd *d)
+void dmn_ctl_accept(struct dmn *d)
 {
 	for (int n = 0; n < MAX_CTL; n++) {
 		struct ucred cr;
 		socklen_t crlen = sizeof(cr);
-		int fd = sessd_accept_fd(d, d->ctl_fd), slot;
+		int fd = dmn_accept_fd(d, d->ctl_fd), slot;
 
 		if (fd == -1)
 			return;
@@ -244,7 +244,7 @@ void sessd_ctl_accept(struct sessd *d)
 		/* its request is there already (strata session sends it with
 		 * its connect): answered now, before another connection could
 		 * take its slot */
-		if (!sessd_ctl_request(d, k) && k->fd >= 0) {
+		if (!dmn_ctl_request(d, k) && k->fd >= 0) {
 			close(k->fd);
 			k->fd = -1;
 		}

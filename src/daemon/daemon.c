@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The session daemon's life: its directory and sockets made, the loop that
- * serves them (sessd_step), the end. The rest: daemon_int.h. */
+ * serves them (dmn_step), the end. The rest: daemon_int.h. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <dirent.h>
@@ -24,7 +24,7 @@
 #include "lib/session.h"
 #include "proto/paths.h"
 
-static void sessd_free(struct sessd *d, int remove_files);
+static void dmn_free(struct dmn *d, int remove_files);
 
 /* Bind a SOCK_SEQPACKET socket at `path` (mode 0600) and listen. */
 static int listen_at(const char *path, int *fdp)
@@ -55,13 +55,13 @@ static int private_dir(const char *path)
 {
 	if (mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	return sess_path_private(path, 1) ? 0 : -EPERM;
+	return proto_path_private(path, 1) ? 0 : -EPERM;
 }
 
 /* The state file, made whole under another name and renamed: a process
  * that mapped an earlier daemon's file keeps its own, never a truncated
  * one (SIGBUS). */
-static int state_create(struct sessd *d, const struct sessd_config *cfg)
+static int state_create(struct dmn *d, const struct dmn_config *cfg)
 {
 	char tmp[4300];
 	int fd, ret;
@@ -73,21 +73,21 @@ static int state_create(struct sessd *d, const struct sessd_config *cfg)
 	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, SESS_STATE_SIZE) < 0) {
+	if (ftruncate(fd, PROTO_STATE_SIZE) < 0) {
 		ret = -errno;
 		close(fd);
 		unlink(tmp);
 		return ret;
 	}
-	p = mmap(NULL, SESS_STATE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = mmap(NULL, PROTO_STATE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED) {
 		unlink(tmp);
 		return -ENOMEM;
 	}
 	d->st = p;
-	d->st->magic = SESS_STATE_MAGIC;
-	d->st->version = SESS_VERSION;
+	d->st->magic = PROTO_STATE_MAGIC;
+	d->st->version = PROTO_VERSION;
 	d->st->majors = cfg->majors;
 	d->st->psize_shift = cfg->psize_shift;
 	d->st->npackets_shift = cfg->npackets_shift;
@@ -106,7 +106,7 @@ static int state_create(struct sessd *d, const struct sessd_config *cfg)
 
 /* The long-lived daemon's directory: private, one daemon per name (a
  * lock held for its life), sockets left by a dead one replaced. */
-static int daemon_dir(struct sessd *d, const struct sessd_config *cfg,
+static int daemon_dir(struct dmn *d, const struct dmn_config *cfg,
 		      const char **what)
 {
 	char lock[4200];
@@ -150,9 +150,9 @@ static int daemon_dir(struct sessd *d, const struct sessd_config *cfg,
  * for itself, FDS_PER_CLIENT each. A long-lived daemon first raises its
  * soft limit to the hard one (1024 by default, where the hard limit is
  * often far higher); strata record keeps its own, which the traced
- * command inherits. One fd is kept spare for sessd_accept_fd().
+ * command inherits. One fd is kept spare for dmn_accept_fd().
  */
-static void fd_budget(struct sessd *d)
+static void fd_budget(struct dmn *d)
 {
 	struct rlimit rl;
 	uint64_t n = 1024;
@@ -174,11 +174,11 @@ static void fd_budget(struct sessd *d)
 /* The largest ring a process may hand over: the daemon's geometry, or
  * under strata record the one it exported to the process tree (the
  * environment); without one, what cons_ring_map() allows. */
-static void session_geometry(struct sessd *d, const struct sessd_config *cfg)
+static void session_geometry(struct dmn *d, const struct dmn_config *cfg)
 {
-	struct sessd_config env = *cfg;
+	struct dmn_config env = *cfg;
 
-	if (!cfg->psize_shift && sessd_config_from_env(&env))
+	if (!cfg->psize_shift && dmn_config_from_env(&env))
 		env.psize_shift = env.npackets_shift = 0;
 	if (!env.psize_shift) {
 		env.psize_shift = 26;
@@ -241,10 +241,10 @@ static void sweep_stale_sessions(const char *tmp)
 	closedir(dir);
 }
 
-int sessd_create(const struct sessd_config *cfg, struct sessd **out,
-		 const char **what)
+int dmn_create(const struct dmn_config *cfg, struct dmn **out,
+	       const char **what)
 {
-	struct sessd *d = calloc(1, sizeof(*d));
+	struct dmn *d = calloc(1, sizeof(*d));
 	const char *tmp = getenv("TMPDIR");
 	int ret;
 
@@ -293,22 +293,22 @@ int sessd_create(const struct sessd_config *cfg, struct sessd **out,
 		*what = "cannot listen on the session socket";
 		goto fail;
 	}
-	if (cfg->trace_dir && (ret = sessd_start(d, cfg->trace_dir))) {
+	if (cfg->trace_dir && (ret = dmn_start(d, cfg->trace_dir))) {
 		*what = "cannot start the trace";
 		goto fail;
 	}
 	*out = d;
 	return 0;
 fail:
-	sessd_free(d, ret != -EADDRINUSE);
+	dmn_free(d, ret != -EADDRINUSE);
 	return ret;
 }
-const char *sessd_socket(const struct sessd *d)
+const char *dmn_socket(const struct dmn *d)
 {
 	return d->sock;
 }
 
-unsigned sessd_live(const struct sessd *d)
+unsigned dmn_live(const struct dmn *d)
 {
 	struct pollfd p = {.fd = d->lfd, .events = POLLIN};
 
@@ -318,7 +318,7 @@ unsigned sessd_live(const struct sessd *d)
 	return d->nlive + (d->lfd >= 0 && poll(&p, 1, 0) == 1);
 }
 
-int sessd_config_from_env(struct sessd_config *cfg)
+int dmn_config_from_env(struct dmn_config *cfg)
 {
 	struct strata_options o;
 	int ret;
@@ -349,7 +349,7 @@ int sessd_config_from_env(struct sessd_config *cfg)
  * has no doorbell, or while stopping (its deadline is polled).
  */
 #define SLEEP_MS 100
-static int sessd_arm(struct sessd *d, int timeout_ms, int *armed)
+static int dmn_arm(struct dmn *d, int timeout_ms, int *armed)
 {
 	*armed = 0;
 	if (timeout_ms <= 1 || d->state == ST_STOPPING)
@@ -366,7 +366,7 @@ static int sessd_arm(struct sessd *d, int timeout_ms, int *armed)
 }
 
 /* Room in the poll set for n entries. Returns 0 or -ENOMEM. */
-static int pollset_fit(struct sessd *d, size_t n)
+static int pollset_fit(struct dmn *d, size_t n)
 {
 	if (n <= d->pfcap)
 		return 0;
@@ -398,7 +398,7 @@ struct pollset_at {
 /* The poll set: the listeners, the control connections that have not
  * asked yet, every client's socket and doorbell. Returns the timeout to
  * use (shortened while the listeners rest). */
-static int pollset_fill(struct sessd *d, int timeout_ms, struct pollset_at *at)
+static int pollset_fill(struct dmn *d, int timeout_ms, struct pollset_at *at)
 {
 	struct pollfd *pf = d->pf;
 	struct client **who = d->who;
@@ -407,7 +407,7 @@ static int pollset_fill(struct sessd *d, int timeout_ms, struct pollset_at *at)
 	unsigned n = 0;
 
 	at->lidx = at->cidx = -1;
-	/* Out of fds with none spare (sessd_accept_fd): the listeners rest. */
+	/* Out of fds with none spare (dmn_accept_fd): the listeners rest. */
 	if (now >= d->listen_rest_until) {
 		at->lidx = (int)n;
 		pf[n].fd = d->lfd;
@@ -449,37 +449,37 @@ static int pollset_fill(struct sessd *d, int timeout_ms, struct pollset_at *at)
 }
 
 /* What poll() found ready in the set pollset_fill() made. */
-static void pollset_serve(struct sessd *d, const struct pollset_at *at)
+static void pollset_serve(struct dmn *d, const struct pollset_at *at)
 {
 	struct pollfd *pf = d->pf;
 
 	for (unsigned i = at->first_bell; i < at->n; i++) {
 		uint64_t v;
-		/* before sessd_client_read(), which may close it */
+		/* before dmn_client_read(), which may close it */
 		if (pf[i].revents && read(pf[i].fd, &v, sizeof(v)) < 0) {
 			/* EAGAIN: rung and read meanwhile */
 		}
 	}
 	for (unsigned i = at->first_client; i < at->first_bell; i++)
 		if (pf[i].revents)
-			sessd_client_read(d, d->who[i]);
+			dmn_client_read(d, d->who[i]);
 	for (unsigned i = at->nctl; i < at->first_client; i++) {
 		struct ctl_conn *k = &d->conns[d->conn[i]];
 		if (!pf[i].revents || k->fd < 0)
 			continue;
-		if (!sessd_ctl_request(d, k) && k->fd >= 0) {
+		if (!dmn_ctl_request(d, k) && k->fd >= 0) {
 			close(k->fd);
 			k->fd = -1;
 		}
 	}
 	if (at->cidx >= 0 && (pf[at->cidx].revents & POLLIN))
-		sessd_ctl_accept(d);
+		dmn_ctl_accept(d);
 	if (at->lidx >= 0 && (pf[at->lidx].revents & POLLIN))
-		sessd_clients_accept(d);
+		dmn_clients_accept(d);
 }
 
 /* Write what every sub-trace's rings hold. Returns the packets written. */
-static unsigned drain(struct sessd *d)
+static unsigned drain(struct dmn *d)
 {
 	unsigned work = 0;
 
@@ -489,7 +489,7 @@ static unsigned drain(struct sessd *d)
 	return work;
 }
 
-unsigned sessd_step(struct sessd *d, int timeout_ms)
+unsigned dmn_step(struct dmn *d, int timeout_ms)
 {
 	struct pollset_at at;
 	unsigned work;
@@ -498,7 +498,7 @@ unsigned sessd_step(struct sessd *d, int timeout_ms)
 	if (pollset_fit(d, 2 + MAX_CTL + 2 * (size_t)d->nlive))
 		return drain(d); /* no memory for the poll set: try again */
 	timeout_ms = pollset_fill(d, timeout_ms, &at);
-	timeout_ms = sessd_arm(d, timeout_ms, &armed);
+	timeout_ms = dmn_arm(d, timeout_ms, &armed);
 	int ready = poll(d->pf, at.n, timeout_ms);
 	if (armed)
 		for (struct client *c = d->clients; c; c = c->next)
@@ -506,19 +506,19 @@ unsigned sessd_step(struct sessd *d, int timeout_ms)
 				cons_disarm(c->cons);
 	if (ready > 0)
 		pollset_serve(d, &at);
-	sessd_deadlines(d);
+	dmn_deadlines(d);
 	work = drain(d);
 	if (d->state == ST_STOPPING)
-		sessd_stop_check(d);
-	sessd_clients_reap(d, 0);
+		dmn_stop_check(d);
+	dmn_clients_reap(d, 0);
 	return work;
 }
 
 /* Close everything; remove our files unless another daemon owns them. */
-static void sessd_free(struct sessd *d, int remove_files)
+static void dmn_free(struct dmn *d, int remove_files)
 {
-	sessd_clients_reap(d, 1);
-	sessd_trace_forget(d);
+	dmn_clients_reap(d, 1);
+	dmn_trace_forget(d);
 	for (int i = 0; i < MAX_CTL; i++)
 		if (d->conns[i].fd >= 0)
 			close(d->conns[i].fd);
@@ -532,7 +532,7 @@ static void sessd_free(struct sessd *d, int remove_files)
 	if (d->ctl_fd >= 0)
 		close(d->ctl_fd);
 	if (d->st)
-		munmap(d->st, SESS_STATE_SIZE);
+		munmap(d->st, PROTO_STATE_SIZE);
 	if (remove_files) {
 		unlink(d->sock);
 		if (d->daemon) {
@@ -550,7 +550,7 @@ static void sessd_free(struct sessd *d, int remove_files)
 	free(d);
 }
 
-void sessd_destroy(struct sessd *d, FILE *log, struct sessd_totals *t)
+void dmn_destroy(struct dmn *d, FILE *log, struct dmn_totals *t)
 {
 	memset(t, 0, sizeof(*t));
 	if (!d)
@@ -558,16 +558,16 @@ void sessd_destroy(struct sessd *d, FILE *log, struct sessd_totals *t)
 	/* Messages already queued (the last BYEs) first. */
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->fd >= 0)
-			sessd_client_read(d, c);
+			dmn_client_read(d, c);
 	for (struct client *c = d->clients; c; c = c->next) {
 		/* Still connected: the process runs on; only its complete
 		 * packets can be written (nothing of it may be flushed from
 		 * here, ring.md §7). */
-		sessd_client_close(d, c, 0);
+		dmn_client_close(d, c, 0);
 	}
 	if (d->state != ST_STOPPED)
-		sessd_trace_summary(d, log, t);
+		dmn_trace_summary(d, log, t);
 	else
 		*t = d->last;
-	sessd_free(d, 1);
+	dmn_free(d, 1);
 }

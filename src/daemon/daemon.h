@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct sessd;
+struct dmn;
 
-struct sessd_totals {
+struct dmn_totals {
 	uint64_t procs;      /* processes that registered */
 	uint64_t events;     /* written, strata's own records excluded */
 	uint64_t bytes;
@@ -30,9 +30,9 @@ struct sessd_totals {
 	int err;             /* first I/O error (negative errno) */
 };
 
-struct sessd_config {
+struct dmn_config {
 	/* Trace directory (must exist); NULL: created stopped (a daemon
-	 * whose first trace is started by sessd_start()). */
+	 * whose first trace is started by dmn_start()). */
 	const char *trace_dir;
 	/*
 	 * NULL: a private session directory (0700) made with mkdtemp under
@@ -61,52 +61,52 @@ struct sessd_config {
 /* The daemon's ring settings from the environment, as libstrata reads
  * them (STRATA_PACKET_SIZE, STRATA_PACKETS, STRATA_MODE, STRATA_MAJORS,
  * STRATA_ENABLE). Returns 0 or -EINVAL (strata_strerror_detail()). */
-int sessd_config_from_env(struct sessd_config *cfg);
+int dmn_config_from_env(struct dmn_config *cfg);
 
 /*
  * Create a session. Prints nothing; returns 0 or a negative errno with
  * *what naming the failed step (-EADDRINUSE: a daemon of that name
  * runs already).
  */
-int sessd_create(const struct sessd_config *cfg, struct sessd **out,
-		 const char **what);
+int dmn_create(const struct dmn_config *cfg, struct dmn **out,
+	       const char **what);
 
 /* The socket path for STRATA_SESSION. */
-const char *sessd_socket(const struct sessd *d);
+const char *dmn_socket(const struct dmn *d);
 
 /* Wait up to timeout_ms for messages, handle them, and drain every ring.
  * Returns the number of packets written (0: idle). */
-unsigned sessd_step(struct sessd *d, int timeout_ms);
+unsigned dmn_step(struct dmn *d, int timeout_ms);
 
 /* Processes still connected, or waiting in the backlog to be. */
-unsigned sessd_live(const struct sessd *d);
+unsigned dmn_live(const struct dmn *d);
 
 /*
- * Long-lived daemon (docs/record.md, "strata daemon"). sessd_step() also
+ * Long-lived daemon (docs/record.md, "strata daemon"). dmn_step() also
  * answers the control socket: start, stop, status, snapshot, quit.
  *
- * sessd_start: begin writing a new trace into `dir` (must exist) for
+ * dmn_start: begin writing a new trace into `dir` (must exist) for
  * every connected process and every one that joins; tells the processes
  * through `state`. Returns 0 or -EALREADY (running or stopping).
  *
- * sessd_stop: tell every process to stop logging; once each has closed
- * its open packets (its ACK) or after 1 s, sessd_step() finishes the
+ * dmn_stop: tell every process to stop logging; once each has closed
+ * its open packets (its ACK) or after 1 s, dmn_step() finishes the
  * trace (everything written, streams closed) and the session is stopped;
  * the processes stay connected. Returns 0 or -ENOENT (not running).
- * sessd_stop_wait: the same, stepping until finished; totals to *t.
+ * dmn_stop_wait: the same, stepping until finished; totals to *t.
  */
-int sessd_start(struct sessd *d, const char *dir);
-int sessd_stop(struct sessd *d);
-void sessd_stop_wait(struct sessd *d, struct sessd_totals *t);
-int sessd_running(const struct sessd *d); /* 1 running, 2 stopping, 0 */
-const char *sessd_trace(const struct sessd *d); /* current or last; "" */
+int dmn_start(struct dmn *d, const char *dir);
+int dmn_stop(struct dmn *d);
+void dmn_stop_wait(struct dmn *d, struct dmn_totals *t);
+int dmn_running(const struct dmn *d); /* 1 running, 2 stopping, 0 */
+const char *dmn_trace(const struct dmn *d); /* current or last; "" */
 /* A control client asked the daemon to end (CTL_QUIT, after its stop). */
-int sessd_quit_requested(const struct sessd *d);
-/* Totals of the last finished trace (sessd_stop()). */
-void sessd_last_totals(const struct sessd *d, struct sessd_totals *t);
+int dmn_quit_requested(const struct dmn *d);
+/* Totals of the last finished trace (dmn_stop()). */
+void dmn_last_totals(const struct dmn *d, struct dmn_totals *t);
 
 /* What a snapshot wrote. */
-struct sessd_snap {
+struct dmn_snap {
 	unsigned procs;     /* processes snapshotted */
 	unsigned skipped;   /* connected, not in overwrite mode */
 	uint64_t packets, events, bytes;
@@ -120,15 +120,15 @@ struct sessd_snap {
  * Returns 0, -ENOENT (no process to snapshot: none connected, or none in
  * overwrite mode) or the first I/O error.
  */
-int sessd_snapshot(struct sessd *d, const char *dir, struct sessd_snap *res);
-/* The one line that says what a snapshot did (ret: sessd_snapshot's). */
-void sessd_snap_line(const char *dir, int ret, const struct sessd_snap *sn,
-		     char *buf, size_t n);
+int dmn_snapshot(struct dmn *d, const char *dir, struct dmn_snap *res);
+/* The one line that says what a snapshot did (ret: dmn_snapshot's). */
+void dmn_snap_line(const char *dir, int ret, const struct dmn_snap *sn,
+		   char *buf, size_t n);
 
 /* Make a new directory: `want` if not empty (it must not exist), else
  * PREFIX-YYYYmmdd-HHMMSS[-N] in the current directory. The path made to
  * out. Returns 0 or a negative errno. */
-int sessd_mkdir_new(const char *want, const char *prefix, char *out, size_t n);
+int dmn_mkdir_new(const char *want, const char *prefix, char *out, size_t n);
 
 /*
  * Finish: write what every process's rings hold (salvaging those of
@@ -136,6 +136,6 @@ int sessd_mkdir_new(const char *want, const char *prefix, char *out, size_t n);
  * directory, free. One line per process to `log` (NULL: none); totals to
  * *t.
  */
-void sessd_destroy(struct sessd *d, FILE *log, struct sessd_totals *t);
+void dmn_destroy(struct dmn *d, FILE *log, struct dmn_totals *t);
 
 #endif /* STRATA_DAEMON_DAEMON_H */

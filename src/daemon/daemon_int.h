@@ -67,13 +67,13 @@ struct client {
 	size_t hcap;
 	size_t desc_bytes;
 	int desc_full; /* over its budget: said once */
-	/* ids it logs with strata_log_blob() (SESS_DESC_BLOB); past the
+	/* ids it logs with strata_log_blob() (PROTO_DESC_BLOB); past the
 	 * bound, blobs show as raw words */
 	uint32_t blobs[CLIENT_BLOBS];
 	unsigned nblobs;
 	uint64_t gen;
 	int bye;
-	struct sess_bye byemsg;
+	struct proto_bye byemsg;
 	int err; /* its sub-trace's first I/O error (negative errno) */
 	int untraced; /* its sub-trace could not be made: the cause (errno) */
 	uint64_t ring_lost; /* sum of the rings' counters at close */
@@ -110,7 +110,7 @@ struct ctl_conn {
 
 enum { ST_STOPPED = 0, ST_RUNNING = 1, ST_STOPPING = 2 };
 
-struct sessd {
+struct dmn {
 	char trace[4096];
 	char sdir[4096];
 	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -121,9 +121,9 @@ struct sessd {
 	unsigned npending; /* ... that have not said HELLO yet */
 	unsigned max_clients;
 	int spare_fd; /* kept open to be closed when fds run out
-		       * (sessd_accept_fd) */
+		       * (dmn_accept_fd) */
 	uint64_t listen_rest_until; /* ms: listeners not polled before */
-	/* sessd_step()'s poll set, grown with the clients */
+	/* dmn_step()'s poll set, grown with the clients */
 	struct pollfd *pf;
 	struct client **who;
 	int *conn;
@@ -131,9 +131,9 @@ struct sessd {
 	size_t desc_bytes; /* every client's descriptors (desc_blk) */
 	uint64_t ring_psize, ring_bytes; /* the largest ring a client may hand over */
 	/* The current trace's processes that are gone, their structures
-	 * freed (sessd_clients_reap): their totals, and under strata record one
+	 * freed (dmn_clients_reap): their totals, and under strata record one
 	 * line's worth each for its summary (-v). */
-	struct sessd_totals done;
+	struct dmn_totals done;
 	struct proc_rec *recs;
 	size_t nrecs, caprecs;
 	unsigned dir_seq; /* the last K of a pid-N.K made in this trace */
@@ -145,12 +145,12 @@ struct sessd {
 	char ctl[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char statef[4200];
 	int ctl_fd, lock_fd;
-	struct sess_state *st; /* mapped, ours to write */
+	struct proto_state *st; /* mapped, ours to write */
 	uint64_t stop_gen;
 	struct timespec stop_deadline;
 	struct ctl_conn conns[MAX_CTL];
 	int quit;
-	struct sessd_totals last; /* of the last finished trace */
+	struct dmn_totals last; /* of the last finished trace */
 	void (*on_start)(const char *trace_dir);
 	void (*on_stop)(const char *trace_dir);
 };
@@ -172,51 +172,51 @@ enum limit {
 /*
  * What one file of the daemon calls in another, each described where it
  * is defined. Every symbol of the daemon outside a file starts with
- * sessd_ (the session daemon), its public ones (daemon.h) too.
+ * dmn_ (the daemon), its public ones (daemon.h) too.
  */
 
 /* conn.c: the limits, said once; connections taken, bounded, timed out */
-void sessd_limit_said(struct sessd *d, enum limit which, uint32_t pid);
-int sessd_accept_fd(struct sessd *d, int lfd);
-void sessd_clients_accept(struct sessd *d);
-void sessd_deadlines(struct sessd *d);
+void dmn_limit_said(struct dmn *d, enum limit which, uint32_t pid);
+int dmn_accept_fd(struct dmn *d, int lfd);
+void dmn_clients_accept(struct dmn *d);
+void dmn_deadlines(struct dmn *d);
 
 /* client.c: a client's messages, rings and sub-trace */
-int sessd_make_dir(const char *trace, uint32_t pid, unsigned *seq,
-		   char *dir, size_t n);
-uint64_t sessd_client_ring_lost(const struct client *c);
-int sessd_client_begin_trace(struct sessd *d, struct client *c);
+int dmn_make_dir(const char *trace, uint32_t pid, unsigned *seq,
+		 char *dir, size_t n);
+uint64_t dmn_client_ring_lost(const struct client *c);
+int dmn_client_begin_trace(struct dmn *d, struct client *c);
 /* A line in TRACE/unrecorded: `events` of process `pid` not in the
  * trace, and why (trace.c). */
-void sessd_note_unrecorded(struct sessd *d, uint32_t pid, const char *name,
-			   uint64_t events, const char *why);
-void sessd_client_end_trace(struct sessd *d, struct client *c,
-			    int writers_gone);
-void sessd_client_close(struct sessd *d, struct client *c,
-			int writers_gone);
-void sessd_client_read(struct sessd *d, struct client *c);
-void sessd_client_free(struct sessd *d, struct client *c);
+void dmn_note_unrecorded(struct dmn *d, uint32_t pid, const char *name,
+			 uint64_t events, const char *why);
+void dmn_client_end_trace(struct dmn *d, struct client *c,
+			  int writers_gone);
+void dmn_client_close(struct dmn *d, struct client *c,
+		      int writers_gone);
+void dmn_client_read(struct dmn *d, struct client *c);
+void dmn_client_free(struct dmn *d, struct client *c);
 
 /* desc.c: a client's event descriptors (DESC) */
-void sessd_client_config(struct sessd *d, struct client *c, const char *dir,
-			 struct cons_source *src, struct cons_config *cc);
-int sessd_desc_add(struct client *c, const struct strata_event_desc *e);
-void sessd_client_descs_free(struct sessd *d, struct client *c);
-void sessd_client_desc(struct sessd *d, struct client *c,
-		       const unsigned char *buf, size_t len);
+void dmn_client_config(struct dmn *d, struct client *c, const char *dir,
+		       struct cons_source *src, struct cons_config *cc);
+int dmn_desc_add(struct client *c, const struct strata_event_desc *e);
+void dmn_client_descs_free(struct dmn *d, struct client *c);
+void dmn_client_desc(struct dmn *d, struct client *c,
+		     const unsigned char *buf, size_t len);
 
 /* trace.c: the trace's start, stop and summary */
-void sessd_trace_summary(struct sessd *d, FILE *log,
-			 struct sessd_totals *t);
-void sessd_trace_forget(struct sessd *d);
-void sessd_clients_reap(struct sessd *d, int all);
-void sessd_stop_finish(struct sessd *d);
-void sessd_stop_check(struct sessd *d);
+void dmn_trace_summary(struct dmn *d, FILE *log,
+		       struct dmn_totals *t);
+void dmn_trace_forget(struct dmn *d);
+void dmn_clients_reap(struct dmn *d, int all);
+void dmn_stop_finish(struct dmn *d);
+void dmn_stop_check(struct dmn *d);
 
 /* control.c: the control socket */
-void sessd_ctl_send_done(struct sessd *d, int fd, int status,
-			 const char *msg);
-int sessd_ctl_request(struct sessd *d, struct ctl_conn *k);
-void sessd_ctl_accept(struct sessd *d);
+void dmn_ctl_send_done(struct dmn *d, int fd, int status,
+		       const char *msg);
+int dmn_ctl_request(struct dmn *d, struct ctl_conn *k);
+void dmn_ctl_accept(struct dmn *d);
 
 #endif /* STRATA_DAEMON_DAEMON_INT_H */

@@ -13,7 +13,7 @@
 /*
  * What one client may make the daemon hold in descriptors, and all of
  * them together (docs/record.md, "Limits"); a descriptor past either is
- * refused (its events show raw), said once (sessd_limit_said()).
+ * refused (its events show raw), said once (dmn_limit_said()).
  */
 #define DESC_CLIENT_BYTES (4u << 20)
 #define DESC_TOTAL_BYTES (64u << 20)
@@ -84,7 +84,7 @@ static struct desc_blk *desc_blk_of(const struct strata_event_desc *e)
 	return (struct desc_blk *)((char *)e - offsetof(struct desc_blk, e));
 }
 
-static void desc_put(struct sessd *d, const struct strata_event_desc *e)
+static void desc_put(struct dmn *d, const struct strata_event_desc *e)
 {
 	struct desc_blk *b = desc_blk_of(e);
 
@@ -94,7 +94,7 @@ static void desc_put(struct sessd *d, const struct strata_event_desc *e)
 	free(b);
 }
 
-/* Index slot i of c->evs by its id (the table has room: sessd_desc_add). */
+/* Index slot i of c->evs by its id (the table has room: dmn_desc_add). */
 static void hidx_put(struct client *c, size_t i)
 {
 	const struct strata_event_desc *e = c->evs[i];
@@ -108,7 +108,7 @@ static void hidx_put(struct client *c, size_t i)
 /* Give c the descriptor `e` (a reference taken) unless it has one of that
  * id: the first one stays (strata_register's rule). Returns 1 if added,
  * 0 if it had one, -ENOMEM. */
-int sessd_desc_add(struct client *c, const struct strata_event_desc *e)
+int dmn_desc_add(struct client *c, const struct strata_event_desc *e)
 {
 	if (src_lookup(c, e->major, e->minor))
 		return 0;
@@ -138,7 +138,7 @@ int sessd_desc_add(struct client *c, const struct strata_event_desc *e)
 	return 1;
 }
 
-void sessd_client_descs_free(struct sessd *d, struct client *c)
+void dmn_client_descs_free(struct dmn *d, struct client *c)
 {
 	for (size_t i = 0; i < c->nev; i++)
 		desc_put(d, c->evs[i]);
@@ -283,7 +283,7 @@ static struct desc_blk *desc_build(const struct desc_rec *r)
 	return b;
 }
 
-/* An id the process logs as a byte blob (proto.h, SESS_DESC_BLOB). */
+/* An id the process logs as a byte blob (proto.h, PROTO_DESC_BLOB). */
 static void client_blob(struct client *c, uint32_t id)
 {
 	for (unsigned i = 0; i < c->nblobs; i++)
@@ -295,10 +295,10 @@ static void client_blob(struct client *c, uint32_t id)
 	}
 }
 
-void sessd_client_desc(struct sessd *d, struct client *c,
-		       const unsigned char *buf, size_t len)
+void dmn_client_desc(struct dmn *d, struct client *c,
+		     const unsigned char *buf, size_t len)
 {
-	struct sess_desc h;
+	struct proto_desc h;
 	const unsigned char *p, *end = buf + len;
 
 	if (len < sizeof(h) || !c->registered)
@@ -310,7 +310,7 @@ void sessd_client_desc(struct sessd *d, struct client *c,
 		int ok = desc_parse(&p, end, &r);
 		if (ok < 0)
 			return;
-		if (r.kind == SESS_DESC_BLOB) {
+		if (r.kind == PROTO_DESC_BLOB) {
 			client_blob(c, STRATA_ID(r.major, r.minor));
 			continue;
 		}
@@ -321,14 +321,14 @@ void sessd_client_desc(struct sessd *d, struct client *c,
 		if (c->desc_bytes + r.size > DESC_CLIENT_BYTES ||
 		    d->desc_bytes + r.size > DESC_TOTAL_BYTES) {
 			if (!c->desc_full)
-				sessd_limit_said(d, LIMIT_DESC, c->pid);
+				dmn_limit_said(d, LIMIT_DESC, c->pid);
 			c->desc_full = 1;
 			continue;
 		}
 		struct desc_blk *b = desc_build(&r);
 		if (!b)
 			return;
-		if (sessd_desc_add(c, &b->e) != 1) {
+		if (dmn_desc_add(c, &b->e) != 1) {
 			free(b);
 			return;
 		}
@@ -338,7 +338,7 @@ void sessd_client_desc(struct sessd *d, struct client *c,
 }
 
 /* Where this client's descriptors and identity come from (consumer.h). */
-static void client_source(struct sessd *d, struct client *c,
+static void client_source(struct dmn *d, struct client *c,
 			  struct cons_source *src)
 {
 	memset(src, 0, sizeof(*src));
@@ -354,8 +354,8 @@ static void client_source(struct sessd *d, struct client *c,
 
 /* The consumer's configuration for c's sub-trace, or its snapshot, in
  * `dir`; *src must live as long as *cc (consumer.h). */
-void sessd_client_config(struct sessd *d, struct client *c, const char *dir,
-			 struct cons_source *src, struct cons_config *cc)
+void dmn_client_config(struct dmn *d, struct client *c, const char *dir,
+		       struct cons_source *src, struct cons_config *cc)
 {
 	client_source(d, c, src);
 	memset(cc, 0, sizeof(*cc));

@@ -19,9 +19,9 @@
 /* ---- the trace: start, stop, summary ------------------------------------ */
 
 /* Publish a change of `state` (proto.h: the seqlock writer). */
-static void state_publish(struct sessd *d, int enabled)
+static void state_publish(struct dmn *d, int enabled)
 {
-	struct sess_state *s = d->st;
+	struct proto_state *s = d->st;
 	uint64_t g;
 
 	if (!s)
@@ -63,7 +63,7 @@ static void client_sum(const struct client *c, struct proc_sum *p)
 	p->unsent = (c->bye ? c->byemsg.rings_unsent : 0) + c->rings_refused;
 }
 
-static void totals_add(struct sessd_totals *t, const struct proc_sum *p)
+static void totals_add(struct dmn_totals *t, const struct proc_sum *p)
 {
 	t->procs++;
 	t->events += p->events;
@@ -99,8 +99,8 @@ static void proc_rec_of(const struct client *c, const struct proc_sum *p,
 
 /* One line in TRACE/unrecorded, where readers see it (`strata info`):
  * a process whose events are not in the trace, how many and why. */
-void sessd_note_unrecorded(struct sessd *d, uint32_t pid, const char *name,
-			   uint64_t events, const char *why)
+void dmn_note_unrecorded(struct dmn *d, uint32_t pid, const char *name,
+			 uint64_t events, const char *why)
 {
 	char path[4200];
 
@@ -117,12 +117,12 @@ void sessd_note_unrecorded(struct sessd *d, uint32_t pid, const char *name,
 /*
  * Processes that could not join report their unrecorded events in
  * unrecorded.PID files of the session directory (lib/session.c,
- * sess_report_unrecorded()): count them into the current trace's figures
+ * client_report_unrecorded()): count them into the current trace's figures
  * and list them in its `unrecorded` file, where readers see them
  * (`strata info`). Each file is read once, then removed; its content is
  * the process's word, bounded and checked.
  */
-static void collect_unrecorded(struct sessd *d)
+static void collect_unrecorded(struct dmn *d)
 {
 	DIR *dir = opendir(d->sdir);
 	struct dirent *e;
@@ -151,7 +151,7 @@ static void collect_unrecorded(struct sessd *d)
 			continue;
 		d->done.unjoined++;
 		d->done.unjoined_events += n;
-		sessd_note_unrecorded(d, pid, name, n, "it could not join the session");
+		dmn_note_unrecorded(d, pid, name, n, "it could not join the session");
 	}
 	closedir(dir);
 }
@@ -159,7 +159,7 @@ static void collect_unrecorded(struct sessd *d)
 /* Totals of the current trace: the processes gone (d->done) and the
  * clients that have a sub-trace in it, one line each to `log` (NULL:
  * none). */
-void sessd_trace_summary(struct sessd *d, FILE *log, struct sessd_totals *t)
+void dmn_trace_summary(struct dmn *d, FILE *log, struct dmn_totals *t)
 {
 	collect_unrecorded(d);
 	*t = d->done;
@@ -181,7 +181,7 @@ void sessd_trace_summary(struct sessd *d, FILE *log, struct sessd_totals *t)
 }
 
 /* The current trace's figures start again (a new trace, or none). */
-void sessd_trace_forget(struct sessd *d)
+void dmn_trace_forget(struct dmn *d)
 {
 	memset(&d->done, 0, sizeof(d->done));
 	free(d->recs);
@@ -192,13 +192,13 @@ void sessd_trace_forget(struct sessd *d)
 
 /*
  * Free the clients that are gone: connection closed (EOF, or after its
- * BYE) and rings written (sessd_client_close()). What the trace's summary
+ * BYE) and rings written (dmn_client_close()). What the trace's summary
  * needs of one is kept in d->done, and under strata record its line in
  * d->recs (a few dozen bytes), so that a long-lived daemon's memory stays
  * flat however many processes come and go (docs/record.md, "Limits").
  * With `all`, every client (the end).
  */
-void sessd_clients_reap(struct sessd *d, int all)
+void dmn_clients_reap(struct dmn *d, int all)
 {
 	struct client **pp = &d->clients;
 
@@ -224,22 +224,22 @@ void sessd_clients_reap(struct sessd *d, int all)
 				proc_rec_of(c, &p, &d->recs[d->nrecs++]);
 		}
 		*pp = c->next;
-		sessd_client_free(d, c);
+		dmn_client_free(d, c);
 	}
 }
 
-int sessd_start(struct sessd *d, const char *dir)
+int dmn_start(struct dmn *d, const char *dir)
 {
 	if (d->state != ST_STOPPED)
 		return -EALREADY;
 	snprintf(d->trace, sizeof(d->trace), "%s", dir);
 	d->err = 0;
-	sessd_trace_forget(d);
+	dmn_trace_forget(d);
 	clock_point_take(&d->cp_first);
 	d->state = ST_RUNNING;
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->fd >= 0 && c->registered)
-			sessd_client_begin_trace(d, c);
+			dmn_client_begin_trace(d, c);
 	/* Enabled before the system's state dump (on_start), which takes a
 	 * while: a program that joined meanwhile logged nothing while the
 	 * state file said disabled, and lost its first events uncounted
@@ -253,18 +253,18 @@ int sessd_start(struct sessd *d, const char *dir)
 
 /* Every process closed its packets (or had its time): write and close
  * the trace, answer those who asked for it. */
-void sessd_stop_finish(struct sessd *d)
+void dmn_stop_finish(struct dmn *d)
 {
 	char line[1024];
 
 	for (struct client *c = d->clients; c; c = c->next)
 		if (c->fd >= 0)
-			sessd_client_end_trace(d, c, 0);
-	sessd_trace_summary(d, NULL, &d->last);
+			dmn_client_end_trace(d, c, 0);
+	dmn_trace_summary(d, NULL, &d->last);
 	for (struct client *c = d->clients; c; c = c->next)
 		c->traced = 0;
-	sessd_trace_forget(d);
-	sessd_clients_reap(d, 0);
+	dmn_trace_forget(d);
+	dmn_clients_reap(d, 0);
 	malloc_trim(0); /* a long-lived daemon gives back what the trace took */
 	d->state = ST_STOPPED;
 	if (d->on_stop)
@@ -293,14 +293,14 @@ void sessd_stop_finish(struct sessd *d)
 			continue;
 		if (k->waiting == CTL_QUIT)
 			d->quit = 1;
-		sessd_ctl_send_done(d, k->fd, d->last.err, line);
+		dmn_ctl_send_done(d, k->fd, d->last.err, line);
 		close(k->fd);
 		k->fd = -1;
 		k->waiting = 0;
 	}
 }
 
-int sessd_stop(struct sessd *d)
+int dmn_stop(struct dmn *d)
 {
 	if (d->state != ST_RUNNING)
 		return -ENOENT;
@@ -314,7 +314,7 @@ int sessd_stop(struct sessd *d)
 	}
 	d->state = ST_STOPPING;
 	if (!d->st)
-		sessd_stop_finish(d); /* strata record: no process to tell */
+		dmn_stop_finish(d); /* strata record: no process to tell */
 	return 0;
 }
 
@@ -326,7 +326,7 @@ int sessd_stop(struct sessd *d)
  * uncounted, by a stop that came right after them: the daemon was 2 s
  * behind). Until they are taken, the trace is not finished.
  */
-static int joiners_unheard(const struct sessd *d)
+static int joiners_unheard(const struct dmn *d)
 {
 	struct pollfd p = {.fd = d->lfd, .events = POLLIN};
 
@@ -344,7 +344,7 @@ static int joiners_unheard(const struct sessd *d)
 /* Stopping: done when every process was heard and every one that has
  * rings applied the stop (its ACK comes after its last flush), or when
  * its time is up. */
-void sessd_stop_check(struct sessd *d)
+void dmn_stop_check(struct dmn *d)
 {
 	struct timespec now;
 
@@ -362,33 +362,33 @@ void sessd_stop_check(struct sessd *d)
 		if (c->fd >= 0 && c->registered && c->nrings &&
 		    c->acked < d->stop_gen)
 			return;
-	sessd_stop_finish(d);
+	dmn_stop_finish(d);
 }
 
-void sessd_stop_wait(struct sessd *d, struct sessd_totals *t)
+void dmn_stop_wait(struct dmn *d, struct dmn_totals *t)
 {
-	if (sessd_stop(d) == 0)
+	if (dmn_stop(d) == 0)
 		while (d->state == ST_STOPPING)
-			sessd_step(d, 2);
+			dmn_step(d, 2);
 	*t = d->last;
 }
 
-int sessd_running(const struct sessd *d)
+int dmn_running(const struct dmn *d)
 {
 	return d->state;
 }
 
-const char *sessd_trace(const struct sessd *d)
+const char *dmn_trace(const struct dmn *d)
 {
 	return d->trace;
 }
 
-int sessd_quit_requested(const struct sessd *d)
+int dmn_quit_requested(const struct dmn *d)
 {
 	return d->quit;
 }
 
-void sessd_last_totals(const struct sessd *d, struct sessd_totals *t)
+void dmn_last_totals(const struct dmn *d, struct dmn_totals *t)
 {
 	*t = d->last;
 }
@@ -403,7 +403,7 @@ static void absolute(char *path, size_t n)
 	free(abs);
 }
 
-int sessd_mkdir_new(const char *want, const char *prefix, char *out, size_t n)
+int dmn_mkdir_new(const char *want, const char *prefix, char *out, size_t n)
 {
 	char stamp[32];
 	struct tm tm;
@@ -436,7 +436,7 @@ int sessd_mkdir_new(const char *want, const char *prefix, char *out, size_t n)
 	return -EEXIST;
 }
 
-int sessd_snapshot(struct sessd *d, const char *dir, struct sessd_snap *res)
+int dmn_snapshot(struct dmn *d, const char *dir, struct dmn_snap *res)
 {
 	unsigned seq = 0;
 	int err = 0, ret;
@@ -454,12 +454,12 @@ int sessd_snapshot(struct sessd *d, const char *dir, struct sessd_snap *res)
 			res->skipped++;
 			continue;
 		}
-		if ((ret = sessd_make_dir(dir, c->pid, &seq, sub,
-					  sizeof(sub)))) {
+		if ((ret = dmn_make_dir(dir, c->pid, &seq, sub,
+					sizeof(sub)))) {
 			err = err ? err : ret;
 			continue;
 		}
-		sessd_client_config(d, c, sub, &src, &cc);
+		dmn_client_config(d, c, sub, &src, &cc);
 		memset(&st, 0, sizeof(st));
 		ret = cons_snapshot(&cc, c->rings, c->nrings, &st);
 		if (ret && !err)

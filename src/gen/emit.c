@@ -225,40 +225,27 @@ static void put_layout_comment(struct gen_buf *b, const struct gen_subsys *ss,
 	gen_buf_puts(b, " */\n");
 }
 
-static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
-		     const struct gen_event *ev, size_t index,
-		     const struct gen_emit_opts *opts)
+/* The tracepoint's opening brace and locals. Fixed size: the payload is
+ * built in a local array and logged by strata_log_fixed() (it stays in
+ * registers on the inline path, ring.md §7); with strings, the measured
+ * size is reserved and written in place. */
+static void put_locals(struct gen_buf *b, const struct gen_event *ev,
+		       const struct layout *lay)
 {
-	struct layout lay;
-	unsigned o = 0;
-	size_t i, last_str = 0;
-	int ret;
+	size_t i;
 
-	ret = layout(ev, &lay);
-	if (ret)
-		return ret;
-	for (i = 0; i < ev->nfields; i++)
-		if (ev->fields[i].type == STRATA_T_STRING)
-			last_str = i;
-
-	put_layout_comment(b, ss, ev, &lay);
-	put_signature(b, ss, ev);
-	/* Fixed size: the payload is built in a local array and logged by
-	 * strata_log_fixed() (it stays in registers on the inline path,
-	 * ring.md §7); with strings, reserve the measured size and write in
-	 * place. */
-	if (lay.nstr)
+	if (lay->nstr)
 		gen_buf_puts(b, "{\n\tstruct strata_rsv strata_r;\n");
-	else if (lay.min)
+	else if (lay->min)
 		gen_buf_printf(b, "{\n\tstatic uint8_t strata_cid;\n\tuint64_t strata_w[%u];\n",
-			       lay.min / 8);
+			       lay->min / 8);
 	else
 		gen_buf_puts(b, "{\n\tstatic uint8_t strata_cid;\n");
 	if (ev->nfields)
 		gen_buf_puts(b, "\tunsigned char *strata_p;\n");
-	if (lay.nstr)
+	if (lay->nstr)
 		gen_buf_printf(b, "\tsize_t strata_room = (STRATA_MAX_WORDS - 1) * 8 - %u;\n",
-			       lay.min);
+			       lay->min);
 	for (i = 0; i < ev->nfields; i++) {
 		const struct gen_field *f = &ev->fields[i];
 
@@ -272,6 +259,12 @@ static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
 			gen_buf_printf(b, "\tconst uint64_t strata_v_%s = (uintptr_t)%s;\n",
 				       f->name, f->name);
 	}
+}
+
+/* Return at once when the subsystem or the event is disabled. */
+static void put_enabled_checks(struct gen_buf *b, const struct gen_subsys *ss,
+			       size_t index, const struct gen_emit_opts *opts)
+{
 	gen_buf_printf(b, "\n\tif (!strata_major_enabled(STRATA_MAJOR_");
 	put_upper(b, ss->name);
 	gen_buf_puts(b, "))\n\t\treturn;\n");
@@ -281,16 +274,24 @@ static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
 		gen_buf_printf(b, "\tif (strata_unlikely(strata_gen_on_%s[%zu] != 1) &&\n"
 			       "\t    !strata_event_fire(&strata_gen_on_%s[%zu]))\n\t\treturn;\n",
 			       ss->name, index, ss->name, index);
+}
 
-	/* Strings: measured now, cut so the event fits (docs/dsl.md, "Strings"). */
-	o = 0;
+/* Strings: measured now, cut so the event fits (docs/dsl.md, "Strings"). */
+static void put_string_cuts(struct gen_buf *b, const struct gen_event *ev,
+			    const struct layout *lay)
+{
+	size_t i, last_str = 0;
+
+	for (i = 0; i < ev->nfields; i++)
+		if (ev->fields[i].type == STRATA_T_STRING)
+			last_str = i;
 	for (i = 0; i < ev->nfields; i++) {
 		const struct gen_field *f = &ev->fields[i];
 		unsigned bstart, empty;
 
 		if (f->type != STRATA_T_STRING)
 			continue;
-		bstart = lay.off[i] + 4;
+		bstart = lay->off[i] + 4;
 		empty = align_up(bstart + 1, 8);
 		gen_buf_printf(b, "\tif (!%s)\n\t\t%s = \"\";\n", f->name, f->name);
 		gen_buf_printf(b, "\tstrata_n_%s = strlen(%s);\n", f->name, f->name);
@@ -307,24 +308,37 @@ static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
 			gen_buf_printf(b, "\tstrata_room -= strata_c_%s - %u;\n", f->name,
 				       empty - bstart);
 	}
+}
 
-	if (lay.nstr) {
-		/* variable length: the extended header (docs/compact.md) */
-		gen_buf_printf(b, "\tif (!strata_reserve(&strata_r, STRATA_HID_EXT | STRATA_ID(STRATA_MAJOR_");
-		put_upper(b, ss->name);
-		gen_buf_printf(b, ", %u),\n\t\t\t    1 + (%u", ev->minor, lay.fixed);
-		for (i = 0; i < ev->nfields; i++)
-			if (ev->fields[i].type == STRATA_T_STRING)
-				gen_buf_printf(b, " + strata_c_%s", ev->fields[i].name);
-		gen_buf_puts(b, ") / 8))\n\t\treturn;\n");
-	}
+/* With strings, reserve the measured size: the extended header
+ * (docs/compact.md), the event's length varying. */
+static void put_reserve(struct gen_buf *b, const struct gen_subsys *ss,
+			const struct gen_event *ev, const struct layout *lay)
+{
+	size_t i;
+
+	gen_buf_printf(b, "\tif (!strata_reserve(&strata_r, STRATA_HID_EXT | STRATA_ID(STRATA_MAJOR_");
+	put_upper(b, ss->name);
+	gen_buf_printf(b, ", %u),\n\t\t\t    1 + (%u", ev->minor, lay->fixed);
+	for (i = 0; i < ev->nfields; i++)
+		if (ev->fields[i].type == STRATA_T_STRING)
+			gen_buf_printf(b, " + strata_c_%s", ev->fields[i].name);
+	gen_buf_puts(b, ") / 8))\n\t\treturn;\n");
+}
+
+/* The payload's stores, at the offsets of its layout, padding included. */
+static void put_stores(struct gen_buf *b, const struct gen_event *ev,
+		       const struct layout *lay)
+{
+	unsigned o = 0;
+	size_t i;
 
 	if (ev->nfields)
-		gen_buf_puts(b, lay.nstr ? "\tstrata_p = (unsigned char *)strata_r.p;\n"
-					 : "\tstrata_p = (unsigned char *)strata_w;\n");
+		gen_buf_puts(b, lay->nstr ? "\tstrata_p = (unsigned char *)strata_r.p;\n"
+					  : "\tstrata_p = (unsigned char *)strata_w;\n");
 	for (i = 0; i < ev->nfields; i++) {
 		const struct gen_field *f = &ev->fields[i];
-		unsigned size = gen_type_size(f->type), at = lay.off[i];
+		unsigned size = gen_type_size(f->type), at = lay->off[i];
 
 		put_pad(b, o, at);
 		if (f->type == STRATA_T_STRING) {
@@ -353,14 +367,41 @@ static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
 	}
 	if (ev->nfields && ev->fields[ev->nfields - 1].type != STRATA_T_STRING)
 		put_pad(b, o, align_up(o, 8));
-	if (lay.nstr) {
+}
+
+/* Commit, or log the local array: the tracepoint's end. */
+static void put_log(struct gen_buf *b, const struct gen_subsys *ss,
+		    const struct gen_event *ev, const struct layout *lay)
+{
+	if (lay->nstr) {
 		gen_buf_puts(b, "\tstrata_commit(&strata_r);\n}\n\n");
 	} else {
 		gen_buf_printf(b, "\tstrata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_");
 		put_upper(b, ss->name);
 		gen_buf_printf(b, ", %u), %u, %s);\n}\n\n", ev->minor,
-			       1 + lay.min / 8, lay.min ? "strata_w" : "0");
+			       1 + lay->min / 8, lay->min ? "strata_w" : "0");
 	}
+}
+
+static int put_event(struct gen_buf *b, const struct gen_subsys *ss,
+		     const struct gen_event *ev, size_t index,
+		     const struct gen_emit_opts *opts)
+{
+	struct layout lay;
+	int ret;
+
+	ret = layout(ev, &lay);
+	if (ret)
+		return ret;
+	put_layout_comment(b, ss, ev, &lay);
+	put_signature(b, ss, ev);
+	put_locals(b, ev, &lay);
+	put_enabled_checks(b, ss, index, opts);
+	put_string_cuts(b, ev, &lay);
+	if (lay.nstr)
+		put_reserve(b, ss, ev, &lay);
+	put_stores(b, ev, &lay);
+	put_log(b, ss, ev, &lay);
 	free(lay.off);
 	return 0;
 }

@@ -46,16 +46,16 @@
  * ring handovers that found the socket full.
  */
 enum {
-	SESS_OFF = 0, /* not in a session */
-	SESS_NEED,    /* fork child: connect at its first ring */
-	SESS_BUSY,    /* a thread is connecting */
-	SESS_ON,      /* connected */
-	SESS_DEAD,    /* the daemon is gone or never answered */
+	CLIENT_OFF = 0, /* not in a session */
+	CLIENT_NEED,    /* fork child: connect at its first ring */
+	CLIENT_BUSY,    /* a thread is connecting */
+	CLIENT_ON,      /* connected */
+	CLIENT_DEAD,    /* the daemon is gone or never answered */
 	/* joined, not connected yet: the daemon's backlog was full (it was
 	 * stopped, or swamped). Tracing goes on into the rings; the helper
 	 * thread, and at last the exit, connect when it takes us
-	 * (sess_retry(): issue 24, item 7). */
-	SESS_PENDING,
+	 * (client_retry(): issue 24, item 7). */
+	CLIENT_PENDING,
 };
 
 /*
@@ -64,8 +64,8 @@ enum {
  * (state, fd, ring_sent, rings_unsent) are accessed atomically:
  *
  * - state is stored with release (seq_cst before a sweep: see
- *   sess_ring_created()) and loaded with acquire, each load pairing with
- *   the store it reads: whoever sees SESS_ON sees the connection made
+ *   client_ring_created()) and loaded with acquire, each load pairing with
+ *   the store it reads: whoever sees CLIENT_ON sees the connection made
  *   and the fd stored before it;
  * - fd is stored with release once the socket is connected (or to -1
  *   before it is closed), and loaded with acquire by its users, which
@@ -75,7 +75,7 @@ enum {
  *   that the next sweep's CAS pairs with.
  */
 static struct client {
-	int state; /* SESS_* */
+	int state; /* CLIENT_* */
 	int fd;    /* the connection, -1 when none */
 	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	uint32_t fork_of; /* a fork child: the parent's pid, in HELLO */
@@ -87,28 +87,28 @@ static struct client {
 	struct descmsg_sent sent;           /* of the registry */
 	pthread_t thread; /* the helper */
 	int thread_on;
-	/* stored with release by sess_stop_helper(), loaded with acquire by
-	 * sess_main(): the helper's last round sees what was done before */
+	/* stored with release by client_stop_helper(), loaded with acquire by
+	 * client_main(): the helper's last round sees what was done before */
 	int thread_stop;
 	/* The session is the embedded mode's guardian (lib/guard.c): BYE
-	 * asks for DONE, and leaving waits for it, up to SESS_DONE_WAIT_MS. */
+	 * asks for DONE, and leaving waits for it, up to CLIENT_DONE_WAIT_MS. */
 	int guarded;
 	char output[4096]; /* STRATA_OUTPUT, for the guarded one's report */
 	char record_trace[4096]; /* STRATA_RECORD_TRACE: strata record's trace */
 	char enable[1024]; /* STRATA_ENABLE: patterns, comma-separated */
 	/* a long-lived daemon's state file (below) */
-	const struct sess_state *st; /* NULL: none (strata record) */
+	const struct proto_state *st; /* NULL: none (strata record) */
 	uint64_t st_gen;             /* the generation applied */
 	int disabled;                /* the daemon said: stopped */
 	int ack_due;                 /* tell the daemon st_gen */
 } cl = {.fd = -1, .bellfd = -1};
 
-#define SESS_DONE_WAIT_MS 10000
+#define CLIENT_DONE_WAIT_MS 10000
 
 /* Send one message, with `fd` attached when >= 0. Never blocks, never
  * raises SIGPIPE. Returns 0 or a negative errno; a broken connection
  * marks the session dead. Async-signal-safe. */
-static int sess_send(const void *msg, size_t len, int fd)
+static int client_send(const void *msg, size_t len, int fd)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -139,13 +139,13 @@ static int sess_send(const void *msg, size_t len, int fd)
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN && errno != ENOBUFS) /* see struct client */
-			strata_store_release(&cl.state, SESS_DEAD);
+			strata_store_release(&cl.state, CLIENT_DEAD);
 		return -errno;
 	}
 }
 
 /* Hand over every published ring not handed over yet. Async-signal-safe. */
-static void sess_sweep(void)
+static void client_sweep(void)
 {
 	for (unsigned cpu = 0; cpu < STRATA_MAX_CPUS; cpu++) {
 		/* pairs with the publishing CAS in ring_get_or_create() */
@@ -157,8 +157,8 @@ static void sess_sweep(void)
 		if (!r || strata_load_relaxed(&cl.ring_sent[cpu]) ||
 		    !strata_cas_acq_rel_relaxed(&cl.ring_sent[cpu], &zero, 1))
 			continue;
-		struct sess_ring m = {{SESS_RING, sizeof(m)}, cpu, strata_pid};
-		int ret = sess_send(&m, sizeof(m), r->fd);
+		struct proto_ring m = {{PROTO_RING, sizeof(m)}, cpu, strata_pid};
+		int ret = client_send(&m, sizeof(m), r->fd);
 		if (ret == -EAGAIN || ret == -ENOBUFS) /* again, next sweep */
 			strata_store_release(&cl.ring_sent[cpu], 0);
 		else if (ret)
@@ -194,10 +194,10 @@ static uint32_t self_ppid(void)
 /* Connect and say HELLO, with the doorbell the daemon will poll (an
  * eventfd: ring.md §8, "The session daemon"; without one it polls our
  * rings). Async-signal-safe (system calls only). */
-static int sess_connect(void)
+static int client_connect(void)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	struct sess_hello h;
+	struct proto_hello h;
 	int s, ret;
 
 	memcpy(a.sun_path, cl.sock, sizeof(a.sun_path));
@@ -212,9 +212,9 @@ static int sess_connect(void)
 		return ret;
 	}
 	memset(&h, 0, sizeof(h));
-	h.h.type = SESS_HELLO;
+	h.h.type = PROTO_HELLO;
 	h.h.len = sizeof(h);
-	h.version = SESS_VERSION;
+	h.version = PROTO_VERSION;
 	h.pid = strata_pid;
 	h.ppid = self_ppid();
 	h.fork_of = cl.fork_of;
@@ -225,10 +225,10 @@ static int sess_connect(void)
 	/* connected; pairs with the senders' acquire loads (struct client) */
 	strata_store_release(&cl.fd, s);
 	/* One caller at a time: the session's start, or the thread that
-	 * took SESS_BUSY. */
+	 * took CLIENT_BUSY. */
 	if (cl.bellfd < 0)
 		cl.bellfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	ret = sess_send(&h, sizeof(h), cl.bellfd);
+	ret = client_send(&h, sizeof(h), cl.bellfd);
 	if (ret) {
 		strata_store_release(&cl.fd, -1); /* before the close */
 		close(s);
@@ -249,43 +249,43 @@ static int sess_connect(void)
  * the state is ON (the seq_cst fences order our publish before our load
  * of the state, and its store of ON before its loads of strata_rings[]).
  */
-static void sess_ring_created(struct strata_ring *ring)
+static void client_ring_created(struct strata_ring *ring)
 {
 	int saved_errno = errno;
-	int st = strata_load_acquire(&cl.state), need = SESS_NEED;
+	int st = strata_load_acquire(&cl.state), need = CLIENT_NEED;
 
 	(void)ring;
-	/* The CAS makes one thread the connecting one (SESS_NEED was
+	/* The CAS makes one thread the connecting one (CLIENT_NEED was
 	 * stored before the fork child had other threads). A failure reads
 	 * nothing: the load after the fence decides. */
-	if (st == SESS_NEED &&
-	    strata_cas_acq_rel_relaxed(&cl.state, &need, SESS_BUSY)) {
-		int ret = sess_connect();
-		st = ret == -EAGAIN ? SESS_PENDING : ret ? SESS_DEAD : SESS_ON;
+	if (st == CLIENT_NEED &&
+	    strata_cas_acq_rel_relaxed(&cl.state, &need, CLIENT_BUSY)) {
+		int ret = client_connect();
+		st = ret == -EAGAIN ? CLIENT_PENDING : ret ? CLIENT_DEAD : CLIENT_ON;
 		/* before the sweep below, in our or another thread's call */
 		strata_store_seq_cst(&cl.state, st);
 	}
 	/* Our publish of the ring before our load of the state; pairs with
-	 * the seq_cst store of SESS_ON (above, sess_retry(), client_join())
+	 * the seq_cst store of CLIENT_ON (above, client_retry(), client_join())
 	 * that comes before that thread's sweep. */
 	strata_fence_seq_cst();
-	if (strata_load_seq_cst(&cl.state) == SESS_ON)
-		sess_sweep();
+	if (strata_load_seq_cst(&cl.state) == CLIENT_ON)
+		client_sweep();
 	errno = saved_errno;
 }
 
 /* Send the descriptors registered since the last call. Not
  * async-signal-safe (registry lock, malloc). */
-static void sess_send_descs(void)
+static void client_send_descs(void)
 {
-	if (strata_load_acquire(&cl.state) != SESS_ON)
+	if (strata_load_acquire(&cl.state) != CLIENT_ON)
 		return;
-	descmsg_send_new(&cl.sent, sess_send);
+	descmsg_send_new(&cl.sent, client_send);
 }
 
 /* Apply STRATA_ENABLE (`strata record -e`) to what is registered now:
  * patterns name events, which exist only once their constructors ran. */
-static void sess_apply_enable(void)
+static void client_apply_enable(void)
 {
 	char buf[sizeof(cl.enable)], *save = NULL;
 
@@ -302,7 +302,7 @@ static void sess_apply_enable(void)
 
 /* A consistent, checked copy of the state (proto.h: the seqlock reader).
  * Returns 0, -EAGAIN (the daemon is writing it) or -EINVAL. */
-static int state_read(struct sess_state *out)
+static int state_read(struct proto_state *out)
 {
 	for (int tries = 0; tries < 16; tries++) {
 		/* Pairs with the daemon's release store of the even gen
@@ -318,7 +318,7 @@ static int state_read(struct sess_state *out)
 			continue;
 		out->gen = g;
 		out->enable[sizeof(out->enable) - 1] = 0;
-		if (out->magic != SESS_STATE_MAGIC || out->version != SESS_VERSION ||
+		if (out->magic != PROTO_STATE_MAGIC || out->version != PROTO_VERSION ||
 		    out->psize_shift < 14 || out->psize_shift > 26 ||
 		    out->npackets_shift < 1 || out->npackets_shift > 16 ||
 		    out->mode > STRATA_MODE_BLOCK)
@@ -329,7 +329,7 @@ static int state_read(struct sess_state *out)
 }
 
 /* Map DIR/state beside the socket, if there is one of ours. */
-static int state_map(const char *sock, struct sess_state *out)
+static int state_map(const char *sock, struct proto_state *out)
 {
 	char path[sizeof(cl.sock) + 8];
 	const char *slash = strrchr(sock, '/');
@@ -344,17 +344,17 @@ static int state_map(const char *sock, struct sess_state *out)
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0 || st.st_uid != getuid() || !S_ISREG(st.st_mode) ||
-	    st.st_size < (off_t)SESS_STATE_SIZE) {
+	    st.st_size < (off_t)PROTO_STATE_SIZE) {
 		close(fd);
 		return -EINVAL;
 	}
-	p = mmap(NULL, SESS_STATE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	p = mmap(NULL, PROTO_STATE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
 		return -errno;
 	cl.st = p;
 	if (state_read(out)) {
-		munmap(p, SESS_STATE_SIZE);
+		munmap(p, PROTO_STATE_SIZE);
 		cl.st = NULL;
 		return -EINVAL;
 	}
@@ -363,7 +363,7 @@ static int state_map(const char *sock, struct sess_state *out)
 
 /* What the daemon says: the mask (and -e patterns) while a trace runs,
  * nothing while it is stopped. */
-static void state_apply(const struct sess_state *s)
+static void state_apply(const struct proto_state *s)
 {
 	cl.disabled = !s->enabled;
 	control_enable_patterns(cl.enable, !cl.disabled);
@@ -373,7 +373,7 @@ static void state_apply(const struct sess_state *s)
 	}
 	mask_set(s->majors & ~STRATA_MAJOR_BIT(63));
 	if (cl.enable[0])
-		sess_apply_enable();
+		client_apply_enable();
 }
 
 /*
@@ -382,9 +382,9 @@ static void state_apply(const struct sess_state *s)
  * check, as at exit) so that the daemon can finish the trace, then ACK
  * (non-blocking; retried on the next round if the socket is full).
  */
-static void sess_follow_state(void)
+static void client_follow_state(void)
 {
-	struct sess_state s;
+	struct proto_state s;
 
 	if (state_read(&s) == 0 && s.gen != cl.st_gen) {
 		cl.st_gen = s.gen;
@@ -396,37 +396,37 @@ static void sess_follow_state(void)
 		}
 		cl.ack_due = 1;
 	}
-	if (cl.ack_due && strata_load_acquire(&cl.state) == SESS_ON) {
-		struct sess_ack a = {{SESS_ACK, sizeof(a)}, cl.st_gen};
-		sess_sweep(); /* the daemon has every ring before the ACK */
-		int ret = sess_send(&a, sizeof(a), -1);
+	if (cl.ack_due && strata_load_acquire(&cl.state) == CLIENT_ON) {
+		struct proto_ack a = {{PROTO_ACK, sizeof(a)}, cl.st_gen};
+		client_sweep(); /* the daemon has every ring before the ACK */
+		int ret = client_send(&a, sizeof(a), -1);
 		if (ret != -EAGAIN && ret != -ENOBUFS)
 			cl.ack_due = 0;
 	}
 }
 
 /*
- * A process whose daemon's backlog was full when it joined (SESS_PENDING):
+ * A process whose daemon's backlog was full when it joined (CLIENT_PENDING):
  * connect now. One caller at a time (the helper thread, or the exit once
  * the helper is stopped; a fork child has its own state). Returns 0 when
- * connected (SESS_ON: the rings go over at the next sweep), -EAGAIN to
- * try later, another negative errno when the daemon is gone (SESS_DEAD).
+ * connected (CLIENT_ON: the rings go over at the next sweep), -EAGAIN to
+ * try later, another negative errno when the daemon is gone (CLIENT_DEAD).
  */
-static int sess_retry(void)
+static int client_retry(void)
 {
-	int ret = sess_connect();
+	int ret = client_connect();
 
 	if (ret == -EAGAIN)
 		return ret;
-	/* before the sweep: pairs with sess_ring_created()'s fence */
-	strata_store_seq_cst(&cl.state, ret ? SESS_DEAD : SESS_ON);
+	/* before the sweep: pairs with client_ring_created()'s fence */
+	strata_store_seq_cst(&cl.state, ret ? CLIENT_DEAD : CLIENT_ON);
 	if (!ret)
-		sess_sweep();
+		client_sweep();
 	return ret;
 }
 
 /* The helper thread: descriptors, retried handovers, every 10 ms. */
-static void *sess_main(void *arg)
+static void *client_main(void *arg)
 {
 	uint64_t gen = 0;
 	unsigned next_try = 1, wait = 1;
@@ -437,8 +437,8 @@ static void *sess_main(void *arg)
 	     round++) {
 		/* not connected yet: try again, every 10 ms doubling to 1 s */
 		if (round >= next_try &&
-		    strata_load_acquire(&cl.state) == SESS_PENDING) {
-			if (sess_retry() == 0)
+		    strata_load_acquire(&cl.state) == CLIENT_PENDING) {
+			if (client_retry() == 0)
 				gen = 0; /* every descriptor, to the daemon at last */
 			wait = wait < 100 ? wait * 2 : 100;
 			next_try = round + wait;
@@ -448,12 +448,12 @@ static void *sess_main(void *arg)
 		uint64_t g = strata_registry_generation();
 		if (g != gen) { /* (-e reaches new events as they register) */
 			gen = g;
-			sess_send_descs();
+			client_send_descs();
 		}
-		if (strata_load_acquire(&cl.state) == SESS_ON)
-			sess_sweep();
+		if (strata_load_acquire(&cl.state) == CLIENT_ON)
+			client_sweep();
 		if (cl.st)
-			sess_follow_state();
+			client_follow_state();
 		struct timespec ts = {0, 10000000};
 		nanosleep(&ts, NULL);
 	}
@@ -462,18 +462,18 @@ static void *sess_main(void *arg)
 
 /* How long leaving waits for the helper: one of its rounds is 10 ms of
  * sleep and a few non-blocking sends (a state dump at most). */
-#define SESS_HELPER_JOIN_MS 1000
+#define CLIENT_HELPER_JOIN_MS 1000
 
-/* Stop the helper thread and join it, for SESS_HELPER_JOIN_MS at most:
+/* Stop the helper thread and join it, for CLIENT_HELPER_JOIN_MS at most:
  * exit never waits on it without a bound. True when it is joined. */
-static bool sess_stop_helper(void)
+static bool client_stop_helper(void)
 {
 	struct timespec until;
 
 	strata_store_release(&cl.thread_stop, 1);
 	clock_gettime(CLOCK_REALTIME, &until); /* pthread_timedjoin_np's clock */
-	until.tv_sec += SESS_HELPER_JOIN_MS / 1000;
-	until.tv_nsec += (SESS_HELPER_JOIN_MS % 1000) * 1000000L;
+	until.tv_sec += CLIENT_HELPER_JOIN_MS / 1000;
+	until.tv_nsec += (CLIENT_HELPER_JOIN_MS % 1000) * 1000000L;
 	if (until.tv_nsec >= 1000000000L) {
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
@@ -484,26 +484,26 @@ static bool sess_stop_helper(void)
 	return true;
 }
 
-static void sess_wait_done(const struct sess_bye *bye,
-			   struct strata_stats *last);
+static void client_wait_done(const struct proto_bye *bye,
+			     struct strata_stats *last);
 
 /* How long leaving waits, at most, for a daemon whose backlog was full
- * when this process joined (SESS_PENDING): it is stopped or swamped, and
+ * when this process joined (CLIENT_PENDING): it is stopped or swamped, and
  * everything the process logged is in its rings. */
-#define SESS_JOIN_EXIT_MS 3000
+#define CLIENT_JOIN_EXIT_MS 3000
 
-/* At exit, still SESS_PENDING: try to connect for SESS_JOIN_EXIT_MS,
+/* At exit, still CLIENT_PENDING: try to connect for CLIENT_JOIN_EXIT_MS,
  * waiting 10 ms doubling to 200 ms. Returns the state then. */
-static int sess_leave_retry(void)
+static int client_leave_retry(void)
 {
 	long waited = 0, nap = 10;
 
 	for (;;) {
-		int ret = sess_retry();
+		int ret = client_retry();
 		if (ret != -EAGAIN)
-			return ret ? SESS_DEAD : SESS_ON;
-		if (waited >= SESS_JOIN_EXIT_MS)
-			return SESS_PENDING;
+			return ret ? CLIENT_DEAD : CLIENT_ON;
+		if (waited >= CLIENT_JOIN_EXIT_MS)
+			return CLIENT_PENDING;
 		struct timespec ts = {0, nap * 1000000};
 		nanosleep(&ts, NULL);
 		waited += nap;
@@ -533,7 +533,7 @@ static void trace_note_unrecorded(uint64_t events)
 	close(fd);
 }
 
-static void sess_report_unrecorded(uint64_t events, bool recorder_gone)
+static void client_report_unrecorded(uint64_t events, bool recorder_gone)
 {
 	char path[sizeof(cl.sock) + 32], line[96], name[17] = "";
 	const char *slash = strrchr(cl.sock, '/');
@@ -574,17 +574,17 @@ void client_record_trace(const char *dir)
 void client_leave(struct strata_stats *last)
 {
 	int st = strata_load_acquire(&cl.state);
-	struct sess_bye bye;
+	struct proto_bye bye;
 
-	if (st == SESS_OFF)
+	if (st == CLIENT_OFF)
 		return;
 	mask_set(0);
-	if (cl.thread_on && !sess_stop_helper()) {
+	if (cl.thread_on && !client_stop_helper()) {
 		/* The helper may still use the connection: leave it open
 		 * (the process is on its way out) and say so. */
 		fprintf(stderr, "strata: session %s: the helper thread did not "
 			"stop within %d ms; leaving without BYE\n", cl.sock,
-			SESS_HELPER_JOIN_MS);
+			CLIENT_HELPER_JOIN_MS);
 		return;
 	}
 	/* Writers that passed the mask check may still be between reserve
@@ -594,7 +594,7 @@ void client_leave(struct strata_stats *last)
 	nanosleep(&ts, NULL);
 	strata_flush();
 	memset(&bye, 0, sizeof(bye));
-	bye.h.type = SESS_BYE;
+	bye.h.type = PROTO_BYE;
 	bye.h.len = sizeof(bye);
 	for (unsigned i = 0; i < STRATA_MAX_CPUS; i++) {
 		struct strata_ring *r = strata_load_acquire(&strata_rings[i]);
@@ -603,28 +603,28 @@ void client_leave(struct strata_stats *last)
 	}
 	for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
 		bye.lost[k] += strata_load_relaxed(&ring_lost_global[k]);
-	if (st == SESS_PENDING)
-		st = sess_leave_retry();
-	if (st == SESS_ON) {
-		sess_send_descs();
-		sess_sweep();
+	if (st == CLIENT_PENDING)
+		st = client_leave_retry();
+	if (st == CLIENT_ON) {
+		client_send_descs();
+		client_sweep();
 	}
 	bye.rings_unsent = strata_load_relaxed(&cl.rings_unsent);
 	bye.internal_lost = 0; /* strata's own records are not in lost[] */
-	bye.flags = cl.guarded ? SESS_BYE_DONE : 0;
+	bye.flags = cl.guarded ? PROTO_BYE_DONE : 0;
 	st = strata_load_acquire(&cl.state);
-	if (st == SESS_ON && sess_send(&bye, sizeof(bye), -1))
-		st = SESS_DEAD;
-	if (st == SESS_ON && cl.guarded) {
-		sess_wait_done(&bye, last);
-	} else if (st == SESS_ON && !bye.rings_unsent) {
+	if (st == CLIENT_ON && client_send(&bye, sizeof(bye), -1))
+		st = CLIENT_DEAD;
+	if (st == CLIENT_ON && cl.guarded) {
+		client_wait_done(&bye, last);
+	} else if (st == CLIENT_ON && !bye.rings_unsent) {
 		/* fine: the daemon reports */
-	} else if (st != SESS_NEED) {
+	} else if (st != CLIENT_NEED) {
 		uint64_t lost = 0, held = 0;
 		for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
 			lost += bye.lost[k];
 		/* what sits in the rings, which nobody will write now */
-		for (unsigned i = 0; st != SESS_ON && i < STRATA_MAX_CPUS; i++) {
+		for (unsigned i = 0; st != CLIENT_ON && i < STRATA_MAX_CPUS; i++) {
 			struct strata_ring *r = strata_load_acquire(&strata_rings[i]);
 			if (r)
 				held += cons_ring_pending(r, 0);
@@ -632,13 +632,13 @@ void client_leave(struct strata_stats *last)
 		fprintf(stderr, "strata: session %s: the daemon %s; %llu events "
 			"in the buffers not recorded, %llu dropped when they "
 			"filled\n", cl.sock,
-			st == SESS_ON ? "did not take every buffer"
-			: st == SESS_PENDING ? "never took this process (its backlog stayed full)"
+			st == CLIENT_ON ? "did not take every buffer"
+			: st == CLIENT_PENDING ? "never took this process (its backlog stayed full)"
 					     : "is gone or stalled",
 			(unsigned long long)held, (unsigned long long)lost);
-		sess_report_unrecorded(held + lost, st != SESS_ON && st != SESS_PENDING);
+		client_report_unrecorded(held + lost, st != CLIENT_ON && st != CLIENT_PENDING);
 	}
-	/* One closer takes the fd; acquire pairs with sess_connect()'s
+	/* One closer takes the fd; acquire pairs with client_connect()'s
 	 * store, release with the senders' loads (struct client). */
 	int s = strata_exchange_acq_rel(&cl.fd, -1);
 	if (s >= 0)
@@ -647,7 +647,7 @@ void client_leave(struct strata_stats *last)
 	 * pairs with ring_doorbell()'s acquire load. */
 	strata_store_release(&ring_bellfd, -1);
 	/* after the fd is gone: pairs with the loads of state */
-	strata_store_release(&cl.state, SESS_OFF);
+	strata_store_release(&cl.state, CLIENT_OFF);
 }
 
 /* ---- STRATA_OUTPUT: the embedded mode's guardian (docs/record.md) ---- */
@@ -656,21 +656,21 @@ void client_leave(struct strata_stats *last)
  * After a BYE that asked for it: wait for DONE, which says this
  * process's sub-trace is on disk, then say in one line, as the in-process
  * consumer does, if anything was lost. Bounded: a guardian that does not
- * answer costs SESS_DONE_WAIT_MS once, and is reported.
+ * answer costs CLIENT_DONE_WAIT_MS once, and is reported.
  */
-static void sess_wait_done(const struct sess_bye *bye,
-			   struct strata_stats *last)
+static void client_wait_done(const struct proto_bye *bye,
+			     struct strata_stats *last)
 {
-	struct sess_done m;
+	struct proto_done m;
 	struct strata_stats st;
 	int fd = strata_load_acquire(&cl.fd), got = 0;
-	uint64_t deadline = mono_ms() + SESS_DONE_WAIT_MS;
+	uint64_t deadline = mono_ms() + CLIENT_DONE_WAIT_MS;
 
 	while (mono_poll_in(fd, deadline) > 0) {
 		ssize_t n = recv(fd, &m, sizeof(m), MSG_DONTWAIT);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
-		if (n == (ssize_t)sizeof(m) && m.h.type == SESS_DONE &&
+		if (n == (ssize_t)sizeof(m) && m.h.type == PROTO_DONE &&
 		    m.h.len == sizeof(m)) {
 			got = 1;
 			break;
@@ -681,7 +681,7 @@ static void sess_wait_done(const struct sess_bye *bye,
 	if (!got) {
 		fprintf(stderr, "strata: %s: the recorder did not confirm the "
 			"trace within %d s; it may be incomplete\n",
-			cl.output, SESS_DONE_WAIT_MS / 1000);
+			cl.output, CLIENT_DONE_WAIT_MS / 1000);
 		return;
 	}
 	memset(&st, 0, sizeof(st));
@@ -706,7 +706,7 @@ int client_join(const char *path, const char *output, bool guarded,
 		const char *enable)
 {
 	struct strata_options o;
-	struct sess_state stt;
+	struct proto_state stt;
 	int ret, have_state;
 
 	if (strlen(path) >= sizeof(cl.sock)) {
@@ -741,21 +741,21 @@ int client_join(const char *path, const char *output, bool guarded,
 	cl.guarded = guarded;
 	if (output)
 		snprintf(cl.output, sizeof(cl.output), "%s", output);
-	int st = SESS_ON;
-	if ((ret = sess_connect()) == -EAGAIN) {
-		st = SESS_PENDING; /* its backlog is full: later (sess_retry) */
+	int st = CLIENT_ON;
+	if ((ret = client_connect()) == -EAGAIN) {
+		st = CLIENT_PENDING; /* its backlog is full: later (client_retry) */
 	} else if (ret) {
 		slog_detail("STRATA_SESSION: %s: cannot connect: %s", path,
 			    strerror(-ret));
 		if (cl.st)
-			munmap((void *)cl.st, SESS_STATE_SIZE);
+			munmap((void *)cl.st, PROTO_STATE_SIZE);
 		cl.st = NULL;
 		cl.guarded = 0;
 		return ret;
 	}
-	/* as in sess_retry(): pairs with sess_ring_created()'s fence */
+	/* as in client_retry(): pairs with client_ring_created()'s fence */
 	strata_store_seq_cst(&cl.state, st);
-	ring_created_hook = sess_ring_created;
+	ring_created_hook = client_ring_created;
 	if (have_state) {
 		cl.st_gen = stt.gen;
 		cl.ack_due = 1;
@@ -770,10 +770,10 @@ int client_join(const char *path, const char *output, bool guarded,
 	if (!have_state) {
 		control_enable_patterns(cl.enable, 1);
 		if (cl.enable[0])
-			sess_apply_enable();
+			client_apply_enable();
 	}
 	/* last: the helper reads and writes what is set above */
-	if (pthread_create(&cl.thread, NULL, sess_main, NULL) == 0) {
+	if (pthread_create(&cl.thread, NULL, client_main, NULL) == 0) {
 		pthread_setname_np(cl.thread, "strata-session");
 		cl.thread_on = 1;
 	}
@@ -790,7 +790,7 @@ int client_join(const char *path, const char *output, bool guarded,
  */
 void client_fork_helper(void)
 {
-	if (!cl.st || strata_load_relaxed(&cl.state) != SESS_NEED)
+	if (!cl.st || strata_load_relaxed(&cl.state) != CLIENT_NEED)
 		return;
 #if defined(STRATA_TSAN)
 	/* ThreadSanitizer's fork() runs the atfork child handlers while it
@@ -801,7 +801,7 @@ void client_fork_helper(void)
 	return;
 #endif
 	cl.ack_due = 1;
-	if (pthread_create(&cl.thread, NULL, sess_main, NULL) == 0)
+	if (pthread_create(&cl.thread, NULL, client_main, NULL) == 0)
 		cl.thread_on = 1;
 }
 
@@ -827,8 +827,8 @@ void client_after_fork_child(void)
 	memset(&cl.sent, 0, sizeof(cl.sent));
 	memset(cl.ring_sent, 0, sizeof(cl.ring_sent));
 	cl.rings_unsent = 0;
-	if (st != SESS_ON && st != SESS_PENDING) {
-		cl.state = st == SESS_OFF ? SESS_OFF : SESS_DEAD;
+	if (st != CLIENT_ON && st != CLIENT_PENDING) {
+		cl.state = st == CLIENT_OFF ? CLIENT_OFF : CLIENT_DEAD;
 		return;
 	}
 	cl.fork_of = self_ppid();
@@ -838,22 +838,22 @@ void client_after_fork_child(void)
 	}
 	ring_cfg.uuid[6] = (ring_cfg.uuid[6] & 0x0f) | 0x40;
 	ring_cfg.uuid[8] = (ring_cfg.uuid[8] & 0x3f) | 0x80;
-	cl.state = SESS_NEED;
+	cl.state = CLIENT_NEED;
 }
 
 bool client_joined(void)
 {
-	return strata_load_acquire(&cl.state) != SESS_OFF;
+	return strata_load_acquire(&cl.state) != CLIENT_OFF;
 }
 
 bool client_traces_child(void)
 {
 	int st = strata_load_relaxed(&cl.state);
 
-	return st == SESS_ON || st == SESS_PENDING;
+	return st == CLIENT_ON || st == CLIENT_PENDING;
 }
 
 void client_fork_untraced(void)
 {
-	strata_store_relaxed(&cl.state, SESS_OFF);
+	strata_store_relaxed(&cl.state, CLIENT_OFF);
 }

@@ -23,8 +23,8 @@ static void desc_flush(struct desc_buf *b)
 {
 	if (!b->count || b->err)
 		return;
-	struct sess_desc *d = (struct sess_desc *)b->p;
-	d->h.type = SESS_DESC;
+	struct proto_desc *d = (struct proto_desc *)b->p;
+	d->h.type = PROTO_DESC;
 	d->h.len = (uint32_t)b->len;
 	d->count = (uint32_t)b->count;
 	d->pad = 0;
@@ -33,13 +33,13 @@ static void desc_flush(struct desc_buf *b)
 		b->sent->ndesc += b->ndesc;
 	else /* blob ids marked sent may not be: all again next time */
 		memset(b->sent->blob, 0, sizeof(b->sent->blob));
-	b->len = sizeof(struct sess_desc);
+	b->len = sizeof(struct proto_desc);
 	b->count = b->ndesc = 0;
 }
 
 static int desc_put(unsigned char *p, size_t *len, const void *v, size_t n)
 {
-	if (*len + n > SESS_MAX_MSG)
+	if (*len + n > PROTO_MAX_MSG)
 		return -1;
 	memcpy(p + *len, v, n);
 	*len += n;
@@ -100,7 +100,7 @@ static int desc_add(const struct strata_event_desc *e, void *arg)
 	return 0;
 }
 
-/* A blob id not sent yet (proto.h, SESS_DESC_BLOB). */
+/* A blob id not sent yet (proto.h, PROTO_DESC_BLOB). */
 static int blob_add(unsigned slot, uint32_t id, void *arg)
 {
 	struct desc_buf *b = arg;
@@ -112,7 +112,7 @@ static int blob_add(unsigned slot, uint32_t id, void *arg)
 	if (b->err)
 		return 1;
 	rec[0] = (uint8_t)(id >> 16);
-	rec[1] = SESS_DESC_BLOB;
+	rec[1] = PROTO_DESC_BLOB;
 	rec[2] = (uint8_t)id;
 	rec[3] = (uint8_t)(id >> 8);
 	memset(rec + 4, 0, 8); /* nfields, reserved, four empty strings */
@@ -135,9 +135,9 @@ void descmsg_send_new(struct descmsg_sent *sent,
 		      int (*send)(const void *msg, size_t len, int fd))
 {
 	struct desc_buf b = {.sent = sent, .send = send,
-			     .len = sizeof(struct sess_desc)};
+			     .len = sizeof(struct proto_desc)};
 
-	b.p = malloc(SESS_MAX_MSG);
+	b.p = malloc(PROTO_MAX_MSG);
 	if (!b.p)
 		return;
 	b.skip = sent->ndesc;

@@ -15,7 +15,7 @@ struct descmsg_sent {
 };
 
 /*
- * Send, as SESS_DESC messages (proto/proto.h) through `send` (0 or a
+ * Send, as PROTO_DESC messages (proto/proto.h) through `send` (0 or a
  * negative errno; `fd` is -1), the descriptors and blob ids registered
  * since the last call: those that fit a message each, in order, and
  * again next time what a failed send may have lost. Not

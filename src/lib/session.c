@@ -32,12 +32,12 @@ extern const int strata_no_autostart __attribute__((weak));
 
 /* Held by strata_start/stop/snapshot/get_stats and the exits: one of
  * them at a time. */
-static pthread_mutex_t sess_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct cons *sess_cons;
+static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cons *session_cons;
 static struct strata_stats last_stats; /* of the last stopped session */
 static int atexit_done;
 static int started_from_env; /* no caller to check strata_stop()'s result */
-static char sess_output[4096];
+static char session_output[4096];
 
 /* strata_enable_majors() and the mask: src/lib/control.c (the trigger gate). */
 
@@ -93,15 +93,15 @@ static void stop_at_exit(void)
 	if (!started_from_env)
 		return;
 	strata_get_stats(&st);
-	session_report_exit(sess_output, ret, &st);
+	session_report_exit(session_output, ret, &st);
 }
 
 /* At the exit of a process in a daemon's session. */
 static void client_at_exit(void)
 {
-	pthread_mutex_lock(&sess_lock);
+	pthread_mutex_lock(&session_lock);
 	client_leave(&last_stats);
-	pthread_mutex_unlock(&sess_lock);
+	pthread_mutex_unlock(&session_lock);
 }
 
 /* Join a daemon's session (lib/client.h), and leave it at exit. */
@@ -131,10 +131,10 @@ STRATA_API int strata_start(const struct strata_options *user)
 	if ((ret = options_check(&o)))
 		return ret;
 
-	pthread_mutex_lock(&sess_lock);
-	if (sess_cons || client_joined()) {
+	pthread_mutex_lock(&session_lock);
+	if (session_cons || client_joined()) {
 		ret = -EALREADY;
-		slog_detail(sess_cons ? "tracing already started"
+		slog_detail(session_cons ? "tracing already started"
 				      : "tracing already started (STRATA_SESSION)");
 		goto out;
 	}
@@ -162,10 +162,10 @@ STRATA_API int strata_start(const struct strata_options *user)
 	cc.mode = o.mode;
 	cc.flush_ms = o.flush_ms;
 	memcpy(cc.uuid, ring_cfg.uuid, 16);
-	if ((ret = cons_create(&cc, &sess_cons)))
+	if ((ret = cons_create(&cc, &session_cons)))
 		goto out;
 
-	snprintf(sess_output, sizeof(sess_output), "%s", o.output);
+	snprintf(session_output, sizeof(session_output), "%s", o.output);
 	started_from_env = !user;
 	if (o.majors == STRATA_MAJORS_NONE)
 		mask_set(0);
@@ -176,7 +176,7 @@ STRATA_API int strata_start(const struct strata_options *user)
 		atexit_done = 1;
 	}
 out:
-	pthread_mutex_unlock(&sess_lock);
+	pthread_mutex_unlock(&session_lock);
 	if (!ret)
 		statedump_self();
 	return ret;
@@ -186,15 +186,15 @@ STRATA_API int strata_stop(void)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&sess_lock);
+	pthread_mutex_lock(&session_lock);
 	client_leave(&last_stats);
-	if (sess_cons) {
+	if (session_cons) {
 		/* No new tracepoint enters; the consumer waits (bounded) for
 		 * the ones in flight, flushes and drains every ring. */
 		mask_set(0);
 		memset(&last_stats, 0, sizeof(last_stats));
-		ret = cons_destroy(sess_cons, &last_stats);
-		sess_cons = NULL;
+		ret = cons_destroy(session_cons, &last_stats);
+		session_cons = NULL;
 		ring_stats(&last_stats);
 		last_stats.internal_logged += statedump_logged();
 		/* Unpublish the rings so that a new session gets fresh ones,
@@ -204,7 +204,7 @@ STRATA_API int strata_stop(void)
 		for (unsigned i = 0; i < STRATA_MAX_CPUS; i++)
 			strata_store_release(&strata_rings[i], NULL);
 	}
-	pthread_mutex_unlock(&sess_lock);
+	pthread_mutex_unlock(&session_lock);
 	return ret;
 }
 
@@ -217,8 +217,8 @@ STRATA_API int strata_snapshot(const char *dir)
 	char sub[4096];
 	int ret;
 
-	pthread_mutex_lock(&sess_lock);
-	if (!sess_cons) {
+	pthread_mutex_lock(&session_lock);
+	if (!session_cons) {
 		ret = -ENOENT;
 		slog_detail("strata_snapshot: not tracing with the in-process "
 			    "consumer (strata_start)");
@@ -246,7 +246,7 @@ STRATA_API int strata_snapshot(const char *dir)
 	}
 	for (unsigned i = 0; i < STRATA_MAX_CPUS; i++)
 		rings[i] = strata_load_acquire(&strata_rings[i]);
-	cons_clock_first(sess_cons, &first);
+	cons_clock_first(session_cons, &first);
 	memset(&cc, 0, sizeof(cc));
 	cc.dir = sub;
 	cc.mode = STRATA_MODE_OVERWRITE;
@@ -256,7 +256,7 @@ STRATA_API int strata_snapshot(const char *dir)
 	ret = cons_snapshot(&cc, rings, STRATA_MAX_CPUS, &st);
 	free(rings);
 out:
-	pthread_mutex_unlock(&sess_lock);
+	pthread_mutex_unlock(&session_lock);
 	return ret;
 }
 
@@ -292,22 +292,22 @@ static void ring_stats(struct strata_stats *st)
 
 STRATA_API void strata_get_stats(struct strata_stats *st)
 {
-	pthread_mutex_lock(&sess_lock);
-	if (sess_cons) {
+	pthread_mutex_lock(&session_lock);
+	if (session_cons) {
 		memset(st, 0, sizeof(*st));
-		cons_get_stats(sess_cons, st);
+		cons_get_stats(session_cons, st);
 		ring_stats(st);
 		st->internal_logged += statedump_logged();
 	} else {
 		*st = last_stats;
 	}
-	pthread_mutex_unlock(&sess_lock);
+	pthread_mutex_unlock(&session_lock);
 }
 
 void session_after_fork_child(void)
 {
-	sess_cons = NULL; /* the parent's; its thread does not exist here */
-	pthread_mutex_init(&sess_lock, NULL);
+	session_cons = NULL; /* the parent's; its thread does not exist here */
+	pthread_mutex_init(&session_lock, NULL);
 }
 
 /*
@@ -407,10 +407,10 @@ __attribute__((constructor)) static void strata_init(void)
 		 * silently if that fails (nobody asked for tracing). One
 		 * lstat() when there is none. */
 		char dir[4096], base[4096], sock[4200];
-		if (!sess_daemon_dir("default", dir, sizeof(dir), base, sizeof(base)) &&
-		    sess_path_private(dir, 1) &&
+		if (!proto_daemon_dir("default", dir, sizeof(dir), base, sizeof(base)) &&
+		    proto_path_private(dir, 1) &&
 		    snprintf(sock, sizeof(sock), "%s/sock", dir) > 0 &&
-		    sess_path_private(sock, 0))
+		    proto_path_private(sock, 0))
 			join(sock, NULL, false, env.enable);
 		return;
 	}

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 /* Daemon names: [A-Za-z0-9_.-], not starting with '.', up to 64. */
-static inline int sess_name_ok(const char *s)
+static inline int proto_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -30,14 +30,14 @@ static inline int sess_name_ok(const char *s)
  * other users. *base gets the parent of NAME (created 0700 by the
  * daemon). Returns 0, -EINVAL (bad name) or -ENAMETOOLONG.
  */
-static inline int sess_daemon_dir(const char *name, char *buf, size_t n,
-				  char *base, size_t nbase)
+static inline int proto_daemon_dir(const char *name, char *buf, size_t n,
+				   char *base, size_t nbase)
 {
 	const char *rt = getenv("STRATA_RUNTIME_DIR");
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	int len;
 
-	if (!sess_name_ok(name))
+	if (!proto_name_ok(name))
 		return -EINVAL;
 	if (rt && *rt)
 		len = snprintf(base, nbase, "%s", rt);
@@ -59,7 +59,7 @@ static inline int sess_daemon_dir(const char *name, char *buf, size_t n,
 /* Whether `path` is ours alone: owned by this uid and, for a directory,
  * with no access for group or others (a /tmp path another user made
  * first must not receive our rings). */
-static inline int sess_path_private(const char *path, int dir)
+static inline int proto_path_private(const char *path, int dir)
 {
 	struct stat st;
 

@@ -10,7 +10,7 @@
 /*
  * One SOCK_SEQPACKET connection per traced process image (a fork child or
  * an exec'd image connects afresh). Messages keep their boundaries; each
- * starts with a sess_hdr. Both ends run on one host: native byte order.
+ * starts with a proto_hdr. Both ends run on one host: native byte order.
  * The daemon checks every length and count (the process is not trusted).
  *
  *   process -> daemon  HELLO   first message: who it is, with the
@@ -29,26 +29,26 @@
  * it replaces made exit wait too. EOF without BYE means the process
  * died, or exec'd: its rings are salvaged.
  */
-#define SESS_VERSION 1u
-#define SESS_MAX_MSG (64u << 10) /* bytes; DESC batches are split below this */
+#define PROTO_VERSION 1u
+#define PROTO_MAX_MSG (64u << 10) /* bytes; DESC batches are split below this */
 
-enum sess_type {
-	SESS_HELLO = 1,
-	SESS_RING = 2,
-	SESS_DESC = 3,
-	SESS_BYE = 4,
-	SESS_ACK = 5, /* a long-lived daemon's `state` applied (below) */
-	SESS_DONE = 6,
+enum proto_type {
+	PROTO_HELLO = 1,
+	PROTO_RING = 2,
+	PROTO_DESC = 3,
+	PROTO_BYE = 4,
+	PROTO_ACK = 5, /* a long-lived daemon's `state` applied (below) */
+	PROTO_DONE = 6,
 };
 
-struct sess_hdr {
+struct proto_hdr {
 	uint32_t type;
 	uint32_t len; /* of the whole message, header included */
 };
 
-struct sess_hello {
-	struct sess_hdr h;
-	uint32_t version;   /* SESS_VERSION */
+struct proto_hello {
+	struct proto_hdr h;
+	uint32_t version;   /* PROTO_VERSION */
 	uint32_t pid;
 	uint32_t ppid;
 	uint32_t fork_of;   /* a fork child registering itself: the parent's
@@ -59,8 +59,8 @@ struct sess_hello {
 	char name[16];      /* /proc/self/comm */
 };
 
-struct sess_ring {
-	struct sess_hdr h;
+struct proto_ring {
+	struct proto_hdr h;
 	uint32_t cpu;
 	uint32_t pid;
 };
@@ -70,37 +70,37 @@ struct sess_ring {
  *   u8 major, u8 kind, u16 minor, u16 nfields, u16 reserved,
  *   then NUL-terminated: subsystem, name, format, description ("" = none),
  *   then per field: u16 type, u16 count, u32 flags, NUL-terminated name.
- * No alignment: read with memcpy. A record whose kind is SESS_DESC_BLOB
+ * No alignment: read with memcpy. A record whose kind is PROTO_DESC_BLOB
  * (nfields 0, empty strings) says that the id is logged with
  * strata_log_blob(): u32 size then the bytes (format.md §6).
  */
-#define SESS_DESC_BLOB 0xB1u
-struct sess_desc {
-	struct sess_hdr h;
+#define PROTO_DESC_BLOB 0xB1u
+struct proto_desc {
+	struct proto_hdr h;
 	uint32_t count;
 	uint32_t pad;
 };
 
-struct sess_bye {
-	struct sess_hdr h;
+struct proto_bye {
+	struct proto_hdr h;
 	uint64_t lost[STRATA_LOST_NCAUSES]; /* over all its rings and none */
 	uint32_t rings_unsent; /* rings the daemon never got (their events
 				* are lost) */
 	uint32_t internal_lost; /* strata's own records among lost[]: 0 from
 				 * libraries that count them apart (lost_own) */
-	uint32_t flags;         /* SESS_BYE_*; absent (a shorter BYE) from
+	uint32_t flags;         /* PROTO_BYE_*; absent (a shorter BYE) from
 				 * older libraries */
 	uint32_t pad;
 };
-#define SESS_BYE_V1_LEN 56u   /* a BYE without flags */
-_Static_assert(__builtin_offsetof(struct sess_bye, flags) == SESS_BYE_V1_LEN,
+#define PROTO_BYE_V1_LEN 56u   /* a BYE without flags */
+_Static_assert(__builtin_offsetof(struct proto_bye, flags) == PROTO_BYE_V1_LEN,
 	       "BYE: flags follow the first version's fields");
-#define SESS_BYE_DONE 1u      /* answer with DONE once written */
+#define PROTO_BYE_DONE 1u      /* answer with DONE once written */
 
 /* DONE: this process's sub-trace is finished (metadata, index, streams
  * closed). */
-struct sess_done {
-	struct sess_hdr h;
+struct proto_done {
+	struct proto_hdr h;
 	int32_t err;      /* 0, or the first I/O error (negative errno) */
 	uint32_t pad;
 	uint64_t events;  /* written, strata's own records excluded */
@@ -111,8 +111,8 @@ struct sess_done {
 
 /* ACK: the helper thread applied generation `gen` of the session's state
  * file (and, when it says disabled, closed its open packets first). */
-struct sess_ack {
-	struct sess_hdr h;
+struct proto_ack {
+	struct proto_hdr h;
 	uint64_t gen;
 };
 
@@ -128,12 +128,12 @@ struct sess_ack {
  * fences (acquire), and retries later if `gen` changed or was odd. A
  * reader checks every field: the file is the daemon's, not its own.
  */
-#define SESS_STATE_MAGIC 0x53525453u /* "STRS" */
-#define SESS_STATE_SIZE 4096u
+#define PROTO_STATE_MAGIC 0x53525453u /* "STRS" */
+#define PROTO_STATE_SIZE 4096u
 
-struct sess_state {
+struct proto_state {
 	uint32_t magic;
-	uint32_t version; /* SESS_VERSION */
+	uint32_t version; /* PROTO_VERSION */
 	uint64_t gen;     /* even when stable; bumped by 2 per change */
 	uint64_t majors;  /* the mask while enabled */
 	uint32_t enabled; /* 0: the session is stopped: log nothing */
@@ -164,14 +164,14 @@ enum ctl_type {
 };
 
 struct ctl_req {
-	struct sess_hdr h;
+	struct proto_hdr h;
 	uint32_t version;
 	uint32_t pad;
 	char path[4096]; /* absolute; "" = the daemon's default */
 };
 
 struct ctl_proc {
-	struct sess_hdr h;
+	struct proto_hdr h;
 	uint32_t pid;
 	uint32_t rings;
 	uint64_t events;    /* written into the current trace */
@@ -182,7 +182,7 @@ struct ctl_proc {
 };
 
 struct ctl_done {
-	struct sess_hdr h;
+	struct proto_hdr h;
 	int32_t status;   /* 0 or a negative errno */
 	uint32_t running; /* the session state after the request */
 	uint32_t procs;   /* processes connected */

@@ -100,7 +100,7 @@ static uint64_t cid_give(uint32_t id, uint32_t words)
 }
 
 /* ring.h */
-uint32_t ring_hid_of(uint8_t *cidp, uint32_t id, uint32_t words)
+uint32_t ring_header_id_of(uint8_t *cidp, uint32_t id, uint32_t words)
 {
 	uint64_t c;
 
@@ -115,5 +115,6 @@ uint32_t ring_hid_of(uint8_t *cidp, uint32_t id, uint32_t words)
 			return (uint32_t)c | STRATA_HID_EXT;
 		strata_store_relaxed(cidp, (uint8_t)c);
 	}
-	return strata_hid_compact((uint32_t)c) ? (uint32_t)c : id | STRATA_HID_EXT;
+	return strata_header_id_compact((uint32_t)c) ? (uint32_t)c
+						     : id | STRATA_HID_EXT;
 }

@@ -19,7 +19,7 @@ void ring_doorbell(uint32_t *word)
 {
 	if (strata_exchange_relaxed(word, 0)) {
 		int saved_errno = errno; /* a tracepoint's caller keeps its errno */
-		/* Pairs with sess_connect()'s release store (lib/client.c):
+		/* Pairs with client_connect()'s release store (lib/client.c):
 		 * the eventfd was made before its number was stored. */
 		int bfd = strata_load_acquire(&ring_bellfd);
 		if (bfd >= 0) {

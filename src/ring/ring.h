@@ -46,10 +46,10 @@ extern void (*ring_created_hook)(struct strata_ring *ring);
 extern void (*ring_thread_hook)(uint32_t tid);
 
 /*
- * Doorbells (ring.md §8). A consumer about to sleep sets ctl->cwait of
- * each ring it drains (or is still faulting in, §1) to 1 and waits on
- * those words; the closer of a
- * packet that finds 1 there takes it back to 0 and wakes the waiter
+ * Doorbells (ring.md §8). A consumer about to sleep sets ctl->cwait
+ * ("consumer waiting") of each ring it drains (or is still faulting in,
+ * §1) to 1 and waits on those words; the closer of a packet that finds 1
+ * there takes it back to 0 and wakes the waiter
  * (ring_close()). `ring_bell` is bumped, and its waiters woken, when
  * ring_get_or_create() publishes a ring (a consumer waits on it too, to
  * learn of rings it does not wait on yet) or when ring_bell_ring() is
@@ -72,8 +72,8 @@ void ring_doorbell(uint32_t *word);
 
 /* Reserve on a given ring rather than the current CPU's (the consumer's
  * own records). Same contract as strata_reserve(). */
-int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t hid,
-		 uint32_t words);
+int ring_reserve(struct strata_ring *ring, struct strata_rsv *r,
+		 uint32_t header_id, uint32_t words);
 
 /* Compact ids (docs/compact.md, src/ring/cid.c): fill a new ring's
  * table (before and after publishing it); the entry of compact id `cid`
@@ -83,7 +83,7 @@ uint64_t ring_cid_entry(uint32_t cid);
 /* The header id of an event of class `id` and `words` words from call
  * site `cidp` (strata_log_fixed()): its compact id, given at its first
  * event, or id | STRATA_HID_EXT. Async-signal-safe, lock-free. */
-uint32_t ring_hid_of(uint8_t *cidp, uint32_t id, uint32_t words);
+uint32_t ring_header_id_of(uint8_t *cidp, uint32_t id, uint32_t words);
 
 /* Choose rseq or CAS (sets strata_rseq) from the clock and
  * ring_cfg.cas_only; call before any ring exists. */
@@ -165,19 +165,19 @@ static inline uint64_t ring_open_done(const struct strata_ring *r,
 		return ring_lap_committed(r, begin);
 #if defined(__x86_64__)
 	for (int i = 0; i < 64; i++) {
-		uint64_t c1 = ring_lap_committed(r, begin), w, x;
+		uint64_t before = ring_lap_committed(r, begin), w, x;
 		__m128i v = _mm_load_si128((const __m128i *)&r->ctl->write);
 		/* The load of write and xr before the second count's; pairs
 		 * with the writers' release commits: a count that did not
 		 * move saw no commit in between. */
 		strata_fence_acquire();
-		if (ring_lap_committed(r, begin) != c1)
+		if (ring_lap_committed(r, begin) != before)
 			continue;
 		w = (uint64_t)_mm_cvtsi128_si64(v);
 		x = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
 		if (w <= begin || w - begin >= r->psize || x > w - begin)
 			return 0;
-		return c1 + (w - begin - x);
+		return before + (w - begin - x);
 	}
 #endif
 	return 0;

@@ -29,9 +29,9 @@ uint64_t ring_lost_own_global;
 
 /* A record of strata's own (calibration, loss report, state dump: major
  * 0, compact ids 1-9), as opposed to one the program logged. */
-static bool hid_own(uint32_t hid)
+static bool header_id_own(uint32_t header_id)
 {
-	uint32_t id = hid & ~STRATA_HID_EXT;
+	uint32_t id = header_id & ~STRATA_HID_EXT;
 	return id < STRATA_CID_USER || (id >= STRATA_CID_EXT && id < 0x10000);
 }
 
@@ -40,9 +40,9 @@ void (*ring_thread_hook)(uint32_t tid);
 /* Count a dropped record: by cause for the program's events (the sum is
  * events_discarded), apart for strata's own (strata_ring_ctl.lost_own). */
 static void count_lost(struct strata_ring *ring, enum strata_lost_cause cause,
-		       uint32_t hid)
+		       uint32_t header_id)
 {
-	if (hid_own(hid))
+	if (header_id_own(header_id))
 		strata_add_relaxed(ring ? &ring->ctl->lost_own : &ring_lost_own_global, 1);
 	else if (ring)
 		strata_add_relaxed(&ring->ctl->lost[cause], 1);
@@ -54,15 +54,15 @@ static void count_lost(struct strata_ring *ring, enum strata_lost_cause cause,
  * Close the packet that contains virtual offset `end - 1`, whose content
  * ends at `end` (ring.md §4). The closer owns timestamp_end, content_size
  * and events_discarded; the opener may still be writing the other fields.
- * `selfc` of the packet's bytes are committed by their own writers: all
- * reserved bytes in CAS mode, the two-phase ones (`xr`) in rseq mode,
- * where inline events commit nothing (ring.md §7). The closer commits the
- * rest, psize - selfc: the padding, and the inline events. That commit (a
- * release) publishes the closer's stores; when it is 0 (a packet exactly
+ * `self_committed` of the packet's bytes are committed by their own
+ * writers: all reserved bytes in CAS mode, the two-phase ones (`xr`) in
+ * rseq mode, where inline events commit nothing (ring.md §7). The closer
+ * commits the rest, psize - self_committed: the padding, and the inline
+ * events. That commit (a release) publishes the closer's stores; when it is 0 (a packet exactly
  * filled by two-phase writers) the caller's own commit publishes them.
  */
 static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
-		       uint64_t selfc)
+		       uint64_t self_committed)
 {
 	uint64_t pos = ((end - 1) & ring->pmask) + 1;
 	struct strata_pkt_header *h = (struct strata_pkt_header *)
@@ -71,10 +71,11 @@ static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
 	h->timestamp_end = ts;
 	h->content_size = pos * 8;
 	h->events_discarded = ring_lost_total(ring);
-	if (selfc < ring->psize)
-		strata_ring_commit(ring, end - 1, ring->psize - selfc);
-	/* ring.md §8: the commit above, then cwait; the consumer stores
-	 * cwait, then reads the commit counts. The fence keeps one of the
+	if (self_committed < ring->psize)
+		strata_ring_commit(ring, end - 1, ring->psize - self_committed);
+	/* ring.md §8: the commit above, then cwait (1 while a consumer
+	 * sleeps on it); the consumer stores cwait, then reads the commit
+	 * counts. The fence keeps one of the
 	 * two from missing the other's store. The consumer is woken when
 	 * a quarter of the ring waits for it: it then writes several packets
 	 * per wake-up, and the rest leaves it time to come. And at every
@@ -89,13 +90,13 @@ static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
 }
 
 STRATA_API void strata_ring_close_exact(struct strata_ring *ring, uint64_t end,
-					uint64_t ts, uint64_t selfc)
+					uint64_t ts, uint64_t self_committed)
 {
-	ring_close(ring, end, ts, selfc);
+	ring_close(ring, end, ts, self_committed);
 }
 
-/* What the closer of w's packet passes as selfc (see ring_close()):
- * x, the ring's `xr` loaded with w, on a ring written with rseq; pos
+/* What the closer of w's packet passes as self_committed (see
+ * ring_close()): x, the ring's `xr` (its two-phase bytes) loaded with w, on a ring written with rseq; pos
  * otherwise. The ring's own flag, the one its readers go by. */
 static uint64_t self_committed(const struct strata_ring *ring, uint64_t pos,
 			       uint64_t x)
@@ -196,6 +197,8 @@ static bool block_wait(struct strata_ring *ring, uint64_t begin,
 	strata_barrier(); /* before a signal handler may look */
 	if (!*deadline)
 		*deadline = (coarse_ms() + ring_cfg.block_ms) | 1;
+	/* Wake the consumer whether it sleeps or not: ring_doorbell()
+	 * rings only when cwait (its "consumer waiting" flag) is 1. */
 	strata_store_relaxed(&ring->ctl->cwait, 1);
 	ring_doorbell(&ring->ctl->cwait);
 	for (unsigned spin = 0;; spin++) {
@@ -239,8 +242,8 @@ static int current_cpu(void)
  * Move `write` from w to neww, reading the clock between the two (ring.md
  * §2 B-F, §7 R1-R5), storing `own` into the owner hint first when not 0,
  * and, with check_hi, refusing (ADV_TS_GAP) when the event would
- * need the full timestamp of an extended header. In rseq mode `xr` becomes newx in the same
- * store. The caller loaded w (and then xr) just before.
+ * need the full timestamp of an extended header. In rseq mode `xr` (the
+ * packet's two-phase bytes) becomes newx in the same store. The caller loaded w (and then xr) just before.
  */
 static int ring_advance(struct strata_ring *ring, uint64_t w, uint64_t neww,
 			uint64_t newx, uint32_t own, uint32_t check_hi,
@@ -277,14 +280,14 @@ static int ring_advance(struct strata_ring *ring, uint64_t w, uint64_t neww,
  * ring again; nothing was counted and the guard is still held).
  */
 static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
-			     uint32_t hid, uint32_t words, uint32_t need,
+			     uint32_t header_id, uint32_t words, uint32_t need,
 			     uint32_t nest)
 {
 	struct strata_tls *t = &strata_tls;
 	enum strata_lost_cause cause = STRATA_LOST_BUSY;
 	struct strata_ring_ctl *c;
 	uint64_t w, x, ts, pos, begin;
-	uint32_t xts = 0, len, i, deadline = 0;
+	uint32_t ts_gap = 0, len, i, deadline = 0;
 	int rc;
 
 	if (strata_unlikely(!t->tid)) {
@@ -296,7 +299,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		errno = saved;
 	}
 	if (!ring || strata_load_relaxed(&ring->ctl->disabled)) {
-		count_lost(ring, STRATA_LOST_NO_RING, hid);
+		count_lost(ring, STRATA_LOST_NO_RING, header_id);
 		goto release;
 	}
 	if (words == 0 || words > STRATA_MAX_WORDS) {
@@ -311,23 +314,25 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 	c = ring->ctl;
 	for (i = 0; i < STRATA_MAX_RETRIES; i++) {
 		w = strata_load_acquire(&c->write);                  /* B */
-		x = strata_load_relaxed(&c->xr); /* checked with w by R2 */
+		/* xr, the packet's two-phase bytes: checked with w by R2 */
+		x = strata_load_relaxed(&c->xr);
 		need |= strata_load_relaxed(&c->owner) != t->tid;    /* C */
 		pos = w & ring->pmask;
-		len = strata_rsv_len(hid, words, need, xts);
+		len = strata_rsv_len(header_id, words, need, ts_gap);
 		if (pos != 0 && pos + len <= ring->psize) {
 			/* It fits after all (first use of the thread or the
 			 * ring, or a retry): the fast path's steps. */
 			rc = ring_advance(ring, w, w + len, x + len,
-					  need ? t->tid : 0, !xts, &ts);
+					  need ? t->tid : 0, !ts_gap, &ts);
 			if (rc == ADV_TS_GAP)
-				xts = 1;
+				ts_gap = 1;
 			if (rc == ADV_MIGRATED)
 				return -1;
 			if (rc != STRATA_RSEQ_OK)
 				continue;
-			strata_rsv_fill(r, ring, w, len, ts, hid, words, need,
-					xts, self_committed(ring, pos, x) + len);
+			strata_rsv_fill(r, ring, w, len, ts, header_id, words,
+					need, ts_gap,
+					self_committed(ring, pos, x) + len);
 			return 1;
 		}
 
@@ -341,14 +346,16 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		/* strata's own records never wait: the in-process consumer
 		 * writes some (calibration, thread names) and would wait
 		 * for itself */
-		if (busy < 0 && !hid_own(hid) && c->mode == STRATA_MODE_BLOCK &&
+		if (busy < 0 && !header_id_own(header_id) &&
+		    c->mode == STRATA_MODE_BLOCK &&
 		    block_wait(ring, begin, nest, &deadline)) {
 			i = 0; /* room after a wait: bounded by the deadline */
 			continue;
 		}
 		if (busy < 0)
 			goto drop;
-		len = STRATA_PACKET_HEADER + strata_rsv_len(hid, words, 0, 0);
+		len = STRATA_PACKET_HEADER +
+		      strata_rsv_len(header_id, words, 0, 0);
 		/* The new packet's two-phase bytes: header and event. */
 		rc = ring_advance(ring, w, begin + len, len, need ? t->tid : 0,
 				  0, &ts);
@@ -363,7 +370,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		ring_open(ring, begin, ts, t->tid);
 		unsigned char *p = strata_put_hdr(ring_packet_addr(ring, begin) +
 						  STRATA_PACKET_HEADER,
-						  hid, 8 * words - 8, ts, 0);
+						  header_id, 8 * words - 8, ts, 0);
 		r->ring = ring;
 		r->off = begin;
 		r->bytes = len;
@@ -376,7 +383,7 @@ drop:
 	 * reservation. */
 	if (need)
 		strata_store_relaxed(&ring->ctl->owner, STRATA_OWNER_NONE);
-	count_lost(ring, cause, hid);
+	count_lost(ring, cause, header_id);
 release:
 	strata_barrier();
 	t->nesting--;
@@ -395,19 +402,20 @@ STRATA_API void strata_log_slow(uint8_t *cidp, uint32_t id, uint32_t words,
 				const uint64_t *pl)
 {
 	struct strata_rsv r;
-	uint32_t hid = ring_hid_of(cidp, id, words);
+	uint32_t header_id = ring_header_id_of(cidp, id, words);
 
 #ifdef STRATA_RSEQ_X86
 	/* The inline path's attempt, with a clock the inline code cannot
 	 * read (ring.md §7, "Any clock"). */
-	if (strata_rseq == STRATA_RSEQ_OUTLINE && strata_hid_compact(hid) &&
-	    strata_log_rseq(hid, words, pl, 0))
+	if (strata_rseq == STRATA_RSEQ_OUTLINE &&
+	    strata_header_id_compact(header_id) &&
+	    strata_log_rseq(header_id, words, pl, 0))
 		return;
 #endif
 	/* In rseq mode the attempt has just failed: go straight to the loop
 	 * that handles every case; in CAS mode, the CAS fast path. */
-	if (!(strata_rseq ? strata_reserve_slow(&r, hid, words, 0)
-			  : strata_reserve(&r, hid, words)))
+	if (!(strata_rseq ? strata_reserve_slow(&r, header_id, words, 0)
+			  : strata_reserve(&r, header_id, words)))
 		return;
 	if (words > 1)
 		memcpy(r.p, pl, (size_t)(words - 1) * 8);
@@ -422,7 +430,7 @@ STRATA_API void strata_log_slow4(uint8_t *cidp, uint32_t id, uint32_t words,
 	strata_log_slow(cidp, id, words, pl);
 }
 
-STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t hid,
+STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t header_id,
 				   uint32_t words, uint32_t flags)
 {
 	struct strata_tls *t = &strata_tls;
@@ -440,13 +448,13 @@ STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t hid,
 	struct strata_ring *ring = NULL;
 	for (int tries = 0; rc < 0 && tries < STRATA_MAX_RETRIES; tries++) {
 		ring = ring_get_or_create((unsigned)current_cpu());
-		rc = ring_reserve_held(ring, r, hid, words,
+		rc = ring_reserve_held(ring, r, header_id, words,
 				       !!(flags & STRATA_SLOW_THREAD), nest);
 	}
 	if (rc < 0) {
 		/* migrated at every try: counted in the last ring tried,
 		 * whose packets carry it to readers */
-		count_lost(ring, STRATA_LOST_BUSY, hid);
+		count_lost(ring, STRATA_LOST_BUSY, header_id);
 		strata_barrier();
 		t->nesting--;
 		rc = 0;
@@ -478,8 +486,8 @@ static void unpin(int pinned, cpu_set_t *saved)
 		sched_setaffinity(0, sizeof(*saved), saved);
 }
 
-int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t hid,
-		 uint32_t words)
+int ring_reserve(struct strata_ring *ring, struct strata_rsv *r,
+		 uint32_t header_id, uint32_t words)
 {
 	cpu_set_t saved;
 	int pinned = pin_to(ring, &saved);
@@ -487,9 +495,9 @@ int ring_reserve(struct strata_ring *ring, struct strata_rsv *r, uint32_t hid,
 	int rc;
 
 	strata_barrier();
-	rc = ring_reserve_held(ring, r, hid, words, 0, nest);
+	rc = ring_reserve_held(ring, r, header_id, words, 0, nest);
 	if (rc < 0) { /* could not run there: give up, counted */
-		count_lost(ring, STRATA_LOST_BUSY, hid);
+		count_lost(ring, STRATA_LOST_BUSY, header_id);
 		strata_barrier();
 		strata_tls.nesting--;
 		rc = 0;

@@ -62,17 +62,19 @@ static void *side_main(void *p)
 	if (pin(s->cpu))
 		return (void *)1;
 	for (uint64_t r = s->me; r < 2 * rounds; r += 2) {
-		while (__atomic_load_n(&tok.turn, __ATOMIC_ACQUIRE) != r)
+		/* pairs with the other thread's release of turn below */
+		while (strata_load_acquire(&tok.turn) != r)
 			;
-		uint64_t prev = __atomic_load_n(&tok.stamp, __ATOMIC_RELAXED);
+		uint64_t prev = strata_load_relaxed(&tok.stamp);
 		uint64_t now = rdtsc_ordered();
 		if (now < prev) {
 			warps++; /* one side writes at a time: the token orders */
 			if (prev - now > worst)
 				worst = prev - now;
 		}
-		__atomic_store_n(&tok.stamp, rdtsc_ordered(), __ATOMIC_RELAXED);
-		__atomic_store_n(&tok.turn, r + 1, __ATOMIC_RELEASE);
+		strata_store_relaxed(&tok.stamp, rdtsc_ordered());
+		/* publishes stamp to the other thread's acquire of turn */
+		strata_store_release(&tok.turn, r + 1);
 	}
 	return NULL;
 }

@@ -33,16 +33,18 @@ int main(int argc, char **argv)
 	side[0] = (uint64_t)getpid();
 	for (uint64_t i = 0; i < n; i++) {
 		STRATA_EVENT1(5, 1, i); /* committed when this returns */
-		__atomic_store_n(&side[1], i + 1, __ATOMIC_RELEASE);
+		/* release: after the event; the checker reads the file
+		 * from another process (snapcheck.py, the scripts) */
+		strata_store_release(&side[1], i + 1);
 		if ((i & 255) == 255 && !fast)
 			usleep(100); /* heavy, but within what the daemon drains */
 		if ((i & 4095) == 4095) {
-			__atomic_store_n(&side[2], strata_majors(), __ATOMIC_RELAXED);
+			strata_store_relaxed(&side[2], strata_majors());
 			if (stop && access(stop, F_OK) == 0)
 				break;
 		}
 	}
-	__atomic_store_n(&side[3], 1, __ATOMIC_RELEASE);
+	strata_store_release(&side[3], 1);
 	/* SEQWRITER_LINGER_MS: stay a while, rings and all, logging nothing */
 	const char *linger = getenv("SEQWRITER_LINGER_MS");
 	if (linger)

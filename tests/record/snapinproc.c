@@ -29,7 +29,7 @@ static void *writer(void *arg)
 	for (uint64_t i = 0; !stop; i++) {
 		STRATA_EVENT1(5, 1, i);
 		/* as fast as it can: rings wrap while they are copied */
-		__atomic_store_n(&logged, i + 1, __ATOMIC_RELAXED);
+		strata_store_relaxed(&logged, i + 1);
 	}
 	return NULL;
 }
@@ -69,7 +69,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pthread_create(&t, NULL, writer, NULL);
-	while (__atomic_load_n(&logged, __ATOMIC_RELAXED) < 1000000)
+	while (strata_load_relaxed(&logged) < 1000000)
 		usleep(1000);
 	for (int i = 1; i <= n; i++) {
 		snprintf(path, sizeof(path), "%s/snap-%d", dir, i);

@@ -45,7 +45,8 @@ static void *worker(void *arg)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	me = w;
-	__atomic_store_n(&tids[w], (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	/* pairs with the signaller's acquire: the tid is this thread's */
+	strata_store_release(&tids[w], (pid_t)syscall(SYS_gettid));
 	for (long i = 0; i < nevents; i++) {
 		uint64_t v = (uint64_t)w << 40 | (uint64_t)i;
 		switch (i & 3) {
@@ -67,8 +68,8 @@ static void *worker(void *arg)
 static void *signaller(void *arg)
 {
 	/* `done` set before it starts: no signals at all */
-	for (unsigned i = 0; !__atomic_load_n(&done, __ATOMIC_ACQUIRE); i++) {
-		pid_t t = __atomic_load_n(&tids[i % NTHREADS], __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; !strata_load_acquire(&done); i++) {
+		pid_t t = strata_load_acquire(&tids[i % NTHREADS]);
 		if (t > 0)
 			syscall(SYS_tgkill, getpid(), t, SIGUSR1);
 		usleep(200 / NTHREADS);
@@ -90,11 +91,11 @@ int main(int argc, char **argv)
 		pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
 	const char *nosig = getenv("BURST_NO_SIGNALS");
 	if (nosig && *nosig == '1')
-		__atomic_store_n(&done, 1, __ATOMIC_RELAXED);
+		strata_store_relaxed(&done, 1);
 	pthread_create(&sig, NULL, signaller, NULL);
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
-	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+	strata_store_release(&done, 1); /* after the joins: the signaller stops */
 	pthread_join(sig, NULL);
 	signal(SIGUSR1, SIG_IGN);
 	logged = NTHREADS * nevents;

@@ -37,7 +37,8 @@ static void *logger(void *arg)
 
 	for (uint64_t n = 0;; n++) {
 		STRATA_EVENT1(5, t + 1, n);
-		__atomic_store_n(&done[t], n + 1, __ATOMIC_RELEASE);
+		/* release: after the event, for whoever reads the file */
+		strata_store_release(&done[t], n + 1);
 		for (volatile int k = 0; k < 3000; k++) /* ~ an event per 10 us */
 			;
 	}

@@ -124,12 +124,12 @@ static void send_fds(int s, const void *msg, size_t len, int nfd)
 }
 
 /* A HELLO the daemon takes (our pid, its clock), with a new uuid. */
-static void hello_fill(struct sess_hello *h, uint32_t mode)
+static void hello_fill(struct proto_hello *h, uint32_t mode)
 {
 	memset(h, 0, sizeof(*h));
-	h->h.type = SESS_HELLO;
+	h->h.type = PROTO_HELLO;
 	h->h.len = sizeof(*h);
-	h->version = SESS_VERSION;
+	h->version = PROTO_VERSION;
 	h->pid = (uint32_t)getpid();
 	h->ppid = (uint32_t)getppid();
 	h->clock_tsc = clock_tsc;
@@ -142,7 +142,7 @@ static void hello_fill(struct sess_hello *h, uint32_t mode)
 
 static void hello(int s, uint32_t mode)
 {
-	struct sess_hello h;
+	struct proto_hello h;
 
 	hello_fill(&h, mode);
 	send_fds(s, &h, sizeof(h), 0);
@@ -161,20 +161,20 @@ static int joined(uint32_t mode)
 
 /* A DESC message being built. */
 struct dbuf {
-	unsigned char p[SESS_MAX_MSG];
+	unsigned char p[PROTO_MAX_MSG];
 	size_t len;
 	uint32_t count;
 };
 
 static void dbuf_reset(struct dbuf *b)
 {
-	b->len = sizeof(struct sess_desc);
+	b->len = sizeof(struct proto_desc);
 	b->count = 0;
 }
 
 static void dbuf_send(int s, struct dbuf *b)
 {
-	struct sess_desc d = {{SESS_DESC, (uint32_t)b->len}, b->count, 0};
+	struct proto_desc d = {{PROTO_DESC, (uint32_t)b->len}, b->count, 0};
 
 	if (!b->count)
 		return;
@@ -264,7 +264,7 @@ static void send_ring(int s, unsigned cpu, int fd)
 		char b[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct sess_ring m = {{SESS_RING, sizeof(m)}, cpu, (uint32_t)getpid()};
+	struct proto_ring m = {{PROTO_RING, sizeof(m)}, cpu, (uint32_t)getpid()};
 	struct iovec iov = {&m, sizeof(m)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
 			    .msg_control = u.b, .msg_controllen = sizeof(u.b)};
@@ -309,10 +309,10 @@ int main(int argc, char **argv)
 		}
 	} else if (!strcmp(what, "ctrunc") && narg == 1) {
 		for (int k = 0; k < atoi(arg[0]); k++) {
-			struct sess_hello h;
-			struct sess_ring r = {{SESS_RING, sizeof(r)}, 0, (uint32_t)getpid()};
-			struct sess_hdr junk = {99, sizeof(junk)};
-			unsigned char big[SESS_MAX_MSG + 100];
+			struct proto_hello h;
+			struct proto_ring r = {{PROTO_RING, sizeof(r)}, 0, (uint32_t)getpid()};
+			struct proto_hdr junk = {99, sizeof(junk)};
+			unsigned char big[PROTO_MAX_MSG + 100];
 			int s = dial();
 			if (s < 0)
 				continue;
@@ -341,7 +341,7 @@ int main(int argc, char **argv)
 		int s = joined(STRATA_MODE_DISCARD);
 		for (int i = 0; i < atoi(arg[0]); i++) {
 			unsigned char m[28] = {0};
-			struct sess_desc d = {{SESS_DESC, sizeof(m)}, 1, 0};
+			struct proto_desc d = {{PROTO_DESC, sizeof(m)}, 1, 0};
 			uint16_t nf = 65535, minor = (uint16_t)i;
 			memcpy(m, &d, sizeof(d));
 			m[16] = 1; /* major */

@@ -82,8 +82,8 @@ static void *worker(void *arg)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	my_worker = w;
-	__atomic_store_n(&worker_tid[w], (pid_t)syscall(SYS_gettid),
-			 __ATOMIC_RELEASE);
+	/* pairs with the signaller's acquire of worker_tid */
+	strata_store_release(&worker_tid[w], (pid_t)syscall(SYS_gettid));
 	if (pin_workers) {
 		cpu_set_t set;
 		CPU_ZERO(&set);
@@ -125,9 +125,8 @@ static void *signaller(void *arg)
 	/* By tid, not pthread_t: the main thread joins workers (and frees
 	 * their pthread_t) while this still runs; a tid that has exited
 	 * gets ESRCH instead. */
-	while (!__atomic_load_n(&workers_done, __ATOMIC_ACQUIRE)) {
-		pid_t tid = __atomic_load_n(&worker_tid[i++ % (unsigned)nworkers],
-					    __ATOMIC_ACQUIRE);
+	while (!strata_load_acquire(&workers_done)) {
+		pid_t tid = strata_load_acquire(&worker_tid[i++ % (unsigned)nworkers]);
 		if (tid > 0)
 			syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
 		usleep(20);
@@ -472,7 +471,7 @@ int main(int argc, char **argv)
 		pthread_create(&sig_th, NULL, signaller, NULL);
 	for (int i = 0; i < nworkers; i++)
 		pthread_join(worker_th[i], NULL);
-	__atomic_store_n(&workers_done, 1, __ATOMIC_RELEASE);
+	strata_store_release(&workers_done, 1); /* pairs with the signaller's acquire */
 	if (use_signals)
 		pthread_join(sig_th, NULL);
 	signal(SIGUSR1, SIG_IGN);

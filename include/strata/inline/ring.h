@@ -35,15 +35,16 @@ extern "C" {
  * Event headers (docs/compact.md, stream class 1): one 32-bit word, the
  * compact id (1-30) in bits 0-4 and the low 27 bits of the clock above;
  * or the extended form, 16 bytes: 31 and the event's length in 32-bit
- * words, the u32 event class id, the u64 clock. A "header id" (hid)
- * names which: 1-30, compact with that id; anything else, extended with
- * the id hid & ~STRATA_HID_EXT (the bit forces the extended form on an
+ * words, the u32 event class id, the u64 clock. A "header id"
+ * (`header_id` below; HID in STRATA_HID_EXT) names which: 1-30, compact
+ * with that id; anything else, extended with the id
+ * header_id & ~STRATA_HID_EXT (the bit forces the extended form on an
  * id below 31: strata's own variable-length records).
  */
 #define STRATA_CID_EXT 31u
 #define STRATA_CID_USER 10u /* first compact id given to user events */
 #define STRATA_NCIDS 32u
-#define STRATA_HID_EXT (1u << 31)
+#define STRATA_HID_EXT (1u << 31) /* header id: extended, whatever the id */
 #define STRATA_HDR_COMPACT 4u
 #define STRATA_HDR_EXTENDED 16u
 
@@ -126,7 +127,7 @@ struct strata_ring_ctl {
 	uint32_t last_ts_hi;
 	/* line 2: consumer */
 	uint64_t consumed __attribute__((aligned(64)));
-	/* 1 while a consumer sleeps waiting on this word; the closer of a
+	/* Consumer waiting: 1 while a consumer sleeps on this word; the closer of a
 	 * packet that sees it takes it back to 0 and wakes it (futex,
 	 * ring.md §8). */
 	uint32_t cwait;
@@ -230,8 +231,8 @@ struct strata_rsv {
 };
 
 /* Out-of-line slow path (src/ring/slow.c): packet switch, first use of a
- * CPU or thread, nesting and retry limits, timestamp gaps. `hid` is the
- * header id (above). `flags`: STRATA_SLOW_THREAD when a thread record
+ * CPU or thread, nesting and retry limits, timestamp gaps. `header_id`:
+ * a compact id, or an event class id | STRATA_HID_EXT (above). `flags`: STRATA_SLOW_THREAD when a thread record
  * is needed (the inline paths pass their 0/1 `need`, which is that bit),
  * plus STRATA_SLOW_HELD when the caller already holds the nesting guard
  * (it must not be released in between: a signal handler could then
@@ -240,7 +241,7 @@ struct strata_rsv {
  * counted); the guard is released on drop and by strata_commit(). */
 #define STRATA_SLOW_THREAD 1u
 #define STRATA_SLOW_HELD 2u
-STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t hid,
+STRATA_API int strata_reserve_slow(struct strata_rsv *r, uint32_t header_id,
 				   uint32_t words, uint32_t flags);
 /* The whole event out of line: reserve (any protocol, every case), copy
  * the words-1 payload words from `pl`, commit. strata_log_fixed()'s
@@ -253,11 +254,11 @@ STRATA_API void strata_log_slow(uint8_t *cidp, uint32_t id, uint32_t words,
 STRATA_API void strata_log_slow4(uint8_t *cidp, uint32_t id, uint32_t words,
 				 uint64_t a, uint64_t b, uint64_t c, uint64_t d);
 /* Close the packet that the reservation at `end` exactly filled;
- * `selfc` is how many of its bytes their writers commit themselves
- * (ring.md §4, §7). */
+ * `self_committed` is how many of its bytes their writers commit
+ * themselves (ring.md §4, §7). */
 STRATA_API void strata_ring_close_exact(struct strata_ring *ring,
 					uint64_t end, uint64_t ts,
-					uint64_t selfc);
+					uint64_t self_committed);
 
 /* CLOCK_MONOTONIC in nanoseconds: the trace clock where the TSC is not
  * usable (out of line: keeps this header free of POSIX declarations). */
@@ -325,84 +326,100 @@ static strata_always_inline int strata_cpu(void)
 #endif
 }
 
-/* 1 if `hid` takes the compact header */
-static strata_always_inline int strata_hid_compact(uint32_t hid)
+/* 1 if `header_id` (a compact id, or an event class id |
+ * STRATA_HID_EXT) takes the compact header: it is a compact id, 1-30. */
+static strata_always_inline int strata_header_id_compact(uint32_t header_id)
 {
-	return hid - 1 < STRATA_CID_EXT - 1;
+	return header_id - 1 < STRATA_CID_EXT - 1;
 }
 
-static strata_always_inline uint32_t strata_hdr_compact(uint64_t ts, uint32_t cid)
+/* A compact event header: `compact_id` (1-30) under the clock's low 27
+ * bits (docs/compact.md). */
+static strata_always_inline uint32_t strata_hdr_compact(uint64_t ts,
+							uint32_t compact_id)
 {
-	return (uint32_t)ts << 5 | cid;
+	return (uint32_t)ts << 5 | compact_id;
 }
 
 /*
  * Bytes of a reservation: the event (its header and words - 1 payload
- * words), after a strata:thread record (one payload word) when `need`;
- * with `xts`, the first of them takes the extended header
- * (strata_rsv_fill()).
+ * words), after a strata:thread record (one payload word) when `need`.
+ * `ts_gap`: the clock has left the 2^27-tick window of the ring's last
+ * full timestamp (ts >> 27 != last_ts_hi, ring.md §2 "timestamp gaps"),
+ * so the first of them takes the extended header, which carries the full
+ * clock (strata_rsv_fill()).
  */
-static strata_always_inline uint32_t strata_rsv_len(uint32_t hid, uint32_t words,
-						    uint32_t need, uint32_t xts)
+static strata_always_inline uint32_t strata_rsv_len(uint32_t header_id,
+						    uint32_t words,
+						    uint32_t need,
+						    uint32_t ts_gap)
 {
-	uint32_t hdr = strata_hid_compact(hid) ? STRATA_HDR_COMPACT
-					       : STRATA_HDR_EXTENDED;
+	uint32_t hdr = strata_header_id_compact(header_id)
+			       ? STRATA_HDR_COMPACT
+			       : STRATA_HDR_EXTENDED;
 
 	if (need)
-		return (xts ? STRATA_HDR_EXTENDED : STRATA_HDR_COMPACT) + 8 + hdr +
-		       8 * words - 8;
-	return (xts ? STRATA_HDR_EXTENDED : hdr) + 8 * words - 8;
+		return (ts_gap ? STRATA_HDR_EXTENDED : STRATA_HDR_COMPACT) +
+		       8 + hdr + 8 * words - 8;
+	return (ts_gap ? STRATA_HDR_EXTENDED : hdr) + 8 * words - 8;
 }
 
-/* The header of a record of header id `hid` and `plen` payload bytes at
- * p: compact, or extended for an id that is not compact or with `xts`
- * (a timestamp gap: the extended header carries the full clock,
- * docs/compact.md). Returns the record's payload. */
+/* The header of a record of header id `header_id` and `plen` payload
+ * bytes at p: compact, or extended for an id that is not compact or with
+ * `ts_gap` (a timestamp gap, strata_rsv_len(): the extended header
+ * carries the full clock, docs/compact.md). Returns the record's
+ * payload. */
 static strata_always_inline unsigned char *strata_put_hdr(unsigned char *p,
-							  uint32_t hid, uint32_t plen,
-							  uint64_t ts, uint32_t xts)
+							  uint32_t header_id,
+							  uint32_t plen,
+							  uint64_t ts,
+							  uint32_t ts_gap)
 {
-	if (xts || !strata_hid_compact(hid)) {
+	if (ts_gap || !strata_header_id_compact(header_id)) {
 		((strata_u32_alias *)p)[0] = STRATA_CID_EXT |
 					     (STRATA_HDR_EXTENDED + plen) / 4 << 5;
-		((strata_u32_alias *)p)[1] = hid & ~STRATA_HID_EXT;
+		((strata_u32_alias *)p)[1] = header_id & ~STRATA_HID_EXT;
 		*(strata_u64_a4 *)(p + 8) = ts;
 		return p + STRATA_HDR_EXTENDED;
 	}
-	*(strata_u32_alias *)p = strata_hdr_compact(ts, hid);
+	*(strata_u32_alias *)p = strata_hdr_compact(ts, header_id);
 	return p + STRATA_HDR_COMPACT;
 }
 
 /* Write the records and the event header at virtual offset w (after a
- * successful reservation of len = strata_rsv_len(hid, words, need, xts)
- * bytes) and fill *r. `selfc`: the bytes of w's packet, this
- * reservation's included, that their writers commit themselves (all of
- * them in CAS mode; `xr` in rseq mode, ring.md §7). Ten arguments on
+ * successful reservation of
+ * len = strata_rsv_len(header_id, words, need, ts_gap) bytes) and fill
+ * *r. `self_committed`: the bytes of w's packet, this reservation's
+ * included, that their writers commit themselves (all of them in CAS
+ * mode; in rseq mode the two-phase ones, which the control block's `xr`
+ * counts, ring.md §7); the closer of the packet commits the rest. Ten
+ * arguments on
  * purpose: always inlined, each is a value its callers hold in a
  * register already; a struct of them would be stored and reloaded. */
 static strata_always_inline void strata_rsv_fill(struct strata_rsv *r,
 				   struct strata_ring *ring, uint64_t w,
-				   uint32_t len, uint64_t ts, uint32_t hid,
-				   uint32_t words, uint32_t need, uint32_t xts,
-				   uint64_t selfc)
+				   uint32_t len, uint64_t ts,
+				   uint32_t header_id, uint32_t words,
+				   uint32_t need, uint32_t ts_gap,
+				   uint64_t self_committed)
 {
 	unsigned char *p = ring->data + (w & ring->bufmask);
 
-	if (xts) {
+	if (ts_gap) {
 		/* Otherwise the reservation has just checked that ts >> 27
 		 * equals last_ts_hi: only a gap changes it. */
 		strata_store_relaxed(&strata_ring_ctl_of(ring)->last_ts_hi,
 				     (uint32_t)(ts >> STRATA_TS_HI_SHIFT));
 	}
 	if (need) {
-		p = strata_put_hdr(p, STRATA_ID_THREAD, 8, ts, xts);
+		p = strata_put_hdr(p, STRATA_ID_THREAD, 8, ts, ts_gap);
 		*(strata_u64_a4 *)p = strata_tls.tid | ((uint64_t)strata_pid << 32);
 		p += 8;
-		xts = 0; /* the event follows at the same time */
+		ts_gap = 0; /* the event follows at the same time */
 	}
-	p = strata_put_hdr(p, hid, 8 * words - 8, ts, xts);
+	p = strata_put_hdr(p, header_id, 8 * words - 8, ts, ts_gap);
 	if (strata_unlikely(((w + len) & ring->pmask) == 0))
-		strata_ring_close_exact(ring, w + len, ts, selfc);
+		strata_ring_close_exact(ring, w + len, ts, self_committed);
 	r->ring = ring;
 	r->off = w;
 	r->bytes = len;
@@ -418,8 +435,10 @@ static strata_always_inline void strata_rsv_fill(struct strata_rsv *r,
  * the middle -- goes to the slow path, which loops. Keeping the fast path
  * free of a retry loop keeps it free of spills.
  */
-static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32_t hid,
-				      uint32_t words, struct strata_tls *t)
+static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r,
+						    uint32_t header_id,
+						    uint32_t words,
+						    struct strata_tls *t)
 {
 	struct rseq *rs = strata_rseq_area();
 	struct strata_ring *ring;
@@ -438,12 +457,14 @@ static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32
 		goto slow;
 	c = strata_ring_ctl_of(ring);
 	w = strata_load_relaxed(&c->write);
-	x = strata_load_relaxed(&c->xr); /* stored with write: R2 checks both */
+	/* xr: the bytes of w's packet reserved two-phase, stored with
+	 * write (R2 checks both); the new one is x + len. */
+	x = strata_load_relaxed(&c->xr);
 	need |= strata_load_relaxed(&c->owner) != t->tid;
 	/* After w, in program order (the asm takes w): strata_log_rseq(). */
 	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi) : "r"(w));
 	ts = (uint64_t)hi << 32 | lo;
-	len = strata_rsv_len(hid, words, need, 0);
+	len = strata_rsv_len(header_id, words, need, 0);
 	pos = w & ring->pmask;
 	if (strata_unlikely(pos == 0 || pos + len > ring->psize) ||
 	    strata_unlikely((uint32_t)(ts >> STRATA_TS_HI_SHIFT) !=
@@ -452,36 +473,39 @@ static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r, uint32
 						x + len, &c->owner,
 						need ? t->tid : 0)))
 		goto slow;
-	strata_rsv_fill(r, ring, w, len, ts, hid, words, need, 0, x + len);
+	strata_rsv_fill(r, ring, w, len, ts, header_id, words, need, 0,
+			x + len);
 	return 1;
 slow:
-	return strata_reserve_slow(r, hid, words, need | STRATA_SLOW_HELD);
+	return strata_reserve_slow(r, header_id, words,
+				   need | STRATA_SLOW_HELD);
 }
 #endif
 
 /*
  * Reserve room for one event of words - 1 payload words and write its
- * header, compact or extended as `hid` says (above: a compact id, or an
- * event class id, | STRATA_HID_EXT when it is below 31). On success the
+ * header, compact or extended as `header_id` says (above: a compact id,
+ * or an event class id, | STRATA_HID_EXT when it is below 31). On success the
  * caller writes words-1 payload words at r->p and calls strata_commit().
  * Async-signal-safe; never blocks. Returns 1, or 0 if the event was
  * dropped (counted by cause).
  */
-static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t hid,
-				 uint32_t words)
+static strata_always_inline int strata_reserve(struct strata_rsv *r,
+					       uint32_t header_id,
+					       uint32_t words)
 {
 	struct strata_tls *t = &strata_tls;
 	struct strata_ring *ring;
 	struct strata_ring_ctl *c;
 	uint64_t w, ts, pos;
-	uint32_t need, xts, len, i, nest;
+	uint32_t need, ts_gap, len, i, nest;
 	int cpu;
 
 #ifdef STRATA_RSEQ_X86
 	if (strata_likely(strata_rseq)) {
 		if (strata_likely(strata_rseq == STRATA_RSEQ_INLINE))
-			return strata_reserve_rseq(r, hid, words, t);
-		return strata_reserve_slow(r, hid, words, 0);
+			return strata_reserve_rseq(r, header_id, words, t);
+		return strata_reserve_slow(r, header_id, words, 0);
 	}
 #endif
 	/* declared above: users build with -Wdeclaration-after-statement */
@@ -494,7 +518,7 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t hi
 	     * (a plain load on x86) */
 	    strata_unlikely(!(ring = strata_load_acquire(&strata_rings[cpu]))) ||
 	    strata_unlikely(!t->tid))
-		return strata_reserve_slow(r, hid, words, 0);
+		return strata_reserve_slow(r, header_id, words, 0);
 
 	nest = ++t->nesting;
 	strata_barrier(); /* the guard is set before we touch the ring */
@@ -504,14 +528,16 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t hi
 		w = strata_load_acquire(&c->write);          /* B */
 		need |= strata_load_relaxed(&c->owner) != t->tid; /* C */
 		ts = strata_clock_ordered();                  /* D */
-		xts = (uint32_t)(ts >> STRATA_TS_HI_SHIFT) !=
-		      strata_load_relaxed(&c->last_ts_hi);
-		len = strata_rsv_len(hid, words, need, xts);
+		/* left the window of the last full timestamp: the
+		 * first record takes the extended header */
+		ts_gap = (uint32_t)(ts >> STRATA_TS_HI_SHIFT) !=
+			 strata_load_relaxed(&c->last_ts_hi);
+		len = strata_rsv_len(header_id, words, need, ts_gap);
 		pos = w & ring->pmask;
 		if (strata_unlikely(pos == 0 || pos + len > ring->psize ||
 				    i >= STRATA_MAX_RETRIES ||
 				    nest > STRATA_MAX_NEST)) {
-			return strata_reserve_slow(r, hid, words,
+			return strata_reserve_slow(r, header_id, words,
 						   need | STRATA_SLOW_HELD);
 		}
 		if (need)
@@ -519,7 +545,9 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r, uint32_t hi
 		if (strata_likely(strata_cas_acq_rel(&c->write, &w, w + len)))
 			break;                                         /* F */
 	}
-	strata_rsv_fill(r, ring, w, len, ts, hid, words, need, xts, pos + len);
+	/* CAS mode: every reserved byte of the packet commits itself */
+	strata_rsv_fill(r, ring, w, len, ts, header_id, words, need, ts_gap,
+			pos + len);
 	return 1;
 }
 
@@ -533,19 +561,28 @@ static strata_always_inline uint64_t *strata_ring_cc(struct strata_ring *ring,
 #ifdef STRATA_RSEQ_X86
 /* ring.md §7 commit: a plain add on the ring's CPU, a locked add to the
  * remote counter from any other. x86 stores are ordered: the plain add
- * publishes like a release (the asm is a compiler barrier). */
+ * publishes like a release (the asm is a compiler barrier). An aborted
+ * section is retried, at most STRATA_MAX_RETRIES times in all; after
+ * that the locked add, which is right from any CPU, this one included
+ * (the remote counter only ever takes locked adds; readers sum the two). */
 static strata_always_inline void strata_ring_commit_rseq(struct rseq *rs,
 					   struct strata_ring *ring,
 					   uint64_t *cc, uint64_t bytes)
 {
-	int rc;
+	enum strata_rseq_commit_outcome rc;
+	uint32_t tries = 1;
 
-	while (strata_unlikely(rc = strata_rseq_commit(rs, ring->cpu, cc, bytes))) {
-		if (rc == 1) { /* migrated: the remote counter */
-			strata_add_release(cc + 1, bytes);
-			break;
-		}
-	}
+	/* The first try apart: the bound's counter stays off the fast path. */
+	rc = strata_rseq_commit(rs, ring->cpu, cc, bytes);
+	if (strata_likely(rc == STRATA_RSEQ_COMMITTED))
+		return;
+	while (rc == STRATA_RSEQ_ABORTED && tries++ < STRATA_MAX_RETRIES)
+		rc = strata_rseq_commit(rs, ring->cpu, cc, bytes);
+	if (rc == STRATA_RSEQ_COMMITTED)
+		return;
+	/* Migrated, or aborted every time: the remote counter. Release:
+	 * publishes the event, as the plain add does. */
+	strata_add_release(cc + 1, bytes);
 }
 #endif
 
@@ -585,14 +622,15 @@ static strata_always_inline void strata_commit(struct strata_rsv *r)
  * that the event would open, fill or not fit, a timestamp gap,
  * preemption or migration during the section) returns 0 having moved
  * nothing; the caller then does the whole event on the slow path.
- * `cid`: the event's compact id, 1-30 (the inline path writes only
- * compact headers).
+ * `compact_id`: the event's compact id, 1-30 (the inline path writes
+ * only compact headers).
  * `tsc` (a constant): 1, the clock is read with rdtsc, inline; 0, with
  * strata_clock() (STRATA_RSEQ_OUTLINE: the library's own out-of-line
  * attempt, src/ring/slow.c).
  */
-static strata_always_inline int strata_log_rseq(uint32_t cid, uint32_t words,
-				  const uint64_t *pl, int tsc)
+static strata_always_inline int strata_log_rseq(uint32_t compact_id,
+						uint32_t words,
+						const uint64_t *pl, int tsc)
 {
 	struct rseq *rs = strata_rseq_area();
 	struct strata_ring *ring;
@@ -635,7 +673,7 @@ static strata_always_inline int strata_log_rseq(uint32_t cid, uint32_t words,
 		return 0;
 	return strata_rseq_log(rs, cpu, &c->write, w,
 			       ring->data + (w & ring->bufmask),
-			       strata_hdr_compact(lo, cid), words, pl);
+			       strata_hdr_compact(lo, compact_id), words, pl);
 }
 #endif
 
@@ -656,9 +694,9 @@ static strata_always_inline void strata_log_fixed(uint8_t *cidp, uint32_t id,
 	if (strata_likely(strata_rseq == STRATA_RSEQ_INLINE) && cidp) {
 		/* relaxed: the slow path's store is one byte, the id
 		 * stays valid once given (docs/compact.md) */
-		uint32_t cid = strata_load_relaxed(cidp);
-		if (strata_likely(cid - 1 < STRATA_CID_EXT - 1) &&
-		    strata_likely(strata_log_rseq(cid, words, pl, 1)))
+		uint32_t compact_id = strata_load_relaxed(cidp);
+		if (strata_likely(compact_id - 1 < STRATA_CID_EXT - 1) &&
+		    strata_likely(strata_log_rseq(compact_id, words, pl, 1)))
 			return;
 	}
 #endif

@@ -192,14 +192,22 @@ fail:
 	return 0;
 }
 
+/* Outcome of strata_rseq_commit(). */
+enum strata_rseq_commit_outcome {
+	STRATA_RSEQ_COMMITTED = 0, /* added to the local counter */
+	STRATA_RSEQ_MIGRATED = 1,  /* on another CPU: nothing added */
+	STRATA_RSEQ_ABORTED = 2,   /* preempted or signalled: nothing added */
+};
+
 /*
- * Add `bytes` to the local commit counter *cc if running on `cpu`
- * (a plain add: the section's commit); returns 0 then, 1 if the thread is
- * on another CPU now (the caller adds to the remote counter with a locked
- * instruction), 2 if aborted (retry).
+ * Add `bytes` to the local commit counter *cc if running on `cpu` (a
+ * plain add: the section's commit): STRATA_RSEQ_COMMITTED. Otherwise
+ * nothing is added: STRATA_RSEQ_MIGRATED if the thread is on another CPU
+ * now (the caller adds to the remote counter with a locked instruction),
+ * STRATA_RSEQ_ABORTED if the section was aborted (the caller may retry).
  */
-static strata_always_inline int strata_rseq_commit(struct rseq *rs, uint32_t cpu,
-				     uint64_t *cc, uint64_t bytes)
+static strata_always_inline enum strata_rseq_commit_outcome
+strata_rseq_commit(struct rseq *rs, uint32_t cpu, uint64_t *cc, uint64_t bytes)
 {
 	__asm__ __volatile__ goto(
 		STRATA_RSEQ_BEGIN
@@ -212,11 +220,11 @@ static strata_always_inline int strata_rseq_commit(struct rseq *rs, uint32_t cpu
 		  [rseq_cs] "m"(rs->rseq_cs), [cc] "r"(cc), [bytes] "r"(bytes)
 		: "memory", "cc", "rax"
 		: moved, aborted);
-	return 0;
+	return STRATA_RSEQ_COMMITTED;
 moved:
-	return 1;
+	return STRATA_RSEQ_MIGRATED;
 aborted:
-	return 2;
+	return STRATA_RSEQ_ABORTED;
 }
 
 #endif /* __x86_64__ && STRATA_HAVE_RSEQ */
