@@ -103,6 +103,17 @@ int cli_command_runnable(const char *cmd);
  * else beside this strata (installed: ../LIBDIR, the build tree:
  * ../locks). 0, or -1 after one error line. */
 int cli_locks_preload(char *buf, size_t len);
+/* --sample[=HZ]: HZ into *hz (1000 without one). 0, or -1 after one
+ * error line (not a number, out of 1..100000, no kernel support). */
+int cli_sample_opt(const char *arg, unsigned *hz);
+#ifdef STRATA_HAVE_KERNEL
+struct samp_session;
+/* Sampling of pid's tree into TRACE/samples (src/kernel/sample.c), or NULL
+ * after one line saying why (the recording goes on without it). */
+struct samp_session *cli_sample_start(const char *trace, int pid, unsigned hz);
+/* Stop it and say what it wrote (NULL: nothing). */
+void cli_sample_stop(struct samp_session *ss, const char *trace);
+#endif
 /* The state dump of TRACE as a session starts (cli_statedump_system);
  * a failure is said in one line and tracing goes on. */
 void cli_state_at_start(const char *trace);

@@ -45,6 +45,9 @@ const char cmd_record_usage[] =
 	"  --kernel-system        ... the whole system's\n"
 	"  --kernel-event SYS:EV  one more tracefs event (repeatable)\n"
 	"  --kernel-buffer-kb N   kernel buffer per CPU in KiB (default 4096)\n"
+	"  --sample[=HZ]          sample every thread's program counter and call\n"
+	"                         chain HZ times a second of CPU time (default\n"
+	"                         1000; perf cpu-clock; then strata profile DIR)\n"
 	"  --locks                trace COMMAND's pthread locks (libstrata-locks.so\n"
 	"                         preloaded; then strata locks DIR, docs/locks.md)\n"
 	"  -v, --verbose          one line per traced process at the end\n\n"
@@ -151,6 +154,7 @@ struct record_opts {
 	int ksystem, verbose;
 	char locks[4096]; /* --locks: the preload's path, or "" */
 	int want_locks;
+	unsigned sample_hz; /* --sample: per thread and second of CPU time, or 0 */
 	unsigned kbuffer_kb; /* --kernel-buffer-kb, 0: the default */
 	const char *kevents[65]; /* --kernel-event, NULL-terminated */
 	unsigned nkevents;
@@ -174,7 +178,7 @@ static int record_trigger(int start, const char *arg)
 }
 
 enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD,
-       O_KBUF, O_KEVENT, O_LOCKS };
+       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE };
 
 /* One option that is not a ring option: 0, or -1 when the exit status
  * is 2 (said on stderr). */
@@ -197,6 +201,8 @@ static int record_opt(struct record_opts *ro, int o, const char *arg)
 		return cli_kernel_buffer_opt("record", arg, &ro->kbuffer_kb);
 	case O_GUARD: ro->guard = arg; break;
 	case O_LOCKS: ro->want_locks = 1; break;
+	case O_SAMPLE:
+		return cli_sample_opt(arg, &ro->sample_hz);
 	case 'v': ro->verbose = 1; break;
 	case O_CLOCK: return cli_clock_opt(arg) ? -1 : 0;
 	case O_START_ON:
@@ -232,6 +238,7 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 		{"kernel-buffer-kb", required_argument, NULL, O_KBUF},
 		{"kernel-event", required_argument, NULL, O_KEVENT},
 		{"locks", no_argument, NULL, O_LOCKS},
+		{"sample", optional_argument, NULL, O_SAMPLE},
 		{"guard", required_argument, NULL, O_GUARD}, /* not in --help */
 		{NULL, 0, NULL, 0},
 	};
@@ -374,7 +381,7 @@ static int record_check(struct record_opts *ro)
  * -2 (no fork). */
 static pid_t record_spawn(const struct record_opts *ro, int gate[2])
 {
-	if (ro->groups && pipe(gate) < 0) {
+	if ((ro->groups || ro->sample_hz) && pipe(gate) < 0) {
 		cli_err(NULL, "record: pipe: %s", strerror(errno));
 		return -1;
 	}
@@ -436,6 +443,9 @@ static int record_run(const struct record_opts *ro)
 				      ro->nkevents ? ro->kevents : NULL,
 				      ro->ksystem ? NULL : &pid,
 				      ro->kbuffer_kb);
+	/* gated too: the first sample is of the command's first instruction */
+	struct samp_session *ss = ro->sample_hz ? cli_sample_start(ro->out, child, ro->sample_hz)
+						: NULL;
 #endif
 	if (gate[1] >= 0) {
 		close(gate[0]);
@@ -448,6 +458,7 @@ static int record_run(const struct record_opts *ro)
 	/* After the user side's metadata exists: the kernel sub-trace takes
 	 * its clock class from it (docs/kernel.md). */
 	cli_kernel_stop(ks, ro->out);
+	cli_sample_stop(ss, ro->out);
 #endif
 	record_report(ro->out, &t);
 	if (!exited && waitpid(child, &status, 0) == child)

@@ -17,6 +17,7 @@
 #include "common/tool.h"
 #ifdef STRATA_HAVE_KERNEL
 #include "kernel/kernel.h"
+#include "kernel/sample.h"
 #endif
 #include "daemon/daemon.h"
 
@@ -209,6 +210,56 @@ int cli_new_trace_dir(const char *dir, const char *cmd)
 					 "another with -o)" : "");
 	return ret ? -1 : 0;
 }
+
+int cli_sample_opt(const char *arg, unsigned *hz)
+{
+#ifdef STRATA_HAVE_KERNEL
+	char *end;
+	unsigned long v = arg ? strtoul(arg, &end, 10) : 1000;
+	if (arg && (!*arg || *end || !v || v > 100000)) {
+		cli_err(NULL, "--sample=%s: expected samples per second, 1 to 100000", arg);
+		return -1;
+	}
+	*hz = (unsigned)v;
+	return 0;
+#else
+	(void)arg;
+	(void)hz;
+	cli_err(NULL, "--sample: this strata was built without kernel support "
+		"(install libtracefs-dev libtraceevent-dev libnl-genl-3-dev and rebuild)");
+	return -1;
+#endif
+}
+
+#ifdef STRATA_HAVE_KERNEL
+struct samp_session *cli_sample_start(const char *trace, int pid, unsigned hz)
+{
+	struct samp_session *ss = NULL;
+	char err[512] = "";
+	struct samp_options so = {
+		.trace_dir = trace, .pid = pid, .hz = hz, .err = err, .errlen = sizeof(err),
+	};
+	int ret = samp_start(&so, &ss);
+	if (ret < 0)
+		cli_err(trace, "sampling off: %s; the recording goes on",
+			err[0] ? err : strerror(-ret));
+	return ret < 0 ? NULL : ss;
+}
+
+void cli_sample_stop(struct samp_session *ss, const char *trace)
+{
+	struct samp_stats st;
+
+	if (!ss)
+		return;
+	int ret = samp_stop(ss, &st);
+	if (ret < 0)
+		cli_err(trace, "sample streams: %s", strerror(-ret));
+	fprintf(stderr, "strata: %s/samples: %llu samples, %llu lost%s\n", trace,
+		(unsigned long long)st.samples, (unsigned long long)st.lost,
+		st.lost ? " (the kernel's sample buffers overflowed)" : "");
+}
+#endif
 
 int cli_locks_preload(char *buf, size_t len)
 {

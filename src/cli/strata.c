@@ -19,6 +19,8 @@ int cmd_view(int argc, char **argv); /* src/view/, docs/view.md */
 extern const char cmd_view_usage[];
 int cmd_locks(int argc, char **argv); /* docs/locks.md */
 extern const char cmd_locks_usage[];
+int cmd_profile(int argc, char **argv); /* docs/profile.md */
+extern const char cmd_profile_usage[];
 
 static const char cmd_help_usage[] =
 	"usage: strata help [COMMAND]\n\nShow the list of commands, or one command's help.\n";
@@ -50,6 +52,8 @@ static const struct cli_cmd commands[] = {
 	  cmd_intervals_usage },
 	{ "locks", cmd_locks, "contended pthread locks (traced with libstrata-locks.so)",
 	  cmd_locks_usage },
+	{ "profile", cmd_profile, "where the CPU time went, from record --sample",
+	  cmd_profile_usage },
 	{ "switches", cmd_switches, "context switches of a thread inside a pair of its events",
 	  cmd_switches_usage },
 #ifdef STRATA_HAVE_VIEW

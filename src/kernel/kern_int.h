@@ -4,6 +4,7 @@
 #define STRATA_KERNEL_KERN_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <strata/events.h>
@@ -73,6 +74,15 @@ void kstream_event(struct kstream *s, uint64_t ts, uint32_t tid, uint32_t pid,
 /* Close the open packet, if any (or write one empty packet stamped `now`
  * when the stream has none), and the files. Returns s->err. */
 int kstream_close(struct kstream *s, uint64_t now);
+
+/* One line into err (errlen bytes; NULL: nothing), as the options' err. */
+void kern_errf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The clock of a user sub-trace beside TRACE/kernel (TRACE/ust/ * /metadata):
+ * its freq and offset, so that another sub-trace written here shares its
+ * clock class exactly (format.md §1, §5). false: none there. */
+bool kern_ust_clock(const char *trace_dir, uint64_t *freq, int64_t *off_ns);
 
 /* The kernel's per-thread accounting, as strata:thread_times records
  * (ktimes.c; format.md §4). Main thread: start before tracing is on and

@@ -111,18 +111,18 @@ struct kern_session {
 	int err;
 };
 
-static void set_err(const struct kern_options *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void set_err(const struct kern_options *o, const char *fmt, ...)
+void kern_errf(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!o->err || !o->errlen)
+	if (!err || !errlen)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(o->err, o->errlen, fmt, ap);
+	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 }
+
+#define set_err(o, ...) kern_errf((o)->err, (o)->errlen, __VA_ARGS__)
 
 int kern_groups_parse(const char *list, unsigned *groups, const char **bad)
 {
@@ -823,7 +823,7 @@ fail:
 
 /* The clock of a user sub-trace beside us (TRACE/ust/ * /metadata), so that
  * both share one clock class exactly (format.md §1, §5). */
-static bool ust_clock(const char *trace_dir, uint64_t *freq, int64_t *off_ns)
+bool kern_ust_clock(const char *trace_dir, uint64_t *freq, int64_t *off_ns)
 {
 	char path[4600], ust[4200];
 	struct dirent **names = NULL;
@@ -908,7 +908,7 @@ static int write_metadata(struct kern_session *s)
 	mi.events = ev;
 	mi.nevents = s->nclasses + 1;
 	mi.env = env;
-	if (!ust_clock(s->trace_dir, &mi.freq_hz, &mi.offset_ns)) {
+	if (!kern_ust_clock(s->trace_dir, &mi.freq_hz, &mi.offset_ns)) {
 		struct clock_point p1;
 		clock_point_take(&p1);
 		mi.freq_hz = 0;

@@ -224,8 +224,8 @@ int rd_find_subtraces(const char *dir, int depth, struct rd_found *f)
 
 /*
  * The recording a sub-trace directory belongs to: a recording's root
- * holds its sub-traces as ust/<proc>/, kernel/ and state/ (format.md §1,
- * docs/kernel.md, docs/record.md), so the root is the parent of the
+ * holds its sub-traces as ust/<proc>/, kernel/, samples/ and state/
+ * (format.md §1, docs/kernel.md, docs/record.md), so the root is the parent of the
  * nearest of those names on the way up from the sub-trace (not above the
  * directory opened); a sub-trace elsewhere is a recording of its own.
  * Returns the root's length in dir (a prefix of it).
@@ -242,6 +242,7 @@ static size_t recording_root(const char *dir, size_t top)
 		size_t len = end - b;
 		if ((len == 3 && !strncmp(dir + b, "ust", 3)) ||
 		    (len == 6 && !strncmp(dir + b, "kernel", 6)) ||
+		    (len == 7 && !strncmp(dir + b, "samples", 7)) ||
 		    (len == 5 && !strncmp(dir + b, "state", 5))) {
 			while (b > 1 && dir[b - 1] == '/')
 				b--;

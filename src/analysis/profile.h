@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* Where the CPU time goes inside processes: flat profile, call tree totals and folded stacks from sample:cpu_clock (docs/profile.md). */
+#ifndef STRATA_ANALYSIS_PROFILE_H
+#define STRATA_ANALYSIS_PROFILE_H
+
+#include <stdint.h>
+
+#include <strata/reader.h>
+
+enum prof_by { PROF_BY_FUNCTION, PROF_BY_MODULE, PROF_BY_LINE };
+
+/* One function (or module, or line): samples where it was the leaf
+ * (self) and where it was anywhere on the stack (total, once a sample). */
+struct prof_entry {
+	char *name;
+	char *module; /* the file it is in, or "" */
+	uint64_t self, total;
+};
+
+/* One call stack, root first, names joined by ';' (flamegraph.pl's and
+ * speedscope's folded format), and its samples. */
+struct prof_stack {
+	char *folded;
+	uint64_t count;
+};
+
+struct prof_result {
+	struct prof_entry *entries; /* most self first */
+	size_t nentries;
+	struct prof_stack *stacks;  /* most samples first */
+	size_t nstacks;
+	uint64_t samples;           /* in the window, of the threads chosen */
+	uint64_t kernel;            /* of which in the kernel ("[kernel]") */
+	unsigned threads;
+	uint64_t lost;              /* the sampler's losses (events_discarded) */
+	unsigned hz;                /* the rate asked (env sample_hz), or 0 */
+};
+
+/*
+ * Read every sample:cpu_clock event `it` returns (the caller's filter:
+ * window, pids, tids) and symbolize its stack through sy (NULL: addresses
+ * by module only). Returns 0, -ENOENT (no sample:cpu_clock class: record
+ * with --sample), -ENOMEM.
+ */
+int prof_compute(struct strata_trace *t, struct strata_iter *it, struct strata_symbolizer *sy,
+		 enum prof_by by, struct prof_result **out);
+void prof_free(struct prof_result *r); /* NULL ok */
+
+#endif /* STRATA_ANALYSIS_PROFILE_H */

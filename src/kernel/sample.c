@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: MIT */
+/* CPU-time sampling with perf_event_open (software cpu-clock, user call chains), written as TRACE/samples on the trace clock. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+#include "common/format.h"
+#include "common/tfile.h"
+#include "consumer/metadata.h"
+#include "kernel/kern_int.h"
+#include "kernel/sample.h"
+#include "lib/clock.h"
+
+/*
+ * Why perf_event_open: the kernel samples every thread of the tree at its
+ * own rate of CPU time (a software cpu-clock event, inherited by children
+ * and enabled at the command's exec), takes the user call chain itself
+ * (frame pointers: PERF_SAMPLE_CALLCHAIN), and reports each executable
+ * mapping as it is made (PERF_RECORD_MMAP2), so a program that links
+ * nothing of strata is sampled and symbolized; nothing runs inside it.
+ * The other way, CPU-time timers and a signal handler in the program,
+ * would need a preloaded library and is not built (docs/profile.md).
+ *
+ * Each CPU's ring is read by one thread and written to TRACE/samples/cpuN
+ * with the kernel source's stream writer. perf stamps the samples with
+ * CLOCK_MONOTONIC (use_clockid): the trace clock itself when it is mono;
+ * when it is the TSC, a line through two calibration points, the start's
+ * and one the reader takes at every round once 50 ms have passed, maps
+ * them (the ring's own TSC conversion, cap_user_time_zero, is not offered
+ * under KVM's clock). Both clocks run from the same counter, so the line
+ * is right to the points' own precision (about 100 ns), far finer than
+ * the samples' period.
+ */
+
+#define RING_PAGES 64 /* data pages per CPU: 256 KiB */
+
+struct samp_cpu {
+	int fd;
+	struct perf_event_mmap_page *page;
+	uint8_t *data;
+	uint64_t size; /* data bytes, a power of two */
+	struct kstream ks;
+};
+
+struct samp_session {
+	char dir[4200], trace_dir[4096];
+	unsigned ncpus, hz;
+	struct samp_cpu *cpu;
+	struct pollfd *pfd; /* per CPU, then the wake eventfd */
+	int wake_fd;
+	pthread_t thread;
+	bool thread_started;
+	int stop;
+	uint8_t uuid[16];
+	struct clock_point p0;
+	bool tsc; /* convert perf time to TSC (else CLOCK_MONOTONIC ns) */
+	bool kernel; /* samples in kernel mode too (perf_event_paranoid allows) */
+	struct clock_point pn; /* the latest point: p0..pn is the line */
+	uint64_t samples, lost, maps;
+	uint8_t rec[65536]; /* a record that wraps the ring, copied whole */
+};
+
+#define set_err(o, ...) kern_errf((o)->err, (o)->errlen, __VA_ARGS__)
+
+static const struct strata_field_desc sample_fields[] = {
+	{ "ip", STRATA_T_PTR, 0, STRATA_F_HEX },
+	{ "n", STRATA_T_U64, 0, 0 },
+	{ "frames", STRATA_T_PTR, SAMPLE_FRAMES, STRATA_F_HEX },
+};
+
+static const struct strata_event_desc sample_desc = {
+	.subsystem = "sample",
+	.name = "cpu_clock",
+	.major = SAMPLE_MAJOR,
+	.minor = SAMPLE_MINOR,
+	.nfields = sizeof(sample_fields) / sizeof(sample_fields[0]),
+	.fields = sample_fields,
+	.description = "the thread was on a CPU: its program counter and user "
+		       "call chain (n frames, the ip's caller first)",
+};
+
+#define CALIB_MIN_NS 50000000ull /* the line's points at least this far apart */
+
+/* A new second point for the line, once far enough from the first. */
+static void calibrate(struct samp_session *s)
+{
+	struct clock_point p;
+	clock_point_take(&p);
+	if (p.mono_ns - s->p0.mono_ns >= CALIB_MIN_NS)
+		s->pn = p;
+}
+
+/* perf's CLOCK_MONOTONIC ns -> the trace clock */
+static uint64_t to_clock(const struct samp_session *s, uint64_t t)
+{
+	if (!s->tsc)
+		return t; /* the trace clock is CLOCK_MONOTONIC ns */
+	__int128 dm = (__int128)t - (__int128)s->p0.mono_ns;
+	__int128 dts = (__int128)s->pn.ts - (__int128)s->p0.ts;
+	__int128 dmono = (__int128)s->pn.mono_ns - (__int128)s->p0.mono_ns;
+	return (uint64_t)((__int128)s->p0.ts + dm * dts / dmono);
+}
+
+static void put_sample(struct samp_session *s, struct samp_cpu *c, const uint8_t *r,
+		       size_t len)
+{
+	/* ip, pid, tid, time, nr, ips[nr] (sample_type order) */
+	if (len < 8 + 8 + 8 + 8 + 8)
+		return;
+	uint64_t ip, time, nr;
+	uint32_t pid, tid;
+	memcpy(&ip, r + 8, 8);
+	memcpy(&pid, r + 16, 4);
+	memcpy(&tid, r + 20, 4);
+	memcpy(&time, r + 24, 8);
+	memcpy(&nr, r + 32, 8);
+	if (40 + nr * 8 > len)
+		return;
+	uint64_t w[2 + SAMPLE_FRAMES] = { ip, 0 };
+	unsigned k = 0;
+	for (uint64_t i = 0; i < nr && k < SAMPLE_FRAMES; i++) {
+		uint64_t pc;
+		memcpy(&pc, r + 40 + i * 8, 8);
+		if (pc >= (uint64_t)PERF_CONTEXT_MAX)
+			continue; /* a context marker (PERF_CONTEXT_USER) */
+		if (k == 0 && pc == ip)
+			continue; /* the chain starts with the ip itself */
+		w[2 + k++] = pc;
+	}
+	w[1] = k;
+	kstream_event(&c->ks, to_clock(s, time), tid, pid, STRATA_ID(SAMPLE_MAJOR, SAMPLE_MINOR),
+		      w, 2 + SAMPLE_FRAMES);
+	s->samples++;
+}
+
+/* PERF_RECORD_MMAP2 -> strata:map (format.md §4), the state dump's layout,
+ * so that strata_symbolize() finds the mapping of that process. */
+static void put_map(struct samp_session *s, struct samp_cpu *c, const uint8_t *r, size_t len)
+{
+	/* pid, tid, addr, len, pgoff, maj, min, ino, ino_generation, prot,
+	 * flags, filename, then sample_id (pid, tid, time): 16 bytes */
+	if (len < 8 + 72 + 16)
+		return;
+	uint32_t pid, tid, prot;
+	uint64_t addr, mlen, pgoff, ino, time;
+	memcpy(&pid, r + 8, 4);
+	memcpy(&tid, r + 12, 4);
+	memcpy(&addr, r + 16, 8);
+	memcpy(&mlen, r + 24, 8);
+	memcpy(&pgoff, r + 32, 8);
+	memcpy(&ino, r + 48, 8);
+	memcpy(&prot, r + 64, 4);
+	memcpy(&time, r + len - 8, 8);
+	const char *name = (const char *)r + 72;
+	size_t nlen = strnlen(name, len - 72 - 16);
+	uint64_t w[1 + 5 + 4096 / 8] = { 0 };
+	if (nlen > 4000)
+		nlen = 4000;
+	size_t end = (40 + nlen + 1 + 7) & ~(size_t)7;
+	uint32_t count = (uint32_t)(end - 40);
+	uint32_t p = (prot & PROT_READ ? 1u : 0) | (prot & PROT_WRITE ? 2u : 0) |
+		     (prot & PROT_EXEC ? 4u : 0);
+	uint8_t *b = (uint8_t *)w;
+	memcpy(b, &addr, 8);
+	uint64_t e = addr + mlen;
+	memcpy(b + 8, &e, 8);
+	memcpy(b + 16, &pgoff, 8);
+	memcpy(b + 24, &ino, 8);
+	memcpy(b + 32, &p, 4);
+	memcpy(b + 36, &count, 4);
+	memcpy(b + 40, name, nlen);
+	kstream_event(&c->ks, to_clock(s, time), tid, pid, STRATA_ID(0, STRATA_ID_MAP), w,
+		      (unsigned)(end / 8));
+	s->maps++;
+}
+
+/* Everything in CPU c's ring now. */
+static void drain(struct samp_session *s, struct samp_cpu *c)
+{
+	uint64_t head = strata_load_acquire(&c->page->data_head); /* pairs with the kernel's
+								    * write of the records */
+	uint64_t tail = c->page->data_tail;
+
+	while (tail + sizeof(struct perf_event_header) <= head) {
+		const uint8_t *r = c->data + (tail & (c->size - 1));
+		struct perf_event_header h;
+		size_t first = c->size - (tail & (c->size - 1));
+		if (first >= sizeof(h)) {
+			memcpy(&h, r, sizeof(h));
+		} else { /* even the header wraps */
+			memcpy(&h, r, first);
+			memcpy((uint8_t *)&h + first, c->data, sizeof(h) - first);
+		}
+		if (h.size < sizeof(h) || tail + h.size > head)
+			break;
+		if (first < h.size) { /* the record wraps: copy it whole */
+			memcpy(s->rec, r, first);
+			memcpy(s->rec + first, c->data, h.size - first);
+			r = s->rec;
+		}
+		switch (h.type) {
+		case PERF_RECORD_SAMPLE:
+			put_sample(s, c, r, h.size);
+			break;
+		case PERF_RECORD_MMAP2:
+			put_map(s, c, r, h.size);
+			break;
+		case PERF_RECORD_LOST: {
+			uint64_t n;
+			if (h.size >= 24) {
+				memcpy(&n, r + 16, 8);
+				s->lost += n;
+				c->ks.discarded += n; /* events_discarded: the gap is seen */
+			}
+			break;
+		}
+		default:
+			break;
+		}
+		tail += h.size;
+	}
+	/* the kernel may write over what was read from here on */
+	strata_store_release(&c->page->data_tail, tail);
+}
+
+static void *reader_main(void *arg)
+{
+	struct samp_session *s = arg;
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	while (!strata_load_acquire(&s->stop)) {
+		if (poll(s->pfd, s->ncpus + 1, 100) < 0 && errno != EINTR)
+			break;
+		calibrate(s);
+		if (s->tsc && s->pn.mono_ns == 0)
+			continue; /* no line yet: the rings hold the first samples */
+		for (unsigned i = 0; i < s->ncpus; i++)
+			if (s->cpu[i].fd >= 0)
+				drain(s, &s->cpu[i]);
+	}
+	return NULL;
+}
+
+static int open_cpu(struct samp_session *s, const struct samp_options *o, unsigned i)
+{
+	struct samp_cpu *c = &s->cpu[i];
+	struct perf_event_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_CPU_CLOCK;
+	a.sample_period = 1000000000ull / (o->hz ? o->hz : 1000); /* ns of CPU time */
+	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			PERF_SAMPLE_CALLCHAIN;
+	a.disabled = 1;
+	a.enable_on_exec = 1;
+	a.inherit = 1;
+	/* time in the kernel counts too (a sample there has a kernel ip and
+	 * the user chain that led to it), unless perf_event_paranoid
+	 * allows user space only: then it is left out (env sample_kernel) */
+	a.exclude_kernel = !s->kernel;
+	a.exclude_hv = 1;
+	a.exclude_callchain_kernel = 1;
+	a.mmap = 1;
+	a.mmap2 = 1;
+	a.sample_id_all = 1;
+	a.wakeup_events = 64;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC;
+	c->fd = (int)syscall(SYS_perf_event_open, &a, o->pid, (int)i, -1, PERF_FLAG_FD_CLOEXEC);
+	if (c->fd < 0)
+		return errno == ENODEV || errno == EINVAL ? 0 : -errno; /* an offline CPU */
+	size_t len = (size_t)(1 + RING_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	c->page = m;
+	c->data = (uint8_t *)m + c->page->data_offset;
+	c->size = c->page->data_size;
+	s->pfd[i].fd = c->fd;
+	s->pfd[i].events = POLLIN;
+	return 0;
+}
+
+static void session_free(struct samp_session *s)
+{
+	size_t len = (size_t)(1 + RING_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+	for (unsigned i = 0; s->cpu && i < s->ncpus; i++) {
+		if (s->cpu[i].page)
+			munmap(s->cpu[i].page, len);
+		if (s->cpu[i].fd >= 0)
+			close(s->cpu[i].fd);
+	}
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	free(s->cpu);
+	free(s->pfd);
+	free(s);
+}
+
+int samp_start(const struct samp_options *o, struct samp_session **out)
+{
+	struct samp_session *s = calloc(1, sizeof(*s));
+	int ret = -ENOMEM;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	clock_init();
+	clock_point_take(&s->p0);
+	s->wake_fd = -1;
+	s->hz = o->hz ? o->hz : 1000;
+	s->tsc = strata_clock_tsc;
+	snprintf(s->trace_dir, sizeof(s->trace_dir), "%s", o->trace_dir);
+	snprintf(s->dir, sizeof(s->dir), "%s/samples", o->trace_dir);
+	long nc = sysconf(_SC_NPROCESSORS_CONF);
+	s->ncpus = nc > 0 ? (unsigned)nc : 1;
+	if (!(s->cpu = calloc(s->ncpus, sizeof(*s->cpu))) ||
+	    !(s->pfd = calloc(s->ncpus + 1, sizeof(*s->pfd))))
+		goto fail;
+	for (unsigned i = 0; i < s->ncpus; i++) {
+		s->cpu[i].fd = -1;
+		s->cpu[i].ks.fd = s->cpu[i].ks.idx_fd = -1;
+		s->pfd[i].fd = -1;
+	}
+	s->kernel = true;
+	for (unsigned i = 0; i < s->ncpus; i++) {
+		if ((ret = open_cpu(s, o, i)) == -EACCES && s->kernel && i == 0) {
+			s->kernel = false; /* user space only, then */
+			ret = open_cpu(s, o, i);
+		}
+		if (ret < 0) {
+			set_err(o, "perf_event_open (cpu-clock sampling): %s%s", strerror(-ret),
+				ret == -EACCES || ret == -EPERM ?
+					" (kernel.perf_event_paranoid: run as root or lower it)" :
+				"");
+			goto fail;
+		}
+	}
+	char idx[4300];
+	snprintf(idx, sizeof(idx), "%s/index", s->dir);
+	if ((ret = tfile_mkdir(s->trace_dir, 0)) || (ret = tfile_mkdir(s->dir, 0)) ||
+	    (ret = tfile_mkdir(idx, 0))) {
+		set_err(o, "%s: cannot create directory: %s", s->dir, strerror(-ret));
+		goto fail;
+	}
+	if (getrandom(s->uuid, 16, 0) != 16)
+		memcpy(s->uuid, &s->p0, 16);
+	for (unsigned i = 0; i < s->ncpus; i++)
+		if ((ret = kstream_open(&s->cpu[i].ks, s->dir, i, s->uuid, 256u << 10))) {
+			set_err(o, "%s/cpu%u: cannot create: %s", s->dir, i, strerror(-ret));
+			goto fail;
+		}
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->pfd[s->ncpus].fd = s->wake_fd;
+	s->pfd[s->ncpus].events = POLLIN;
+	if ((ret = -pthread_create(&s->thread, NULL, reader_main, s))) {
+		set_err(o, "cannot start the sample reader: %s", strerror(-ret));
+		goto fail;
+	}
+	s->thread_started = true;
+	*out = s;
+	return 0;
+fail:
+	for (unsigned i = 0; s->cpu && i < s->ncpus; i++)
+		if (s->cpu[i].ks.fd >= 0)
+			kstream_close(&s->cpu[i].ks, strata_clock());
+	session_free(s);
+	return ret;
+}
+
+static int write_metadata(struct samp_session *s)
+{
+	const struct strata_event_desc *ev[1] = { &sample_desc };
+	char hz[32];
+	snprintf(hz, sizeof(hz), "%u", s->hz);
+	const char *env[] = { "sample_source", "perf cpu-clock", "sample_hz", hz,
+			      "sample_kernel", s->kernel ? "yes" : "no", NULL };
+	struct meta_info mi;
+
+	memset(&mi, 0, sizeof(mi));
+	memcpy(mi.uuid, s->uuid, 16);
+	mi.procname = "samples";
+	mi.domain = "samples";
+	mi.events = ev;
+	mi.nevents = 1;
+	mi.env = env;
+	if (!kern_ust_clock(s->trace_dir, &mi.freq_hz, &mi.offset_ns)) {
+		struct clock_point p1;
+		clock_point_take(&p1);
+		clock_fit(&s->p0, &p1, &mi.freq_hz, &mi.offset_ns);
+	}
+	return meta_write(s->dir, &mi);
+}
+
+int samp_stop(struct samp_session *s, struct samp_stats *st)
+{
+	int ret = 0;
+
+	if (!s)
+		return 0;
+	for (unsigned i = 0; i < s->ncpus; i++)
+		if (s->cpu[i].fd >= 0)
+			ioctl(s->cpu[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+	if (s->thread_started) {
+		uint64_t one = 1;
+		strata_store_release(&s->stop, 1); /* pairs with reader_main's loads */
+		if (write(s->wake_fd, &one, sizeof(one)) < 0) {
+			/* the reader times out of poll() within 100 ms anyway */
+		}
+		pthread_join(s->thread, NULL);
+	}
+	uint64_t now = strata_clock();
+	calibrate(s);
+	if (s->tsc && s->pn.mono_ns == 0) /* under 50 ms: the one line there is */
+		clock_point_take(&s->pn);
+	for (unsigned i = 0; i < s->ncpus; i++) {
+		if (s->cpu[i].fd >= 0 && s->pn.mono_ns != s->p0.mono_ns)
+			drain(s, &s->cpu[i]);
+		int r = kstream_close(&s->cpu[i].ks, now);
+		if (r && !ret)
+			ret = r;
+	}
+	int r = write_metadata(s);
+	if (r && !ret)
+		ret = r;
+	if (st) {
+		st->samples = s->samples;
+		st->lost = s->lost;
+		st->maps = s->maps;
+		st->ncpus = s->ncpus;
+	}
+	session_free(s);
+	return ret;
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""strata record --sample and strata profile against a program whose
+threads spend known shares of their CPU time in f (60 %), g (30 %), h (10 %).
+
+usage: profile_test.py STRATA SPIN WORKDIR
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+STRATA, SPIN, WORK = sys.argv[1:4]
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+trace = os.path.join(WORK, "t")
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+p = subprocess.run([STRATA, "record", "--sample", "-o", trace, "--", SPIN, "2", "100"],
+                   capture_output=True, text=True)
+sys.stderr.write(p.stderr)
+if p.returncode:
+    fail("record exited %d" % p.returncode)
+if "sampling off" in p.stderr:
+    print("SKIP: no perf cpu-clock sampling here:", p.stderr.strip().splitlines()[0])
+    sys.exit(77)
+cpu_ns = int(re.search(r"cpu_ns=(\d+)", p.stdout).group(1))
+
+r = subprocess.run([STRATA, "profile", "--format", "json", trace], capture_output=True, text=True)
+if r.returncode:
+    fail("profile exited %d: %s" % (r.returncode, r.stderr))
+prof = json.loads(r.stdout)
+fn = {f["name"]: f for f in prof["functions"]}
+n = prof["samples"]
+# 1. the count: CPU time x rate (the process's own CPU clock), within 5 %
+want = cpu_ns / 1e9 * prof["hz"]
+print("samples %d, the program's CPU time x %d Hz = %.0f (%+.1f %%), %d lost" % (
+    n, prof["hz"], want, 100 * (n - want) / want, prof["lost"]))
+if abs(n - want) > 0.05 * want or prof["lost"]:
+    fail("%d samples against %.0f expected, %d lost" % (n, want, prof["lost"]))
+# 2. the shares: f, g, h on the stack (total), within 3 points
+for name, share in (("f", 60), ("g", 30), ("h", 10)):
+    got = 100.0 * fn.get(name, {"total": 0})["total"] / n
+    print("%s: %.1f %% of the samples on the stack, the program spends %d %%" % (name, got, share))
+    if abs(got - share) > 3:
+        fail("%s: %.1f %% against %d %%" % (name, got, share))
+# 3. folded stacks add up to the samples, root first (worker before f)
+r = subprocess.run([STRATA, "profile", "--format", "folded", trace], capture_output=True, text=True)
+lines = r.stdout.splitlines()
+total = sum(int(l.rsplit(" ", 1)[1]) for l in lines)
+if total != n:
+    fail("folded stacks hold %d samples, the profile %d" % (total, n))
+if not any(re.search(r"(^|;)worker;f(;|$)", l.rsplit(" ", 1)[0]) for l in lines):
+    fail("no folded stack has worker;f (root first): %s" % lines[:3])
+# 4. the text report lines up and names its columns
+r = subprocess.run([STRATA, "profile", trace], capture_output=True, text=True)
+print(r.stdout)
+rows = {l.split()[4]: l.split() for l in r.stdout.splitlines() if len(l.split()) == 6}
+if "self" not in r.stdout or "f" not in rows or abs(float(rows["f"][2]) - 60) > 3:
+    fail("the text report lacks f's row at about 60 %:\n" + r.stdout)
+print("PASS")
