@@ -43,6 +43,22 @@ bool an_is_kernel(const struct strata_trace *t, unsigned subtrace);
 /* Which streams are the kernel's, into kernel[nstreams] (or NULL); returns
  * the number of CPUs they cover (0: no kernel stream). */
 unsigned an_kernel_streams(const struct strata_trace *t, bool *kernel);
+
+/*
+ * A scoped kernel trace (record -k COMMAND, ktrace -p) lists in its env
+ * the threads set_event_pid was given (scope_tids); event-fork adds what
+ * they create. The kernel records a switch only when its prev or next is
+ * in scope, so a thread outside it is seen only when it meets one inside
+ * (docs/kernel.md, "Missing switches").
+ */
+struct an_scope {
+	bool scoped;    /* the trace says it has a scope */
+	uint32_t *tids; /* sorted; free() it */
+	size_t n;
+};
+/* Read it (kernel: an_kernel_streams()'s flags). 0, or -ENOMEM. */
+int an_scope_read(struct strata_trace *t, const bool *kernel, struct an_scope *out);
+bool an_scope_has(const struct an_scope *sc, uint32_t tid);
 /* One line into err[errlen] (nothing when err is NULL). */
 void an_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -297,6 +313,10 @@ struct sl_task {
 				  * kernel mode (prev_state R+), and their ticks */
 	uint64_t inferred, inferred_total; /* waits ended by a switch out of
 				  * idle the trace lacks, inferred */
+	bool in_scope;           /* internal: in the trace's scope (an_scope) */
+	bool outside;            /* a scoped trace, and the task not in it: it
+				  * may have run unrecorded during its waits,
+				  * which are then upper bounds */
 	int max_cause;           /* SL_CAUSE_* of the longest wait */
 	bool max_inferred;
 	uint64_t unknown;        /* waits whose end the trace lacks */

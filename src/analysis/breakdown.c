@@ -47,8 +47,7 @@ struct bd_ctx {
 	/* tid -> thread; threads stay where they were allocated (pointers
 	 * are kept across lookups) */
 	struct an_tidmap threads;
-	uint32_t *scope; /* read_scope(): sorted, nscope */
-	size_t nscope;
+	struct an_scope scope; /* its threads, when the trace is scoped */
 	int err;
 	bd_state_fn on_state; /* bd_options' hook, or NULL */
 	void *arg;
@@ -64,12 +63,6 @@ static struct bd_thread *thread_find(const struct bd_ctx *c, uint32_t tid)
 	return an_tidmap_find(&c->threads, tid);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return (x > y) - (x < y);
-}
-
 static struct bd_thread *thread_get(struct bd_ctx *c, uint32_t tid)
 {
 	bool made;
@@ -80,8 +73,7 @@ static struct bd_thread *thread_get(struct bd_ctx *c, uint32_t tid)
 		th->state = BD_UNSEEN;
 		th->since = c->r->begin;
 		th->on = -1;
-		th->in_scope = c->nscope &&
-			bsearch(&tid, c->scope, c->nscope, sizeof(tid), cmp_u32);
+		th->in_scope = an_scope_has(&c->scope, tid);
 		if (!(th->cpu = calloc(c->r->ncpus, sizeof(*th->cpu))))
 			th = NULL;
 	}
@@ -730,39 +722,6 @@ const char *bd_syscall_name(struct strata_trace *t, uint32_t nr)
 
 /* The state dump of `strata record` (TRACE/state, format.md §4) names the
  * threads alive when it started and gives their process ids. */
-/*
- * A scoped trace's kernel env lists the threads set_event_pid was given
- * (scope_tids); event-fork adds what they create. The kernel records a
- * switch only when its prev or next is in scope, so a thread outside it
- * is seen only when it meets one inside: it is partial even when every
- * switch the trace has of it pairs up.
- */
-static int read_scope(struct bd_ctx *c)
-{
-	struct strata_trace *t = c->t;
-	for (unsigned i = 0; i < strata_trace_nstreams(t); i++) {
-		struct strata_stream_info si;
-		if (!c->kernel_stream[i] || strata_trace_stream(t, i, &si) < 0)
-			continue;
-		const char *s = strata_trace_env(t, si.subtrace, "scope_tids");
-		if (!s)
-			return 0;
-		c->r->scoped = true;
-		size_t cap = strlen(s) / 2 + 1; /* "N " per tid at least */
-		if (!(c->scope = malloc(cap * sizeof(*c->scope))))
-			return -ENOMEM;
-		for (char *end; c->nscope < cap; s = end) {
-			unsigned long tid = strtoul(s, &end, 10);
-			if (end == s)
-				break;
-			c->scope[c->nscope++] = (uint32_t)tid;
-		}
-		qsort(c->scope, c->nscope, sizeof(*c->scope), cmp_u32);
-		return 0;
-	}
-	return 0;
-}
-
 static int read_state_dump(struct bd_ctx *c)
 {
 	struct strata_trace *t = c->t;
@@ -827,8 +786,10 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 		r->cpus[i].since = r->cpus[i].last = r->begin;
 	}
 	resolve_classes(&c);
-	if ((ret = read_scope(&c)) < 0 || (ret = read_state_dump(&c)) < 0)
+	if ((ret = an_scope_read(t, c.kernel_stream, &c.scope)) < 0 ||
+	    (ret = read_state_dump(&c)) < 0)
 		goto out;
+	r->scoped = c.scope.scoped;
 
 	/* strata:thread_times among strata's own records (on_times()) */
 	struct strata_iter_options io = { .stream = -1, .flags = STRATA_ITER_INTERNAL };
@@ -885,7 +846,7 @@ out:
 	an_tidmap_fini(&c.threads);
 	free(c.kernel_stream);
 	free(c.ci);
-	free(c.scope);
+	free(c.scope.tids);
 	if (ret) {
 		bd_free(r);
 		return ret;

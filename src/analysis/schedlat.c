@@ -36,6 +36,7 @@ struct sl_ctx {
 	struct sl_cpu *cpus;
 	unsigned ncpus;
 	uint64_t wfrom, wto;
+	struct an_scope scope; /* a scoped trace's threads (an_scope_read) */
 	int err;
 };
 
@@ -50,6 +51,7 @@ static struct sl_task *task_get(struct sl_ctx *c, uint32_t tid)
 	if (made) {
 		k->tid = k->pid = tid;
 		k->on = -1;
+		k->in_scope = an_scope_has(&c->scope, tid);
 	}
 	return k;
 }
@@ -183,6 +185,9 @@ static void sl_classify(struct strata_trace *t, uint8_t *kind, int (*f)[4])
 			f[i][1] = strata_event_class_field(cl, "prev_state");
 			f[i][2] = strata_event_class_field(cl, "next_pid");
 			f[i][3] = strata_event_class_field(cl, "next_comm");
+		} else if (!strcmp(cl->name, "sched:sched_process_fork")) {
+			kind[i] = K_FORK;
+			f[i][0] = strata_event_class_field(cl, "child_pid");
 		} else if (!strcmp(cl->name, "sched:sched_wakeup") ||
 			   !strcmp(cl->name, "sched:sched_wakeup_new")) {
 			kind[i] = K_WAKE;
@@ -261,6 +266,7 @@ static int sl_collect(struct sl_ctx *c, uint64_t last, struct sl_result *out)
 		struct sl_task *k = c->tasks.all[i];
 		if (k->state == SL_RUN && k->on >= 0) /* still running at the end */
 			k->runtime += clip(c, k->since, last);
+		k->outside = c->scope.scoped && !k->in_scope;
 		if (k->delays || k->runtime || k->unknown)
 			out->tasks[out->ntasks++] = *k;
 	}
@@ -285,6 +291,9 @@ int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_r
 		goto out;
 	sl_classify(t, kind, f);
 	c.ncpus = an_kernel_streams(t, kernel);
+	if ((ret = an_scope_read(t, kernel, &c.scope)) < 0)
+		goto out;
+	ret = -ENOMEM;
 	if (!(c.cpus = calloc(c.ncpus ? c.ncpus : 1, sizeof(*c.cpus))))
 		goto out;
 	for (unsigned i = 0; i < c.ncpus; i++)
@@ -309,6 +318,11 @@ int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_r
 			sl_switch(&c, ev, fi, cur);
 		} else if (kind[ev->cls->index] == K_WAKE) {
 			sl_wake(&c, ev, fi);
+		} else if (kind[ev->cls->index] == K_FORK && cur && cur->in_scope) {
+			int64_t child = field_i(ev, fi[0]); /* event-fork: in scope */
+			struct sl_task *ch = child > 0 ? task_get(&c, (uint32_t)child) : NULL;
+			if (ch)
+				ch->in_scope = true;
 		}
 	}
 	if ((ret = c.err))
@@ -321,6 +335,7 @@ int sl_compute(struct strata_trace *t, uint64_t wfrom, uint64_t wto, struct sl_r
 out:
 	strata_iter_destroy(it);
 	an_tidmap_fini(&c.tasks);
+	free(c.scope.tids);
 	free(c.cpus);
 	free(kind);
 	free(f);

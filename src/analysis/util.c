@@ -158,3 +158,40 @@ unsigned an_kernel_streams(const struct strata_trace *t, bool *kernel)
 	}
 	return ncpus;
 }
+
+static int cmp_tid(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+int an_scope_read(struct strata_trace *t, const bool *kernel, struct an_scope *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < strata_trace_nstreams(t); i++) {
+		struct strata_stream_info si;
+		if (!kernel[i] || strata_trace_stream(t, i, &si) < 0)
+			continue;
+		const char *s = strata_trace_env(t, si.subtrace, "scope_tids");
+		if (!s)
+			return 0;
+		out->scoped = true;
+		size_t cap = strlen(s) / 2 + 1; /* "N " per tid at least */
+		if (!(out->tids = malloc(cap * sizeof(*out->tids))))
+			return -ENOMEM;
+		for (char *end; out->n < cap; s = end) {
+			unsigned long tid = strtoul(s, &end, 10);
+			if (end == s)
+				break;
+			out->tids[out->n++] = (uint32_t)tid;
+		}
+		qsort(out->tids, out->n, sizeof(*out->tids), cmp_tid);
+		return 0;
+	}
+	return 0;
+}
+
+bool an_scope_has(const struct an_scope *sc, uint32_t tid)
+{
+	return sc->n && bsearch(&tid, sc->tids, sc->n, sizeof(tid), cmp_tid);
+}

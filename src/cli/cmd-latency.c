@@ -98,13 +98,15 @@ static void print_sched(struct strata_trace *t, const struct sl_result *r, long 
 			       ",\"max_at\":%.9f,\"wakeups\":%" PRIu64 ",\"preemptions\":%" PRIu64
 			       ",\"kernel_preempted\":%" PRIu64 ",\"kernel_preempted_ns\":%" PRIu64
 			       ",\"inferred\":%" PRIu64 ",\"inferred_ns\":%" PRIu64
-			       ",\"max_cause\":\"%s\",\"max_inferred\":%s,\"unknown\":%" PRIu64 "}",
+			       ",\"max_cause\":\"%s\",\"max_inferred\":%s,\"unknown\":%" PRIu64
+			       ",\"outside_scope\":%s}",
 			       NS(k->runtime), k->delays, NS(k->total),
 			       k->delays ? NS(k->total) / k->delays : 0, NS(k->max),
 			       (double)NS(k->max_at > t0 ? k->max_at - t0 : 0) / 1e9, k->wakeups,
 			       k->preemptions, k->kpreempted, NS(k->kpreempted_total), k->inferred,
 			       NS(k->inferred_total), cause_names[k->max_cause],
-			       k->max_inferred ? "true" : "false", k->unknown);
+			       k->max_inferred ? "true" : "false", k->unknown,
+			       k->outside ? "true" : "false");
 		}
 		printf("]}\n");
 		return;
@@ -134,7 +136,7 @@ static void print_sched(struct strata_trace *t, const struct sl_result *r, long 
 	for (unsigned i = 0; i < n; i++) {
 		const struct sl_task *k = &r->tasks[i];
 		table_cell(&tb, "%u/%u", k->pid, k->tid);
-		table_cell(&tb, "%s", k->comm[0] ? k->comm : "?");
+		table_cell(&tb, "%s%s", k->comm[0] ? k->comm : "?", k->outside ? " *" : "");
 		table_cell(&tb, "%s", dur_in(ur, NS(k->runtime), b, sizeof(b)));
 		table_cell(&tb, "%" PRIu64, k->delays);
 		table_cell(&tb, "%s", dur_in(ud, k->delays ? NS(k->total) / k->delays : 0, b,
@@ -161,8 +163,8 @@ static void print_sched(struct strata_trace *t, const struct sl_result *r, long 
 	       "  the preemptions, those in kernel mode, prev_state R+); end inferred: a\n"
 	       "  switch out of idle the kernel does not record (docs/kernel.md); unknown:\n"
 	       "  waits whose switch in the trace lacks (outside record -k's scope, or\n"
-	       "  lost), not counted. In a trace of a command's tree (record -k), tasks\n"
-	       "  outside it may also have run unrecorded during a wait.\n");
+	       "  lost), not counted. *: outside the recorded tree (record -k COMMAND):\n"
+	       "  it may have run unrecorded during a wait, so its waits are upper bounds.\n");
 #undef NS
 }
 

@@ -243,6 +243,21 @@ for t in r["threads"]:
         fail("the hog (pid %d, outside the recorded tree) is not marked partial: %s" %
              (hog.pid, json.dumps({k: t[k] for k in ("ticks", "switches_in", "lost", "created", "exited") if k in t})))
 
+# the same for the scheduling latency: the hog's waits are upper bounds
+lat = subprocess.run([strata, "latency", "--sched", "--top", "0", "--format", "json", trace],
+                     capture_output=True, text=True)
+if lat.returncode:
+    fail("latency --sched failed (%d): %s" % (lat.returncode, lat.stderr))
+else:
+    tasks = json.loads(lat.stdout)["tasks"]
+    if not any(k["pid"] == hog.pid for k in tasks):
+        fail("latency --sched: the hog (pid %d) has no row" % hog.pid)
+    for k in tasks:
+        if k["pid"] in tree and k.get("outside_scope") is not False:
+            fail("latency --sched: pid %d is in the recorded tree, not outside" % k["pid"])
+        if k["pid"] == hog.pid and not k.get("outside_scope"):
+            fail("latency --sched: the hog (pid %d) is not marked outside the scope" % hog.pid)
+
 # 7. roll-ups: a process's row sums its threads; the commands' rows sum
 # to all threads (a command takes its name from a process's main thread,
 # which may not be in the window)
