@@ -415,7 +415,8 @@ struct strata_symbol {
 	int status;              /* enum strata_sym_status */
 	const char *module;      /* the file's or mapping's name, or NULL */
 	uint64_t module_offset;  /* file-relative address (addr - load bias) */
-	const char *function;    /* STRATA_SYM_FUNCTION: the symbol */
+	const char *function;    /* STRATA_SYM_FUNCTION: the symbol, without
+				  * a symbol version ("@@GLIBC_2.34") */
 	uint64_t offset;         /* addr - the symbol's start */
 	const char *file;        /* source file, or NULL */
 	int line;                /* source line, or 0 */
@@ -430,6 +431,11 @@ STRATA_API void strata_symbolizer_destroy(struct strata_symbolizer *s); /* NULL 
  * Returns out->status (>= 0). */
 STRATA_API int strata_symbolize(struct strata_symbolizer *s, uint32_t pid,
 				uint64_t addr, struct strata_symbol *out);
+/* The same for a return address of a call chain: the call is the byte
+ * before it, so the function and line are those of pc - 1; the offsets
+ * shown stay pc's, as debuggers show them. */
+STRATA_API int strata_symbolize_return(struct strata_symbolizer *s, uint32_t pid,
+				       uint64_t pc, struct strata_symbol *out);
 /* "func+0x1a (file.c:12)", "module+0x1a2b", "module+0x1a2b (changed since
  * the trace)", "[heap]+0x10" or "0x7f12...", into buf (NUL-terminated);
  * returns buf. */

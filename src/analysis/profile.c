@@ -179,8 +179,10 @@ static long entry_at(struct prof_ctx *c, uint32_t pid, uint64_t pc, bool leaf)
 		struct strata_symbol sym;
 		memset(&sym, 0, sizeof(sym));
 		sym.status = STRATA_SYM_UNKNOWN;
-		if (c->sy)
-			strata_symbolize(c->sy, pid, leaf || !pc ? pc : pc - 1, &sym);
+		if (c->sy && leaf)
+			strata_symbolize(c->sy, pid, pc, &sym);
+		else if (c->sy)
+			strata_symbolize_return(c->sy, pid, pc, &sym);
 		module = sym.module ? sym.module : "";
 		if (c->by == PROF_BY_MODULE)
 			snprintf(name, sizeof(name), "%s", sym.module ? sym.module : "[unknown]");
@@ -190,11 +192,10 @@ static long entry_at(struct prof_ctx *c, uint32_t pid, uint64_t pc, bool leaf)
 			/* no symbol: the module, so that its samples add up */
 			snprintf(name, sizeof(name), "[%s]", sym.module ? sym.module : "unknown");
 		else if (c->by == PROF_BY_LINE && sym.file)
-			snprintf(name, sizeof(name), "%.*s (%s:%d)", (int)strcspn(sym.function, "@"),
-				 sym.function, strrchr(sym.file, '/') ? strrchr(sym.file, '/') + 1 : sym.file,
-				 sym.line);
+			snprintf(name, sizeof(name), "%s (%s:%d)", sym.function,
+				 strrchr(sym.file, '/') ? strrchr(sym.file, '/') + 1 : sym.file, sym.line);
 		else
-			snprintf(name, sizeof(name), "%.*s", (int)strcspn(sym.function, "@"), sym.function);
+			snprintf(name, sizeof(name), "%s", sym.function);
 	}
 	long e = entry_of(c, name, module);
 	if (e >= 0)

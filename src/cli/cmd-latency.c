@@ -89,11 +89,9 @@ static void print_sched(struct strata_trace *t, const struct sl_result *r, long 
 		printf(",\"tasks\":[");
 		for (unsigned i = 0; i < n; i++) {
 			const struct sl_task *k = &r->tasks[i];
-			printf("%s\n{\"pid\":%u,\"tid\":%u,\"comm\":\"", i ? "," : "", k->pid, k->tid);
-			for (const char *p = k->comm; *p; p++)
-				if ((unsigned char)*p >= 0x20 && *p != '"' && *p != '\\')
-					putchar(*p);
-			printf("\",\"runtime_ns\":%" PRIu64 ",\"waits\":%" PRIu64
+			printf("%s\n{\"pid\":%u,\"tid\":%u,\"comm\":", i ? "," : "", k->pid, k->tid);
+			cli_json_name(k->comm);
+			printf(",\"runtime_ns\":%" PRIu64 ",\"waits\":%" PRIu64
 			       ",\"total_ns\":%" PRIu64 ",\"avg_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
 			       ",\"max_at\":%.9f,\"wakeups\":%" PRIu64 ",\"preemptions\":%" PRIu64
 			       ",\"kernel_preempted\":%" PRIu64 ",\"kernel_preempted_ns\":%" PRIu64

@@ -66,12 +66,8 @@ static const char *frame_text(struct strata_symbolizer *sy, uint32_t pid, uint64
 	struct strata_symbol sym;
 	memset(&sym, 0, sizeof(sym));
 	sym.status = STRATA_SYM_UNKNOWN;
-	if (sy) /* a return address: its call is the byte before */
-		strata_symbolize(sy, pid, pc ? pc - 1 : pc, &sym);
-	if (sym.status == STRATA_SYM_FUNCTION)
-		sym.offset++; /* shown as the return address, as gdb does */
-	else if (sym.status != STRATA_SYM_UNKNOWN)
-		sym.module_offset++;
+	if (sy)
+		strata_symbolize_return(sy, pid, pc, &sym);
 	return strata_symbol_format(&sym, pc, buf, len);
 }
 

@@ -36,6 +36,8 @@ struct strata_symbolizer {
 	size_t nmaps;
 	struct sym_proc *procs;
 	size_t nprocs, cap;
+	char **names; /* versioned names without their "@@GLIBC_2.34", owned */
+	size_t nnames;
 };
 
 static const Dwfl_Callbacks callbacks = {
@@ -144,6 +146,9 @@ void strata_symbolizer_destroy(struct strata_symbolizer *s)
 		dwfl_end(s->procs[i].dwfl);
 	for (size_t i = 0; i < s->nmaps; i++)
 		free(s->maps[i].path);
+	for (size_t i = 0; i < s->nnames; i++)
+		free(s->names[i]);
+	free(s->names);
 	free(s->procs);
 	free(s->maps);
 	free(s);
@@ -247,6 +252,41 @@ static const struct sym_map *find_map(const struct strata_symbolizer *s, uint32_
 	return m->pid == pid && addr < m->end ? m : NULL;
 }
 
+/* A symbol's name as people write it: "__libc_start_main", not its
+ * versioned "__libc_start_main@@GLIBC_2.34" (kept once, owned by s).
+ * Most names have no version: they are libdwfl's own strings. */
+static const char *plain_name(struct strata_symbolizer *s, const char *name)
+{
+	size_t n = strcspn(name, "@");
+	if (!name[n])
+		return name;
+	for (size_t i = 0; i < s->nnames; i++)
+		if (!strncmp(s->names[i], name, n) && !s->names[i][n])
+			return s->names[i];
+	char **g = realloc(s->names, (s->nnames + 1) * sizeof(*g));
+	char *copy = strndup(name, n);
+	if (g)
+		s->names = g;
+	if (!g || !copy) {
+		free(copy);
+		return name; /* out of memory: the versioned name */
+	}
+	return s->names[s->nnames++] = copy;
+}
+
+int strata_symbolize_return(struct strata_symbolizer *s, uint32_t pid, uint64_t pc,
+			    struct strata_symbol *out)
+{
+	if (!pc)
+		return strata_symbolize(s, pid, pc, out);
+	strata_symbolize(s, pid, pc - 1, out);
+	if (out->status == STRATA_SYM_FUNCTION)
+		out->offset++;
+	else if (out->status != STRATA_SYM_UNKNOWN)
+		out->module_offset++;
+	return out->status;
+}
+
 int strata_symbolize(struct strata_symbolizer *s, uint32_t pid, uint64_t addr,
 		     struct strata_symbol *out)
 {
@@ -284,7 +324,7 @@ int strata_symbolize(struct strata_symbolizer *s, uint32_t pid, uint64_t addr,
 	GElf_Sym sym;
 	const char *name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
 	if (name) {
-		out->function = name;
+		out->function = plain_name(s, name);
 		out->offset = off;
 		out->status = STRATA_SYM_FUNCTION;
 	}
@@ -320,6 +360,12 @@ int strata_symbolize(struct strata_symbolizer *s, uint32_t pid, uint64_t addr,
 	return out->status = STRATA_SYM_UNKNOWN;
 }
 
+int strata_symbolize_return(struct strata_symbolizer *s, uint32_t pid, uint64_t pc,
+			    struct strata_symbol *out)
+{
+	return strata_symbolize(s, pid, pc, out);
+}
+
 #endif
 
 const char *strata_symbol_format(const struct strata_symbol *sym, uint64_t addr, char *buf,
@@ -331,9 +377,8 @@ const char *strata_symbol_format(const struct strata_symbol *sym, uint64_t addr,
 	case STRATA_SYM_FUNCTION: {
 		const char *file = sym->file ? strrchr(sym->file, '/') : NULL;
 		file = file ? file + 1 : sym->file;
-		/* "__libc_start_main@@GLIBC_2.34": the name without its version */
-		int n = snprintf(buf, len, "%.*s+0x%llx", (int)strcspn(sym->function, "@"),
-				 sym->function, (unsigned long long)sym->offset);
+		int n = snprintf(buf, len, "%s+0x%llx", sym->function,
+				 (unsigned long long)sym->offset);
 		if (file && n >= 0 && (size_t)n < len)
 			snprintf(buf + n, len - (size_t)n, " (%s:%d)", file, sym->line);
 		break;
