@@ -72,3 +72,15 @@ int fmt_write_all(int fd, const void *buf, size_t len, off_t off)
 	}
 	return 0;
 }
+
+void fmt_counted_put(void *p, const void *fixed, size_t nfixed, const char *str, size_t room)
+{
+	unsigned char *b = p;
+	size_t end = fmt_counted_size(nfixed, room);
+	uint32_t count = (uint32_t)(end - nfixed);
+
+	memset(b + nfixed, 0, end - nfixed);
+	memcpy(b, fixed, nfixed - 4);
+	memcpy(b + nfixed - 4, &count, 4);
+	memcpy(b + nfixed, str, strnlen(str, room));
+}

@@ -82,6 +82,20 @@ enum strata_times_when {
 	STRATA_TIMES_END = 2,    /* alive when the recording stopped */
 };
 
+/*
+ * A record of fields then one string (strata:process, thread_name, map):
+ * `nfixed` bytes of fields whose last u32 is the string's byte count, then
+ * the string, its NUL and zeros to a multiple of 8 bytes; the count covers
+ * all three. fmt_counted_size() is its payload size for a string of up to
+ * `room` bytes; fmt_counted_put() lays it out at p (that many bytes):
+ * fixed's first nfixed - 4 bytes, the count, and up to room bytes of str.
+ */
+static inline size_t fmt_counted_size(size_t nfixed, size_t room)
+{
+	return (nfixed + room + 1 + 7) & ~(size_t)7;
+}
+void fmt_counted_put(void *p, const void *fixed, size_t nfixed, const char *str, size_t room);
+
 /* ---- §7: index files (CTF index v1.1, big-endian) --------------------- */
 
 #define STRATA_IDX_MAGIC 0xC1F1DCC1u

@@ -169,24 +169,16 @@ static void put_map(struct samp_session *s, struct samp_cpu *c, const uint8_t *r
 	memcpy(&time, r + len - 8, 8);
 	const char *name = (const char *)r + 72;
 	size_t nlen = strnlen(name, len - 72 - 16);
-	uint64_t w[1 + 5 + 4096 / 8] = { 0 };
 	if (nlen > 4000)
 		nlen = 4000;
-	size_t end = (40 + nlen + 1 + 7) & ~(size_t)7;
-	uint32_t count = (uint32_t)(end - 40);
-	uint32_t p = (prot & PROT_READ ? 1u : 0) | (prot & PROT_WRITE ? 2u : 0) |
-		     (prot & PROT_EXEC ? 4u : 0);
-	uint8_t *b = (uint8_t *)w;
-	memcpy(b, &addr, 8);
-	uint64_t e = addr + mlen;
-	memcpy(b + 8, &e, 8);
-	memcpy(b + 16, &pgoff, 8);
-	memcpy(b + 24, &ino, 8);
-	memcpy(b + 32, &p, 4);
-	memcpy(b + 36, &count, 4);
-	memcpy(b + 40, name, nlen);
+	/* start, end, offset, inode, then u32 prot, u32 the path's count */
+	uint64_t fixed[5] = { addr, addr + mlen, pgoff, ino,
+			      (prot & PROT_READ ? 1u : 0) | (prot & PROT_WRITE ? 2u : 0) |
+				      (prot & PROT_EXEC ? 4u : 0) };
+	uint64_t w[(40 + 4000 + 8) / 8];
+	fmt_counted_put(w, fixed, sizeof(fixed), name, nlen);
 	kstream_event(&c->ks, to_clock(s, time), tid, pid, STRATA_ID(0, STRATA_ID_MAP), w,
-		      (unsigned)(end / 8));
+		      (unsigned)(fmt_counted_size(sizeof(fixed), nlen) / 8));
 	s->maps++;
 }
 

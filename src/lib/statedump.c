@@ -14,6 +14,7 @@
 #include <strata/strata.h>
 
 #include "common/compiler.h"
+#include "common/format.h"
 #include "lib/session.h"
 #include "lib/statedump.h"
 #include "ring/ring.h"
@@ -78,9 +79,7 @@ static void put_record_room(uint16_t minor, const void *fixed, size_t nfixed,
 			    const char *str, const char *path, size_t room)
 {
 	struct strata_rsv r;
-	/* the count covers the text, its NUL and the padding to a word */
-	size_t end = ALIGN_UP(nfixed + room + 1, 8);
-	uint32_t count = (uint32_t)(end - nfixed);
+	size_t end = fmt_counted_size(nfixed, room);
 	char line[64];
 
 	if (!reserve(&r, STRATA_HID_EXT | minor, (uint32_t)(1 + end / 8)))
@@ -89,11 +88,7 @@ static void put_record_room(uint16_t minor, const void *fixed, size_t nfixed,
 		read_line(path, line, sizeof(line));
 		str = line;
 	}
-	unsigned char *p = (unsigned char *)r.p;
-	memset(p + nfixed, 0, end - nfixed);
-	memcpy(p, fixed, nfixed - 4);
-	memcpy(p + nfixed - 4, &count, 4);
-	memcpy(p + nfixed, str, strnlen(str, room));
+	fmt_counted_put(r.p, fixed, nfixed, str, room);
 	strata_commit(&r);
 }
 
