@@ -572,7 +572,7 @@ static uint64_t split_trap(const uint64_t *t, uint64_t kutime, uint64_t kstime)
 	return trap < t[BD_USER] ? trap : t[BD_USER];
 }
 
-static void kernel_split(struct bd_ctx *c, struct bd_thread *th, bool whole)
+static void kernel_split(struct bd_thread *th, bool whole)
 {
 	uint8_t need = BD_KT_END | (th->created ? 0 : BD_KT_BASE);
 	if (!whole || th->partial || (th->kt_have & BD_KT_TWICE) ||
@@ -589,7 +589,6 @@ static void kernel_split(struct bd_ctx *c, struct bd_thread *th, bool whole)
 	th->split = true;
 	th->trap = split_trap(th->t, th->kutime, th->kstime);
 	th->user = th->t[BD_USER] - th->trap;
-	(void)c;
 }
 
 static void on_event(struct bd_ctx *c, const struct strata_event *ev)
@@ -818,7 +817,7 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 		set_state(&c, th, th->state, c.wto);
 		th->outside = r->scoped && !th->in_scope;
 		th->partial = th->t[BD_UNKNOWN] > 0 || th->outside;
-		kernel_split(&c, th, whole);
+		kernel_split(th, whole);
 		r->have_split |= th->split;
 	}
 	for (unsigned i = 0; i < r->ncpus; i++)
