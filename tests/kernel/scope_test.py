@@ -29,8 +29,12 @@ t2 = time.thread_time_ns()
 with open(sys.argv[1], "w") as f: json.dump({"first_ns": t1 - t0, "again_ns": t2 - t1}, f)
 '''
 faults_out = os.path.join(work, "faults.json")
+# The hog and the tree share one CPU: left free, the scheduler may give
+# each its own CPU for the whole run, and the hog is then never seen.
+SHARED_CPU = min(os.sched_getaffinity(0))
 CHILD = r'''
 import json, os, sys, time
+os.sched_setaffinity(0, {%d})
 out = {}
 def steal():  # all CPUs' steal time, in clock ticks (/proc/stat)
     with open("/proc/stat") as f:
@@ -48,12 +52,13 @@ for name, argv in (("spin", [sys.executable, "-c", %r]),
                  "wall_ns": time.monotonic_ns() - t0, "faults": ru.ru_minflt + ru.ru_majflt,
                  "steal_ns": (steal() - s0 + 1) * 10**9 // os.sysconf("SC_CLK_TCK")}
 print(json.dumps(out))
-''' % (SPIN, FAULTS, faults_out)
+''' % (SHARED_CPU, SPIN, FAULTS, faults_out)
 
 # A CPU hog outside the tree: the command yields to it, and its switches
 # to other outside threads are not in the trace (set_event_pid).
 hog = subprocess.Popen(["sh", "-c", "while :; do :; done"])
 try:
+    os.sched_setaffinity(hog.pid, {SHARED_CPU})
     time.sleep(0.1)
     p = subprocess.run([strata, "record", "-k", "sched,syscalls,irq", "-o", trace, "--",
                         sys.executable, "-c", CHILD], capture_output=True, text=True)
@@ -236,6 +241,8 @@ trace = os.path.join(work, "trace")
 # switch the trace has of it pairs up (its switches to other outside
 # threads are never recorded); the tree's own processes are inside it
 tree = {truth[n]["pid"] for n in truth}
+if not any(t["pid"] == hog.pid for t in r["threads"]):
+    fail("the hog (pid %d) has no row in the breakdown" % hog.pid)
 for t in r["threads"]:
     if t["pid"] in tree and t.get("outside_scope") is not False:
         fail("pid %d is in the recorded tree, not outside its scope" % t["pid"])
