@@ -34,7 +34,7 @@ struct strata_pkt_header {
 	uint32_t cpu_id;
 	uint32_t pid;
 	uint32_t tid;
-	uint32_t pad;
+	uint32_t events; /* ring.md §7: the closer's count, the consumer's exact one on disk */
 };
 
 /* Byte offsets of the fields, for code that reads or writes a packet as
@@ -52,6 +52,11 @@ struct strata_pkt_header {
 #define STRATA_PKT_OFF_CPU 80u
 #define STRATA_PKT_OFF_PID 84u
 #define STRATA_PKT_OFF_TID 88u
+#define STRATA_PKT_OFF_EVENTS 92u
+/* `events` as a ring's closer publishes it (ring.md §7): the count in
+ * bits 0-30, and this bit when an event has a full id (STRATA_XR_*). On
+ * disk the consumer's exact count, the bit clear. */
+#define STRATA_PKT_EVENTS_FULL_ID (1u << 31)
 
 #define STRATA_PKT_CHECK_OFF(field, off)                                     \
 	_Static_assert(offsetof(struct strata_pkt_header, field) == (off),  \
@@ -68,6 +73,7 @@ STRATA_PKT_CHECK_OFF(events_discarded, STRATA_PKT_OFF_DISCARDED);
 STRATA_PKT_CHECK_OFF(cpu_id, STRATA_PKT_OFF_CPU);
 STRATA_PKT_CHECK_OFF(pid, STRATA_PKT_OFF_PID);
 STRATA_PKT_CHECK_OFF(tid, STRATA_PKT_OFF_TID);
+STRATA_PKT_CHECK_OFF(events, STRATA_PKT_OFF_EVENTS);
 _Static_assert(sizeof(struct strata_pkt_header) == STRATA_PKT_HEADER_SIZE,
 	       "format.md §2: the header is 96 bytes");
 

@@ -19,7 +19,8 @@
  *               rings' doorbells, create / finish / destroy;
  *   stream.c    a stream's files: packets written (direct I/O), the
  *               index, the full-disk reserve, the loss trailer, closing;
- *   events.c    the event walk and the compact ids, and the metadata the
+ *   events.c    a packet's events: the count its closer published, or
+ *               the event walk; the compact ids, and the metadata the
  *               ids seen make the consumer rewrite;
  *   salvage.c   packets whose writers died or are still writing: crash
  *               salvage and the snapshot's open packet (close_copy).
@@ -132,11 +133,13 @@ int cons_packet_ours(struct cons *c, const struct strata_ring *r,
 		     const unsigned char *pkt, uint64_t begin);
 /* Copy the packet at `begin` of another process's ring to c->pktbuf:
  * the copy, or NULL if it is not one of ours. */
-const unsigned char *cons_copy_packet(struct cons *c, struct cons_stream *s,
-				      uint64_t begin);
-/* Check, count and write one packet (`pkt`: in the ring or a copy). */
+unsigned char *cons_copy_packet(struct cons *c, struct cons_stream *s,
+				uint64_t begin);
+/* Check, count and write one packet (`pkt`: in the ring or a copy, ours
+ * to change until it is released). `counted`: its `events` is the count
+ * its closer published (cons_packet_events()). */
 void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
-			   const unsigned char *pkt, uint64_t begin);
+			   unsigned char *pkt, uint64_t begin, int counted);
 /* Write the complete packet that began at `begin` of the stream's ring. */
 void cons_write_packet(struct cons *c, struct cons_stream *s, uint64_t begin);
 /* The end of every stream: the reserve, the loss trailers, the index,
@@ -154,6 +157,11 @@ uint32_t cons_event_at(struct cons *c, const unsigned char *p, uint64_t room,
 /* Count a packet's events and note the ids the metadata must declare. */
 uint64_t cons_scan_events(struct cons *c, const unsigned char *pkt,
 			  uint64_t content);
+/* The same, from the count the packet's closer published when `counted`
+ * and it can be trusted, and by the walk otherwise; stored in the packet's
+ * `events` (format.md §2). */
+uint64_t cons_packet_events(struct cons *c, unsigned char *pkt,
+			    uint64_t content, int counted);
 /* Rewrite the metadata (the descriptors, raw ids and compact ids). */
 void cons_update_metadata(struct cons *c);
 

@@ -125,7 +125,7 @@ int cons_finish(struct cons *c, int writers_gone, struct strata_stats *final,
  * event lengths). Returns 0, -EINVAL (no such ring, or the packet is not
  * one of this trace's) or the stream's I/O error.
  */
-int cons_write_copy(struct cons *c, unsigned cpu, const unsigned char *pkt,
+int cons_write_copy(struct cons *c, unsigned cpu, unsigned char *pkt,
 		    uint64_t begin);
 /* A snapshot's copy of an open packet whose first `done` bytes were
  * committed: closed as crash salvage closes a packet (the events walked

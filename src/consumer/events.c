@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The event walk of a packet, the compact ids, and the metadata the ids seen make the consumer rewrite. */
+/* A packet's events (its closer's count, or the walk), the compact ids, and the metadata the ids seen make the consumer rewrite. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +42,8 @@ uint64_t cons_generation(struct cons *c)
 static void cids_refresh(struct cons *c)
 {
 	for (uint32_t i = 1; i < STRATA_NCIDS; i++) {
+		if (c->cids[i])
+			continue;
 		uint64_t e = c->external ? 0 : ring_cid_entry(i);
 
 		for (unsigned cpu = 0; !e && cpu < c->max_cpu; cpu++) {
@@ -49,7 +51,7 @@ static void cids_refresh(struct cons *c)
 			if (s)
 				e = strata_load_relaxed(&s->ring->ctl->cids[i]);
 		}
-		if (c->cids[i] || !(e & STRATA_CID_VALID))
+		if (!(e & STRATA_CID_VALID))
 			continue;
 		uint32_t words = (uint32_t)(e >> 32) & 0x7fffffff;
 		if (words == 0 || words > STRATA_MAX_WORDS)
@@ -167,6 +169,43 @@ uint64_t cons_scan_events(struct cons *c, const unsigned char *pkt,
 next:
 		p += len;
 	}
+	return n;
+}
+
+/*
+ * The program's events in a packet, without the walk where its closer
+ * counted them (ring.md §7, `counted`): a ring written with restartable
+ * sequences counts each packet's events in `xr`, and its closer publishes
+ * the count in the header's `events`. Such a packet is walked only when
+ * one of its events has a full id (STRATA_PKT_EVENTS_FULL_ID): one the
+ * consumer may not know yet (a descriptor that has not arrived, an id
+ * declared raw). Its compact ids are in the table: those given since we
+ * last looked are learnt here, and the metadata is rewritten for them and
+ * for descriptors registered since, before the packet is written
+ * (format.md §1). The walk touches every line of the packet, which the
+ * producer's CPU has just written: it was half of the consumer's time
+ * (BENCHMARKS.md). A count that cannot be right (more events than
+ * 4-byte headers fit) is not trusted: walked. The count is left in the
+ * packet's `events`, exact on disk whichever way it was found.
+ */
+uint64_t cons_packet_events(struct cons *c, unsigned char *pkt,
+			    uint64_t content, int counted)
+{
+	uint32_t ev;
+	uint64_t n;
+
+	memcpy(&ev, pkt + STRATA_PKT_OFF_EVENTS, 4);
+	if (counted && !(ev & STRATA_PKT_EVENTS_FULL_ID) &&
+	    ev <= (content - STRATA_PACKET_HEADER) / STRATA_HDR_COMPACT) {
+		n = ev;
+		cids_refresh(c);
+		if (c->reg_gen != cons_generation(c))
+			c->meta_dirty = 1;
+	} else {
+		n = cons_scan_events(c, pkt, content);
+	}
+	ev = (uint32_t)n;
+	memcpy(pkt + STRATA_PKT_OFF_EVENTS, &ev, 4);
 	return n;
 }
 

@@ -380,7 +380,7 @@ static void put_stream(FILE *f, int sc)
 		"\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n"
 		"\t\tuint64_t packet_seq_num;\n\t\tuint64_t events_discarded;\n"
 		"\t\tuint32_t cpu_id;\n\t\tuint32_t pid;\n\t\tuint32_t tid;\n"
-		"\t\tuint32_t pad;\n\t};\n", sc);
+		"\t\tuint32_t events;\n\t};\n", sc);
 	if (sc)
 		fputs("\t/* docs/compact.md: compact (ids 1-30) or extended (31);\n"
 		      "\t * bits 5-31 of an extended header (its length in 32-bit\n"

@@ -59,7 +59,7 @@ int cons_write_open(struct cons *c, unsigned cpu, unsigned char *pkt,
 	    cons_close_copy(c, s, pkt, done) ||
 	    !cons_packet_ours(c, s->ring, pkt, begin))
 		return -EINVAL;
-	cons_write_packet_buf(c, s, pkt, begin);
+	cons_write_packet_buf(c, s, pkt, begin, 0);
 	return s->dead ? c->err : 0;
 }
 
@@ -107,7 +107,7 @@ static void salvage_packet(struct cons *c, struct cons_stream *s,
 			goto bad;
 		done = cs;
 	}
-	cons_write_packet_buf(c, s, pkt, begin);
+	cons_write_packet_buf(c, s, pkt, begin, 0);
 	c->salvaged++;
 	if (reserved > done && reserved <= r->psize) {
 		c->dropped_bytes += reserved - done;

@@ -186,8 +186,8 @@ static int store_put(struct snap_store *s, uint64_t j, uint64_t len)
 }
 
 /* Slot j's bytes, back (NULL: the file could not be read). */
-static const unsigned char *store_get(struct snap_store *s, uint64_t j,
-				      uint64_t psize)
+static unsigned char *store_get(struct snap_store *s, uint64_t j,
+				uint64_t psize)
 {
 	if (j < s->nmem)
 		return s->mem + j * psize;
@@ -257,7 +257,7 @@ static int snap_ring(struct cons *c, const struct strata_ring *r,
 	}
 	st->overwritten += first;
 	for (uint64_t i = first; i < n; i++) {
-		const unsigned char *pkt;
+		unsigned char *pkt;
 		if (got[i] == 0) {
 			st->busy++;
 			continue;

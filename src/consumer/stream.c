@@ -186,8 +186,8 @@ int cons_packet_ours(struct cons *c, const struct strata_ring *r,
 	return 1;
 }
 
-const unsigned char *cons_copy_packet(struct cons *c, struct cons_stream *s,
-				      uint64_t begin)
+unsigned char *cons_copy_packet(struct cons *c, struct cons_stream *s,
+				uint64_t begin)
 {
 	struct strata_ring *r = s->ring;
 
@@ -218,12 +218,12 @@ static void lead_packet(struct cons *c, struct cons_stream *s,
 	memcpy(lead + STRATA_PKT_OFF_CONTENT_SIZE, &content, 8);
 	memcpy(lead + STRATA_PKT_OFF_SEQ, &seq, 8);
 	memcpy(lead + STRATA_PKT_OFF_DISCARDED, &zero, 8);
-	cons_write_packet_buf(c, s, lead, seq << s->ring->pshift);
+	cons_write_packet_buf(c, s, lead, seq << s->ring->pshift, 0);
 }
 
 /* Write one packet (`pkt`: its bytes, in the ring or a private copy). */
 void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
-			   const unsigned char *pkt, uint64_t begin)
+			   unsigned char *pkt, uint64_t begin, int counted)
 {
 	struct strata_ring *r = s->ring;
 	uint64_t content, ts_begin, ts_end, seq, disc;
@@ -239,7 +239,7 @@ void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
 			  (unsigned long long)content);
 		return;
 	}
-	uint64_t nev = cons_scan_events(c, pkt, content);
+	uint64_t nev = cons_packet_events(c, pkt, content, counted);
 	/* The metadata first: at no moment may a stream hold an event class
 	 * the metadata does not declare (babeltrace2 refuses the whole
 	 * trace; format.md §1). */
@@ -308,24 +308,29 @@ void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
 /* Write the packet that began at virtual offset `begin` (complete). */
 void cons_write_packet(struct cons *c, struct cons_stream *s, uint64_t begin)
 {
-	const unsigned char *pkt;
+	unsigned char *pkt;
 
 	if (c->external)
 		pkt = cons_copy_packet(c, s, begin);
 	else
 		pkt = ring_packet_addr(s->ring, begin);
+	/* Overwrite mode writes at the end what the ring kept (the walk
+	 * checks it); the rest, a ring written with rseq: counted by its
+	 * closer (ring.md §7). */
 	if (pkt)
-		cons_write_packet_buf(c, s, pkt, begin);
+		cons_write_packet_buf(c, s, pkt, begin,
+				      s->ring->rseq &&
+					      c->mode != STRATA_MODE_OVERWRITE);
 }
 
-int cons_write_copy(struct cons *c, unsigned cpu, const unsigned char *pkt,
+int cons_write_copy(struct cons *c, unsigned cpu, unsigned char *pkt,
 		    uint64_t begin)
 {
 	struct cons_stream *s = cpu < STRATA_MAX_CPUS ? c->streams[cpu] : NULL;
 
 	if (!s || !cons_packet_ours(c, s->ring, pkt, begin))
 		return -EINVAL;
-	cons_write_packet_buf(c, s, pkt, begin);
+	cons_write_packet_buf(c, s, pkt, begin, 0);
 	return s->dead ? c->err : 0;
 }
 
@@ -362,7 +367,7 @@ static void loss_trailer(struct cons *c, struct cons_stream *s)
 	memcpy(pkt + STRATA_PKT_OFF_CONTENT_SIZE, &content, 8);
 	memcpy(pkt + STRATA_PKT_OFF_SEQ, &seq, 8);
 	memcpy(pkt + STRATA_PKT_OFF_DISCARDED, &total, 8);
-	cons_write_packet_buf(c, s, pkt, seq << r->pshift);
+	cons_write_packet_buf(c, s, pkt, seq << r->pshift, 0);
 }
 
 static void close_stream(struct cons *c, struct cons_stream *s)

@@ -151,8 +151,8 @@ static inline uint64_t ring_lap_committed(const struct strata_ring *r,
  * included, are whole: those committed, plus, on a ring written with
  * restartable sequences, its inline events (ring.md §7), which commit
  * nothing and are whole once `write` has passed them: (write - begin) -
- * xr. `write` and `xr` are stored together by one 16-byte store, and
- * read here together; the committed count is read before and after them
+ * the two-phase bytes of xr. `write` and `xr` are stored together by one
+ * 16-byte store, and read here together; the committed count is read before and after them
  * and must not move, so that the three agree (a two-phase writer that
  * reserved after our read of `write` commits after it). 0 when the
  * writers kept moving, or the packet is not the open one any more.
@@ -174,7 +174,8 @@ static inline uint64_t ring_open_done(const struct strata_ring *r,
 		if (ring_lap_committed(r, begin) != before)
 			continue;
 		w = (uint64_t)_mm_cvtsi128_si64(v);
-		x = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
+		x = STRATA_XR_BYTES((uint64_t)_mm_cvtsi128_si64(
+			_mm_unpackhi_epi64(v, v)));
 		if (w <= begin || w - begin >= r->psize || x > w - begin)
 			return 0;
 		return before + (w - begin - x);

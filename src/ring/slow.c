@@ -31,8 +31,7 @@ uint64_t ring_lost_own_global;
  * 0, compact ids 1-9), as opposed to one the program logged. */
 static bool header_id_own(uint32_t header_id)
 {
-	uint32_t id = header_id & ~STRATA_HID_EXT;
-	return id < STRATA_CID_USER || (id >= STRATA_CID_EXT && id < 0x10000);
+	return !strata_header_id_user(header_id);
 }
 
 void (*ring_thread_hook)(uint32_t tid);
@@ -55,24 +54,30 @@ static void count_lost(struct strata_ring *ring, enum strata_lost_cause cause,
  * ends at `end` (ring.md §4). The closer owns timestamp_end, content_size
  * and events_discarded; the opener may still be writing the other fields.
  * `self_committed` of the packet's bytes are committed by their own
- * writers: all reserved bytes in CAS mode, the two-phase ones (`xr`) in
- * rseq mode, where inline events commit nothing (ring.md §7). The closer
- * commits the rest, psize - self_committed: the padding, and the inline
- * events. That commit (a release) publishes the closer's stores; when it is 0 (a packet exactly
+ * writers: all reserved bytes in CAS mode, the two-phase ones in rseq
+ * mode, where inline events commit nothing (ring.md §7); there it is the
+ * packet's `xr`, whose event count (STRATA_XR_*) the closer publishes in
+ * the header for the consumer. The closer commits the rest, psize -
+ * self_committed: the padding, and the inline events. That commit (a
+ * release) publishes the closer's stores; when it is 0 (a packet exactly
  * filled by two-phase writers) the caller's own commit publishes them.
  */
 static void ring_close(struct strata_ring *ring, uint64_t end, uint64_t ts,
 		       uint64_t self_committed)
 {
 	uint64_t pos = ((end - 1) & ring->pmask) + 1;
+	uint64_t bytes = STRATA_XR_BYTES(self_committed);
 	struct strata_pkt_header *h = (struct strata_pkt_header *)
 		ring_packet_addr(ring, ring_packet_begin(ring, end - 1));
 
 	h->timestamp_end = ts;
 	h->content_size = pos * 8;
 	h->events_discarded = ring_lost_total(ring);
-	if (self_committed < ring->psize)
-		strata_ring_commit(ring, end - 1, ring->psize - self_committed);
+	/* Only the closer writes it (the opener may still be writing its
+	 * fields); in CAS mode nobody counts, and the consumer walks. */
+	h->events = ring->rseq ? (uint32_t)(self_committed >> 32) : 0;
+	if (bytes < ring->psize)
+		strata_ring_commit(ring, end - 1, ring->psize - bytes);
 	/* ring.md §8: the commit above, then cwait (1 while a consumer
 	 * sleeps on it); the consumer stores cwait, then reads the commit
 	 * counts. The fence keeps one of the
@@ -96,8 +101,9 @@ STRATA_API void strata_ring_close_exact(struct strata_ring *ring, uint64_t end,
 }
 
 /* What the closer of w's packet passes as self_committed (see
- * ring_close()): x, the ring's `xr` (its two-phase bytes) loaded with w, on a ring written with rseq; pos
- * otherwise. The ring's own flag, the one its readers go by. */
+ * ring_close()): x, the ring's `xr` (its two-phase bytes and its events)
+ * loaded with w, on a ring written with rseq; pos otherwise. The ring's
+ * own flag, the one its readers go by. */
 static uint64_t self_committed(const struct strata_ring *ring, uint64_t pos,
 			       uint64_t x)
 {
@@ -122,7 +128,7 @@ static void ring_open(struct strata_ring *ring, uint64_t begin, uint64_t ts,
 	h->cpu_id = ring->cpu;
 	h->pid = strata_pid;
 	h->tid = tid;
-	h->pad = 0;
+	/* not `events`: the closer's (ring_close()) */
 }
 
 /*
@@ -322,7 +328,8 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		if (pos != 0 && pos + len <= ring->psize) {
 			/* It fits after all (first use of the thread or the
 			 * ring, or a retry): the fast path's steps. */
-			rc = ring_advance(ring, w, w + len, x + len,
+			uint64_t newx = strata_xr_add(x, len, header_id);
+			rc = ring_advance(ring, w, w + len, newx,
 					  need ? t->tid : 0, !ts_gap, &ts);
 			if (rc == ADV_TS_GAP)
 				ts_gap = 1;
@@ -332,7 +339,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 				continue;
 			strata_rsv_fill(r, ring, w, len, ts, header_id, words,
 					need, ts_gap,
-					self_committed(ring, pos, x) + len);
+					self_committed(ring, pos + len, newx));
 			return 1;
 		}
 
@@ -356,8 +363,10 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 			goto drop;
 		len = STRATA_PACKET_HEADER +
 		      strata_rsv_len(header_id, words, 0, 0);
-		/* The new packet's two-phase bytes: header and event. */
-		rc = ring_advance(ring, w, begin + len, len, need ? t->tid : 0,
+		/* The new packet's two-phase bytes, header and event, and
+		 * its first event. */
+		rc = ring_advance(ring, w, begin + len,
+				  strata_xr_add(0, len, header_id), need ? t->tid : 0,
 				  0, &ts);
 		if (rc == ADV_MIGRATED)
 			return -1;

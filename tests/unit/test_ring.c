@@ -47,7 +47,7 @@ struct hdr {
 	uint32_t stream_id;
 	uint64_t stream_instance_id, ts_begin, ts_end, content_bits, packet_bits,
 		seq, discarded;
-	uint32_t cpu, pid, tid, pad;
+	uint32_t cpu, pid, tid, events;
 };
 
 static unsigned next_cpu = 100; /* a fresh ring slot per test */
@@ -429,31 +429,33 @@ static void test_rseq_inline_path(void **state)
 	(void)state;
 	cpu_set_t saved;
 	uint64_t pl[2] = {11, 12}, before;
+	uint32_t n0 = 0; /* events logged into packet 0 */
 	/* call sites' compact ids, given already (docs/compact.md) */
 	static uint8_t cid3 = CID + 3, cid1a = CID + 4, cid1b = CID + 5;
 
 	if (!rseq_on(1, &saved))
 		return;
-	strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl); /* opens: slow path */
+	n0++, strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl); /* opens: slow path */
 	struct strata_ring *ring = strata_rings[1];
 	assert_non_null(ring);
 	assert_int_equal(ring->ctl->owner, strata_tls.tid);
 	assert_int_equal(ring->ctl->write, 96 + EVB(3));
-	assert_int_equal(ring->ctl->xr, 96 + EVB(3)); /* two-phase: the opener */
+	/* two-phase: the opener; and one event (ring.md §7) */
+	assert_int_equal(ring->ctl->xr, 96 + EVB(3) + STRATA_XR_EVENT);
 	assert_int_equal(ring->rseq, 1);
 
 	/* Inline: no record, header + payload, no commit count: whole once
-	 * `write` passed it (ring.md §7). */
+	 * `write` passed it, and counted in xr (ring.md §7). */
 	pl[0] = 21;
 	pl[1] = 22;
-	strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
+	n0++, strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
 	const unsigned char *e = ring->data + 96 + EVB(3);
 	assert_int_equal(ring->ctl->write, 96 + 2 * EVB(3));
 	assert_int_equal(u32_at(e) & 31, cid3);
 	assert_int_equal(u64_at(e, 4), 21);
 	assert_int_equal(u64_at(e, 12), 22);
 	assert_int_equal(ring->commit[0], 96 + EVB(3));
-	assert_int_equal(ring->ctl->xr, 96 + EVB(3));
+	assert_int_equal(ring->ctl->xr, 96 + EVB(3) + 2 * STRATA_XR_EVENT);
 	assert_int_equal(ring_open_done(ring, 0), 96 + 2 * EVB(3));
 	assert_int_equal(strata_tls.nesting, 0);
 
@@ -461,22 +463,23 @@ static void test_rseq_inline_path(void **state)
 	 * with a thread record (rule 3). */
 	strata_tls.nesting = 1;
 	before = ring->ctl->write;
-	strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
+	n0++, strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
 	strata_tls.nesting = 0;
 	assert_int_equal(ring->ctl->write - before, EVB(2) + EVB(3));
 	assert_int_equal(u32_at(ring->data + before) & 31, STRATA_ID_THREAD);
 	/* The slow path's events are two-phase: counted in xr, committed. */
-	assert_int_equal(ring->ctl->xr, 96 + EVB(3) + EVB(2) + EVB(3));
+	assert_int_equal(ring->ctl->xr,
+			 96 + EVB(3) + EVB(2) + EVB(3) + 3 * STRATA_XR_EVENT);
 	assert_int_equal(ring->commit[0], 96 + EVB(3) + EVB(2) + EVB(3));
 
 	/* Another thread wrote last: a record, and the owner is us again. */
 	ring->ctl->owner = strata_tls.tid + 1;
 	before = ring->ctl->write;
-	strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
+	n0++, strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
 	assert_int_equal(ring->ctl->write - before, EVB(2) + EVB(3));
 	assert_int_equal(ring->ctl->owner, strata_tls.tid);
 	before = ring->ctl->write;
-	strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
+	n0++, strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
 	assert_int_equal(ring->ctl->write - before, EVB(3));
 
 	/* A timestamp gap: the event takes the extended header (16 bytes:
@@ -484,7 +487,7 @@ static void test_rseq_inline_path(void **state)
 	ring->ctl->last_ts_hi ^= 1;
 	before = ring->ctl->write;
 	uint64_t t0 = strata_clock();
-	strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
+	n0++, strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
 	assert_int_equal(ring->ctl->write - before, 16 + 16);
 	e = ring->data + before;
 	assert_int_equal(u32_at(e), 31 | (32 / 4) << 5);
@@ -498,15 +501,17 @@ static void test_rseq_inline_path(void **state)
 	uint64_t room;
 	while ((room = PSIZE - (ring->ctl->write & (PSIZE - 1))) > EVB(3)) {
 		if (room >= EVB(3) + EVB(2))
-			strata_log_fixed(&cid1a, STRATA_ID(3, 1), 2, pl);
+			n0++, strata_log_fixed(&cid1a, STRATA_ID(3, 1), 2, pl);
 		else
-			strata_log_fixed(&cid1b, STRATA_ID(3, 1), 1, pl);
+			n0++, strata_log_fixed(&cid1b, STRATA_ID(3, 1), 1, pl);
 	}
 	assert_int_equal(PSIZE - (ring->ctl->write & (PSIZE - 1)), EVB(3));
-	strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
+	n0++, strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
 	assert_int_equal(ring->ctl->write, PSIZE);
 	assert_true(ring_packet_complete(ring, 0));
 	assert_int_equal(packet(ring, 0)->content_bits, PSIZE * 8);
+	/* its closer's count: every event, inline or not; no full id */
+	assert_int_equal(packet(ring, 0)->events, n0);
 	strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
 	assert_int_equal(ring->ctl->write, PSIZE + 96 + EVB(3));
 	assert_int_equal(ring->ctl->lost[STRATA_LOST_BUSY] +
@@ -546,7 +551,7 @@ static void test_rseq_outline(void **state)
 	strata_log_fixed(&cid3, STRATA_ID(3, 3), 3, pl);
 	assert_int_equal(ring->ctl->write - before, EVB(3));
 	assert_int_equal(*strata_ring_cc(ring, before), cc); /* one-shot */
-	assert_int_equal(ring->ctl->xr, x);
+	assert_int_equal(ring->ctl->xr, x + STRATA_XR_EVENT);
 	const unsigned char *e = ring->data + (before & ring->bufmask);
 	uint32_t h = u32_at(e);
 	assert_int_equal(h & 31, cid3);
@@ -564,6 +569,25 @@ static void test_rseq_outline(void **state)
 	assert_int_equal(ring->ctl->write - before, EVB(2));
 	assert_int_equal(*strata_ring_cc(ring, before), cc + EVB(2));
 	assert_int_equal(strata_tls.nesting, 0);
+
+	/* A full id (an extended header, docs/compact.md) is counted too, and
+	 * marks the packet for the consumer's walk; the closer (here a flush)
+	 * publishes both in the header (ring.md §7). */
+	uint64_t begin = ring_packet_begin(ring, ring->ctl->write);
+	x = ring->ctl->xr;
+	assert_int_equal(strata_reserve(&r, STRATA_ID(3, 7), 2), 1);
+	r.p[0] = 8;
+	strata_commit(&r);
+	assert_int_equal(ring->ctl->xr,
+			 x + 16 + 8 + STRATA_XR_EVENT + STRATA_XR_FULL_ID);
+	/* a second one: the bit stays set (it is or'ed, not added) */
+	assert_int_equal(strata_reserve(&r, STRATA_ID(3, 8), 1), 1);
+	strata_commit(&r);
+	assert_int_equal(ring->ctl->xr,
+			 x + 16 + 8 + 16 + 2 * STRATA_XR_EVENT + STRATA_XR_FULL_ID);
+	ring_flush(ring);
+	assert_int_equal(packet(ring, begin)->events,
+			 (uint32_t)(x >> 32) + 2 + (1u << 31));
 
 	sched_setaffinity(0, sizeof(saved), &saved);
 	clock_init(); /* the TSC again where it was; strata_rseq with it */

@@ -122,7 +122,7 @@ struct strata_ring_ctl {
 	/* line 1: writers. `write` and `xr` are stored together, by one
 	 * 16-byte store (rseq mode, ring.md §7 "The inline path"). */
 	uint64_t write __attribute__((aligned(64)));
-	uint64_t xr; /* rseq mode: bytes of write's packet reserved two-phase */
+	uint64_t xr; /* rseq mode: write's packet's count (STRATA_XR_*) */
 	uint32_t owner;
 	uint32_t last_ts_hi;
 	/* line 2: consumer */
@@ -154,6 +154,21 @@ struct strata_ring_ctl {
 
 #define STRATA_CID_VALID (UINT64_C(1) << 63)
 
+/*
+ * `xr` on a ring written with restartable sequences (ring.md §7): what
+ * the writers of the open packet have reserved in it, stored with `write`
+ * by one 16-byte store. Bits 0-31: the bytes reserved two-phase (each
+ * committed by its writer; the packet's closer commits the rest). Bits
+ * 32-62: the program's events, inline and two-phase (strata's own records
+ * not counted). Bit 63: one of them has a full event id, not a compact
+ * one. The closer publishes bits 32-63 in the packet header's `events`
+ * (format.md §2), so that a consumer learns the count without walking
+ * the events, and walks only a packet whose ids it may not know.
+ */
+#define STRATA_XR_EVENT (UINT64_C(1) << 32)
+#define STRATA_XR_FULL_ID (UINT64_C(1) << 63)
+#define STRATA_XR_BYTES(x) ((uint32_t)(x))
+
 /* strata_tls (tid and nesting) read as one word (strata_log_rseq). */
 typedef uint64_t strata_u64_alias __attribute__((may_alias));
 /* A payload word: 4-byte aligned in stream class 1 (docs/compact.md). */
@@ -167,7 +182,7 @@ typedef uint32_t strata_u32_alias __attribute__((may_alias));
 #define STRATA_RING_MAGIC 0x52525453u /* "STRR" */
 /* The control block's layout: bumped by any change but an append (ABI,
  * above); consumers take rings of their own version only. */
-#define STRATA_RING_VERSION 3u
+#define STRATA_RING_VERSION 4u
 /* Per packet slot, one cache line: [0] the local commit count (rseq: plain
  * adds on the ring's CPU only; CAS mode: every commit), [1] the remote
  * count (rseq mode: locked adds from any other CPU). ring.md §7. */
@@ -255,7 +270,8 @@ STRATA_API void strata_log_slow4(uint8_t *cidp, uint32_t id, uint32_t words,
 				 uint64_t a, uint64_t b, uint64_t c, uint64_t d);
 /* Close the packet that the reservation at `end` exactly filled;
  * `self_committed` is how many of its bytes their writers commit
- * themselves (ring.md §4, §7). */
+ * themselves (ring.md §4, §7): in rseq mode, the packet's `xr` after
+ * that reservation, whose event count the closer publishes. */
 STRATA_API void strata_ring_close_exact(struct strata_ring *ring,
 					uint64_t end, uint64_t ts,
 					uint64_t self_committed);
@@ -333,6 +349,26 @@ static strata_always_inline int strata_header_id_compact(uint32_t header_id)
 	return header_id - 1 < STRATA_CID_EXT - 1;
 }
 
+/* 1 if an event of `header_id` is the program's, 0 if one of strata's own
+ * records (ids below STRATA_CID_USER, and major 0: format.md §4). */
+static strata_always_inline int strata_header_id_user(uint32_t header_id)
+{
+	uint32_t id = header_id & ~STRATA_HID_EXT;
+	return id >= STRATA_CID_USER && (id < STRATA_CID_EXT || id >= 0x10000);
+}
+
+/* `xr` with a reservation of `len` two-phase bytes of an event of
+ * `header_id` in it: one event more if it is the program's, and the
+ * full-id bit set (never added: it may be set already) if its id is not a
+ * compact one (above). Folds to one add for a constant id. */
+static strata_always_inline uint64_t strata_xr_add(uint64_t x, uint32_t len,
+						   uint32_t header_id)
+{
+	return (x + len + (strata_header_id_user(header_id) ? STRATA_XR_EVENT : 0)) |
+	       ((header_id & ~STRATA_HID_EXT) >= STRATA_CID_EXT ? STRATA_XR_FULL_ID
+								 : 0);
+}
+
 /* A compact event header: `compact_id` (1-30) under the clock's low 27
  * bits (docs/compact.md). */
 static strata_always_inline uint32_t strata_hdr_compact(uint64_t ts,
@@ -391,8 +427,9 @@ static strata_always_inline unsigned char *strata_put_hdr(unsigned char *p,
  * len = strata_rsv_len(header_id, words, need, ts_gap) bytes) and fill
  * *r. `self_committed`: the bytes of w's packet, this reservation's
  * included, that their writers commit themselves (all of them in CAS
- * mode; in rseq mode the two-phase ones, which the control block's `xr`
- * counts, ring.md §7); the closer of the packet commits the rest. Ten
+ * mode; in rseq mode the two-phase ones, with the packet's event count:
+ * its `xr` after this reservation, ring.md §7); the closer of the
+ * packet commits the rest. Ten
  * arguments on
  * purpose: always inlined, each is a value its callers hold in a
  * register already; a struct of them would be stored and reloaded. */
@@ -457,8 +494,9 @@ static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r,
 		goto slow;
 	c = strata_ring_ctl_of(ring);
 	w = strata_load_relaxed(&c->write);
-	/* xr: the bytes of w's packet reserved two-phase, stored with
-	 * write (R2 checks both); the new one is x + len. */
+	/* xr: the bytes of w's packet reserved two-phase and its events,
+	 * stored with write (R2 checks both); the new one adds this
+	 * reservation's. */
 	x = strata_load_relaxed(&c->xr);
 	need |= strata_load_relaxed(&c->owner) != t->tid;
 	/* After w, in program order (the asm takes w): strata_log_rseq(). */
@@ -470,11 +508,11 @@ static strata_always_inline int strata_reserve_rseq(struct strata_rsv *r,
 	    strata_unlikely((uint32_t)(ts >> STRATA_TS_HI_SHIFT) !=
 			    strata_load_relaxed(&c->last_ts_hi)) ||
 	    strata_unlikely(strata_rseq_reserve(rs, cpu, &c->write, w, w + len,
-						x + len, &c->owner,
-						need ? t->tid : 0)))
+						strata_xr_add(x, len, header_id),
+						&c->owner, need ? t->tid : 0)))
 		goto slow;
 	strata_rsv_fill(r, ring, w, len, ts, header_id, words, need, 0,
-			x + len);
+			strata_xr_add(x, len, header_id));
 	return 1;
 slow:
 	return strata_reserve_slow(r, header_id, words,
@@ -613,7 +651,8 @@ static strata_always_inline void strata_commit(struct strata_rsv *r)
 /*
  * The whole event in one restartable sequence and no call (ring.md §7,
  * "The inline path"): the section checks the CPU and `write`, writes the
- * event and moves `write` past it; no commit count. It runs only when the
+ * event and moves `write` past it, counting it in `xr` (the same store);
+ * no commit count. It runs only when the
  * ring's owner hint already names this thread (no strata:thread record)
  * and no tracepoint of this thread is in progress, and it never stores
  * the owner: so it can neither trust nor leave behind an owner store that
@@ -635,7 +674,7 @@ static strata_always_inline int strata_log_rseq(uint32_t compact_id,
 	struct rseq *rs = strata_rseq_area();
 	struct strata_ring *ring;
 	struct strata_ring_ctl *c;
-	uint64_t w, lo, tn;
+	uint64_t w, x, lo, tn;
 	uint32_t cpu, hi, len = words * 8 - 4;
 
 	cpu = *(volatile uint32_t *)&rs->cpu_id_start;
@@ -645,6 +684,8 @@ static strata_always_inline int strata_log_rseq(uint32_t compact_id,
 		return 0;
 	c = strata_ring_ctl_of(ring);
 	w = strata_load_relaxed(&c->write);
+	/* after w: R2 checks both (ring.md §7) */
+	x = strata_load_relaxed(&c->xr);
 	/* tid | nesting << 32 */
 	tn = *(const volatile strata_u64_alias *)&strata_tls;
 	/* The clock is read after w is loaded, in program order (ring.md §7):
@@ -671,7 +712,7 @@ static strata_always_inline int strata_log_rseq(uint32_t compact_id,
 	    strata_unlikely(((w - 1) ^ (w + len)) >= ring->psize) ||
 	    strata_unlikely(hi != strata_load_relaxed(&c->last_ts_hi)))
 		return 0;
-	return strata_rseq_log(rs, cpu, &c->write, w,
+	return strata_rseq_log(rs, cpu, &c->write, w, strata_xr_add(x, 0, compact_id),
 			       ring->data + (w & ring->bufmask),
 			       strata_hdr_compact(lo, compact_id), words, pl);
 }

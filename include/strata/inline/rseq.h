@@ -109,46 +109,51 @@ stale:
 /*
  * The inline path's section (ring.md §7, "The inline path"): R1 and R2
  * of strata_rseq_reserve(), then the event itself -- header `h` at `p`,
- * the payload words after it -- and the commit, `write += len`: a plain
- * add, the section being atomic on its CPU. The event is whole once
- * `write` passes it, so it needs no commit count. Stores of an aborted
- * section land past `write`, in bytes nobody has reserved (and that
- * nobody can reserve while the section runs), so they are harmless.
- * `stores` are the payload's stores, operands follow as
- * `, [a] "r"(...)`; the C label `fail` is taken on any failure.
+ * the payload words after it -- and the commit: `write` and `xr` become
+ * the two halves of `wx` (the event's end, and the packet's count with
+ * the event in it) by one 16-byte store, the section being atomic on
+ * its CPU. The event is whole once `write` passes it, so it needs no
+ * commit count. Stores of an aborted section land past `write`, in bytes
+ * nobody has reserved (and that nobody can reserve while the section
+ * runs), so they are harmless. `stores` are the payload's stores,
+ * operands follow as `, [a] "r"(...)`; the C label `fail` is taken on any
+ * failure.
  */
 #define STRATA_RSEQ_LOG(stores, clobbers, ...)                                 \
 	__asm__ __volatile__ goto(                                             \
 		STRATA_RSEQ_BEGIN                                              \
 		"cmpl %[cpu], %[cur_cpu]\n\t"     /* R1 */                     \
 		"jnz %l[fail]\n\t"                                             \
-		"cmpq %[w], %[wp]\n\t"            /* R2 */                     \
+		"cmpq %[w], (%[wp])\n\t"          /* R2 */                     \
 		"jnz %l[fail]\n\t"                                             \
 		"movl %[h], (%[p])\n\t"                                        \
 		stores                                                         \
-		"addq %[len], %[wp]\n\t"          /* R5: commit */             \
+		"movdqa %[wx], (%[wp])\n\t"       /* R5: commit */             \
 		STRATA_RSEQ_END(fail)                                          \
 		:                                                              \
 		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),                   \
-		  [rseq_cs] "m"(rs->rseq_cs), [wp] "m"(*wp), [w] "r"(w),       \
-		  [len] "ir"(len), [p] "r"(p), [h] "r"(h) __VA_ARGS__          \
+		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),        \
+		  [wx] "x"(wx), [p] "r"(p), [h] "r"(h) __VA_ARGS__             \
 		: "memory", "cc", "rax" clobbers                               \
 		: fail)
+
+/* `write` and `xr` as one 16-byte value (write in the low half). */
+typedef uint64_t strata_u64x2 __attribute__((vector_size(16)));
 
 /*
  * Write the event of words - 1 payload words (compact header h, payload
  * pl[0 .. words-2] at p + 4, docs/compact.md) at p = the ring's bytes at
- * offset w, and move *wp from w to w + 8 * words - 4, on CPU `cpu` and
- * only if *wp is still w. Returns 1, or 0 having
+ * offset w, and move *wp from w to w + 8 * words - 4 and wp[1] (`xr`) to
+ * newx, on CPU `cpu` and only if *wp is still w. Returns 1, or 0 having
  * moved nothing. With constant `words` the switch folds to one case and
  * up to four payload words stay in registers.
  */
 static strata_always_inline int strata_rseq_log(struct rseq *rs, uint32_t cpu,
-				  uint64_t *wp, uint64_t w, unsigned char *p,
-				  uint32_t h, uint32_t words,
+				  uint64_t *wp, uint64_t w, uint64_t newx,
+				  unsigned char *p, uint32_t h, uint32_t words,
 				  const uint64_t *pl)
 {
-	const uint64_t len = (uint64_t)words * 8 - 4;
+	const strata_u64x2 wx = {w + (uint64_t)words * 8 - 4, newx};
 
 	switch (words) {
 	case 1:
