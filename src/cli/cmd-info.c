@@ -85,6 +85,49 @@ static void print_unrecorded(const char *trace)
 		       np == 1 ? "" : "es", upath);
 }
 
+/* What the discarded events were lost to: the sub-traces' env `lost_*`
+ * (format.md §6), summed, beside `disc`, what the streams' packets count.
+ * Nothing when no sub-trace says (a trace of an older strata, a kernel
+ * trace). A crashed consumer's metadata may hold less than its packets
+ * count: the rest is said to have no recorded cause. */
+static void print_loss_causes(struct strata_trace *t, uint64_t disc)
+{
+	static const struct {
+		const char *key, *what;
+	} cause[] = {
+		{"lost_full", "buffers full"},
+		{"lost_busy", "next packet still being written"},
+		{"lost_too_big", "event too big"},
+		{"lost_nested", "nested too deep"},
+		{"lost_no_ring", "no buffer"},
+		{"lost_disk", "not written to disk"},
+	};
+	uint64_t n[sizeof(cause) / sizeof(cause[0])] = {0}, sum = 0;
+	bool any = false;
+
+	for (unsigned s = 0; s < strata_trace_nsubtraces(t); s++)
+		for (size_t k = 0; k < sizeof(cause) / sizeof(cause[0]); k++) {
+			const char *v = strata_trace_env(t, s, cause[k].key);
+			if (v) {
+				n[k] += strtoull(v, NULL, 10);
+				any = true;
+			}
+		}
+	if (!any || !disc)
+		return;
+	const char *sep = " (";
+	for (size_t k = 0; k < sizeof(cause) / sizeof(cause[0]); k++) {
+		if (!n[k])
+			continue;
+		printf("%s%s %" PRIu64, sep, cause[k].what, n[k]);
+		sum += n[k];
+		sep = ", ";
+	}
+	if (sum < disc)
+		printf("%sno cause recorded %" PRIu64, sep, disc - sum);
+	printf(")");
+}
+
 /* The lines above the tables: size, clock, span, counts, losses. */
 static void print_summary(struct strata_trace *t, const char *trace, const struct scan *sc,
 			  unsigned nproc)
@@ -115,8 +158,9 @@ static void print_summary(struct strata_trace *t, const char *trace, const struc
 	fmt_secs(&rel, strata_trace_end(t), b1);
 	printf("Time span:  %s .. %s (%s s)\n", b2, b3, b1);
 	printf("Events:     %" PRIu64 " (strata's own records excluded)\n", sc->total);
-	printf("Lost:       %" PRIu64 " events discarded, %" PRIu64 " packets lost\n", disc,
-	       plost);
+	printf("Lost:       %" PRIu64 " events discarded", disc);
+	print_loss_causes(t, disc);
+	printf(", %" PRIu64 " packets lost\n", plost);
 	print_unrecorded(trace);
 }
 

@@ -67,6 +67,7 @@ struct cons {
 	 * cons_write_copy(); nothing is drained or finished from the rings. */
 	int snapshot;
 	int passive; /* external || snapshot: no thread, rings are added */
+	int *fd_reserve; /* cons_config's */
 	unsigned char *pktbuf; /* DIO_ALIGN-aligned */
 	size_t pktbuf_size;
 	unsigned char *tail;   /* DIO_ALIGN bytes, aligned: a packet's last page */

@@ -336,6 +336,7 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 	}
 	c->snapshot = cfg->snapshot;
 	c->passive = c->external || c->snapshot;
+	c->fd_reserve = cfg->fd_reserve;
 	clock_point_take(&c->cp_first);
 	if (c->external && c->src.cp_first)
 		c->cp_first = *c->src.cp_first;
@@ -479,6 +480,11 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 	strata_store_seq_cst(&c->running, 0);
 	ring_bell_ring(); /* after running: cons_main() reads them the other way */
 	pthread_join(c->thread, NULL);
+	/* nothing of ours opens a file from here but the end's writes */
+	if (c->fd_reserve && *c->fd_reserve >= 0) {
+		close(*c->fd_reserve);
+		*c->fd_reserve = -1;
+	}
 
 	log_calib(c);
 	flush_local();

@@ -63,6 +63,11 @@ struct cons_config {
 	/* The clock fit's first point (the running session's, so that the
 	 * snapshot's clock description agrees with it); NULL: src's, or now. */
 	const struct clock_point *cp_first;
+	/* In-process: a descriptor the caller keeps for the end (-1: none),
+	 * closed by cons_destroy() once the thread has stopped, so that a
+	 * process out of descriptors still gets its last metadata written;
+	 * set to -1 then. */
+	int *fd_reserve;
 };
 
 /*

@@ -257,6 +257,20 @@ void cons_update_metadata(struct cons *c)
 	mi.nraw = c->nraw;
 	cids_refresh(c);
 	mi.cids = c->cids;
+	/* Each discarded event with its cause (issue 24): the streams'
+	 * rings count them by cause (another process's counters are its
+	 * own word, as its packets' events_discarded are), the consumer
+	 * what the disk refused. The last rewrite, at the end, has the
+	 * final counts. */
+	uint64_t lost[META_LOST_NCAUSES] = {0};
+	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
+		struct cons_stream *s = c->streams[cpu];
+		for (int k = 0; s && k < STRATA_LOST_NCAUSES; k++)
+			lost[k] += strata_load_relaxed(&s->ring->ctl->lost[k]);
+		if (s)
+			lost[STRATA_LOST_NCAUSES] += s->lost_io;
+	}
+	mi.lost = lost;
 	int ret = meta_write(c->dir, &mi);
 	if (ret)
 		cons_error(c, ret, "cannot write metadata", c->dir);

@@ -11,6 +11,8 @@
 
 #include <strata/strata.h>
 
+#include <strata/inline/ring.h>
+
 #include "common/tfile.h"
 #include "consumer/metadata.h"
 #include "lib/clock.h"
@@ -333,6 +335,15 @@ static void put_env(FILE *f, const struct meta_info *mi, struct meta_put *mp,
 	for (uint32_t c = STRATA_CID_USER; sc && c < STRATA_CID_EXT; c++)
 		if (mi->cids[c])
 			fprintf(f, "\tstrata_id_%u = %u;\n", c, (uint32_t)mi->cids[c]);
+	/* enum strata_lost_cause's order, then the disk (consumer.c) */
+	static const char *const lost_name[META_LOST_NCAUSES] = {
+		"full", "busy", "too_big", "nested", "no_ring", "disk"};
+	_Static_assert(META_LOST_NCAUSES == STRATA_LOST_NCAUSES + 1 &&
+			       STRATA_LOST_NO_RING == 4,
+		       "format.md §6, lost_*");
+	for (int k = 0; mi->lost && k < META_LOST_NCAUSES; k++)
+		fprintf(f, "\tlost_%s = %llu;\n", lost_name[k],
+			(unsigned long long)mi->lost[k]);
 	fprintf(f, "};\n\n");
 }
 

@@ -35,7 +35,14 @@ struct meta_info {
 	 * NULL: the compact ids given (STRATA_NCIDS entries, full id |
 	 * words << 32 | STRATA_CID_VALID, or 0). NULL: stream class 0. */
 	const uint64_t *cids;
+	/* The events the sub-trace's streams count as discarded, by cause
+	 * (format.md §6, env `lost_*`): META_LOST_NCAUSES entries, the
+	 * ring's causes (enum strata_lost_cause) then the disk's. NULL: none
+	 * written. */
+	const uint64_t *lost;
 };
+
+#define META_LOST_NCAUSES 6 /* STRATA_LOST_NCAUSES + 1, the disk */
 
 /* Write DIR/metadata atomically (DIR/metadata.tmp, then rename), from the
  * registry and `mi`. Returns 0 or a negative errno. */

@@ -394,18 +394,18 @@ static void close_stream(struct cons *c, struct cons_stream *s)
 }
 
 /* The end of every stream, once everything is drained: the reserve
- * given back, the loss trailers, the index, the metadata. */
+ * given back, the loss trailers, the metadata (with the streams' final
+ * loss counts), the index. */
 void cons_close_streams(struct cons *c)
 {
 	reserve_free(c);
+	for (unsigned cpu = 0; cpu < c->max_cpu && !c->snapshot; cpu++)
+		if (c->streams[cpu])
+			loss_trailer(c, c->streams[cpu]);
+	cons_update_metadata(c);
 	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
-		struct cons_stream *s = c->streams[cpu];
-		if (!s)
-			continue;
-		if (!c->snapshot)
-			loss_trailer(c, s);
-		close_stream(c, s);
+		if (c->streams[cpu])
+			close_stream(c, c->streams[cpu]);
 		c->streams[cpu] = NULL;
 	}
-	cons_update_metadata(c);
 }

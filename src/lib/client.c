@@ -520,17 +520,8 @@ static int client_leave_retry(void)
  */
 static void trace_note_unrecorded(uint64_t events)
 {
-	char path[sizeof(cl.record_trace) + 16], name[17] = "";
-
-	snprintf(path, sizeof(path), "%s/unrecorded", cl.record_trace);
-	prctl(PR_GET_NAME, name, 0, 0, 0);
-	/* the trace's own modes (owner-only, or --group's), as the daemon's */
-	int fd = tfile_open(path, O_WRONLY | O_APPEND | O_NOFOLLOW);
-	if (fd < 0)
-		return;
-	fmt_unrecorded_line(fd, strata_pid, name, events,
-			    "the recorder was gone when it left");
-	close(fd);
+	session_note_unrecorded(cl.record_trace, events,
+				"the recorder was gone when it left");
 }
 
 static void client_report_unrecorded(uint64_t events, bool recorder_gone)

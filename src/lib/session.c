@@ -2,16 +2,19 @@
 /* The session: the in-process recorder (strata_start/stop), and at load, what the environment asks for. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <strata/strata.h>
 
+#include "common/format.h"
 #include "common/log.h"
 #include "common/tfile.h"
 #include "consumer/consumer.h"
@@ -38,6 +41,10 @@ static struct strata_stats last_stats; /* of the last stopped session */
 static int atexit_done;
 static int started_from_env; /* no caller to check strata_stop()'s result */
 static char session_output[4096];
+/* A descriptor held from an in-process session's start to its stop, so
+ * that a process that ran out of them still gets its last metadata and
+ * its TRACE/unrecorded line (strata_stop()); -1 when none is held. */
+static int session_fd_reserve = -1;
 
 /* strata_enable_majors() and the mask: src/lib/control.c (the trigger gate). */
 
@@ -57,10 +64,33 @@ void session_random_uuid(uint8_t u[16])
 
 static void ring_stats(struct strata_stats *st);
 
+/* The causes of `st`'s losses, for people: "buffers full: 12, no buffer:
+ * 3" (the non-zero ones), or "none". */
+static void lost_causes(const struct strata_stats *st, char *buf, size_t len)
+{
+	const struct {
+		const char *what;
+		uint64_t n;
+	} c[] = {
+		{"buffers full", st->lost_full + st->lost_busy},
+		{"too big", st->lost_too_big},
+		{"nested too deep", st->lost_nested},
+		{"no buffer", st->lost_no_ring},
+	};
+	size_t at = 0;
+
+	snprintf(buf, len, "none");
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]) && at < len; i++)
+		if (c[i].n)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s: %llu",
+					       at ? ", " : "", c[i].what,
+					       (unsigned long long)c[i].n);
+}
+
 /*
  * At exit of a program traced through STRATA_OUTPUT, nobody checks
- * strata_stop()'s result: say in one line if anything was lost, and what
- * to do about it. Silent when the trace is complete.
+ * strata_stop()'s result: say in one line if anything was lost, why, and
+ * what to do about it. Silent when the trace is complete.
  */
 void session_report_exit(const char *output, int ret,
 			 const struct strata_stats *s)
@@ -68,21 +98,26 @@ void session_report_exit(const char *output, int ret,
 	const struct strata_stats st = *s;
 	uint64_t lost = st.lost_full + st.lost_busy + st.lost_too_big +
 			st.lost_nested + st.lost_no_ring;
+	char why[160];
+
+	lost_causes(&st, why, sizeof(why));
 	if (ret)
 		fprintf(stderr, "strata: %s: trace incomplete: %s; %llu events "
-			"written, %llu not written, %llu lost before (buffers "
-			"full: %llu); the trace is readable up to there\n",
+			"written, %llu not written, %llu lost before (%s); the "
+			"trace is readable up to there\n",
 			output, strata_strerror_detail(),
 			(unsigned long long)st.events_written,
 			(unsigned long long)st.lost_io, (unsigned long long)lost,
-			(unsigned long long)(st.lost_full + st.lost_busy));
+			why);
 	else if (lost)
 		fprintf(stderr, "strata: %s: %llu events recorded, %llu lost "
-			"(buffers full: %llu); raise STRATA_PACKETS or "
-			"STRATA_PACKET_SIZE\n",
+			"(%s)%s\n",
 			output, (unsigned long long)st.events_written,
-			(unsigned long long)lost,
-			(unsigned long long)(st.lost_full + st.lost_busy));
+			(unsigned long long)lost, why,
+			st.lost_full + st.lost_busy
+				? "; raise STRATA_PACKETS or STRATA_PACKET_SIZE"
+				: st.lost_no_ring ? "; STRATA_VERBOSE=1 says why"
+						  : "");
 }
 
 static void stop_at_exit(void)
@@ -162,6 +197,9 @@ STRATA_API int strata_start(const struct strata_options *user)
 	cc.mode = o.mode;
 	cc.flush_ms = o.flush_ms;
 	memcpy(cc.uuid, ring_cfg.uuid, 16);
+	if (session_fd_reserve < 0)
+		session_fd_reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	cc.fd_reserve = &session_fd_reserve;
 	if ((ret = cons_create(&cc, &session_cons)))
 		goto out;
 
@@ -182,6 +220,39 @@ out:
 	return ret;
 }
 
+/*
+ * Events an in-process session dropped while no ring could be made (out
+ * of descriptors: ring.md §1) and that no ring made later took over: no
+ * packet counts them, so TRACE/unrecorded does, where `strata info`
+ * reads it (issue 24; a daemon's session learns them from the process's
+ * BYE instead, daemon/client.c). Taken from the counters, so that a later
+ * session does not count them again; strata_get_stats() still has them.
+ */
+static void note_unadopted(void)
+{
+	uint64_t n = 0;
+
+	for (int k = 0; k < STRATA_LOST_NCAUSES; k++)
+		n += strata_exchange_relaxed(&ring_lost_global[k], 0);
+	if (n && session_output[0])
+		session_note_unrecorded(session_output, n,
+					"discarded while it had no buffer to count them in");
+}
+
+void session_note_unrecorded(const char *trace, uint64_t events, const char *why)
+{
+	char path[4200], name[17] = "";
+
+	snprintf(path, sizeof(path), "%s/unrecorded", trace);
+	prctl(PR_GET_NAME, name, 0, 0, 0);
+	/* the trace's own modes (owner-only, or --group's), as the daemon's */
+	int fd = tfile_open(path, O_WRONLY | O_APPEND | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	fmt_unrecorded_line(fd, strata_pid, name, events, why);
+	close(fd);
+}
+
 STRATA_API int strata_stop(void)
 {
 	int ret = 0;
@@ -193,9 +264,12 @@ STRATA_API int strata_stop(void)
 		 * the ones in flight, flushes and drains every ring. */
 		mask_set(0);
 		memset(&last_stats, 0, sizeof(last_stats));
+		/* closes the reserve for the last metadata, whose slot the
+		 * unrecorded line then takes */
 		ret = cons_destroy(session_cons, &last_stats);
 		session_cons = NULL;
 		ring_stats(&last_stats);
+		note_unadopted();
 		last_stats.internal_logged += statedump_logged();
 		/* Unpublish the rings so that a new session gets fresh ones,
 		 * but never unmap them: a thread that passed the mask check

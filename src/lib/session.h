@@ -64,6 +64,9 @@ void session_random_uuid(uint8_t u[16]);
  * anything of the trace in `output` was lost, silent otherwise. */
 void session_report_exit(const char *output, int ret,
 			 const struct strata_stats *s);
+/* One line in TRACE/unrecorded (`strata info` reads it): this process's
+ * `events` that no packet counts, and why. Best effort. */
+void session_note_unrecorded(const char *trace, uint64_t events, const char *why);
 /* In a fork child: the parent's consumer and lock are not ours. */
 void session_after_fork_child(void);
 

@@ -38,6 +38,12 @@ one_run() {
 	[ -n "$ev" ] && [ -n "$lost" ] || fail "run $i: strata info said: $info"
 	[ $((ev + lost)) = "$n" ] ||
 		fail "run $i: strata info: $ev recorded + $lost discarded != $n logged"
+	# each discarded event with its cause (issue 24, item 9)
+	causes=$(echo "$info" | sed -nE 's/^Lost: *[0-9]+ events discarded \((.*)\), [0-9]+ packets lost$/\1/p')
+	sum=$(echo "$causes" | tr ',' '\n' | { grep -oE '[0-9]+$' || true; } | awk '{s += $1} END {print s + 0}')
+	if [ "$sum" != "$lost" ] || echo "$causes" | grep -q 'no cause'; then
+		fail "run $i: the causes ($causes) do not account for the $lost discarded"
+	fi
 	babeltrace2 t >/dev/null 2>bt.err || fail "run $i: babeltrace2: $(head -3 bt.err)"
 	bt=$({ grep -oE 'Tracer discarded [0-9]+ events?' bt.err || true; } | awk '{s += $3} END {print s + 0}')
 	[ "$bt" = "$lost" ] ||
