@@ -56,15 +56,19 @@ struct scan_slot *scan_sorted(const struct scan_map *m)
 	return v;
 }
 
-static bool note(struct scan_map *m, uint64_t key, uint64_t ts)
+/* One event of `key` at ts: counted, and its slot's time range widened
+ * (streams are counted one after the other, scan_trace(): not in time
+ * order). The slot, or NULL (out of memory). */
+static struct scan_slot *note(struct scan_map *m, uint64_t key, uint64_t ts)
 {
 	struct scan_slot *s = map_get(m, key);
 	if (!s)
-		return false;
-	if (!s->count++)
+		return NULL;
+	if (!s->count++ || ts < s->first)
 		s->first = ts;
-	s->last = ts;
-	return true;
+	if (ts > s->last)
+		s->last = ts;
+	return s;
 }
 
 /* The slot of `key`, or NULL; nothing inserted. */
@@ -110,6 +114,10 @@ static int (*name_fields(const struct strata_trace *t))[4]
 	return f;
 }
 
+/* A thread's name from event ev (fields ft, its tid, and fn): the
+ * process's own (the state dump's, `dump`) wins over the kernel's
+ * sched_switch comm, and among comms the latest (a thread renamed), by
+ * timestamp, since streams are read one after the other. */
 static int take_name(struct scan *s, const struct strata_event *ev, int ft, int fn,
 		     bool dump)
 {
@@ -123,8 +131,10 @@ static int take_name(struct scan *s, const struct strata_event *ev, int ft, int 
 	struct scan_slot *sl = map_get(&s->names, t.u);
 	if (!sl)
 		return -1;
-	if (sl->from_dump && !dump) /* the process's own word wins */
+	if ((sl->from_dump && !dump) || /* the process's own word wins */
+	    (sl->name[0] && sl->from_dump == dump && ev->timestamp < sl->name_ts))
 		return 0;
+	sl->name_ts = ev->timestamp;
 	size_t len = strnlen(n.str, n.count < sizeof(sl->name) - 1 ? n.count
 								    : sizeof(sl->name) - 1);
 	memcpy(sl->name, n.str, len);
@@ -133,59 +143,82 @@ static int take_name(struct scan *s, const struct strata_event *ev, int ft, int 
 	return 0;
 }
 
-int scan_run(struct scan *s, struct cli_trace *ct, struct strata_iter *it)
+/* Event ev counted into s (the thread names from it when nf). 0 or -1
+ * (out of memory). `lc` and `lt`: the CPU and thread slots of the last
+ * event, NULL at first (consecutive events mostly share both: no hash
+ * then), updated. */
+static int scan_event(struct scan *s, int (*nf)[4], const struct strata_event *ev,
+		      struct scan_slot **lc, struct scan_slot **lt)
+{
+	uint64_t ts = ev->timestamp;
+
+	if (nf && nf[ev->cls->index][0] >= 0) {
+		const int *f = nf[ev->cls->index];
+		bool dump = f[2] < 0;
+		if (take_name(s, ev, f[0], f[1], dump) < 0 ||
+		    take_name(s, ev, f[2], f[3], dump) < 0)
+			return -1;
+	}
+	if (!(ev->id >> 16)) /* strata's own records: not counted */
+		return 0;
+	if (!s->total++ || ts < s->first)
+		s->first = ts;
+	if (ts > s->last)
+		s->last = ts;
+	uint32_t ci = ev->cls->index;
+	if (!s->per_class[ci]++ || ts < s->class_first[ci])
+		s->class_first[ci] = ts;
+	if (ts > s->class_last[ci])
+		s->class_last[ci] = ts;
+	s->per_stream[ev->stream]++;
+	uint64_t tk = (uint64_t)ev->pid << 32 | ev->tid;
+	if (*lc && (*lc)->key == ev->cpu) {
+		(*lc)->count++;
+		if (ts > (*lc)->last)
+			(*lc)->last = ts;
+	} else if (!(*lc = note(&s->cpus, ev->cpu, ts))) {
+		return -1;
+	}
+	/* the CPU's slot may have moved: the thread map is another */
+	if (*lt && (*lt)->key == tk) {
+		(*lt)->count++;
+		if (ts > (*lt)->last)
+			(*lt)->last = ts;
+	} else if (!(*lt = note(&s->threads, tk, ts))) {
+		return -1;
+	}
+	return 0;
+}
+
+static int scan_alloc(struct scan *s, struct strata_trace *t, int (**nf)[4])
 {
 	bool want_names = s->want_names;
+
 	memset(s, 0, sizeof(*s));
-	int (*nf)[4] = want_names ? name_fields(ct->t) : NULL;
-	if (want_names && !nf)
-		goto nomem;
-	s->per_class = calloc(strata_trace_nclasses(ct->t) + 1, sizeof(uint64_t));
-	s->per_stream = calloc(strata_trace_nstreams(ct->t) + 1, sizeof(uint64_t));
-	s->class_first = calloc(strata_trace_nclasses(ct->t) + 1, sizeof(uint64_t));
-	s->class_last = calloc(strata_trace_nclasses(ct->t) + 1, sizeof(uint64_t));
-	if (!s->per_class || !s->per_stream || !s->class_first || !s->class_last)
-		goto nomem;
+	*nf = want_names ? name_fields(t) : NULL;
+	s->per_class = calloc(strata_trace_nclasses(t) + 1, sizeof(uint64_t));
+	s->per_stream = calloc(strata_trace_nstreams(t) + 1, sizeof(uint64_t));
+	s->class_first = calloc(strata_trace_nclasses(t) + 1, sizeof(uint64_t));
+	s->class_last = calloc(strata_trace_nclasses(t) + 1, sizeof(uint64_t));
+	return (want_names && !*nf) || !s->per_class || !s->per_stream ||
+			       !s->class_first || !s->class_last
+		       ? -1
+		       : 0;
+}
+
+int scan_run(struct scan *s, struct cli_trace *ct, struct strata_iter *it)
+{
+	int (*nf)[4];
 	struct cli_progress pg;
-	cli_progress_init(&pg, strata_trace_size(ct->t));
 	const struct strata_event *ev;
-	/* consecutive events mostly share cpu and thread: skip the hash then */
 	struct scan_slot *lc = NULL, *lt = NULL;
+
+	if (scan_alloc(s, ct->t, &nf) < 0)
+		goto nomem;
+	cli_progress_init(&pg, strata_trace_size(ct->t));
 	while (strata_iter_next(it, &ev) > 0) {
-		if (nf && nf[ev->cls->index][0] >= 0) {
-			const int *f = nf[ev->cls->index];
-			bool dump = f[2] < 0;
-			if (take_name(s, ev, f[0], f[1], dump) < 0 ||
-			    take_name(s, ev, f[2], f[3], dump) < 0)
-				goto nomem;
-		}
-		if (!(ev->id >> 16)) /* strata's own records: not counted */
-			continue;
-		if (!s->total++)
-			s->first = ev->timestamp;
-		s->last = ev->timestamp;
-		uint32_t ci = ev->cls->index;
-		if (!s->per_class[ci]++)
-			s->class_first[ci] = ev->timestamp;
-		s->class_last[ci] = ev->timestamp;
-		s->per_stream[ev->stream]++;
-		uint64_t tk = (uint64_t)ev->pid << 32 | ev->tid;
-		if (!lc || lc->key != ev->cpu) {
-			if (!note(&s->cpus, ev->cpu, ev->timestamp))
-				goto nomem;
-			lc = map_get(&s->cpus, ev->cpu);
-		} else {
-			lc->count++;
-			lc->last = ev->timestamp;
-		}
-		if (!lt || lt->key != tk) {
-			if (!note(&s->threads, tk, ev->timestamp))
-				goto nomem;
-			lt = map_get(&s->threads, tk);
-		} else {
-			lt->count++;
-			lt->last = ev->timestamp;
-		}
+		if (scan_event(s, nf, ev, &lc, &lt) < 0)
+			goto nomem;
 		if (!(s->total & 0xfffff))
 			cli_progress_tick(&pg, strata_iter_progress(it));
 	}
@@ -196,6 +229,57 @@ nomem:
 	free(nf);
 	cli_err(ct->path, "out of memory");
 	return -1;
+}
+
+/*
+ * Counting needs no time order: each stream is read on its own, a batch
+ * of events at a time (strata_iter_read), and the merge of every stream
+ * by timestamp that an iterator over them all does per event is skipped
+ * (issue 23: `strata stats` at the reader's speed). The counts and time
+ * ranges are the same (scan_event() widens ranges either way).
+ */
+static int scan_streams(struct scan *s, struct cli_trace *ct, bool internal)
+{
+	enum { BATCH = 4096 };
+	struct strata_event *evs = malloc(BATCH * sizeof(*evs));
+	struct strata_iter *it = NULL;
+	struct cli_progress pg;
+	uint64_t done = 0; /* bytes of the streams read before this one */
+	int (*nf)[4] = NULL, n, rc = -1;
+
+	if (!evs || scan_alloc(s, ct->t, &nf) < 0) {
+		cli_err(ct->path, "out of memory");
+		goto out;
+	}
+	cli_progress_init(&pg, strata_trace_size(ct->t));
+	for (unsigned i = 0; i < strata_trace_nstreams(ct->t); i++) {
+		struct strata_iter_options io = {
+			.stream = (int)i, .filter = ct->f,
+			.flags = internal ? STRATA_ITER_INTERNAL : 0};
+		struct scan_slot *lc = NULL, *lt = NULL;
+		if ((n = strata_iter_create(ct->t, &io, &it)) < 0) {
+			cli_err(ct->path, "%s", strerror(-n));
+			goto out;
+		}
+		while ((n = strata_iter_read(it, evs, BATCH)) > 0) {
+			for (int k = 0; k < n; k++)
+				if (scan_event(s, nf, &evs[k], &lc, &lt) < 0) {
+					cli_err(ct->path, "out of memory");
+					goto out;
+				}
+			cli_progress_tick(&pg, done + strata_iter_progress(it));
+		}
+		done += strata_iter_progress(it);
+		strata_iter_destroy(it);
+		it = NULL;
+	}
+	cli_progress_done(&pg);
+	rc = 0;
+out:
+	strata_iter_destroy(it);
+	free(nf);
+	free(evs);
+	return rc;
 }
 
 void scan_fini(struct scan *s)
@@ -213,15 +297,10 @@ void scan_fini(struct scan *s)
 int scan_trace(struct scan *s, struct cli_trace *ct, const char *path,
 	       const struct cli_filter_opts *fo, bool internal)
 {
-	struct strata_iter *it = NULL;
-
-	if (cli_open(ct, path, fo) < 0 || cli_iter(ct, internal, &it) < 0 ||
-	    scan_run(s, ct, it) < 0) {
-		strata_iter_destroy(it);
+	if (cli_open(ct, path, fo) < 0 || scan_streams(s, ct, internal) < 0) {
 		cli_close(ct);
 		return -1;
 	}
-	strata_iter_destroy(it);
 	return 0;
 }
 

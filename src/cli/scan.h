@@ -11,6 +11,7 @@ struct scan_slot {
 	bool used;
 	bool from_dump;  /* names: from strata:thread_name (wins over the
 			  * kernel's sched_switch comm) */
+	uint64_t name_ts; /* names: the time of the event that gave it */
 	char name[16];
 };
 
