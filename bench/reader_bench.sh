@@ -115,6 +115,7 @@ while [ $i -lt "$reps" ]; do # interleaved, so drift hits all of them alike
 	measure dec-read "$bin" decode "$trace" read
 	measure dec-unord "$bin" decode "$trace" unordered
 	measure print "$strata" print "$trace"
+	measure stats "$strata" stats "$trace"
 	i=$((i + 1))
 done
 have_bt2=0
@@ -125,6 +126,7 @@ if [ "$bt2reps" -gt 0 ] && command -v babeltrace2 > /dev/null; then
 	while [ $i -lt "$bt2reps" ]; do
 		measure bt2-dec babeltrace2 -o dummy "$trace"
 		measure bt2-print babeltrace2 "$trace"
+		measure bt2-count babeltrace2 "$trace" -c sink.utils.counter
 		i=$((i + 1))
 	done
 fi
@@ -173,14 +175,15 @@ fi
 
 s_batch=$(stats dec-batch "$n")
 s_next=$(stats dec-next "$n"); s_read=$(stats dec-read "$n"); s_unord=$(stats dec-unord "$n")
-s_print=$(stats print "$n")
+s_print=$(stats print "$n"); s_stats=$(stats stats "$n")
 if [ $have_bt2 = 1 ]; then
-	b_dec=$(stats bt2-dec "$n"); b_print=$(stats bt2-print "$n")
+	b_dec=$(stats bt2-dec "$n"); b_print=$(stats bt2-print "$n"); b_count=$(stats bt2-count "$n")
 	ratio() { awk -v a="$(col "$1" 1 | cut -d' ' -f1)" -v b="$(col "$2" 1)" 'BEGIN { printf "%.1f x", a / b }'; }
 	r_dec=$(ratio "$s_batch" "$b_dec"); r_read=$(ratio "$s_read" "$b_dec")
-	r_print=$(ratio "$s_print" "$b_print")
+	r_print=$(ratio "$s_print" "$b_print"); r_stats=$(ratio "$s_stats" "$b_count")
 else
-	b_dec="n/a|n/a|n/a"; b_print="n/a|n/a|n/a"; r_dec=n/a; r_read=n/a; r_print=n/a
+	b_dec="n/a|n/a|n/a"; b_print="n/a|n/a|n/a"; b_count="n/a|n/a|n/a"
+	r_dec=n/a; r_read=n/a; r_print=n/a; r_stats=n/a
 fi
 
 echo "Trace: $trace, $n events ($gen), $size;" \
@@ -196,6 +199,7 @@ echo "| full decode, merged by time, strata_iter_read + strata_event_fields per 
 echo "| full decode, merged, strata_iter_next per event (M events/s) | $(col "$s_next" 1) | $(col "$s_next" 2) | $(col "$s_next" 3) MiB | | | | |"
 echo "| full decode, stream after stream (STRATA_ITER_UNORDERED), strata_iter_decode batches (M events/s) | $(col "$s_unord" 1) | $(col "$s_unord" 2) | $(col "$s_unord" 3) MiB | | | | |"
 echo "| text listing to /dev/null, \`strata print\` (M events/s) | $(col "$s_print" 1) | $(col "$s_print" 2) | $(col "$s_print" 3) MiB | $(col "$b_print" 1) | $(col "$b_print" 2) | $(col "$b_print" 3) MiB | $r_print |"
+echo "| counts per event, CPU and thread, \`strata stats\` against babeltrace2's \`sink.utils.counter\` (whole command, M events/s) | $(col "$s_stats" 1) | $(col "$s_stats" 2) | $(col "$s_stats" 3) MiB | $(col "$b_count" 1) | $(col "$b_count" 2) | $(col "$b_count" 3) MiB | $r_stats |"
 echo "| seek to a random time, then read the event (page cache warm) | $seekline | | | n/a | | | |"
 if [ -n "$seekcold" ]; then
 	echo "| the same, the trace's pages dropped from the page cache first | $seekcold | | | n/a | | | |"

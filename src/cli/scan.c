@@ -176,6 +176,8 @@ static int scan_event(struct scan *s, int (*nf)[4], const struct strata_event *e
 		(*lc)->count++;
 		if (ts > (*lc)->last)
 			(*lc)->last = ts;
+		if (ts < (*lc)->first)
+			(*lc)->first = ts;
 	} else if (!(*lc = note(&s->cpus, ev->cpu, ts))) {
 		return -1;
 	}
@@ -184,6 +186,8 @@ static int scan_event(struct scan *s, int (*nf)[4], const struct strata_event *e
 		(*lt)->count++;
 		if (ts > (*lt)->last)
 			(*lt)->last = ts;
+		if (ts < (*lt)->first)
+			(*lt)->first = ts;
 	} else if (!(*lt = note(&s->threads, tk, ts))) {
 		return -1;
 	}
@@ -232,46 +236,41 @@ nomem:
 }
 
 /*
- * Counting needs no time order: each stream is read on its own, a batch
- * of events at a time (strata_iter_read), and the merge of every stream
- * by timestamp that an iterator over them all does per event is skipped
- * (issue 23: `strata stats` at the reader's speed). The counts and time
- * ranges are the same (scan_event() widens ranges either way).
+ * Counting needs no time order: the streams are read one after the other
+ * (STRATA_ITER_UNORDERED), a batch of events at a time (strata_iter_read),
+ * and the merge of every stream by timestamp that an ordered iterator
+ * does per event is skipped (issue 23: `strata stats` at the reader's
+ * speed). The counts and time ranges are the same: scan_event() widens
+ * ranges either way.
  */
 static int scan_streams(struct scan *s, struct cli_trace *ct, bool internal)
 {
 	enum { BATCH = 4096 };
 	struct strata_event *evs = malloc(BATCH * sizeof(*evs));
+	struct strata_iter_options io = {
+		.stream = -1, .filter = ct->f,
+		.flags = STRATA_ITER_UNORDERED | (internal ? STRATA_ITER_INTERNAL : 0)};
 	struct strata_iter *it = NULL;
+	struct scan_slot *lc = NULL, *lt = NULL;
 	struct cli_progress pg;
-	uint64_t done = 0; /* bytes of the streams read before this one */
 	int (*nf)[4] = NULL, n, rc = -1;
 
 	if (!evs || scan_alloc(s, ct->t, &nf) < 0) {
 		cli_err(ct->path, "out of memory");
 		goto out;
 	}
+	if ((n = strata_iter_create(ct->t, &io, &it)) < 0) {
+		cli_err(ct->path, "%s", strerror(-n));
+		goto out;
+	}
 	cli_progress_init(&pg, strata_trace_size(ct->t));
-	for (unsigned i = 0; i < strata_trace_nstreams(ct->t); i++) {
-		struct strata_iter_options io = {
-			.stream = (int)i, .filter = ct->f,
-			.flags = internal ? STRATA_ITER_INTERNAL : 0};
-		struct scan_slot *lc = NULL, *lt = NULL;
-		if ((n = strata_iter_create(ct->t, &io, &it)) < 0) {
-			cli_err(ct->path, "%s", strerror(-n));
-			goto out;
-		}
-		while ((n = strata_iter_read(it, evs, BATCH)) > 0) {
-			for (int k = 0; k < n; k++)
-				if (scan_event(s, nf, &evs[k], &lc, &lt) < 0) {
-					cli_err(ct->path, "out of memory");
-					goto out;
-				}
-			cli_progress_tick(&pg, done + strata_iter_progress(it));
-		}
-		done += strata_iter_progress(it);
-		strata_iter_destroy(it);
-		it = NULL;
+	while ((n = strata_iter_read(it, evs, BATCH)) > 0) {
+		for (int k = 0; k < n; k++)
+			if (scan_event(s, nf, &evs[k], &lc, &lt) < 0) {
+				cli_err(ct->path, "out of memory");
+				goto out;
+			}
+		cli_progress_tick(&pg, strata_iter_progress(it));
 	}
 	cli_progress_done(&pg);
 	rc = 0;
