@@ -87,6 +87,9 @@ static struct client {
 	struct descmsg_sent sent;           /* of the registry */
 	pthread_t thread; /* the helper */
 	int thread_on;
+	/* the helper's first act, statedump_self(), was done: else leaving
+	 * does it (a program that ends before its helper ran) */
+	bool dumped;
 	/* stored with release by client_stop_helper(), loaded with acquire by
 	 * client_main(): the helper's last round sees what was done before */
 	int thread_stop;
@@ -432,7 +435,8 @@ static void *client_main(void *arg)
 	unsigned next_try = 1, wait = 1;
 
 	(void)arg;
-	statedump_self(); /* who we are, on this thread, not the program's */
+	/* who we are, on this thread, not the program's */
+	cl.dumped = statedump_self(false);
 	for (unsigned round = 0; !strata_load_acquire(&cl.thread_stop);
 	     round++) {
 		/* not connected yet: try again, every 10 ms doubling to 1 s */
@@ -569,6 +573,7 @@ void client_leave(struct strata_stats *last)
 
 	if (st == CLIENT_OFF)
 		return;
+	bool wanted = mask_wanted() != 0;
 	mask_set(0);
 	if (cl.thread_on && !client_stop_helper()) {
 		/* The helper may still use the connection: leave it open
@@ -583,6 +588,11 @@ void client_leave(struct strata_stats *last)
 	 * a courtesy. */
 	struct timespec ts = {0, 1000000};
 	nanosleep(&ts, NULL);
+	/* A program that ends before its helper's first act has had no
+	 * state dump (mask_set(0) above makes the helper skip it): no maps,
+	 * so no symbols for its addresses. The helper is stopped: ours. */
+	if (wanted && !cl.dumped)
+		cl.dumped = statedump_self(true);
 	strata_flush();
 	memset(&bye, 0, sizeof(bye));
 	bye.h.type = PROTO_BYE;
@@ -814,6 +824,7 @@ void client_after_fork_child(void)
 	ring_bellfd = -1;
 	cl.thread_on = 0;
 	cl.thread_stop = 0;
+	cl.dumped = false; /* our own maps: our helper's, or our leaving's */
 	/* the daemon clones the parent's descriptors; BYE sends all */
 	memset(&cl.sent, 0, sizeof(cl.sent));
 	memset(cl.ring_sent, 0, sizeof(cl.ring_sent));

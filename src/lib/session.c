@@ -216,7 +216,7 @@ STRATA_API int strata_start(const struct strata_options *user)
 out:
 	pthread_mutex_unlock(&session_lock);
 	if (!ret)
-		statedump_self();
+		statedump_self(false);
 	return ret;
 }
 

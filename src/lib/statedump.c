@@ -257,11 +257,11 @@ void statedump_name_thread(uint32_t tid)
 	put_record(STRATA_ID_THREAD_NAME, f, sizeof(f), name);
 }
 
-void statedump_self(void)
+bool statedump_self(bool unmasked)
 {
 	strata_store_relaxed(&dumped, 0);
-	if (!mask_wanted()) /* nothing enabled (STRATA_MAJORS=none): nothing */
-		return;
+	if (!mask_wanted() && !unmasked) /* STRATA_MAJORS=none: nothing */
+		return false;
 	pthread_mutex_lock(&statedump_lock);
 	memset(seen, 0, sizeof(seen));
 	put_phase(0);
@@ -269,6 +269,7 @@ void statedump_self(void)
 	dump_maps();
 	put_phase(1);
 	pthread_mutex_unlock(&statedump_lock);
+	return true;
 }
 
 void statedump_threads_update(void)

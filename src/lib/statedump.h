@@ -3,11 +3,14 @@
 #ifndef STRATA_LIB_STATEDUMP_H
 #define STRATA_LIB_STATEDUMP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Log strata:statedump begin, strata:process, one strata:thread_name per
- * thread, one strata:map per named mapping, strata:statedump end. */
-void statedump_self(void);
+ * thread, one strata:map per named mapping, strata:statedump end; unless
+ * nothing is enabled (STRATA_MAJORS=none), or `unmasked`. Returns whether
+ * it did. */
+bool statedump_self(bool unmasked);
 
 /* Log strata:thread_name for thread `tid` (the calling thread) now: the
  * ring's hook for a thread's first event (ring_thread_hook), so that a
