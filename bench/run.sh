@@ -79,7 +79,8 @@ if [ $DO_BUILD = 1 ]; then
 	# Target by target, so that one that does not build yet (the library
 	# being written, a missing peer) skips its rows instead of all of them.
 	for t in bench_floor bench_strata bench_lttng bench_fxt bench_workers_off \
-		bench_workers_on bench_oob bench_locks strata-locks strata-cli; do
+		bench_workers_on bench_oob bench_locks strata-locks strata-cli \
+		bench_func_plain bench_func_pg bench_func_probed strata-func; do
 		cmake --build "$BUILD" --target "$t" -j "$(nproc)" >"$BUILD/build-$t.log" 2>&1 ||
 			note "skip: $t does not build (see $BUILD/build-$t.log)"
 	done
@@ -485,6 +486,23 @@ if have bench_locks && [ -f "$LOCKS_LIB" ]; then
 	rm -rf "$OUT/locks"
 else
 	skip locks "bench_locks_or_libstrata-locks.so_not_built"
+fi
+# ---- function probes: libstrata-func against gprof's -pg and callgrind -------------
+if have bench_func_plain && have bench_func_pg && have bench_func_probed; then
+	note "function probes (bench/func_bench.sh)"
+	FUNC_ARGS=""
+	[ $SMOKE = 1 ] && FUNC_ARGS="1000000 1"
+	# shellcheck disable=SC2086 # FUNC_ARGS is a word list
+	if func_table=$(sh "$ROOT/bench/func_bench.sh" "$BIN" "$STRATA_CLI" "$OUT/func" \
+		$FUNC_ARGS 2>>"$LOG"); then
+		printf '\n%s\n' "$func_table" >>"$REPORT"
+		note "appended the Function probes section to $REPORT"
+	else
+		note "failed: function probes (see $LOG)"
+	fi
+	rm -rf "$OUT/func"
+else
+	skip func "bench_func_not_built"
 fi
 else
 	LOG=$OUT/stderr-reader.log

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/calls.h"
 #include "analysis/profile.h"
 #include "cli.h"
 #include "table.h"
@@ -20,13 +21,26 @@ const char cmd_profile_usage[] =
 	"the stack (total), as shares of all samples; symbolized through the\n"
 	"mapped files' ELF symbols and DWARF. A sample in the kernel is\n"
 	"[kernel] under the user stack that entered it; a function with no\n"
-	"symbol counts as its file, [libfoo.so].\n\n"
+	"symbol counts as its file, [libfoo.so].\n"
+	"With the function probes of strata record --functions (code built with\n"
+	"-finstrument-functions, linked with libstrata-func): per function, its\n"
+	"calls, the time inside them (total) and in its own code (self), and\n"
+	"the longest call.\n\n"
 	"  --by function|module|line  what a row is (default function)\n"
 	"  --pid N, --tid N      only these (repeatable, comma lists)\n"
 	"  --from SEC, --to SEC  window, seconds since the trace start\n"
 	"  --top N               rows shown (default 30; 0: all)\n"
 	"  --format text|json|folded  folded: one line per stack, root first,\n"
 	"                        then its samples (flamegraph.pl, speedscope)\n";
+
+/* Print a table of `shown` rows out of `all`, and say how many were left. */
+static void table_end(struct table *tb, size_t shown, size_t all)
+{
+	table_print(tb, stdout, "  ");
+	table_fini(tb);
+	if (shown < all)
+		printf("  (%zu more: --top 0 shows all)\n", all - shown);
+}
 
 static void print_text(const struct prof_result *r, size_t top)
 {
@@ -55,15 +69,66 @@ static void print_text(const struct prof_result *r, size_t top)
 		table_cell(&tb, "%s", e->name);
 		table_cell(&tb, "%s", e->module[0] ? e->module : "-");
 	}
-	table_print(&tb, stdout, "  ");
-	table_fini(&tb);
-	if (n < r->nentries)
-		printf("  (%zu more: --top 0 shows all)\n", r->nentries - n);
+	table_end(&tb, n, r->nentries);
 }
 
+/* The function probes' table: most total time first. */
+static void print_calls_text(const struct calls_result *r, size_t top)
+{
+	struct table tb;
+	size_t n = top && top < r->nentries ? top : r->nentries;
+	char b[4][32];
+
+	printf("%" PRIu64 " function calls of %u thread%s (func:call_entry/exit), at most %u "
+	       "deep; %" PRIu64 " left without their exit (closed at an outer exit), %" PRIu64
+	       " open at the end, %" PRIu64 " exits of calls entered before, %" PRIu64
+	       " not logged (deeper than STRATA_FUNCTIONS_DEPTH, or excluded).\n\n",
+	       r->calls, r->threads, r->threads == 1 ? "" : "s", r->max_depth,
+	       r->unwound, r->open, r->stray, r->skipped);
+	table_init(&tb, 7, "rrrrrll");
+	table_cell(&tb, "calls");
+	table_cell(&tb, "total");
+	table_cell(&tb, "self");
+	table_cell(&tb, "longest");
+	table_cell(&tb, "deepest");
+	table_cell(&tb, "function");
+	table_cell(&tb, "module");
+	for (size_t i = 0; i < n; i++) {
+		const struct calls_entry *e = &r->entries[i];
+		table_cell(&tb, "%" PRIu64, e->calls);
+		table_cell(&tb, "%s", dur_fmt(e->total_ns, b[0], sizeof(b[0])));
+		table_cell(&tb, "%s", dur_fmt(e->self_ns, b[1], sizeof(b[1])));
+		table_cell(&tb, "%s", dur_fmt(e->max_ns, b[2], sizeof(b[2])));
+		table_cell(&tb, "%u", e->max_depth);
+		table_cell(&tb, "%s", e->name);
+		table_cell(&tb, "%s", e->module[0] ? e->module : "-");
+	}
+	table_end(&tb, n, r->nentries);
+}
+
+static void print_calls_json(const struct calls_result *r)
+{
+	printf("\"calls\":{\"calls\":%" PRIu64 ",\"threads\":%u,\"max_depth\":%u,"
+	       "\"unwound\":%" PRIu64 ",\"open\":%" PRIu64 ",\"stray\":%" PRIu64
+	       ",\"skipped\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"functions\":[", r->calls,
+	       r->threads, r->max_depth, r->unwound, r->open, r->stray, r->skipped, r->lost);
+	for (size_t i = 0; i < r->nentries; i++) {
+		const struct calls_entry *e = &r->entries[i];
+		printf("%s\n{\"name\":", i ? "," : "");
+		cli_json_name(e->name);
+		printf(",\"module\":");
+		cli_json_name(e->module);
+		printf(",\"calls\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64
+		       ",\"max_ns\":%" PRIu64 ",\"unwound\":%" PRIu64 ",\"max_depth\":%u}",
+		       e->calls, e->total_ns, e->self_ns, e->max_ns, e->unwound, e->max_depth);
+	}
+	printf("]}");
+}
+
+/* The samples' part of the JSON object (its members, no braces). */
 static void print_json(const struct prof_result *r)
 {
-	printf("{\"samples\":%" PRIu64 ",\"kernel\":%" PRIu64 ",\"lost\":%" PRIu64
+	printf("\"samples\":%" PRIu64 ",\"kernel\":%" PRIu64 ",\"lost\":%" PRIu64
 	       ",\"threads\":%u,\"hz\":%u,\"functions\":[", r->samples, r->kernel, r->lost,
 	       r->threads, r->hz);
 	for (size_t i = 0; i < r->nentries; i++) {
@@ -80,7 +145,7 @@ static void print_json(const struct prof_result *r)
 		cli_json_name(r->stacks[i].folded);
 		printf(",\"samples\":%" PRIu64 "}", r->stacks[i].count);
 	}
-	printf("]}\n");
+	printf("]");
 }
 
 int cmd_profile(int argc, char **argv)
@@ -146,30 +211,60 @@ int cmd_profile(int argc, char **argv)
 	struct strata_iter *it = NULL;
 	struct strata_symbolizer *sy = NULL;
 	struct prof_result *r = NULL;
+	struct calls_result *calls = NULL;
 	if (strata_symbolizer_create(ct.t, &sy) < 0)
 		sy = NULL; /* modules and addresses only */
+	/* the samples, then the function probes: each pass its own iterator */
 	int ret = cli_iter(&ct, false, &it);
 	if (ret >= 0)
 		ret = prof_compute(ct.t, it, sy, by, &r);
 	strata_iter_destroy(it);
+	it = NULL;
+	if (ret >= 0 || ret == -ENOENT) {
+		int rc = cli_iter(&ct, false, &it);
+		rc = rc < 0 ? rc : calls_compute(ct.t, it, sy, &calls);
+		strata_iter_destroy(it);
+		ret = ret >= 0 && rc == -ENOENT ? 0 : rc;
+	}
 	if (ret < 0) {
-		cli_err(ct.path, "%s", ret == -ENOENT ? "no sample:cpu_clock events: record with "
-			"strata record --sample (docs/profile.md)" : strerror(-ret));
+		cli_err(ct.path, "%s", ret == -ENOENT ? "no sample:cpu_clock nor func:call_entry "
+			"events: record with strata record --sample, or --functions for code "
+			"built with -finstrument-functions (docs/profile.md)" : strerror(-ret));
+		prof_free(r);
 		strata_symbolizer_destroy(sy);
 		cli_close(&ct);
 		return 1;
 	}
 	if (format == 1) {
-		print_json(r);
+		printf("{");
+		if (r)
+			print_json(r);
+		if (calls) {
+			printf("%s", r ? "," : "");
+			print_calls_json(calls);
+		}
+		printf("}\n");
 	} else if (format == 2) {
-		for (size_t i = 0; i < r->nstacks; i++)
+		if (!r)
+			cli_err(ct.path, "folded stacks come from samples (record --sample); "
+				"this trace has function probes only");
+		for (size_t i = 0; r && i < r->nstacks; i++)
 			printf("%s %" PRIu64 "\n", r->stacks[i].folded, r->stacks[i].count);
 	} else {
-		print_text(r, (size_t)top);
+		if (r)
+			print_text(r, (size_t)top);
+		if (r && calls)
+			printf("\n");
+		if (calls)
+			print_calls_text(calls, (size_t)top);
 	}
-	if (r->lost)
+	if (r && r->lost)
 		cli_err(ct.path, "%" PRIu64 " samples lost (the kernel's buffers overflowed): "
 			"the shares are of those kept", r->lost);
+	if (calls && calls->lost)
+		cli_err(ct.path, "%" PRIu64 " events lost while recording: the calls they held "
+			"show as left without their exit, or not at all", calls->lost);
+	calls_free(calls);
 	prof_free(r);
 	strata_symbolizer_destroy(sy);
 	int rc = cli_status(&ct);

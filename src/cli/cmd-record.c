@@ -50,6 +50,9 @@ const char cmd_record_usage[] =
 	"                         1000; perf cpu-clock; then strata profile DIR)\n"
 	"  --locks                trace COMMAND's pthread locks (libstrata-locks.so\n"
 	"                         preloaded; then strata locks DIR, docs/locks.md)\n"
+	"  --functions            turn on the function probes of code built with\n"
+	"                         -finstrument-functions and linked with\n"
+	"                         libstrata-func (then strata profile DIR)\n"
 	"  -v, --verbose          one line per traced process at the end\n\n"
 	"SIGUSR1 writes a snapshot of the buffers (overwrite mode) to\n"
 	"DIR-snapshot-N while tracing goes on.\n";
@@ -154,6 +157,7 @@ struct record_opts {
 	int ksystem, verbose;
 	char locks[4096]; /* --locks: the preload's path, or "" */
 	int want_locks;
+	int functions; /* --functions: STRATA_FUNCTIONS=1 for the command */
 	unsigned sample_hz; /* --sample: per thread and second of CPU time, or 0 */
 	unsigned kbuffer_kb; /* --kernel-buffer-kb, 0: the default */
 	const char *kevents[65]; /* --kernel-event, NULL-terminated */
@@ -178,7 +182,7 @@ static int record_trigger(int start, const char *arg)
 }
 
 enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD,
-       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE };
+       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE, O_FUNCTIONS };
 
 /* One option that is not a ring option: 0, or -1 when the exit status
  * is 2 (said on stderr). */
@@ -201,6 +205,7 @@ static int record_opt(struct record_opts *ro, int o, const char *arg)
 		return cli_kernel_buffer_opt("record", arg, &ro->kbuffer_kb);
 	case O_GUARD: ro->guard = arg; break;
 	case O_LOCKS: ro->want_locks = 1; break;
+	case O_FUNCTIONS: ro->functions = 1; break;
 	case O_SAMPLE:
 		return cli_sample_opt(arg, &ro->sample_hz);
 	case 'v': ro->verbose = 1; break;
@@ -238,6 +243,7 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 		{"kernel-buffer-kb", required_argument, NULL, O_KBUF},
 		{"kernel-event", required_argument, NULL, O_KEVENT},
 		{"locks", no_argument, NULL, O_LOCKS},
+		{"functions", no_argument, NULL, O_FUNCTIONS},
 		{"sample", optional_argument, NULL, O_SAMPLE},
 		{"guard", required_argument, NULL, O_GUARD}, /* not in --help */
 		{NULL, 0, NULL, 0},
@@ -399,6 +405,8 @@ static pid_t record_spawn(const struct record_opts *ro, int gate[2])
 				 old ? old : "");
 			setenv("LD_PRELOAD", pre, 1);
 		}
+		if (ro->functions) /* src/func/probes.c */
+			setenv("STRATA_FUNCTIONS", "1", 1);
 		cli_exec(ro->cmd);
 	}
 	return child;
