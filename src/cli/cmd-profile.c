@@ -148,7 +148,15 @@ static void print_json(const struct prof_result *r)
 	printf("]");
 }
 
-int cmd_profile(int argc, char **argv)
+struct profile_opts {
+	struct cli_filter_opts fo;
+	enum prof_by by;
+	long top;
+	int format; /* 0 text, 1 json, 2 folded */
+};
+
+/* The options into *po; 0, or -1 after saying why. */
+static int profile_parse(int argc, char **argv, struct profile_opts *po)
 {
 	enum { O_BY = 3500, O_TOP };
 	static const struct option opts[] = {
@@ -162,10 +170,6 @@ int cmd_profile(int argc, char **argv)
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ 0 },
 	};
-	struct cli_filter_opts fo = { 0 };
-	enum prof_by by = PROF_BY_FUNCTION;
-	long top = 30;
-	int format = 0; /* 0 text, 1 json, 2 folded */
 	int c;
 
 	optind = 1;
@@ -173,69 +177,66 @@ int cmd_profile(int argc, char **argv)
 		switch (c) {
 		case O_BY:
 			if (!strcmp(optarg, "function")) {
-				by = PROF_BY_FUNCTION;
+				po->by = PROF_BY_FUNCTION;
 			} else if (!strcmp(optarg, "module")) {
-				by = PROF_BY_MODULE;
+				po->by = PROF_BY_MODULE;
 			} else if (!strcmp(optarg, "line")) {
-				by = PROF_BY_LINE;
+				po->by = PROF_BY_LINE;
 			} else {
 				cli_err(NULL, "profile: --by %s: expected function, module or line",
 					optarg);
-				return 1;
+				return -1;
 			}
 			break;
 		case O_TOP:
-			if (report_top(optarg, &top))
-				return 1;
+			if (report_top(optarg, &po->top))
+				return -1;
 			break;
 		case OPT_FORMAT:
 			if (!strcmp(optarg, "text") || !strcmp(optarg, "json") ||
 			    !strcmp(optarg, "folded")) {
-				format = optarg[0] == 't' ? 0 : optarg[0] == 'j' ? 1 : 2;
+				po->format = optarg[0] == 't' ? 0 : optarg[0] == 'j' ? 1 : 2;
 				break;
 			}
 			cli_err(NULL, "--format: expected text, json or folded, not '%s'", optarg);
-			return 1;
+			return -1;
 		default:
-			if (c == '?' || cli_filter_opt(&fo, c, optarg) < 0)
-				return 1;
+			if (c == '?' || cli_filter_opt(&po->fo, c, optarg) < 0)
+				return -1;
 		}
 	}
 	if (optind != argc - 1) {
 		cli_err(NULL, "profile: expected one TRACE directory (see strata profile --help)");
-		return 1;
+		return -1;
 	}
-	struct cli_trace ct = { .quiet_lost = true };
-	if (cli_open(&ct, argv[optind], &fo) < 0)
-		return 1;
+	return 0;
+}
+
+/* The samples (*r) and the function probes (*calls) of ct, each NULL
+ * when the trace has none; 0, or a negative errno (-ENOENT: neither). */
+static int profile_compute(struct cli_trace *ct, struct strata_symbolizer *sy,
+			   enum prof_by by, struct prof_result **r,
+			   struct calls_result **calls)
+{
 	struct strata_iter *it = NULL;
-	struct strata_symbolizer *sy = NULL;
-	struct prof_result *r = NULL;
-	struct calls_result *calls = NULL;
-	if (strata_symbolizer_create(ct.t, &sy) < 0)
-		sy = NULL; /* modules and addresses only */
 	/* the samples, then the function probes: each pass its own iterator */
-	int ret = cli_iter(&ct, false, &it);
+	int ret = cli_iter(ct, false, &it);
 	if (ret >= 0)
-		ret = prof_compute(ct.t, it, sy, by, &r);
+		ret = prof_compute(ct->t, it, sy, by, r);
 	strata_iter_destroy(it);
 	it = NULL;
-	if (ret >= 0 || ret == -ENOENT) {
-		int rc = cli_iter(&ct, false, &it);
-		rc = rc < 0 ? rc : calls_compute(ct.t, it, sy, &calls);
-		strata_iter_destroy(it);
-		ret = ret >= 0 && rc == -ENOENT ? 0 : rc;
-	}
-	if (ret < 0) {
-		cli_err(ct.path, "%s", ret == -ENOENT ? "no sample:cpu_clock nor func:call_entry "
-			"events: record with strata record --sample, or --functions for code "
-			"built with -finstrument-functions (docs/profile.md)" : strerror(-ret));
-		prof_free(r);
-		strata_symbolizer_destroy(sy);
-		cli_close(&ct);
-		return 1;
-	}
-	if (format == 1) {
+	if (ret < 0 && ret != -ENOENT)
+		return ret;
+	int rc = cli_iter(ct, false, &it);
+	rc = rc < 0 ? rc : calls_compute(ct->t, it, sy, calls);
+	strata_iter_destroy(it);
+	return ret >= 0 && rc == -ENOENT ? 0 : rc;
+}
+
+static void profile_report(const struct profile_opts *po, const struct cli_trace *ct,
+			   const struct prof_result *r, const struct calls_result *calls)
+{
+	if (po->format == 1) {
 		printf("{");
 		if (r)
 			print_json(r);
@@ -244,30 +245,51 @@ int cmd_profile(int argc, char **argv)
 			print_calls_json(calls);
 		}
 		printf("}\n");
-	} else if (format == 2) {
+	} else if (po->format == 2) {
 		if (!r)
-			cli_err(ct.path, "folded stacks come from samples (record --sample); "
+			cli_err(ct->path, "folded stacks come from samples (record --sample); "
 				"this trace has function probes only");
 		for (size_t i = 0; r && i < r->nstacks; i++)
 			printf("%s %" PRIu64 "\n", r->stacks[i].folded, r->stacks[i].count);
 	} else {
 		if (r)
-			print_text(r, (size_t)top);
+			print_text(r, (size_t)po->top);
 		if (r && calls)
 			printf("\n");
 		if (calls)
-			print_calls_text(calls, (size_t)top);
+			print_calls_text(calls, (size_t)po->top);
 	}
 	if (r && r->lost)
-		cli_err(ct.path, "%" PRIu64 " samples lost (the kernel's buffers overflowed): "
+		cli_err(ct->path, "%" PRIu64 " samples lost (the kernel's buffers overflowed): "
 			"the shares are of those kept", r->lost);
 	if (calls && calls->lost)
-		cli_err(ct.path, "%" PRIu64 " events lost while recording: the calls they held "
+		cli_err(ct->path, "%" PRIu64 " events lost while recording: the calls they held "
 			"show as left without their exit, or not at all", calls->lost);
-	calls_free(calls);
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	struct profile_opts po = { .by = PROF_BY_FUNCTION, .top = 30 };
+	struct cli_trace ct = { .quiet_lost = true };
+	struct strata_symbolizer *sy = NULL;
+	struct prof_result *r = NULL;
+	struct calls_result *calls = NULL;
+
+	if (profile_parse(argc, argv, &po) < 0 || cli_open(&ct, argv[optind], &po.fo) < 0)
+		return 1;
+	if (strata_symbolizer_create(ct.t, &sy) < 0)
+		sy = NULL; /* modules and addresses only */
+	int ret = profile_compute(&ct, sy, po.by, &r, &calls);
+	if (ret < 0)
+		cli_err(ct.path, "%s", ret == -ENOENT ? "no sample:cpu_clock nor func:call_entry "
+			"events: record with strata record --sample, or --functions for code "
+			"built with -finstrument-functions (docs/profile.md)" : strerror(-ret));
+	else
+		profile_report(&po, &ct, r, calls);
 	prof_free(r);
+	calls_free(calls);
 	strata_symbolizer_destroy(sy);
-	int rc = cli_status(&ct);
+	int rc = ret < 0 ? 1 : cli_status(&ct);
 	cli_close(&ct);
 	return rc;
 }
