@@ -210,6 +210,140 @@ static uint64_t pl_word(const unsigned char *pl, unsigned i)
 	return v;
 }
 
+/* One event at ev, before end (docs/compact.md: compact or extended
+ * header): its length, or 0 when it is damaged (said); its full id, time
+ * (ts follows the packet's clock), payload and payload words. */
+static uint32_t decode_event(const char *path, const unsigned char *m,
+			     const unsigned char *ev, const unsigned char *end,
+			     uint64_t *ts, uint32_t *id, const unsigned char **pl,
+			     uint32_t *nw)
+{
+	uint32_t h, len;
+
+	memcpy(&h, ev, 4);
+	if ((h & 31) == 31) {
+		len = (h >> 5) * 4;
+		if (end - ev < 16 || len < 16 || len > (uint64_t)(end - ev) || (len - 16) % 8) {
+			FAIL("%s+%llu: bad extended length %u\n", path,
+			     (unsigned long long)(ev - m), len);
+			return 0;
+		}
+		memcpy(id, ev + 4, 4);
+		memcpy(ts, ev + 8, 8);
+		if (*id >= 10 && *id < 31)
+			*id = cid_full[*id];
+		*pl = ev + 16;
+		*nw = (len - 16) / 8;
+		return len;
+	}
+	*id = cid_full[h & 31];
+	*nw = compact_words(*id);
+	len = 4 + 8 * *nw;
+	if (!*id || !*nw || len > (uint64_t)(end - ev)) {
+		FAIL("%s+%llu: bad compact event (id %u)\n", path,
+		     (unsigned long long)(ev - m), h & 31);
+		return 0;
+	}
+	*ts += ((h >> 5) - *ts) & ((1u << 27) - 1);
+	*pl = ev + 4;
+	return len;
+}
+
+/* A worker's event from the main loop: its sequence number, size and
+ * payload, seen once. */
+static void note_main(const char *path, int wk, uint64_t seq, uint32_t minor,
+		      const unsigned char *pl, uint32_t nw)
+{
+	unsigned k = size_of(seq);
+
+	if (seq >= (uint64_t)nevents || minor != k || nw != 1 + k) {
+		bad_payload++;
+		FAIL("%s: bad main event seq %llu\n", path, (unsigned long long)seq);
+		return;
+	}
+	for (unsigned i = 0; i < k; i++)
+		if (pl_word(pl, 1 + i) != pattern((uint64_t)wk, seq, i)) {
+			bad_payload++;
+			FAIL("%s: payload of %d/%llu\n", path, wk, (unsigned long long)seq);
+			break;
+		}
+	uint8_t *b = &seen[wk].main[seq / 8];
+	if (*b & (1u << (seq % 8))) {
+		dup_main++;
+		FAIL("%s: duplicate %d/%llu\n", path, wk, (unsigned long long)seq);
+	}
+	*b |= (uint8_t)(1u << (seq % 8));
+	recorded_main++;
+}
+
+/* Event `id` of the thread *cur names (a strata:thread record changes
+ * it): counted, checked against what its worker logged. */
+static void note_event(const char *path, uint32_t id, const unsigned char *pl,
+		       uint32_t nw, uint32_t *cur)
+{
+	uint32_t major = id >> 16, minor = id & 0xffff;
+
+	if (major == 0 && minor == 1) {
+		*cur = (uint32_t)pl_word(pl, 0);
+	} else if (major == 0 && (minor == 3 || minor >= 5)) {
+		recorded_internal++;
+	} else if (major == MAJ_MAIN || major == MAJ_SIG) {
+		uint64_t v = pl_word(pl, 0);
+		int wk = (int)(v >> 40);
+		uint64_t seq = v & ((UINT64_C(1) << 40) - 1);
+		if (wk >= nworkers) {
+			FAIL("%s: bad worker %d\n", path, wk);
+		} else if (worker_of_tid(*cur) != wk) {
+			misattributed++;
+			FAIL("%s: event of worker %d attributed to tid %u\n", path, wk, *cur);
+		} else if (major == MAJ_MAIN) {
+			note_main(path, wk, seq, minor, pl, nw);
+		} else if ((long)seq >= sig_logged[wk]) {
+			FAIL("%s: signal seq %llu never logged\n", path, (unsigned long long)seq);
+		} else {
+			uint8_t *b = &seen[wk].sig[seq / 8];
+			if (*b & (1u << (seq % 8)))
+				dup_sig++;
+			*b |= (uint8_t)(1u << (seq % 8));
+			recorded_sig++;
+		}
+	}
+}
+
+/* The events of the packet at p (content bytes), from time ts (its
+ * timestamp_begin), checked; the program's events counted, which the
+ * packet's `events` must equal (format.md §2: the consumer's exact count,
+ * from its closer's or its walk). The last event's time. */
+static uint64_t check_packet(const char *path, const unsigned char *m,
+			     const unsigned char *p, uint64_t content, uint64_t ts)
+{
+	const unsigned char *ev = p + 96, *end = p + content;
+	uint32_t cur, hdr_events, program = 0;
+
+	memcpy(&cur, p + 88, 4); /* the opener's tid */
+	memcpy(&hdr_events, p + 92, 4);
+	while (ev < end) {
+		uint32_t id, nw;
+		const unsigned char *pl;
+		uint64_t full = ts;
+		uint32_t len = decode_event(path, m, ev, end, &full, &id, &pl, &nw);
+		if (!len)
+			return ts;
+		if (full < ts) {
+			ts_backwards++;
+			FAIL("%s: timestamp goes backwards\n", path);
+		}
+		ts = full;
+		program += (id >> 16) != 0;
+		note_event(path, id, pl, nw, &cur);
+		ev += len;
+	}
+	if (hdr_events != program)
+		FAIL("%s+%llu: the packet says %u events, it holds %u\n", path,
+		     (unsigned long long)(p - m), hdr_events, program);
+	return ts;
+}
+
 static void check_stream(const char *path)
 {
 	int fd = open(path, O_RDONLY);
@@ -234,7 +368,7 @@ static void check_stream(const char *path)
 	int first = 1;
 	while (off + 96 <= (uint64_t)st.st_size) {
 		const unsigned char *p = m + off;
-		uint32_t magic, tid;
+		uint32_t magic;
 		uint64_t ts, ts_end, content, psize, seqn, disc;
 		memcpy(&magic, p, 4);
 		memcpy(&ts, p + 32, 8);
@@ -243,7 +377,6 @@ static void check_stream(const char *path)
 		memcpy(&psize, p + 56, 8);
 		memcpy(&seqn, p + 64, 8);
 		memcpy(&disc, p + 72, 8);
-		memcpy(&tid, p + 88, 4);
 		content /= 8;
 		psize /= 8;
 		if (magic != 0xC1FC1FC1u || psize < 16384 || content > psize ||
@@ -263,101 +396,9 @@ static void check_stream(const char *path)
 		first = 0;
 		prev_seq = seqn;
 		last_disc = disc;
-		uint32_t cur = tid;
-		const unsigned char *ev = p + 96, *end = p + content;
 		if (content % 4)
 			FAIL("%s: content size %llu\n", path, (unsigned long long)content);
-		while (ev < end) {
-			/* docs/compact.md: compact or extended header */
-			uint32_t h, id, len, nw;
-			const unsigned char *pl;
-			uint64_t full;
-			memcpy(&h, ev, 4);
-			if ((h & 31) == 31) {
-				len = (h >> 5) * 4;
-				if (end - ev < 16 || len < 16 || len > (uint64_t)(end - ev) ||
-				    (len - 16) % 8) {
-					FAIL("%s+%llu: bad extended length %u\n", path,
-					     (unsigned long long)(ev - m), len);
-					break;
-				}
-				memcpy(&id, ev + 4, 4);
-				memcpy(&full, ev + 8, 8);
-				if (id >= 10 && id < 31)
-					id = cid_full[id];
-				pl = ev + 16;
-				nw = (len - 16) / 8;
-			} else {
-				id = cid_full[h & 31];
-				nw = compact_words(id);
-				len = 4 + 8 * nw;
-				if (!id || !nw || len > (uint64_t)(end - ev)) {
-					FAIL("%s+%llu: bad compact event (id %u)\n", path,
-					     (unsigned long long)(ev - m), h & 31);
-					break;
-				}
-				full = ts + (((h >> 5) - ts) & ((1u << 27) - 1));
-				pl = ev + 4;
-			}
-			uint32_t major = id >> 16, minor = id & 0xffff;
-			if (full < ts) {
-				ts_backwards++;
-				FAIL("%s: timestamp goes backwards\n", path);
-			}
-			ts = full;
-			if (major == 0 && minor == 1) {
-				cur = (uint32_t)pl_word(pl, 0);
-			} else if (major == 0 && (minor == 3 || minor >= 5)) {
-				recorded_internal++;
-			} else if (major == MAJ_MAIN || major == MAJ_SIG) {
-				uint64_t v = pl_word(pl, 0);
-				int wk = (int)(v >> 40);
-				uint64_t seq = v & ((UINT64_C(1) << 40) - 1);
-				if (wk >= nworkers) {
-					FAIL("%s: bad worker %d\n", path, wk);
-				} else if (worker_of_tid(cur) != wk) {
-					misattributed++;
-					FAIL("%s: event of worker %d attributed to tid %u\n",
-					     path, wk, cur);
-				} else if (major == MAJ_MAIN) {
-					unsigned k = size_of(seq);
-					if (seq >= (uint64_t)nevents || minor != k ||
-					    nw != 1 + k) {
-						bad_payload++;
-						FAIL("%s: bad main event seq %llu\n", path,
-						     (unsigned long long)seq);
-					} else {
-						for (unsigned i = 0; i < k; i++)
-							if (pl_word(pl, 1 + i) != pattern((uint64_t)wk, seq, i)) {
-								bad_payload++;
-								FAIL("%s: payload of %d/%llu\n",
-								     path, wk, (unsigned long long)seq);
-								break;
-							}
-						uint8_t *b = &seen[wk].main[seq / 8];
-						if (*b & (1u << (seq % 8))) {
-							dup_main++;
-							FAIL("%s: duplicate %d/%llu\n", path,
-							     wk, (unsigned long long)seq);
-						}
-						*b |= (uint8_t)(1u << (seq % 8));
-						recorded_main++;
-					}
-				} else {
-					if ((long)seq >= sig_logged[wk]) {
-						FAIL("%s: signal seq %llu never logged\n",
-						     path, (unsigned long long)seq);
-					} else {
-						uint8_t *b = &seen[wk].sig[seq / 8];
-						if (*b & (1u << (seq % 8)))
-							dup_sig++;
-						*b |= (uint8_t)(1u << (seq % 8));
-						recorded_sig++;
-					}
-				}
-			}
-			ev += len;
-		}
+		ts = check_packet(path, m, p, content, ts);
 		if (ts > ts_end && ts_end) {
 			ts_backwards++;
 			FAIL("%s: event after timestamp_end\n", path);
@@ -399,15 +440,13 @@ static void usage(void)
 	exit(2);
 }
 
-int main(int argc, char **argv)
+/* The options and the mode's ring geometry into *o (usage() on error). */
+static void parse(int argc, char **argv, struct strata_options *o)
 {
 	static const struct option lo[] = {
 		{"no-signals", no_argument, NULL, 'S'},
 		{"no-migrate", no_argument, NULL, 'M'},
 		{0, 0, 0, 0}};
-	struct strata_options o = {0};
-	struct strata_stats st;
-	pthread_t sig_th;
 	int c;
 
 	nworkers = 2 * (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -425,21 +464,21 @@ int main(int argc, char **argv)
 	if (!outdir || nworkers < 1 || nworkers > MAX_WORKERS || nevents < 1)
 		usage();
 
-	o.output = outdir;
+	o->output = outdir;
 	if (!strcmp(mode_name, "complete")) {
 		/* Room for the whole run: nothing may be lost. */
-		o.packet_size = 1 << 20;
-		o.npackets = 256;
+		o->packet_size = 1 << 20;
+		o->npackets = 256;
 	} else if (!strcmp(mode_name, "loss")) {
-		o.packet_size = 16 << 10; /* far too small */
-		o.npackets = 2;
+		o->packet_size = 16 << 10; /* far too small */
+		o->npackets = 2;
 	} else if (!strcmp(mode_name, "block")) {
 		/* Rings far too small, in blocking mode: writers wait for
 		 * the consumer, signal handlers included, and nothing is
 		 * lost (4 packets: ring.md §4, "Blocking"). */
-		o.packet_size = 16 << 10;
-		o.npackets = 4;
-		o.mode = STRATA_MODE_BLOCK;
+		o->packet_size = 16 << 10;
+		o->npackets = 4;
+		o->mode = STRATA_MODE_BLOCK;
 	} else if (!strcmp(mode_name, "defaults")) {
 		/* The default rings, flat out: heavy discards, as a new
 		 * user's first run sees them (checked as loss mode). */
@@ -447,9 +486,9 @@ int main(int argc, char **argv)
 		/* One pinned writer per ring (plus its signal handler): no
 		 * writer is ever preempted inside another's packet, so the
 		 * ring must hold exactly the newest events of its worker. */
-		o.packet_size = 16 << 10;
-		o.npackets = 4;
-		o.mode = STRATA_MODE_OVERWRITE;
+		o->packet_size = 16 << 10;
+		o->npackets = 4;
+		o->mode = STRATA_MODE_OVERWRITE;
 		pin_workers = 1;
 		use_migrate = 0;
 		if (nworkers > sysconf(_SC_NPROCESSORS_ONLN))
@@ -457,12 +496,14 @@ int main(int argc, char **argv)
 	} else {
 		usage();
 	}
-	if (strata_start(&o)) {
-		fprintf(stderr, "stress: strata_start: %s\n", strata_strerror_detail());
-		return 1;
-	}
+}
 
+/* The workers (and the signaller) from start to join. */
+static void run_workers(void)
+{
+	pthread_t sig_th;
 	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
 	for (int i = 0; i < nworkers; i++)
@@ -475,40 +516,35 @@ int main(int argc, char **argv)
 	if (use_signals)
 		pthread_join(sig_th, NULL);
 	signal(SIGUSR1, SIG_IGN);
+}
 
-	int ret = strata_stop();
-	strata_get_stats(&st);
-	if (ret)
-		FAIL("strata_stop: %s\n", strata_strerror_detail());
-
-	long logged_sig = 0;
+/* Overwrite mode: each worker's recorded events are a contiguous suffix
+ * of what it logged: the newest ones, none missing among them. */
+static void check_overwrite(void)
+{
 	for (int i = 0; i < nworkers; i++) {
-		seen[i].main = calloc((size_t)nevents / 8 + 1, 1);
-		seen[i].sig = calloc((size_t)sig_logged[i] / 8 + 1, 1);
-		logged_sig += sig_logged[i];
+		uint64_t k = (uint64_t)nevents;
+		while (k > 0 && (seen[i].main[(k - 1) / 8] & (1u << ((k - 1) % 8))))
+			k--;
+		long kept = nevents - (long)k, total = 0;
+		for (uint64_t j = 0; j < (uint64_t)nevents; j++)
+			total += !!(seen[i].main[j / 8] & (1u << (j % 8)));
+		if (kept == 0 || total != kept)
+			FAIL("overwrite: worker %d kept %ld events, %ld of them "
+			     "the newest\n", i, total, kept);
 	}
-	check_trace();
+}
 
-	long logged = (long)nworkers * nevents + logged_sig;
+/* The mode's accounting: what was logged against what the trace holds
+ * and what the library counted (st). */
+static void check_counts(const struct strata_stats *st, long logged, long logged_sig,
+			 long lost)
+{
 	long recorded = recorded_main + recorded_sig;
-	long lost = (long)(st.lost_full + st.lost_busy + st.lost_too_big +
-			   st.lost_nested + st.lost_no_ring);
-	static const char *const proto[] = {"CAS", "rseq", "rseq out of line"};
-	printf("stress[%s, %s]: %d threads, logged %ld (%ld from signal handlers), "
-	       "recorded %ld, discarded %ld in the trace (%ld counted by the "
-	       "library: full %llu busy %llu nested %llu too_big %llu no_ring %llu), misattributed %ld, "
-	       "duplicates %ld, bad payloads %ld, timestamps backwards %ld\n",
-	       mode_name, proto[strata_rseq], /* 0, INLINE or OUTLINE */
-	       nworkers, logged, logged_sig, recorded,
-	       discarded_total, lost, (unsigned long long)st.lost_full,
-	       (unsigned long long)st.lost_busy,
-	       (unsigned long long)st.lost_nested, (unsigned long long)st.lost_too_big,
-	       (unsigned long long)st.lost_no_ring, misattributed,
-	       dup_main + dup_sig, bad_payload, ts_backwards);
-	if ((long)st.events_written != recorded + 0 &&
-	    strcmp(mode_name, "overwrite"))
+
+	if ((long)st->events_written != recorded + 0 && strcmp(mode_name, "overwrite"))
 		FAIL("consumer counted %llu events, the checker %ld\n",
-		     (unsigned long long)st.events_written, recorded);
+		     (unsigned long long)st->events_written, recorded);
 	if (dup_main || dup_sig)
 		FAIL("duplicated events\n");
 	if (!strcmp(mode_name, "block")) {
@@ -533,32 +569,62 @@ int main(int argc, char **argv)
 		if (recorded + discarded_total != logged)
 			FAIL("recorded %ld + discarded %ld != logged %ld\n",
 			     recorded, discarded_total, logged);
-		if (recorded_internal + (long)st.internal_lost !=
-		    (long)st.internal_logged)
+		if (recorded_internal + (long)st->internal_lost !=
+		    (long)st->internal_logged)
 			FAIL("strata's own records: %ld recorded + %llu lost != "
 			     "%llu logged\n", recorded_internal,
-			     (unsigned long long)st.internal_lost,
-			     (unsigned long long)st.internal_logged);
+			     (unsigned long long)st->internal_lost,
+			     (unsigned long long)st->internal_logged);
 		if (discarded_total != lost)
 			FAIL("trace says %ld discarded, library %ld\n",
 			     discarded_total, lost);
 		if (!discarded_total)
 			FAIL("loss mode lost nothing: the test proves nothing\n");
 	} else {
-		/* Each worker's recorded events are a contiguous suffix of
-		 * what it logged: the newest ones, none missing among them. */
-		for (int i = 0; i < nworkers; i++) {
-			uint64_t k = (uint64_t)nevents;
-			while (k > 0 && (seen[i].main[(k - 1) / 8] & (1u << ((k - 1) % 8))))
-				k--;
-			long kept = nevents - (long)k, total = 0;
-			for (uint64_t j = 0; j < (uint64_t)nevents; j++)
-				total += !!(seen[i].main[j / 8] & (1u << (j % 8)));
-			if (kept == 0 || total != kept)
-				FAIL("overwrite: worker %d kept %ld events, %ld of them "
-				     "the newest\n", i, total, kept);
-		}
+		check_overwrite();
 	}
+}
+
+int main(int argc, char **argv)
+{
+	struct strata_options o = {0};
+	struct strata_stats st;
+
+	parse(argc, argv, &o);
+	if (strata_start(&o)) {
+		fprintf(stderr, "stress: strata_start: %s\n", strata_strerror_detail());
+		return 1;
+	}
+	run_workers();
+	int ret = strata_stop();
+	strata_get_stats(&st);
+	if (ret)
+		FAIL("strata_stop: %s\n", strata_strerror_detail());
+
+	long logged_sig = 0;
+	for (int i = 0; i < nworkers; i++) {
+		seen[i].main = calloc((size_t)nevents / 8 + 1, 1);
+		seen[i].sig = calloc((size_t)sig_logged[i] / 8 + 1, 1);
+		logged_sig += sig_logged[i];
+	}
+	check_trace();
+
+	long logged = (long)nworkers * nevents + logged_sig;
+	long lost = (long)(st.lost_full + st.lost_busy + st.lost_too_big +
+			   st.lost_nested + st.lost_no_ring);
+	static const char *const proto[] = {"CAS", "rseq", "rseq out of line"};
+	printf("stress[%s, %s]: %d threads, logged %ld (%ld from signal handlers), "
+	       "recorded %ld, discarded %ld in the trace (%ld counted by the "
+	       "library: full %llu busy %llu nested %llu too_big %llu no_ring %llu), misattributed %ld, "
+	       "duplicates %ld, bad payloads %ld, timestamps backwards %ld\n",
+	       mode_name, proto[strata_rseq], /* 0, INLINE or OUTLINE */
+	       nworkers, logged, logged_sig, recorded_main + recorded_sig,
+	       discarded_total, lost, (unsigned long long)st.lost_full,
+	       (unsigned long long)st.lost_busy,
+	       (unsigned long long)st.lost_nested, (unsigned long long)st.lost_too_big,
+	       (unsigned long long)st.lost_no_ring, misattributed,
+	       dup_main + dup_sig, bad_payload, ts_backwards);
+	check_counts(&st, logged, logged_sig, lost);
 	if (errors) {
 		fprintf(stderr, "stress: FAILED (%ld errors)\n", errors);
 		return 1;
