@@ -278,9 +278,163 @@ static void send_ring(int s, unsigned cpu, int fd)
 		die("send ring");
 }
 
+/* ---- the attacks: one function each, ARGS as strings ------------------------- */
+
+static struct dbuf attack_buf;
+
+static void attack_zerofd(char **arg)
+{
+	for (int k = 0; k < atoi(arg[0]); k++) {
+		int s = dial();
+		for (int i = 0; s >= 0 && i < atoi(arg[1]); i++)
+			send_fds(s, "", 0, 8);
+		if (s >= 0)
+			close(s);
+	}
+}
+
+static void attack_ctrunc(char **arg)
+{
+	for (int k = 0; k < atoi(arg[0]); k++) {
+		struct proto_hello h;
+		struct proto_ring r = {{PROTO_RING, sizeof(r)}, 0, (uint32_t)getpid()};
+		struct proto_hdr junk = {99, sizeof(junk)};
+		static unsigned char big[PROTO_MAX_MSG + 100];
+		int s = dial();
+		if (s < 0)
+			continue;
+		hello_fill(&h, STRATA_MODE_DISCARD);
+		send_fds(s, &h, sizeof(h), 40);
+		send_fds(s, &r, sizeof(r), 40);
+		send_fds(s, &junk, sizeof(junk), 3);  /* unknown type */
+		send_fds(s, &junk, 3, 2);             /* shorter than a header */
+		memset(big, 0, sizeof(big));
+		send_fds(s, big, sizeof(big), 2);     /* longer than any (MSG_TRUNC) */
+		close(s);
+	}
+}
+
+static void attack_descdup(char **arg)
+{
+	struct dbuf *b = &attack_buf;
+	int s = joined(STRATA_MODE_DISCARD);
+	size_t sent = 0, want = (size_t)atoi(arg[0]) << 20;
+	dbuf_reset(b);
+	while (sent < want) {
+		desc_rec(s, b, 7, 1, 512, 0);
+		if (b->len > sizeof(b->p) - 6000) {
+			sent += b->len;
+			dbuf_send(s, b);
+		}
+	}
+	close(s);
+}
+
+static void attack_nfields(char **arg)
+{
+	int s = joined(STRATA_MODE_DISCARD);
+	for (int i = 0; i < atoi(arg[0]); i++) {
+		unsigned char m[28] = {0};
+		struct proto_desc d = {{PROTO_DESC, sizeof(m)}, 1, 0};
+		uint16_t nf = 65535, minor = (uint16_t)i;
+		memcpy(m, &d, sizeof(d));
+		m[16] = 1; /* major */
+		memcpy(m + 18, &minor, 2);
+		memcpy(m + 20, &nf, 2);
+		/* four empty strings, then no field at all */
+		send_fds(s, m, sizeof(m), 0);
+	}
+	close(s);
+}
+
+static void attack_descmany(char **arg)
+{
+	struct dbuf *b = &attack_buf;
+	int s = joined(STRATA_MODE_DISCARD);
+	size_t sent = 0, want = (size_t)atoi(arg[0]) << 20;
+	dbuf_reset(b);
+	for (uint32_t i = 0; sent < want; i++) {
+		size_t before = b->len;
+		desc_rec(s, b, (uint8_t)(1 + i / 65536), (uint16_t)i, 1, 4000);
+		if (b->len < before)
+			sent += before;
+	}
+	dbuf_send(s, b);
+	close(s);
+}
+
+static void attack_bigring(char **arg)
+{
+	int s = joined(STRATA_MODE_OVERWRITE);
+	int fd = forged_ring(0, (unsigned)atoi(arg[0]), (unsigned)atoi(arg[1]));
+	send_ring(s, 0, fd);
+	close(fd);
+	stop_wait(arg[2]);
+	close(s);
+}
+
+static void attack_rings(char **arg)
+{
+	int s = joined(STRATA_MODE_OVERWRITE);
+	for (unsigned cpu = 0; cpu < (unsigned)atoi(arg[0]); cpu++) {
+		int fd = forged_ring(cpu, (unsigned)atoi(arg[1]), (unsigned)atoi(arg[2]));
+		send_ring(s, cpu, fd);
+		close(fd);
+	}
+	stop_wait(arg[3]);
+	close(s);
+}
+
+static void attack_idle(char **arg)
+{
+	int conns = atoi(arg[0]), procs = atoi(arg[1]);
+	for (int p = 0; p < procs; p++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (pid)
+			continue;
+		int n = conns / procs + (p < conns % procs);
+		int *fds = calloc((size_t)n, sizeof(int));
+		for (int i = 0; i < n; i++)
+			fds[i] = dial();
+		stop_wait(arg[2]);
+		_exit(0);
+	}
+	while (wait(NULL) > 0)
+		;
+}
+
+static void attack_churn(char **arg)
+{
+	int refused = 0;
+	for (int i = 0; i < atoi(arg[0]); i++) {
+		int s = dial();
+		if (s < 0) {
+			refused++;
+			continue;
+		}
+		hello(s, STRATA_MODE_DISCARD);
+		close(s);
+	}
+	if (refused)
+		fprintf(stderr, "hostile: churn: %d connections refused\n", refused);
+}
+
+static const struct {
+	const char *name;
+	int nargs;
+	void (*run)(char **arg);
+} attacks[] = {
+	{"zerofd", 2, attack_zerofd},   {"ctrunc", 1, attack_ctrunc},
+	{"descdup", 1, attack_descdup}, {"nfields", 1, attack_nfields},
+	{"descmany", 1, attack_descmany}, {"bigring", 3, attack_bigring},
+	{"rings", 4, attack_rings},     {"idle", 3, attack_idle},
+	{"churn", 1, attack_churn},
+};
+
 int main(int argc, char **argv)
 {
-	static struct dbuf b;
 	int o;
 
 	while ((o = getopt(argc, argv, "+c:")) != -1) {
@@ -298,123 +452,11 @@ int main(int argc, char **argv)
 	int narg = argc - optind - 2;
 	srand((unsigned)getpid() ^ (unsigned)time(NULL));
 	signal(SIGPIPE, SIG_IGN);
-
-	if (!strcmp(what, "zerofd") && narg == 2) {
-		for (int k = 0; k < atoi(arg[0]); k++) {
-			int s = dial();
-			for (int i = 0; s >= 0 && i < atoi(arg[1]); i++)
-				send_fds(s, "", 0, 8);
-			if (s >= 0)
-				close(s);
+	for (size_t i = 0; i < sizeof(attacks) / sizeof(attacks[0]); i++)
+		if (!strcmp(what, attacks[i].name) && narg == attacks[i].nargs) {
+			attacks[i].run(arg);
+			return 0;
 		}
-	} else if (!strcmp(what, "ctrunc") && narg == 1) {
-		for (int k = 0; k < atoi(arg[0]); k++) {
-			struct proto_hello h;
-			struct proto_ring r = {{PROTO_RING, sizeof(r)}, 0, (uint32_t)getpid()};
-			struct proto_hdr junk = {99, sizeof(junk)};
-			unsigned char big[PROTO_MAX_MSG + 100];
-			int s = dial();
-			if (s < 0)
-				continue;
-			hello_fill(&h, STRATA_MODE_DISCARD);
-			send_fds(s, &h, sizeof(h), 40);
-			send_fds(s, &r, sizeof(r), 40);
-			send_fds(s, &junk, sizeof(junk), 3);  /* unknown type */
-			send_fds(s, &junk, 3, 2);             /* shorter than a header */
-			memset(big, 0, sizeof(big));
-			send_fds(s, big, sizeof(big), 2);     /* longer than any (MSG_TRUNC) */
-			close(s);
-		}
-	} else if (!strcmp(what, "descdup") && narg == 1) {
-		int s = joined(STRATA_MODE_DISCARD);
-		size_t sent = 0, want = (size_t)atoi(arg[0]) << 20;
-		dbuf_reset(&b);
-		while (sent < want) {
-			desc_rec(s, &b, 7, 1, 512, 0);
-			if (b.len > sizeof(b.p) - 6000) {
-				sent += b.len;
-				dbuf_send(s, &b);
-			}
-		}
-		close(s);
-	} else if (!strcmp(what, "nfields") && narg == 1) {
-		int s = joined(STRATA_MODE_DISCARD);
-		for (int i = 0; i < atoi(arg[0]); i++) {
-			unsigned char m[28] = {0};
-			struct proto_desc d = {{PROTO_DESC, sizeof(m)}, 1, 0};
-			uint16_t nf = 65535, minor = (uint16_t)i;
-			memcpy(m, &d, sizeof(d));
-			m[16] = 1; /* major */
-			memcpy(m + 18, &minor, 2);
-			memcpy(m + 20, &nf, 2);
-			/* four empty strings, then no field at all */
-			send_fds(s, m, sizeof(m), 0);
-		}
-		close(s);
-	} else if (!strcmp(what, "descmany") && narg == 1) {
-		int s = joined(STRATA_MODE_DISCARD);
-		size_t sent = 0, want = (size_t)atoi(arg[0]) << 20;
-		dbuf_reset(&b);
-		for (uint32_t i = 0; sent < want; i++) {
-			size_t before = b.len;
-			desc_rec(s, &b, (uint8_t)(1 + i / 65536), (uint16_t)i, 1, 4000);
-			if (b.len < before)
-				sent += before;
-		}
-		dbuf_send(s, &b);
-		close(s);
-	} else if (!strcmp(what, "bigring") && narg == 3) {
-		int s = joined(STRATA_MODE_OVERWRITE);
-		int fd = forged_ring(0, (unsigned)atoi(arg[0]),
-				     (unsigned)atoi(arg[1]));
-		send_ring(s, 0, fd);
-		close(fd);
-		stop_wait(arg[2]);
-		close(s);
-	} else if (!strcmp(what, "rings") && narg == 4) {
-		int s = joined(STRATA_MODE_OVERWRITE);
-		for (unsigned cpu = 0; cpu < (unsigned)atoi(arg[0]); cpu++) {
-			int fd = forged_ring(cpu, (unsigned)atoi(arg[1]),
-					     (unsigned)atoi(arg[2]));
-			send_ring(s, cpu, fd);
-			close(fd);
-		}
-		stop_wait(arg[3]);
-		close(s);
-	} else if (!strcmp(what, "idle") && narg == 3) {
-		int conns = atoi(arg[0]), procs = atoi(arg[1]);
-		for (int p = 0; p < procs; p++) {
-			pid_t pid = fork();
-			if (pid < 0)
-				die("fork");
-			if (pid)
-				continue;
-			int n = conns / procs + (p < conns % procs);
-			int *fds = calloc((size_t)n, sizeof(int));
-			for (int i = 0; i < n; i++)
-				fds[i] = dial();
-			stop_wait(arg[2]);
-			_exit(0);
-		}
-		while (wait(NULL) > 0)
-			;
-	} else if (!strcmp(what, "churn") && narg == 1) {
-		int refused = 0;
-		for (int i = 0; i < atoi(arg[0]); i++) {
-			int s = dial();
-			if (s < 0) {
-				refused++;
-				continue;
-			}
-			hello(s, STRATA_MODE_DISCARD);
-			close(s);
-		}
-		if (refused)
-			fprintf(stderr, "hostile: churn: %d connections refused\n",
-				refused);
-	} else {
-		fprintf(stderr, "hostile: unknown attack or arguments: %s\n", what);
-		return 2;
-	}
-	return 0;
+	fprintf(stderr, "hostile: unknown attack or arguments: %s\n", what);
+	return 2;
 }
