@@ -24,10 +24,7 @@ export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
-# Not the fork tests: a fork child of a multi-threaded process starts the
-# session helper thread from the atfork handler, which ASan's runtime (as
-# TSan's, below) does not survive: some children hang at exit in it
-# (15 of 100 fork-first runs, the same before this project's fork fix).
+# The fork tests apart, below.
 # The repeated tests (accounting, killstop, crash, record-salvage) run 8
 # times each here: ASan makes each run ~5x slower, and the counts they
 # check are the normal build's job; CI stays within its 30 minutes.
@@ -39,8 +36,17 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
 # kernel-record and kernel-babeltrace2 cover the kernel source's code; the
 # others check analyses' numbers, the normal build's job.
 STRATA_TEST_RUNS=8 RECORD_KILLS=8 \
-	run build-asan "address,undefined" 'stress|integration|unit|record|kernel|reliability|reader|gen' fork \
+	run build-asan "address,undefined" 'stress|integration|unit|record|kernel|reliability|reader|gen' 'fork|soak' \
 	'^reliability-backlog$|^kernel-(breakdown|align|restore|switches|daemon|scope|schedlat)$'
+# The fork tests, 25 runs each (100 take 1 minute here), with LeakSanitizer
+# off: in a fork child of a multi-threaded process its exit-time check
+# still counts the parent's threads and hangs suspending them ("Running
+# thread ... was not suspended"; 5 of 25 fork-loop runs hung). Under ASan
+# (as under TSan) a fork child goes without its session helper thread
+# (lib/client.c, client_fork_helper(): one created in the atfork handler
+# hung in the runtime). Memory errors are still checked.
+(export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=0
+ cd build-asan && STRATA_FORK_RUNS=25 ctest --output-on-failure -j"$jobs" -L fork)
 echo "== ThreadSanitizer"
 # A traced process under TSan takes about half a second to start: 25 runs
 # of each fork test instead of 100 (tests/reliability/forks.sh).

@@ -21,4 +21,13 @@
 #endif
 #endif
 
+/* Built with AddressSanitizer (likewise). */
+#if defined(__SANITIZE_ADDRESS__)
+#define STRATA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STRATA_ASAN 1
+#endif
+#endif
+
 #endif /* STRATA_COMMON_COMPILER_H */
