@@ -22,7 +22,8 @@ const char cmd_locks_usage[] =
 	"                        count, longest wait, total hold\n"
 	"  --top N               the first N locks only (0: all; default 20)\n"
 	"  --pid N               the locks of this process only\n"
-	"  --format text|json    output format (default text)\n";
+	"  --format text|json|csv  output format (default text); csv: one row\n"
+	"                        per lock, times in ns, for spreadsheets\n";
 
 static int parse_sort(const char *s, enum lock_sort *out)
 {
@@ -247,6 +248,49 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 	printf("]}\n");
 }
 
+/* A CSV field: as is, or quoted with its quotes doubled when it holds a
+ * comma, a quote or a line break (RFC 4180). */
+static void csv_field(const char *s, const char *sep)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		printf("%s%s", s, sep);
+		return;
+	}
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"')
+			putchar('"');
+		putchar(*s);
+	}
+	printf("\"%s", sep);
+}
+
+/* One row per lock, the JSON's numbers (times in ns) without its chains;
+ * threads joined by ';'. */
+static void print_csv(const struct lock_result *r, size_t n, struct strata_symbolizer *sy)
+{
+	printf("lock,addr,kind,pid,contended,failed,wait_ns,max_wait_ns,%sholds,hold_ns,"
+	       "max_hold_ns,spins,threads\n", r->have_futex ? "futex_ns," : "");
+	for (size_t i = 0; i < n; i++) {
+		const struct lock_stats *l = &r->locks[i];
+		struct strata_symbol sym;
+		char name[300], tids[128];
+		csv_field(lock_name(sy, l, name, sizeof(name), &sym), ",");
+		printf("0x%" PRIx64 ",%s,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",",
+		       l->addr, kind_name(l->kind), l->pid, l->contended, l->failed,
+		       l->wait_total, l->wait_max);
+		if (r->have_futex)
+			printf("%" PRIu64 ",", l->futex_total);
+		printf("%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", l->holds, l->hold_total,
+		       l->hold_max, l->spins);
+		tids_text(l, tids, sizeof(tids));
+		for (char *t = tids; *t; t++)
+			if (*t == ',')
+				*t = ';';
+		csv_field(tids, "\n");
+	}
+}
+
 int cmd_locks(int argc, char **argv)
 {
 	enum { O_SORT = 3400, O_TOP };
@@ -260,7 +304,7 @@ int cmd_locks(int argc, char **argv)
 	};
 	enum lock_sort by = LOCK_SORT_WAIT;
 	long top = 20;
-	bool json = false;
+	int format = 0; /* 0 text, 1 json, 2 csv */
 	uint32_t pid = 0;
 	int c;
 
@@ -286,8 +330,13 @@ int cmd_locks(int argc, char **argv)
 			break;
 		}
 		case OPT_FORMAT:
-			if (cli_text_json(optarg, &json))
+			if (strcmp(optarg, "text") && strcmp(optarg, "json") &&
+			    strcmp(optarg, "csv")) {
+				cli_err(NULL, "--format: expected text, json or csv, not '%s'",
+					optarg);
 				return 1;
+			}
+			format = optarg[0] == 't' ? 0 : optarg[0] == 'j' ? 1 : 2;
 			break;
 		default: return 1;
 		}
@@ -311,13 +360,16 @@ int cmd_locks(int argc, char **argv)
 	size_t n = top && (size_t)top < r->nlocks ? (size_t)top : r->nlocks;
 	struct an_loss loss;
 	an_loss_get(ct.t, &loss);
-	report_loss(ct.path, &loss, json ? NULL : stdout);
+	/* the loss line goes to stderr with json and csv (report_loss()) */
+	report_loss(ct.path, &loss, format ? NULL : stdout);
 	/* static locks by their symbols; without maps or libdw, addresses */
 	struct strata_symbolizer *sy = NULL;
 	if (strata_symbolizer_create(ct.t, &sy) < 0)
 		sy = NULL;
-	if (json)
+	if (format == 1)
 		print_json(r, n, &loss, sy);
+	else if (format == 2)
+		print_csv(r, n, sy);
 	else
 		print_text(r, n, sy);
 	strata_symbolizer_destroy(sy);

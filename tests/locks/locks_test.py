@@ -4,6 +4,8 @@
 
 usage: locks_test.py contention|rwlock|timed|spin|sem|unchanged|sigfork|symbols|record|cond|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND
 """
+import csv
+import io
 import json
 import os
 import shutil
@@ -84,6 +86,13 @@ def contention(mode="mutex"):
     locks = rep["locks"]
     if not locks or int(locks[0]["addr"], 16) != int(truth["hot"], 16):
         fail("the hot lock %s is not ranked first: %s" % (truth["hot"], locks[:2]))
+    # the CSV has the JSON's rows and numbers
+    rows = list(csv.DictReader(io.StringIO(run([STRATA, "locks", "--format", "csv", "--top", "0", trace]))))
+    keys = ("name", "kind", "pid", "contended", "failed", "wait_ns", "max_wait_ns", "holds",
+            "hold_ns", "max_hold_ns", "spins")
+    if [[r["lock" if k == "name" else k] for k in keys] for r in rows] != \
+       [[str(l[k]) for k in keys] for l in locks]:
+        fail("%s: the CSV rows %s are not the JSON's %s" % (mode, rows[:2], locks[:2]))
     hot = locks[0]
     want = truth["hot_contended"]
     if mode == "spin":
