@@ -21,15 +21,17 @@ void cons_sink_stream_open(struct cons *c, struct cons_stream *s)
 		snprintf(path, sizeof(path), "%s/cpu%u", c->dir, s->ring->cpu);
 		k->on_file_create(k->ctx, path);
 	}
-	/* the index header, as fmt_idx_begin() wrote it (read back: one
-	 * writer of the format) */
-	if (s->idx_fd >= 0 &&
-	    pread(s->idx_fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr)) {
-		snprintf(path, sizeof(path), "%s/index/.cpu%u.idx", c->dir,
-			 s->ring->cpu);
+	/* the index header, as fmt_idx_begin() wrote it: read back (one
+	 * writer of the format) through a descriptor of its own, idx_fd
+	 * being write-only */
+	snprintf(path, sizeof(path), "%s/index/.cpu%u.idx", c->dir, s->ring->cpu);
+	int fd = s->idx_fd >= 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0 && pread(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr)) {
 		k->on_file_create(k->ctx, path);
 		k->on_write(k->ctx, path, 0, hdr, sizeof(hdr));
 	}
+	if (fd >= 0)
+		close(fd);
 }
 
 void cons_sink_packet(struct cons *c, struct cons_stream *s,

@@ -352,7 +352,9 @@ static void synth_packet(struct relay_sender *s, struct sfile *f,
 }
 
 /* Before the first packet kept after the stream's first ones were
- * dropped: a lead numbered just before the first dropped one. */
+ * dropped: a lead numbered just before the first dropped one, so that
+ * readers see the gap; when that one is packet 0, the lead takes its
+ * number and the gap is one packet short (docs/relay.md, "Losses"). */
 static void lead_if_needed(struct relay_sender *s, struct sfile *f)
 {
 	uint64_t seq, ts;
@@ -361,8 +363,7 @@ static void lead_if_needed(struct relay_sender *s, struct sfile *f)
 		return;
 	memcpy(&seq, f->first_drop + STRATA_PKT_OFF_SEQ, 8);
 	memcpy(&ts, f->first_drop + STRATA_PKT_OFF_TS_BEGIN, 8);
-	if (seq > 0)
-		synth_packet(s, f, f->first_drop, seq - 1, ts, 0);
+	synth_packet(s, f, f->first_drop, seq ? seq - 1 : 0, ts, 0);
 	f->have_first = 0;
 }
 
@@ -370,6 +371,7 @@ static void stream_packet(struct relay_sender *s, struct sfile *f,
 			  uint64_t off, const unsigned char *pkt, size_t len)
 {
 	uint64_t psize;
+	size_t frames = (len + RELAY_CHUNK - 1) / RELAY_CHUNK;
 
 	if (len < STRATA_PACKET_HEADER)
 		return;
@@ -377,10 +379,10 @@ static void stream_packet(struct relay_sender *s, struct sfile *f,
 	psize /= 8;
 	if (!f->psize)
 		f->psize = psize;
-	if (f->lossy && f->drop_pending)
-		lead_if_needed(s, f);
-	uint64_t at = f->lossy ? f->remote_next : off;
-	if (q_write(s, f, at, pkt, len, 1, 1)) {
+	/* kept or dropped is decided here, before a lead is queued for
+	 * it: the lead and its packet go in together */
+	if (s->abandoned ||
+	    s->queued + len + frames * (RELAY_HDR + 32) + 2 * STRATA_PACKET_HEADER > s->budget) {
 		/* dropped: counted, and shown in the relay's copy by the
 		 * packet_seq_num gap (and the lead/trailer) */
 		s->st.packets_lost++;
@@ -393,6 +395,13 @@ static void stream_packet(struct relay_sender *s, struct sfile *f,
 			f->have_first = 1;
 		}
 		memcpy(f->last_drop, pkt, STRATA_PACKET_HEADER);
+		return;
+	}
+	if (f->lossy && f->drop_pending)
+		lead_if_needed(s, f);
+	uint64_t at = f->lossy ? f->remote_next : off;
+	if (q_write(s, f, at, pkt, len, 0, 1)) {
+		s->st.packets_lost++; /* abandoned, or no memory */
 		return;
 	}
 	f->kept_any = 1;
@@ -472,8 +481,11 @@ static void on_close(void *ctx, const char *path, uint64_t size,
 		int drop = !keep || f->lossy || (f->stream && f->stream->lossy) ||
 			   (final && !frel);
 		q_close(s, f, size, drop ? NULL : frel, drop);
-		if (!drop && frel)
-			file_add(s, final, K_META)->open = 0; /* sweep: sent */
+		/* the sweep must not send it either: an index that does not
+		 * match the relay's stream is worse than none */
+		struct sfile *g = frel ? file_add(s, final, K_META) : NULL;
+		if (g)
+			g->open = 0;
 	}
 	f->open = 0;
 	pthread_mutex_unlock(&s->mu);
@@ -922,6 +934,8 @@ static int sweep_one(const char *path, const struct stat *st, int type,
 	const char *rel = rel_of(s, path);
 	(void)ftw;
 
+	if (s->abandoned)
+		return 1; /* nftw stops */
 	if (type != FTW_F || !S_ISREG(st->st_mode) || !rel)
 		return 0;
 	/* dot files and dot directories are the writers' own (format.md §1) */
@@ -963,9 +977,10 @@ int relay_sender_sweep(struct relay_sender *s, unsigned timeout_ms)
 	sweep_s = s;
 	sweep_n = 0;
 	sweep_deadline = now_ms() + timeout_ms;
-	if (nftw(s->root, sweep_one, 16, FTW_PHYS) < 0)
+	int ret = nftw(s->root, sweep_one, 16, FTW_PHYS);
+	if (ret < 0)
 		return -errno;
-	return sweep_n;
+	return ret ? -ECONNABORTED : sweep_n;
 }
 
 void relay_sender_finish(struct relay_sender *s, unsigned timeout_ms,
