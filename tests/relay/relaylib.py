@@ -79,6 +79,13 @@ def frame(t, payload=b""):
 
 def recv_frame(sock, timeout=5.0):
     """One frame (type, payload), or None when the peer closed."""
+    try:
+        return recv_frame_raw(sock, timeout)
+    except (ConnectionResetError, BrokenPipeError):
+        return None
+
+
+def recv_frame_raw(sock, timeout):
     sock.settimeout(timeout)
     buf = b""
     while len(buf) < 8:
