@@ -50,6 +50,7 @@ struct sfile {
 	const char *rel;
 	uint32_t id;
 	int kind, open, lossy;
+	uint64_t close_seq;   /* of its CLOSE: open at the relay until acked */
 	struct sfile *stream; /* an index's stream file */
 	/* stream files (docs/relay.md §5, "Losses") */
 	uint64_t psize, remote_next;
@@ -78,7 +79,7 @@ struct relay_sender {
 	/* under mu: the queue, its bytes, the counters, the files */
 	struct msg *head, *tail;
 	size_t queued, budget, hard;
-	uint64_t next_seq;
+	uint64_t next_seq, acked; /* the last seq given, and acknowledged */
 	uint32_t next_id;
 	int stop, ending, end_acked, abandoned;
 	struct relay_sender_stats st;
@@ -86,6 +87,7 @@ struct relay_sender {
 
 	/* the thread's own */
 	int fd, state, welcomed;
+	struct msg *pre;    /* CREATEs (seq 0) sent before the cursor */
 	struct msg *cursor; /* next to send; NULL: all sent */
 	size_t cursor_off;
 	int64_t retry_at, backoff, last_rx, last_tx, conn_at;
@@ -237,7 +239,10 @@ static int q_close(struct relay_sender *s, struct sfile *f, uint64_t size,
 	put16(p + 16, (uint16_t)n);
 	if (n)
 		memcpy(p + 18, final, n);
-	return enqueue_locked(s, m, 0);
+	int ret = enqueue_locked(s, m, 0);
+	if (!ret)
+		f->close_seq = s->next_seq;
+	return ret;
 }
 
 /* ---- files -------------------------------------------------------------- */
@@ -441,8 +446,8 @@ static void on_metadata(void *ctx, const char *path, const char *text,
 		return;
 	pthread_mutex_lock(&s->mu);
 	struct sfile *f = file_get(s, path);
-	if (!f)
-		f = file_add(s, path, K_META);
+	if (!f && (f = file_add(s, path, K_META)))
+		f->open = 0; /* a name only: never CREATEd (reopen()) */
 	size_t n = strlen(rel);
 	struct msg *m = f ? msg_new(s, RELAY_METADATA, 8 + 2 + n + len) : NULL;
 	if (m) {
@@ -493,8 +498,19 @@ static void on_close(void *ctx, const char *path, uint64_t size,
 
 /* ---- the thread --------------------------------------------------------- */
 
+static void free_pre(struct relay_sender *s)
+{
+	while (s->pre) {
+		struct msg *m = s->pre;
+		s->pre = m->next;
+		free(m);
+	}
+	s->cursor_off = 0;
+}
+
 static void disconnect(struct relay_sender *s, const char *why)
 {
+	free_pre(s);
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
@@ -566,6 +582,40 @@ static int cmp_have(const void *a, const void *b)
 	return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
+/* Whether the WELCOME listed file `id` as open at the relay. */
+static int relay_open(const struct relay_sender *s, uint32_t id)
+{
+	uint64_t key[2] = {id, 0};
+	return s->nhave && bsearch(key, s->have, s->nhave, 16, cmp_have);
+}
+
+/* Files open here that the relay does not have open (it was restarted:
+ * docs/relay.md §3): CREATE again, unsequenced (seq 0), before the
+ * frames resent. Under mu. */
+static void reopen(struct relay_sender *s)
+{
+	struct msg **tail = &s->pre;
+
+	free_pre(s);
+	for (unsigned h = 0; h < HASH; h++)
+		for (struct sfile *f = s->hash[h]; f; f = f->hnext) {
+			if ((!f->open && f->close_seq <= s->acked) ||
+			    relay_open(s, f->id))
+				continue;
+			size_t n = strlen(f->rel);
+			struct msg *m = msg_new(s, RELAY_CREATE, 8 + 4 + 2 + n);
+			if (!m)
+				return;
+			unsigned char *p = m->frame + RELAY_HDR;
+			put64(p, 0);
+			put32(p + 8, f->id);
+			put16(p + 12, (uint16_t)n);
+			memcpy(p + 14, f->rel, n);
+			*tail = m;
+			tail = &m->next;
+		}
+}
+
 static void on_welcome(struct relay_sender *s, const unsigned char *p, size_t n)
 {
 	if (n < 12) {
@@ -588,6 +638,8 @@ static void on_welcome(struct relay_sender *s, const unsigned char *p, size_t n)
 	qsort(s->have, s->nhave, 16, cmp_have);
 	pthread_mutex_lock(&s->mu);
 	/* what the relay applied is acknowledged; the rest is resent */
+	if (applied > s->acked)
+		s->acked = applied;
 	while (s->head && s->head->seq <= applied) {
 		struct msg *m = s->head;
 		s->head = m->next;
@@ -600,6 +652,7 @@ static void on_welcome(struct relay_sender *s, const unsigned char *p, size_t n)
 	}
 	s->cursor = s->head;
 	s->cursor_off = 0;
+	reopen(s);
 	pthread_mutex_unlock(&s->mu);
 	if (s->welcomed || s->outage_logged)
 		slogf(s, "%s/%s resumed after frame %llu", s->host, s->trace,
@@ -614,6 +667,8 @@ static void on_welcome(struct relay_sender *s, const unsigned char *p, size_t n)
 static void on_ack(struct relay_sender *s, uint64_t seq)
 {
 	pthread_mutex_lock(&s->mu);
+	if (seq > s->acked)
+		s->acked = seq;
 	while (s->head && s->head->seq <= seq && s->head != s->cursor) {
 		struct msg *m = s->head;
 		if (m->type == RELAY_END)
@@ -706,6 +761,22 @@ static int relay_has(const struct relay_sender *s, const struct msg *m)
 /* Send from the cursor until the socket is full. */
 static void pump(struct relay_sender *s)
 {
+	while (s->pre) {
+		struct msg *m = s->pre;
+		int w = send_raw(s, m->frame + s->cursor_off, m->len - s->cursor_off);
+		if (w < 0) {
+			disconnect(s, strerror(-w));
+			return;
+		}
+		if (w == 0)
+			return;
+		s->cursor_off += (size_t)w;
+		if (s->cursor_off < m->len)
+			return;
+		s->pre = m->next;
+		s->cursor_off = 0;
+		free(m);
+	}
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
 		struct msg *m = s->cursor;
@@ -763,6 +834,9 @@ static void *sender_main(void *arg)
 			if (s->fd >= 0 && now - s->last_rx > DEAD_MS)
 				disconnect(s, "no answer from the relay");
 		}
+		if ((s->state == S_CHALLENGE || s->state == S_WELCOME) &&
+		    now - s->last_rx > DEAD_MS)
+			disconnect(s, "no answer from the relay");
 		struct pollfd pf[2] = {{.fd = s->evfd, .events = POLLIN}, {.fd = s->fd}};
 		int nfd = 1, timeout = 200;
 		if (s->fd >= 0) {
@@ -772,7 +846,7 @@ static void *sender_main(void *arg)
 				pf[1].events = POLLOUT;
 			else if (s->state == S_STREAMING) {
 				pthread_mutex_lock(&s->mu);
-				if (s->cursor)
+				if (s->cursor || s->pre)
 					pf[1].events |= POLLOUT;
 				pthread_mutex_unlock(&s->mu);
 			}

@@ -796,6 +796,15 @@ static int on_frame(struct relay *r, struct rconn *c, uint32_t type,
 		return -1;
 	}
 	uint64_t seq = get64(p);
+	if (seq == 0 && type == RELAY_CREATE) {
+		/* unsequenced: a sender reopening its files after this relay
+		 * was restarted (docs/relay.md §3); idempotent */
+		ret = op_create(s, p + 8, n - 8, &why);
+		if (ret)
+			conn_refuse(r, c, (uint32_t)-ret, "%s/%s: %s: %s", s->host,
+				    s->trace, why, strerror(-ret));
+		return ret ? -1 : 0;
+	}
 	if (seq <= c->last_seq) {
 		r->st.proto_errors++;
 		conn_refuse(r, c, EPROTO, "frame %llu after %llu: out of order",

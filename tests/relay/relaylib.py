@@ -38,15 +38,16 @@ def make_token(path, secret=None):
 class Relay:
     """`strata relay` on a free loopback port, its log in work/relay.log."""
 
-    def __init__(self, strata, out, token_file, log, extra=()):
+    def __init__(self, strata, out, token_file, log, extra=(), port=0):
         self.log_path = log
-        self.logf = open(log, "w")
+        self.logf = open(log, "a")
+        self.start_at = self.logf.tell()
         self.p = subprocess.Popen(
-            [strata, "relay", "--listen", "127.0.0.1:0", "-o", out,
+            [strata, "relay", "--listen", "127.0.0.1:%d" % port, "-o", out,
              "--token-file", token_file, *extra],
             stdout=self.logf, stderr=self.logf)
         for _ in range(200):
-            m = re.search(r"listening on port (\d+)", self.log())
+            m = re.search(r"listening on port (\d+)", self.log()[self.start_at:])
             if m:
                 self.port = int(m.group(1))
                 return
@@ -58,6 +59,11 @@ class Relay:
     def log(self):
         with open(self.log_path) as f:
             return f.read()
+
+    def kill(self):
+        self.p.kill()
+        self.p.wait()
+        self.logf.close()
 
     def alive(self):
         return self.p.poll() is None
