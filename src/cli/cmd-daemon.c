@@ -56,6 +56,7 @@ const char cmd_daemon_usage[] =
 	"  --relay HOST:PORT      also stream each trace to a strata relay\n"
 	"  --token-file FILE      the relay's shared secret (docs/relay.md)\n"
 	"  --relay-buffer MIB     memory for packets not yet sent (default 64)\n"
+	"  --relay-zstd[=LEVEL]   compress what is sent with zstd (default 1)\n"
 	"  --relay-timeout SEC    at each trace's end, wait this long for the\n"
 	"                         relay (default 10)\n"
 	"  -f, --foreground       stay in the foreground, messages on stderr\n"
@@ -138,6 +139,7 @@ static const char *relay_addr;
 static unsigned char relay_token[RELAY_TOKEN_MAX + 1];
 static size_t relay_token_len;
 static double relay_mib, relay_timeout;
+static int relay_zstd;
 static struct relay_sender *relay_cur;
 
 static void fwd_create(void *ctx, const char *path)
@@ -188,6 +190,7 @@ static void relay_begin(const char *trace)
 		.addr = relay_addr, .token = relay_token,
 		.token_len = relay_token_len, .root = trace, .log = stderr,
 		.budget = relay_mib ? (size_t)(relay_mib * (1 << 20)) : 0,
+		.zstd_level = relay_zstd,
 	};
 	int ret = relay_sender_create(&rc, &relay_cur, &why);
 
@@ -265,7 +268,7 @@ struct daemon_opts {
 static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 {
 	enum { O_NAME = 1, O_KILL, O_STOPPED, O_CLOCK, O_KBUF, O_RELAY,
-	       O_TOKEN, O_RBUF, O_RTIMEOUT };
+	       O_TOKEN, O_RBUF, O_RTIMEOUT, O_RZSTD };
 	const char *token_file = NULL;
 	char *end;
 	static const struct option opts[] = {
@@ -281,6 +284,7 @@ static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 		{"token-file", required_argument, NULL, O_TOKEN},
 		{"relay-buffer", required_argument, NULL, O_RBUF},
 		{"relay-timeout", required_argument, NULL, O_RTIMEOUT},
+		{"relay-zstd", optional_argument, NULL, O_RZSTD},
 		CLI_RING_OPTIONS,
 		{NULL, 0, NULL, 0},
 	};
@@ -326,6 +330,14 @@ static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 		case O_RTIMEOUT:
 			if (cli_parse_seconds(optarg, &relay_timeout, "relay-timeout"))
 				return 2;
+			break;
+		case O_RZSTD:
+			relay_zstd = optarg ? (int)strtol(optarg, &end, 10) : 1;
+			if ((optarg && *end) || relay_zstd < 1 || relay_zstd > 19) {
+				cli_err(NULL, "--relay-zstd: '%s' is not a level "
+					"from 1 to 19", optarg);
+				return 2;
+			}
 			break;
 		default:
 			fputs(cmd_daemon_usage, stderr);

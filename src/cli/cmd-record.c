@@ -57,6 +57,8 @@ const char cmd_record_usage[] =
 	"                         packets there (counted), never here\n"
 	"  --token-file FILE      the relay's shared secret (with --relay)\n"
 	"  --relay-buffer MIB     memory for packets not yet sent (default 64)\n"
+	"  --relay-zstd[=LEVEL]   compress what is sent with zstd (level 1-19,\n"
+	"                         default 1)\n"
 	"  --relay-timeout SEC    at the end, wait this long for the relay (default 10)\n"
 	"  -v, --verbose          one line per traced process at the end\n\n"
 	"SIGUSR1 writes a snapshot of the buffers (overwrite mode) to\n"
@@ -169,6 +171,7 @@ struct record_opts {
 	double duration;
 	const char *relay, *token_file; /* --relay, --token-file */
 	double relay_mib, relay_timeout;
+	int relay_zstd; /* --relay-zstd level, 0: none */
 	char **cmd;
 	char defout[64];
 };
@@ -189,7 +192,7 @@ static int record_trigger(int start, const char *arg)
 
 enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD,
        O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE, O_RELAY, O_TOKEN, O_RBUF,
-       O_RTIMEOUT };
+       O_RTIMEOUT, O_RZSTD };
 
 /* One option that is not a ring option: 0, or -1 when the exit status
  * is 2 (said on stderr). */
@@ -223,6 +226,13 @@ static int record_opt(struct record_opts *ro, int o, const char *arg)
 		break;
 	case O_RTIMEOUT:
 		return cli_parse_seconds(arg, &ro->relay_timeout, "relay-timeout") ? -1 : 0;
+	case O_RZSTD:
+		ro->relay_zstd = arg ? (int)strtol(arg, &end, 10) : 1;
+		if ((arg && *end) || ro->relay_zstd < 1 || ro->relay_zstd > 19) {
+			cli_err(NULL, "--relay-zstd: '%s' is not a level from 1 to 19", arg);
+			return -1;
+		}
+		break;
 	case O_LOCKS: ro->want_locks = 1; break;
 	case O_SAMPLE:
 		return cli_sample_opt(arg, &ro->sample_hz);
@@ -266,6 +276,7 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 		{"token-file", required_argument, NULL, O_TOKEN},
 		{"relay-buffer", required_argument, NULL, O_RBUF},
 		{"relay-timeout", required_argument, NULL, O_RTIMEOUT},
+		{"relay-zstd", optional_argument, NULL, O_RZSTD},
 		{"guard", required_argument, NULL, O_GUARD}, /* not in --help */
 		{NULL, 0, NULL, 0},
 	};
@@ -452,6 +463,7 @@ static int record_relay_start(const struct record_opts *ro,
 		.addr = ro->relay, .token = token, .token_len = (size_t)n,
 		.root = ro->out, .log = stderr,
 		.budget = ro->relay_mib ? (size_t)(ro->relay_mib * (1 << 20)) : 0,
+		.zstd_level = ro->relay_zstd,
 	};
 	int ret = relay_sender_create(&rc, out, &why);
 	explicit_bzero(token, sizeof(token));
@@ -472,10 +484,12 @@ static void record_relay_end(const struct record_opts *ro,
 	relay_sender_sweep(rs, ms);
 	relay_sender_finish(rs, ms, &st);
 	fprintf(stderr, "strata: relay %s: %llu packets sent, %llu lost, "
-		"%llu bytes, %llu other files, %llu connection%s\n", ro->relay,
+		"%llu bytes (%llu on the wire), %llu other files, %llu "
+		"connection%s\n", ro->relay,
 		(unsigned long long)st.packets_sent,
 		(unsigned long long)st.packets_lost,
 		(unsigned long long)st.bytes_sent,
+		(unsigned long long)st.wire_bytes,
 		(unsigned long long)st.files_swept,
 		(unsigned long long)st.connects, st.connects == 1 ? "" : "s");
 	if (!st.complete)

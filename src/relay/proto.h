@@ -37,9 +37,12 @@ enum relay_type {
 	RELAY_METADATA = 20, /* u64 seq, u16 n, path[n], text */
 	RELAY_END = 21,      /* u64 seq */
 	RELAY_PING = 22,     /* nothing */
+	RELAY_WRITEZ = 23,   /* u64 seq, u32 id, u64 offset, u32 n, zstd frame
+			      * of n bytes (n <= RELAY_CHUNK) */
 };
 
 #define RELAY_HELLO_RESUME 1u     /* HELLO flags: continue session sid */
+#define RELAY_HELLO_ZSTD 2u       /* HELLO flags: WRITEZ frames will come */
 #define RELAY_CLOSE_UNLINK 1u     /* CLOSE flags: the file is dropped */
 #define RELAY_SIZE_KEEP UINT64_MAX /* CLOSE size: leave it as written */
 

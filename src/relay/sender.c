@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "common/format.h"
 #include "consumer/consumer.h"
 #include "relay/proto.h"
@@ -72,6 +74,8 @@ struct relay_sender {
 	uint8_t sid[RELAY_SID];
 	FILE *log;
 	struct addrinfo *ai;
+	ZSTD_CCtx *zc;  /* under mu; NULL: no compression */
+	int zlevel;
 
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -193,6 +197,32 @@ static int q_create(struct relay_sender *s, struct sfile *f)
 	return enqueue_locked(s, m, 0);
 }
 
+/* A WRITEZ frame of `n` bytes (docs/relay.md §2), or NULL: no
+ * compression asked, or it would not be smaller. Under mu. */
+static struct msg *compress(struct relay_sender *s, const unsigned char *buf,
+			    size_t n)
+{
+	size_t cap = ZSTD_compressBound(n);
+
+	if (!s->zc || n < 512)
+		return NULL;
+	struct msg *m = msg_new(s, RELAY_WRITEZ, 8 + 4 + 8 + 4 + cap);
+	if (!m)
+		return NULL;
+	unsigned char *p = m->frame + RELAY_HDR + 8;
+	/* after seq: u32 id, u64 offset (q_write() puts them), u32 n */
+	size_t z = ZSTD_compressCCtx(s->zc, p + 16, cap, buf, n, s->zlevel);
+	if (ZSTD_isError(z) || z + 4 >= n) {
+		free(m);
+		return NULL;
+	}
+	put32(p + 12, (uint32_t)n);
+	m->len = RELAY_HDR + 8 + 4 + 8 + 4 + z;
+	put32(m->frame + 4, (uint32_t)(m->len - RELAY_HDR));
+	struct msg *small = realloc(m, sizeof(*m) + m->len); /* the queue holds z */
+	return small ? small : m;
+}
+
 /* `len` bytes at `off` of f, in frames of at most RELAY_CHUNK. */
 static int q_write(struct relay_sender *s, struct sfile *f, uint64_t off,
 		   const unsigned char *buf, size_t len, int droppable,
@@ -204,13 +234,16 @@ static int q_write(struct relay_sender *s, struct sfile *f, uint64_t off,
 		return -ENOBUFS;
 	for (size_t k = 0, done = 0; k < nchunks; k++) {
 		size_t n = len - done > RELAY_CHUNK ? RELAY_CHUNK : len - done;
-		struct msg *m = msg_new(s, RELAY_WRITE, 8 + 4 + 8 + n);
+		struct msg *m = compress(s, buf + done, n);
+		if (!m)
+			m = msg_new(s, RELAY_WRITE, 8 + 4 + 8 + n);
 		if (!m)
 			return -ENOMEM;
 		unsigned char *p = m->frame + RELAY_HDR + 8;
 		put32(p, f->id);
 		put64(p + 4, off + done);
-		memcpy(p + 12, buf + done, n);
+		if (m->type == RELAY_WRITE)
+			memcpy(p + 12, buf + done, n);
 		m->id = f->id;
 		m->off = off + done;
 		m->wlen = n;
@@ -544,8 +577,12 @@ static void start_connect(struct relay_sender *s)
 static int send_raw(struct relay_sender *s, const unsigned char *p, size_t n)
 {
 	ssize_t w = send(s->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-	if (w > 0)
+	if (w > 0) {
 		s->last_tx = now_ms();
+		pthread_mutex_lock(&s->mu);
+		s->st.wire_bytes += (uint64_t)w;
+		pthread_mutex_unlock(&s->mu);
+	}
 	return w < 0 ? (errno == EAGAIN || errno == EINTR ? 0 : -errno) : (int)w;
 }
 
@@ -558,7 +595,8 @@ static void send_hello(struct relay_sender *s, const unsigned char *nonce)
 
 	put32(b + n, RELAY_VERSION);
 	memcpy(b + n + 4, s->sid, RELAY_SID);
-	put32(b + n + 4 + RELAY_SID, s->welcomed ? RELAY_HELLO_RESUME : 0);
+	put32(b + n + 4 + RELAY_SID, (s->welcomed ? RELAY_HELLO_RESUME : 0) |
+				     (s->zc ? RELAY_HELLO_ZSTD : 0));
 	n += 4 + RELAY_SID + 4;
 	put16(b + n, (uint16_t)hn);
 	memcpy(b + n + 2, s->host, hn);
@@ -751,7 +789,7 @@ static void on_readable(struct relay_sender *s)
 /* Whether the WELCOME said the relay has all of m already. */
 static int relay_has(const struct relay_sender *s, const struct msg *m)
 {
-	if (m->type != RELAY_WRITE || !s->nhave)
+	if ((m->type != RELAY_WRITE && m->type != RELAY_WRITEZ) || !s->nhave)
 		return 0;
 	uint64_t key[2] = {m->id, 0};
 	const uint64_t *h = bsearch(key, s->have, s->nhave, 16, cmp_have);
@@ -948,6 +986,14 @@ int relay_sender_create(const struct relay_sender_config *cfg,
 		.on_close = on_close,
 	};
 	pthread_mutex_init(&s->mu, NULL);
+	*why = "no memory for zstd";
+	if (cfg->zstd_level) {
+		s->zlevel = cfg->zstd_level;
+		if (!(s->zc = ZSTD_createCCtx())) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+	}
 	*why = "cannot resolve the relay's address";
 	if ((ret = getaddrinfo(host, port, &hints, &s->ai))) {
 		ret = ret == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL;
@@ -969,6 +1015,7 @@ int relay_sender_create(const struct relay_sender_config *cfg,
 	*out = s;
 	return 0;
 fail:
+	ZSTD_freeCCtx(s->zc);
 	if (s->ai)
 		freeaddrinfo(s->ai);
 	if (s->evfd >= 0)
@@ -1101,6 +1148,7 @@ void relay_sender_finish(struct relay_sender *s, unsigned timeout_ms,
 			free(f);
 		}
 	free(s->have);
+	ZSTD_freeCCtx(s->zc);
 	freeaddrinfo(s->ai);
 	close(s->evfd);
 	pthread_mutex_destroy(&s->mu);

@@ -19,6 +19,7 @@ struct relay_sender_config {
 	const char *host;      /* NULL: gethostname() */
 	const char *trace;     /* NULL: root's last component */
 	size_t budget;         /* bytes queued at most; 0: 64 MiB */
+	int zstd_level;        /* compress file bytes with zstd; 0: not */
 	FILE *log;             /* connection changes; NULL: none */
 };
 
@@ -26,6 +27,7 @@ struct relay_sender_stats {
 	uint64_t packets_sent;  /* stream packets the relay acknowledged */
 	uint64_t packets_lost;  /* dropped (queue full) or never acknowledged */
 	uint64_t bytes_sent;    /* file bytes acknowledged */
+	uint64_t wire_bytes;    /* bytes written to sockets (resent ones too) */
 	uint64_t files_swept;   /* sent whole by relay_sender_sweep() */
 	uint64_t connects;      /* connections that were welcomed */
 	int complete;           /* the relay acknowledged the END */

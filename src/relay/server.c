@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include <zstd.h>
+
 #include "relay/proto.h"
 #include "relay/relay.h"
 
@@ -72,6 +74,8 @@ struct relay {
 	struct rsession *sessions;
 	struct relay_stats st;
 	unsigned logged_full, logged_unauth;
+	ZSTD_DCtx *zd;      /* WRITEZ (one thread: one context, one buffer) */
+	unsigned char *zbuf; /* RELAY_CHUNK bytes */
 };
 
 static int64_t now_ms(void)
@@ -682,6 +686,42 @@ static int op_write(struct rsession *s, const unsigned char *p, size_t n,
 	return write_all(f->fd, p + 12, n - 12, off);
 }
 
+/* A compressed WRITE: the frame must say its size, which must be the one
+ * announced; the output buffer (RELAY_CHUNK) bounds what any frame can
+ * make the relay write, whatever it claims. */
+static int op_writez(struct relay *r, struct rsession *s, const unsigned char *p,
+		     size_t n, const char **why)
+{
+	*why = "malformed WRITEZ";
+	if (n < 16)
+		return -EPROTO;
+	uint32_t raw = get32(p + 12);
+	if (raw > RELAY_CHUNK)
+		return -EPROTO;
+	struct rfile *f = file_find(s, get32(p));
+	uint64_t off = get64(p + 4);
+	*why = "WRITE to a file not created";
+	if (!f)
+		return -EBADF;
+	*why = "offset out of bounds";
+	if (off > RELAY_MAX_OFFSET || raw > RELAY_MAX_OFFSET - off)
+		return -EFBIG;
+	*why = "out of memory";
+	if (!r->zd && !(r->zd = ZSTD_createDCtx()))
+		return -ENOMEM;
+	if (!r->zbuf && !(r->zbuf = malloc(RELAY_CHUNK)))
+		return -ENOMEM;
+	*why = "bad zstd frame";
+	unsigned long long want = ZSTD_getFrameContentSize(p + 16, n - 16);
+	if (want != raw)
+		return -EBADMSG;
+	size_t got = ZSTD_decompressDCtx(r->zd, r->zbuf, RELAY_CHUNK, p + 16, n - 16);
+	if (ZSTD_isError(got) || got != raw)
+		return -EBADMSG;
+	*why = "cannot write";
+	return write_all(f->fd, r->zbuf, raw, off);
+}
+
 static int op_close(struct rsession *s, const unsigned char *p, size_t n,
 		    const char **why)
 {
@@ -790,7 +830,7 @@ static int on_frame(struct relay *r, struct rconn *c, uint32_t type,
 		conn_refuse(r, c, EPROTO, "frame after END");
 		return -1;
 	}
-	if (type < RELAY_CREATE || type > RELAY_END || n < 8) {
+	if (type < RELAY_CREATE || type > RELAY_WRITEZ || n < 8) {
 		r->st.proto_errors++;
 		conn_refuse(r, c, EPROTO, "unexpected frame type %u", type);
 		return -1;
@@ -818,6 +858,7 @@ static int on_frame(struct relay *r, struct rconn *c, uint32_t type,
 	case RELAY_WRITE: ret = op_write(s, p, n, &why); break;
 	case RELAY_CLOSE: ret = op_close(s, p, n, &why); break;
 	case RELAY_METADATA: ret = op_metadata(s, p, n, &why); break;
+	case RELAY_WRITEZ: ret = op_writez(r, s, p, n, &why); break;
 	default: /* RELAY_END */
 		session_close_files(s);
 		unlinkat(s->dirfd, MARKER, 0);
@@ -1077,5 +1118,7 @@ void relay_destroy(struct relay *r, struct relay_stats *st)
 		close(r->ep);
 	if (r->outfd >= 0)
 		close(r->outfd);
+	ZSTD_freeDCtx(r->zd);
+	free(r->zbuf);
 	free(r);
 }

@@ -8,6 +8,7 @@ and 1000 connections: each is refused cleanly, while good senders
 import errno
 import filecmp
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -15,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from relaylib import (CHALLENGE, ERROR, HELLO, WRITE, Client, Relay, all_files,  # noqa: E402
+from relaylib import (CHALLENGE, ERROR, HELLO, WRITE, WRITEZ, Client, Relay, all_files,  # noqa: E402
                       closed_by_peer, fail, frame, fresh_dir, hello, make_token,
                       recv_frame, sender_line)
 
@@ -145,6 +146,23 @@ c.s.close()
 time.sleep(0.5)
 fpath = os.path.join(out, "x", "trunc2", "f")
 check("truncated frame after auth", os.path.exists(fpath) and os.path.getsize(fpath) == 0)
+
+# compressed writes that lie: garbage, and a zstd frame of 64 MiB of
+# zeros announced as 100 bytes (a decompression bomb)
+c = Client(port, token, b"x", b"zgarbage")
+c.create(1, b"f")
+c.send(WRITEZ, struct.pack("<IQI", 1, 0, 100) + os.urandom(200))
+ok, e = refused_with(c, errno.EBADMSG)
+check("zstd garbage", ok, repr(e))
+if shutil.which("zstd"):
+    bomb = subprocess.run(["zstd", "-19", "-c"], input=bytes(64 << 20),
+                          capture_output=True).stdout
+    c = Client(port, token, b"x", b"zbomb")
+    c.create(1, b"f")
+    c.send(WRITEZ, struct.pack("<IQI", 1, 0, 100) + bomb)
+    ok, e = refused_with(c, errno.EBADMSG)
+    check("zstd bomb (%d bytes)" % len(bomb), ok and os.path.getsize(
+        os.path.join(out, "x", "zbomb", "f")) == 0, repr(e))
 
 # an idle sender: closed at the idle timeout
 c = Client(port, token, b"x", b"idle")

@@ -5,6 +5,7 @@ the relay's copy is byte-identical to the local trace (streams, index,
 metadata, state dump) and babeltrace2 reads it (docs/relay.md)."""
 import filecmp
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,6 +58,29 @@ if a.stdout != b.stdout:
 i = subprocess.run([strata, "info", remote], capture_output=True, text=True)
 if i.returncode:
     fail("strata info on the relay's copy: " + i.stderr)
+# the same with zstd on the wire: the relay's copy is still identical
+local_z = os.path.join(work, "local-z")
+r = subprocess.run([strata, "record", "-o", local_z, "--relay", "127.0.0.1:%d" % relay.port,
+                    "--token-file", tok, "--relay-zstd", "--packet-size", "64K",
+                    "--packets", "64", "--", workers, "4", "200000"],
+                   capture_output=True, text=True, timeout=300)
+print(r.stderr)
+if r.returncode:
+    fail("record --relay-zstd failed")
+m = re.search(r"(\d+) bytes \((\d+) on the wire\)", r.stderr)
+if not m:
+    fail("no byte counts in the sender's line")
+print("zstd: %s file bytes, %s on the wire" % (m.group(1), m.group(2)))
+if int(m.group(2)) >= int(m.group(1)):
+    fail("zstd sent no fewer bytes than the files hold")
+remote_z = os.path.join(out, host[0], "local-z")
+mine = [f for f in all_files(local_z) if not os.path.basename(f).startswith(".")]
+if mine != all_files(remote_z):
+    fail("zstd: file lists differ")
+for f in mine:
+    if not filecmp.cmp(os.path.join(local_z, f), os.path.join(remote_z, f), shallow=False):
+        fail("zstd: %s differs between the local trace and the relay's" % f)
+
 rc = relay.stop()
 if rc:
     fail("relay exit status %d: %s" % (rc, relay.log()))
