@@ -74,8 +74,10 @@ struct relay_sender {
 	uint8_t sid[RELAY_SID];
 	FILE *log;
 	struct addrinfo *ai;
-	ZSTD_CCtx *zc;  /* under mu; NULL: no compression */
+	ZSTD_CCtx *zc;  /* the thread's; NULL: no compression */
 	int zlevel;
+	unsigned char *zbuf; /* ZSTD_compressBound(RELAY_CHUNK) bytes */
+	size_t zcap;
 
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -197,32 +199,6 @@ static int q_create(struct relay_sender *s, struct sfile *f)
 	return enqueue_locked(s, m, 0);
 }
 
-/* A WRITEZ frame of `n` bytes (docs/relay.md §2), or NULL: no
- * compression asked, or it would not be smaller. Under mu. */
-static struct msg *compress(struct relay_sender *s, const unsigned char *buf,
-			    size_t n)
-{
-	size_t cap = ZSTD_compressBound(n);
-
-	if (!s->zc || n < 512)
-		return NULL;
-	struct msg *m = msg_new(s, RELAY_WRITEZ, 8 + 4 + 8 + 4 + cap);
-	if (!m)
-		return NULL;
-	unsigned char *p = m->frame + RELAY_HDR + 8;
-	/* after seq: u32 id, u64 offset (q_write() puts them), u32 n */
-	size_t z = ZSTD_compressCCtx(s->zc, p + 16, cap, buf, n, s->zlevel);
-	if (ZSTD_isError(z) || z + 4 >= n) {
-		free(m);
-		return NULL;
-	}
-	put32(p + 12, (uint32_t)n);
-	m->len = RELAY_HDR + 8 + 4 + 8 + 4 + z;
-	put32(m->frame + 4, (uint32_t)(m->len - RELAY_HDR));
-	struct msg *small = realloc(m, sizeof(*m) + m->len); /* the queue holds z */
-	return small ? small : m;
-}
-
 /* `len` bytes at `off` of f, in frames of at most RELAY_CHUNK. */
 static int q_write(struct relay_sender *s, struct sfile *f, uint64_t off,
 		   const unsigned char *buf, size_t len, int droppable,
@@ -234,16 +210,13 @@ static int q_write(struct relay_sender *s, struct sfile *f, uint64_t off,
 		return -ENOBUFS;
 	for (size_t k = 0, done = 0; k < nchunks; k++) {
 		size_t n = len - done > RELAY_CHUNK ? RELAY_CHUNK : len - done;
-		struct msg *m = compress(s, buf + done, n);
-		if (!m)
-			m = msg_new(s, RELAY_WRITE, 8 + 4 + 8 + n);
+		struct msg *m = msg_new(s, RELAY_WRITE, 8 + 4 + 8 + n);
 		if (!m)
 			return -ENOMEM;
 		unsigned char *p = m->frame + RELAY_HDR + 8;
 		put32(p, f->id);
 		put64(p + 4, off + done);
-		if (m->type == RELAY_WRITE)
-			memcpy(p + 12, buf + done, n);
+		memcpy(p + 12, buf + done, n);
 		m->id = f->id;
 		m->off = off + done;
 		m->wlen = n;
@@ -796,6 +769,35 @@ static int relay_has(const struct relay_sender *s, const struct msg *m)
 	return h && m->off + m->wlen <= h[1];
 }
 
+/*
+ * --relay-zstd: turn the WRITE m, about to be sent for the first time,
+ * into a WRITEZ in place (docs/relay.md §2), if its zstd frame is
+ * smaller. On the sender's thread, not the consumer's: compressing is
+ * CPU that the consumer, draining the producers' rings, must not spend.
+ * Only this thread touches a queued frame's bytes.
+ */
+static void compress(struct relay_sender *s, struct msg *m)
+{
+	size_t n = m->wlen;
+	unsigned char *p = m->frame + RELAY_HDR + 8; /* u32 id, u64 offset */
+
+	if (!s->zc || m->type != RELAY_WRITE || n < 512)
+		return;
+	size_t z = ZSTD_compressCCtx(s->zc, s->zbuf, s->zcap, p + 12, n, s->zlevel);
+	if (ZSTD_isError(z) || z + 4 >= n)
+		return;
+	put32(p + 12, (uint32_t)n);
+	memcpy(p + 16, s->zbuf, z);
+	size_t len = RELAY_HDR + 8 + 4 + 8 + 4 + z;
+	put32(m->frame, RELAY_WRITEZ);
+	put32(m->frame + 4, (uint32_t)(len - RELAY_HDR));
+	pthread_mutex_lock(&s->mu);
+	s->queued -= m->len - len;
+	m->len = len;
+	m->type = RELAY_WRITEZ;
+	pthread_mutex_unlock(&s->mu);
+}
+
 /* Send from the cursor until the socket is full. */
 static void pump(struct relay_sender *s)
 {
@@ -827,6 +829,8 @@ static void pump(struct relay_sender *s)
 			pthread_mutex_unlock(&s->mu);
 			continue;
 		}
+		if (s->cursor_off == 0)
+			compress(s, m);
 		int w = send_raw(s, m->frame + s->cursor_off, m->len - s->cursor_off);
 		if (w < 0) {
 			disconnect(s, strerror(-w));
@@ -989,7 +993,8 @@ int relay_sender_create(const struct relay_sender_config *cfg,
 	*why = "no memory for zstd";
 	if (cfg->zstd_level) {
 		s->zlevel = cfg->zstd_level;
-		if (!(s->zc = ZSTD_createCCtx())) {
+		s->zcap = ZSTD_compressBound(RELAY_CHUNK);
+		if (!(s->zc = ZSTD_createCCtx()) || !(s->zbuf = malloc(s->zcap))) {
 			ret = -ENOMEM;
 			goto fail;
 		}
@@ -1016,6 +1021,7 @@ int relay_sender_create(const struct relay_sender_config *cfg,
 	return 0;
 fail:
 	ZSTD_freeCCtx(s->zc);
+	free(s->zbuf);
 	if (s->ai)
 		freeaddrinfo(s->ai);
 	if (s->evfd >= 0)
@@ -1149,6 +1155,7 @@ void relay_sender_finish(struct relay_sender *s, unsigned timeout_ms,
 		}
 	free(s->have);
 	ZSTD_freeCCtx(s->zc);
+	free(s->zbuf);
 	freeaddrinfo(s->ai);
 	close(s->evfd);
 	pthread_mutex_destroy(&s->mu);

@@ -114,11 +114,12 @@ def check_copy(local, remote, sent, lost):
         fail("strata info shows %d packets lost at the relay, the sender counted %d" % (shown, lost))
 
 
-def record(name, proxy, during=None):
+def record(name, proxy, during=None, extra=()):
     local = os.path.join(work, name)
     p = subprocess.Popen([strata, "record", "-o", local, *RING,
                           "--relay", "127.0.0.1:%d" % proxy.port, "--token-file", tok,
-                          "--relay-buffer", "8", "--relay-timeout", "120", "--", *JOB],
+                          "--relay-buffer", "8", "--relay-timeout", "120", *extra,
+                          "--", *JOB],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if during:
         during()
@@ -154,7 +155,7 @@ if proxy.cuts < 1 or proxy.connections < 2:
 print("program's own time: %.3f s alone, %.3f s streaming through the faulty proxy"
       % (own_time(base.stderr + base.stdout), own_time(text)))
 
-print("== the relay killed and started again mid-stream")
+print("== the relay killed and started again mid-stream (zstd on the wire)")
 port = relay.port
 proxy = FaultProxy(port, rate=3 << 20)
 restarted = {}
@@ -169,7 +170,7 @@ def crash():
 
 t = threading.Thread(target=crash)
 t.start()
-record("crash", proxy, during=t.join)
+record("crash", proxy, during=t.join, extra=["--relay-zstd"])
 proxy.close()
 relay = restarted["relay"]
 if "resumed" not in open(relay_log).read().split("listening on port")[-1]:
