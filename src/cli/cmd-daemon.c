@@ -194,6 +194,10 @@ static void relay_begin(const char *trace)
 	};
 	int ret = relay_sender_create(&rc, &relay_cur, &why);
 
+	if (!ret && (ret = relay_sender_start(relay_cur))) {
+		why = "cannot start the sender";
+		relay_sender_finish(relay_cur, 0, NULL);
+	}
 	if (ret) {
 		relay_cur = NULL;
 		fprintf(stderr, "strata: relay %s: %s: %s; %s is written "
@@ -228,13 +232,15 @@ static void relay_end(const char *trace)
  * kernel streams start. */
 static void trace_started(const char *trace)
 {
-	if (relay_addr)
-		relay_begin(trace);
 	cli_state_at_start(trace);
 #ifdef STRATA_HAVE_KERNEL
 	if (kgroups)
 		ksess = cli_kernel_start(trace, kgroups, NULL, NULL, kbuffer_kb);
 #endif
+	/* after the state dump's fork: the sender is a thread; what was
+	 * written before it existed is sent whole at the end */
+	if (relay_addr)
+		relay_begin(trace);
 }
 
 /* The user side of `trace` is complete: finish its kernel streams (their

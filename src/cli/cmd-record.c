@@ -552,6 +552,10 @@ static int record_run(const struct record_opts *ro)
 	struct samp_session *ss = ro->sample_hz ? cli_sample_start(ro->out, child, ro->sample_hz)
 						: NULL;
 #endif
+	/* after the forks that do not exec at once (the state dump) */
+	if (rs && (ret = relay_sender_start(rs)))
+		cli_err(ro->relay, "relay: cannot start the sender: %s; the "
+			"trace is written locally only", strerror(-ret));
 	if (gate[1] >= 0) {
 		close(gate[0]);
 		close(gate[1]); /* go */

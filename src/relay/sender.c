@@ -80,6 +80,7 @@ struct relay_sender {
 	size_t zcap;
 
 	pthread_t thread;
+	int started; /* relay_sender_start() */
 	pthread_mutex_t mu;
 	int evfd;
 	/* under mu: the queue, its bytes, the counters, the files */
@@ -1014,9 +1015,6 @@ int relay_sender_create(const struct relay_sender_config *cfg,
 		ret = -errno;
 		goto fail;
 	}
-	if ((ret = -pthread_create(&s->thread, NULL, sender_main, s)))
-		goto fail;
-	pthread_setname_np(s->thread, "strata-relay");
 	*out = s;
 	return 0;
 fail:
@@ -1028,6 +1026,17 @@ fail:
 		close(s->evfd);
 	free(s);
 	return ret;
+}
+
+int relay_sender_start(struct relay_sender *s)
+{
+	int ret = -pthread_create(&s->thread, NULL, sender_main, s);
+
+	if (ret)
+		return ret;
+	s->started = 1;
+	pthread_setname_np(s->thread, "strata-relay");
+	return 0;
 }
 
 const struct cons_sink *relay_sender_sink(struct relay_sender *s)
@@ -1048,7 +1057,7 @@ static int wait_room(struct relay_sender *s, size_t n)
 		pthread_mutex_unlock(&s->mu);
 		if (ok)
 			return 0;
-		if (ab || now_ms() > sweep_deadline)
+		if (ab || !s->started || now_ms() > sweep_deadline)
 			return -ETIMEDOUT;
 		usleep(5000);
 	}
@@ -1122,7 +1131,7 @@ void relay_sender_finish(struct relay_sender *s, unsigned timeout_ms,
 	pthread_mutex_unlock(&s->mu);
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
-		int done = s->end_acked || s->abandoned;
+		int done = s->end_acked || s->abandoned || !s->started;
 		pthread_mutex_unlock(&s->mu);
 		if (done || now_ms() >= until)
 			break;
@@ -1132,7 +1141,8 @@ void relay_sender_finish(struct relay_sender *s, unsigned timeout_ms,
 	s->stop = 1;
 	pthread_mutex_unlock(&s->mu);
 	wake(s);
-	pthread_join(s->thread, NULL);
+	if (s->started)
+		pthread_join(s->thread, NULL);
 	/* what never reached the relay is lost too */
 	while (s->head) {
 		m = s->head;

@@ -35,12 +35,19 @@ struct relay_sender_stats {
 };
 
 /*
- * Resolve the relay's address and start the sender's thread, which
- * connects (and reconnects, with backoff) by itself. Returns 0 with *out,
- * or a negative errno with *why (a bad address, no memory, no thread).
+ * Resolve the relay's address and make the queue: the sink takes frames
+ * from now on. Returns 0 with *out, or a negative errno with *why (a bad
+ * address, no memory).
  */
 int relay_sender_create(const struct relay_sender_config *cfg,
 			struct relay_sender **out, const char **why);
+/*
+ * Start the sender's thread, which connects (and reconnects, with
+ * backoff) by itself. Separate from create so that a caller that forks
+ * children which do not exec at once (the state dump) forks before it
+ * has a second thread. Returns 0 or a negative errno (no thread).
+ */
+int relay_sender_start(struct relay_sender *s);
 
 /* The sink to give the consumers (cons_config.sink, dmn_config.sink):
  * its callbacks only copy into the queue; a full queue drops the packet
