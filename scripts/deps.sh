@@ -3,7 +3,7 @@
 # Install the Debian packages strata needs for GROUP (build, test, bench), if missing.
 set -euo pipefail
 
-build=(gcc g++ make cmake pkg-config libmicrohttpd-dev libdw-dev)
+build=(gcc g++ make cmake pkg-config libmicrohttpd-dev libdw-dev libssl-dev libzstd-dev)
 test=(libcmocka-dev babeltrace2 python3 clang libclang-rt-14-dev spin
       libtracefs-dev libtraceevent-dev libnl-genl-3-dev pajeng abigail-tools curl chromium nodejs)
 # strata view's browser test: Debian's nodejs comes without npm, NodeSource's with it

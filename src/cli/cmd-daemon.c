@@ -17,8 +17,11 @@
 #ifdef STRATA_HAVE_KERNEL
 #include "kernel/kernel.h"
 #endif
+#include "consumer/consumer.h"
 #include "daemon/daemon.h"
 #include "proto/paths.h"
+#include "relay/proto.h"
+#include "relay/sender.h"
 
 const char cmd_daemon_usage[] =
 	"usage: strata daemon [OPTIONS]\n"
@@ -50,6 +53,12 @@ const char cmd_daemon_usage[] =
 	"                         (sched, irq, syscalls, all) into each trace,\n"
 	"                         on the same clock (docs/kernel.md)\n"
 	"  --kernel-buffer-kb N   kernel buffer per CPU in KiB (default 4096)\n"
+	"  --relay HOST:PORT      also stream each trace to a strata relay\n"
+	"  --token-file FILE      the relay's shared secret (docs/relay.md)\n"
+	"  --relay-buffer MIB     memory for packets not yet sent (default 64)\n"
+	"  --relay-zstd[=LEVEL]   compress what is sent with zstd (default 1)\n"
+	"  --relay-timeout SEC    at each trace's end, wait this long for the\n"
+	"                         relay (default 10)\n"
 	"  -f, --foreground       stay in the foreground, messages on stderr\n"
 	"                         (otherwise in the session directory's 'log')\n"
 	"  --kill                 end the daemon NAME: its trace is finished first\n";
@@ -123,6 +132,101 @@ static unsigned kbuffer_kb;         /* --kernel-buffer-kb, 0: the default */
 static struct kern_session *ksess;  /* of the trace being written */
 #endif
 
+/* --relay (docs/relay.md): one sender per trace, made when the trace
+ * starts and finished when it stops; the consumers of the daemon get
+ * the sink below, which passes on to the sender of the trace running. */
+static const char *relay_addr;
+static unsigned char relay_token[RELAY_TOKEN_MAX + 1];
+static size_t relay_token_len;
+static double relay_mib, relay_timeout;
+static int relay_zstd;
+static struct relay_sender *relay_cur;
+
+static void fwd_create(void *ctx, const char *path)
+{
+	(void)ctx;
+	if (relay_cur)
+		relay_sender_sink(relay_cur)->on_file_create(relay_sender_sink(relay_cur)->ctx, path);
+}
+
+static void fwd_write(void *ctx, const char *path, uint64_t off,
+		      const void *buf, size_t len)
+{
+	(void)ctx;
+	if (relay_cur)
+		relay_sender_sink(relay_cur)->on_write(relay_sender_sink(relay_cur)->ctx,
+						       path, off, buf, len);
+}
+
+static void fwd_metadata(void *ctx, const char *path, const char *text,
+			 size_t len)
+{
+	(void)ctx;
+	if (relay_cur)
+		relay_sender_sink(relay_cur)->on_metadata(relay_sender_sink(relay_cur)->ctx,
+							  path, text, len);
+}
+
+static void fwd_close(void *ctx, const char *path, uint64_t size,
+		      const char *final, int keep)
+{
+	(void)ctx;
+	if (relay_cur)
+		relay_sender_sink(relay_cur)->on_close(relay_sender_sink(relay_cur)->ctx,
+						       path, size, final, keep);
+}
+
+static const struct cons_sink relay_fwd = {
+	.on_file_create = fwd_create,
+	.on_write = fwd_write,
+	.on_metadata = fwd_metadata,
+	.on_close = fwd_close,
+};
+
+static void relay_begin(const char *trace)
+{
+	const char *why;
+	struct relay_sender_config rc = {
+		.addr = relay_addr, .token = relay_token,
+		.token_len = relay_token_len, .root = trace, .log = stderr,
+		.budget = relay_mib ? (size_t)(relay_mib * (1 << 20)) : 0,
+		.zstd_level = relay_zstd,
+	};
+	int ret = relay_sender_create(&rc, &relay_cur, &why);
+
+	if (!ret && (ret = relay_sender_start(relay_cur))) {
+		why = "cannot start the sender";
+		relay_sender_finish(relay_cur, 0, NULL);
+	}
+	if (ret) {
+		relay_cur = NULL;
+		fprintf(stderr, "strata: relay %s: %s: %s; %s is written "
+			"locally only\n", relay_addr, why, strerror(-ret), trace);
+	}
+}
+
+static void relay_end(const char *trace)
+{
+	struct relay_sender_stats st;
+	unsigned ms = (unsigned)((relay_timeout ? relay_timeout : 10) * 1000);
+
+	if (!relay_cur)
+		return;
+	relay_sender_sweep(relay_cur, ms);
+	relay_sender_finish(relay_cur, ms, &st);
+	relay_cur = NULL;
+	fprintf(stderr, "strata: relay %s: %s: %llu packets sent, %llu lost, "
+		"%llu bytes, %llu other files, %llu connection%s\n", relay_addr,
+		trace, (unsigned long long)st.packets_sent,
+		(unsigned long long)st.packets_lost,
+		(unsigned long long)st.bytes_sent,
+		(unsigned long long)st.files_swept,
+		(unsigned long long)st.connects, st.connects == 1 ? "" : "s");
+	if (!st.complete)
+		fprintf(stderr, "strata: warning: relay %s: the relay's copy of "
+			"%s is incomplete: %s\n", relay_addr, trace, st.error);
+}
+
 /* Each new trace begins with the system's processes and threads
  * (docs/record.md, "State dump"), as under strata record, and with -k its
  * kernel streams start. */
@@ -133,6 +237,10 @@ static void trace_started(const char *trace)
 	if (kgroups)
 		ksess = cli_kernel_start(trace, kgroups, NULL, NULL, kbuffer_kb);
 #endif
+	/* after the state dump's fork: the sender is a thread; what was
+	 * written before it existed is sent whole at the end */
+	if (relay_addr)
+		relay_begin(trace);
 }
 
 /* The user side of `trace` is complete: finish its kernel streams (their
@@ -142,9 +250,8 @@ static void trace_stopped(const char *trace)
 #ifdef STRATA_HAVE_KERNEL
 	cli_kernel_stop(ksess, trace);
 	ksess = NULL;
-#else
-	(void)trace;
 #endif
+	relay_end(trace);
 }
 
 /* Ask the daemon NAME to end, and wait until it has (cmd-session.c does
@@ -166,7 +273,10 @@ struct daemon_opts {
  * the usage or one error line. */
 static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 {
-	enum { O_NAME = 1, O_KILL, O_STOPPED, O_CLOCK, O_KBUF };
+	enum { O_NAME = 1, O_KILL, O_STOPPED, O_CLOCK, O_KBUF, O_RELAY,
+	       O_TOKEN, O_RBUF, O_RTIMEOUT, O_RZSTD };
+	const char *token_file = NULL;
+	char *end;
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"name", required_argument, NULL, O_NAME},
@@ -176,6 +286,11 @@ static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 		{"clock", required_argument, NULL, O_CLOCK},
 		{"kernel", required_argument, NULL, 'k'},
 		{"kernel-buffer-kb", required_argument, NULL, O_KBUF},
+		{"relay", required_argument, NULL, O_RELAY},
+		{"token-file", required_argument, NULL, O_TOKEN},
+		{"relay-buffer", required_argument, NULL, O_RBUF},
+		{"relay-timeout", required_argument, NULL, O_RTIMEOUT},
+		{"relay-zstd", optional_argument, NULL, O_RZSTD},
 		CLI_RING_OPTIONS,
 		{NULL, 0, NULL, 0},
 	};
@@ -208,6 +323,28 @@ static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 			if (cli_kernel_opt("daemon", optarg, &kgroups))
 				return 2;
 			break;
+		case O_RELAY: relay_addr = optarg; break;
+		case O_TOKEN: token_file = optarg; break;
+		case O_RBUF:
+			relay_mib = strtod(optarg, &end);
+			if (*end || !(relay_mib >= 1) || relay_mib > 65536) {
+				cli_err(NULL, "--relay-buffer: '%s' is not a number "
+					"of MiB from 1 to 65536", optarg);
+				return 2;
+			}
+			break;
+		case O_RTIMEOUT:
+			if (cli_parse_seconds(optarg, &relay_timeout, "relay-timeout"))
+				return 2;
+			break;
+		case O_RZSTD:
+			relay_zstd = optarg ? (int)strtol(optarg, &end, 10) : 1;
+			if ((optarg && *end) || relay_zstd < 1 || relay_zstd > 19) {
+				cli_err(NULL, "--relay-zstd: '%s' is not a level "
+					"from 1 to 19", optarg);
+				return 2;
+			}
+			break;
 		default:
 			fputs(cmd_daemon_usage, stderr);
 			return 2;
@@ -216,6 +353,20 @@ static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 	if (optind < argc) {
 		cli_err(NULL, "daemon: unexpected argument '%s'", argv[optind]);
 		return 2;
+	}
+	if (!relay_addr != !token_file) {
+		cli_err(NULL, "daemon: --relay and --token-file go together");
+		return 2;
+	}
+	if (token_file) {
+		const char *why;
+		int n = relay_token_load(token_file, relay_token,
+					 sizeof(relay_token), &why);
+		if (n < 0) {
+			cli_err(token_file, "%s: %s", why, strerror(-n));
+			return 1;
+		}
+		relay_token_len = (size_t)n;
 	}
 	if (!proto_name_ok(dopt->name)) {
 		cli_err(NULL, "daemon: --name %s: use letters, digits, '_', '-', '.'",
@@ -254,6 +405,8 @@ static int daemon_config(const struct daemon_opts *dopt,
 	cfg->on_start = trace_started;
 	cfg->on_stop = trace_stopped;
 	cfg->base_dir = dirs->base;
+	if (relay_addr)
+		cfg->sink = &relay_fwd;
 	return 0;
 }
 

@@ -17,6 +17,8 @@
 #include "common/tfile.h"
 #include "common/tool.h"
 #include "daemon/daemon.h"
+#include "relay/proto.h"
+#include "relay/sender.h"
 
 /* libstrata is linked in for its consumer: it must not trace this tool
  * from STRATA_OUTPUT / STRATA_SESSION (src/lib/session.c). */
@@ -53,6 +55,14 @@ const char cmd_record_usage[] =
 	"  --functions            turn on the function probes of code built with\n"
 	"                         -finstrument-functions and linked with\n"
 	"                         libstrata-func (then strata profile DIR)\n"
+	"  --relay HOST:PORT      also stream the trace to a strata relay as it is\n"
+	"                         written (docs/relay.md); a slow network loses\n"
+	"                         packets there (counted), never here\n"
+	"  --token-file FILE      the relay's shared secret (with --relay)\n"
+	"  --relay-buffer MIB     memory for packets not yet sent (default 64)\n"
+	"  --relay-zstd[=LEVEL]   compress what is sent with zstd (level 1-19,\n"
+	"                         default 1)\n"
+	"  --relay-timeout SEC    at the end, wait this long for the relay (default 10)\n"
 	"  -v, --verbose          one line per traced process at the end\n\n"
 	"SIGUSR1 writes a snapshot of the buffers (overwrite mode) to\n"
 	"DIR-snapshot-N while tracing goes on.\n";
@@ -163,6 +173,9 @@ struct record_opts {
 	const char *kevents[65]; /* --kernel-event, NULL-terminated */
 	unsigned nkevents;
 	double duration;
+	const char *relay, *token_file; /* --relay, --token-file */
+	double relay_mib, relay_timeout;
+	int relay_zstd; /* --relay-zstd level, 0: none */
 	char **cmd;
 	char defout[64];
 };
@@ -182,7 +195,8 @@ static int record_trigger(int start, const char *arg)
 }
 
 enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD,
-       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE, O_FUNCTIONS };
+       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE, O_FUNCTIONS, O_RELAY, O_TOKEN,
+       O_RBUF, O_RTIMEOUT, O_RZSTD };
 
 /* One option that is not a ring option: 0, or -1 when the exit status
  * is 2 (said on stderr). */
@@ -204,6 +218,25 @@ static int record_opt(struct record_opts *ro, int o, const char *arg)
 	case O_KBUF:
 		return cli_kernel_buffer_opt("record", arg, &ro->kbuffer_kb);
 	case O_GUARD: ro->guard = arg; break;
+	case O_RELAY: ro->relay = arg; break;
+	case O_TOKEN: ro->token_file = arg; break;
+	case O_RBUF:
+		ro->relay_mib = strtod(arg, &end);
+		if (*end || !(ro->relay_mib >= 1) || ro->relay_mib > 65536) {
+			cli_err(NULL, "--relay-buffer: '%s' is not a number of "
+				"MiB from 1 to 65536", arg);
+			return -1;
+		}
+		break;
+	case O_RTIMEOUT:
+		return cli_parse_seconds(arg, &ro->relay_timeout, "relay-timeout") ? -1 : 0;
+	case O_RZSTD:
+		ro->relay_zstd = arg ? (int)strtol(arg, &end, 10) : 1;
+		if ((arg && *end) || ro->relay_zstd < 1 || ro->relay_zstd > 19) {
+			cli_err(NULL, "--relay-zstd: '%s' is not a level from 1 to 19", arg);
+			return -1;
+		}
+		break;
 	case O_LOCKS: ro->want_locks = 1; break;
 	case O_FUNCTIONS: ro->functions = 1; break;
 	case O_SAMPLE:
@@ -245,6 +278,11 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 		{"locks", no_argument, NULL, O_LOCKS},
 		{"functions", no_argument, NULL, O_FUNCTIONS},
 		{"sample", optional_argument, NULL, O_SAMPLE},
+		{"relay", required_argument, NULL, O_RELAY},
+		{"token-file", required_argument, NULL, O_TOKEN},
+		{"relay-buffer", required_argument, NULL, O_RBUF},
+		{"relay-timeout", required_argument, NULL, O_RTIMEOUT},
+		{"relay-zstd", optional_argument, NULL, O_RZSTD},
 		{"guard", required_argument, NULL, O_GUARD}, /* not in --help */
 		{NULL, 0, NULL, 0},
 	};
@@ -369,6 +407,10 @@ static int record_check(struct record_opts *ro)
 	}
 	if (cli_ring_env(&ro->ro, "record"))
 		return 2;
+	if (!ro->relay != !ro->token_file) {
+		cli_err(NULL, "record: --relay and --token-file go together");
+		return 2;
+	}
 	if (ro->want_locks && cli_locks_preload(ro->locks, sizeof(ro->locks)))
 		return 2;
 	if (!ro->out) {
@@ -412,16 +454,77 @@ static pid_t record_spawn(const struct record_opts *ro, int gate[2])
 	return child;
 }
 
+/* --relay: the sender, whose sink every sub-trace's consumer gets
+ * (docs/relay.md). 0, or 1 after saying why. */
+static int record_relay_start(const struct record_opts *ro,
+			      struct relay_sender **out)
+{
+	unsigned char token[RELAY_TOKEN_MAX + 1];
+	const char *why;
+	int n = relay_token_load(ro->token_file, token, sizeof(token), &why);
+
+	if (n < 0) {
+		cli_err(ro->token_file, "%s: %s", why, strerror(-n));
+		return 1;
+	}
+	struct relay_sender_config rc = {
+		.addr = ro->relay, .token = token, .token_len = (size_t)n,
+		.root = ro->out, .log = stderr,
+		.budget = ro->relay_mib ? (size_t)(ro->relay_mib * (1 << 20)) : 0,
+		.zstd_level = ro->relay_zstd,
+	};
+	int ret = relay_sender_create(&rc, out, &why);
+	explicit_bzero(token, sizeof(token));
+	if (ret) {
+		cli_err(ro->relay, "relay: %s: %s", why, strerror(-ret));
+		return 1;
+	}
+	return 0;
+}
+
+/* The end of --relay: the files no consumer wrote, then END; one line. */
+static void record_relay_end(const struct record_opts *ro,
+			     struct relay_sender *rs)
+{
+	struct relay_sender_stats st;
+	unsigned ms = (unsigned)((ro->relay_timeout ? ro->relay_timeout : 10) * 1000);
+
+	relay_sender_sweep(rs, ms);
+	relay_sender_finish(rs, ms, &st);
+	fprintf(stderr, "strata: relay %s: %llu packets sent, %llu lost, "
+		"%llu bytes (%llu on the wire), %llu other files, %llu "
+		"connection%s\n", ro->relay,
+		(unsigned long long)st.packets_sent,
+		(unsigned long long)st.packets_lost,
+		(unsigned long long)st.bytes_sent,
+		(unsigned long long)st.wire_bytes,
+		(unsigned long long)st.files_swept,
+		(unsigned long long)st.connects, st.connects == 1 ? "" : "s");
+	if (!st.complete)
+		fprintf(stderr, "strata: warning: relay %s: the relay's copy is "
+			"incomplete: %s; the local trace %s is whole\n", ro->relay,
+			st.error, ro->out);
+}
+
 /* Run the command under a session into ro->out: the exit status. */
 static int record_run(const struct record_opts *ro)
 {
 	struct dmn *d;
 	struct dmn_totals t;
 	struct dmn_config scfg = {.trace_dir = ro->out};
+	struct relay_sender *rs = NULL;
 	const char *what = "";
+	if (ro->relay && record_relay_start(ro, &rs)) {
+		rmdir(ro->out);
+		return 1;
+	}
+	if (rs)
+		scfg.sink = relay_sender_sink(rs);
 	int ret = dmn_create(&scfg, &d, &what);
 	if (ret) {
 		cli_err(NULL, "%s: %s", what, strerror(-ret));
+		if (rs)
+			relay_sender_finish(rs, 0, NULL);
 		rmdir(ro->out);
 		return 1;
 	}
@@ -441,6 +544,8 @@ static int record_run(const struct record_opts *ro)
 	if (child < 0) {
 		if (child == -2)
 			dmn_destroy(d, NULL, &t);
+		if (rs)
+			relay_sender_finish(rs, 0, NULL);
 		return 1;
 	}
 #ifdef STRATA_HAVE_KERNEL
@@ -455,6 +560,10 @@ static int record_run(const struct record_opts *ro)
 	struct samp_session *ss = ro->sample_hz ? cli_sample_start(ro->out, child, ro->sample_hz)
 						: NULL;
 #endif
+	/* after the forks that do not exec at once (the state dump) */
+	if (rs && (ret = relay_sender_start(rs)))
+		cli_err(ro->relay, "relay: cannot start the sender: %s; the "
+			"trace is written locally only", strerror(-ret));
 	if (gate[1] >= 0) {
 		close(gate[0]);
 		close(gate[1]); /* go */
@@ -469,6 +578,8 @@ static int record_run(const struct record_opts *ro)
 	cli_sample_stop(ss, ro->out);
 #endif
 	record_report(ro->out, &t);
+	if (rs)
+		record_relay_end(ro, rs);
 	if (!exited && waitpid(child, &status, 0) == child)
 		exited = 1;
 	if (!exited)

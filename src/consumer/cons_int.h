@@ -102,6 +102,7 @@ struct cons {
 	 * the metadata can say what was not written (reserve_free()). */
 	char reserve[4200];
 	int reserve_held;
+	const struct cons_sink *sink; /* cfg->sink (sink.c) */
 };
 
 /*
@@ -177,6 +178,19 @@ int cons_close_copy(struct cons *c, const struct cons_stream *s,
  * left open. */
 void cons_finish_external(struct cons *c, struct cons_stream *s,
 			  int writers_gone);
+
+/* ---- sink.c ------------------------------------------------------------- */
+
+/* What the consumer wrote, passed on to c->sink (consumer.h); each does
+ * nothing without a sink. */
+void cons_sink_stream_open(struct cons *c, struct cons_stream *s);
+void cons_sink_packet(struct cons *c, struct cons_stream *s,
+		      const unsigned char *pkt, uint64_t content);
+void cons_sink_index(struct cons *c, struct cons_stream *s, uint64_t off,
+		     const void *buf, size_t len);
+void cons_sink_stream_close(struct cons *c, struct cons_stream *s,
+			    int idx_published);
+void cons_sink_metadata(struct cons *c);
 
 /* ---- consumer.c --------------------------------------------------------- */
 

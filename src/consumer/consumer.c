@@ -320,6 +320,7 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 	snprintf(c->dir, sizeof(c->dir), "%s", cfg->dir);
 	c->mode = cfg->mode;
 	c->flush_ms = cfg->flush_ms;
+	c->sink = cfg->sink;
 	memcpy(c->uuid, cfg->uuid, 16);
 	snprintf(path, sizeof(path), "%s/index", c->dir);
 	if ((ret = tfile_mkdir(path, 0))) {

@@ -41,6 +41,32 @@ struct cons_source {
 	const struct clock_point *cp_first;
 };
 
+/*
+ * A second destination for what the consumer writes (the relay's sender,
+ * docs/relay.md §5): told of every file of the sub-trace as the consumer
+ * writes it, in the same order, with full paths under cfg->dir. Called
+ * on the consumer's thread (cons_poll()'s caller, or the in-process
+ * thread); a callback must not block: it copies what it keeps. Only
+ * bytes the consumer wrote successfully are passed on.
+ */
+struct cons_sink {
+	void *ctx;
+	/* a new file (created empty) */
+	void (*on_file_create)(void *ctx, const char *path);
+	/* `len` bytes at `off` of that file: a packet's content (stream
+	 * files: every packet takes packet_size bytes of the file, its tail
+	 * a hole), or index bytes */
+	void (*on_write)(void *ctx, const char *path, uint64_t off,
+			 const void *buf, size_t len);
+	/* the metadata file `path` was replaced by `text` */
+	void (*on_metadata)(void *ctx, const char *path, const char *text,
+			    size_t len);
+	/* the file is complete: `size` (UINT64_MAX: as written); renamed to
+	 * `final` (NULL: it keeps its name), or dropped when !keep */
+	void (*on_close)(void *ctx, const char *path, uint64_t size,
+			 const char *final, int keep);
+};
+
 /* What cons_finish() did with packets left incomplete by dead writers. */
 struct cons_salvage {
 	uint64_t salvaged;      /* closed by the consumer and written */
@@ -68,6 +94,8 @@ struct cons_config {
 	 * process out of descriptors still gets its last metadata written;
 	 * set to -1 then. */
 	int *fd_reserve;
+	/* Also tell this sink of every file written; NULL: none. */
+	const struct cons_sink *sink;
 };
 
 /*

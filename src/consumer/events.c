@@ -272,10 +272,12 @@ void cons_update_metadata(struct cons *c)
 	}
 	mi.lost = lost;
 	int ret = meta_write(c->dir, &mi);
-	if (ret)
+	if (ret) {
 		cons_error(c, ret, "cannot write metadata", c->dir);
-	else
+	} else {
 		c->meta_dirty = 0;
+		cons_sink_metadata(c);
+	}
 }
 
 uint64_t cons_ring_pending(struct strata_ring *r, int external)

@@ -124,6 +124,8 @@ static int idx_flush(struct cons *c, struct cons_stream *s)
 			(void)0;
 		s->idx_bad = 1;
 		cons_error(c, ret, "cannot write the packet index", c->dir);
+	} else {
+		cons_sink_index(c, s, (uint64_t)end, s->idx_buf, s->idx_len);
 	}
 	s->idx_len = 0;
 	return ret;
@@ -162,6 +164,7 @@ struct cons_stream *cons_stream_open(struct cons *c, struct strata_ring *r)
 		close(s->idx_fd);
 		s->idx_fd = -1;
 	}
+	cons_sink_stream_open(c, s);
 	return s;
 }
 
@@ -277,6 +280,7 @@ void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
 		return;
 	}
 	strata_add_fetch_relaxed(&c->events, nev);
+	cons_sink_packet(c, s, pkt, content);
 
 	memcpy(&ts_begin, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
 	memcpy(&ts_end, pkt + STRATA_PKT_OFF_TS_END, 8);
@@ -372,6 +376,8 @@ static void loss_trailer(struct cons *c, struct cons_stream *s)
 
 static void close_stream(struct cons *c, struct cons_stream *s)
 {
+	int pub = 0; /* the index renamed into place */
+
 	idx_flush(c, s);
 	if (s->fd >= 0) {
 		if (!s->dead && ftruncate(s->fd, (off_t)s->file_off) < 0)
@@ -387,9 +393,11 @@ static void close_stream(struct cons *c, struct cons_stream *s)
 		snprintf(path, sizeof(path), "%s/index/cpu%u.idx", c->dir, s->ring->cpu);
 		/* published only if every packet written is in it; else
 		 * readers build their own */
-		if (close(s->idx_fd) || s->idx_bad || rename(tmp, path))
+		pub = !(close(s->idx_fd) || s->idx_bad || rename(tmp, path));
+		if (!pub)
 			unlink(tmp);
 	}
+	cons_sink_stream_close(c, s, pub);
 	free(s);
 }
 

@@ -82,6 +82,7 @@ int dmn_client_begin_trace(struct dmn *d, struct client *c)
 		return ret;
 	}
 	dmn_client_config(d, c, dir, &src, &cc);
+	cc.sink = d->sink; /* not a snapshot's (dmn_snapshot) */
 	if ((ret = cons_create(&cc, &c->cons))) {
 		fprintf(stderr, "strata: %s: %s\n", dir,
 			strata_strerror_detail());

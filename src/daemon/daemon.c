@@ -265,6 +265,7 @@ int dmn_create(const struct dmn_config *cfg, struct dmn **out,
 	d->daemon = cfg->session_dir != NULL;
 	d->on_start = cfg->on_start;
 	d->on_stop = cfg->on_stop;
+	d->sink = cfg->sink;
 	session_geometry(d, cfg);
 	fd_budget(d);
 	if (d->daemon) {

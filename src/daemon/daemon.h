@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 struct dmn;
+struct cons_sink;
 
 struct dmn_totals {
 	uint64_t procs;      /* processes that registered */
@@ -56,6 +57,9 @@ struct dmn_config {
 	/* Called with each trace directory once its user-space streams and
 	 * metadata are complete (the daemon's kernel streams); NULL: none. */
 	void (*on_stop)(const char *trace_dir);
+	/* Every sub-trace's consumer also writes to this sink (the relay's
+	 * sender, docs/relay.md); NULL: none. */
+	const struct cons_sink *sink;
 };
 
 /* The daemon's ring settings from the environment, as libstrata reads

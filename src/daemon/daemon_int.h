@@ -153,6 +153,7 @@ struct dmn {
 	struct dmn_totals last; /* of the last finished trace */
 	void (*on_start)(const char *trace_dir);
 	void (*on_stop)(const char *trace_dir);
+	const struct cons_sink *sink; /* dmn_config's */
 };
 
 /* The limits of docs/record.md, "Limits", each said once per daemon
