@@ -3,6 +3,7 @@
 import { Timeline, LABEL, STATES, colour, duration, seconds } from './timeline.js';
 import { SvgContext } from './svg.js';
 import { renderList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
+import { renderStats } from './stats.js';
 
 // Every URL is relative: the page lives under /TOKEN/, so the token goes
 // with each request without the page knowing it.
@@ -15,7 +16,7 @@ async function get(path) {
 
 const $ = (id) => document.getElementById(id);
 const state = { sum: null, view: null, tl: null, overview: null, seq: 0,
-	selected: null, listSeq: 0, history: [], markers: [], pointer: null };
+	selected: null, listSeq: 0, statsSeq: 0, history: [], markers: [], pointer: null };
 const hook = window.strataView = { ready: false, answers: 0, list: 0 };
 
 function clampView(t0, t1) {
@@ -34,6 +35,7 @@ function setView(t0, t1) {
 	redraw();
 	fetchWindow();
 	fetchListSoon();
+	fetchStatsSoon();
 }
 
 // One window request at a time matters: an answer older than the newest
@@ -144,6 +146,35 @@ async function fetchList(t) {
 	renderList($('list').tBodies[0], l.events, l.before, state.selected, pickFromList);
 	hook.list = l.events.length;
 	hook.listFirst = l.events[0] ? l.events[0].ts : null;
+}
+
+// ---- statistics of the view, under the filter: asked only while shown ----
+
+let statsTimer = 0;
+function fetchStatsSoon() {
+	clearTimeout(statsTimer);
+	if (!$('tab-stats').classList.contains('on'))
+		return;
+	statsTimer = setTimeout(fetchStats, 150);
+}
+
+async function fetchStats() {
+	const seq = ++state.statsSeq, v = state.view;
+	const kind = $('st-kind').value;
+	const a = await get(`api/stats?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}&kind=${kind}` +
+		filterQuery());
+	if (seq !== state.statsSeq)
+		return;
+	renderStats($('stats'), a, state.sum);
+	hook.stats = a;
+}
+
+function showTab(id) {
+	for (const b of document.querySelectorAll('#tabs button')) {
+		b.classList.toggle('on', b.id === id);
+		$(b.dataset.pane).hidden = b.id !== id;
+	}
+	fetchStatsSoon();
 }
 
 function select(e) {
@@ -482,6 +513,9 @@ function input() {
 		applyFilter();
 	});
 	$('prev').addEventListener('click', () => find(-1));
+	for (const b of document.querySelectorAll('#tabs button'))
+		b.addEventListener('click', () => showTab(b.id));
+	$('st-kind').addEventListener('change', fetchStatsSoon);
 	document.addEventListener('keydown', (e) => {
 		if (e.target.tagName === 'INPUT' || e.ctrlKey || e.metaKey)
 			return;
@@ -580,6 +614,7 @@ async function main() {
 		$('banner').textContent = warn.join(' · ');
 	}
 	legend(s);
+	s.kinds.forEach((k, i) => $('st-kind').add(new Option(k, i)));
 	state.overview = $('overview');
 	state.tl = new Timeline($('timeline'), s);
 	hook.summary = s;

@@ -9,14 +9,6 @@
 
 #include "view.h"
 
-/*
- * A window whose bins say it holds at most this many events is read from
- * the trace itself (exact times, event classes); a wider one is drawn from
- * the bins. At the reader's tens of millions of events a second this
- * bounds a window's answer to a few milliseconds whatever the trace's size.
- */
-#define VW_EXACT_MAX 200000u
-
 static const char *thread_name(const struct vw_model *m, uint32_t tid)
 {
 	const char *n = an_names_get(m->names, tid);
@@ -531,8 +523,7 @@ static int mark_classes(const char *glob, void *arg)
 	return 0;
 }
 
-/* The classes q's event globs keep, or NULL (all). */
-static int class_table(struct vw_model *m, const char *globs, bool **out)
+int vw_class_table(struct vw_model *m, const char *globs, bool **out)
 {
 	*out = NULL;
 	if (!globs)
@@ -563,7 +554,7 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	struct px *px = calloc(nrows * w + 1, sizeof(*px));
 	int err = px ? vw_filter_make(m, q, &v.f, o) : -ENOMEM;
 	if (!err)
-		err = class_table(m, q->events, &v.cls);
+		err = vw_class_table(m, q->events, &v.cls);
 	if (!err && exact && !q->none) {
 		err = fill_exact(&v, px);
 	} else if (!err && !q->none) {
@@ -870,7 +861,7 @@ int vw_api_search(struct vw_model *m, const struct vw_filter *q, const char *fin
 	struct strata_iter *it = NULL;
 	unsigned ncls = strata_trace_nclasses(m->t), nvals = 256 + 3, nfound = 0;
 	struct strata_value *vals = calloc(nvals, sizeof(*vals));
-	int err = vals ? class_table(m, find, &s.cls) : -ENOMEM;
+	int err = vals ? vw_class_table(m, find, &s.cls) : -ENOMEM;
 	if (!err)
 		err = vw_filter_make(m, q, &f, o);
 	char msg[256] = "";

@@ -248,7 +248,7 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 {
 	struct vw_buf b = { 0 };
 	int64_t span = (int64_t)vw_ns(&s->m, s->m.end - s->m.begin) + 1;
-	int64_t t0, t1, w, t, nb, na, cpu, tid, dir, skip;
+	int64_t t0, t1, w, t, nb, na, cpu, tid, dir, skip, kind;
 	struct vw_filter q;
 	const char *find, *where;
 	int err = 0;
@@ -259,6 +259,11 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 		    !arg(c, "w", 1, 8192, 1000, &w, &b) || !filter_args(c, &q, &b))
 			return send_json(c, 400, &b);
 		err = vw_api_window(&s->m, (uint64_t)t0, (uint64_t)t1, (unsigned)w, &q, &b);
+	} else if (!strcmp(what, "stats")) {
+		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
+		    !arg(c, "kind", -1, 65535, -1, &kind, &b) || !filter_args(c, &q, &b))
+			return send_json(c, 400, &b);
+		err = vw_api_stats(&s->m, (uint64_t)t0, (uint64_t)t1, (int)kind, &q, &b);
 	} else if (!strcmp(what, "list")) {
 		if (!arg(c, "t", 0, span, 0, &t, &b) || !arg(c, "before", 0, 1000, 20, &nb, &b) ||
 		    !arg(c, "after", 0, 1000, 50, &na, &b) ||

@@ -127,6 +127,15 @@ uint64_t vw_ticks(const struct vw_model *m, uint64_t ns);
 
 struct vw_filter; /* below */
 
+/*
+ * A window whose bins say it holds at most this many events is read from
+ * the trace itself (exact times, event classes); a wider one is drawn from
+ * the bins. At the reader's tens of millions of events a second this
+ * bounds a window's answer to a few milliseconds whatever the trace's size.
+ * The statistics (stats.c) read as many at most.
+ */
+#define VW_EXACT_MAX 200000u
+
 /* The answers of the JSON API (api.c); each writes one JSON document into
  * out, or returns an HTTP status (400) after writing why into out. */
 int vw_api_summary(struct vw_model *m, struct vw_buf *out);
@@ -167,6 +176,18 @@ int vw_filter_make(struct vw_model *m, const struct vw_filter *q,
  * q keeps. Returns 0, 400 (a bad expression), -ENOMEM. */
 int vw_api_search(struct vw_model *m, const struct vw_filter *q, const char *find,
 		  const char *where, uint64_t t, int dir, unsigned skip, struct vw_buf *out);
+
+/* The classes whose names match one of the comma-separated globs into
+ * *out (calloc'ed, one bool per class), or NULL when globs is NULL (all).
+ * Returns 0 or -ENOMEM. */
+int vw_class_table(struct vw_model *m, const char *globs, bool **out);
+
+/* Statistics of [t0, t1] (ns) under q (stats.c, view.md "api/stats"):
+ * events per name, CPU and thread, and the durations of the intervals of
+ * kind `kind` (-1: none) that begin in it. Returns 0, 400 (a bad
+ * expression, why in out), -ENOMEM. */
+int vw_api_stats(struct vw_model *m, uint64_t t0, uint64_t t1, int kind,
+		 const struct vw_filter *q, struct vw_buf *out);
 
 /* The page's files, embedded at build time (assets.c, from web/). */
 struct vw_asset {

@@ -142,6 +142,66 @@ try:
     other = sorted(per_tid)[0]
     lst = get(f"api/list?t={tm}&before=5&after=5&tid={other}&tids={tid}")["events"]
     check(lst == [], f"list of thread {other} under a filter of thread {tid}: {len(lst)} events")
+
+    # statistics of a range: a narrow one read from the events, against
+    # print's counts per name, CPU and thread; the durations of the jobs
+    # that begin in it, against print's begin/end pairs
+    def tally(es):
+        return (collections.Counter(e["event"] for e in es),
+                collections.Counter(e["cpu"] for e in es),
+                collections.Counter(e["tid"] for e in es))
+
+    def stats_of(st):
+        return ({x["name"]: x["count"] for x in st["names"]},
+                {x["cpu"]: x["count"] for x in st["cpus"]},
+                {x["tid"]: x["count"] for x in st["threads"]})
+
+    kind = s["kinds"].index("work:job_begin..job_end")
+    st = get(f"api/stats?t0={t0}&t1={t1}&kind={kind}")
+    check(st["exact"] and st["events"] == len(inside), f"stats: {st['events']} events "
+          f"(exact {st['exact']}), print {len(inside)}")
+    got, want = stats_of(st), tally(inside)
+    check(got[0] == dict(want[0]), f"stats per name: {got[0]}, print {dict(want[0])}")
+    check(got[1] == dict(want[1]), f"stats per CPU: {got[1]}, print {dict(want[1])}")
+    check(got[2] == dict(want[2]), f"stats per thread: {got[2]}, print {dict(want[2])}")
+    open_ = collections.defaultdict(list)
+    jobs_in = []
+    for e in evs:
+        if e["event"] == "work:job_begin":
+            open_[e["tid"]].append(e["ns"])
+        elif e["event"] == "work:job_end" and open_[e["tid"]]:
+            b = open_[e["tid"]].pop()
+            if t0 <= b <= t1:
+                jobs_in.append(e["ns"] - b)
+    jobs_in.sort()
+    du = st["durations"]
+    check(du["exact"] and du["count"] == len(jobs_in) and sum(du["hist"][2::3]) == len(jobs_in),
+          f"stats: {du['count']} job durations, print {len(jobs_in)}")
+    if jobs_in and du["count"]:
+        check(abs(du["min"] - jobs_in[0]) <= 1 and abs(du["max"] - jobs_in[-1]) <= 1 and
+              abs(du["median"] - jobs_in[len(jobs_in) // 2]) <= 1,
+              f"stats: durations {du['min']}/{du['median']}/{du['max']}, print "
+              f"{jobs_in[0]}/{jobs_in[len(jobs_in) // 2]}/{jobs_in[-1]}")
+        h = du["hist"]
+        per_bin = collections.Counter(next((h[i], h[i + 1]) for i in range(0, len(h), 3)
+                                           if h[i] <= d < h[i + 1]) for d in jobs_in)
+        check(per_bin == {(h[i], h[i + 1]): h[i + 2] for i in range(0, len(h), 3)} and
+              all(h[i + 1] == 2 * max(1, h[i]) for i in range(0, len(h), 3)),
+              f"stats: histogram {h}, print {dict(per_bin)}")
+    # the whole trace, from the bins (not exact): every bin is in it, so
+    # the counts are print's; a filter on names counts only those
+    st = get(f"api/stats?t0=0&t1={s['span_ns']}")
+    got, want = stats_of(st), tally(evs)
+    check(not st["exact"] and got[0] == dict(want[0]) and got[1] == dict(want[1]) and
+          got[2] == dict(want[2]), f"stats of the whole trace: {got}, print {want}")
+    st = get(f"api/stats?t0=0&t1={s['span_ns']}&ev=work:job_e*")
+    got = stats_of(st)
+    check(got[0] == {"work:job_end": len(ends)} and st["filtered"],
+          f"stats of work:job_e*: {got[0]}, print {len(ends)}")
+    st = get(f"api/stats?t0={t0}&t1={t1}&ev=work:job_end&expr=job%20%3E%2010")
+    want = [e for e in inside if e["event"] == "work:job_end" and e["fields"]["job"] > 10]
+    check(st["events"] == len(want) and st["filtered"],
+          f"stats under an expression: {st['events']}, print {len(want)}")
 finally:
     view.terminate()
     view.wait(timeout=10)

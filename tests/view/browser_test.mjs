@@ -393,6 +393,48 @@ try {
 		check(sel && mk.includes(sel.ts), `M at the selected event ${sel && sel.ts}: ${mk}`);
 	}
 
+	// statistics of the view: counts per name, CPU and thread, durations
+	// of the chosen interval kind, under the filter as everywhere else
+	{
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		const stats = async (act) => {
+			await page.evaluate(() => { window.strataView.stats = null; });
+			await act();
+			await page.waitForFunction(() => window.strataView.stats, null, { timeout: 10000 });
+			await page.waitForTimeout(200);
+			return page.evaluate(() => window.strataView.stats);
+		};
+		let st = await stats(() => page.click('#tab-stats'));
+		const by = (list, k) => Object.fromEntries(list.map((x) => [x[k], x.count]));
+		check(st.exact && st.events === 23 && by(st.names, 'name')['sched:sched_switch'] === 9 &&
+			by(st.names, 'name')['work:job_begin'] === 4 && by(st.cpus, 'cpu')[0] === 12 &&
+			by(st.cpus, 'cpu')[1] === 11 && by(st.threads, 'tid')[302] === 4 &&
+			by(st.threads, 'tid')[301] === 2, `statistics of the whole trace: ${JSON.stringify(st)}`);
+		const kind = String(h.summary.kinds.indexOf('work:job_begin..job_end'));
+		st = await stats(() => page.selectOption('#st-kind', kind));
+		const du = st.durations || {};
+		check(du.count === 3 && du.min === 10e6 && du.median === 40e6 && du.max === 75e6 &&
+			du.hist.length === 9, `durations of the jobs: ${JSON.stringify(du)}`);
+		const text = await page.textContent('#stats');
+		check(/23/.test(await page.textContent('#st-events')) && /worker-b 302/.test(text) &&
+			/median 40\.000 ms/.test(text), `the statistics panel: ${text.slice(0, 300)}`);
+		// the filter takes the same events from the statistics
+		await page.fill('#f-ev', 'work:*');
+		st = await stats(() => page.click('#filters button:not([type])'));
+		check(st.events === 8 && st.names.length === 2 && by(st.threads, 'tid')[302] === 4,
+			`statistics under work:*: ${JSON.stringify(st).slice(0, 300)}`);
+		await page.fill('#f-ev', '');
+		await page.fill('#f-tids', '301');
+		st = await stats(() => page.click('#filters button:not([type])'));
+		check(st.durations.count === 1 && st.durations.max === 40e6 &&
+			st.threads.length === 1 && st.threads[0].tid === 301,
+			`statistics of thread 301: ${JSON.stringify(st).slice(0, 300)}`);
+		await page.fill('#f-tids', '');
+		await stats(() => page.click('#filters button:not([type])'));
+		await page.click('#tab-list');
+	}
+
 	// export: the current view as a valid SVG document, with what the
 	// canvas shows (rows, states, markers)
 	{

@@ -66,6 +66,12 @@ expect 400 "t0 negative" "$tok/api/window?t0=-5"
 expect 400 "t1 past the trace" "$tok/api/window?t1=999999999999999999"
 expect 400 "before too large" "$tok/api/list?before=100000"
 expect 400 "tid not a number" "$tok/api/list?tid=1x"
+expect 200 "the statistics" "$tok/api/stats?t0=0&kind=0"
+expect 403 "no token, the statistics" "$view_base/api/stats"
+expect 400 "stats: kind too large" "$tok/api/stats?kind=70000"
+expect 400 "stats: t1 past the trace" "$tok/api/stats?t1=999999999999999999"
+expect 400 "stats: a bad expression" "$tok/api/stats?expr=%28"
+expect 400 "stats: too many CPUs" "$tok/api/stats?cpus=$(seq -s, 0 64)"
 expect 200 "t1 <= t0 is an empty window" "$tok/api/window?t0=10&t1=5&w=10"
 expect 405 "POST" "$tok/api/summary" -X POST -d x=1
 expect 405 "DELETE" "$tok/api/summary" -X DELETE
