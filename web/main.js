@@ -16,7 +16,7 @@ async function get(path) {
 
 const $ = (id) => document.getElementById(id);
 const state = { sum: null, view: null, tl: null, overview: null, seq: 0,
-	selected: null, listSeq: 0, statsSeq: 0, history: [], markers: [], pointer: null };
+	selected: null, listSeq: 0, statsSeq: 0, history: [], future: [], markers: [], pointer: null };
 const hook = window.strataView = { ready: false, answers: 0, list: 0 };
 
 function clampView(t0, t1) {
@@ -476,11 +476,51 @@ function exportSvg() {
 
 // ---- keys and mouse, as Perfetto: W/S zoom, A/D pan ----------------------
 
+// ---- the history of views: every zoom, the whole trace and a zoom to a
+// selection are a step that Back (Backspace, Alt+Left) undoes and Forward
+// (Shift+Backspace, Alt+Right) redoes; a new step drops the forward ones --
+
+const HISTORY_MAX = 200;
+
+function showHistory() {
+	$('back').disabled = !state.history.length;
+	$('fwd').disabled = !state.future.length;
+	hook.history = { back: state.history.length, forward: state.future.length };
+}
+
+function go(t0, t1) {
+	state.history.push(state.view);
+	if (state.history.length > HISTORY_MAX)
+		state.history.shift();
+	state.future = [];
+	setView(t0, t1);
+	showHistory();
+}
+
+function back(dir) {
+	const [from, to] = dir < 0 ? [state.history, state.future] : [state.future, state.history];
+	if (!from.length)
+		return;
+	to.push(state.view);
+	const v = from.pop();
+	setView(v.t0, v.t1);
+	showHistory();
+}
+
 function zoom(f, at) {
 	const v = state.view;
 	const c = at ?? (v.t0 + v.t1) / 2;
-	state.history.push(v);
-	setView(c - (c - v.t0) * f, c + (v.t1 - c) * f);
+	go(c - (c - v.t0) * f, c + (v.t1 - c) * f);
+}
+
+// Shift-drag on the timeline: the range between press and pointer, drawn
+// as a band, then zoomed to on release.
+function selectRange(x0, x1) {
+	const a = timeAt(Math.max(LABEL, Math.min(x0, x1)));
+	const b = timeAt(Math.max(LABEL, Math.max(x0, x1)));
+	state.tl.range = { t0: a, t1: b };
+	redraw();
+	return state.tl.range;
 }
 
 function pan(frac) {
@@ -516,19 +556,27 @@ function input() {
 	for (const b of document.querySelectorAll('#tabs button'))
 		b.addEventListener('click', () => showTab(b.id));
 	$('st-kind').addEventListener('change', fetchStatsSoon);
+	$('back').addEventListener('click', () => back(-1));
+	$('fwd').addEventListener('click', () => back(1));
 	document.addEventListener('keydown', (e) => {
 		if (e.target.tagName === 'INPUT' || e.ctrlKey || e.metaKey)
 			return;
 		const k = e.key.toLowerCase();
+		const hist = { backspace: e.shiftKey ? 1 : -1, arrowleft: e.altKey ? -1 : 0,
+			arrowright: e.altKey ? 1 : 0 }[k];
+		if (hist) {
+			back(hist);
+			e.preventDefault();
+			return;
+		}
 		const acts = { w: () => zoom(0.7), '+': () => zoom(0.7), '=': () => zoom(0.7),
 			s: () => zoom(1 / 0.7), '-': () => zoom(1 / 0.7),
 			a: () => pan(-0.2), arrowleft: () => pan(-0.2),
 			d: () => pan(0.2), arrowright: () => pan(0.2),
-			0: () => setView(0, state.sum.span_ns), home: () => setView(0, state.sum.span_ns),
+			0: () => go(0, state.sum.span_ns), home: () => go(0, state.sum.span_ns),
+			escape: () => { state.tl.range = null; redraw(); },
 			m: () => state.selected ? toggleMarker(state.selected.ts) :
-				state.pointer !== null && toggleMarker(state.pointer),
-			backspace: () => state.history.length && setView(state.history.at(-1).t0,
-				state.history.pop().t1) };
+				state.pointer !== null && toggleMarker(state.pointer) };
 		if (acts[k]) {
 			acts[k]();
 			e.preventDefault();
@@ -544,7 +592,8 @@ function input() {
 	}, { passive: false });
 	let drag = null;
 	cv.addEventListener('mousedown', (e) => {
-		drag = { x: e.offsetX, y: e.offsetY, v: state.view, moved: false };
+		drag = { x: e.offsetX, y: e.offsetY, v: state.view, moved: false,
+			select: e.shiftKey && e.offsetX > LABEL };
 		cv.focus();
 	});
 	cv.addEventListener('mousemove', (e) => {
@@ -563,13 +612,20 @@ function input() {
 		const dx = e.clientX - cv.getBoundingClientRect().left - drag.x;
 		if (Math.abs(dx) > 3)
 			drag.moved = true;
-		if (drag.moved) {
+		if (drag.moved && drag.select) {
+			selectRange(drag.x, drag.x + dx);
+		} else if (drag.moved) {
 			const v = drag.v, d = dx / state.tl.plotWidth() * (v.t1 - v.t0);
 			setView(v.t0 - d, v.t1 - d);
 		}
 	});
 	window.addEventListener('mouseup', (e) => {
-		if (drag && !drag.moved && e.target === cv && drag.x > LABEL && e.shiftKey)
+		if (drag && drag.moved && drag.select && state.tl.range) {
+			const r = state.tl.range;
+			state.tl.range = null;
+			hook.range = r;
+			go(r.t0, r.t1);
+		} else if (drag && !drag.moved && e.target === cv && drag.x > LABEL && e.shiftKey)
 			toggleMarker(timeAt(drag.x), drag.x);
 		else if (drag && !drag.moved && e.target === cv && drag.x > LABEL)
 			pickAt(drag.x, drag.y);
@@ -622,6 +678,7 @@ async function main() {
 	state.view = { t0: 0, t1: s.span_ns };
 	fetchOverview();
 	setView(0, s.span_ns);
+	showHistory();
 	$('timeline').focus();
 }
 

@@ -161,6 +161,17 @@ export class Timeline {
 			ctx.stroke();
 		}
 		this.drawMarkers(ctx, view, xOf);
+		if (this.range) {
+			// a shift-drag's range, before it is zoomed to
+			const a = Math.max(LABEL, xOf(this.range.t0)), b = xOf(this.range.t1);
+			ctx.fillStyle = 'rgba(30,136,229,0.18)';
+			ctx.fillRect(a, AXIS, Math.max(1, b - a), this.height - AXIS);
+			ctx.fillStyle = '#1e88e5';
+			ctx.fillRect(a, AXIS, 1, this.height - AXIS);
+			ctx.fillRect(b - 1, AXIS, 1, this.height - AXIS);
+			ctx.font = '11px system-ui, sans-serif';
+			ctx.fillText(duration(this.range.t1 - this.range.t0), a + 3, AXIS + 11);
+		}
 		drawn.damage = this.drawnDamage;
 		if (!into)
 			this.drawn = drawn;

@@ -204,6 +204,62 @@ try {
 	await page.keyboard.press('0');
 	await page.waitForTimeout(400);
 
+	// zoom to a selection (shift-drag), then back and forward through the
+	// views by keys and buttons
+	{
+		const box = await page.locator('#timeline').boundingBox();
+		const w = box.width - 170, y = box.y + h.rows.find((q) => q.id === 400).y + 15;
+		const view = () => page.evaluate(() => window.strataView.view);
+		const settle = async () => {
+			await page.waitForTimeout(300);
+			return view();
+		};
+		const whole = await view();
+		await page.keyboard.down('Shift');
+		await page.mouse.move(box.x + 170 + 0.2 * w, y);
+		await page.mouse.down();
+		await page.mouse.move(box.x + 170 + 0.3 * w, y, { steps: 4 });
+		await page.mouse.move(box.x + 170 + 0.4 * w, y, { steps: 4 });
+		const band = await page.evaluate(([x, y]) => {
+			const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+			return Array.from(c.getContext('2d').getImageData(Math.round(x * dpr),
+				Math.round(y * dpr), 1, 1).data);
+		}, [170 + 0.3 * w, y - box.y + 5]); // kworker's row, blank before 75 ms
+		await page.mouse.up();
+		await page.keyboard.up('Shift');
+		const px = 100e6 / w;
+		let v = await settle();
+		check(Math.abs(v.t0 - 20e6) < 2 * px && Math.abs(v.t1 - 40e6) < 2 * px,
+			`shift-drag from 20 to 40 ms: view ${JSON.stringify(v)}`);
+		check(band[2] > band[0] + 20, `the selected range drawn as a blue band: ${band}`);
+		const mk = await page.evaluate(() => window.strataView.markers || []);
+		check(!mk.some((t) => Math.abs(t - 20e6) < 2 * px), `no marker from a shift-drag: ${mk}`);
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('Backspace');
+		v = await settle();
+		check(v.t0 === whole.t0 && v.t1 === whole.t1, `Backspace: back to ${JSON.stringify(v)}`);
+		await page.keyboard.press('Shift+Backspace');
+		v = await settle();
+		check(Math.abs(v.t0 - 20e6) < 2 * px, `Shift+Backspace: forward to ${JSON.stringify(v)}`);
+		await page.keyboard.press('Alt+ArrowLeft');
+		v = await settle();
+		check(v.t1 === whole.t1, `Alt+Left: back to ${JSON.stringify(v)}`);
+		await page.click('#fwd');
+		v = await settle();
+		const hs = await page.evaluate(() => window.strataView.history);
+		check(Math.abs(v.t1 - 40e6) < 2 * px && hs.forward === 0 && hs.back >= 1,
+			`the forward button: ${JSON.stringify(v)}, history ${JSON.stringify(hs)}`);
+		await page.keyboard.press('w');
+		await settle();
+		await page.click('#back');
+		v = await settle();
+		check(Math.abs(v.t1 - 40e6) < 2 * px && (await page.evaluate(() =>
+			window.strataView.history.forward)) === 1, `the back button: ${JSON.stringify(v)}`);
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		await page.waitForTimeout(400);
+	}
+
 	// click a mark on worker-a's row: the event's details
 	h = await hook();
 	const m = h.drawn.markList.find((k) => k.row === 'thread' && k.id === 301);
