@@ -66,6 +66,8 @@ function redraw() {
 		state.tl.markers = state.markers;
 		state.tl.draw(state.view);
 		hook.drawn = state.tl.drawn;
+		$('arrows-said').textContent = state.tl.drawn.arrowsLeft ?
+			`${state.tl.drawn.arrowsLeft} more wakeups: zoom in` : '';
 		hook.rows = state.tl.rows.map((r) => ({ kind: r.kind, id: r.id, y: r.y, h: r.h,
 			label: r.label }));
 		drawOverview();
@@ -206,6 +208,16 @@ function words(h, x) {
 	}
 	if (h.kind === 'state')
 		return { title: h.state.words, rows: stateRows(h) };
+	if (h.kind === 'arrow') {
+		const who = (tid) => tid ? `${state.sum.names[tid] || 'tid'} ${tid}` : 'idle';
+		const rows = [['waker', `${who(h.waker)} on CPU ${h.cpu}`], ['wakee', who(h.wakee)],
+			['woken at', `${seconds(h.t)} s`]];
+		if (h.run >= 0)
+			rows.push(['ran at', `${seconds(h.run)} s`], ['latency', duration(h.run - h.t)]);
+		else
+			rows.push(['ran at', 'not in the trace']);
+		return { title: 'wakeup', rows };
+	}
 	if (h.kind === 'slice')
 		return { title: `CPU ${h.cpu}`, rows: [['running',
 			`${state.sum.names[h.tid] || ''} ${h.tid}`], ['at', `${seconds(timeAt(x))} s`]] };
@@ -240,6 +252,8 @@ async function pickAt(x, y) {
 	if (h.kind === 'interval') {
 		hook.selected = { interval: w.title };
 		fetchList(h.t0);
+	} else if (h.kind === 'arrow') {
+		hook.selected = { arrow: [h.waker, h.wakee, h.t] };
 	} else if (h.kind === 'state') {
 		hook.selected = { state: h.state.name, t0: h.t0, t1: h.t1 };
 	} else {
@@ -252,6 +266,8 @@ async function pickAt(x, y) {
 const tip = { hit: null, seq: 0, timer: 0, cache: new Map() };
 
 function tipKey(h) {
+	if (h.kind === 'arrow')
+		return `arrow:${h.t}:${h.wakee}`;
 	return `${h.kind}:${h.row.kind}:${h.row.id}:${h.x0 ?? h.x}:${h.ts ?? h.t0}`;
 }
 
@@ -556,6 +572,10 @@ function input() {
 	for (const b of document.querySelectorAll('#tabs button'))
 		b.addEventListener('click', () => showTab(b.id));
 	$('st-kind').addEventListener('change', fetchStatsSoon);
+	$('arrows').addEventListener('change', () => {
+		state.tl.showArrows = $('arrows').checked;
+		redraw();
+	});
 	$('back').addEventListener('click', () => back(-1));
 	$('fwd').addEventListener('click', () => back(1));
 	document.addEventListener('keydown', (e) => {

@@ -537,6 +537,53 @@ int vw_class_table(struct vw_model *m, const char *globs, bool **out)
 	return 0;
 }
 
+/* Whether q keeps a wakeup: its CPU, its waker or wakee among the
+ * threads, its class among the globs' (cls; NULL: all). An expression
+ * does not apply: a wakeup is drawn, not listed. */
+static bool keeps_wake(const struct vw_filter *q, const bool *cls, const struct vw_wake *k)
+{
+	return vw_filter_keeps(q, 'c', k->cpu) && (!cls || cls[k->cls]) &&
+	       (vw_filter_keeps(q, 't', (uint32_t)k->waker) ||
+		vw_filter_keeps(q, 't', (uint32_t)k->wakee));
+}
+
+/* The wakeups of the window that q keeps, as arrows: flat [x0, x1, waker,
+ * cpu, wakee, t, run] (x1 at the wakee's next run, or at the wakeup when
+ * it has none; t, run in ns, run -1: none), the first VW_ARROWS_MAX of
+ * them, and how many more were left out. The window's wakeups are found
+ * by a binary search; the count of those left out reads the rest of
+ * them, which a filter only narrows: without one it is a subtraction. */
+static void put_arrows(const struct win *v)
+{
+	const struct vw_model *m = v->m;
+	_Static_assert(offsetof(struct vw_wake, t) == 0, "after(): time first");
+	size_t i0 = after(m->wakes, m->nwakes, sizeof(*m->wakes), v->t0 ? v->t0 - 1 : 0);
+	size_t i1 = after(m->wakes, m->nwakes, sizeof(*m->wakes), v->t1);
+	bool all = !v->q->ncpus && !v->q->ntids && !v->cls && !v->q->none;
+	size_t n = 0, left = 0;
+	vw_puts(v->o, "\"arrows\":[");
+	for (size_t i = i0; i < i1; i++) {
+		const struct vw_wake *k = &m->wakes[i];
+		if (n == VW_ARROWS_MAX && all) {
+			left = i1 - i;
+			break;
+		}
+		if (!keeps_wake(v->q, v->cls, k))
+			continue;
+		if (n == VW_ARROWS_MAX) {
+			left++;
+			continue;
+		}
+		uint64_t to = k->run ? k->run : k->t;
+		vw_printf(v->o, "%s%.2f,%.2f,%d,%u,%d,%llu,%lld", n ? "," : "", xof(v, k->t),
+			  (double)((int64_t)(to - v->t0)) * v->scale, k->waker, k->cpu, k->wakee,
+			  (unsigned long long)vw_ns(m, k->t - m->begin),
+			  k->run ? (long long)vw_ns(m, k->run - m->begin) : -1ll);
+		n++;
+	}
+	vw_printf(v->o, "],\"arrows_left\":%zu", left);
+}
+
 int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 		  const struct vw_filter *q, struct vw_buf *o)
 {
@@ -569,8 +616,8 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 							  false);
 	}
 	strata_filter_destroy(v.f);
-	free(v.cls);
 	if (err) {
+		free(v.cls);
 		free(px);
 		return err;
 	}
@@ -599,7 +646,10 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 		put_marks(&v, px + (size_t)(m->ncpus + i) * w);
 		vw_puts(o, "}");
 	}
-	vw_puts(o, "]}");
+	vw_puts(o, "],");
+	put_arrows(&v);
+	vw_puts(o, "}");
+	free(v.cls);
 	free(px);
 	return 0;
 }

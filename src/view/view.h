@@ -75,6 +75,17 @@ struct vw_thread {
 
 #define VW_ST_BLOCK 32 /* states per block of stcum */
 
+/* A wakeup (sched:sched_wakeup or sched_wakeup_new): thread `waker` (0:
+ * idle or an interrupt on `cpu`) woke `wakee` at t; it next ran at `run`
+ * (0: not in the trace). An arrow of the window's answer. */
+struct vw_wake {
+	uint64_t t, run;         /* ticks */
+	int32_t waker, wakee;
+	uint32_t cpu, cls;
+};
+
+#define VW_ARROWS_MAX 256 /* arrows a window's answer draws at most */
+
 /* Where the reader met damage or loss (reader.h's problems that carry a
  * time), for the page to mark; the first VW_MAX_PROBLEMS are kept. */
 struct vw_problem {
@@ -108,6 +119,8 @@ struct vw_model {
 	unsigned nrows;
 	struct an_names *names;
 	struct iv_pairer *pairer; /* for its kinds' names */
+	struct vw_wake *wakes;   /* in time order */
+	size_t nwakes, wakecap;
 	double build_ms;         /* time the model took to build */
 	int state_err;           /* the states hook ran out of memory */
 	const struct vw_problems *problems; /* the command's, or NULL */

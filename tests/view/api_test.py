@@ -242,5 +242,41 @@ try:
 finally:
     view.terminate()
     view.wait(timeout=10)
+# wakeup arrows, on gen_view.py's trace with kernel events: sched_wakeup
+# of worker-a (301) by idle on CPU 0 at 45 ms + 10 ns, run at 46 ms; of
+# kworker (400) on CPU 1 at 75 ms, run at 76 ms (sched_waking is no arrow)
+sched = os.path.join(work, "sched")
+subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                             "gen_view.py"), sched], check=True,
+               stdout=subprocess.DEVNULL)
+view = subprocess.Popen([strata, "view", sched], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL, text=True)
+try:
+    url = view.stdout.readline().strip()
+    ms = 1000000
+
+    def arrows(q):
+        w = get(f"api/window?t0=0&t1={100 * ms}&w=1000{q}")
+        a = w["arrows"]
+        return [a[i + 2:i + 7] for i in range(0, len(a), 7)], w["arrows_left"], a
+
+    got, left, flat = arrows("")
+    check(got == [[0, 0, 301, 45 * ms + 10, 46 * ms], [0, 1, 400, 75 * ms, 76 * ms]] and
+          left == 0, f"arrows: {got}, {left} left out")
+    check(flat[:2] == [450, 460], f"arrows' pixels: {flat[:2]}")
+    got, left, _ = arrows("&tids=400")
+    check([g[2] for g in got] == [400], f"arrows of thread 400: {got}")
+    got, left, _ = arrows("&cpus=0")
+    check([g[2] for g in got] == [301], f"arrows of CPU 0: {got}")
+    got, left, _ = arrows("&ev=work:*")
+    check(got == [], f"arrows under ev=work:*: {got}")
+    got, left, _ = arrows("&ev=sched:sched_wakeup")
+    check(len(got) == 2, f"arrows under ev=sched:sched_wakeup: {got}")
+    w = get(f"api/window?t0={50 * ms}&t1={80 * ms}&w=300")
+    check(w["arrows"][2:5] == [0, 1, 400] and len(w["arrows"]) == 7,
+          f"arrows of 50-80 ms: {w['arrows']}")
+finally:
+    view.terminate()
+    view.wait(timeout=10)
 print("view-api:", "ok" if not failed else f"{len(failed)} failed", f"({n} events)")
 sys.exit(1 if failed else 0)

@@ -449,6 +449,54 @@ try {
 		check(sel && mk.includes(sel.ts), `M at the selected event ${sel && sel.ts}: ${mk}`);
 	}
 
+	// wakeup arrows: from the waker's row (idle on CPU 0, CPU 1) to the
+	// wakee's when it next ran, a tooltip, hidden by the toggle
+	{
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		await page.waitForTimeout(500);
+		h = await hook();
+		const al = h.drawn.arrowList || [];
+		check(h.drawn.arrows === 2 && al.length === 2 &&
+			al[0].from.join() === 'cpu,0' && al[0].to.join() === 'thread,301' &&
+			al[0].t === 45000010 && al[0].run === 46000000 &&
+			al[1].from.join() === 'cpu,1' && al[1].to.join() === 'thread,400' &&
+			al[1].t === 75000000 && al[1].run === 76000000,
+			`wakeup arrows: ${JSON.stringify(al)}`);
+		const a = al[1] || { x0: 0, y0: 0, x1: 0, y1: 0 };
+		const mx = (a.x0 + a.x1) / 2, my = (a.y0 + a.y1) / 2;
+		const red = await page.evaluate(([x, y]) => {
+			const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+			const d = c.getContext('2d').getImageData(Math.round((x - 2) * dpr),
+				Math.round((y - 2) * dpr), 5, 5).data;
+			let n = 0;
+			for (let i = 0; i < d.length; i += 4)
+				n += d[i] > 150 && d[i + 1] < 120 && d[i + 2] > 60 && d[i + 2] < 170;
+			return n;
+		}, [mx, my]);
+		check(red > 0, `the arrow's pixels near (${mx}, ${my}): ${red}`);
+		const box = await page.locator('#timeline').boundingBox();
+		await page.mouse.move(box.x + mx, box.y + my);
+		try {
+			await page.waitForFunction(() => window.strataView.tip &&
+				window.strataView.tip.kind === 'arrow', null, { timeout: 5000 });
+		} catch {
+			check(false, 'no tooltip over an arrow');
+		}
+		const t = await page.textContent('#tip');
+		check(/wakeup/.test(t) && /kworker 400/.test(t) && /idle on CPU 1/.test(t) &&
+			/1\.000 ms/.test(t), `the arrow's tooltip: ${t}`);
+		await page.mouse.move(box.x + box.width / 2, box.y - 60);
+		await page.click('#arrows');
+		await page.waitForTimeout(200);
+		h = await hook();
+		check(h.drawn.arrows === 0, `arrows hidden by the toggle: ${h.drawn.arrows}`);
+		await page.click('#arrows');
+		await page.waitForTimeout(200);
+		h = await hook();
+		check(h.drawn.arrows === 2, `arrows shown again: ${h.drawn.arrows}`);
+	}
+
 	// statistics of the view: counts per name, CPU and thread, durations
 	// of the chosen interval kind, under the filter as everywhere else
 	{
@@ -505,15 +553,18 @@ try {
 			const root = doc.documentElement;
 			const texts = [...doc.getElementsByTagName('text')].map((t) => t.textContent);
 			const fills = [...doc.getElementsByTagName('rect')].map((r) => r.getAttribute('fill'));
+			const strokes = [...doc.getElementsByTagName('path')].map((r) =>
+				r.getAttribute('stroke'));
 			return { error: doc.getElementsByTagName('parsererror').length, root: root.localName,
-				ns: root.namespaceURI, w: root.getAttribute('width'), texts, fills };
+				ns: root.namespaceURI, w: root.getAttribute('width'), texts, fills, strokes };
 		}, text);
 		check(!got.error && got.root === 'svg' && got.ns === 'http://www.w3.org/2000/svg' &&
-			Number(got.w) > 0, `SVG parses: ${JSON.stringify({ ...got, texts: 0, fills: 0 })}`);
+			Number(got.w) > 0, `SVG parses: ${JSON.stringify({ ...got, texts: 0, fills: 0, strokes: 0 })}`);
 		check(['CPU 0', 'CPU 1', 'worker-a 301 (300)', 'kworker 400', 'M1'].every((t) =>
 			got.texts.includes(t)), `SVG text: ${got.texts.slice(0, 30)}`);
 		check(got.fills.includes('#ff7043') && got.fills.includes('#1565c0') &&
 			got.fills.length > 40, `SVG rects: ${got.fills.length}, I/O wait and a marker among them`);
+		check(got.strokes.includes('#d81b60'), `SVG: the wakeup arrows' strokes: ${got.strokes}`);
 	}
 
 	check(errors.length === 0, `page errors: ${errors.join('; ')}`);
