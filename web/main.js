@@ -4,6 +4,7 @@ import { Timeline, LABEL, STATES, colour, duration, seconds } from './timeline.j
 import { SvgContext } from './svg.js';
 import { renderList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
 import { renderStats } from './stats.js';
+import { renderIntervals } from './activities.js';
 
 // Every URL is relative: the page lives under /TOKEN/, so the token goes
 // with each request without the page knowing it.
@@ -16,7 +17,7 @@ async function get(path) {
 
 const $ = (id) => document.getElementById(id);
 const state = { sum: null, view: null, tl: null, overview: null, seq: 0,
-	selected: null, listSeq: 0, statsSeq: 0, history: [], future: [], markers: [], pointer: null };
+	selected: null, listSeq: 0, statsSeq: 0, actSeq: 0, actBy: 0, history: [], future: [], markers: [], pointer: null };
 const hook = window.strataView = { ready: false, answers: 0, list: 0 };
 
 function clampView(t0, t1) {
@@ -152,12 +153,39 @@ async function fetchList(t) {
 
 // ---- statistics of the view, under the filter: asked only while shown ----
 
-let statsTimer = 0;
+let statsTimer = 0, actTimer = 0;
 function fetchStatsSoon() {
 	clearTimeout(statsTimer);
+	clearTimeout(actTimer);
+	if ($('tab-act').classList.contains('on'))
+		actTimer = setTimeout(fetchIntervals, 150);
 	if (!$('tab-stats').classList.contains('on'))
 		return;
 	statsTimer = setTimeout(fetchStats, 150);
+}
+
+// ---- activities: the intervals of a kind in the view, longest first or in
+// time order (a click on a column's head); a click on one zooms to it -----
+
+async function fetchIntervals() {
+	const seq = ++state.actSeq, v = state.view, kind = $('act-kind').value;
+	if (kind === '')
+		return;
+	const a = await get(`api/intervals?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}` +
+		`&kind=${kind}&by=${state.actBy}&n=200${filterQuery()}`);
+	if (seq !== state.actSeq)
+		return;
+	renderIntervals($('acts'), a, state.sum.names, (iv) => {
+		const pad = Math.max(500, (iv.end - iv.begin) / 10);
+		hook.activity = iv;
+		go(iv.begin - pad, iv.end + pad);
+	});
+	for (const th of $('acts').querySelectorAll('th[data-by]'))
+		th.addEventListener('click', () => {
+			state.actBy = Number(th.dataset.by);
+			fetchIntervals();
+		});
+	hook.intervals = a;
 }
 
 async function fetchStats() {
@@ -572,6 +600,7 @@ function input() {
 	for (const b of document.querySelectorAll('#tabs button'))
 		b.addEventListener('click', () => showTab(b.id));
 	$('st-kind').addEventListener('change', fetchStatsSoon);
+	$('act-kind').addEventListener('change', fetchStatsSoon);
 	$('arrows').addEventListener('change', () => {
 		state.tl.showArrows = $('arrows').checked;
 		redraw();
@@ -691,6 +720,10 @@ async function main() {
 	}
 	legend(s);
 	s.kinds.forEach((k, i) => $('st-kind').add(new Option(k, i)));
+	// the command's --activity rules first, then the trace's own kinds
+	for (const i of [...s.activities, ...s.kinds.keys()].filter((k, j, all) =>
+		all.indexOf(k) === j))
+		$('act-kind').add(new Option(s.kinds[i], i));
 	state.overview = $('overview');
 	state.tl = new Timeline($('timeline'), s);
 	hook.summary = s;

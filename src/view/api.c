@@ -66,12 +66,15 @@ int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 		vw_put_str(o, n, strlen(n));
 	}
 	vw_puts(o, "},\"kinds\":[");
-	unsigned nk = m->pairer ? iv_pairer_nkinds(m->pairer) : 0;
-	for (unsigned i = 0; i < nk; i++) {
-		const char *k = iv_pairer_kind(m->pairer, i);
+	for (unsigned i = 0; i < m->nkinds; i++) {
+		const char *k = vw_kind_name(m, i);
 		vw_puts(o, i ? "," : "");
 		vw_put_str(o, k, strlen(k));
 	}
+	/* the kinds of the command's --activity rules, by index */
+	vw_printf(o, "],\"activities\":[");
+	for (unsigned r = 0; r < m->nacts; r++)
+		vw_printf(o, "%s%u", r ? "," : "", m->nkinds - m->nacts + r);
 	/* [ts, kind, count] each, ts in ns; a time before the trace's
 	 * begin (a lost packet's) is shown at the start */
 	vw_puts(o, "],\"damage\":[");

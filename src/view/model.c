@@ -88,7 +88,7 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 	size_t j = lv->n++;
 	for (int k = 0; j && lv->iv[j - 1].begin > iv->begin && k < 16; k++, j--)
 		lv->iv[j] = lv->iv[j - 1];
-	lv->iv[j] = (struct vw_iv){ iv->begin, iv->end, iv->kind, iv->depth };
+	lv->iv[j] = (struct vw_iv){ iv->begin, iv->end, m->kind_base + iv->kind, iv->depth };
 	if (j && lv->iv[j - 1].begin > iv->begin)
 		lv->unsorted = true;
 	th->niv++;
@@ -284,6 +284,27 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 	return 0;
 }
 
+/* The activity rules' pairers see every event, kernel ones too; their
+ * intervals' kinds follow the trace's own. */
+static int feed_activities(struct vw_model *m, const struct strata_event *ev)
+{
+	int err = 0;
+	for (unsigned r = 0; r < m->nacts && !err; r++) {
+		m->kind_base = m->nkinds - m->nacts + r;
+		err = iv_pairer_feed(m->acts[r].pairer, ev, on_interval, m);
+	}
+	m->kind_base = 0;
+	return err;
+}
+
+const char *vw_kind_name(const struct vw_model *m, unsigned kind)
+{
+	unsigned nk = m->pairer ? iv_pairer_nkinds(m->pairer) : 0;
+	if (kind < nk)
+		return iv_pairer_kind(m->pairer, kind);
+	return kind - nk < m->nacts ? m->acts[kind - nk].name : "";
+}
+
 static int cmp_iv(const void *a, const void *b)
 {
 	const struct vw_iv *x = a, *y = b;
@@ -383,11 +404,13 @@ static int alloc_rows(struct vw_model *m)
 	return 0;
 }
 
-int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path)
+int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
+		   struct vw_activity *acts, unsigned nacts)
 {
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	*m = (struct vw_model){ .t = t, .path = path, .nbins = VW_NBINS };
+	*m = (struct vw_model){ .t = t, .path = path, .nbins = VW_NBINS, .acts = acts,
+				.nacts = nacts };
 	m->begin = strata_trace_begin(t);
 	m->end = strata_trace_end(t);
 	if (m->end <= m->begin)
@@ -400,13 +423,17 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path)
 	/* a trace without begin/end kinds has no intervals, not an error */
 	if (iv_pairer_create(t, &(struct iv_options){ 0 }, &m->pairer) < 0)
 		m->pairer = NULL;
+	m->nkinds = (m->pairer ? iv_pairer_nkinds(m->pairer) : 0) + nacts;
 	int *next = switch_fields(t);
 	struct strata_iter *it = NULL;
 	err = next ? strata_iter_create(t, &(struct strata_iter_options){
 			.stream = -1, .flags = STRATA_ITER_INTERNAL }, &it) : -ENOMEM;
 	const struct strata_event *ev;
-	while (!err && strata_iter_next(it, &ev) == 1)
+	while (!err && strata_iter_next(it, &ev) == 1) {
 		err = feed(m, ev, next);
+		if (!err && nacts && ev->id >> 16)
+			err = feed_activities(m, ev);
+	}
 	strata_iter_destroy(it);
 	free(next);
 	if (!err && m->have_sched)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* strata view's statistics of a time range: events per name, CPU and thread, and a histogram of interval durations (docs/view.md, api/stats). */
+/* strata view's statistics of a time range: events per name, CPU and thread, a histogram of interval durations, the longest intervals (docs/view.md, api/stats, api/intervals). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,4 +255,95 @@ out:
 	free(c.cpu);
 	free(c.row);
 	return err;
+}
+
+/* ---- the intervals of a kind, longest first or in time order ---------------- */
+
+struct pick {
+	const struct vw_thread *th;
+	const struct vw_iv *iv;
+};
+
+static int by_length(const void *a, const void *b)
+{
+	const struct vw_iv *x = ((const struct pick *)a)->iv, *y = ((const struct pick *)b)->iv;
+	uint64_t dx = x->end - x->begin, dy = y->end - y->begin;
+	if (dx != dy)
+		return dx > dy ? -1 : 1;
+	return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+static int by_begin(const void *a, const void *b)
+{
+	const struct vw_iv *x = ((const struct pick *)a)->iv, *y = ((const struct pick *)b)->iv;
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+/*
+ * Longest first: the levels hold ever shorter intervals (view.h), so they
+ * are read from the longest down, and once a level leaves n of the kind
+ * in hand no shorter one can be among the n longest. In time order: the
+ * first n of the kind from each thread's level, merged. Either way at most
+ * VW_EXACT_MAX intervals are read (of every kind: the levels mix them);
+ * past that the answer says it is not complete.
+ */
+int vw_api_intervals(struct vw_model *m, uint64_t t0, uint64_t t1, int kind, int by,
+		     unsigned n, const struct vw_filter *q, struct vw_buf *o)
+{
+	uint64_t a = m->begin + vw_ticks(m, t0), b = m->begin + vw_ticks(m, t1 + 1) - 1;
+	size_t cap = 1024, got = 0, read = 0;
+	struct pick *p = malloc(cap * sizeof(*p));
+	bool complete = true, stopped = false;
+	if (!p)
+		return -ENOMEM;
+	for (unsigned l = 0; l < VW_IV_LEVELS && complete && !q->none; l++) {
+		if (by == 0 && got >= n) {
+			stopped = true; /* the rest are shorter */
+			break;
+		}
+		for (unsigned i = 0; i < m->nrows && complete; i++) {
+			const struct vw_thread *th = m->rows[i];
+			const struct vw_ivlevel *lv = &th->lev[l];
+			if (!lv->n || !vw_filter_keeps(q, 't', th->tid))
+				continue;
+			size_t j1 = begins_after(lv, b), mine = 0;
+			for (size_t j = begins_after(lv, a ? a - 1 : 0); j < j1; j++) {
+				if (read++ == VW_EXACT_MAX) {
+					complete = false;
+					break;
+				}
+				if ((int)lv->iv[j].kind != kind)
+					continue;
+				if (got == cap) {
+					struct pick *np = realloc(p, 2 * cap * sizeof(*p));
+					if (!np) {
+						free(p);
+						return -ENOMEM;
+					}
+					p = np;
+					cap *= 2;
+				}
+				p[got++] = (struct pick){ th, &lv->iv[j] };
+				if (by == 1 && ++mine == n)
+					break; /* the later ones of this level come after */
+			}
+		}
+	}
+	qsort(p, got, sizeof(*p), by ? by_begin : by_length);
+	vw_printf(o, "{\"t0\":%llu,\"t1\":%llu,\"kind\":%d,\"by\":%d,\"complete\":%s,"
+		  "\"more\":%s,\"intervals\":[", (unsigned long long)t0, (unsigned long long)t1,
+		  kind, by, complete ? "true" : "false", got > n || stopped ? "true" : "false");
+	for (size_t i = 0; i < got && i < n; i++) {
+		const struct vw_iv *iv = p[i].iv;
+		vw_printf(o, "%s{\"tid\":%u,\"pid\":%u,\"begin\":%llu,\"end\":%llu,"
+			  "\"dur\":%llu,\"depth\":%u}", i ? "," : "", p[i].th->tid, p[i].th->pid,
+			  (unsigned long long)vw_ns(m, iv->begin - m->begin),
+			  (unsigned long long)vw_ns(m, iv->end - m->begin),
+			  (unsigned long long)vw_ns(m, iv->end - iv->begin), iv->depth);
+	}
+	vw_puts(o, "]}");
+	free(p);
+	return 0;
 }

@@ -242,6 +242,53 @@ try:
 finally:
     view.terminate()
     view.wait(timeout=10)
+# activity rules: work:job_begin..work:job_end paired per thread, and by
+# the job field; their intervals listed longest first and in time order,
+# against print's pairs
+view = subprocess.Popen([strata, "view", trace, "--activity", "job=work:job_begin..work:job_end",
+                         "--activity", "byjob=work:job_b*..work:job_end,by=job"],
+                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+try:
+    url = view.stdout.readline().strip()
+    s2 = get("api/summary")
+    kj, kb = s2["kinds"].index("job"), s2["kinds"].index("byjob")
+    check(s2["activities"] == [kj, kb], f"activities: {s2['activities']}, kinds {s2['kinds']}")
+    pairs, bypairs = [], []
+    open_, byopen = collections.defaultdict(list), collections.defaultdict(list)
+    for e in evs:
+        if e["event"] == "work:job_begin":
+            open_[e["tid"]].append(e["ns"])
+            byopen[e["fields"]["job"]].append(e["ns"])
+        elif e["event"] == "work:job_end":
+            if open_[e["tid"]]:
+                b = open_[e["tid"]].pop()
+                pairs.append((b, e["ns"] - b))
+            if byopen[e["fields"]["job"]]:
+                b = byopen[e["fields"]["job"]].pop()
+                bypairs.append((b, e["ns"] - b))
+    for k, want, what in [(kj, pairs, "per thread"), (kb, bypairs, "by job")]:
+        a = get(f"api/intervals?kind={k}&n=1000")
+        got = [iv["dur"] for iv in a["intervals"]]
+        top = sorted((d for _, d in want), reverse=True)[:1000]
+        check(a["complete"] and len(got) == 1000 and
+              all(abs(x - y) <= 1 for x, y in zip(got, top)),
+              f"activity {what}: the 1000 longest {got[:5]}..., print {top[:5]}...")
+        a = get(f"api/intervals?kind={k}&by=1&n=50&t0={t0}&t1={t1}")
+        got = [iv["begin"] for iv in a["intervals"]]
+        first = sorted(b for b, _ in want if t0 <= b <= t1)[:50]
+        check(got == first, f"activity {what}: in time order {got[:5]}, print {first[:5]}")
+        st = get(f"api/stats?t0={t0}&t1={t1}&kind={k}")
+        n_in = sum(1 for b, _ in want if t0 <= b <= t1)
+        check(st["durations"]["count"] == n_in,
+              f"activity {what}: stats count {st['durations']['count']}, print {n_in}")
+finally:
+    view.terminate()
+    view.wait(timeout=10)
+bad_rule = subprocess.run([strata, "view", trace, "--activity", "x=work:job_begin..nope:*"],
+                          capture_output=True, text=True, timeout=60)
+check(bad_rule.returncode != 0 and "--activity x" in bad_rule.stderr,
+      f"a rule matching no event: {bad_rule.returncode} {bad_rule.stderr.strip()}")
+
 # wakeup arrows, on gen_view.py's trace with kernel events: sched_wakeup
 # of worker-a (301) by idle on CPU 0 at 45 ms + 10 ns, run at 46 ms; of
 # kworker (400) on CPU 1 at 75 ms, run at 76 ms (sched_waking is no arrow)

@@ -77,7 +77,8 @@ try {
 	check(d.slices >= 4, `CPU slices drawn: ${d.slices}`);
 	check(d.marks >= 10, `marks drawn: ${d.marks}`);
 	check(d.running >= 3, `threads' running strips drawn: ${d.running}`);
-	check(d.intervals === 3, `intervals drawn: ${d.intervals} (worker-a 1, worker-b 2 nested)`);
+	check(d.intervals === 6, `intervals drawn: ${d.intervals} (worker-a 1, worker-b 2 nested; ` +
+		'and the same three of the activity rule "jobs")');
 	check(h.summary.names['301'] === 'worker-a', 'thread names from the state dump');
 	check(d.damage === 0 && h.summary.damage.length === 0, 'no damage marked on a sound trace');
 
@@ -495,6 +496,45 @@ try {
 		await page.waitForTimeout(200);
 		h = await hook();
 		check(h.drawn.arrows === 2, `arrows shown again: ${h.drawn.arrows}`);
+	}
+
+	// the activity rule of browser.sh (jobs paired by their job field):
+	// its intervals listed longest first, then by start; a click zooms
+	{
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		await page.waitForTimeout(300);
+		const listed = async (act) => {
+			await page.evaluate(() => { window.strataView.intervals = null; });
+			await act();
+			await page.waitForFunction(() => window.strataView.intervals, null,
+				{ timeout: 10000 });
+			await page.waitForTimeout(200);
+			return page.evaluate(() => window.strataView.intervals);
+		};
+		const jobs = h.summary.kinds.indexOf('jobs');
+		check(jobs >= 0 && h.summary.activities.includes(jobs),
+			`the rule's kind: ${h.summary.kinds}, ${h.summary.activities}`);
+		let a = await listed(() => page.click('#tab-act'));
+		check(a.kind === jobs && a.intervals.map((iv) => iv.dur).join() ===
+			'75000000,40000000,10000000' && a.intervals[1].tid === 301,
+			`activities, longest first: ${JSON.stringify(a)}`);
+		const rows = await page.$$eval('#act-table tbody tr', (trs) =>
+			trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+		check(rows.length === 3 && rows[0][1] === '75.000 ms' && /worker-b 302/.test(rows[0][2]),
+			`the activities' rows: ${JSON.stringify(rows)}`);
+		a = await listed(() => page.click('#act-table th[data-by="1"]'));
+		check(a.intervals.map((iv) => iv.begin).join() === '5000000,10000000,20000000',
+			`activities by start: ${JSON.stringify(a.intervals)}`);
+		await page.locator('#act-table tbody tr').nth(1).click();
+		await page.waitForTimeout(400);
+		const v = await page.evaluate(() => window.strataView.view);
+		check(Math.abs(v.t0 - 6e6) < 1e4 && Math.abs(v.t1 - 54e6) < 1e4,
+			`a click on worker-a's job zooms to it: ${JSON.stringify(v)}`);
+		await page.click('#tab-list');
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		await page.waitForTimeout(300);
 	}
 
 	// statistics of the view: counts per name, CPU and thread, durations

@@ -72,6 +72,12 @@ expect 400 "stats: kind too large" "$tok/api/stats?kind=70000"
 expect 400 "stats: t1 past the trace" "$tok/api/stats?t1=999999999999999999"
 expect 400 "stats: a bad expression" "$tok/api/stats?expr=%28"
 expect 400 "stats: too many CPUs" "$tok/api/stats?cpus=$(seq -s, 0 64)"
+expect 200 "the intervals of a kind" "$tok/api/intervals?kind=0&by=1&n=10"
+expect 403 "no token, the intervals" "$view_base/api/intervals"
+expect 400 "intervals: n=0" "$tok/api/intervals?n=0"
+expect 400 "intervals: n too large" "$tok/api/intervals?n=1001"
+expect 400 "intervals: by=2" "$tok/api/intervals?by=2"
+expect 400 "intervals: kind negative" "$tok/api/intervals?kind=-1"
 expect 200 "t1 <= t0 is an empty window" "$tok/api/window?t0=10&t1=5&w=10"
 expect 405 "POST" "$tok/api/summary" -X POST -d x=1
 expect 405 "DELETE" "$tok/api/summary" -X DELETE
