@@ -17,7 +17,8 @@ async function get(path) {
 
 const $ = (id) => document.getElementById(id);
 const state = { sum: null, view: null, tl: null, overview: null, seq: 0,
-	selected: null, listSeq: 0, statsSeq: 0, actSeq: 0, actBy: 0, history: [], future: [], markers: [], pointer: null };
+	selected: null, listSeq: 0, statsSeq: 0, actSeq: 0, actBy: 0, history: [], future: [],
+	markers: [], pointer: null };
 const hook = window.strataView = { ready: false, answers: 0, list: 0 };
 
 function clampView(t0, t1) {

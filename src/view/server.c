@@ -20,7 +20,8 @@
 #include "view.h"
 
 const char cmd_view_usage[] =
-	"usage: strata view TRACE [--port N] [--bind ADDR] [--activity NAME=BEGIN..END[,by=FIELD]]...\n"
+	"usage: strata view TRACE [--port N] [--bind ADDR]\n"
+	"                         [--activity NAME=BEGIN..END[,by=FIELD]]...\n"
 	"\n"
 	"Serve an interactive timeline of TRACE to a browser. The first line on\n"
 	"stdout is the URL to open; it carries a secret token, and requests\n"
