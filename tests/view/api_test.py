@@ -325,5 +325,26 @@ try:
 finally:
     view.terminate()
     view.wait(timeout=10)
+
+# the cap: 300 more wakeups of kworker by worker-b (302) on CPU 1, 50-60 ms
+subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                             "gen_view.py"), sched + "-many", "300"],
+               check=True, stdout=subprocess.DEVNULL)
+view = subprocess.Popen([strata, "view", sched + "-many"], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL, text=True)
+try:
+    url = view.stdout.readline().strip()
+    got, left, _ = arrows("")
+    check(len(got) == 256 and left == 302 - 256 and got[1][:3] == [302, 1, 400] and
+          got[1][4] == 76 * ms, f"302 wakeups: {len(got)} drawn, {left} left out, {got[:2]}")
+    got, left, _ = arrows("&tids=301")
+    check(len(got) == 1 and left == 0, f"302 wakeups, of thread 301: {len(got)}, {left}")
+    got, left, _ = arrows("&cpus=1")
+    check(len(got) == 256 and left == 301 - 256, f"301 on CPU 1: {len(got)} drawn, {left} left")
+    w = get(f"api/window?t0={61 * ms}&t1={100 * ms}&w=100")
+    check(len(w["arrows"]) == 7 and w["arrows_left"] == 0, f"61-100 ms: {w['arrows']}")
+finally:
+    view.terminate()
+    view.wait(timeout=10)
 print("view-api:", "ok" if not failed else f"{len(failed)} failed", f"({n} events)")
 sys.exit(1 if failed else 0)
