@@ -189,8 +189,17 @@ async function fetchIntervals() {
 	hook.intervals = a;
 }
 
+// The view, or the range from the first marker to the last (a selection
+// kept while zooming elsewhere) when asked and there are two.
+function statsRange() {
+	const m = state.markers;
+	if ($('st-of').value === 'markers' && m.length >= 2)
+		return { t0: m[0], t1: m.at(-1) };
+	return state.view;
+}
+
 async function fetchStats() {
-	const seq = ++state.statsSeq, v = state.view;
+	const seq = ++state.statsSeq, v = statsRange();
 	const kind = $('st-kind').value;
 	const a = await get(`api/stats?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}&kind=${kind}` +
 		filterQuery());
@@ -499,6 +508,7 @@ function toggleMarker(t, x) {
 		m.slice(1).map((t, i) => `M${i + 1}→M${i + 2} ${duration(t - m[i])}`)).join(' · ');
 	hook.markers = [...m];
 	redraw();
+	fetchStatsSoon();
 }
 
 // ---- export: the timeline as it is now, drawn by its own code as SVG ---
@@ -601,6 +611,7 @@ function input() {
 	for (const b of document.querySelectorAll('#tabs button'))
 		b.addEventListener('click', () => showTab(b.id));
 	$('st-kind').addEventListener('change', fetchStatsSoon);
+	$('st-of').addEventListener('change', fetchStatsSoon);
 	$('act-kind').addEventListener('change', fetchStatsSoon);
 	$('arrows').addEventListener('change', () => {
 		state.tl.showArrows = $('arrows').checked;

@@ -576,6 +576,16 @@ try {
 			`statistics of thread 301: ${JSON.stringify(st).slice(0, 300)}`);
 		await page.fill('#f-tids', '');
 		await stats(() => page.click('#filters button:not([type])'));
+		// of the range between the first and the last marker instead
+		const mk = await page.evaluate(() => window.strataView.markers);
+		st = await stats(() => page.selectOption('#st-of', 'markers'));
+		const want = await page.evaluate(async ([a, b]) => (await (await fetch(
+			`api/list?t=${a}&before=0&after=1000`)).json()).events.filter((e) => e.ts <= b).length,
+		[mk[0], mk.at(-1)]);
+		check(mk.length >= 2 && st.t0 === mk[0] && st.t1 === mk.at(-1) && st.events === want &&
+			want < 23, `statistics between markers ${mk}: ${st.t0}-${st.t1}, ${st.events} ` +
+			`events, the list ${want}`);
+		await stats(() => page.selectOption('#st-of', 'view'));
 		await page.click('#tab-list');
 	}
 
