@@ -3,6 +3,8 @@
 import { Timeline, LABEL, STATES, colour, duration, seconds } from './timeline.js';
 import { SvgContext } from './svg.js';
 import { renderList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
+import { renderStats } from './stats.js';
+import { renderIntervals } from './activities.js';
 
 // Every URL is relative: the page lives under /TOKEN/, so the token goes
 // with each request without the page knowing it.
@@ -15,7 +17,8 @@ async function get(path) {
 
 const $ = (id) => document.getElementById(id);
 const state = { sum: null, view: null, tl: null, overview: null, seq: 0,
-	selected: null, listSeq: 0, history: [], markers: [], pointer: null };
+	selected: null, listSeq: 0, statsSeq: 0, actSeq: 0, actBy: 0, history: [], future: [],
+	markers: [], pointer: null };
 const hook = window.strataView = { ready: false, answers: 0, list: 0 };
 
 function clampView(t0, t1) {
@@ -34,6 +37,7 @@ function setView(t0, t1) {
 	redraw();
 	fetchWindow();
 	fetchListSoon();
+	fetchStatsSoon();
 }
 
 // One window request at a time matters: an answer older than the newest
@@ -64,6 +68,8 @@ function redraw() {
 		state.tl.markers = state.markers;
 		state.tl.draw(state.view);
 		hook.drawn = state.tl.drawn;
+		$('arrows-said').textContent = state.tl.drawn.arrowsLeft ?
+			`${state.tl.drawn.arrowsLeft} more wakeups: zoom in` : '';
 		hook.rows = state.tl.rows.map((r) => ({ kind: r.kind, id: r.id, y: r.y, h: r.h,
 			label: r.label }));
 		drawOverview();
@@ -146,6 +152,71 @@ async function fetchList(t) {
 	hook.listFirst = l.events[0] ? l.events[0].ts : null;
 }
 
+// ---- statistics of the view, under the filter: asked only while shown ----
+
+let statsTimer = 0, actTimer = 0;
+function fetchStatsSoon() {
+	clearTimeout(statsTimer);
+	clearTimeout(actTimer);
+	if ($('tab-act').classList.contains('on'))
+		actTimer = setTimeout(fetchIntervals, 150);
+	if (!$('tab-stats').classList.contains('on'))
+		return;
+	statsTimer = setTimeout(fetchStats, 150);
+}
+
+// ---- activities: the intervals of a kind in the view, longest first or in
+// time order (a click on a column's head); a click on one zooms to it -----
+
+async function fetchIntervals() {
+	const seq = ++state.actSeq, v = state.view, kind = $('act-kind').value;
+	if (kind === '')
+		return;
+	const a = await get(`api/intervals?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}` +
+		`&kind=${kind}&by=${state.actBy}&n=200${filterQuery()}`);
+	if (seq !== state.actSeq)
+		return;
+	renderIntervals($('acts'), a, state.sum.names, (iv) => {
+		const pad = Math.max(500, (iv.end - iv.begin) / 10);
+		hook.activity = iv;
+		go(iv.begin - pad, iv.end + pad);
+	});
+	for (const th of $('acts').querySelectorAll('th[data-by]'))
+		th.addEventListener('click', () => {
+			state.actBy = Number(th.dataset.by);
+			fetchIntervals();
+		});
+	hook.intervals = a;
+}
+
+// The view, or the range from the first marker to the last (a selection
+// kept while zooming elsewhere) when asked and there are two.
+function statsRange() {
+	const m = state.markers;
+	if ($('st-of').value === 'markers' && m.length >= 2)
+		return { t0: m[0], t1: m.at(-1) };
+	return state.view;
+}
+
+async function fetchStats() {
+	const seq = ++state.statsSeq, v = statsRange();
+	const kind = $('st-kind').value;
+	const a = await get(`api/stats?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}&kind=${kind}` +
+		filterQuery());
+	if (seq !== state.statsSeq)
+		return;
+	renderStats($('stats'), a, state.sum);
+	hook.stats = a;
+}
+
+function showTab(id) {
+	for (const b of document.querySelectorAll('#tabs button')) {
+		b.classList.toggle('on', b.id === id);
+		$(b.dataset.pane).hidden = b.id !== id;
+	}
+	fetchStatsSoon();
+}
+
 function select(e) {
 	state.selected = e;
 	hook.selected = e;
@@ -175,6 +246,16 @@ function words(h, x) {
 	}
 	if (h.kind === 'state')
 		return { title: h.state.words, rows: stateRows(h) };
+	if (h.kind === 'arrow') {
+		const who = (tid) => tid ? `${state.sum.names[tid] || 'tid'} ${tid}` : 'idle';
+		const rows = [['waker', `${who(h.waker)} on CPU ${h.cpu}`], ['wakee', who(h.wakee)],
+			['woken at', `${seconds(h.t)} s`]];
+		if (h.run >= 0)
+			rows.push(['ran at', `${seconds(h.run)} s`], ['latency', duration(h.run - h.t)]);
+		else
+			rows.push(['ran at', 'not in the trace']);
+		return { title: 'wakeup', rows };
+	}
 	if (h.kind === 'slice')
 		return { title: `CPU ${h.cpu}`, rows: [['running',
 			`${state.sum.names[h.tid] || ''} ${h.tid}`], ['at', `${seconds(timeAt(x))} s`]] };
@@ -209,6 +290,8 @@ async function pickAt(x, y) {
 	if (h.kind === 'interval') {
 		hook.selected = { interval: w.title };
 		fetchList(h.t0);
+	} else if (h.kind === 'arrow') {
+		hook.selected = { arrow: [h.waker, h.wakee, h.t] };
 	} else if (h.kind === 'state') {
 		hook.selected = { state: h.state.name, t0: h.t0, t1: h.t1 };
 	} else {
@@ -221,6 +304,8 @@ async function pickAt(x, y) {
 const tip = { hit: null, seq: 0, timer: 0, cache: new Map() };
 
 function tipKey(h) {
+	if (h.kind === 'arrow')
+		return `arrow:${h.t}:${h.wakee}`;
 	return `${h.kind}:${h.row.kind}:${h.row.id}:${h.x0 ?? h.x}:${h.ts ?? h.t0}`;
 }
 
@@ -423,6 +508,7 @@ function toggleMarker(t, x) {
 		m.slice(1).map((t, i) => `M${i + 1}→M${i + 2} ${duration(t - m[i])}`)).join(' · ');
 	hook.markers = [...m];
 	redraw();
+	fetchStatsSoon();
 }
 
 // ---- export: the timeline as it is now, drawn by its own code as SVG ---
@@ -445,11 +531,51 @@ function exportSvg() {
 
 // ---- keys and mouse, as Perfetto: W/S zoom, A/D pan ----------------------
 
+// ---- the history of views: every zoom, the whole trace and a zoom to a
+// selection are a step that Back (Backspace, Alt+Left) undoes and Forward
+// (Shift+Backspace, Alt+Right) redoes; a new step drops the forward ones --
+
+const HISTORY_MAX = 200;
+
+function showHistory() {
+	$('back').disabled = !state.history.length;
+	$('fwd').disabled = !state.future.length;
+	hook.history = { back: state.history.length, forward: state.future.length };
+}
+
+function go(t0, t1) {
+	state.history.push(state.view);
+	if (state.history.length > HISTORY_MAX)
+		state.history.shift();
+	state.future = [];
+	setView(t0, t1);
+	showHistory();
+}
+
+function back(dir) {
+	const [from, to] = dir < 0 ? [state.history, state.future] : [state.future, state.history];
+	if (!from.length)
+		return;
+	to.push(state.view);
+	const v = from.pop();
+	setView(v.t0, v.t1);
+	showHistory();
+}
+
 function zoom(f, at) {
 	const v = state.view;
 	const c = at ?? (v.t0 + v.t1) / 2;
-	state.history.push(v);
-	setView(c - (c - v.t0) * f, c + (v.t1 - c) * f);
+	go(c - (c - v.t0) * f, c + (v.t1 - c) * f);
+}
+
+// Shift-drag on the timeline: the range between press and pointer, drawn
+// as a band, then zoomed to on release.
+function selectRange(x0, x1) {
+	const a = timeAt(Math.max(LABEL, Math.min(x0, x1)));
+	const b = timeAt(Math.max(LABEL, Math.max(x0, x1)));
+	state.tl.range = { t0: a, t1: b };
+	redraw();
+	return state.tl.range;
 }
 
 function pan(frac) {
@@ -482,19 +608,36 @@ function input() {
 		applyFilter();
 	});
 	$('prev').addEventListener('click', () => find(-1));
+	for (const b of document.querySelectorAll('#tabs button'))
+		b.addEventListener('click', () => showTab(b.id));
+	$('st-kind').addEventListener('change', fetchStatsSoon);
+	$('st-of').addEventListener('change', fetchStatsSoon);
+	$('act-kind').addEventListener('change', fetchStatsSoon);
+	$('arrows').addEventListener('change', () => {
+		state.tl.showArrows = $('arrows').checked;
+		redraw();
+	});
+	$('back').addEventListener('click', () => back(-1));
+	$('fwd').addEventListener('click', () => back(1));
 	document.addEventListener('keydown', (e) => {
 		if (e.target.tagName === 'INPUT' || e.ctrlKey || e.metaKey)
 			return;
 		const k = e.key.toLowerCase();
+		const hist = { backspace: e.shiftKey ? 1 : -1, arrowleft: e.altKey ? -1 : 0,
+			arrowright: e.altKey ? 1 : 0 }[k];
+		if (hist) {
+			back(hist);
+			e.preventDefault();
+			return;
+		}
 		const acts = { w: () => zoom(0.7), '+': () => zoom(0.7), '=': () => zoom(0.7),
 			s: () => zoom(1 / 0.7), '-': () => zoom(1 / 0.7),
 			a: () => pan(-0.2), arrowleft: () => pan(-0.2),
 			d: () => pan(0.2), arrowright: () => pan(0.2),
-			0: () => setView(0, state.sum.span_ns), home: () => setView(0, state.sum.span_ns),
+			0: () => go(0, state.sum.span_ns), home: () => go(0, state.sum.span_ns),
+			escape: () => { state.tl.range = null; redraw(); },
 			m: () => state.selected ? toggleMarker(state.selected.ts) :
-				state.pointer !== null && toggleMarker(state.pointer),
-			backspace: () => state.history.length && setView(state.history.at(-1).t0,
-				state.history.pop().t1) };
+				state.pointer !== null && toggleMarker(state.pointer) };
 		if (acts[k]) {
 			acts[k]();
 			e.preventDefault();
@@ -510,7 +653,8 @@ function input() {
 	}, { passive: false });
 	let drag = null;
 	cv.addEventListener('mousedown', (e) => {
-		drag = { x: e.offsetX, y: e.offsetY, v: state.view, moved: false };
+		drag = { x: e.offsetX, y: e.offsetY, v: state.view, moved: false,
+			select: e.shiftKey && e.offsetX > LABEL };
 		cv.focus();
 	});
 	cv.addEventListener('mousemove', (e) => {
@@ -529,13 +673,20 @@ function input() {
 		const dx = e.clientX - cv.getBoundingClientRect().left - drag.x;
 		if (Math.abs(dx) > 3)
 			drag.moved = true;
-		if (drag.moved) {
+		if (drag.moved && drag.select) {
+			selectRange(drag.x, drag.x + dx);
+		} else if (drag.moved) {
 			const v = drag.v, d = dx / state.tl.plotWidth() * (v.t1 - v.t0);
 			setView(v.t0 - d, v.t1 - d);
 		}
 	});
 	window.addEventListener('mouseup', (e) => {
-		if (drag && !drag.moved && e.target === cv && drag.x > LABEL && e.shiftKey)
+		if (drag && drag.moved && drag.select && state.tl.range) {
+			const r = state.tl.range;
+			state.tl.range = null;
+			hook.range = r;
+			go(r.t0, r.t1);
+		} else if (drag && !drag.moved && e.target === cv && drag.x > LABEL && e.shiftKey)
 			toggleMarker(timeAt(drag.x), drag.x);
 		else if (drag && !drag.moved && e.target === cv && drag.x > LABEL)
 			pickAt(drag.x, drag.y);
@@ -580,6 +731,11 @@ async function main() {
 		$('banner').textContent = warn.join(' · ');
 	}
 	legend(s);
+	s.kinds.forEach((k, i) => $('st-kind').add(new Option(k, i)));
+	// the command's --activity rules first, then the trace's own kinds
+	for (const i of [...s.activities, ...s.kinds.keys()].filter((k, j, all) =>
+		all.indexOf(k) === j))
+		$('act-kind').add(new Option(s.kinds[i], i));
 	state.overview = $('overview');
 	state.tl = new Timeline($('timeline'), s);
 	hook.summary = s;
@@ -587,6 +743,7 @@ async function main() {
 	state.view = { t0: 0, t1: s.span_ns };
 	fetchOverview();
 	setView(0, s.span_ns);
+	showHistory();
 	$('timeline').focus();
 }
 

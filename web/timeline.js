@@ -29,6 +29,7 @@ export function stateOf(sum, i) {
 }
 
 export const MARKER = '#1565c0';
+export const ARROW = '#d81b60';
 
 // A duration in the unit that suits it.
 export function duration(ns) {
@@ -120,8 +121,9 @@ export class Timeline {
 		ctx.clearRect(0, 0, w, this.height);
 		const xOf = (ns) => LABEL + (ns - view.t0) / (view.t1 - view.t0) * pw;
 		this.hits = [];
+		this.arrowHits = [];
 		const drawn = { rows: this.rows.length, slices: 0, running: 0, marks: 0, intervals: 0,
-			states: 0, exact: false, markList: [] };
+			states: 0, exact: false, markList: [], arrows: 0, arrowList: [] };
 		this.axis(ctx, view, pw, xOf);
 		for (const [i, r] of this.rows.entries()) {
 			ctx.fillStyle = i % 2 ? '#fafafa' : '#f0f3f5';
@@ -148,6 +150,8 @@ export class Timeline {
 				if (r)
 					this.threadRow(ctx, r, t, dx, drawn);
 			}
+			if (this.showArrows !== false)
+				this.arrows(ctx, d, dx, byId, drawn);
 			ctx.restore();
 		}
 		this.labels(ctx);
@@ -161,6 +165,17 @@ export class Timeline {
 			ctx.stroke();
 		}
 		this.drawMarkers(ctx, view, xOf);
+		if (this.range) {
+			// a shift-drag's range, before it is zoomed to
+			const a = Math.max(LABEL, xOf(this.range.t0)), b = xOf(this.range.t1);
+			ctx.fillStyle = 'rgba(30,136,229,0.18)';
+			ctx.fillRect(a, AXIS, Math.max(1, b - a), this.height - AXIS);
+			ctx.fillStyle = '#1e88e5';
+			ctx.fillRect(a, AXIS, 1, this.height - AXIS);
+			ctx.fillRect(b - 1, AXIS, 1, this.height - AXIS);
+			ctx.font = '11px system-ui, sans-serif';
+			ctx.fillText(duration(this.range.t1 - this.range.t0), a + 3, AXIS + 11);
+		}
 		drawn.damage = this.drawnDamage;
 		if (!into)
 			this.drawn = drawn;
@@ -297,6 +312,42 @@ export class Timeline {
 		this.marks(ctx, r, t.marks, dx, drawn, r.y + r.h - 12, 10);
 	}
 
+	// Wakeups: flat [x0, x1, waker, cpu, wakee, t, run] from the waker's
+	// row (its thread's, else the CPU's where it ran: idle, an interrupt)
+	// to the wakee's at the time it next ran; both rows must be shown.
+	arrows(ctx, d, dx, byId, drawn) {
+		const a = d.arrows || [];
+		ctx.save();
+		ctx.strokeStyle = ARROW;
+		for (let i = 0; i < a.length; i += 7) {
+			const from = byId('thread', a[i + 2]) || byId('cpu', a[i + 3]);
+			const to = byId('thread', a[i + 4]);
+			if (!from || !to)
+				continue;
+			const x0 = dx(a[i]), x1 = dx(a[i + 1]);
+			const y0 = from.y + from.h / 2, y1 = to.y + to.h / 2;
+			// the head: two strokes back along the line
+			const len = Math.hypot(x1 - x0, y1 - y0) || 1;
+			const ux = (x1 - x0) / len, uy = (y1 - y0) / len;
+			ctx.beginPath();
+			ctx.moveTo(x0, y0);
+			ctx.lineTo(x1, y1);
+			ctx.moveTo(x1 - 6 * ux - 3 * uy, y1 - 6 * uy + 3 * ux);
+			ctx.lineTo(x1, y1);
+			ctx.lineTo(x1 - 6 * ux + 3 * uy, y1 - 6 * uy - 3 * ux);
+			ctx.stroke();
+			const hit = { kind: 'arrow', x0, y0, x1, y1, waker: a[i + 2], cpu: a[i + 3],
+				wakee: a[i + 4], t: a[i + 5], run: a[i + 6], from, to };
+			this.arrowHits.push(hit);
+			if (drawn.arrowList.length < 50)
+				drawn.arrowList.push({ x0, y0, x1, y1, from: [from.kind, from.id],
+					to: [to.kind, to.id], t: hit.t, run: hit.run });
+			drawn.arrows++;
+		}
+		drawn.arrowsLeft = d.arrows_left || 0;
+		ctx.restore();
+	}
+
 	// Marks: flat [x, span, count, ts, class] (class -1: from bins).
 	marks(ctx, r, m, dx, drawn, y, h) {
 		for (let i = 0; i < m.length; i += 5) {
@@ -321,6 +372,13 @@ export class Timeline {
 	// What is under (x, y): the nearest mark within 4 px, else an interval
 	// or slice covering x.
 	hit(x, y) {
+		// an arrow within 3 px of the pointer first: it crosses rows
+		for (const a of this.arrowHits || []) {
+			const vx = a.x1 - a.x0, vy = a.y1 - a.y0, l2 = vx * vx + vy * vy || 1;
+			const k = Math.max(0, Math.min(1, ((x - a.x0) * vx + (y - a.y0) * vy) / l2));
+			if (Math.hypot(x - a.x0 - k * vx, y - a.y0 - k * vy) <= 3)
+				return { ...a, row: a.to };
+		}
 		const r = this.rowAt(y);
 		if (!r)
 			return null;

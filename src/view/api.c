@@ -9,14 +9,6 @@
 
 #include "view.h"
 
-/*
- * A window whose bins say it holds at most this many events is read from
- * the trace itself (exact times, event classes); a wider one is drawn from
- * the bins. At the reader's tens of millions of events a second this
- * bounds a window's answer to a few milliseconds whatever the trace's size.
- */
-#define VW_EXACT_MAX 200000u
-
 static const char *thread_name(const struct vw_model *m, uint32_t tid)
 {
 	const char *n = an_names_get(m->names, tid);
@@ -74,12 +66,15 @@ int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 		vw_put_str(o, n, strlen(n));
 	}
 	vw_puts(o, "},\"kinds\":[");
-	unsigned nk = m->pairer ? iv_pairer_nkinds(m->pairer) : 0;
-	for (unsigned i = 0; i < nk; i++) {
-		const char *k = iv_pairer_kind(m->pairer, i);
+	for (unsigned i = 0; i < m->nkinds; i++) {
+		const char *k = vw_kind_name(m, i);
 		vw_puts(o, i ? "," : "");
 		vw_put_str(o, k, strlen(k));
 	}
+	/* the kinds of the command's --activity rules, by index */
+	vw_printf(o, "],\"activities\":[");
+	for (unsigned r = 0; r < m->nacts; r++)
+		vw_printf(o, "%s%u", r ? "," : "", m->nkinds - m->nacts + r);
 	/* [ts, kind, count] each, ts in ns; a time before the trace's
 	 * begin (a lost packet's) is shown at the start */
 	vw_puts(o, "],\"damage\":[");
@@ -531,8 +526,7 @@ static int mark_classes(const char *glob, void *arg)
 	return 0;
 }
 
-/* The classes q's event globs keep, or NULL (all). */
-static int class_table(struct vw_model *m, const char *globs, bool **out)
+int vw_class_table(struct vw_model *m, const char *globs, bool **out)
 {
 	*out = NULL;
 	if (!globs)
@@ -544,6 +538,53 @@ static int class_table(struct vw_model *m, const char *globs, bool **out)
 	each_glob(globs, mark_classes, &c);
 	*out = c.ok;
 	return 0;
+}
+
+/* Whether q keeps a wakeup: its CPU, its waker or wakee among the
+ * threads, its class among the globs' (cls; NULL: all). An expression
+ * does not apply: a wakeup is drawn, not listed. */
+static bool keeps_wake(const struct vw_filter *q, const bool *cls, const struct vw_wake *k)
+{
+	return vw_filter_keeps(q, 'c', k->cpu) && (!cls || cls[k->cls]) &&
+	       (vw_filter_keeps(q, 't', (uint32_t)k->waker) ||
+		vw_filter_keeps(q, 't', (uint32_t)k->wakee));
+}
+
+/* The wakeups of the window that q keeps, as arrows: flat [x0, x1, waker,
+ * cpu, wakee, t, run] (x1 at the wakee's next run, or at the wakeup when
+ * it has none; t, run in ns, run -1: none), the first VW_ARROWS_MAX of
+ * them, and how many more were left out. The window's wakeups are found
+ * by a binary search; the count of those left out reads the rest of
+ * them, which a filter only narrows: without one it is a subtraction. */
+static void put_arrows(const struct win *v)
+{
+	const struct vw_model *m = v->m;
+	_Static_assert(offsetof(struct vw_wake, t) == 0, "after(): time first");
+	size_t i0 = after(m->wakes, m->nwakes, sizeof(*m->wakes), v->t0 ? v->t0 - 1 : 0);
+	size_t i1 = after(m->wakes, m->nwakes, sizeof(*m->wakes), v->t1);
+	bool all = !v->q->ncpus && !v->q->ntids && !v->cls && !v->q->none;
+	size_t n = 0, left = 0;
+	vw_puts(v->o, "\"arrows\":[");
+	for (size_t i = i0; i < i1; i++) {
+		const struct vw_wake *k = &m->wakes[i];
+		if (n == VW_ARROWS_MAX && all) {
+			left = i1 - i;
+			break;
+		}
+		if (!keeps_wake(v->q, v->cls, k))
+			continue;
+		if (n == VW_ARROWS_MAX) {
+			left++;
+			continue;
+		}
+		uint64_t to = k->run ? k->run : k->t;
+		vw_printf(v->o, "%s%.2f,%.2f,%d,%u,%d,%llu,%lld", n ? "," : "", xof(v, k->t),
+			  (double)((int64_t)(to - v->t0)) * v->scale, k->waker, k->cpu, k->wakee,
+			  (unsigned long long)vw_ns(m, k->t - m->begin),
+			  k->run ? (long long)vw_ns(m, k->run - m->begin) : -1ll);
+		n++;
+	}
+	vw_printf(v->o, "],\"arrows_left\":%zu", left);
 }
 
 int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
@@ -563,7 +604,7 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	struct px *px = calloc(nrows * w + 1, sizeof(*px));
 	int err = px ? vw_filter_make(m, q, &v.f, o) : -ENOMEM;
 	if (!err)
-		err = class_table(m, q->events, &v.cls);
+		err = vw_class_table(m, q->events, &v.cls);
 	if (!err && exact && !q->none) {
 		err = fill_exact(&v, px);
 	} else if (!err && !q->none) {
@@ -578,8 +619,8 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 							  false);
 	}
 	strata_filter_destroy(v.f);
-	free(v.cls);
 	if (err) {
+		free(v.cls);
 		free(px);
 		return err;
 	}
@@ -608,7 +649,10 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 		put_marks(&v, px + (size_t)(m->ncpus + i) * w);
 		vw_puts(o, "}");
 	}
-	vw_puts(o, "]}");
+	vw_puts(o, "],");
+	put_arrows(&v);
+	vw_puts(o, "}");
+	free(v.cls);
 	free(px);
 	return 0;
 }
@@ -870,7 +914,7 @@ int vw_api_search(struct vw_model *m, const struct vw_filter *q, const char *fin
 	struct strata_iter *it = NULL;
 	unsigned ncls = strata_trace_nclasses(m->t), nvals = 256 + 3, nfound = 0;
 	struct strata_value *vals = calloc(nvals, sizeof(*vals));
-	int err = vals ? class_table(m, find, &s.cls) : -ENOMEM;
+	int err = vals ? vw_class_table(m, find, &s.cls) : -ENOMEM;
 	if (!err)
 		err = vw_filter_make(m, q, &f, o);
 	char msg[256] = "";

@@ -88,7 +88,7 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 	size_t j = lv->n++;
 	for (int k = 0; j && lv->iv[j - 1].begin > iv->begin && k < 16; k++, j--)
 		lv->iv[j] = lv->iv[j - 1];
-	lv->iv[j] = (struct vw_iv){ iv->begin, iv->end, iv->kind, iv->depth };
+	lv->iv[j] = (struct vw_iv){ iv->begin, iv->end, m->kind_base + iv->kind, iv->depth };
 	if (j && lv->iv[j - 1].begin > iv->begin)
 		lv->unsorted = true;
 	th->niv++;
@@ -198,17 +198,36 @@ static int add_switch(struct vw_model *m, const struct strata_event *ev, int nex
 	return 0;
 }
 
-/* The index of next_pid in each sched:sched_switch class, else -1. */
+/* A wakeup event: keep it for the window's arrows (view.h: vw_wake). */
+static int add_wake(struct vw_model *m, const struct strata_event *ev, int pid)
+{
+	struct strata_value v;
+	if (strata_event_field(ev, (unsigned)pid, &v) < 0 || v.s <= 0)
+		return 0; /* damaged: the reader reported it */
+	struct vw_wake *w = grow(m->wakes, &m->wakecap, m->nwakes, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	m->wakes = w;
+	m->wakes[m->nwakes++] = (struct vw_wake){ .t = ev->timestamp, .waker = (int32_t)ev->tid,
+		.wakee = (int32_t)v.s, .cpu = ev->cpu, .cls = ev->cls->index };
+	return 0;
+}
+
+/* The index of next_pid in each sched:sched_switch class, else -1; then,
+ * at [n + i], that of pid in each sched_wakeup(_new) class, else -1. */
 static int *switch_fields(struct strata_trace *t)
 {
 	unsigned n = strata_trace_nclasses(t);
-	int *next = malloc((n ? n : 1) * sizeof(*next));
+	int *next = malloc((2 * n + 1) * sizeof(*next));
 	if (!next)
 		return NULL;
 	for (unsigned i = 0; i < n; i++) {
 		const struct strata_event_class *c = strata_trace_class(t, i);
 		next[i] = c && !strcmp(c->name, "sched:sched_switch") ?
 			  strata_event_class_field(c, "next_pid") : -1;
+		next[n + i] = c && (!strcmp(c->name, "sched:sched_wakeup") ||
+				    !strcmp(c->name, "sched:sched_wakeup_new")) ?
+			      strata_event_class_field(c, "pid") : -1;
 	}
 	return next;
 }
@@ -243,8 +262,11 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 			return -ENOMEM;
 	}
 	if (m->kernel[ev->stream]) {
-		if (next[ev->cls->index] >= 0)
-			return add_switch(m, ev, next[ev->cls->index]);
+		unsigned n = strata_trace_nclasses(m->t), c = ev->cls->index;
+		if (next[c] >= 0)
+			return add_switch(m, ev, next[c]);
+		if (next[n + c] >= 0)
+			return add_wake(m, ev, next[n + c]);
 		return 0;
 	}
 	struct vw_thread *th = thread_of(m, ev->tid);
@@ -262,6 +284,27 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 	return 0;
 }
 
+/* The activity rules' pairers see every event, kernel ones too; their
+ * intervals' kinds follow the trace's own. */
+static int feed_activities(struct vw_model *m, const struct strata_event *ev)
+{
+	int err = 0;
+	for (unsigned r = 0; r < m->nacts && !err; r++) {
+		m->kind_base = m->nkinds - m->nacts + r;
+		err = iv_pairer_feed(m->acts[r].pairer, ev, on_interval, m);
+	}
+	m->kind_base = 0;
+	return err;
+}
+
+const char *vw_kind_name(const struct vw_model *m, unsigned kind)
+{
+	unsigned nk = m->pairer ? iv_pairer_nkinds(m->pairer) : 0;
+	if (kind < nk)
+		return iv_pairer_kind(m->pairer, kind);
+	return kind - nk < m->nacts ? m->acts[kind - nk].name : "";
+}
+
 static int cmp_iv(const void *a, const void *b)
 {
 	const struct vw_iv *x = a, *y = b;
@@ -277,6 +320,30 @@ static int cmp_row(const void *a, const void *b)
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* When each woken thread next ran: the first time its running track puts
+ * it on a CPU at or after the wakeup (a binary search, then the few
+ * entries that take it off). */
+static void wake_runs(struct vw_model *m)
+{
+	for (size_t i = 0; i < m->nwakes; i++) {
+		struct vw_wake *w = &m->wakes[i];
+		const struct vw_thread *th = an_tidmap_find(&m->threads, (uint32_t)w->wakee);
+		if (!th)
+			continue;
+		size_t lo = 0, hi = th->nrun;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (th->run[mid].t < w->t)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		while (lo < th->nrun && th->run[lo].tid <= 0)
+			lo++;
+		w->run = lo < th->nrun ? th->run[lo].t : 0;
+	}
 }
 
 /* Sort the intervals and list the rows: what the queries need. */
@@ -306,6 +373,7 @@ static int finish(struct vw_model *m)
 			m->rows[m->nrows++] = th;
 	}
 	qsort(m->rows, m->nrows, sizeof(*m->rows), cmp_row);
+	wake_runs(m);
 	for (unsigned i = 0; i < m->nrows; i++)
 		m->rows[i]->row = i;
 	return 0;
@@ -336,11 +404,13 @@ static int alloc_rows(struct vw_model *m)
 	return 0;
 }
 
-int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path)
+int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
+		   struct vw_activity *acts, unsigned nacts)
 {
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	*m = (struct vw_model){ .t = t, .path = path, .nbins = VW_NBINS };
+	*m = (struct vw_model){ .t = t, .path = path, .nbins = VW_NBINS, .acts = acts,
+				.nacts = nacts };
 	m->begin = strata_trace_begin(t);
 	m->end = strata_trace_end(t);
 	if (m->end <= m->begin)
@@ -353,13 +423,17 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path)
 	/* a trace without begin/end kinds has no intervals, not an error */
 	if (iv_pairer_create(t, &(struct iv_options){ 0 }, &m->pairer) < 0)
 		m->pairer = NULL;
+	m->nkinds = (m->pairer ? iv_pairer_nkinds(m->pairer) : 0) + nacts;
 	int *next = switch_fields(t);
 	struct strata_iter *it = NULL;
 	err = next ? strata_iter_create(t, &(struct strata_iter_options){
 			.stream = -1, .flags = STRATA_ITER_INTERNAL }, &it) : -ENOMEM;
 	const struct strata_event *ev;
-	while (!err && strata_iter_next(it, &ev) == 1)
+	while (!err && strata_iter_next(it, &ev) == 1) {
 		err = feed(m, ev, next);
+		if (!err && nacts && ev->id >> 16)
+			err = feed_activities(m, ev);
+	}
 	strata_iter_destroy(it);
 	free(next);
 	if (!err && m->have_sched)
@@ -402,6 +476,7 @@ void vw_model_fini(struct vw_model *m)
 	free(m->rows);
 	free(m->prefix);
 	free(m->kernel);
+	free(m->wakes);
 	an_names_destroy(m->names);
 	iv_pairer_destroy(m->pairer);
 	*m = (struct vw_model){ 0 };

@@ -21,6 +21,7 @@
 
 const char cmd_view_usage[] =
 	"usage: strata view TRACE [--port N] [--bind ADDR]\n"
+	"                         [--activity NAME=BEGIN..END[,by=FIELD]]...\n"
 	"\n"
 	"Serve an interactive timeline of TRACE to a browser. The first line on\n"
 	"stdout is the URL to open; it carries a secret token, and requests\n"
@@ -30,7 +31,11 @@ const char cmd_view_usage[] =
 	"  --port N      listen on port N (default: any free port)\n"
 	"  --bind ADDR   listen on ADDR (default 127.0.0.1; ::1 for IPv6). Any\n"
 	"                other address lets the network reach the trace; the\n"
-	"                token still guards it\n";
+	"                token still guards it\n"
+	"  --activity NAME=BEGIN..END[,by=FIELD]\n"
+	"                pair BEGIN and END events (names or globs) per thread,\n"
+	"                or by FIELD's value, into intervals of kind NAME, drawn\n"
+	"                and listed as the trace's own (up to 16 rules)\n";
 
 #define TOKEN_HEX 32 /* 128 random bits */
 
@@ -248,7 +253,7 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 {
 	struct vw_buf b = { 0 };
 	int64_t span = (int64_t)vw_ns(&s->m, s->m.end - s->m.begin) + 1;
-	int64_t t0, t1, w, t, nb, na, cpu, tid, dir, skip;
+	int64_t t0, t1, w, t, nb, na, cpu, tid, dir, skip, kind;
 	struct vw_filter q;
 	const char *find, *where;
 	int err = 0;
@@ -259,6 +264,18 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 		    !arg(c, "w", 1, 8192, 1000, &w, &b) || !filter_args(c, &q, &b))
 			return send_json(c, 400, &b);
 		err = vw_api_window(&s->m, (uint64_t)t0, (uint64_t)t1, (unsigned)w, &q, &b);
+	} else if (!strcmp(what, "stats")) {
+		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
+		    !arg(c, "kind", -1, 65535, -1, &kind, &b) || !filter_args(c, &q, &b))
+			return send_json(c, 400, &b);
+		err = vw_api_stats(&s->m, (uint64_t)t0, (uint64_t)t1, (int)kind, &q, &b);
+	} else if (!strcmp(what, "intervals")) {
+		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
+		    !arg(c, "kind", 0, 65535, 0, &kind, &b) || !arg(c, "by", 0, 1, 0, &dir, &b) ||
+		    !arg(c, "n", 1, 1000, 100, &nb, &b) || !filter_args(c, &q, &b))
+			return send_json(c, 400, &b);
+		err = vw_api_intervals(&s->m, (uint64_t)t0, (uint64_t)t1, (int)kind, (int)dir,
+				       (unsigned)nb, &q, &b);
 	} else if (!strcmp(what, "list")) {
 		if (!arg(c, "t", 0, span, 0, &t, &b) || !arg(c, "before", 0, 1000, 20, &nb, &b) ||
 		    !arg(c, "after", 0, 1000, 50, &na, &b) ||
@@ -371,12 +388,35 @@ static int listen_on(const char *addr, unsigned port, bool *v6, unsigned *bound)
 	return fd;
 }
 
+/* NAME=BEGIN..END[,by=FIELD] into a rule (its strings one allocation). */
+static int parse_activity(const char *arg, struct vw_activity *a)
+{
+	char *s = strdup(arg), *eq = s ? strchr(s, '=') : NULL;
+	char *dots = eq ? strstr(eq + 1, "..") : NULL, *by = dots ? strstr(dots + 2, ",by=") : NULL;
+	if (!s)
+		return -1;
+	if (!eq || eq == s || !dots || dots == eq + 1 || (by ? by : dots + 2)[0] == '\0' ||
+	    (by && !by[4]) || eq - s > 64) {
+		fprintf(stderr, "strata: view: --activity '%s': not NAME=BEGIN..END[,by=FIELD] "
+			"(NAME up to 64 bytes)\n", arg);
+		free(s);
+		return -1;
+	}
+	*eq = *dots = '\0';
+	if (by)
+		*by = '\0';
+	*a = (struct vw_activity){ .name = s, .begin = eq + 1, .end = dots + 2,
+				   .by = by ? by + 4 : NULL };
+	return 0;
+}
+
 static int parse(int argc, char **argv, const char **trace, const char **bind_to,
-		 unsigned *port)
+		 unsigned *port, struct vw_activity *acts, unsigned *nacts)
 {
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "bind", required_argument, NULL, 'b' },
+		{ "activity", required_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -395,6 +435,16 @@ static int parse(int argc, char **argv, const char **trace, const char **bind_to
 			break;
 		case 'b':
 			*bind_to = optarg;
+			break;
+		case 'a':
+			if (*nacts == VW_ACT_MAX) {
+				fprintf(stderr, "strata: view: more than %d --activity rules\n",
+					VW_ACT_MAX);
+				return -1;
+			}
+			if (parse_activity(optarg, &acts[*nacts]))
+				return -1;
+			++*nacts;
 			break;
 		default:
 			fputs(cmd_view_usage, stderr);
@@ -467,12 +517,32 @@ static int serve(struct server *s, const char *bind_to, unsigned port)
 	return 0;
 }
 
+/* A pairer for each rule; one line naming the rule when it does not fit
+ * the trace (a glob matching no event, a class without the field). */
+static int make_activities(struct strata_trace *t, struct vw_activity *acts, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		char why[256] = "";
+		int err = iv_pairer_create(t, &(struct iv_options){ .begin = acts[i].begin,
+					   .end = acts[i].end, .by = acts[i].by, .err = why,
+					   .errlen = sizeof(why) }, &acts[i].pairer);
+		if (err) {
+			fprintf(stderr, "strata: view: --activity %s: %s\n", acts[i].name,
+				*why ? why : strerror(-err));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int cmd_view(int argc, char **argv)
 {
 	const char *trace = NULL, *bind_to = "127.0.0.1";
-	unsigned port = 0;
-	if (parse(argc, argv, &trace, &bind_to, &port))
-		return 1;
+	unsigned port = 0, nacts = 0;
+	static struct vw_activity acts[VW_ACT_MAX];
+	int ret = 1;
+	if (parse(argc, argv, &trace, &bind_to, &port, acts, &nacts))
+		goto out_acts;
 	struct strata_trace *t;
 	static struct vw_problems problems;
 	struct strata_open_options oo = { .problem = on_problem, .problem_arg = &problems };
@@ -480,17 +550,24 @@ int cmd_view(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "strata: %s: cannot open the trace: %s\n", trace,
 			strerror(-err));
-		return 1;
+		goto out_acts;
 	}
+	if (make_activities(t, acts, nacts))
+		goto out_trace;
 	static struct server s;
-	err = vw_model_build(&s.m, t, trace);
+	err = vw_model_build(&s.m, t, trace, acts, nacts);
 	s.m.problems = &problems;
-	int ret = 1;
 	if (err)
 		fprintf(stderr, "strata: %s: reading the trace: %s\n", trace, strerror(-err));
 	else
 		ret = serve(&s, bind_to, port);
 	vw_model_fini(&s.m);
+out_trace:
 	strata_trace_close(t);
+out_acts:
+	for (unsigned i = 0; i < nacts; i++) {
+		iv_pairer_destroy(acts[i].pairer);
+		free(acts[i].name);
+	}
 	return ret;
 }

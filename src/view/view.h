@@ -75,6 +75,28 @@ struct vw_thread {
 
 #define VW_ST_BLOCK 32 /* states per block of stcum */
 
+/* A wakeup (sched:sched_wakeup or sched_wakeup_new): thread `waker` (0:
+ * idle or an interrupt on `cpu`) woke `wakee` at t; it next ran at `run`
+ * (0: not in the trace). An arrow of the window's answer. */
+struct vw_wake {
+	uint64_t t, run;         /* ticks */
+	int32_t waker, wakee;
+	uint32_t cpu, cls;
+};
+
+#define VW_ARROWS_MAX 256 /* arrows a window's answer draws at most */
+
+/* An activity rule of the command line (--activity NAME=BEGIN..END[,by=F]):
+ * BEGIN and END events (globs) paired per thread, or by field F's value,
+ * by analysis.h's pairer; each pair an interval of kind NAME, after the
+ * trace's own kinds. */
+#define VW_ACT_MAX 16
+
+struct vw_activity {
+	char *name, *begin, *end, *by; /* one allocation, from name */
+	struct iv_pairer *pairer;
+};
+
 /* Where the reader met damage or loss (reader.h's problems that carry a
  * time), for the page to mark; the first VW_MAX_PROBLEMS are kept. */
 struct vw_problem {
@@ -108,6 +130,12 @@ struct vw_model {
 	unsigned nrows;
 	struct an_names *names;
 	struct iv_pairer *pairer; /* for its kinds' names */
+	struct vw_activity *acts; /* the command's rules (the caller's) */
+	unsigned nacts;
+	unsigned kind_base;      /* kinds before the pairer being fed's */
+	unsigned nkinds;         /* the trace's own kinds, then the rules' */
+	struct vw_wake *wakes;   /* in time order */
+	size_t nwakes, wakecap;
 	double build_ms;         /* time the model took to build */
 	int state_err;           /* the states hook ran out of memory */
 	const struct vw_problems *problems; /* the command's, or NULL */
@@ -116,7 +144,10 @@ struct vw_model {
 /* Read the whole trace once (merged, in time order) into m: per-row bins,
  * CPU switches, intervals and names. Returns 0, -ENOMEM, or what
  * iv_pairer_create returns. */
-int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path);
+int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
+		   struct vw_activity *acts, unsigned nacts);
+/* An interval kind's name (the trace's kinds, then the rules'). */
+const char *vw_kind_name(const struct vw_model *m, unsigned kind);
 void vw_model_fini(struct vw_model *m);
 /* The bin of tick ts (clamped to the trace). */
 unsigned vw_bin(const struct vw_model *m, uint64_t ts);
@@ -126,6 +157,15 @@ uint64_t vw_ns(const struct vw_model *m, uint64_t ticks);   /* since begin */
 uint64_t vw_ticks(const struct vw_model *m, uint64_t ns);
 
 struct vw_filter; /* below */
+
+/*
+ * A window whose bins say it holds at most this many events is read from
+ * the trace itself (exact times, event classes); a wider one is drawn from
+ * the bins. At the reader's tens of millions of events a second this
+ * bounds a window's answer to a few milliseconds whatever the trace's size.
+ * The statistics (stats.c) read as many at most.
+ */
+#define VW_EXACT_MAX 200000u
 
 /* The answers of the JSON API (api.c); each writes one JSON document into
  * out, or returns an HTTP status (400) after writing why into out. */
@@ -167,6 +207,23 @@ int vw_filter_make(struct vw_model *m, const struct vw_filter *q,
  * q keeps. Returns 0, 400 (a bad expression), -ENOMEM. */
 int vw_api_search(struct vw_model *m, const struct vw_filter *q, const char *find,
 		  const char *where, uint64_t t, int dir, unsigned skip, struct vw_buf *out);
+
+/* The classes whose names match one of the comma-separated globs into
+ * *out (calloc'ed, one bool per class), or NULL when globs is NULL (all).
+ * Returns 0 or -ENOMEM. */
+int vw_class_table(struct vw_model *m, const char *globs, bool **out);
+
+/* Statistics of [t0, t1] (ns) under q (stats.c, view.md "api/stats"):
+ * events per name, CPU and thread, and the durations of the intervals of
+ * kind `kind` (-1: none) that begin in it. Returns 0, 400 (a bad
+ * expression, why in out), -ENOMEM. */
+/* Up to n intervals of `kind` that begin in [t0, t1] on the threads q
+ * keeps, the longest first (by 0) or in time order (by 1); stats.c.
+ * Returns 0 or -ENOMEM. */
+int vw_api_intervals(struct vw_model *m, uint64_t t0, uint64_t t1, int kind, int by,
+		     unsigned n, const struct vw_filter *q, struct vw_buf *out);
+int vw_api_stats(struct vw_model *m, uint64_t t0, uint64_t t1, int kind,
+		 const struct vw_filter *q, struct vw_buf *out);
 
 /* The page's files, embedded at build time (assets.c, from web/). */
 struct vw_asset {

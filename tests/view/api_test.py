@@ -142,6 +142,66 @@ try:
     other = sorted(per_tid)[0]
     lst = get(f"api/list?t={tm}&before=5&after=5&tid={other}&tids={tid}")["events"]
     check(lst == [], f"list of thread {other} under a filter of thread {tid}: {len(lst)} events")
+
+    # statistics of a range: a narrow one read from the events, against
+    # print's counts per name, CPU and thread; the durations of the jobs
+    # that begin in it, against print's begin/end pairs
+    def tally(es):
+        return (collections.Counter(e["event"] for e in es),
+                collections.Counter(e["cpu"] for e in es),
+                collections.Counter(e["tid"] for e in es))
+
+    def stats_of(st):
+        return ({x["name"]: x["count"] for x in st["names"]},
+                {x["cpu"]: x["count"] for x in st["cpus"]},
+                {x["tid"]: x["count"] for x in st["threads"]})
+
+    kind = s["kinds"].index("work:job_begin..job_end")
+    st = get(f"api/stats?t0={t0}&t1={t1}&kind={kind}")
+    check(st["exact"] and st["events"] == len(inside), f"stats: {st['events']} events "
+          f"(exact {st['exact']}), print {len(inside)}")
+    got, want = stats_of(st), tally(inside)
+    check(got[0] == dict(want[0]), f"stats per name: {got[0]}, print {dict(want[0])}")
+    check(got[1] == dict(want[1]), f"stats per CPU: {got[1]}, print {dict(want[1])}")
+    check(got[2] == dict(want[2]), f"stats per thread: {got[2]}, print {dict(want[2])}")
+    open_ = collections.defaultdict(list)
+    jobs_in = []
+    for e in evs:
+        if e["event"] == "work:job_begin":
+            open_[e["tid"]].append(e["ns"])
+        elif e["event"] == "work:job_end" and open_[e["tid"]]:
+            b = open_[e["tid"]].pop()
+            if t0 <= b <= t1:
+                jobs_in.append(e["ns"] - b)
+    jobs_in.sort()
+    du = st["durations"]
+    check(du["exact"] and du["count"] == len(jobs_in) and sum(du["hist"][2::3]) == len(jobs_in),
+          f"stats: {du['count']} job durations, print {len(jobs_in)}")
+    if jobs_in and du["count"]:
+        check(abs(du["min"] - jobs_in[0]) <= 1 and abs(du["max"] - jobs_in[-1]) <= 1 and
+              abs(du["median"] - jobs_in[len(jobs_in) // 2]) <= 1,
+              f"stats: durations {du['min']}/{du['median']}/{du['max']}, print "
+              f"{jobs_in[0]}/{jobs_in[len(jobs_in) // 2]}/{jobs_in[-1]}")
+        h = du["hist"]
+        per_bin = collections.Counter(next((h[i], h[i + 1]) for i in range(0, len(h), 3)
+                                           if h[i] <= d < h[i + 1]) for d in jobs_in)
+        check(per_bin == {(h[i], h[i + 1]): h[i + 2] for i in range(0, len(h), 3)} and
+              all(h[i + 1] == 2 * max(1, h[i]) for i in range(0, len(h), 3)),
+              f"stats: histogram {h}, print {dict(per_bin)}")
+    # the whole trace, from the bins (not exact): every bin is in it, so
+    # the counts are print's; a filter on names counts only those
+    st = get(f"api/stats?t0=0&t1={s['span_ns']}")
+    got, want = stats_of(st), tally(evs)
+    check(not st["exact"] and got[0] == dict(want[0]) and got[1] == dict(want[1]) and
+          got[2] == dict(want[2]), f"stats of the whole trace: {got}, print {want}")
+    st = get(f"api/stats?t0=0&t1={s['span_ns']}&ev=work:job_e*")
+    got = stats_of(st)
+    check(got[0] == {"work:job_end": len(ends)} and st["filtered"],
+          f"stats of work:job_e*: {got[0]}, print {len(ends)}")
+    st = get(f"api/stats?t0={t0}&t1={t1}&ev=work:job_end&expr=job%20%3E%2010")
+    want = [e for e in inside if e["event"] == "work:job_end" and e["fields"]["job"] > 10]
+    check(st["events"] == len(want) and st["filtered"],
+          f"stats under an expression: {st['events']}, print {len(want)}")
 finally:
     view.terminate()
     view.wait(timeout=10)
@@ -179,6 +239,110 @@ try:
         check(drawn == inspan, f"damaged trace: {drawn} marks, print {inspan} in the span")
         check(len(get(f"api/list?t={s['span_ns'] // 2}&before=50&after=50")["events"]) > 0,
               "damaged trace: a list")
+finally:
+    view.terminate()
+    view.wait(timeout=10)
+# activity rules: work:job_begin..work:job_end paired per thread, and by
+# the job field; their intervals listed longest first and in time order,
+# against print's pairs
+view = subprocess.Popen([strata, "view", trace, "--activity", "job=work:job_begin..work:job_end",
+                         "--activity", "byjob=work:job_b*..work:job_end,by=job"],
+                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+try:
+    url = view.stdout.readline().strip()
+    s2 = get("api/summary")
+    kj, kb = s2["kinds"].index("job"), s2["kinds"].index("byjob")
+    check(s2["activities"] == [kj, kb], f"activities: {s2['activities']}, kinds {s2['kinds']}")
+    pairs, bypairs = [], []
+    open_, byopen = collections.defaultdict(list), collections.defaultdict(list)
+    for e in evs:
+        if e["event"] == "work:job_begin":
+            open_[e["tid"]].append(e["ns"])
+            byopen[e["fields"]["job"]].append(e["ns"])
+        elif e["event"] == "work:job_end":
+            if open_[e["tid"]]:
+                b = open_[e["tid"]].pop()
+                pairs.append((b, e["ns"] - b))
+            if byopen[e["fields"]["job"]]:
+                b = byopen[e["fields"]["job"]].pop()
+                bypairs.append((b, e["ns"] - b))
+    for k, want, what in [(kj, pairs, "per thread"), (kb, bypairs, "by job")]:
+        a = get(f"api/intervals?kind={k}&n=1000")
+        got = [iv["dur"] for iv in a["intervals"]]
+        top = sorted((d for _, d in want), reverse=True)[:1000]
+        check(a["complete"] and len(got) == 1000 and
+              all(abs(x - y) <= 1 for x, y in zip(got, top)),
+              f"activity {what}: the 1000 longest {got[:5]}..., print {top[:5]}...")
+        a = get(f"api/intervals?kind={k}&by=1&n=50&t0={t0}&t1={t1}")
+        got = [iv["begin"] for iv in a["intervals"]]
+        first = sorted(b for b, _ in want if t0 <= b <= t1)[:50]
+        check(got == first, f"activity {what}: in time order {got[:5]}, print {first[:5]}")
+        st = get(f"api/stats?t0={t0}&t1={t1}&kind={k}")
+        n_in = sum(1 for b, _ in want if t0 <= b <= t1)
+        check(st["durations"]["count"] == n_in,
+              f"activity {what}: stats count {st['durations']['count']}, print {n_in}")
+finally:
+    view.terminate()
+    view.wait(timeout=10)
+bad_rule = subprocess.run([strata, "view", trace, "--activity", "x=work:job_begin..nope:*"],
+                          capture_output=True, text=True, timeout=60)
+check(bad_rule.returncode != 0 and "--activity x" in bad_rule.stderr,
+      f"a rule matching no event: {bad_rule.returncode} {bad_rule.stderr.strip()}")
+
+# wakeup arrows, on gen_view.py's trace with kernel events: sched_wakeup
+# of worker-a (301) by idle on CPU 0 at 45 ms + 10 ns, run at 46 ms; of
+# kworker (400) on CPU 1 at 75 ms, run at 76 ms (sched_waking is no arrow)
+sched = os.path.join(work, "sched")
+subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                             "gen_view.py"), sched], check=True,
+               stdout=subprocess.DEVNULL)
+view = subprocess.Popen([strata, "view", sched], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL, text=True)
+try:
+    url = view.stdout.readline().strip()
+    ms = 1000000
+
+    def arrows(q):
+        w = get(f"api/window?t0=0&t1={100 * ms}&w=1000{q}")
+        a = w["arrows"]
+        return [a[i + 2:i + 7] for i in range(0, len(a), 7)], w["arrows_left"], a
+
+    got, left, flat = arrows("")
+    check(got == [[0, 0, 301, 45 * ms + 10, 46 * ms], [0, 1, 400, 75 * ms, 76 * ms]] and
+          left == 0, f"arrows: {got}, {left} left out")
+    check(flat[:2] == [450, 460], f"arrows' pixels: {flat[:2]}")
+    got, left, _ = arrows("&tids=400")
+    check([g[2] for g in got] == [400], f"arrows of thread 400: {got}")
+    got, left, _ = arrows("&cpus=0")
+    check([g[2] for g in got] == [301], f"arrows of CPU 0: {got}")
+    got, left, _ = arrows("&ev=work:*")
+    check(got == [], f"arrows under ev=work:*: {got}")
+    got, left, _ = arrows("&ev=sched:sched_wakeup")
+    check(len(got) == 2, f"arrows under ev=sched:sched_wakeup: {got}")
+    w = get(f"api/window?t0={50 * ms}&t1={80 * ms}&w=300")
+    check(w["arrows"][2:5] == [0, 1, 400] and len(w["arrows"]) == 7,
+          f"arrows of 50-80 ms: {w['arrows']}")
+finally:
+    view.terminate()
+    view.wait(timeout=10)
+
+# the cap: 300 more wakeups of kworker by worker-b (302) on CPU 1, 50-60 ms
+subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                             "gen_view.py"), sched + "-many", "300"],
+               check=True, stdout=subprocess.DEVNULL)
+view = subprocess.Popen([strata, "view", sched + "-many"], stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL, text=True)
+try:
+    url = view.stdout.readline().strip()
+    got, left, _ = arrows("")
+    check(len(got) == 256 and left == 302 - 256 and got[1][:3] == [302, 1, 400] and
+          got[1][4] == 76 * ms, f"302 wakeups: {len(got)} drawn, {left} left out, {got[:2]}")
+    got, left, _ = arrows("&tids=301")
+    check(len(got) == 1 and left == 0, f"302 wakeups, of thread 301: {len(got)}, {left}")
+    got, left, _ = arrows("&cpus=1")
+    check(len(got) == 256 and left == 301 - 256, f"301 on CPU 1: {len(got)} drawn, {left} left")
+    w = get(f"api/window?t0={61 * ms}&t1={100 * ms}&w=100")
+    check(len(w["arrows"]) == 7 and w["arrows_left"] == 0, f"61-100 ms: {w['arrows']}")
 finally:
     view.terminate()
     view.wait(timeout=10)

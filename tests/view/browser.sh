@@ -34,7 +34,9 @@ fi
 cp "$here/browser_test.mjs" "$mods/"
 
 "$py" "$here/gen_view.py" "$work/trace" >/dev/null || exit 1
-view_start "$strata" "$work/trace" "$work/view" || exit 1
+# an activity rule: the jobs paired by their job field (browser_test.mjs)
+view_start "$strata" "$work/trace" "$work/view" \
+	--activity 'jobs=work:job_begin..work:job_end,by=job' || exit 1
 CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "$work/view.png"
 rc=$?
 view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }

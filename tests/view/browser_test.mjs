@@ -77,7 +77,8 @@ try {
 	check(d.slices >= 4, `CPU slices drawn: ${d.slices}`);
 	check(d.marks >= 10, `marks drawn: ${d.marks}`);
 	check(d.running >= 3, `threads' running strips drawn: ${d.running}`);
-	check(d.intervals === 3, `intervals drawn: ${d.intervals} (worker-a 1, worker-b 2 nested)`);
+	check(d.intervals === 6, `intervals drawn: ${d.intervals} (worker-a 1, worker-b 2 nested; ` +
+		'and the same three of the activity rule "jobs")');
 	check(h.summary.names['301'] === 'worker-a', 'thread names from the state dump');
 	check(d.damage === 0 && h.summary.damage.length === 0, 'no damage marked on a sound trace');
 
@@ -203,6 +204,62 @@ try {
 	check(h.view.t0 > 0, 'pan: the view moved right');
 	await page.keyboard.press('0');
 	await page.waitForTimeout(400);
+
+	// zoom to a selection (shift-drag), then back and forward through the
+	// views by keys and buttons
+	{
+		const box = await page.locator('#timeline').boundingBox();
+		const w = box.width - 170, y = box.y + h.rows.find((q) => q.id === 400).y + 15;
+		const view = () => page.evaluate(() => window.strataView.view);
+		const settle = async () => {
+			await page.waitForTimeout(300);
+			return view();
+		};
+		const whole = await view();
+		await page.keyboard.down('Shift');
+		await page.mouse.move(box.x + 170 + 0.2 * w, y);
+		await page.mouse.down();
+		await page.mouse.move(box.x + 170 + 0.3 * w, y, { steps: 4 });
+		await page.mouse.move(box.x + 170 + 0.4 * w, y, { steps: 4 });
+		const band = await page.evaluate(([x, y]) => {
+			const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+			return Array.from(c.getContext('2d').getImageData(Math.round(x * dpr),
+				Math.round(y * dpr), 1, 1).data);
+		}, [170 + 0.3 * w, y - box.y + 5]); // kworker's row, blank before 75 ms
+		await page.mouse.up();
+		await page.keyboard.up('Shift');
+		const px = 100e6 / w;
+		let v = await settle();
+		check(Math.abs(v.t0 - 20e6) < 2 * px && Math.abs(v.t1 - 40e6) < 2 * px,
+			`shift-drag from 20 to 40 ms: view ${JSON.stringify(v)}`);
+		check(band[2] > band[0] + 20, `the selected range drawn as a blue band: ${band}`);
+		const mk = await page.evaluate(() => window.strataView.markers || []);
+		check(!mk.some((t) => Math.abs(t - 20e6) < 2 * px), `no marker from a shift-drag: ${mk}`);
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('Backspace');
+		v = await settle();
+		check(v.t0 === whole.t0 && v.t1 === whole.t1, `Backspace: back to ${JSON.stringify(v)}`);
+		await page.keyboard.press('Shift+Backspace');
+		v = await settle();
+		check(Math.abs(v.t0 - 20e6) < 2 * px, `Shift+Backspace: forward to ${JSON.stringify(v)}`);
+		await page.keyboard.press('Alt+ArrowLeft');
+		v = await settle();
+		check(v.t1 === whole.t1, `Alt+Left: back to ${JSON.stringify(v)}`);
+		await page.click('#fwd');
+		v = await settle();
+		const hs = await page.evaluate(() => window.strataView.history);
+		check(Math.abs(v.t1 - 40e6) < 2 * px && hs.forward === 0 && hs.back >= 1,
+			`the forward button: ${JSON.stringify(v)}, history ${JSON.stringify(hs)}`);
+		await page.keyboard.press('w');
+		await settle();
+		await page.click('#back');
+		v = await settle();
+		check(Math.abs(v.t1 - 40e6) < 2 * px && (await page.evaluate(() =>
+			window.strataView.history.forward)) === 1, `the back button: ${JSON.stringify(v)}`);
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		await page.waitForTimeout(400);
+	}
 
 	// click a mark on worker-a's row: the event's details
 	h = await hook();
@@ -393,6 +450,145 @@ try {
 		check(sel && mk.includes(sel.ts), `M at the selected event ${sel && sel.ts}: ${mk}`);
 	}
 
+	// wakeup arrows: from the waker's row (idle on CPU 0, CPU 1) to the
+	// wakee's when it next ran, a tooltip, hidden by the toggle
+	{
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		await page.waitForTimeout(500);
+		h = await hook();
+		const al = h.drawn.arrowList || [];
+		check(h.drawn.arrows === 2 && al.length === 2 &&
+			al[0].from.join() === 'cpu,0' && al[0].to.join() === 'thread,301' &&
+			al[0].t === 45000010 && al[0].run === 46000000 &&
+			al[1].from.join() === 'cpu,1' && al[1].to.join() === 'thread,400' &&
+			al[1].t === 75000000 && al[1].run === 76000000,
+			`wakeup arrows: ${JSON.stringify(al)}`);
+		const a = al[1] || { x0: 0, y0: 0, x1: 0, y1: 0 };
+		const mx = (a.x0 + a.x1) / 2, my = (a.y0 + a.y1) / 2;
+		const red = await page.evaluate(([x, y]) => {
+			const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+			const d = c.getContext('2d').getImageData(Math.round((x - 2) * dpr),
+				Math.round((y - 2) * dpr), 5, 5).data;
+			let n = 0;
+			for (let i = 0; i < d.length; i += 4)
+				n += d[i] > 150 && d[i + 1] < 120 && d[i + 2] > 60 && d[i + 2] < 170;
+			return n;
+		}, [mx, my]);
+		check(red > 0, `the arrow's pixels near (${mx}, ${my}): ${red}`);
+		const box = await page.locator('#timeline').boundingBox();
+		await page.mouse.move(box.x + mx, box.y + my);
+		try {
+			await page.waitForFunction(() => window.strataView.tip &&
+				window.strataView.tip.kind === 'arrow', null, { timeout: 5000 });
+		} catch {
+			check(false, 'no tooltip over an arrow');
+		}
+		const t = await page.textContent('#tip');
+		check(/wakeup/.test(t) && /kworker 400/.test(t) && /idle on CPU 1/.test(t) &&
+			/1\.000 ms/.test(t), `the arrow's tooltip: ${t}`);
+		await page.mouse.move(box.x + box.width / 2, box.y - 60);
+		await page.click('#arrows');
+		await page.waitForTimeout(200);
+		h = await hook();
+		check(h.drawn.arrows === 0, `arrows hidden by the toggle: ${h.drawn.arrows}`);
+		await page.click('#arrows');
+		await page.waitForTimeout(200);
+		h = await hook();
+		check(h.drawn.arrows === 2, `arrows shown again: ${h.drawn.arrows}`);
+	}
+
+	// the activity rule of browser.sh (jobs paired by their job field):
+	// its intervals listed longest first, then by start; a click zooms
+	{
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		await page.waitForTimeout(300);
+		const listed = async (act) => {
+			await page.evaluate(() => { window.strataView.intervals = null; });
+			await act();
+			await page.waitForFunction(() => window.strataView.intervals, null,
+				{ timeout: 10000 });
+			await page.waitForTimeout(200);
+			return page.evaluate(() => window.strataView.intervals);
+		};
+		const jobs = h.summary.kinds.indexOf('jobs');
+		check(jobs >= 0 && h.summary.activities.includes(jobs),
+			`the rule's kind: ${h.summary.kinds}, ${h.summary.activities}`);
+		let a = await listed(() => page.click('#tab-act'));
+		check(a.kind === jobs && a.intervals.map((iv) => iv.dur).join() ===
+			'75000000,40000000,10000000' && a.intervals[1].tid === 301,
+			`activities, longest first: ${JSON.stringify(a)}`);
+		const rows = await page.$$eval('#act-table tbody tr', (trs) =>
+			trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+		check(rows.length === 3 && rows[0][1] === '75.000 ms' && /worker-b 302/.test(rows[0][2]),
+			`the activities' rows: ${JSON.stringify(rows)}`);
+		a = await listed(() => page.click('#act-table th[data-by="1"]'));
+		check(a.intervals.map((iv) => iv.begin).join() === '5000000,10000000,20000000',
+			`activities by start: ${JSON.stringify(a.intervals)}`);
+		await page.locator('#act-table tbody tr').nth(1).click();
+		await page.waitForTimeout(400);
+		const v = await page.evaluate(() => window.strataView.view);
+		check(Math.abs(v.t0 - 6e6) < 1e4 && Math.abs(v.t1 - 54e6) < 1e4,
+			`a click on worker-a's job zooms to it: ${JSON.stringify(v)}`);
+		await page.click('#tab-list');
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		await page.waitForTimeout(300);
+	}
+
+	// statistics of the view: counts per name, CPU and thread, durations
+	// of the chosen interval kind, under the filter as everywhere else
+	{
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		const stats = async (act) => {
+			await page.evaluate(() => { window.strataView.stats = null; });
+			await act();
+			await page.waitForFunction(() => window.strataView.stats, null, { timeout: 10000 });
+			await page.waitForTimeout(200);
+			return page.evaluate(() => window.strataView.stats);
+		};
+		let st = await stats(() => page.click('#tab-stats'));
+		const by = (list, k) => Object.fromEntries(list.map((x) => [x[k], x.count]));
+		check(st.exact && st.events === 23 && by(st.names, 'name')['sched:sched_switch'] === 9 &&
+			by(st.names, 'name')['work:job_begin'] === 4 && by(st.cpus, 'cpu')[0] === 12 &&
+			by(st.cpus, 'cpu')[1] === 11 && by(st.threads, 'tid')[302] === 4 &&
+			by(st.threads, 'tid')[301] === 2, `statistics of the whole trace: ${JSON.stringify(st)}`);
+		const kind = String(h.summary.kinds.indexOf('work:job_begin..job_end'));
+		st = await stats(() => page.selectOption('#st-kind', kind));
+		const du = st.durations || {};
+		check(du.count === 3 && du.min === 10e6 && du.median === 40e6 && du.max === 75e6 &&
+			du.hist.length === 9, `durations of the jobs: ${JSON.stringify(du)}`);
+		const text = await page.textContent('#stats');
+		check(/23/.test(await page.textContent('#st-events')) && /worker-b 302/.test(text) &&
+			/median 40\.000 ms/.test(text), `the statistics panel: ${text.slice(0, 300)}`);
+		// the filter takes the same events from the statistics
+		await page.fill('#f-ev', 'work:*');
+		st = await stats(() => page.click('#filters button:not([type])'));
+		check(st.events === 8 && st.names.length === 2 && by(st.threads, 'tid')[302] === 4,
+			`statistics under work:*: ${JSON.stringify(st).slice(0, 300)}`);
+		await page.fill('#f-ev', '');
+		await page.fill('#f-tids', '301');
+		st = await stats(() => page.click('#filters button:not([type])'));
+		check(st.durations.count === 1 && st.durations.max === 40e6 &&
+			st.threads.length === 1 && st.threads[0].tid === 301,
+			`statistics of thread 301: ${JSON.stringify(st).slice(0, 300)}`);
+		await page.fill('#f-tids', '');
+		await stats(() => page.click('#filters button:not([type])'));
+		// of the range between the first and the last marker instead
+		const mk = await page.evaluate(() => window.strataView.markers);
+		st = await stats(() => page.selectOption('#st-of', 'markers'));
+		const want = await page.evaluate(async ([a, b]) => (await (await fetch(
+			`api/list?t=${a}&before=0&after=1000`)).json()).events.filter((e) => e.ts <= b).length,
+		[mk[0], mk.at(-1)]);
+		check(mk.length >= 2 && st.t0 === mk[0] && st.t1 === mk.at(-1) && st.events === want &&
+			want < 23, `statistics between markers ${mk}: ${st.t0}-${st.t1}, ${st.events} ` +
+			`events, the list ${want}`);
+		await stats(() => page.selectOption('#st-of', 'view'));
+		await page.click('#tab-list');
+	}
+
 	// export: the current view as a valid SVG document, with what the
 	// canvas shows (rows, states, markers)
 	{
@@ -407,15 +603,18 @@ try {
 			const root = doc.documentElement;
 			const texts = [...doc.getElementsByTagName('text')].map((t) => t.textContent);
 			const fills = [...doc.getElementsByTagName('rect')].map((r) => r.getAttribute('fill'));
+			const strokes = [...doc.getElementsByTagName('path')].map((r) =>
+				r.getAttribute('stroke'));
 			return { error: doc.getElementsByTagName('parsererror').length, root: root.localName,
-				ns: root.namespaceURI, w: root.getAttribute('width'), texts, fills };
+				ns: root.namespaceURI, w: root.getAttribute('width'), texts, fills, strokes };
 		}, text);
 		check(!got.error && got.root === 'svg' && got.ns === 'http://www.w3.org/2000/svg' &&
-			Number(got.w) > 0, `SVG parses: ${JSON.stringify({ ...got, texts: 0, fills: 0 })}`);
+			Number(got.w) > 0, `SVG parses: ${JSON.stringify({ ...got, texts: 0, fills: 0, strokes: 0 })}`);
 		check(['CPU 0', 'CPU 1', 'worker-a 301 (300)', 'kworker 400', 'M1'].every((t) =>
 			got.texts.includes(t)), `SVG text: ${got.texts.slice(0, 30)}`);
 		check(got.fills.includes('#ff7043') && got.fills.includes('#1565c0') &&
 			got.fills.length > 40, `SVG rects: ${got.fills.length}, I/O wait and a marker among them`);
+		check(got.strokes.includes('#d81b60'), `SVG: the wakeup arrows' strokes: ${got.strokes}`);
 	}
 
 	check(errors.length === 0, `page errors: ${errors.join('; ')}`);
