@@ -254,7 +254,7 @@ STRATA_API void strata_disable_majors(uint64_t majors)
  */
 int control_site_wanted(unsigned major, const volatile uint8_t *flag)
 {
-	uint64_t on = strata_load_relaxed(&want_mask) | strata_mask;
+	uint64_t on = strata_load_relaxed(&want_mask) | strata_load_relaxed(&strata_mask);
 
 	if (major > 62 || !(on & STRATA_MAJOR_BIT(major)))
 		return major > 62;

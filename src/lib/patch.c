@@ -22,7 +22,9 @@
 #include "lib/patch.h"
 #include "lib/session.h"
 
-#if defined(__x86_64__) && defined(__linux__)
+/* Where sites can be patched (inline/branch.h builds them elsewhere as a
+ * plain mask test, and a library built without them patches nothing). */
+#if defined(__x86_64__) && defined(__linux__) && !defined(STRATA_NO_STATIC_BRANCH)
 #include <linux/membarrier.h>
 #define PATCH_ARCH 1
 #endif
@@ -32,7 +34,9 @@ enum { MODE_MASK, MODE_PATCHED };
 #define INSN_LEN 5
 #define OP_JMP 0xe9
 #define OP_INT3 0xcc
+#ifdef PATCH_ARCH
 static const uint8_t nop5[INSN_LEN] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+#endif
 
 /* A page that holds sites, and its protection (what to give back). */
 struct page {
@@ -80,10 +84,41 @@ static size_t nsites;       /* over every dso: the batch's capacity */
 static struct poke *batch;
 static struct page *pages;
 static size_t cap;
+#ifdef PATCH_ARCH
 static struct poke *live;   /* the batch being applied, for trap() */
 static size_t live_n;
 static int trapped;         /* trap() calls inside the batch */
 static struct sigaction old_trap;
+#endif
+
+/*
+ * Every load and store of code goes through these, in assembly: the
+ * compiler must not merge, split or reorder them across the syncs, and
+ * ThreadSanitizer, which instruments C accesses, has no shadow for the
+ * text it would then record them in.
+ */
+#ifdef PATCH_ARCH
+static inline uint8_t text_load(const uint8_t *p)
+{
+	uint8_t v;
+	__asm__ __volatile__("movb %1, %0" : "=q"(v) : "m"(*p) : "memory");
+	return v;
+}
+
+static inline void text_store(uint8_t *p, uint8_t v)
+{
+	__asm__ __volatile__("movb %1, %0" : "=m"(*p) : "q"(v) : "memory");
+}
+
+/* The 5 bytes at `p` are the no-op. */
+static int text_is_nop(const uint8_t *p)
+{
+	for (int k = 0; k < INSN_LEN; k++)
+		if (text_load(p + k) != nop5[k])
+			return 0;
+	return 1;
+}
+#endif
 
 /* ---- the SIGTRAP handler (docs/patch.md, "A thread on the int3") ---- */
 
@@ -118,7 +153,7 @@ static void trap(int sig, siginfo_t *si, void *ucv)
 	strata_add_fetch_seq_cst(&trapped, -1);
 
 	if (!to && si->si_code == SI_KERNEL &&
-	    (pc[0] == OP_JMP || !memcmp(pc, nop5, INSN_LEN)))
+	    (text_load(pc) == OP_JMP || text_is_nop(pc)))
 		to = pc; /* the late case above: a site again, run it */
 	if (to) {
 		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)to;
@@ -181,6 +216,8 @@ static const char *membarrier_init(void)
 #endif /* PATCH_ARCH */
 
 /* ---- W^X: pages writable only inside a batch (docs/patch.md, "W^X") -- */
+
+#ifdef PATCH_ARCH
 
 static int cmp_page(const void *a, const void *b)
 {
@@ -319,8 +356,6 @@ static int dso_pages(struct dso *d)
 }
 
 /* ---- the patch protocol (docs/patch.md, "Patching") ----------------- */
-
-#ifdef PATCH_ARCH
 static int sync_or_none(int single)
 {
 	return single ? 0 : sync_cores();
@@ -349,16 +384,16 @@ static int apply(size_t n, int single)
 	strata_store_release(&live_n, n);
 	strata_store_seq_cst(&live, batch); /* trap()'s pair */
 	for (size_t i = 0; i < n; i++)
-		*(volatile uint8_t *)batch[i].addr = OP_INT3;
+		text_store(batch[i].addr, OP_INT3);
 	if ((ret = sync_or_none(single)))
 		goto unsafe;
 	for (size_t i = 0; i < n; i++)
 		for (int k = 1; k < INSN_LEN; k++)
-			((volatile uint8_t *)batch[i].addr)[k] = batch[i].insn[k];
+			text_store(batch[i].addr + k, batch[i].insn[k]);
 	if ((ret = sync_or_none(single)))
 		goto unsafe;
 	for (size_t i = 0; i < n; i++)
-		*(volatile uint8_t *)batch[i].addr = batch[i].insn[0];
+		text_store(batch[i].addr, batch[i].insn[0]);
 	ret = sync_or_none(single);
 unsafe:
 	/* A failed sync after step 1 leaves int3s that trap() still serves
@@ -389,9 +424,9 @@ static size_t collect(int all_on)
 			const volatile uint8_t *flag =
 				s->flag ? (const volatile uint8_t *)&s->flag + s->flag : NULL;
 			int on = all_on || control_site_wanted(s->major, flag);
-			int is_on = at[0] == OP_JMP;
+			int is_on = text_load(at) == OP_JMP;
 
-			if (!is_on && memcmp(at, nop5, INSN_LEN))
+			if (!is_on && !text_is_nop(at))
 				continue; /* not ours to touch (never happens) */
 			if (on == is_on)
 				continue;
@@ -457,21 +492,27 @@ static void unlock(void)
  * mask are the parent's: its sites already match. The membarrier
  * registration belongs to the old mm, so it is made again.
  */
+static int fork_locked; /* before_fork() took the lock (not a handler's fork) */
+
 static void before_fork(void)
 {
-	if (!self)
+	fork_locked = !self;
+	if (fork_locked)
 		lock();
 }
 
 static void after_fork_parent(void)
 {
-	unlock();
+	if (fork_locked)
+		unlock();
 }
 
+/* The default mutex has no owner check: the child's thread, a copy of
+ * the one that locked, unlocks it (what ThreadSanitizer also expects). */
 static void after_fork_child(void)
 {
-	pthread_mutex_init(&patch_lock, NULL);
-	self = 0;
+	if (fork_locked)
+		unlock();
 #ifdef PATCH_ARCH
 	if (mode == MODE_PATCHED && membarrier_init()) {
 		/* One thread in the child: turn every site back into its
@@ -503,7 +544,7 @@ static void patch_init(void)
 	mode = why ? MODE_MASK : MODE_PATCHED;
 	mode_why = why ? why : "membarrier SYNC_CORE, int3";
 #else
-	mode_why = "not x86-64";
+	mode_why = "no static branches on this build (x86-64 only)";
 #endif
 	slog("tracepoints %s (%s)", mode == MODE_PATCHED ? "patched" : "mask",
 	     mode_why);
@@ -564,9 +605,11 @@ STRATA_API int strata_sites_register(const struct strata_site *start,
 	d->stop = stop;
 	d->pg = NULL;
 	d->npg = 0;
+#ifdef PATCH_ARCH
 	if (mode == MODE_PATCHED && dso_pages(d))
 		slog("%zu tracepoint sites left unpatched: their pages' "
 		     "protections are unknown (/proc/self/maps)", n);
+#endif
 	d->next = dsos;
 	dsos = d;
 	strata_store_relaxed(&nsites, nsites + n);

@@ -13,6 +13,8 @@
 #include <strata/reader.h>
 #include <strata/strata.h>
 
+#include "text.h"
+
 /*
  * dso_test -o DIR -m patched|mask LIB_A LIB_B LIB_C
  *
@@ -58,7 +60,6 @@ static int lib_open(struct lib *l, const char *path)
  * jump in the mask fallback). Returns the number of sites seen. */
 static unsigned check(const struct lib *l, const char *when)
 {
-	static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
 	const struct strata_site *s, *e;
 	unsigned n = 0;
 
@@ -70,13 +71,13 @@ static unsigned check(const struct lib *l, const char *when)
 			s->flag ? (const volatile uint8_t *)&s->flag + s->flag : NULL;
 		int on = !patched || ((strata_majors() & STRATA_MAJOR_BIT(s->major)) &&
 				      (!flag || *flag));
-		int32_t rel;
+		int st = site_state(at, to);
 
-		memcpy(&rel, at + 1, 4);
-		if (on ? at[0] != 0xe9 || at + 5 + rel != to : memcmp(at, nop5, 5))
+		if (st != on)
 			FAIL("%s: site of major %u (flag %s) is %s, wanted %s", when,
 			     s->major, flag ? (*flag ? "on" : "off") : "none",
-			     at[0] == 0xe9 ? "a jump" : "not a jump", on ? "a jump" : "the no-op");
+			     st == 1 ? "a jump" : st ? "neither" : "the no-op",
+			     on ? "a jump" : "the no-op");
 	}
 	if (n != 3)
 		FAIL("%s: %u sites in the library, wanted 3", when, n);

@@ -13,6 +13,8 @@
 #include <strata/reader.h>
 #include <strata/strata.h>
 
+#include "text.h"
+
 /*
  * stress_patch -o DIR -m patched|mask [-r ROUNDS] [-t TOGGLES]
  *
@@ -171,20 +173,16 @@ extern const struct strata_site __stop___strata_sites[] __attribute__((weak, vis
 
 static int check_sites(int want_jump, const char *when)
 {
-	static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
 	unsigned bad = 0, n = 0;
 
 	for (const struct strata_site *s = __start___strata_sites; s < __stop___strata_sites; s++) {
 		const uint8_t *at = (const uint8_t *)&s->site + s->site;
 		const uint8_t *to = (const uint8_t *)&s->target + s->target;
-		int32_t rel;
 
 		if (s->major != PMAJ)
 			continue;
 		n++;
-		memcpy(&rel, at + 1, 4);
-		if (want_jump ? at[0] != 0xe9 || at + 5 + rel != to : memcmp(at, nop5, 5))
-			bad++;
+		bad += site_state(at, to) != want_jump;
 	}
 	if (n < NSITES + 1 || bad) {
 		fprintf(stderr, "stress_patch: FAIL: %s: %u of %u sites are not %s\n", when,

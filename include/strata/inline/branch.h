@@ -71,6 +71,9 @@ STRATA_API const char *strata_sites_mode(void);
  * It is assembled as the jump so that a site the library never patches
  * (not yet registered, or patching refused) takes the mask test: always
  * correct, and the library only ever turns off what is off.
+ * The descriptor's section takes the group of the code's ("a?"): a C++
+ * inline function emitted in several objects keeps one copy, and the
+ * descriptors of the copies the linker drops go with them.
  * `flagrel` is the flag's descriptor field as assembler text: "0" (no
  * flag), or "SYMBOL+INDEX-." (strata-gen). A major that is not a
  * constant (STRATA_EVENTn of a variable) is recorded as 63, which the
@@ -78,7 +81,7 @@ STRATA_API const char *strata_sites_mode(void);
  */
 #define STRATA_BRANCH(major, flagrel, label)                                   \
 	__asm__ goto("1:\t.byte 0xe9\n\t.long %l1 - 2f\n2:\n\t"                \
-		     ".pushsection __strata_sites,\"a\",@progbits\n\t"         \
+		     ".pushsection __strata_sites,\"a?\",@progbits\n\t"         \
 		     ".balign 4\n\t"                                           \
 		     ".long 1b - ., %l1 - ., " flagrel ", %c0\n\t"             \
 		     ".popsection"                                             \
