@@ -13,6 +13,7 @@
 
 #include <strata/strata.h>
 
+#include "bench_sites.h"
 #include "bench_util.h"
 #include "bench_events.h" /* strata-gen, from bench_events.strata */
 
@@ -228,10 +229,19 @@ static int run_enabled(const char *suite, bench_loop_fn loop, int words,
 	return rc ? 1 : 0;
 }
 
-static int run_disabled(const char *dir)
+/*
+ * Disabled: the site as this process runs it (a patched no-op, or with
+ * STRATA_PATCH=0 the jump to the mask test: suite -fallback), or
+ * (`inline`) today's inline mask test, built without static branches.
+ * Cold flushes strata_mask's line: a patched site does not read it.
+ */
+static int run_disabled(const char *dir, int inl)
 {
 	uint64_t n = bench_env_u64("BENCH_EVENTS", 1000000);
 	int reps = (int)bench_env_u64("BENCH_REPS", 5);
+	const char *suite = inl ? "strata-disabled-inline"
+			    : !strcmp(strata_sites_mode(), "patched") ? "strata-disabled"
+								       : "strata-disabled-fallback";
 
 	start_or_die(dir, STRATA_MODE_DISCARD, 0, 0);
 	strata_disable_majors(STRATA_MAJOR_BIT(M));
@@ -239,10 +249,44 @@ static int run_disabled(const char *dir)
 		fprintf(stderr, "major %d still enabled\n", M);
 		return 1;
 	}
-	bench_disabled("strata-disabled", n * 20, n / 10 ? n / 10 : 1, reps,
-		       loop_hot, loop_hot_empty, loop_cold, loop_cold_empty);
+	if (inl)
+		bench_disabled(suite, n * 20, n / 10 ? n / 10 : 1, reps,
+			       bench_inline_loop_hot, loop_hot_empty,
+			       bench_inline_loop_cold, loop_cold_empty);
+	else
+		bench_disabled(suite, n * 20, n / 10 ? n / 10 : 1, reps,
+			       loop_hot, loop_hot_empty, loop_cold, loop_cold_empty);
 	strata_stop();
-	print_count("strata-disabled", 1, 0, NULL, dir);
+	print_count(suite, 1, 0, NULL, dir);
+	return 0;
+}
+
+/*
+ * Toggling BENCH_SITES sites: one strata_enable_majors() and one
+ * strata_disable_majors() of their major, each patching every site
+ * (docs/patch.md: a batch, three membarriers). ns_ev is the pair's
+ * time. And the code each site costs, with and without static branches.
+ */
+static int run_toggle(const char *dir)
+{
+	int reps = (int)bench_env_u64("BENCH_REPS", 5) * 4;
+
+	start_or_die(dir, STRATA_MODE_DISCARD, 0, 0);
+	strata_disable_majors(STRATA_MAJOR_BIT(BENCH_SITES_MAJOR));
+	for (int r = 0; r < reps; r++) {
+		uint64_t t0 = bench_now_ns();
+		strata_enable_majors(STRATA_MAJOR_BIT(BENCH_SITES_MAJOR));
+		strata_disable_majors(STRATA_MAJOR_BIT(BENCH_SITES_MAJOR));
+		uint64_t t1 = bench_now_ns();
+		printf("RESULT suite=strata-toggle threads=1 rep=%d events=%d ns_ev=%.1f "
+		       "ns_site=%.2f mode=%s\n", r, BENCH_SITES, (double)(t1 - t0),
+		       (double)(t1 - t0) / BENCH_SITES, strata_sites_mode());
+		fflush(stdout);
+	}
+	strata_stop();
+	printf("INFO site_count=%d site_code_branch=%zu site_code_inline=%zu "
+	       "site_desc=%zu\n", BENCH_SITES, branch_code_bytes(), inline_code_bytes(),
+	       sizeof(struct strata_site));
 	return 0;
 }
 
@@ -468,12 +512,16 @@ int main(int argc, char **argv)
 		return run_enabled("strata-overwrite", loop_ev1, 1, threads, dir,
 				   STRATA_MODE_OVERWRITE);
 	if (!strcmp(mode, "disabled"))
-		return run_disabled(dir);
+		return run_disabled(dir, 0);
+	if (!strcmp(mode, "disabled-inline"))
+		return run_disabled(dir, 1);
+	if (!strcmp(mode, "toggle"))
+		return run_toggle(dir);
 	if (!strcmp(mode, "sustained"))
 		return run_sustained(dir);
 usage:
 	fprintf(stderr,
-		"usage: %s ev1|gen1|ev2|ev8|str|cas|mono|overwrite|disabled|sustained THREADS DIR\n",
+		"usage: %s ev1|gen1|ev2|ev8|str|cas|mono|overwrite|disabled|disabled-inline|toggle|sustained THREADS DIR\n",
 		argv[0]);
 	return 2;
 }

@@ -664,7 +664,11 @@ def main():
     w("")
     w("| tracer | flag | hot ns | cold ns | cold TSC ticks |")
     w("| --- | --- | --- | --- | --- |")
-    for name, suite, flag in (("strata", "strata-disabled", "`strata_mask` bit"),
+    for name, suite, flag in (("strata", "strata-disabled", "patched site (no-op)"),
+                              ("strata, inline mask test (before static branches)",
+                               "strata-disabled-inline", "`strata_mask` bit"),
+                              ("strata, STRATA_PATCH=0 (fallback)", "strata-disabled-fallback",
+                               "jump to the `strata_mask` test"),
                               ("LTTng-UST", "lttng-disabled", "tracepoint `state`"),
                               ("FxT", "fxt-disabled", "`fut_active` & keymask")):
         h, c = R.stats(suite + "-hot", 1), R.stats(suite + "-cold", 1)
@@ -674,6 +678,35 @@ def main():
         w(f"| {name} | {flag} | {cell(h, 3)} | {cell(c)} | "
           f"{fmt(statistics.median(ct), 0) if ct else 'n/a'} |")
     w("")
+
+    # ---- static branches ------------------------------------------------------
+    tg = R.stats("strata-toggle", 1)
+    if tg or R.info.get("site_count"):
+        w("## Static branches (docs/patch.md)")
+        w("")
+        w("A disabled site is a 5-byte no-op patched in the code: cold, it reads "
+          "no data. The rows above put it beside today's inline mask test and the "
+          "fallback (`STRATA_PATCH=0`). Toggling: one `strata_enable_majors()` and "
+          "one `strata_disable_majors()` of a major with 10,000 sites, each "
+          "patching every site (a batch: three `membarrier` calls, `mprotect` around it).")
+        w("")
+        w("| | |")
+        w("| --- | --- |")
+        ci, cp = R.med("strata-disabled-inline-cold", 1), R.med("strata-disabled-cold", 1)
+        if ci is not None and cp is not None:
+            w(f"| cold disabled, inline test ÷ patched site | {fmt(ci)} ns ÷ {fmt(cp, 3)} ns"
+              f" ({fmt(ci - cp)} ns saved per cold site) |")
+        if tg:
+            n = int(R.info.get("site_count", 10000))
+            w(f"| toggle {n:,} sites (enable + disable) | {fmt(tg[0] / 1e6, 2)} ms "
+              f"(min {fmt(tg[1] / 1e6, 2)}), {fmt(tg[0] / n / 2, 1)} ns per site patched |")
+        if R.info.get("site_code_branch"):
+            n = int(R.info["site_count"])
+            b, i = int(R.info["site_code_branch"]), int(R.info["site_code_inline"])
+            w(f"| code per site, static branch vs inline test | {fmt(b / n, 1)} vs "
+              f"{fmt(i / n, 1)} bytes ({(b - i) / n:+.1f}), plus a "
+              f"{R.info.get('site_desc', 16)}-byte descriptor in `__strata_sites` |")
+        w("")
 
     # ---- sustained --------------------------------------------------------------
     w("## Sustained throughput to disk (strata, 1 producer thread)")
@@ -907,6 +940,11 @@ def main():
       f"{verdict(rv is not None and rv <= 1.1, lostn, rv is None)} |")
     h = R.med("strata-disabled-hot", 1)
     w(f"| disabled, cache-hot ≤ 0.3 ns | {fmt(h, 3)} ns | {verdict(h is not None and h <= 0.3, 0, h is None)} |")
+    c = R.med("strata-disabled-cold", 1)
+    ci = R.med("strata-disabled-inline-cold", 1)
+    note = f" (inline mask test: {fmt(ci)} ns)" if ci is not None else ""
+    w(f"| disabled, flag line flushed (cache-cold) ≤ 1 ns | {fmt(c, 3)} ns{note} | "
+      f"{verdict(c is not None and c <= 1.0, 0, c is None)} |")
     # The target names no ring size: the rings only buffer the disk's
     # stalls. The best lossless rate of any rings measured, named, with the
     # default rings' figure beside it when it is not the best.

@@ -280,6 +280,14 @@ have bench_floor && run parts "$BIN/bench_floor" parts
 
 # disabled tracepoints, hot and cold (no session for the peers: nothing enabled)
 have bench_strata && run strata-disabled "$BIN/bench_strata" disabled 1 "$OUT/strata-disabled"
+# static branches (docs/patch.md): today's inline mask test and the
+# fallback (every site a jump to it) beside the patched site, the time to
+# patch 10,000 sites, the code per site
+if have bench_strata; then
+	run strata-disabled-inline "$BIN/bench_strata" disabled-inline 1 "$OUT/strata-disabled"
+	run strata-disabled-fallback env STRATA_PATCH=0 "$BIN/bench_strata" disabled 1 "$OUT/strata-disabled"
+	run strata-toggle "$BIN/bench_strata" toggle 1 "$OUT/strata-disabled"
+fi
 rm -rf "$OUT/strata-disabled"
 have bench_lttng && run lttng-disabled env LTTNG_UST_REGISTER_TIMEOUT=0 "$BIN/bench_lttng" disabled
 have bench_fxt && run fxt-disabled "$BIN/bench_fxt" disabled

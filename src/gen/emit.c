@@ -261,11 +261,23 @@ static void put_locals(struct gen_buf *b, const struct gen_event *ev,
 	}
 }
 
-/* Return at once when the subsystem or the event is disabled. */
+/* Return at once when the subsystem or the event is disabled: the site
+ * (include/strata/inline/branch.h, docs/patch.md) is patched into a no-op
+ * that returns while it is; otherwise it jumps on to the tests of today,
+ * which stay the truth. The descriptor names the event's flag, so that
+ * enabling or disabling one event patches its sites alone. */
 static void put_enabled_checks(struct gen_buf *b, const struct gen_subsys *ss,
 			       size_t index, const struct gen_emit_opts *opts)
 {
-	gen_buf_printf(b, "\n\tif (!strata_major_enabled(STRATA_MAJOR_");
+	gen_buf_printf(b, "\n\tSTRATA_BRANCH(STRATA_MAJOR_");
+	put_upper(b, ss->name);
+	if (opts->no_event_flags)
+		gen_buf_puts(b, ", \"0\", strata_on);\n");
+	else
+		gen_buf_printf(b, ", \"strata_gen_on_%s+%zu-.\", strata_on);\n",
+			       ss->name, index);
+	gen_buf_puts(b, "\treturn;\nstrata_on:\n");
+	gen_buf_printf(b, "\tif (!strata_major_enabled(STRATA_MAJOR_");
 	put_upper(b, ss->name);
 	gen_buf_puts(b, "))\n\t\treturn;\n");
 	if (!opts->no_event_flags)

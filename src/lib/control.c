@@ -10,6 +10,7 @@
 
 #include <strata/strata.h>
 
+#include "lib/patch.h"
 #include "lib/registry.h"
 #include "lib/session.h"
 
@@ -109,6 +110,7 @@ static int control(const char *pattern, int on)
 		else
 			strata_disable_majors(c.majors);
 	}
+	patch_follow(); /* flags changed without a major: their sites */
 	return c.matched;
 }
 
@@ -199,11 +201,22 @@ static uint64_t gated(uint64_t m)
 	       : g == GATE_ARMED ? strata_load_relaxed(&trig_majors) : 0;
 }
 
+/*
+ * Static branches (docs/patch.md) follow the mask and the flags: a site
+ * is a jump to its mask test while its event could fire, a no-op
+ * otherwise. Every path below that may enable something patches after
+ * its store and before it returns, so an event logged after the call
+ * returns reaches the test; one that disables patches after its store,
+ * the test refusing the events in between. Paths that must stay
+ * async-signal-safe (gate_open(), strata_event_fire()) patch nothing:
+ * only enable what control_site_wanted() already counted as on.
+ */
 void mask_set(uint64_t m)
 {
 	policy_init();
 	strata_store_relaxed(&want_mask, m);
 	strata_mask = gated(m);
+	patch_follow();
 }
 
 uint64_t mask_wanted(void)
@@ -218,6 +231,7 @@ STRATA_API void strata_enable_majors(uint64_t majors)
 	policy_init();
 	strata_or_relaxed(&want_mask, majors);
 	strata_or_relaxed(&strata_mask, gated(majors));
+	patch_follow();
 }
 
 STRATA_API void strata_disable_majors(uint64_t majors)
@@ -226,6 +240,26 @@ STRATA_API void strata_disable_majors(uint64_t majors)
 	strata_and_relaxed(&want_mask, ~majors);
 	if (strata_load_acquire(&gate) == GATE_OPEN)
 		strata_and_relaxed(&strata_mask, ~majors);
+	patch_follow();
+}
+
+/*
+ * Whether a site of `major` (and event flag `flag`, NULL: none) must be
+ * a jump: whenever its event may fire now or without a patch later. A
+ * superset is correct (the mask test still refuses), a subset loses
+ * events; so the majors wanted whatever the gate, and while the gate is
+ * armed every flag counts as on, because gate_open() restores held flags
+ * without patching. Lock-free loads only: the patcher calls it under its
+ * own lock.
+ */
+int control_site_wanted(unsigned major, const volatile uint8_t *flag)
+{
+	uint64_t on = strata_load_relaxed(&want_mask) | strata_load_relaxed(&strata_mask);
+
+	if (major > 62 || !(on & STRATA_MAJOR_BIT(major)))
+		return major > 62;
+	return !flag || strata_load_relaxed(flag) != 0 ||
+	       strata_load_acquire(&gate) == GATE_ARMED;
 }
 
 STRATA_API uint64_t strata_majors(void)
@@ -320,6 +354,8 @@ static void enable_registered(const struct strata_event_desc *const *evs, size_t
 	pthread_mutex_unlock(&control_enable_lock);
 	if (majors)
 		strata_enable_majors(majors);
+	else
+		patch_follow(); /* flags may have been turned off */
 }
 
 /* An armed trigger's flag keeps its role whatever else is asked. */
@@ -362,6 +398,7 @@ void control_registered(const struct strata_event_desc *const *evs, size_t n)
 		strata_store_relaxed(e->enabled, 0);
 	}
 	strata_mask = majors;
+	patch_follow();
 }
 
 /* The start trigger fired: the held flags get their values back and the

@@ -8,6 +8,7 @@
 #include <strata/strata.h>
 
 #include "common/log.h"
+#include "lib/patch.h"
 #include "lib/session.h"
 #include "ring/ring.h"
 
@@ -202,4 +203,15 @@ int options_check(struct strata_options *o)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* STRATA_PATCH=0: leave every tracepoint site a jump to its mask test
+ * (docs/patch.md, "Fallback"). Read once, when the first sites register;
+ * kept apart from lib_env_read() because sites register from
+ * constructors that may run before anything else of the library. */
+int env_patch_off(void)
+{
+	const char *v = getenv("STRATA_PATCH");
+
+	return v && !strcmp(v, "0");
 }

@@ -9,6 +9,7 @@
 
 #ifndef STRATA_DISABLE
 
+#include <strata/inline/branch.h>
 #include <strata/inline/ring.h>
 
 /* The mask check of every tracepoint: one load of a hot word and a
@@ -23,8 +24,23 @@
  * (NULL), at the cost of the out-of-line path. */
 #define STRATA_SITE_CID_(major, minor, cid)                                    \
 	(__builtin_constant_p(STRATA_ID(major, minor)) ? &(cid) : (uint8_t *)0)
+/*
+ * The site (docs/patch.md): a 5-byte jump that the library patches into a
+ * no-op while the major is off, so that a disabled tracepoint reads no
+ * data; the jump goes on to the mask test, as before, which stays the
+ * truth (a site patched late or never is still correct). Each site gets
+ * a label of its own from __COUNTER__, passed down once so that both of
+ * its uses see the same number.
+ */
 #define STRATA_EVENT_(major, minor, n, ...)                                    \
+	STRATA_EVENT_AT_(__COUNTER__, major, minor, n, __VA_ARGS__)
+#define STRATA_EVENT_AT_(c, major, minor, n, ...)                              \
+	STRATA_EVENT_AT2_(c, major, minor, n, __VA_ARGS__)
+#define STRATA_EVENT_AT2_(c, major, minor, n, ...)                             \
 	do {                                                                   \
+		STRATA_BRANCH(major, "0", strata_on_##c);                      \
+		break;                                                         \
+	strata_on_##c:                                                         \
 		if (strata_major_enabled(major)) {                             \
 			static uint8_t strata_cid_;                            \
 			const uint64_t strata_w_[] = {__VA_ARGS__};            \
@@ -35,8 +51,13 @@
 		}                                                              \
 	} while (0)
 
-#define STRATA_EVENT0(major, minor)                                            \
+#define STRATA_EVENT0(major, minor) STRATA_EVENT0_AT_(__COUNTER__, major, minor)
+#define STRATA_EVENT0_AT_(c, major, minor) STRATA_EVENT0_AT2_(c, major, minor)
+#define STRATA_EVENT0_AT2_(c, major, minor)                                    \
 	do {                                                                   \
+		STRATA_BRANCH(major, "0", strata_on_##c);                      \
+		break;                                                         \
+	strata_on_##c:                                                         \
 		if (strata_major_enabled(major)) {                             \
 			static uint8_t strata_cid_;                            \
 			strata_log_fixed(STRATA_SITE_CID_(major, minor,        \

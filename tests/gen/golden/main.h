@@ -40,6 +40,9 @@ static inline void strata_mem_alloc(uint64_t addr, uint32_t size, uint32_t flags
 	uint64_t strata_w[2];
 	unsigned char *strata_p;
 
+	STRATA_BRANCH(STRATA_MAJOR_MEM, "strata_gen_on_mem+0-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_MEM))
 		return;
 	if (strata_unlikely(strata_gen_on_mem[0] != 1) &&
@@ -64,6 +67,9 @@ static inline void strata_mem_free(const void *addr)
 	unsigned char *strata_p;
 	const uint64_t strata_v_addr = (uintptr_t)addr;
 
+	STRATA_BRANCH(STRATA_MAJOR_MEM, "strata_gen_on_mem+1-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_MEM))
 		return;
 	if (strata_unlikely(strata_gen_on_mem[1] != 1) &&
@@ -86,6 +92,9 @@ static inline void strata_mem_lock_acquire(const void *lock)
 	unsigned char *strata_p;
 	const uint64_t strata_v_lock = (uintptr_t)lock;
 
+	STRATA_BRANCH(STRATA_MAJOR_MEM, "strata_gen_on_mem+2-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_MEM))
 		return;
 	if (strata_unlikely(strata_gen_on_mem[2] != 1) &&
@@ -108,6 +117,9 @@ static inline void strata_mem_lock_release(const void *lock)
 	unsigned char *strata_p;
 	const uint64_t strata_v_lock = (uintptr_t)lock;
 
+	STRATA_BRANCH(STRATA_MAJOR_MEM, "strata_gen_on_mem+3-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_MEM))
 		return;
 	if (strata_unlikely(strata_gen_on_mem[3] != 1) &&
@@ -139,6 +151,9 @@ static inline void strata_net_send(uint32_t fd, const char *peer, uint64_t bytes
 	size_t strata_n_peer;
 	uint32_t strata_c_peer;
 
+	STRATA_BRANCH(STRATA_MAJOR_NET, "strata_gen_on_net+0-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_NET))
 		return;
 	if (strata_unlikely(strata_gen_on_net[0] != 1) &&

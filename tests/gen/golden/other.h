@@ -37,6 +37,9 @@ static inline void strata_sched_switch(uint32_t prev, uint32_t next)
 	uint64_t strata_w[1];
 	unsigned char *strata_p;
 
+	STRATA_BRANCH(STRATA_MAJOR_SCHED, "strata_gen_on_sched+0-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_SCHED))
 		return;
 	if (strata_unlikely(strata_gen_on_sched[0] != 1) &&

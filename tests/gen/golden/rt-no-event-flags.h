@@ -33,6 +33,9 @@ static inline void strata_rt_ints(uint8_t a, uint16_t b, uint32_t c, uint64_t d,
 	uint64_t strata_w[4];
 	unsigned char *strata_p;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "0", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	strata_p = (unsigned char *)strata_w;
@@ -63,6 +66,9 @@ static inline void strata_rt_misc(double ratio, bool yes, bool no, const void *w
 	const uint8_t strata_v_no = (uint8_t)no;
 	const uint64_t strata_v_where = (uintptr_t)where;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "0", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	strata_p = (unsigned char *)strata_w;
@@ -91,6 +97,9 @@ static inline void strata_rt_text(uint8_t tag, const char *msg, uint16_t after, 
 	size_t strata_n_empty;
 	uint32_t strata_c_empty;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "0", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	if (!msg)
@@ -144,6 +153,9 @@ static inline void strata_rt_arrays(const uint8_t bytes[3], const int16_t shorts
 	uint64_t strata_w[5];
 	unsigned char *strata_p;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "0", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	strata_p = (unsigned char *)strata_w;
@@ -168,6 +180,9 @@ static inline void strata_rt_span_begin(uint32_t id)
 	uint64_t strata_w[1];
 	unsigned char *strata_p;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "0", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	strata_p = (unsigned char *)strata_w;
@@ -187,6 +202,9 @@ static inline void strata_rt_span_end(uint32_t id)
 	uint64_t strata_w[1];
 	unsigned char *strata_p;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "0", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	strata_p = (unsigned char *)strata_w;
@@ -203,6 +221,9 @@ static inline void strata_rt_none(void)
 {
 	static uint8_t strata_cid;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "0", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_RT, 7), 1, 0);
@@ -221,6 +242,9 @@ static inline void strata_rt_long(const char *s)
 	size_t strata_n_s;
 	uint32_t strata_c_s;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "0", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	if (!s)

@@ -38,6 +38,9 @@ static inline void strata_rt_ints(uint8_t a, uint16_t b, uint32_t c, uint64_t d,
 	uint64_t strata_w[4];
 	unsigned char *strata_p;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "strata_gen_on_rt+0-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	if (strata_unlikely(strata_gen_on_rt[0] != 1) &&
@@ -71,6 +74,9 @@ static inline void strata_rt_misc(double ratio, bool yes, bool no, const void *w
 	const uint8_t strata_v_no = (uint8_t)no;
 	const uint64_t strata_v_where = (uintptr_t)where;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "strata_gen_on_rt+1-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	if (strata_unlikely(strata_gen_on_rt[1] != 1) &&
@@ -102,6 +108,9 @@ static inline void strata_rt_text(uint8_t tag, const char *msg, uint16_t after, 
 	size_t strata_n_empty;
 	uint32_t strata_c_empty;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "strata_gen_on_rt+2-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	if (strata_unlikely(strata_gen_on_rt[2] != 1) &&
@@ -158,6 +167,9 @@ static inline void strata_rt_arrays(const uint8_t bytes[3], const int16_t shorts
 	uint64_t strata_w[5];
 	unsigned char *strata_p;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "strata_gen_on_rt+3-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	if (strata_unlikely(strata_gen_on_rt[3] != 1) &&
@@ -185,6 +197,9 @@ static inline void strata_rt_span_begin(uint32_t id)
 	uint64_t strata_w[1];
 	unsigned char *strata_p;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "strata_gen_on_rt+4-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	if (strata_unlikely(strata_gen_on_rt[4] != 1) &&
@@ -207,6 +222,9 @@ static inline void strata_rt_span_end(uint32_t id)
 	uint64_t strata_w[1];
 	unsigned char *strata_p;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "strata_gen_on_rt+5-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	if (strata_unlikely(strata_gen_on_rt[5] != 1) &&
@@ -226,6 +244,9 @@ static inline void strata_rt_none(void)
 {
 	static uint8_t strata_cid;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "strata_gen_on_rt+6-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	if (strata_unlikely(strata_gen_on_rt[6] != 1) &&
@@ -247,6 +268,9 @@ static inline void strata_rt_long(const char *s)
 	size_t strata_n_s;
 	uint32_t strata_c_s;
 
+	STRATA_BRANCH(STRATA_MAJOR_RT, "strata_gen_on_rt+7-.", strata_on);
+	return;
+strata_on:
 	if (!strata_major_enabled(STRATA_MAJOR_RT))
 		return;
 	if (strata_unlikely(strata_gen_on_rt[7] != 1) &&
