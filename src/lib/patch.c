@@ -32,10 +32,11 @@
 enum { MODE_MASK, MODE_PATCHED };
 
 #define INSN_LEN 5
+#define SITE_LEN 8 /* the jump or no-op, then a 3-byte no-op (inline/branch.h) */
 #define OP_JMP 0xe9
-#define OP_INT3 0xcc
 #ifdef PATCH_ARCH
 static const uint8_t nop5[INSN_LEN] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+static const uint8_t nop3[SITE_LEN - INSN_LEN] = {0x0f, 0x1f, 0x00};
 #endif
 
 /* A page that holds sites, and its protection (what to give back). */
@@ -58,20 +59,18 @@ struct dso {
 	struct dso *next;
 };
 
-/* One site to rewrite in a batch: `insn` is what it becomes, `to` where
- * a thread caught on its int3 goes (the jump's target, or past it). */
+/* One site to rewrite in a batch: its 8 aligned bytes become `word`, the
+ * jump (on) or the no-op (off), the 3-byte no-op after it unchanged. */
 struct poke {
-	uint8_t *addr;
-	uint8_t *to;
+	uint64_t *site;
+	uint64_t word;
 	const struct dso *d;
-	uint8_t insn[INSN_LEN];
 };
 
 /*
- * Everything below is under patch_lock, but for `live`, `live_n` and
- * `trapped`, which the SIGTRAP handler reads (see trap()). `self`: this
- * thread holds the lock, so a nested call (a signal handler) only leaves
- * `pending` for the holder to run.
+ * Everything below is under patch_lock. `self`: this thread holds the
+ * lock, so a nested call (a signal handler) only leaves `pending` for the
+ * holder to run.
  */
 static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int self;
@@ -84,18 +83,13 @@ static size_t nsites;       /* over every dso: the batch's capacity */
 static struct poke *batch;
 static struct page *pages;
 static size_t cap;
-#ifdef PATCH_ARCH
-static struct poke *live;   /* the batch being applied, for trap() */
-static size_t live_n;
-static int trapped;         /* trap() calls inside the batch */
-static struct sigaction old_trap;
-#endif
 
 /*
  * Every load and store of code goes through these, in assembly: the
- * compiler must not merge, split or reorder them across the syncs, and
+ * compiler must not merge, split or reorder them across the sync, and
  * ThreadSanitizer, which instruments C accesses, has no shadow for the
- * text it would then record them in.
+ * text it would then record them in. A site is 8-byte aligned
+ * (inline/branch.h), so each is one access that no other core sees torn.
  */
 #ifdef PATCH_ARCH
 static inline uint8_t text_load(const uint8_t *p)
@@ -105,89 +99,20 @@ static inline uint8_t text_load(const uint8_t *p)
 	return v;
 }
 
-static inline void text_store(uint8_t *p, uint8_t v)
+static inline uint64_t site_load(const uint64_t *p)
 {
-	__asm__ __volatile__("movb %1, %0" : "=m"(*p) : "q"(v) : "memory");
+	uint64_t v;
+	__asm__ __volatile__("movq %1, %0" : "=r"(v) : "m"(*p) : "memory");
+	return v;
 }
 
-/* The 5 bytes at `p` are the no-op. */
-static int text_is_nop(const uint8_t *p)
+static inline void site_store(uint64_t *p, uint64_t v)
 {
-	for (int k = 0; k < INSN_LEN; k++)
-		if (text_load(p + k) != nop5[k])
-			return 0;
-	return 1;
+	__asm__ __volatile__("movq %1, %0" : "=m"(*p) : "r"(v) : "memory");
 }
 #endif
 
-/* ---- the SIGTRAP handler (docs/patch.md, "A thread on the int3") ---- */
-
 #ifdef PATCH_ARCH
-/*
- * A thread executed the int3 of a site being patched: send it where the
- * site's new instruction would. Either old or new is correct, the jump
- * and the no-op differing only in whether the mask is tested. A thread
- * can take the trap before the last byte is written and enter here after
- * the batch is over: then the site holds a whole instruction again, and
- * the thread runs it from its start. Any other SIGTRAP goes to the
- * handler that was there before.
- *
- * `trapped` is raised before `live` is read, and the patcher clears
- * `live` before it waits for `trapped` to fall (both seq_cst, a Dekker
- * pair): either the patcher waits for this call, or this call sees no
- * batch; a batch is never reused under it.
- */
-static void trap(int sig, siginfo_t *si, void *ucv)
-{
-	ucontext_t *uc = ucv;
-	uint8_t *pc = (uint8_t *)uc->uc_mcontext.gregs[REG_RIP] - 1;
-	uint8_t *to = NULL;
-	int saved = errno;
-
-	strata_add_fetch_seq_cst(&trapped, 1);
-	struct poke *b = strata_load_seq_cst(&live);
-	size_t n = b ? strata_load_acquire(&live_n) : 0;
-	for (size_t i = 0; i < n; i++)
-		if (b[i].addr == pc)
-			to = b[i].to;
-	strata_add_fetch_seq_cst(&trapped, -1);
-
-	if (!to && si->si_code == SI_KERNEL &&
-	    (text_load(pc) == OP_JMP || text_is_nop(pc)))
-		to = pc; /* the late case above: a site again, run it */
-	if (to) {
-		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)to;
-	} else if (old_trap.sa_flags & SA_SIGINFO) {
-		old_trap.sa_sigaction(sig, si, ucv);
-	} else if (old_trap.sa_handler != SIG_DFL &&
-		   old_trap.sa_handler != SIG_IGN) {
-		old_trap.sa_handler(sig);
-	} else {
-		/* The default: the trap kills, as without us. Blocked in
-		 * here, it is delivered on return. */
-		signal(SIGTRAP, SIG_DFL);
-		raise(SIGTRAP);
-	}
-	errno = saved;
-}
-
-/* Ours, again if the program installed its own since (it is chained). */
-static int trap_install(void)
-{
-	struct sigaction sa, cur;
-
-	if (sigaction(SIGTRAP, NULL, &cur))
-		return -errno;
-	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == trap)
-		return 0;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = trap;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	old_trap = cur;
-	return sigaction(SIGTRAP, &sa, NULL) ? -errno : 0;
-}
-
 /*
  * Every core that runs this process serialises its instruction stream
  * before the call returns (cores running other threads through an IPI,
@@ -326,7 +251,7 @@ static size_t batch_pages(size_t n)
 	size_t k = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		size_t m = site_pages(batch[i].addr, pages + k);
+		size_t m = site_pages((const uint8_t *)batch[i].site, pages + k);
 		for (size_t j = k; j < k + m; j++)
 			pages[j].prot = page_find(batch[i].d, pages[j].addr)->prot;
 		k += m;
@@ -362,55 +287,32 @@ static int sync_or_none(int single)
 }
 
 /*
- * text_poke_bp's order, each step for the whole batch then one sync:
- * 1. an int3 on each first byte: a core that fetches the site from now
- *    on traps instead of running a mix of old and new bytes;
- * 2. the 4 tail bytes, which no core can run any more (they are behind
- *    the int3 for everyone, once step 1's sync is done);
- * 3. the new first byte: the whole new instruction appears at once.
- * The last sync makes sure no core still holds the int3. `single`: the
- * process has one thread (a fork child), nothing to sync.
+ * The batch (docs/patch.md, "The patch protocol"): each site's 8 aligned
+ * bytes are rewritten whole by one store, so a core running the site
+ * meanwhile runs the old instruction or the new one, never a mix, and
+ * both are correct (one tests the mask, the other goes on). Then one
+ * sync: no core runs an old one after the call returns. No int3 and no
+ * signal handler, as text_poke_bp() needs for an instruction it writes
+ * byte by byte: a thread that blocks SIGTRAP (servers often block every
+ * signal in their workers) would be killed by one. `single`: the process
+ * has one thread (a fork child), nothing to sync.
  */
 static int apply(size_t n, int single)
 {
 	size_t np = batch_pages(n);
-	int ret;
+	int ret = pages_protect(pages, np, PROT_WRITE);
 
-	if (!single && (ret = trap_install()))
-		return ret;
-	ret = pages_protect(pages, np, PROT_WRITE);
-	if (ret)
-		goto restore;
-	strata_store_release(&live_n, n);
-	strata_store_seq_cst(&live, batch); /* trap()'s pair */
-	for (size_t i = 0; i < n; i++)
-		text_store(batch[i].addr, OP_INT3);
-	if ((ret = sync_or_none(single)))
-		goto unsafe;
-	for (size_t i = 0; i < n; i++)
-		for (int k = 1; k < INSN_LEN; k++)
-			text_store(batch[i].addr + k, batch[i].insn[k]);
-	if ((ret = sync_or_none(single)))
-		goto unsafe;
-	for (size_t i = 0; i < n; i++)
-		text_store(batch[i].addr, batch[i].insn[0]);
-	ret = sync_or_none(single);
-unsafe:
-	/* A failed sync after step 1 leaves int3s that trap() still serves
-	 * (a correct, slow site): membarrier does not fail once registered,
-	 * short of the kernel running out of memory. */
-	strata_store_seq_cst(&live, NULL);
-	while (strata_load_seq_cst(&trapped))
-		sched_yield(); /* trap() runs a few loads and returns */
-	if (ret)
-		strata_store_seq_cst(&live, batch);
-restore:
+	if (!ret) {
+		for (size_t i = 0; i < n; i++)
+			site_store(batch[i].site, batch[i].word);
+		ret = sync_or_none(single);
+	}
 	(void)pages_protect(pages, np, 0);
 	return ret;
 }
 
 /* Each registered site that is not what control_site_wanted() says
- * (or not a jump, with `all_on`). */
+ * (or not on, with `all_on`). */
 static size_t collect(int all_on)
 {
 	size_t n = 0;
@@ -423,25 +325,26 @@ static size_t collect(int all_on)
 			uint8_t *to = (uint8_t *)&s->target + s->target;
 			const volatile uint8_t *flag =
 				s->flag ? (const volatile uint8_t *)&s->flag + s->flag : NULL;
-			int on = all_on || control_site_wanted(s->major, flag);
-			int is_on = text_load(at) == OP_JMP;
+			uint64_t *site = (uint64_t *)at, cur, word;
+			int32_t rel = (int32_t)(to - (at + INSN_LEN));
+			uint8_t b[SITE_LEN];
 
-			if (!is_on && !text_is_nop(at))
+			if ((uintptr_t)at % SITE_LEN)
 				continue; /* not ours to touch (never happens) */
-			if (on == is_on)
+			cur = site_load(site);
+			memcpy(b, &cur, SITE_LEN);
+			if (memcmp(b + INSN_LEN, nop3, sizeof(nop3)) ||
+			    (b[0] != OP_JMP && memcmp(b, nop5, INSN_LEN)))
 				continue;
-			struct poke *p = &batch[n++];
-			p->addr = at;
-			p->d = d;
-			if (on) {
-				int32_t rel = (int32_t)(to - (at + INSN_LEN));
-				p->insn[0] = OP_JMP;
-				memcpy(p->insn + 1, &rel, 4);
-				p->to = to;
+			if (all_on || control_site_wanted(s->major, flag)) {
+				b[0] = OP_JMP;
+				memcpy(b + 1, &rel, 4);
 			} else {
-				memcpy(p->insn, nop5, INSN_LEN);
-				p->to = at + INSN_LEN;
+				memcpy(b, nop5, INSN_LEN);
 			}
+			memcpy(&word, b, SITE_LEN);
+			if (word != cur)
+				batch[n++] = (struct poke){ .site = site, .word = word, .d = d };
 		}
 	}
 	return n;
@@ -539,10 +442,8 @@ static void patch_init(void)
 {
 #ifdef PATCH_ARCH
 	const char *why = env_patch_off() ? "STRATA_PATCH=0" : membarrier_init();
-	if (!why && trap_install())
-		why = "SIGTRAP handler refused";
 	mode = why ? MODE_MASK : MODE_PATCHED;
-	mode_why = why ? why : "membarrier SYNC_CORE, int3";
+	mode_why = why ? why : "aligned 8-byte stores, membarrier SYNC_CORE";
 #else
 	mode_why = "no static branches on this build (x86-64 only)";
 #endif

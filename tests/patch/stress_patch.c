@@ -110,6 +110,14 @@ static void *logger_main(void *arg)
 	struct logger *l = arg;
 
 	me = l;
+	/* The last logger blocks every signal, as servers' worker threads
+	 * often do: patching must never need one (docs/patch.md: an int3
+	 * on a site, with SIGTRAP blocked, would kill the process). */
+	if (l->idx == nthreads - 1) {
+		sigset_t all;
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, NULL);
+	}
 	for (unsigned r = 0; r < rounds; r++) {
 		__atomic_add_fetch(&waiting, 1, __ATOMIC_SEQ_CST);
 		while (__atomic_load_n(&toggles, __ATOMIC_RELAXED) <

@@ -66,11 +66,16 @@ STRATA_API const char *strata_sites_mode(void);
 #ifdef STRATA_HAVE_STATIC_BRANCH
 
 /*
- * The site: a `jmp rel32` to `label` (e9 + 4 bytes, forced long so that
- * the NOP it becomes, 0f 1f 44 00 00, fits in it), and its descriptor.
- * It is assembled as the jump so that a site the library never patches
- * (not yet registered, or patching refused) takes the mask test: always
- * correct, and the library only ever turns off what is off.
+ * The site: 8 bytes on an 8-byte boundary, a `jmp rel32` to `label` (e9
+ * and 4 bytes) then a 3-byte no-op (0f 1f 00). The library turns it off
+ * by making the jump the 5-byte no-op (0f 1f 44 00 00) and on by making it
+ * the jump again, each time with one aligned 8-byte store of the whole
+ * site (docs/patch.md): a core that runs it meanwhile sees the old 8
+ * bytes or the new ones, never a mix, and no int3 is needed. Before it,
+ * .balign's no-ops (0 to 7 bytes). It is assembled as the jump, so that
+ * a site the library never patches (not yet registered, or patching
+ * refused) takes the mask test: always correct, and the library only ever
+ * turns off what is off.
  * The descriptor's section takes the group of the code's ("a?"): a C++
  * inline function emitted in several objects keeps one copy, and the
  * descriptors of the copies the linker drops go with them.
@@ -80,7 +85,9 @@ STRATA_API const char *strata_sites_mode(void);
  * library never turns off: that site always takes the mask test.
  */
 #define STRATA_BRANCH(major, flagrel, label)                                   \
-	__asm__ goto("1:\t.byte 0xe9\n\t.long %l1 - 2f\n2:\n\t"                \
+	__asm__ goto(".balign 8\n"                                             \
+		     "1:\t.byte 0xe9\n\t.long %l1 - 2f\n"                       \
+		     "2:\t.byte 0x0f, 0x1f, 0x00\n\t"                            \
 		     ".pushsection __strata_sites,\"a?\",@progbits\n\t"         \
 		     ".balign 4\n\t"                                           \
 		     ".long 1b - ., %l1 - ., " flagrel ", %c0\n\t"             \
