@@ -30,13 +30,16 @@ for i in $(seq "$runs"); do
 	[ "$disc" = 0 ] && [ "$rec" = "$n" ] || fail "record run $i: $rec recorded, $disc discarded of $n: $(cat r.err)"
 done
 
-# The consumer stopped (SIGSTOP of strata record) 0.3 s into a run that
-# lasts longer: each ring waits 100 ms once, then drops until it moves.
-rm -rf s
+# The consumer stopped (SIGSTOP of strata record) as soon as the command
+# has started, before the burst (about 0.1 s of logging here since the
+# consumer stopped walking events: a fixed 0.3 s came after its end): each
+# ring waits 100 ms once, then drops until it moves.
+rm -rf s started
 "$strata" record --mode block -o s -- sh -c \
-	'STRATA_BLOCK_TIMEOUT_MS=100 "$0" 3000000 >n.out; echo done >done' "$burst" 2>s.err &
+	': >started; STRATA_BLOCK_TIMEOUT_MS=100 "$0" 3000000 >n.out; echo done >done' "$burst" 2>s.err &
 rec=$!
-sleep 0.3
+for _ in $(seq 400); do [ -e started ] && break; sleep 0.025; done # 10 s
+[ -e started ] || fail "the command did not start under strata record: $(cat s.err)"
 kill -STOP "$rec"
 for _ in $(seq 600); do [ -e done ] && break; sleep 0.05; done # hang guard: 30 s
 kill -CONT "$rec"
