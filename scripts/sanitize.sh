@@ -8,7 +8,7 @@ jobs=$(nproc)
 run() {
 	local dir=$1 san=$2 labels=$3
 	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE="$san" \
-		-DSTRATA_STRESS_EVENTS=50000 >/dev/null
+		-DSTRATA_STRESS_EVENTS=50000 -DSTRATA_BENCH=OFF >/dev/null
 	cmake --build "$dir" -j"$jobs" >/dev/null
 	# Stress (signals, migrations, losses, overwrite), the babeltrace2
 	# round trips and the unit tests under both; under ASan also the
