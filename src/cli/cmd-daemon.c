@@ -207,24 +207,12 @@ static void relay_begin(const char *trace)
 
 static void relay_end(const char *trace)
 {
-	struct relay_sender_stats st;
 	unsigned ms = (unsigned)((relay_timeout ? relay_timeout : 10) * 1000);
 
 	if (!relay_cur)
 		return;
-	relay_sender_sweep(relay_cur, ms);
-	relay_sender_finish(relay_cur, ms, &st);
+	relay_sender_end(relay_cur, ms, relay_addr, trace, NULL);
 	relay_cur = NULL;
-	fprintf(stderr, "strata: relay %s: %s: %llu packets sent, %llu lost, "
-		"%llu bytes, %llu other files, %llu connection%s\n", relay_addr,
-		trace, (unsigned long long)st.packets_sent,
-		(unsigned long long)st.packets_lost,
-		(unsigned long long)st.bytes_sent,
-		(unsigned long long)st.files_swept,
-		(unsigned long long)st.connects, st.connects == 1 ? "" : "s");
-	if (!st.complete)
-		fprintf(stderr, "strata: warning: relay %s: the relay's copy of "
-			"%s is incomplete: %s\n", relay_addr, trace, st.error);
 }
 
 /* Each new trace begins with the system's processes and threads

@@ -486,24 +486,9 @@ static int record_relay_start(const struct record_opts *ro,
 static void record_relay_end(const struct record_opts *ro,
 			     struct relay_sender *rs)
 {
-	struct relay_sender_stats st;
 	unsigned ms = (unsigned)((ro->relay_timeout ? ro->relay_timeout : 10) * 1000);
 
-	relay_sender_sweep(rs, ms);
-	relay_sender_finish(rs, ms, &st);
-	fprintf(stderr, "strata: relay %s: %llu packets sent, %llu lost, "
-		"%llu bytes (%llu on the wire), %llu other files, %llu "
-		"connection%s\n", ro->relay,
-		(unsigned long long)st.packets_sent,
-		(unsigned long long)st.packets_lost,
-		(unsigned long long)st.bytes_sent,
-		(unsigned long long)st.wire_bytes,
-		(unsigned long long)st.files_swept,
-		(unsigned long long)st.connects, st.connects == 1 ? "" : "s");
-	if (!st.complete)
-		fprintf(stderr, "strata: warning: relay %s: the relay's copy is "
-			"incomplete: %s; the local trace %s is whole\n", ro->relay,
-			st.error, ro->out);
+	relay_sender_end(rs, ms, ro->relay, NULL, ro->out);
 }
 
 /* Run the command under a session into ro->out: the exit status. */

@@ -1171,3 +1171,23 @@ void relay_sender_finish(struct relay_sender *s, unsigned timeout_ms,
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }
+
+void relay_sender_end(struct relay_sender *s, unsigned timeout_ms, const char *addr,
+		      const char *label, const char *local)
+{
+	struct relay_sender_stats st;
+
+	relay_sender_sweep(s, timeout_ms);
+	relay_sender_finish(s, timeout_ms, &st);
+	fprintf(stderr, "strata: relay %s: %s%s%llu packets sent, %llu lost, %llu bytes "
+		"(%llu on the wire), %llu other files, %llu connection%s\n", addr,
+		label ? label : "", label ? ": " : "", (unsigned long long)st.packets_sent,
+		(unsigned long long)st.packets_lost, (unsigned long long)st.bytes_sent,
+		(unsigned long long)st.wire_bytes, (unsigned long long)st.files_swept,
+		(unsigned long long)st.connects, st.connects == 1 ? "" : "s");
+	if (!st.complete)
+		fprintf(stderr, "strata: warning: relay %s: the relay's copy%s%s is "
+			"incomplete: %s%s%s%s\n", addr, label ? " of " : "", label ? label : "",
+			st.error, local ? "; the local trace " : "", local ? local : "",
+			local ? " is whole" : "");
+}

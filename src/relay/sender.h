@@ -65,4 +65,12 @@ int relay_sender_sweep(struct relay_sender *s, unsigned timeout_ms);
 void relay_sender_finish(struct relay_sender *s, unsigned timeout_ms,
 			 struct relay_sender_stats *st);
 
+/* The end of a sender, as record and the daemon end one: sweep, finish
+ * (timeout_ms for each), and one line on stderr of what went ("strata:
+ * relay ADDR: [LABEL: ]N packets sent, M lost, ..."), and a warning when
+ * the relay's copy is incomplete (naming `local`, the whole local trace,
+ * when not NULL). */
+void relay_sender_end(struct relay_sender *s, unsigned timeout_ms, const char *addr,
+		      const char *label, const char *local);
+
 #endif /* STRATA_RELAY_SENDER_H */
