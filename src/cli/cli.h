@@ -69,7 +69,7 @@ enum { OPT_RING_PSIZE = 1100, OPT_RING_PACKETS, OPT_RING_MODE, OPT_RING_MAJORS,
 	{ "group", required_argument, NULL, OPT_RING_GROUP }
 #define CLI_RING_HELP                                                           \
 	"  --packet-size SIZE     packet (sub-buffer) size, e.g. 256K (default)\n" \
-	"  --packets N            packets per CPU ring (default 16)\n"             \
+	"  --packets N            packets per CPU ring (default 64 up to 8 CPUs)\n"  \
 	"  --mode discard|overwrite|block   drop new events when full (default),\n" \
 	"                         keep the newest (flight recorder), or wait\n"   \
 	"                         for room (STRATA_BLOCK_TIMEOUT_MS, default 1 s)\n" \
