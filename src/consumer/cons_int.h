@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "common/format.h"
 #include "consumer/consumer.h"
@@ -30,6 +31,16 @@
  * (the page: as large as any device's logical block). */
 #define DIO_ALIGN 4096u
 #define IDX_BATCH 64
+/* Whole packets written together (stream.c, "Batches"): as many as make
+ * a megabyte, 64 at most. */
+#define BATCH_BYTES (UINT64_C(1) << 20)
+#define BATCH_MAX 64
+
+static inline unsigned cons_batch_max(uint64_t psize)
+{
+	uint64_t n = BATCH_BYTES / psize;
+	return n < 1 ? 1 : n > BATCH_MAX ? BATCH_MAX : (unsigned)n;
+}
 
 struct cons_stream {
 	struct strata_ring *ring;
@@ -50,6 +61,20 @@ struct cons_stream {
 	size_t idx_len;
 	int idx_bad; /* a write failed: the index does not cover the stream */
 	unsigned char idx_buf[STRATA_IDX_ENTRY * IDX_BATCH];
+	/* Whole packets counted and indexed but not yet written (stream.c,
+	 * "Batches"), from file offset batch_off: their memory stays the
+	 * writer's until cons_stream_flush(). batch_was: the stream's last_*
+	 * and idx_len before the first of them, put back if the write fails. */
+	unsigned char *batch_pkt[BATCH_MAX];
+	uint64_t batch_len[BATCH_MAX]; /* content */
+	unsigned batch_n;
+	uint64_t batch_off, batch_nev, batch_bytes;
+	struct {
+		uint64_t disc, ts;
+		unsigned char hdr[STRATA_PACKET_HEADER];
+		int have_hdr;
+		size_t idx_len;
+	} batch_was;
 };
 
 struct cons {
@@ -72,6 +97,9 @@ struct cons {
 	size_t pktbuf_size;
 	unsigned char *tail;   /* DIO_ALIGN bytes, aligned: a packet's last page */
 	unsigned char *bounce; /* aligned copy of an unaligned packet */
+	/* BATCH_MAX pages, aligned: the batch's last partial pages, padded */
+	unsigned char *batch_tails;
+	struct iovec batch_iov[2 * BATCH_MAX];
 	size_t bounce_size;
 	uint64_t salvaged, unsalvageable, dropped_bytes;
 
@@ -133,8 +161,9 @@ struct cons_stream *cons_stream_open(struct cons *c, struct strata_ring *r);
  * §2); reported if not. */
 int cons_packet_ours(struct cons *c, const struct strata_ring *r,
 		     const unsigned char *pkt, uint64_t begin);
-/* Copy the packet at `begin` of another process's ring to c->pktbuf:
- * the copy, or NULL if it is not one of ours. */
+/* Copy the packet at `begin` of another process's ring to c->pktbuf
+ * (the slot after the stream's batch): the copy, or NULL if it is not
+ * one of ours. */
 unsigned char *cons_copy_packet(struct cons *c, struct cons_stream *s,
 				uint64_t begin);
 /* Check, count and write one packet (`pkt`: in the ring or a copy, ours
@@ -142,8 +171,18 @@ unsigned char *cons_copy_packet(struct cons *c, struct cons_stream *s,
  * its closer published (cons_packet_events()). */
 void cons_write_packet_buf(struct cons *c, struct cons_stream *s,
 			   unsigned char *pkt, uint64_t begin, int counted);
-/* Write the complete packet that began at `begin` of the stream's ring. */
-void cons_write_packet(struct cons *c, struct cons_stream *s, uint64_t begin);
+/* The same, `batch`: a whole packet may wait, in the ring or in its slot
+ * of c->pktbuf, for the stream's next cons_stream_flush(). */
+void cons_write_packet_batch(struct cons *c, struct cons_stream *s,
+			     unsigned char *pkt, uint64_t begin, int counted,
+			     int batch);
+/* Write the complete packet that began at `begin` of the stream's ring;
+ * `batch` as above (cons_drain_ring() only). */
+void cons_write_packet(struct cons *c, struct cons_stream *s, uint64_t begin,
+		       int batch);
+/* Write the packets waiting in the stream's batch: before their memory
+ * is released or reused. */
+void cons_stream_flush(struct cons *c, struct cons_stream *s);
 /* The end of every stream: the reserve, the loss trailers, the index,
  * the metadata. */
 void cons_close_streams(struct cons *c);
@@ -184,7 +223,7 @@ void cons_finish_external(struct cons *c, struct cons_stream *s,
 /* What the consumer wrote, passed on to c->sink (consumer.h); each does
  * nothing without a sink. */
 void cons_sink_stream_open(struct cons *c, struct cons_stream *s);
-void cons_sink_packet(struct cons *c, struct cons_stream *s,
+void cons_sink_packet(struct cons *c, struct cons_stream *s, uint64_t off,
 		      const unsigned char *pkt, uint64_t content);
 void cons_sink_index(struct cons *c, struct cons_stream *s, uint64_t off,
 		     const void *buf, size_t len);

@@ -33,14 +33,22 @@ unsigned cons_drain_ring(struct cons *c, struct cons_stream *s)
 	while (n <= r->nmask &&
 	       consumed < strata_load_acquire(&r->ctl->write) &&
 	       ring_packet_complete(r, consumed)) {
-		cons_write_packet(c, s, consumed);
+		cons_write_packet(c, s, consumed, 1);
 		consumed += r->psize;
+		n++;
+		/* A packet waits in the stream's batch (stream.c, "Batches")
+		 * until a megabyte of them is there, or the ring wraps. */
+		if (s->batch_n && s->batch_n < cons_batch_max(r->psize) &&
+		    (consumed & r->bufmask))
+			continue;
+		cons_stream_flush(c, s);
 		/* Pairs with the writers' acquire loads of `consumed` in
 		 * slot_check() and block_wait() (ring/slow.c): the packet
 		 * was read before its slot is reused. */
 		strata_store_release(&r->ctl->consumed, consumed);
-		n++;
 	}
+	cons_stream_flush(c, s);
+	strata_store_release(&r->ctl->consumed, consumed);
 	return n;
 }
 
@@ -296,6 +304,7 @@ static void cons_free(struct cons *c)
 		return;
 	free(c->pktbuf);
 	free(c->tail);
+	free(c->batch_tails);
 	free(c->bounce);
 	free(c->raw);
 	free(c->seen);
@@ -312,6 +321,8 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 		return -ENOMEM;
 	/* no buffer: no direct I/O (cons_stream_open), nothing else changes */
 	c->tail = aligned_alloc(DIO_ALIGN, DIO_ALIGN);
+	/* none: packets are written one by one */
+	c->batch_tails = aligned_alloc(DIO_ALIGN, (size_t)DIO_ALIGN * BATCH_MAX);
 	c->seen = calloc(1, (1u << 22) / 8);
 	if (!c->seen) {
 		ret = -ENOMEM;
@@ -388,14 +399,16 @@ int cons_add_ring(struct cons *c, struct strata_ring *ring)
 		return -EINVAL;
 	if (c->streams[ring->cpu])
 		return -EEXIST;
-	if (ring->psize > c->pktbuf_size) {
+	/* a batch of copies (stream.c, "Batches") */
+	size_t need = (size_t)ring->psize * cons_batch_max(ring->psize);
+	if (need > c->pktbuf_size) {
 		/* aligned, so that direct I/O can write from it */
-		void *p = aligned_alloc(DIO_ALIGN, ring->psize);
+		void *p = aligned_alloc(DIO_ALIGN, need);
 		if (!p)
 			return -ENOMEM;
 		free(c->pktbuf);
 		c->pktbuf = p;
-		c->pktbuf_size = ring->psize;
+		c->pktbuf_size = need;
 	}
 	c->streams[ring->cpu] = cons_stream_open(c, ring);
 	if (!c->streams[ring->cpu])
@@ -463,7 +476,7 @@ static void drain_held(struct cons *c, struct cons_stream *s)
 
 	for (; begin < end; begin += r->psize) {
 		if (ring_packet_complete(r, begin))
-			cons_write_packet(c, s, begin);
+			cons_write_packet(c, s, begin, 0);
 		else
 			c->incomplete++;
 	}
@@ -537,7 +550,7 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 			uint64_t b = strata_load_relaxed(&r->ctl->consumed);
 			for (; b < end; b += r->psize) {
 				if (ring_packet_complete(r, b)) {
-					cons_write_packet(c, s, b);
+					cons_write_packet(c, s, b, 0);
 				} else {
 					c->incomplete++;
 					slog("%s/cpu%u: packet %llu never completed "

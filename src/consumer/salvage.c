@@ -143,7 +143,7 @@ void cons_finish_external(struct cons *c, struct cons_stream *s,
 	b = cons_window(r, end, strata_load_relaxed(&r->ctl->consumed));
 	for (; b < end; b += r->psize) {
 		if (ring_packet_complete(r, b)) {
-			cons_write_packet(c, s, b);
+			cons_write_packet(c, s, b, 0);
 		} else if (writers_gone) {
 			/* The open packet: reserved up to `write`. An earlier
 			 * one: its closer died before committing the padding;

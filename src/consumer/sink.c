@@ -34,7 +34,7 @@ void cons_sink_stream_open(struct cons *c, struct cons_stream *s)
 		close(fd);
 }
 
-void cons_sink_packet(struct cons *c, struct cons_stream *s,
+void cons_sink_packet(struct cons *c, struct cons_stream *s, uint64_t off,
 		      const unsigned char *pkt, uint64_t content)
 {
 	const struct cons_sink *k = c->sink;
@@ -43,7 +43,7 @@ void cons_sink_packet(struct cons *c, struct cons_stream *s,
 	if (!k)
 		return;
 	snprintf(path, sizeof(path), "%s/cpu%u", c->dir, s->ring->cpu);
-	k->on_write(k->ctx, path, s->file_off, pkt, content);
+	k->on_write(k->ctx, path, off, pkt, content);
 }
 
 void cons_sink_index(struct cons *c, struct cons_stream *s, uint64_t off,
