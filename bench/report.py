@@ -285,8 +285,8 @@ def oob_section(R, w):
     disk = O.disk[0] if O.disk else None
     w(f"`bench_oob` logs 1-field strata-gen events (12 bytes on disk) from one thread that "
       f"is not pinned, for {O.ms} ms per run, through whatever its environment starts, as "
-      "a user's program would: no `strata_start()`, the default rings (16 × 256 KiB per "
-      "CPU), discard mode unless said. Four modes, interleaved within each of the "
+      "a user's program would: no `strata_start()`, the default rings (docs/record.md "
+      "\"Ring size\": 64 × 256 KiB per CPU up to 8 CPUs), discard mode unless said. Four modes, interleaved within each of the "
       f"{O.reps} repetitions (their order rotated): flat out, then paced at fractions of "
       "the disk's own bandwidth (a CPU-bound program: it spins between bursts of 64 "
       "events). Recorded and discarded come from `strata info` of each trace; "
@@ -304,13 +304,13 @@ def oob_section(R, w):
     p99 = [num(d.get("p99_ms")) for d in R.oob_disk if d.get("p99_ms")]
     mx = [num(d.get("max_ms")) for d in R.oob_disk if d.get("max_ms")]
     if p99 and mx:
-        lat = (f"; one 256 KiB write took {fmt(statistics.median(num(d['p50_ms']) for d in R.oob_disk if d.get('p50_ms')), 2)} ms "
+        lat = (f"; one 1 MiB write took {fmt(statistics.median(num(d['p50_ms']) for d in R.oob_disk if d.get('p50_ms')), 2)} ms "
                f"(median), {fmt(max(p99), 2)} ms at the 99th percentile and {fmt(max(mx), 1)} ms at worst "
                "(the worst measurement of each)")
     w(f"The disk: a new file on the traces' file system, written sequentially with "
       f"{'`O_DIRECT`' if O.direct else 'buffered (the file system refused `O_DIRECT`)'} "
-      f"256 KiB writes, one at a time, then `fdatasync` (as the consumer writes, "
-      f"docs/record.md \"Direct I/O\"), {len(R.oob_disk)} times in the run (3 before, "
+      f"1 MiB writes, one at a time, then `fdatasync` (as the consumer writes its "
+      f"batches, docs/record.md \"Direct I/O\"), {len(R.oob_disk)} times in the run (3 before, "
       f"one per repetition): **{cell(O.disk)} MB/s**{lat}. The paced rates are fractions of "
       f"{fmt(O.setup_mbps)} MB/s, the median of the first three.")
     w("")
