@@ -177,17 +177,27 @@ static void stream_packet(struct relay_sender *s, struct sfile *f,
 	f->remote_next = at + f->psize;
 }
 
-static void on_write(void *ctx, const char *path, uint64_t off,
-		     const void *buf, size_t len)
+/* Take mu and find the open file at `path`; NULL, with mu released,
+ * when the relay is not told of it or it is closed already. */
+static struct sfile *lock_open_file(struct relay_sender *s, const char *path)
 {
-	struct relay_sender *s = ctx;
-
 	pthread_mutex_lock(&s->mu);
 	struct sfile *f = snd_file_get(s, path);
 	if (!f || !f->open) {
 		pthread_mutex_unlock(&s->mu);
-		return;
+		return NULL;
 	}
+	return f;
+}
+
+static void on_write(void *ctx, const char *path, uint64_t off,
+		     const void *buf, size_t len)
+{
+	struct relay_sender *s = ctx;
+	struct sfile *f = lock_open_file(s, path);
+
+	if (!f)
+		return;
 	if (f->kind == K_STREAM) {
 		stream_packet(s, f, off, buf, len);
 	} else if (!f->lossy && !(f->stream && f->stream->lossy)) {
@@ -227,13 +237,10 @@ static void on_close(void *ctx, const char *path, uint64_t size,
 		     const char *final, int keep)
 {
 	struct relay_sender *s = ctx;
+	struct sfile *f = lock_open_file(s, path);
 
-	pthread_mutex_lock(&s->mu);
-	struct sfile *f = snd_file_get(s, path);
-	if (!f || !f->open) {
-		pthread_mutex_unlock(&s->mu);
+	if (!f)
 		return;
-	}
 	if (f->kind == K_STREAM) {
 		if (f->lossy && f->drop_pending) {
 			uint64_t seq, ts, disc;
