@@ -156,6 +156,21 @@ static void reopen(struct relay_sender *s)
 		}
 }
 
+/* The queue's head, which the relay has: counted as sent, and freed.
+ * Under mu. */
+static void free_head_locked(struct relay_sender *s)
+{
+	struct msg *m = s->head;
+
+	s->head = m->next;
+	if (!s->head)
+		s->tail = NULL;
+	s->queued -= m->len;
+	s->st.packets_sent += m->packet;
+	s->st.bytes_sent += m->wlen;
+	free(m);
+}
+
 static void on_welcome(struct relay_sender *s, const unsigned char *p, size_t n)
 {
 	if (n < 12) {
@@ -180,16 +195,8 @@ static void on_welcome(struct relay_sender *s, const unsigned char *p, size_t n)
 	/* what the relay applied is acknowledged; the rest is resent */
 	if (applied > s->acked)
 		s->acked = applied;
-	while (s->head && s->head->seq <= applied) {
-		struct msg *m = s->head;
-		s->head = m->next;
-		if (!s->head)
-			s->tail = NULL;
-		s->queued -= m->len;
-		s->st.packets_sent += m->packet;
-		s->st.bytes_sent += m->wlen;
-		free(m);
-	}
+	while (s->head && s->head->seq <= applied)
+		free_head_locked(s);
 	s->cursor = s->head;
 	s->cursor_off = 0;
 	reopen(s);
@@ -210,16 +217,9 @@ static void on_ack(struct relay_sender *s, uint64_t seq)
 	if (seq > s->acked)
 		s->acked = seq;
 	while (s->head && s->head->seq <= seq && s->head != s->cursor) {
-		struct msg *m = s->head;
-		if (m->type == RELAY_END)
+		if (s->head->type == RELAY_END)
 			s->end_acked = 1;
-		s->head = m->next;
-		if (!s->head)
-			s->tail = NULL;
-		s->queued -= m->len;
-		s->st.packets_sent += m->packet;
-		s->st.bytes_sent += m->wlen;
-		free(m);
+		free_head_locked(s);
 	}
 	pthread_mutex_unlock(&s->mu);
 }
@@ -327,20 +327,27 @@ static void compress(struct relay_sender *s, struct msg *m)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Send what is left of m from cursor_off: 1 when all of it is out, 0
+ * when the socket is full first, -1 after disconnecting. */
+static int send_rest(struct relay_sender *s, const struct msg *m)
+{
+	int w = send_raw(s, m->frame + s->cursor_off, m->len - s->cursor_off);
+	if (w < 0) {
+		disconnect(s, strerror(-w));
+		return -1;
+	}
+	if (w == 0)
+		return 0;
+	s->cursor_off += (size_t)w;
+	return s->cursor_off == m->len;
+}
+
 /* Send from the cursor until the socket is full. */
 static void pump(struct relay_sender *s)
 {
 	while (s->pre) {
 		struct msg *m = s->pre;
-		int w = send_raw(s, m->frame + s->cursor_off, m->len - s->cursor_off);
-		if (w < 0) {
-			disconnect(s, strerror(-w));
-			return;
-		}
-		if (w == 0)
-			return;
-		s->cursor_off += (size_t)w;
-		if (s->cursor_off < m->len)
+		if (send_rest(s, m) <= 0)
 			return;
 		s->pre = m->next;
 		s->cursor_off = 0;
@@ -360,15 +367,7 @@ static void pump(struct relay_sender *s)
 		}
 		if (s->cursor_off == 0)
 			compress(s, m);
-		int w = send_raw(s, m->frame + s->cursor_off, m->len - s->cursor_off);
-		if (w < 0) {
-			disconnect(s, strerror(-w));
-			return;
-		}
-		if (w == 0)
-			return;
-		s->cursor_off += (size_t)w;
-		if (s->cursor_off < m->len)
+		if (send_rest(s, m) <= 0)
 			return;
 		pthread_mutex_lock(&s->mu);
 		s->cursor = m->next; /* NULL: snd_enqueue_locked() sets it */
