@@ -58,7 +58,8 @@ int snd_enqueue_locked(struct relay_sender *s, struct msg *m, int droppable)
 		s->head = m;
 	s->tail = m;
 	/* the cursor (the first frame not sent yet) is NULL when all are
-	 * sent; while disconnected, on_welcome() sets it again */
+	 * sent; while disconnected, on_welcome() (sender_net.c) sets
+	 * it again */
 	if (!s->cursor)
 		s->cursor = m;
 	s->queued += m->len;

@@ -220,7 +220,7 @@ static void on_metadata(void *ctx, const char *path, const char *text,
 	pthread_mutex_lock(&s->mu);
 	struct sfile *f = snd_file_get(s, path);
 	if (!f && (f = snd_file_add(s, path, K_META)))
-		f->open = 0; /* a name only: never CREATEd (reopen()) */
+		f->open = 0; /* a name only: never CREATEd (reopen(), sender_net.c) */
 	size_t n = strlen(rel);
 	struct msg *m = f ? snd_msg_new(s, RELAY_METADATA, 8 + 2 + n + len) : NULL;
 	if (m) {
