@@ -85,6 +85,29 @@ struct cli_ring_opts {
 /* One option of CLI_RING_OPTIONS: 1 taken, 0 not one of them, -1 bad
  * (said on stderr). */
 int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg);
+/* The --relay options of record and daemon (recording.c, docs/relay.md);
+ * each command has its own help lines for them. */
+enum { OPT_RELAY = 1200, OPT_RELAY_TOKEN, OPT_RELAY_BUFFER, OPT_RELAY_TIMEOUT,
+       OPT_RELAY_ZSTD };
+#define CLI_RELAY_OPTIONS                                                \
+	{ "relay", required_argument, NULL, OPT_RELAY },                 \
+	{ "token-file", required_argument, NULL, OPT_RELAY_TOKEN },      \
+	{ "relay-buffer", required_argument, NULL, OPT_RELAY_BUFFER },   \
+	{ "relay-timeout", required_argument, NULL, OPT_RELAY_TIMEOUT }, \
+	{ "relay-zstd", optional_argument, NULL, OPT_RELAY_ZSTD }
+struct cli_relay_opts {
+	const char *relay, *token_file; /* --relay, --token-file */
+	double relay_mib, relay_timeout;
+	int relay_zstd; /* --relay-zstd level, 0: none */
+};
+/* One option of CLI_RELAY_OPTIONS: 1 taken, 0 not one of them, -1 bad
+ * (said on stderr). */
+int cli_relay_opt(struct cli_relay_opts *r, int opt, const char *arg);
+/* --relay and --token-file go together: 0, or -1 after saying so. */
+int cli_relay_check(const struct cli_relay_opts *r, const char *cmd);
+/* The relay's token from `file` into token[size]: its length, or -1
+ * after saying why (record, daemon and relay exit 1 then). */
+int cli_relay_token(const char *file, unsigned char *token, size_t size);
 /* -e PATTERN appended to a comma list of `size` bytes: 0, or -1 after one
  * line (too many). */
 int cli_enable_add(char *enable, size_t size, const char *pattern);

@@ -135,11 +135,9 @@ static struct kern_session *ksess;  /* of the trace being written */
 /* --relay (docs/relay.md): one sender per trace, made when the trace
  * starts and finished when it stops; the consumers of the daemon get
  * the sink below, which passes on to the sender of the trace running. */
-static const char *relay_addr;
+static struct cli_relay_opts relay_o; /* relay_o.relay: --relay */
 static unsigned char relay_token[RELAY_TOKEN_MAX + 1];
 static size_t relay_token_len;
-static double relay_mib, relay_timeout;
-static int relay_zstd;
 static struct relay_sender *relay_cur;
 
 static void fwd_create(void *ctx, const char *path)
@@ -187,10 +185,10 @@ static void relay_begin(const char *trace)
 {
 	const char *why;
 	struct relay_sender_config rc = {
-		.addr = relay_addr, .token = relay_token,
+		.addr = relay_o.relay, .token = relay_token,
 		.token_len = relay_token_len, .root = trace, .log = stderr,
-		.budget = relay_mib ? (size_t)(relay_mib * (1 << 20)) : 0,
-		.zstd_level = relay_zstd,
+		.budget = relay_o.relay_mib ? (size_t)(relay_o.relay_mib * (1 << 20)) : 0,
+		.zstd_level = relay_o.relay_zstd,
 	};
 	int ret = relay_sender_create(&rc, &relay_cur, &why);
 
@@ -201,17 +199,17 @@ static void relay_begin(const char *trace)
 	if (ret) {
 		relay_cur = NULL;
 		fprintf(stderr, "strata: relay %s: %s: %s; %s is written "
-			"locally only\n", relay_addr, why, strerror(-ret), trace);
+			"locally only\n", relay_o.relay, why, strerror(-ret), trace);
 	}
 }
 
 static void relay_end(const char *trace)
 {
-	unsigned ms = (unsigned)((relay_timeout ? relay_timeout : 10) * 1000);
+	unsigned ms = (unsigned)((relay_o.relay_timeout ? relay_o.relay_timeout : 10) * 1000);
 
 	if (!relay_cur)
 		return;
-	relay_sender_end(relay_cur, ms, relay_addr, trace, NULL);
+	relay_sender_end(relay_cur, ms, relay_o.relay, trace, NULL);
 	relay_cur = NULL;
 }
 
@@ -227,7 +225,7 @@ static void trace_started(const char *trace)
 #endif
 	/* after the state dump's fork: the sender is a thread; what was
 	 * written before it existed is sent whole at the end */
-	if (relay_addr)
+	if (relay_o.relay)
 		relay_begin(trace);
 }
 
@@ -261,10 +259,7 @@ struct daemon_opts {
  * the usage or one error line. */
 static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 {
-	enum { O_NAME = 1, O_KILL, O_STOPPED, O_CLOCK, O_KBUF, O_RELAY,
-	       O_TOKEN, O_RBUF, O_RTIMEOUT, O_RZSTD };
-	const char *token_file = NULL;
-	char *end;
+	enum { O_NAME = 1, O_KILL, O_STOPPED, O_CLOCK, O_KBUF };
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"name", required_argument, NULL, O_NAME},
@@ -274,11 +269,7 @@ static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 		{"clock", required_argument, NULL, O_CLOCK},
 		{"kernel", required_argument, NULL, 'k'},
 		{"kernel-buffer-kb", required_argument, NULL, O_KBUF},
-		{"relay", required_argument, NULL, O_RELAY},
-		{"token-file", required_argument, NULL, O_TOKEN},
-		{"relay-buffer", required_argument, NULL, O_RBUF},
-		{"relay-timeout", required_argument, NULL, O_RTIMEOUT},
-		{"relay-zstd", optional_argument, NULL, O_RZSTD},
+		CLI_RELAY_OPTIONS,
 		CLI_RING_OPTIONS,
 		{NULL, 0, NULL, 0},
 	};
@@ -288,7 +279,8 @@ static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 	dopt->name = "default";
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "o:e:fk:", opts, NULL)) != -1) {
-		if ((taken = cli_ring_opt(&dopt->ro, o, optarg))) {
+		if ((taken = cli_ring_opt(&dopt->ro, o, optarg)) ||
+		    (taken = cli_relay_opt(&relay_o, o, optarg))) {
 			if (taken < 0)
 				return 2;
 			continue;
@@ -311,28 +303,6 @@ static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 			if (cli_kernel_opt("daemon", optarg, &kgroups))
 				return 2;
 			break;
-		case O_RELAY: relay_addr = optarg; break;
-		case O_TOKEN: token_file = optarg; break;
-		case O_RBUF:
-			relay_mib = strtod(optarg, &end);
-			if (*end || !(relay_mib >= 1) || relay_mib > 65536) {
-				cli_err(NULL, "--relay-buffer: '%s' is not a number "
-					"of MiB from 1 to 65536", optarg);
-				return 2;
-			}
-			break;
-		case O_RTIMEOUT:
-			if (cli_parse_seconds(optarg, &relay_timeout, "relay-timeout"))
-				return 2;
-			break;
-		case O_RZSTD:
-			relay_zstd = optarg ? (int)strtol(optarg, &end, 10) : 1;
-			if ((optarg && *end) || relay_zstd < 1 || relay_zstd > 19) {
-				cli_err(NULL, "--relay-zstd: '%s' is not a level "
-					"from 1 to 19", optarg);
-				return 2;
-			}
-			break;
 		default:
 			fputs(cmd_daemon_usage, stderr);
 			return 2;
@@ -342,18 +312,13 @@ static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 		cli_err(NULL, "daemon: unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
-	if (!relay_addr != !token_file) {
-		cli_err(NULL, "daemon: --relay and --token-file go together");
+	if (cli_relay_check(&relay_o, "daemon"))
 		return 2;
-	}
-	if (token_file) {
-		const char *why;
-		int n = relay_token_load(token_file, relay_token,
-					 sizeof(relay_token), &why);
-		if (n < 0) {
-			cli_err(token_file, "%s: %s", why, strerror(-n));
+	if (relay_o.token_file) {
+		int n = cli_relay_token(relay_o.token_file, relay_token,
+					sizeof(relay_token));
+		if (n < 0)
 			return 1;
-		}
 		relay_token_len = (size_t)n;
 	}
 	if (!proto_name_ok(dopt->name)) {
@@ -393,7 +358,7 @@ static int daemon_config(const struct daemon_opts *dopt,
 	cfg->on_start = trace_started;
 	cfg->on_stop = trace_stopped;
 	cfg->base_dir = dirs->base;
-	if (relay_addr)
+	if (relay_o.relay)
 		cfg->sink = &relay_fwd;
 	return 0;
 }

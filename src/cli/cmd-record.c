@@ -173,9 +173,7 @@ struct record_opts {
 	const char *kevents[65]; /* --kernel-event, NULL-terminated */
 	unsigned nkevents;
 	double duration;
-	const char *relay, *token_file; /* --relay, --token-file */
-	double relay_mib, relay_timeout;
-	int relay_zstd; /* --relay-zstd level, 0: none */
+	struct cli_relay_opts rl;
 	char **cmd;
 	char defout[64];
 };
@@ -195,8 +193,7 @@ static int record_trigger(int start, const char *arg)
 }
 
 enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD,
-       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE, O_FUNCTIONS, O_RELAY, O_TOKEN,
-       O_RBUF, O_RTIMEOUT, O_RZSTD };
+       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE, O_FUNCTIONS };
 
 /* One option that is not a ring option: 0, or -1 when the exit status
  * is 2 (said on stderr). */
@@ -218,25 +215,6 @@ static int record_opt(struct record_opts *ro, int o, const char *arg)
 	case O_KBUF:
 		return cli_kernel_buffer_opt("record", arg, &ro->kbuffer_kb);
 	case O_GUARD: ro->guard = arg; break;
-	case O_RELAY: ro->relay = arg; break;
-	case O_TOKEN: ro->token_file = arg; break;
-	case O_RBUF:
-		ro->relay_mib = strtod(arg, &end);
-		if (*end || !(ro->relay_mib >= 1) || ro->relay_mib > 65536) {
-			cli_err(NULL, "--relay-buffer: '%s' is not a number of "
-				"MiB from 1 to 65536", arg);
-			return -1;
-		}
-		break;
-	case O_RTIMEOUT:
-		return cli_parse_seconds(arg, &ro->relay_timeout, "relay-timeout") ? -1 : 0;
-	case O_RZSTD:
-		ro->relay_zstd = arg ? (int)strtol(arg, &end, 10) : 1;
-		if ((arg && *end) || ro->relay_zstd < 1 || ro->relay_zstd > 19) {
-			cli_err(NULL, "--relay-zstd: '%s' is not a level from 1 to 19", arg);
-			return -1;
-		}
-		break;
 	case O_LOCKS: ro->want_locks = 1; break;
 	case O_FUNCTIONS: ro->functions = 1; break;
 	case O_SAMPLE:
@@ -278,11 +256,7 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 		{"locks", no_argument, NULL, O_LOCKS},
 		{"functions", no_argument, NULL, O_FUNCTIONS},
 		{"sample", optional_argument, NULL, O_SAMPLE},
-		{"relay", required_argument, NULL, O_RELAY},
-		{"token-file", required_argument, NULL, O_TOKEN},
-		{"relay-buffer", required_argument, NULL, O_RBUF},
-		{"relay-timeout", required_argument, NULL, O_RTIMEOUT},
-		{"relay-zstd", optional_argument, NULL, O_RZSTD},
+		CLI_RELAY_OPTIONS,
 		{"guard", required_argument, NULL, O_GUARD}, /* not in --help */
 		{NULL, 0, NULL, 0},
 	};
@@ -290,7 +264,8 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "+o:e:k:v", opts, NULL)) != -1) {
-		if ((taken = cli_ring_opt(&ro->ro, o, optarg))) {
+		if ((taken = cli_ring_opt(&ro->ro, o, optarg)) ||
+		    (taken = cli_relay_opt(&ro->rl, o, optarg))) {
 			if (taken < 0)
 				return 2;
 			continue;
@@ -407,10 +382,8 @@ static int record_check(struct record_opts *ro)
 	}
 	if (cli_ring_env(&ro->ro, "record"))
 		return 2;
-	if (!ro->relay != !ro->token_file) {
-		cli_err(NULL, "record: --relay and --token-file go together");
+	if (cli_relay_check(&ro->rl, "record"))
 		return 2;
-	}
 	if (ro->want_locks && cli_locks_preload(ro->locks, sizeof(ro->locks)))
 		return 2;
 	if (!ro->out) {
@@ -461,22 +434,20 @@ static int record_relay_start(const struct record_opts *ro,
 {
 	unsigned char token[RELAY_TOKEN_MAX + 1];
 	const char *why;
-	int n = relay_token_load(ro->token_file, token, sizeof(token), &why);
+	int n = cli_relay_token(ro->rl.token_file, token, sizeof(token));
 
-	if (n < 0) {
-		cli_err(ro->token_file, "%s: %s", why, strerror(-n));
+	if (n < 0)
 		return 1;
-	}
 	struct relay_sender_config rc = {
-		.addr = ro->relay, .token = token, .token_len = (size_t)n,
+		.addr = ro->rl.relay, .token = token, .token_len = (size_t)n,
 		.root = ro->out, .log = stderr,
-		.budget = ro->relay_mib ? (size_t)(ro->relay_mib * (1 << 20)) : 0,
-		.zstd_level = ro->relay_zstd,
+		.budget = ro->rl.relay_mib ? (size_t)(ro->rl.relay_mib * (1 << 20)) : 0,
+		.zstd_level = ro->rl.relay_zstd,
 	};
 	int ret = relay_sender_create(&rc, out, &why);
 	explicit_bzero(token, sizeof(token));
 	if (ret) {
-		cli_err(ro->relay, "relay: %s: %s", why, strerror(-ret));
+		cli_err(ro->rl.relay, "relay: %s: %s", why, strerror(-ret));
 		return 1;
 	}
 	return 0;
@@ -486,9 +457,9 @@ static int record_relay_start(const struct record_opts *ro,
 static void record_relay_end(const struct record_opts *ro,
 			     struct relay_sender *rs)
 {
-	unsigned ms = (unsigned)((ro->relay_timeout ? ro->relay_timeout : 10) * 1000);
+	unsigned ms = (unsigned)((ro->rl.relay_timeout ? ro->rl.relay_timeout : 10) * 1000);
 
-	relay_sender_end(rs, ms, ro->relay, NULL, ro->out);
+	relay_sender_end(rs, ms, ro->rl.relay, NULL, ro->out);
 }
 
 /* Run the command under a session into ro->out: the exit status. */
@@ -499,7 +470,7 @@ static int record_run(const struct record_opts *ro)
 	struct dmn_config scfg = {.trace_dir = ro->out};
 	struct relay_sender *rs = NULL;
 	const char *what = "";
-	if (ro->relay && record_relay_start(ro, &rs)) {
+	if (ro->rl.relay && record_relay_start(ro, &rs)) {
 		rmdir(ro->out);
 		return 1;
 	}
@@ -547,7 +518,7 @@ static int record_run(const struct record_opts *ro)
 #endif
 	/* after the forks that do not exec at once (the state dump) */
 	if (rs && (ret = relay_sender_start(rs)))
-		cli_err(ro->relay, "relay: cannot start the sender: %s; the "
+		cli_err(ro->rl.relay, "relay: cannot start the sender: %s; the "
 			"trace is written locally only", strerror(-ret));
 	if (gate[1] >= 0) {
 		close(gate[0]);

@@ -103,12 +103,9 @@ int cmd_relay(int argc, char **argv)
 			"usage: strata relay --listen ADDR:PORT -o DIR --token-file FILE");
 		return 2;
 	}
-	const char *why;
-	int n = relay_token_load(token_file, token, sizeof(token), &why);
-	if (n < 0) {
-		cli_err(token_file, "%s: %s", why, strerror(-n));
+	int n = cli_relay_token(token_file, token, sizeof(token));
+	if (n < 0)
 		return 1;
-	}
 	cfg.token = token;
 	cfg.token_len = (size_t)n;
 	/* a file per open trace file and a socket per connection */
@@ -120,6 +117,7 @@ int cmd_relay(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	struct relay *r;
 	int nonlocal = 0;
+	const char *why;
 	int ret = relay_create(&cfg, &r, &nonlocal, &why);
 	explicit_bzero(token, sizeof(token));
 	if (ret) {

@@ -20,6 +20,7 @@
 #include "kernel/sample.h"
 #endif
 #include "daemon/daemon.h"
+#include "relay/proto.h"
 
 volatile sig_atomic_t cli_got_signal, cli_got_usr1;
 
@@ -192,6 +193,55 @@ int cli_ring_opt(struct cli_ring_opts *r, int opt, const char *arg)
 		return cli_enable_add(r->enable, sizeof(r->enable), arg) ? -1 : 1;
 	}
 	return 0;
+}
+
+int cli_relay_opt(struct cli_relay_opts *r, int opt, const char *arg)
+{
+	char *end;
+
+	switch (opt) {
+	case OPT_RELAY: r->relay = arg; return 1;
+	case OPT_RELAY_TOKEN: r->token_file = arg; return 1;
+	case OPT_RELAY_BUFFER:
+		r->relay_mib = strtod(arg, &end);
+		if (*end || !(r->relay_mib >= 1) || r->relay_mib > 65536) {
+			cli_err(NULL, "--relay-buffer: '%s' is not a number of "
+				"MiB from 1 to 65536", arg);
+			return -1;
+		}
+		return 1;
+	case OPT_RELAY_TIMEOUT:
+		return cli_parse_seconds(arg, &r->relay_timeout, "relay-timeout") ? -1 : 1;
+	case OPT_RELAY_ZSTD:
+		r->relay_zstd = arg ? (int)strtol(arg, &end, 10) : 1;
+		if ((arg && *end) || r->relay_zstd < 1 || r->relay_zstd > 19) {
+			cli_err(NULL, "--relay-zstd: '%s' is not a level from 1 to 19", arg);
+			return -1;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+int cli_relay_check(const struct cli_relay_opts *r, const char *cmd)
+{
+	if (!r->relay != !r->token_file) {
+		cli_err(NULL, "%s: --relay and --token-file go together", cmd);
+		return -1;
+	}
+	return 0;
+}
+
+int cli_relay_token(const char *file, unsigned char *token, size_t size)
+{
+	const char *why;
+	int n = relay_token_load(file, token, size, &why);
+
+	if (n < 0) {
+		cli_err(file, "%s: %s", why, strerror(-n));
+		return -1;
+	}
+	return n;
 }
 
 int cli_new_trace_dir(const char *dir, const char *cmd)
