@@ -244,16 +244,71 @@ static int current_cpu(void)
 #define ADV_TS_GAP 3   /* needs an extended header (ring.md §2, compact.md) */
 #define ADV_MIGRATED 4 /* not on the ring's CPU (rseq mode) */
 
+#ifdef STRATA_RSEQ_X86
+_Static_assert(STRATA_PKT_OFF_CONTENT_SIZE == STRATA_PKT_OFF_TS_END + 8,
+	       "rseq_switch() stores timestamp_end and content_size together");
+
+/*
+ * strata_rseq_reserve() for a packet switch (ring.md §7, "Crash
+ * salvage"): inside the same section, after R2 and before the commit,
+ * the closed packet's timestamp_end and content_size (te[0], te[1]). A
+ * writer killed between the switch and its ring_close() then leaves a
+ * packet whose end is known. Harmless if the section aborts after those
+ * stores: `write` did not move, the packet is still open, and whoever
+ * closes it stores both again.
+ */
+static strata_always_inline int rseq_switch(struct rseq *rs, uint32_t cpu,
+					    uint64_t *wp, uint64_t w,
+					    uint64_t neww, uint64_t newx,
+					    uint32_t *ownp, uint32_t own,
+					    uint64_t *te, uint64_t ts,
+					    uint64_t cs)
+{
+	__asm__ __volatile__ goto(
+		STRATA_RSEQ_BEGIN
+		"cmpl %[cpu], %[cur_cpu]\n\t"            /* R1 */
+		"jnz %l[retry]\n\t"
+		"cmpq %[w], (%[wp])\n\t"                 /* R2 */
+		"jnz %l[stale]\n\t"
+		"testl %[own], %[own]\n\t"               /* R4 */
+		"jz 6f\n\t"
+		"movl %[own], (%[ownp])\n\t"
+		"6:\n\t"
+		"movq %[ts], (%[te])\n\t"                /* timestamp_end */
+		"movq %[cs], 8(%[te])\n\t"               /* content_size */
+		"movq %[neww], %%xmm0\n\t"
+		"movq %[newx], %%xmm1\n\t"
+		"punpcklqdq %%xmm1, %%xmm0\n\t"
+		"movdqa %%xmm0, (%[wp])\n\t"             /* R5: commit */
+		STRATA_RSEQ_END(retry)
+		:
+		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),
+		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),
+		  [neww] "r"(neww), [newx] "r"(newx), [ownp] "r"(ownp),
+		  [own] "r"(own), [te] "r"(te), [ts] "r"(ts), [cs] "r"(cs)
+		: "memory", "cc", "rax", "xmm0", "xmm1"
+		: retry, stale);
+	return STRATA_RSEQ_OK;
+retry:
+	return STRATA_RSEQ_RETRY;
+stale:
+	return STRATA_RSEQ_STALE;
+}
+#endif
+
 /*
  * Move `write` from w to neww, reading the clock between the two (ring.md
  * §2 B-F, §7 R1-R5), storing `own` into the owner hint first when not 0,
  * and, with check_hi, refusing (ADV_TS_GAP) when the event would
  * need the full timestamp of an extended header. In rseq mode `xr` (the
- * packet's two-phase bytes) becomes newx in the same store. The caller loaded w (and then xr) just before.
+ * packet's two-phase bytes) becomes newx in the same store, and for a
+ * packet switch (`closing`: w is inside the packet it closes) the closed
+ * packet's end is stored in the same section (rseq_switch()). The caller
+ * loaded w (and then xr) just before.
  */
 static int ring_advance(struct strata_ring *ring, uint64_t w, uint64_t neww,
 			uint64_t newx, uint32_t own, uint32_t check_hi,
-			uint64_t *ts)
+			int closing, uint64_t *ts)
 {
 	struct strata_ring_ctl *c = ring->ctl;
 
@@ -267,10 +322,19 @@ static int ring_advance(struct strata_ring *ring, uint64_t w, uint64_t neww,
 		struct rseq *rs = strata_rseq_area();
 		if (*(volatile uint32_t *)&rs->cpu_id != ring->cpu)
 			return ADV_MIGRATED;
+		if (closing) {
+			uint64_t pos = w & ring->pmask;
+			unsigned char *h = ring_packet_addr(ring, w - pos);
+			return rseq_switch(rs, ring->cpu, &c->write, w, neww,
+					   newx, &c->owner, own,
+					   (uint64_t *)(h + STRATA_PKT_OFF_TS_END),
+					   *ts, pos * 8);
+		}
 		return strata_rseq_reserve(rs, ring->cpu, &c->write, w, neww,
 					   newx, &c->owner, own);
 	}
 #endif
+	(void)closing;
 	if (own)
 		strata_store_relaxed(&c->owner, own);                /* E */
 	return strata_cas_acq_rel(&c->write, &w, neww) ? STRATA_RSEQ_OK /* F */
@@ -330,7 +394,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 			 * ring, or a retry): the fast path's steps. */
 			uint64_t newx = strata_xr_add(x, len, header_id);
 			rc = ring_advance(ring, w, w + len, newx,
-					  need ? t->tid : 0, !ts_gap, &ts);
+					  need ? t->tid : 0, !ts_gap, 0, &ts);
 			if (rc == ADV_TS_GAP)
 				ts_gap = 1;
 			if (rc == ADV_MIGRATED)
@@ -367,7 +431,7 @@ static int ring_reserve_held(struct strata_ring *ring, struct strata_rsv *r,
 		 * its first event. */
 		rc = ring_advance(ring, w, begin + len,
 				  strata_xr_add(0, len, header_id), need ? t->tid : 0,
-				  0, &ts);
+				  0, pos != 0, &ts);
 		if (rc == ADV_MIGRATED)
 			return -1;
 		if (rc != STRATA_RSEQ_OK)
@@ -529,7 +593,7 @@ void ring_flush(struct strata_ring *ring)
 		if (pos == 0)
 			break; /* closed already */
 		int rc = ring_advance(ring, w, w - pos + ring->psize, 0, 0, 0,
-				      &ts);
+				      1, &ts);
 		if (rc == ADV_MIGRATED && !pinned) {
 			/* Cannot run on that CPU (offline, or outside our
 			 * cpuset): no thread writes there now; close it with
