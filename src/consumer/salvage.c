@@ -63,6 +63,90 @@ int cons_write_open(struct cons *c, unsigned cpu, unsigned char *pkt,
 	return s->dead ? c->err : 0;
 }
 
+/*
+ * The open packet of an rseq ring whose opener died inside its own
+ * reservation, the packet's header and first event (ring/slow.c, the
+ * switch), after other threads had written inline events behind it: the
+ * whole bytes are not a prefix, they follow a hole of `reserved - done`
+ * bytes at the packet's start, the opener's, the only reservation left
+ * uncommitted (a thread has one at most; the others' two-phase events
+ * committed). When the events from there walk exactly to `reserved`,
+ * they are moved behind a header made again from the stream's last one
+ * (the ring's constants), its packet number, and for its start the time
+ * the last packet written ended, which is at most the switch's (the
+ * closer stores it with the switch, rseq_switch()); the copy is then
+ * closed as cons_close_copy() does. 0, or -1 (the copy may be changed).
+ */
+static int reopen_copy(struct cons *c, const struct cons_stream *s,
+		       unsigned char *pkt, int ours, uint64_t begin,
+		       uint64_t reserved, uint64_t done)
+{
+	const struct strata_ring *r = s->ring;
+	uint64_t hole = reserved - done, seq = begin >> r->pshift;
+	uint64_t ts = s->last_ts, off;
+	uint32_t id, tid = strata_load_relaxed(&r->ctl->owner);
+
+	/* the opener's header, if it wrote it, has the packet's start */
+	if (ours)
+		memcpy(&ts, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
+
+	if (!r->rseq || !reserved || done > reserved || !s->have_hdr ||
+	    hole < STRATA_PACKET_HEADER || hole >= reserved)
+		return -1;
+	for (off = hole; off < reserved;) {
+		uint32_t len = cons_event_at(c, pkt + off, reserved - off, &id,
+					     &ts);
+		if (len == 0)
+			return -1;
+		off += len;
+	}
+	memmove(pkt + STRATA_PACKET_HEADER, pkt + hole, reserved - hole);
+	if (!ours) {
+		memcpy(pkt, s->last_hdr, STRATA_PACKET_HEADER);
+		memcpy(pkt + STRATA_PKT_OFF_TS_BEGIN, &s->last_ts, 8);
+		memcpy(pkt + STRATA_PKT_OFF_SEQ, &seq, 8);
+		/* the thread its events before any thread record belong
+		 * to: the last owner (the opener, unless another thread
+		 * wrote since, whose events then begin with their own
+		 * record) */
+		memcpy(pkt + STRATA_PKT_OFF_TID, &tid, 4);
+	}
+	memset(pkt + STRATA_PKT_OFF_EVENTS, 0, 4);
+	return cons_close_copy(c, s, pkt,
+			       STRATA_PACKET_HEADER + reserved - hole);
+}
+
+/* The closed packet of an rseq ring whose closer died before its commit
+ * (the inline events were its to count, so the walk to the committed
+ * bytes failed): its end, 0 if it cannot be told. */
+static uint64_t closed_end(struct cons *c, const struct cons_stream *s,
+			   unsigned char *pkt, uint64_t done)
+{
+	const struct strata_ring *r = s->ring;
+	uint64_t cs, tb, te;
+
+	/* The closer stores content_size with the switch (rseq_switch()),
+	 * and the inline events up to there are whole (write passed them).
+	 * The opener never writes it (opener and closer write disjoint
+	 * fields, ring.md §4): one left from the slot's previous lap comes
+	 * with that lap's timestamp_end, before this lap's
+	 * timestamp_begin. A two-phase event in flight (one per thread at
+	 * most) may be torn: the events strata-gen writes through
+	 * strata_reserve() (ring.md §7). */
+	memcpy(&tb, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
+	memcpy(&te, pkt + STRATA_PKT_OFF_TS_END, 8);
+	memcpy(&cs, pkt + STRATA_PKT_OFF_CONTENT_SIZE, 8);
+	cs /= 8;
+	if (te >= tb && cs > done && cs <= r->psize &&
+	    !cons_close_copy(c, s, pkt, cs))
+		return cs;
+	/* filled exactly by an inline reservation whose writer died before
+	 * strata_ring_close_exact() */
+	if (done < r->psize && !cons_close_copy(c, s, pkt, r->psize))
+		return r->psize;
+	return 0;
+}
+
 static void salvage_packet(struct cons *c, struct cons_stream *s,
 			   uint64_t begin, uint64_t reserved)
 {
@@ -74,47 +158,63 @@ static void salvage_packet(struct cons *c, struct cons_stream *s,
 	uint64_t done = reserved && reserved < r->psize
 				? ring_open_done(r, begin)
 				: ring_lap_committed(r, begin);
+	uint64_t end;
+	/* whole bytes behind an opener's uncommitted reservation */
+	int behind = r->rseq && reserved && done && done < reserved;
 	unsigned char *pkt;
 
-	if (done < STRATA_PACKET_HEADER) {
+	if (done < STRATA_PACKET_HEADER && !behind) {
 		/* The opener died before committing the header: an empty
 		 * packet, nothing of it was committed. */
 		if (reserved > done)
 			c->dropped_bytes += reserved - done;
 		return;
 	}
-	if (done > r->psize || !cons_copy_packet(c, s, begin))
+	if (done > r->psize)
 		goto bad;
+	/* a raw copy: the header may be the one missing (reopen_copy()) */
+	cons_stream_flush(c, s);
 	pkt = c->pktbuf;
-	if (cons_close_copy(c, s, pkt, done)) {
-		/* An rseq ring's packet whose closer died between its close
-		 * and its commit: the closer wrote content_size, and the
-		 * inline events up to there are whole (write passed them); a
-		 * walk that ends there exactly makes it the packet's content.
-		 * The opener never writes content_size (opener and closer
-		 * write disjoint fields, ring.md §4): one left from the
-		 * slot's previous lap comes with that lap's timestamp_end,
-		 * before this lap's timestamp_begin. A two-phase event in
-		 * flight (one per thread at most) may be torn: the events
-		 * strata-gen writes through strata_reserve() (ring.md §7). */
-		uint64_t cs, tb, te;
-		memcpy(&tb, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
-		memcpy(&te, pkt + STRATA_PKT_OFF_TS_END, 8);
-		memcpy(&cs, pkt + STRATA_PKT_OFF_CONTENT_SIZE, 8);
-		cs /= 8;
-		if (!r->rseq || reserved || te < tb || cs <= done || cs > r->psize ||
-		    cons_close_copy(c, s, pkt, cs))
-			goto bad;
-		done = cs;
+	memcpy(pkt, ring_packet_addr(r, begin), r->psize);
+	/* the opener's header of this lap (not one the slot kept from an
+	 * earlier lap, which the opener had not written over yet) */
+	uint32_t magic;
+	uint64_t seq;
+	memcpy(&magic, pkt, 4);
+	memcpy(&seq, pkt + STRATA_PKT_OFF_SEQ, 8);
+	int ours = magic == STRATA_PKT_MAGIC && seq == begin >> r->pshift &&
+		   !memcmp(pkt + STRATA_PKT_OFF_UUID, c->uuid, 16);
+	if (behind && reserved - done >= STRATA_PACKET_HEADER &&
+	    !reopen_copy(c, s, pkt, ours, begin, reserved, done)) {
+		/* First: an uncommitted reservation this long is the
+		 * opener's (its header and event), whose walk from the
+		 * packet's start could end at `done` as well, keeping the
+		 * opener's event and dropping as many bytes of the last
+		 * ones as its header's. */
+		c->dropped_bytes += reserved - done;
+		slog("%s/cpu%u: packet %llu salvaged without its header and "
+		     "first event, which the writer that opened it was writing "
+		     "when it died (%llu bytes)",
+		     c->dir, r->cpu, (unsigned long long)(begin >> r->pshift),
+		     (unsigned long long)(reserved - done));
+		end = reserved;
+	} else if (ours && done >= STRATA_PACKET_HEADER &&
+		   !cons_close_copy(c, s, pkt, done)) {
+		end = done; /* a whole prefix; what follows was in flight */
+	} else if (ours && done >= STRATA_PACKET_HEADER && r->rseq && !reserved &&
+		   (end = closed_end(c, s, pkt, done))) {
+		reserved = end;
+	} else {
+		goto bad;
 	}
 	cons_write_packet_buf(c, s, pkt, begin, 0);
 	c->salvaged++;
-	if (reserved > done && reserved <= r->psize) {
-		c->dropped_bytes += reserved - done;
+	if (reserved > end && reserved <= r->psize) {
+		c->dropped_bytes += reserved - end;
 		slog("%s/cpu%u: packet %llu salvaged; %llu bytes a writer was "
 		     "writing when it died were dropped",
 		     c->dir, r->cpu, (unsigned long long)(begin >> r->pshift),
-		     (unsigned long long)(reserved - done));
+		     (unsigned long long)(reserved - end));
 	}
 	return;
 bad:
