@@ -10,7 +10,7 @@
 
 #include "common/format.h"
 #include "consumer/consumer.h"
-#include "consumer/metadata.h"
+#include "common/metadata.h"
 #include "lib/clock.h"
 #include "ring/ring.h"
 

@@ -7,7 +7,7 @@
 
 #include <strata/strata.h>
 
-#include "consumer/metadata.h"
+#include "common/metadata.h"
 #include "lib/clock.h"
 
 struct cons;

@@ -250,7 +250,10 @@ void cons_update_metadata(struct cons *c)
 			i++;
 		}
 	}
+	if (!mi.events) /* this process's own events */
+		mi.each_event = strata_registry_foreach;
 	memcpy(mi.uuid, c->uuid, 16);
+	clock_meta(&mi);
 	mi.freq_hz = c->freq_hz;
 	mi.offset_ns = c->offset_ns;
 	mi.raw = c->raw;

@@ -27,8 +27,8 @@
 #include <strata/strata.h>
 
 #include "common/mono.h"
+#include "common/metadata.h"
 #include "common/tfile.h"
-#include "consumer/metadata.h"
 #include "kernel/kernel.h"
 #include "kernel/kern_int.h"
 #include "kernel/syscalls.h"
@@ -908,6 +908,7 @@ static int write_metadata(struct kern_session *s)
 	mi.events = ev;
 	mi.nevents = s->nclasses + 1;
 	mi.env = env;
+	clock_meta(&mi);
 	if (!kern_ust_clock(s->trace_dir, &mi.freq_hz, &mi.offset_ns)) {
 		struct clock_point p1;
 		clock_point_take(&p1);

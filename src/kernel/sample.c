@@ -21,8 +21,8 @@
 #include <strata/strata.h>
 
 #include "common/format.h"
+#include "common/metadata.h"
 #include "common/tfile.h"
-#include "consumer/metadata.h"
 #include "kernel/kern_int.h"
 #include "kernel/sample.h"
 #include "lib/clock.h"
@@ -396,6 +396,7 @@ static int write_metadata(struct samp_session *s)
 	mi.events = ev;
 	mi.nevents = 1;
 	mi.env = env;
+	clock_meta(&mi);
 	if (!kern_ust_clock(s->trace_dir, &mi.freq_hz, &mi.offset_ns)) {
 		struct clock_point p1;
 		clock_point_take(&p1);

@@ -11,6 +11,7 @@
 #include <strata/strata.h>
 
 #include "common/compiler.h"
+#include "common/metadata.h"
 #include "lib/clock.h"
 #include "lib/session.h"
 #include "ring/ring.h"
@@ -248,4 +249,10 @@ void clock_uuid(char out[37])
 		fclose(f);
 	}
 	strcpy(out, "00000000-0000-4000-8000-000000000000");
+}
+
+void clock_meta(struct meta_info *mi)
+{
+	clock_uuid(mi->clock_uuid);
+	mi->clock_desc = clock_description();
 }

@@ -42,5 +42,9 @@ const char *clock_description(void);
 
 /* The boot id (clock UUID, format.md §5) as 36 characters + NUL. */
 void clock_uuid(char out[37]);
+struct meta_info;
+/* The trace clock's uuid and description into a sub-trace's metadata
+ * (common/metadata.h), for each of its writers. */
+void clock_meta(struct meta_info *mi);
 
 #endif /* STRATA_LIB_CLOCK_H */

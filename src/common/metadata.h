@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Writing the TSDL metadata of a sub-trace (format.md §6). */
-#ifndef STRATA_CONSUMER_METADATA_H
-#define STRATA_CONSUMER_METADATA_H
+/* Writing the TSDL metadata of a sub-trace (format.md §6): the one writer of it, for every component that writes a sub-trace. */
+#ifndef STRATA_COMMON_METADATA_H
+#define STRATA_COMMON_METADATA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,13 +23,21 @@ struct meta_info {
 	int64_t offset_ns; /* Unix time of clock value 0 */
 	const struct meta_raw *raw;
 	size_t nraw;
-	/* Other writers (the kernel source, src/kernel/): their env domain,
-	 * event descriptors instead of the registry's, and extra env
-	 * entries as key, value, ..., NULL (values quoted). NULL: "ust",
-	 * the registry, none. */
-	const char *domain;
+	/* The trace clock's uuid and description (clock_meta(), lib/clock.h:
+	 * the writer knows no clock of its own). */
+	char clock_uuid[37];
+	const char *clock_desc;
+	/* The event descriptors: `events`, or when it is NULL those that
+	 * `each_event` visits (the consumer's: the registry's
+	 * strata_registry_foreach()), or none. */
 	const struct strata_event_desc *const *events;
 	size_t nevents;
+	int (*each_event)(int (*fn)(const struct strata_event_desc *, void *),
+			  void *arg);
+	/* Other writers (the kernel source, src/kernel/): their env domain
+	 * and extra env entries as key, value, ..., NULL (values quoted).
+	 * NULL: "ust", none. */
+	const char *domain;
 	const char *const *env;
 	/* Stream class 1, compact event headers (docs/compact.md), when not
 	 * NULL: the compact ids given (STRATA_NCIDS entries, full id |
@@ -44,8 +52,8 @@ struct meta_info {
 
 #define META_LOST_NCAUSES 6 /* STRATA_LOST_NCAUSES + 1, the disk */
 
-/* Write DIR/metadata atomically (DIR/metadata.tmp, then rename), from the
- * registry and `mi`. Returns 0 or a negative errno. */
+/* Write DIR/metadata atomically (DIR/metadata.tmp, then rename) from
+ * `mi`. Returns 0 or a negative errno. */
 int meta_write(const char *dir, const struct meta_info *mi);
 
-#endif /* STRATA_CONSUMER_METADATA_H */
+#endif /* STRATA_COMMON_METADATA_H */

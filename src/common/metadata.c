@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Writing the TSDL metadata of a sub-trace (format.md §6). */
+/* Writing the TSDL metadata of a sub-trace (format.md §6), for the consumer, the kernel source and the sampler alike. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +14,7 @@
 #include <strata/inline/ring.h>
 
 #include "common/tfile.h"
-#include "consumer/metadata.h"
-#include "lib/clock.h"
-#include "lib/registry.h"
+#include "common/metadata.h"
 
 static const char preamble[] =
 	"/* CTF 1.8 */\n"
@@ -270,14 +268,16 @@ static int put_event_env(const struct strata_event_desc *e, void *arg)
 	return 0;
 }
 
+static int is_id(const struct strata_event_desc *e, void *arg)
+{
+	return STRATA_ID(e->major, e->minor) == *(const uint32_t *)arg;
+}
+
 /* Whether the metadata declares event `id` from a descriptor. */
 static bool meta_has_event(const struct meta_info *mi, uint32_t id)
 {
-	if (!mi->events) {
-		const struct strata_event_desc *e =
-			strata_event_lookup((uint8_t)(id >> 16), (uint16_t)id);
-		return e != NULL;
-	}
+	if (!mi->events)
+		return mi->each_event && mi->each_event(is_id, &id) != 0;
 	for (size_t i = 0; i < mi->nevents; i++)
 		if (STRATA_ID(mi->events[i]->major, mi->events[i]->minor) == id)
 			return true;
@@ -330,8 +330,8 @@ static void put_env(FILE *f, const struct meta_info *mi, struct meta_put *mp,
 	if (mi->events)
 		for (size_t i = 0; i < mi->nevents; i++)
 			put_event_env(mi->events[i], mp);
-	else
-		strata_registry_foreach(put_event_env, mp);
+	else if (mi->each_event)
+		mi->each_event(put_event_env, mp);
 	for (uint32_t c = STRATA_CID_USER; sc && c < STRATA_CID_EXT; c++)
 		if (mi->cids[c])
 			fprintf(f, "\tstrata_id_%u = %u;\n", c, (uint32_t)mi->cids[c]);
@@ -350,9 +350,6 @@ static void put_env(FILE *f, const struct meta_info *mi, struct meta_put *mp,
 /* The clock block: its frequency and its offset from the Unix epoch. */
 static void put_clock(FILE *f, const struct meta_info *mi)
 {
-	char cuuid[37];
-
-	clock_uuid(cuuid);
 	/* offset = Unix time of clock value 0, split in seconds + cycles. */
 	int64_t off_s = mi->offset_ns / 1000000000;
 	int64_t rem_ns = mi->offset_ns % 1000000000;
@@ -366,7 +363,7 @@ static void put_clock(FILE *f, const struct meta_info *mi)
 		   "\tdescription = \"%s\";\n\tfreq = %llu;\n"
 		   "\tprecision = %llu;\n\toffset_s = %lld;\n\toffset = %llu;\n"
 		   "\tabsolute = TRUE;\n};\n\n",
-		cuuid, clock_description(),
+		mi->clock_uuid, mi->clock_desc ? mi->clock_desc : "",
 		(unsigned long long)mi->freq_hz,
 		(unsigned long long)(mi->freq_hz / 1000000 + 1),
 		(long long)off_s, (unsigned long long)off_cycles);
@@ -476,8 +473,8 @@ static void put_events(FILE *f, const struct meta_info *mi,
 	if (mi->events)
 		for (size_t i = 0; i < mi->nevents; i++)
 			put_event(mi->events[i], mp);
-	else
-		strata_registry_foreach(put_event, mp);
+	else if (mi->each_event)
+		mi->each_event(put_event, mp);
 	for (size_t i = 0; i < mi->nraw; i++)
 		put_raw(f, &mi->raw[i], mi->raw[i].id, sc);
 	/* compact ids with no descriptor: the generic events of a call site
