@@ -174,10 +174,20 @@ async function fetchIntervals() {
 	const seq = ++state.actSeq, v = state.view, kind = $('act-kind').value;
 	if (kind === '')
 		return;
-	const a = await get(`api/intervals?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}` +
-		`&kind=${kind}&by=${state.actBy}&n=200${filterQuery()}`);
+	// a typed rule: the server pairs its events over the view on demand
+	const range = `t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}&by=${state.actBy}&n=200`;
+	const r = await fetch(kind === 'typed' ?
+		`api/activity?${range}&rules=${encodeURIComponent(state.typedRules)}${filterQuery()}` :
+		`api/intervals?${range}&kind=${kind}${filterQuery()}`);
+	const a = await r.json().catch(() => ({ error: `error ${r.status}` }));
 	if (seq !== state.actSeq)
 		return;
+	if (!r.ok) {
+		$('act-said').textContent = a.error || `error ${r.status}`;
+		hook.intervals = { error: a.error };
+		return;
+	}
+	$('act-said').textContent = '';
 	renderIntervals($('acts'), a, state.sum.names, (iv) => {
 		const pad = Math.max(500, (iv.end - iv.begin) / 10);
 		hook.activity = iv;
@@ -189,6 +199,36 @@ async function fetchIntervals() {
 			fetchIntervals();
 		});
 	hook.intervals = a;
+}
+
+// Rules typed in the tab (NAME=BEGIN..END[,by=FIELD], up to 4 separated
+// by ';'), the command line's syntax: the server parses and checks them
+// with the command line's parser (a bad one: its message, the list as it
+// was), then they are the tab's kind "typed", asked for on each view.
+async function applyRules() {
+	const text = $('act-rule').value.trim();
+	if (!text)
+		return;
+	const v = state.view;
+	const r = await fetch(`api/activity?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}&n=1` +
+		`&rules=${encodeURIComponent(text)}`);
+	const a = await r.json().catch(() => ({ error: `error ${r.status}` }));
+	if (!r.ok) {
+		$('act-rule-said').textContent = a.error || `error ${r.status}`;
+		hook.intervals = { error: a.error };
+		return;
+	}
+	$('act-rule-said').textContent = '';
+	state.typedRules = text;
+	let opt = $('act-kind').querySelector('option[value="typed"]');
+	if (!opt) {
+		opt = new Option('', 'typed');
+		$('act-kind').add(opt, 0);
+	}
+	opt.text = `typed: ${a.kinds.join(', ')}`;
+	$('act-kind').value = 'typed';
+	state.actBy = 0;
+	fetchIntervals();
 }
 
 // The view, or the range from the first marker to the last (a selection
@@ -642,6 +682,10 @@ function input() {
 	$('st-kind').addEventListener('change', fetchStatsSoon);
 	$('st-of').addEventListener('change', fetchStatsSoon);
 	$('act-kind').addEventListener('change', fetchStatsSoon);
+	$('act-rules').addEventListener('submit', (e) => {
+		e.preventDefault();
+		applyRules();
+	});
 	$('rows-by').addEventListener('change', () => {
 		state.tl.sort($('rows-by').value);
 		showRows();

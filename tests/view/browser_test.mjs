@@ -646,6 +646,72 @@ try {
 		await page.waitForTimeout(300);
 	}
 
+	// an activity rule typed in the tab: a bad one said (the server's
+	// parser), a good one listed longest first and by start, as the
+	// command line's are; per thread, worker-b's second job nests (depth 1)
+	{
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		await page.waitForTimeout(300);
+		const e0 = errors.length; // the 400s asked for below are no page error
+		await page.evaluate(() => { window.strataView.intervals = null; });
+		await page.click('#tab-act');
+		await page.waitForFunction(() => window.strataView.intervals, null, { timeout: 10000 });
+		const typed = async (rule) => {
+			await page.evaluate(() => { window.strataView.intervals = null; });
+			await page.fill('#act-rule', rule);
+			await page.press('#act-rule', 'Enter');
+			await page.waitForFunction(() => window.strataView.intervals, null,
+				{ timeout: 10000 });
+			await page.waitForTimeout(200);
+			return page.evaluate(() => window.strataView.intervals);
+		};
+		let a = await typed('jobs');
+		let said = await page.textContent('#act-rule-said');
+		check(a.error && /not NAME=BEGIN\.\.END\[,by=FIELD\]/.test(said),
+			`a bad typed rule said: ${said}`);
+		a = await typed('j=work:job_begin..work:job_end,by=nope');
+		said = await page.textContent('#act-rule-said');
+		check(a.error && /no field 'nope'/.test(said), `a rule on a missing field: ${said}`);
+		a = await typed('perthread=work:job_begin..work:job_end');
+		said = await page.textContent('#act-rule-said');
+		check(!a.error && said === '' && a.kinds.join() === 'perthread' &&
+			a.intervals.map((iv) => iv.dur).join() === '75000000,40000000,10000000' &&
+			a.intervals.map((iv) => iv.depth).join() === '0,0,1',
+			`a typed rule, longest first: ${JSON.stringify(a)} ${said}`);
+		const opt = await page.$eval('#act-kind', (s) => s.selectedOptions[0].textContent);
+		check(opt === 'typed: perthread', `the tab's kind: ${opt}`);
+		const rows = await page.$$eval('#act-table tbody tr', (trs) =>
+			trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+		check(rows.length === 3 && rows[0][1] === '75.000 ms' && rows[2][3] === '1',
+			`the typed rule's rows: ${JSON.stringify(rows)}`);
+		await page.evaluate(() => { window.strataView.intervals = null; });
+		await page.click('#act-table th[data-by="1"]');
+		await page.waitForFunction(() => window.strataView.intervals, null, { timeout: 10000 });
+		a = await page.evaluate(() => window.strataView.intervals);
+		check(a.intervals.map((iv) => iv.begin).join() === '5000000,10000000,20000000',
+			`the typed rule by start: ${JSON.stringify(a.intervals)}`);
+		// two rules, each interval listed with its rule
+		a = await typed('x=work:job_begin..work:job_end;y=work:job_begin..work:job_end,by=job');
+		const cells = await page.$$eval('#act-table tbody tr', (trs) =>
+			trs.map((tr) => tr.cells[4] && tr.cells[4].textContent));
+		check(a.kinds.join() === 'x,y' && a.intervals.length === 6 &&
+			cells.filter((c) => c === 'x').length === 3 && cells.filter((c) => c === 'y').length === 3,
+			`two typed rules: ${JSON.stringify(cells)}`);
+		// the server's bounds: five rules, a long one
+		const st = await page.evaluate(async () => {
+			const r5 = await fetch(`api/activity?rules=${encodeURIComponent(
+				Array(5).fill('x=work:*..work:*').join(';'))}`);
+			const rl = await fetch(`api/activity?rules=x=${'a'.repeat(300)}..b`);
+			return [r5.status, (await r5.json()).error, rl.status, (await rl.json()).error];
+		});
+		check(st[0] === 400 && /at most 4 rules/.test(st[1]) && st[2] === 400 &&
+			/longer than 256/.test(st[3]), `typed rules' bounds: ${st}`);
+		errors.splice(e0, Infinity, ...errors.slice(e0).filter((m) => !/status of 400/.test(m)));
+		await page.click('#tab-list');
+		await page.locator('#timeline').focus();
+	}
+
 	// statistics of the view: counts per name, CPU and thread, durations
 	// of the chosen interval kind, under the filter as everywhere else
 	{
