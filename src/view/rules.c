@@ -11,8 +11,10 @@ int vw_activity_parse(const char *arg, struct vw_activity *a, char *why, size_t 
 {
 	char *s = strdup(arg), *eq = s ? strchr(s, '=') : NULL;
 	char *dots = eq ? strstr(eq + 1, "..") : NULL, *by = dots ? strstr(dots + 2, ",by=") : NULL;
-	if (!s)
+	if (!s) {
+		snprintf(why, len, "'%s': out of memory", arg);
 		return -ENOMEM;
+	}
 	if (!eq || eq == s || !dots || dots == eq + 1 || (by ? by : dots + 2)[0] == '\0' ||
 	    (by && !by[4]) || eq - s > 64) {
 		snprintf(why, len, "'%s': not NAME=BEGIN..END[,by=FIELD] (NAME up to 64 bytes)",
