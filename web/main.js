@@ -18,7 +18,7 @@ async function get(path) {
 const $ = (id) => document.getElementById(id);
 const state = { sum: null, view: null, tl: null, overview: null, seq: 0,
 	selected: null, listSeq: 0, statsSeq: 0, actSeq: 0, actBy: 0, history: [], future: [],
-	markers: [], pointer: null };
+	markers: [], pointer: null, pointerY: null };
 const hook = window.strataView = { ready: false, answers: 0, list: 0 };
 
 function clampView(t0, t1) {
@@ -53,6 +53,8 @@ async function fetchWindow() {
 		'zoom in for marks the expression keeps (drawn: its event names)';
 	state.lastSeq = seq;
 	state.tl.data = d;
+	if (state.tl.countView(d))
+		showRows(); // sorted by the window's activity: a new order
 	hook.fetchMs = performance.now() - asked; // request to parsed answer
 	state.answered = seq === state.seq;
 	redraw();
@@ -71,7 +73,7 @@ function redraw() {
 		$('arrows-said').textContent = state.tl.drawn.arrowsLeft ?
 			`${state.tl.drawn.arrowsLeft} more wakeups: zoom in` : '';
 		hook.rows = state.tl.rows.map((r) => ({ kind: r.kind, id: r.id, y: r.y, h: r.h,
-			label: r.label }));
+			label: r.label, pid: r.pid, collapsed: r.collapsed, tids: r.tids }));
 		drawOverview();
 		if (state.answered) {
 			// the newest answer is on screen: input to pixels, for
@@ -172,10 +174,20 @@ async function fetchIntervals() {
 	const seq = ++state.actSeq, v = state.view, kind = $('act-kind').value;
 	if (kind === '')
 		return;
-	const a = await get(`api/intervals?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}` +
-		`&kind=${kind}&by=${state.actBy}&n=200${filterQuery()}`);
+	// a typed rule: the server pairs its events over the view on demand
+	const range = `t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}&by=${state.actBy}&n=200`;
+	const r = await fetch(kind === 'typed' ?
+		`api/activity?${range}&rules=${encodeURIComponent(state.typedRules)}${filterQuery()}` :
+		`api/intervals?${range}&kind=${kind}${filterQuery()}`);
+	const a = await r.json().catch(() => ({ error: `error ${r.status}` }));
 	if (seq !== state.actSeq)
 		return;
+	if (!r.ok) {
+		$('act-said').textContent = a.error || `error ${r.status}`;
+		hook.intervals = { error: a.error };
+		return;
+	}
+	$('act-said').textContent = '';
 	renderIntervals($('acts'), a, state.sum.names, (iv) => {
 		const pad = Math.max(500, (iv.end - iv.begin) / 10);
 		hook.activity = iv;
@@ -187,6 +199,36 @@ async function fetchIntervals() {
 			fetchIntervals();
 		});
 	hook.intervals = a;
+}
+
+// Rules typed in the tab (NAME=BEGIN..END[,by=FIELD], up to 4 separated
+// by ';'), the command line's syntax: the server parses and checks them
+// with the command line's parser (a bad one: its message, the list as it
+// was), then they are the tab's kind "typed", asked for on each view.
+async function applyRules() {
+	const text = $('act-rule').value.trim();
+	if (!text)
+		return;
+	const v = state.view;
+	const r = await fetch(`api/activity?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}&n=1` +
+		`&rules=${encodeURIComponent(text)}`);
+	const a = await r.json().catch(() => ({ error: `error ${r.status}` }));
+	if (!r.ok) {
+		$('act-rule-said').textContent = a.error || `error ${r.status}`;
+		hook.intervals = { error: a.error };
+		return;
+	}
+	$('act-rule-said').textContent = '';
+	state.typedRules = text;
+	let opt = $('act-kind').querySelector('option[value="typed"]');
+	if (!opt) {
+		opt = new Option('', 'typed');
+		$('act-kind').add(opt, 0);
+	}
+	opt.text = `typed: ${a.kinds.join(', ')}`;
+	$('act-kind').value = 'typed';
+	state.actBy = 0;
+	fetchIntervals();
 }
 
 // The view, or the range from the first marker to the last (a selection
@@ -264,7 +306,7 @@ function words(h, x) {
 
 // The first event of a mark, from the server.
 async function markEvent(h) {
-	const row = h.row.kind === 'cpu' ? `cpu=${h.row.id}` : `tid=${h.row.id}`;
+	const row = h.row.kind === 'cpu' ? `cpu=${h.row.id}` : `tid=${h.tid ?? h.row.id}`;
 	const l = await get(`api/list?t=${h.ts}&before=0&after=1&${row}${filterQuery()}`);
 	return l.events[0] || null;
 }
@@ -511,6 +553,33 @@ function toggleMarker(t, x) {
 	fetchStatsSoon();
 }
 
+// ---- process rows: collapsed and expanded by a click on the header's
+// name or C, sorted by the menu ---------------------------------------------
+
+function showRows() {
+	hook.sortBy = state.tl.sortBy;
+	hook.collapsed = [...state.tl.collapsed].sort((a, b) => a - b);
+	hideTip();
+	redraw();
+}
+
+// C: the process of the row under the pointer (or of the selected event);
+// with Shift, or with none, every process: collapsed if one is open.
+function toggleRows(all) {
+	const r = state.pointerY !== null ? state.tl.rowAt(state.pointerY) : null;
+	const pid = r && r.kind === 'proc' ? r.id : r && r.kind === 'thread' ? r.pid :
+		state.selected ? state.selected.pid : undefined;
+	const procs = state.tl.rows.filter((q) => q.kind === 'proc');
+	if (!all && procs.some((q) => q.id === pid)) {
+		state.tl.toggle(pid);
+	} else {
+		const shut = procs.some((q) => !q.collapsed);
+		for (const q of procs)
+			state.tl.toggle(q.id, shut);
+	}
+	showRows();
+}
+
 // ---- export: the timeline as it is now, drawn by its own code as SVG ---
 
 function exportSvg() {
@@ -613,6 +682,14 @@ function input() {
 	$('st-kind').addEventListener('change', fetchStatsSoon);
 	$('st-of').addEventListener('change', fetchStatsSoon);
 	$('act-kind').addEventListener('change', fetchStatsSoon);
+	$('act-rules').addEventListener('submit', (e) => {
+		e.preventDefault();
+		applyRules();
+	});
+	$('rows-by').addEventListener('change', () => {
+		state.tl.sort($('rows-by').value);
+		showRows();
+	});
 	$('arrows').addEventListener('change', () => {
 		state.tl.showArrows = $('arrows').checked;
 		redraw();
@@ -636,6 +713,7 @@ function input() {
 			d: () => pan(0.2), arrowright: () => pan(0.2),
 			0: () => go(0, state.sum.span_ns), home: () => go(0, state.sum.span_ns),
 			escape: () => { state.tl.range = null; redraw(); },
+			c: () => toggleRows(e.shiftKey),
 			m: () => state.selected ? toggleMarker(state.selected.ts) :
 				state.pointer !== null && toggleMarker(state.pointer) };
 		if (acts[k]) {
@@ -659,11 +737,13 @@ function input() {
 	});
 	cv.addEventListener('mousemove', (e) => {
 		state.pointer = e.offsetX > LABEL ? timeAt(e.offsetX) : null;
+		state.pointerY = e.offsetY;
 		if (!drag)
 			hover(e.offsetX, e.offsetY, e.clientX, e.clientY);
 	});
 	cv.addEventListener('mouseleave', () => {
 		state.pointer = null;
+		state.pointerY = null;
 		hideTip();
 	});
 	window.addEventListener('mousemove', (e) => {
@@ -690,6 +770,14 @@ function input() {
 			toggleMarker(timeAt(drag.x), drag.x);
 		else if (drag && !drag.moved && e.target === cv && drag.x > LABEL)
 			pickAt(drag.x, drag.y);
+		else if (drag && !drag.moved && e.target === cv) {
+			// a click on a process's name: collapse or expand it
+			const r = state.tl.rowAt(drag.y);
+			if (r && r.kind === 'proc') {
+				state.tl.toggle(r.id);
+				showRows();
+			}
+		}
 		drag = null;
 	});
 	const ov = state.overview;
@@ -744,8 +832,10 @@ async function main() {
 	fetchOverview();
 	setView(0, s.span_ns);
 	showHistory();
+	showRows();
 	$('timeline').focus();
 }
 
 hook.colour = colour;
+hook.go = (t0, t1) => go(t0, t1); // the tests' way to a view
 main();

@@ -3,7 +3,31 @@
 
 export const LABEL = 170;     // px of row names at the left
 const AXIS = 22;              // px of time axis at the top
-const CPU_H = 22, THREAD_H = 30;
+const CPU_H = 22, THREAD_H = 30, PROC_H = 18;
+
+// The thread rows by process: [{pid, name, threads, events}], processes
+// and their threads sorted by `by`: 'id' (pid, tid), 'events' (the trace's
+// counts, most first) or 'view' (counts in `view`, a Map tid -> events).
+export function groupProcesses(threads, names, by = 'id', view = null) {
+	const procs = new Map();
+	const count = (t) => by === 'view' ? (view && view.get(t.tid)) || 0 : t.events;
+	for (const t of threads) {
+		let p = procs.get(t.pid);
+		if (!p)
+			procs.set(t.pid, p = { pid: t.pid, name: names[t.pid] || '', threads: [], events: 0 });
+		p.threads.push(t);
+		p.events += count(t);
+	}
+	const list = [...procs.values()];
+	const byId = (a, b) => a - b;
+	for (const p of list) {
+		p.name = p.name || p.threads[0].name || '';
+		p.threads.sort((a, b) => by === 'id' ? byId(a.tid, b.tid) :
+			count(b) - count(a) || byId(a.tid, b.tid));
+	}
+	return list.sort((a, b) => by === 'id' ? byId(a.pid, b.pid) :
+		b.events - a.events || byId(a.pid, b.pid));
+}
 
 // A colour per thread: the same tid is the same colour on every row.
 export function colour(tid, light = 60) {
@@ -62,6 +86,9 @@ export class Timeline {
 		this.rows = [];       // {kind: 'cpu'|'thread', id, y, h, label}
 		this.hits = [];       // what the last draw put where, for clicks
 		this.drawn = {};      // counts for the test hook
+		this.collapsed = new Set(); // pids shown as one summary row
+		this.sortBy = 'id';
+		this.activity = null; // events per tid in the last window
 		this.layout();
 	}
 
@@ -82,14 +109,61 @@ export class Timeline {
 			this.rows.push({ kind: 'cpu', id: c.cpu, y, h: CPU_H, label: `CPU ${c.cpu}` });
 			y += CPU_H;
 		}
-		for (const t of this.sum.threads) {
-			if (only.tids && !only.tids.has(t.tid))
+		// the threads under their process's header row, in the order
+		// the sort control asks for; a collapsed process is its header
+		// alone, drawn as a summary of its threads
+		const threads = this.sum.threads.filter((t) => !only.tids || only.tids.has(t.tid));
+		for (const p of groupProcesses(threads, this.sum.names, this.sortBy, this.activity)) {
+			const shut = this.collapsed.has(p.pid);
+			this.rows.push({ kind: 'proc', id: p.pid, y, h: shut ? THREAD_H : PROC_H,
+				label: `${shut ? '▸' : '▾'} ${p.name || 'pid'} ${p.pid}` +
+					` · ${p.threads.length} thread${p.threads.length > 1 ? 's' : ''}`,
+				collapsed: shut, tids: p.threads.map((t) => t.tid) });
+			y += shut ? THREAD_H : PROC_H;
+			if (shut)
 				continue;
-			const label = `${t.name || 'tid'} ${t.tid}` + (t.pid !== t.tid ? ` (${t.pid})` : '');
-			this.rows.push({ kind: 'thread', id: t.tid, y, h: THREAD_H, label });
-			y += THREAD_H;
+			for (const t of p.threads) {
+				const label = `${t.name || 'tid'} ${t.tid}`;
+				this.rows.push({ kind: 'thread', id: t.tid, pid: p.pid, y, h: THREAD_H, label });
+				y += THREAD_H;
+			}
 		}
 		this.height = y + 4;
+	}
+
+	// A process's header: shown with its threads under it, or collapsed
+	// into one summary row.
+	toggle(pid, shut = !this.collapsed.has(pid)) {
+		if (shut)
+			this.collapsed.add(pid);
+		else
+			this.collapsed.delete(pid);
+		this.layout();
+	}
+
+	// Rows sorted by 'id' (pid, then tid), 'events' (in the trace) or
+	// 'view' (in the last window's answer: its marks' counts).
+	sort(by) {
+		this.sortBy = by;
+		this.layout();
+	}
+
+	// The events of each thread in the window answer d, for sorting by
+	// the visible window's activity; true when the order changed.
+	countView(d) {
+		const a = new Map();
+		for (const t of d.threads) {
+			let n = 0;
+			for (let i = 2; i < t.marks.length; i += 5)
+				n += t.marks[i];
+			a.set(t.tid, n);
+		}
+		this.activity = a;
+		if (this.sortBy !== 'view')
+			return false;
+		const before = this.rows.map((r) => `${r.kind}${r.id}`).join();
+		this.layout();
+		return this.rows.map((r) => `${r.kind}${r.id}`).join() !== before;
 	}
 
 	// The canvas sized to its box, in device pixels; returns its CSS width.
@@ -122,7 +196,8 @@ export class Timeline {
 		const xOf = (ns) => LABEL + (ns - view.t0) / (view.t1 - view.t0) * pw;
 		this.hits = [];
 		this.arrowHits = [];
-		const drawn = { rows: this.rows.length, slices: 0, running: 0, marks: 0, intervals: 0,
+		const drawn = { rows: this.rows.filter((r) => r.kind !== 'proc').length,
+			procs: this.rows.filter((r) => r.kind === 'proc').length, summaries: 0, slices: 0, running: 0, marks: 0, intervals: 0,
 			states: 0, exact: false, markList: [], arrows: 0, arrowList: [] };
 		this.axis(ctx, view, pw, xOf);
 		for (const [i, r] of this.rows.entries()) {
@@ -145,13 +220,23 @@ export class Timeline {
 				if (r)
 					this.cpuRow(ctx, r, c, dx, drawn);
 			}
+			const shut = new Map();
+			for (const r of this.rows)
+				if (r.kind === 'proc' && r.collapsed)
+					for (const tid of r.tids)
+						shut.set(tid, r);
 			for (const t of d.threads) {
 				const r = byId('thread', t.tid);
 				if (r)
 					this.threadRow(ctx, r, t, dx, drawn);
+				else if (shut.has(t.tid))
+					this.summaryRow(ctx, shut.get(t.tid), t, dx, drawn);
 			}
+			// an arrow to or from a thread of a collapsed process ends
+			// on its summary row
+			const rowOf = (kind, id) => byId(kind, id) || (kind === 'thread' && shut.get(id));
 			if (this.showArrows !== false)
-				this.arrows(ctx, d, dx, byId, drawn);
+				this.arrows(ctx, d, dx, rowOf, drawn);
 			ctx.restore();
 		}
 		this.labels(ctx);
@@ -254,10 +339,17 @@ export class Timeline {
 	labels(ctx) {
 		ctx.fillStyle = '#fff';
 		ctx.fillRect(0, AXIS, LABEL, this.height);
-		ctx.font = '12px system-ui, sans-serif';
 		for (const r of this.rows) {
-			ctx.fillStyle = r.kind === 'cpu' ? '#37474f' : colour(r.id, 35);
-			ctx.fillText(r.label.slice(0, 26), 6, r.y + r.h / 2 + 4);
+			ctx.font = r.kind === 'proc' ? 'bold 12px system-ui, sans-serif' :
+				'12px system-ui, sans-serif';
+			if (r.kind === 'proc') {
+				ctx.fillStyle = '#eceff1';
+				ctx.fillRect(0, r.y, LABEL, r.h);
+			}
+			ctx.fillStyle = r.kind === 'cpu' ? '#37474f' : r.kind === 'proc' ? '#263238' :
+				colour(r.id, 35);
+			const x = r.kind === 'thread' ? 16 : 4;
+			ctx.fillText(r.label.slice(0, r.kind === 'thread' ? 24 : 28), x, r.y + r.h / 2 + 4);
 		}
 	}
 
@@ -312,6 +404,39 @@ export class Timeline {
 		this.marks(ctx, r, t.marks, dx, drawn, r.y + r.h - 12, 10);
 	}
 
+	// A collapsed process: each of its threads' answer drawn over one row,
+	// the running strips and states of running or in a system call on top,
+	// the intervals as bars of depth 0, the marks (per pixel: the server's
+	// counts) each still its thread's, for a click to find its event.
+	summaryRow(ctx, r, t, dx, drawn) {
+		const run = t.running || [], st = t.states || [];
+		ctx.fillStyle = '#43a047';
+		for (let i = 0; i < run.length; i += 4) {
+			const x0 = dx(run[i]), x1 = dx(run[i + 1]);
+			ctx.fillRect(x0, r.y + 2, Math.max(1, x1 - x0), 5);
+			this.hits.push({ kind: 'slice', row: r, x0, x1, y0: r.y, y1: r.y + 7,
+				tid: t.tid, cpu: run[i + 2] - 1 });
+		}
+		for (let i = 0; i < st.length; i += 6) {
+			const s = stateOf(this.sum, st[i + 2]);
+			if (s.name !== 'running' && s.name !== 'syscall')
+				continue;
+			const x0 = dx(st[i]), x1 = dx(st[i + 1]);
+			ctx.fillStyle = s.colour;
+			ctx.fillRect(x0, r.y + 1, Math.max(1, x1 - x0), 5);
+		}
+		const iv = t.intervals;
+		for (let i = 0; i < iv.length; i += 7) {
+			const x0 = dx(iv[i]), x1 = dx(iv[i + 1]), kind = iv[i + 3];
+			ctx.fillStyle = `hsl(${(kind * 83 + 200) % 360},45%,70%)`;
+			ctx.fillRect(x0, r.y + 8, Math.max(1, x1 - x0), 8);
+			this.hits.push({ kind: 'interval', row: r, x0, x1, y0: r.y + 8, y1: r.y + 16,
+				depth: iv[i + 2], ikind: kind, t0: iv[i + 4], t1: iv[i + 5], exact: !!iv[i + 6] });
+		}
+		this.marks(ctx, r, t.marks, dx, drawn, r.y + r.h - 12, 10, t.tid);
+		drawn.summaries++;
+	}
+
 	// Wakeups: flat [x0, x1, waker, cpu, wakee, t, run] from the waker's
 	// row (its thread's, else the CPU's where it ran: idle, an interrupt)
 	// to the wakee's at the time it next ran; both rows must be shown.
@@ -349,18 +474,18 @@ export class Timeline {
 	}
 
 	// Marks: flat [x, span, count, ts, class] (class -1: from bins).
-	marks(ctx, r, m, dx, drawn, y, h) {
+	marks(ctx, r, m, dx, drawn, y, h, tid = undefined) {
 		for (let i = 0; i < m.length; i += 5) {
 			const x = dx(m[i]), span = Math.max(1, dx(m[i] + m[i + 1]) - x);
 			const n = m[i + 2], cls = m[i + 4];
 			ctx.fillStyle = cls >= 0 ? `hsl(${(cls * 47) % 360},70%,32%)` :
 				`rgba(33,33,33,${Math.min(1, 0.35 + Math.log10(n) / 4)})`;
 			ctx.fillRect(x, y, Math.max(1.5, span), h);
-			const hit = { kind: 'mark', row: r, x, x1: x + span, ts: m[i + 3], count: n, cls };
+			const hit = { kind: 'mark', row: r, x, x1: x + span, ts: m[i + 3], count: n, cls, tid };
 			this.hits.push(hit);
 			if (drawn.markList.length < 200)
 				drawn.markList.push({ x: hit.x + 0.5, y: y + h / 2, ts: hit.ts,
-					row: r.kind, id: r.id, count: n });
+					row: r.kind, id: r.id, count: n, tid });
 			drawn.marks++;
 		}
 	}

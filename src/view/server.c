@@ -198,23 +198,30 @@ static bool arg(struct MHD_Connection *c, const char *key, int64_t lo, int64_t h
 	return true;
 }
 
-/* Query argument `key` as text: up to VW_ARG_MAX printable bytes (UTF-8
- * beyond ASCII allowed); absent or empty: NULL. */
-static bool sarg(struct MHD_Connection *c, const char *key, const char **out,
-		 struct vw_buf *err)
+/* Query argument `key` as text: up to max printable bytes (UTF-8 beyond
+ * ASCII allowed); absent or empty: NULL. */
+static bool text_arg(struct MHD_Connection *c, const char *key, size_t max, const char **out,
+		     struct vw_buf *err)
 {
 	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
 	*out = v && *v ? v : NULL;
 	if (!v)
 		return true;
-	size_t n = strnlen(v, VW_ARG_MAX + 1);
-	bool ok = n <= VW_ARG_MAX;
+	size_t n = strnlen(v, max + 1);
+	bool ok = n <= max;
 	for (size_t i = 0; ok && i < n; i++)
 		ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
 	if (!ok)
-		vw_printf(err, "{\"error\":\"%s: not text of at most %d printable bytes\"}",
-			  key, VW_ARG_MAX);
+		vw_printf(err, "{\"error\":\"%s: not text of at most %zu printable bytes\"}",
+			  key, max);
 	return ok;
+}
+
+/* Query argument `key` as text of up to VW_ARG_MAX bytes. */
+static bool sarg(struct MHD_Connection *c, const char *key, const char **out,
+		 struct vw_buf *err)
+{
+	return text_arg(c, key, VW_ARG_MAX, out, err);
 }
 
 /* Query argument `key` as up to VW_FILTER_IDS comma-separated integers in
@@ -255,7 +262,7 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 	int64_t span = (int64_t)vw_ns(&s->m, s->m.end - s->m.begin) + 1;
 	int64_t t0, t1, w, t, nb, na, cpu, tid, dir, skip, kind;
 	struct vw_filter q;
-	const char *find, *where;
+	const char *find, *where, *rules;
 	int err = 0;
 	if (!strcmp(what, "summary")) {
 		err = vw_api_summary(&s->m, &b);
@@ -276,6 +283,15 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 			return send_json(c, 400, &b);
 		err = vw_api_intervals(&s->m, (uint64_t)t0, (uint64_t)t1, (int)kind, (int)dir,
 				       (unsigned)nb, &q, &b);
+	} else if (!strcmp(what, "activity")) {
+		/* the page's rules: VW_RULES_MAX of VW_RULE_MAX bytes, ';' between */
+		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
+		    !arg(c, "by", 0, 1, 0, &dir, &b) || !arg(c, "n", 1, 1000, 100, &nb, &b) ||
+		    !text_arg(c, "rules", VW_RULES_MAX * (VW_RULE_MAX + 1) - 1, &rules, &b) ||
+		    !filter_args(c, &q, &b))
+			return send_json(c, 400, &b);
+		err = vw_api_activity(&s->m, rules ? rules : "", (uint64_t)t0, (uint64_t)t1,
+				      (int)dir, (unsigned)nb, &q, &b);
 	} else if (!strcmp(what, "list")) {
 		if (!arg(c, "t", 0, span, 0, &t, &b) || !arg(c, "before", 0, 1000, 20, &nb, &b) ||
 		    !arg(c, "after", 0, 1000, 50, &na, &b) ||
@@ -388,28 +404,6 @@ static int listen_on(const char *addr, unsigned port, bool *v6, unsigned *bound)
 	return fd;
 }
 
-/* NAME=BEGIN..END[,by=FIELD] into a rule (its strings one allocation). */
-static int parse_activity(const char *arg, struct vw_activity *a)
-{
-	char *s = strdup(arg), *eq = s ? strchr(s, '=') : NULL;
-	char *dots = eq ? strstr(eq + 1, "..") : NULL, *by = dots ? strstr(dots + 2, ",by=") : NULL;
-	if (!s)
-		return -1;
-	if (!eq || eq == s || !dots || dots == eq + 1 || (by ? by : dots + 2)[0] == '\0' ||
-	    (by && !by[4]) || eq - s > 64) {
-		fprintf(stderr, "strata: view: --activity '%s': not NAME=BEGIN..END[,by=FIELD] "
-			"(NAME up to 64 bytes)\n", arg);
-		free(s);
-		return -1;
-	}
-	*eq = *dots = '\0';
-	if (by)
-		*by = '\0';
-	*a = (struct vw_activity){ .name = s, .begin = eq + 1, .end = dots + 2,
-				   .by = by ? by + 4 : NULL };
-	return 0;
-}
-
 static int parse(int argc, char **argv, const char **trace, const char **bind_to,
 		 unsigned *port, struct vw_activity *acts, unsigned *nacts)
 {
@@ -442,8 +436,11 @@ static int parse(int argc, char **argv, const char **trace, const char **bind_to
 					VW_ACT_MAX);
 				return -1;
 			}
-			if (parse_activity(optarg, &acts[*nacts]))
+			char why[512];
+			if (vw_activity_parse(optarg, &acts[*nacts], why, sizeof(why))) {
+				fprintf(stderr, "strata: view: --activity %s\n", why);
 				return -1;
+			}
 			++*nacts;
 			break;
 		default:
@@ -522,13 +519,9 @@ static int serve(struct server *s, const char *bind_to, unsigned port)
 static int make_activities(struct strata_trace *t, struct vw_activity *acts, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
-		char why[256] = "";
-		int err = iv_pairer_create(t, &(struct iv_options){ .begin = acts[i].begin,
-					   .end = acts[i].end, .by = acts[i].by, .err = why,
-					   .errlen = sizeof(why) }, &acts[i].pairer);
-		if (err) {
-			fprintf(stderr, "strata: view: --activity %s: %s\n", acts[i].name,
-				*why ? why : strerror(-err));
+		char why[512];
+		if (vw_activity_make(t, &acts[i], why, sizeof(why))) {
+			fprintf(stderr, "strata: view: --activity %s: %s\n", acts[i].name, why);
 			return -1;
 		}
 	}
@@ -565,9 +558,7 @@ int cmd_view(int argc, char **argv)
 out_trace:
 	strata_trace_close(t);
 out_acts:
-	for (unsigned i = 0; i < nacts; i++) {
-		iv_pairer_destroy(acts[i].pairer);
-		free(acts[i].name);
-	}
+	for (unsigned i = 0; i < nacts; i++)
+		vw_activity_fini(&acts[i]);
 	return ret;
 }

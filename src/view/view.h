@@ -97,6 +97,23 @@ struct vw_activity {
 	struct iv_pairer *pairer;
 };
 
+/* NAME=BEGIN..END[,by=FIELD] into *a (its strings one allocation, from
+ * name), as the command line and the page give it (rules.c). Returns 0,
+ * -EINVAL (why, one line, in why), -ENOMEM. */
+int vw_activity_parse(const char *arg, struct vw_activity *a, char *why, size_t len);
+/* The rule's pairer on trace t: 0, -EINVAL (a glob that matches no event,
+ * a class without the field: why says which), -ENOMEM. */
+int vw_activity_make(struct strata_trace *t, struct vw_activity *a, char *why, size_t len);
+/* Its pairer and strings freed, *a zeroed; a zeroed rule is fine. */
+void vw_activity_fini(struct vw_activity *a);
+
+/* Rules typed in the page (api/activity): how many a request may give,
+ * separated by ';', and how long each may be. */
+#define VW_RULES_MAX 4
+#define VW_RULE_MAX 256
+#define VW_STR_(x) #x
+#define VW_STR(x) VW_STR_(x)
+
 /* Where the reader met damage or loss (reader.h's problems that carry a
  * time), for the page to mark; the first VW_MAX_PROBLEMS are kept. */
 struct vw_problem {
@@ -222,6 +239,12 @@ int vw_class_table(struct vw_model *m, const char *globs, bool **out);
  * Returns 0 or -ENOMEM. */
 int vw_api_intervals(struct vw_model *m, uint64_t t0, uint64_t t1, int kind, int by,
 		     unsigned n, const struct vw_filter *q, struct vw_buf *out);
+/* The intervals of the page's rules (`rules`, view.md "api/activity")
+ * that begin in [t0, t1] on the threads q keeps, paired over the events
+ * from t0 on: up to n, longest first (by 0) or in time order (by 1).
+ * Returns 0, 400 (a bad rule, why in out), -ENOMEM. */
+int vw_api_activity(struct vw_model *m, const char *rules, uint64_t t0, uint64_t t1, int by,
+		    unsigned n, const struct vw_filter *q, struct vw_buf *out);
 int vw_api_stats(struct vw_model *m, uint64_t t0, uint64_t t1, int kind,
 		 const struct vw_filter *q, struct vw_buf *out);
 

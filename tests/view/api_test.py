@@ -15,6 +15,8 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.parse
 import urllib.request
 
 strata, workers, work = sys.argv[1], sys.argv[2], os.path.join(sys.argv[3], "api")
@@ -281,6 +283,44 @@ try:
         n_in = sum(1 for b, _ in want if t0 <= b <= t1)
         check(st["durations"]["count"] == n_in,
               f"activity {what}: stats count {st['durations']['count']}, print {n_in}")
+        # the same rule typed in the page (api/activity): paired on
+        # demand over the range, the same intervals as the command line's
+        rule = ["job=work:job_begin..work:job_end", "byjob=work:job_b*..work:job_end,by=job"][
+            k == kb]
+        q = urllib.parse.quote(rule)
+        a = get(f"api/activity?rules={q}&by=1&n=50&t0={t0}&t1={t1}")
+        got = [iv["begin"] for iv in a["intervals"]]
+        check(a["kinds"] == [rule.split("=")[0]] and got == first,
+              f"typed rule {what}: in time order {got[:5]}, print {first[:5]}")
+        a = get(f"api/activity?rules={q}&n=1000&t0={t0}&t1={t1}")
+        got = [iv["dur"] for iv in a["intervals"]]
+        top = sorted((d for b, d in want if t0 <= b <= t1), reverse=True)[:1000]
+        check(a["complete"] and len(got) == min(1000, n_in) and
+              all(abs(x - y) <= 1 for x, y in zip(got, top)),
+              f"typed rule {what}: the longest {got[:5]}..., print {top[:5]}...")
+    # two rules in one request, each interval its rule's kind
+    two = urllib.parse.quote("a=work:job_begin..work:job_end;"
+                             "b=work:job_begin..work:job_end,by=job")
+    a = get(f"api/activity?rules={two}&by=1&n=1000&t0={t0}&t1={t1}")
+    check(a["kinds"] == ["a", "b"] and {iv["kind"] for iv in a["intervals"]} == {0, 1},
+          f"two typed rules: kinds {a['kinds']}")
+
+    def refused(args, why):
+        try:
+            get(f"api/activity?{args}")
+            check(False, f"api/activity?{args[:60]}: not refused")
+        except urllib.error.HTTPError as e:
+            msg = json.load(e).get("error", "")
+            check(e.code == 400 and why in msg, f"api/activity?{args[:60]}: {e.code} {msg}")
+    refused("rules=job", "not NAME=BEGIN..END[,by=FIELD]")
+    refused("rules=" + urllib.parse.quote("x=work:job_begin..nope:*"), "rule 1: no event matches")
+    refused("rules=" + urllib.parse.quote("x=work:job_begin..work:job_end,by=nope"), "no field 'nope'")
+    refused("rules=" + urllib.parse.quote(";".join(["x=work:*..work:*"] * 5)), "at most 4 rules")
+    refused("rules=" + urllib.parse.quote("x=work:job_begin..work:job_end" + "," * 300),
+            "longer than 256 bytes")
+    refused("rules=" + "a" * 1100, "at most 1027 printable bytes")
+    refused("", "no rule given")
+    refused("rules=x&n=0", "n")
 finally:
     view.terminate()
     view.wait(timeout=10)

@@ -60,6 +60,7 @@ try {
 		const box = await page.locator('#timeline').boundingBox();
 		const m = h.drawn.markList.find((k) => k.row === 'thread');
 		if (m) {
+			await page.evaluate(() => { window.strataView.selected = null; });
 			await page.mouse.click(box.x + m.x, box.y + m.y);
 			await page.waitForTimeout(500);
 		}
@@ -498,6 +499,114 @@ try {
 		check(h.drawn.arrows === 2, `arrows shown again: ${h.drawn.arrows}`);
 	}
 
+	// process rows: each process's header above its threads; a click on
+	// its name collapses it into one summary row of its threads' marks,
+	// C and Shift+C by keyboard; the menu sorts by events or by pid/tid
+	{
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		await page.waitForTimeout(400);
+		h = await hook();
+		const order = (rows) => rows.map((r) => `${r.kind}:${r.id}`).join();
+		check(order(h.rows) === 'cpu:0,cpu:1,proc:300,thread:300,thread:301,thread:302,' +
+			'proc:400,thread:400', `rows grouped by process: ${order(h.rows)}`);
+		const byId = order(h.rows);
+		const p300 = h.rows.find((r) => r.kind === 'proc' && r.id === 300);
+		check(p300 && /server 300/.test(p300.label) && /3 threads/.test(p300.label) &&
+			h.rows.filter((r) => r.pid === 300).length === 3,
+			`process 300's header: ${JSON.stringify(p300)}`);
+		const box = await page.locator('#timeline').boundingBox();
+		const rowsNow = () => page.evaluate(() => window.strataView.rows);
+		await page.mouse.click(box.x + 40, box.y + p300.y + p300.h / 2);
+		await page.waitForTimeout(300);
+		h = await hook();
+		const shut = h.rows.find((r) => r.kind === 'proc' && r.id === 300);
+		check(order(h.rows) === 'cpu:0,cpu:1,proc:300,proc:400,thread:400' && shut.collapsed &&
+			/▸/.test(shut.label), `process 300 collapsed by a click: ${order(h.rows)}`);
+		// its summary: the three threads' marks on the one row, each
+		// mark its thread's; the running strips' green drawn there
+		const on = h.drawn.markList.filter((m) => m.row === 'proc' && m.id === 300);
+		const tids = new Set(on.map((m) => m.tid));
+		check(h.drawn.summaries === 3 && h.drawn.rows === 3 && tids.has(301) && tids.has(302),
+			`the summary row: ${h.drawn.summaries} threads, marks of ${[...tids]}`);
+		const green = await page.evaluate((y) => {
+			const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+			const w = c.clientWidth - 170;
+			const d = c.getContext('2d').getImageData(Math.round((170 + 0.2 * w) * dpr),
+				Math.round((y + 3) * dpr), Math.round(0.2 * w * dpr), 1).data;
+			let n = 0;
+			for (let i = 0; i < d.length; i += 4)
+				n += d[i] < 120 && d[i + 1] > 120 && d[i + 2] < 120;
+			return n;
+		}, shut.y);
+		check(green > 0, `the summary row's running pixels: ${green}`);
+		// a click on a summary mark finds that thread's event
+		const m = on.find((q) => q.tid === 302) || on[0];
+		if (m) {
+			await page.evaluate(() => { window.strataView.selected = null; });
+			await page.mouse.click(box.x + m.x, box.y + m.y);
+			await page.waitForFunction(() => window.strataView.selected &&
+				window.strataView.selected.tid, null, { timeout: 5000 }).catch(() => {});
+			const sel = await page.evaluate(() => window.strataView.selected);
+			check(sel && sel.tid === m.tid && sel.ts === m.ts,
+				`a summary mark's event: ${JSON.stringify(sel)}, mark ${JSON.stringify(m)}`);
+		}
+		// C over kworker's thread row: its process; Shift+C: all
+		await page.mouse.move(box.x + 300, box.y + h.rows.find((r) => r.id === 400 &&
+			r.kind === 'thread').y + 5);
+		await page.keyboard.press('c');
+		await page.waitForTimeout(200);
+		check(order(await rowsNow()) === 'cpu:0,cpu:1,proc:300,proc:400',
+			`C collapses kworker's process: ${order(await rowsNow())}`);
+		await page.keyboard.press('Shift+C');
+		await page.waitForTimeout(200);
+		check(order(await rowsNow()) === 'cpu:0,cpu:1,proc:300,thread:300,thread:301,' +
+			'thread:302,proc:400,thread:400', `Shift+C expands all: ${order(await rowsNow())}`);
+		await page.keyboard.press('Shift+C');
+		await page.waitForTimeout(200);
+		check(order(await rowsNow()) === 'cpu:0,cpu:1,proc:300,proc:400',
+			`Shift+C collapses all: ${order(await rowsNow())}`);
+		await page.keyboard.press('Shift+C');
+		await page.waitForTimeout(200);
+		// sorted by the trace's events: most first, processes by their
+		// threads' sum
+		const ev = new Map(h.summary.threads.map((t) => [t.tid, t.events]));
+		const want = (count) => {
+			const th = (pid) => h.summary.threads.filter((t) => t.pid === pid)
+				.sort((a, b) => count(b.tid) - count(a.tid) || a.tid - b.tid);
+			const sum = (pid) => th(pid).reduce((n, t) => n + count(t.tid), 0);
+			return 'cpu:0,cpu:1,' + [300, 400].sort((a, b) => sum(b) - sum(a) || a - b)
+				.map((pid) => [`proc:${pid}`, ...th(pid).map((t) => `thread:${t.tid}`)]).join();
+		};
+		await page.selectOption('#rows-by', 'events');
+		await page.waitForTimeout(300);
+		check(order(await rowsNow()) === want((tid) => ev.get(tid)) &&
+			want((tid) => ev.get(tid)) !== byId,
+			`sorted by events ${JSON.stringify([...ev])}: ${order(await rowsNow())}`);
+		// by the view's events: 45-100 ms, where kworker's and worker-a's
+		// are (the window's marks, from the server)
+		await page.evaluate(() => { window.strataView.answers = 0; });
+		await page.selectOption('#rows-by', 'view');
+		const v = { t0: 45e6, t1: 100e6 };
+		const win = await page.evaluate(async (q) => (await fetch(
+			`api/window?t0=${q.t0}&t1=${q.t1}&w=500`)).json(), v);
+		const inView = new Map(win.threads.map((t) => [t.tid,
+			t.marks.filter((_, i) => i % 5 === 2).reduce((a, b) => a + b, 0)]));
+		await page.evaluate(() => { window.strataView.answers = 0; });
+		await page.evaluate((q) => window.strataView.go(q.t0, q.t1), v);
+		await page.waitForFunction(() => window.strataView.answers > 0, null, { timeout: 5000 });
+		await page.waitForTimeout(300);
+		check(order(await rowsNow()) === want((tid) => inView.get(tid) || 0) &&
+			want((tid) => inView.get(tid) || 0) !== want((tid) => ev.get(tid)),
+			`sorted by the view's events ${JSON.stringify([...inView])}: ` +
+			`${order(await rowsNow())}`);
+		await page.selectOption('#rows-by', 'id');
+		await page.waitForTimeout(200);
+		check(order(await rowsNow()) === byId, `back to pid, tid: ${order(await rowsNow())}`);
+		await page.keyboard.press('0');
+		await page.waitForTimeout(300);
+	}
+
 	// the activity rule of browser.sh (jobs paired by their job field):
 	// its intervals listed longest first, then by start; a click zooms
 	{
@@ -535,6 +644,72 @@ try {
 		await page.locator('#timeline').focus();
 		await page.keyboard.press('0');
 		await page.waitForTimeout(300);
+	}
+
+	// an activity rule typed in the tab: a bad one said (the server's
+	// parser), a good one listed longest first and by start, as the
+	// command line's are; per thread, worker-b's second job nests (depth 1)
+	{
+		await page.locator('#timeline').focus();
+		await page.keyboard.press('0');
+		await page.waitForTimeout(300);
+		const e0 = errors.length; // the 400s asked for below are no page error
+		await page.evaluate(() => { window.strataView.intervals = null; });
+		await page.click('#tab-act');
+		await page.waitForFunction(() => window.strataView.intervals, null, { timeout: 10000 });
+		const typed = async (rule) => {
+			await page.evaluate(() => { window.strataView.intervals = null; });
+			await page.fill('#act-rule', rule);
+			await page.press('#act-rule', 'Enter');
+			await page.waitForFunction(() => window.strataView.intervals, null,
+				{ timeout: 10000 });
+			await page.waitForTimeout(200);
+			return page.evaluate(() => window.strataView.intervals);
+		};
+		let a = await typed('jobs');
+		let said = await page.textContent('#act-rule-said');
+		check(a.error && /not NAME=BEGIN\.\.END\[,by=FIELD\]/.test(said),
+			`a bad typed rule said: ${said}`);
+		a = await typed('j=work:job_begin..work:job_end,by=nope');
+		said = await page.textContent('#act-rule-said');
+		check(a.error && /no field 'nope'/.test(said), `a rule on a missing field: ${said}`);
+		a = await typed('perthread=work:job_begin..work:job_end');
+		said = await page.textContent('#act-rule-said');
+		check(!a.error && said === '' && a.kinds.join() === 'perthread' &&
+			a.intervals.map((iv) => iv.dur).join() === '75000000,40000000,10000000' &&
+			a.intervals.map((iv) => iv.depth).join() === '0,0,1',
+			`a typed rule, longest first: ${JSON.stringify(a)} ${said}`);
+		const opt = await page.$eval('#act-kind', (s) => s.selectedOptions[0].textContent);
+		check(opt === 'typed: perthread', `the tab's kind: ${opt}`);
+		const rows = await page.$$eval('#act-table tbody tr', (trs) =>
+			trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+		check(rows.length === 3 && rows[0][1] === '75.000 ms' && rows[2][3] === '1',
+			`the typed rule's rows: ${JSON.stringify(rows)}`);
+		await page.evaluate(() => { window.strataView.intervals = null; });
+		await page.click('#act-table th[data-by="1"]');
+		await page.waitForFunction(() => window.strataView.intervals, null, { timeout: 10000 });
+		a = await page.evaluate(() => window.strataView.intervals);
+		check(a.intervals.map((iv) => iv.begin).join() === '5000000,10000000,20000000',
+			`the typed rule by start: ${JSON.stringify(a.intervals)}`);
+		// two rules, each interval listed with its rule
+		a = await typed('x=work:job_begin..work:job_end;y=work:job_begin..work:job_end,by=job');
+		const cells = await page.$$eval('#act-table tbody tr', (trs) =>
+			trs.map((tr) => tr.cells[4] && tr.cells[4].textContent));
+		check(a.kinds.join() === 'x,y' && a.intervals.length === 6 &&
+			cells.filter((c) => c === 'x').length === 3 && cells.filter((c) => c === 'y').length === 3,
+			`two typed rules: ${JSON.stringify(cells)}`);
+		// the server's bounds: five rules, a long one
+		const st = await page.evaluate(async () => {
+			const r5 = await fetch(`api/activity?rules=${encodeURIComponent(
+				Array(5).fill('x=work:*..work:*').join(';'))}`);
+			const rl = await fetch(`api/activity?rules=x=${'a'.repeat(300)}..b`);
+			return [r5.status, (await r5.json()).error, rl.status, (await rl.json()).error];
+		});
+		check(st[0] === 400 && /at most 4 rules/.test(st[1]) && st[2] === 400 &&
+			/longer than 256/.test(st[3]), `typed rules' bounds: ${st}`);
+		errors.splice(e0, Infinity, ...errors.slice(e0).filter((m) => !/status of 400/.test(m)));
+		await page.click('#tab-list');
+		await page.locator('#timeline').focus();
 	}
 
 	// statistics of the view: counts per name, CPU and thread, durations
@@ -610,7 +785,7 @@ try {
 		}, text);
 		check(!got.error && got.root === 'svg' && got.ns === 'http://www.w3.org/2000/svg' &&
 			Number(got.w) > 0, `SVG parses: ${JSON.stringify({ ...got, texts: 0, fills: 0, strokes: 0 })}`);
-		check(['CPU 0', 'CPU 1', 'worker-a 301 (300)', 'kworker 400', 'M1'].every((t) =>
+		check(['CPU 0', 'CPU 1', 'worker-a 301', '▾ server 300 · 3 threads', 'kworker 400', 'M1'].every((t) =>
 			got.texts.includes(t)), `SVG text: ${got.texts.slice(0, 30)}`);
 		check(got.fills.includes('#ff7043') && got.fills.includes('#1565c0') &&
 			got.fills.length > 40, `SVG rects: ${got.fills.length}, I/O wait and a marker among them`);
