@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "common/kstate.h"
 
 /*
  * Two machines run side by side: one per thread (its state since when) and
@@ -335,22 +336,7 @@ static int prev_state_of(int64_t s)
 
 const char *bd_state_letters(int64_t s, char *buf)
 {
-	/* TASK_REPORT order, as the kernel's sched_switch print format */
-	static const char letters[] = "SDTtXZPI";
-	size_t n = 0;
-	if (s < 0) {
-		strcpy(buf, "?");
-		return buf;
-	}
-	for (unsigned i = 0; i < 8; i++)
-		if (s & (1 << i))
-			buf[n++] = letters[i];
-	if (!n)
-		buf[n++] = 'R';
-	if (s & 0x100)
-		buf[n++] = '+';
-	buf[n] = 0;
-	return buf;
+	return kstate_letters(s, buf);
 }
 
 static void resolve_classes(struct bd_ctx *c)

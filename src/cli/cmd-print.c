@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/analysis.h"
 #include "cli.h"
 #include "common/compiler.h"
 
@@ -39,92 +38,6 @@ static void put_desc(struct cli_out *o, const struct strata_event *ev,
 	strata_event_describe_values(ev, vals, nv, big, (size_t)n + 1);
 	cli_out_mem(o, big, n);
 	free(big);
-}
-
-/*
- * Kernel events as the kernel's own tools print them: sched_switch's
- * prev_state as state letters (R, S, D, R+ ...) and a system call's id
- * by name, from the kernel sub-trace's syscall_NR entries. Text and CSV
- * only: JSON keeps the numbers.
- */
-enum kname { KN_NONE, KN_STATE, KN_SYSCALL };
-struct kfix {
-	uint8_t kind;  /* enum kname, by class index */
-	int16_t field; /* the field it names */
-};
-#define KSYSCALLS 1024
-
-struct kernel_names {
-	struct kfix *fix;
-	const char *sc[KSYSCALLS]; /* by number, NULL: unknown */
-};
-
-static int kernel_names_init(struct kernel_names *kn, struct strata_trace *t)
-{
-	unsigned ncls = strata_trace_nclasses(t);
-	bool any = false;
-
-	memset(kn->sc, 0, sizeof(kn->sc));
-	kn->fix = calloc(ncls + 1, sizeof(*kn->fix));
-	if (!kn->fix)
-		return -1;
-	for (unsigned i = 0; i < ncls; i++) {
-		const struct strata_event_class *c = strata_trace_class(t, i);
-		bool sw = !strcmp(c->name, "sched:sched_switch");
-		bool sc = !strcmp(c->name, "raw_syscalls:sys_enter") ||
-			  !strcmp(c->name, "raw_syscalls:sys_exit");
-		int f = sw ? strata_event_class_field(c, "prev_state")
-		      : sc ? strata_event_class_field(c, "id") : -1;
-		if (f < 0 || f > INT16_MAX)
-			continue;
-		kn->fix[i].kind = sw ? KN_STATE : KN_SYSCALL;
-		kn->fix[i].field = (int16_t)f;
-		any |= sc;
-	}
-	for (uint32_t nr = 0; any && nr < KSYSCALLS; nr++)
-		kn->sc[nr] = bd_syscall_name(t, nr);
-	return 0;
-}
-
-/* In the description just written at o->buf[at..], "NAME=123" (the
- * field's default rendering, first in the line or after a space)
- * becomes "NAME=TEXT". */
-static void kernel_rename(struct cli_out *o, size_t at, const char *name, const char *text)
-{
-	size_t nl = strlen(name), tl = strlen(text);
-	char *s = o->buf + at, *end = o->buf + o->len;
-
-	for (char *p = s; p + nl + 1 < end; p++) {
-		if ((p != s && p[-1] != ' ') || memcmp(p, name, nl) || p[nl] != '=')
-			continue;
-		char *v = p + nl + 1, *e = v;
-		if (e < end && *e == '-')
-			e++;
-		while (e < end && *e >= '0' && *e <= '9')
-			e++;
-		if (e == v)
-			return;
-		/* put_desc leaves at least 64 KiB of slack past the length */
-		memmove(v + tl, e, (size_t)(end - e));
-		memcpy(v, text, tl);
-		o->len = o->len - (size_t)(e - v) + tl;
-		return;
-	}
-}
-
-static void kernel_fix(struct cli_out *o, size_t at, const struct kernel_names *kn,
-		       const struct strata_event *ev, const struct strata_value *vals)
-{
-	const struct kfix *kf = &kn->fix[ev->cls->index];
-	char buf[24];
-
-	if (kf->kind == KN_STATE) {
-		kernel_rename(o, at, "prev_state", bd_state_letters(vals[kf->field].s, buf));
-	} else {
-		uint64_t nr = vals[kf->field].u;
-		if (nr < KSYSCALLS && kn->sc[nr])
-			kernel_rename(o, at, "id", kn->sc[nr]);
-	}
 }
 
 static void put_csv_field(struct cli_out *o, const char *s, size_t n)
@@ -269,7 +182,7 @@ static inline void copy16(char *d, const char *s)
  * in the output buffer: one reservation, no call per piece. */
 static void put_text(struct cli_out *o, struct cli_time *tm, const struct strata_event *ev,
 		     const struct strata_value *vals, unsigned nv, struct head_cache *hc,
-		     char level, const struct names *nm, const struct kernel_names *kn)
+		     char level, const struct names *nm)
 {
 	char *p = cli_out_reserve(o, 1024), *q = p;
 	q += cli_time_fmt_seq(tm, ev->timestamp, q);
@@ -295,10 +208,7 @@ static void put_text(struct cli_out *o, struct cli_time *tm, const struct strata
 		cli_out_mem(o, ev->cls->name, nl);
 		cli_out_mem(o, " ", 1);
 	}
-	size_t at = o->len;
 	put_desc(o, ev, vals, nv);
-	if (strata_unlikely(kn->fix[ev->cls->index].kind) && level == 'K')
-		kernel_fix(o, at, kn, ev, vals);
 	/* put_desc leaves at least the 64 KiB slack past cap */
 	o->buf[o->len++] = '\n';
 }
@@ -340,7 +250,7 @@ static void put_json(struct cli_out *o, const struct cli_time *tm,
 /* A CSV line: the description quoted when it needs it. */
 static void put_csv(struct cli_out *o, const struct cli_time *tm,
 		    const struct strata_event *ev, const struct strata_value *vals,
-		    unsigned nv, char level, const struct kernel_names *kn)
+		    unsigned nv, char level)
 {
 	char *p = cli_out_reserve(o, 512);
 	size_t k = cli_time_fmt(tm, ev->timestamp, p);
@@ -357,8 +267,6 @@ static void put_csv(struct cli_out *o, const struct cli_time *tm,
 	cli_out_mem(o, ",", 1);
 	size_t at = o->len;
 	put_desc(o, ev, vals, nv);
-	if (kn->fix[ev->cls->index].kind && level == 'K')
-		kernel_fix(o, at, kn, ev, vals);
 	/* quote the description in place if it needs it */
 	if (memchr(o->buf + at, ',', o->len - at) ||
 	    memchr(o->buf + at, '"', o->len - at)) {
@@ -435,7 +343,6 @@ struct printer {
 	char *levels;
 	struct head_cache *hc;
 	struct names nm;
-	struct kernel_names *kn;
 };
 
 /* 0, or -1 when out of memory; printer_fini() either way. */
@@ -453,12 +360,7 @@ static int printer_init(struct printer *pr, struct strata_trace *t,
 	pr->levels = stream_levels(t);
 	pr->hc = calloc(strata_trace_nstreams(t) + 1, sizeof(*pr->hc));
 	nm_rc = names_init(&pr->nm, t);
-	pr->kn = malloc(sizeof(*pr->kn));
-	if (pr->kn && kernel_names_init(pr->kn, t) < 0) {
-		free(pr->kn);
-		pr->kn = NULL;
-	}
-	if (!pr->batch || !pr->levels || !pr->hc || nm_rc < 0 || !pr->kn)
+	if (!pr->batch || !pr->levels || !pr->hc || nm_rc < 0)
 		return -1;
 	return 0;
 }
@@ -468,9 +370,6 @@ static void printer_fini(struct printer *pr)
 	free(pr->levels);
 	free(pr->hc);
 	names_fini(&pr->nm);
-	if (pr->kn)
-		free(pr->kn->fix);
-	free(pr->kn);
 	strata_batch_free(pr->batch);
 }
 
@@ -493,11 +392,11 @@ static uint64_t print_events(struct printer *pr, struct strata_iter *it,
 
 			if (pr->fmt == F_TEXT)
 				put_text(out, &pr->tm, ev, vals, nv, &pr->hc[ev->stream],
-					 level, &pr->nm, pr->kn);
+					 level, &pr->nm);
 			else if (pr->fmt == F_JSON)
 				put_json(out, &pr->tm, ev, vals, nv, level);
 			else
-				put_csv(out, &pr->tm, ev, vals, nv, level, pr->kn);
+				put_csv(out, &pr->tm, ev, vals, nv, level);
 		}
 	}
 	return nev;

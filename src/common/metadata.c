@@ -45,6 +45,7 @@ static const char preamble_a32[] =
 struct meta_put {
 	FILE *f;
 	const uint64_t *cids; /* stream class 1; NULL: class 0 */
+	const struct meta_info *mi;
 };
 
 /* The CTF id of event class `id` of `words` words (0: any): its compact id
@@ -166,6 +167,29 @@ static const char no_fields[] =
 	"\tfields := struct {\n\t\tinteger { size = 10; align = 1; "
 	"signed = false; } _length;\n\t};\n";
 
+/* The names of field `fd` of event `full`, if its values have them. */
+static const struct meta_enum *field_enum(const struct meta_info *mi, const char *full,
+					  const struct strata_field_desc *fd)
+{
+	for (size_t i = 0; i < mi->nenums; i++)
+		if (!strcmp(mi->enums[i].event, full) && !strcmp(mi->enums[i].field, fd->name))
+			return &mi->enums[i];
+	return NULL;
+}
+
+/* An integer field whose values have names: enum : TYPE { "name" = v, ... } */
+static void put_enum_field(FILE *f, const char *type, const char *name,
+			   const struct meta_enum *en)
+{
+	fprintf(f, "		enum : %s {", type);
+	for (size_t i = 0; i < en->nlabels; i++) {
+		fprintf(f, "%s\n\t\t\t", i ? "," : "");
+		put_str(f, en->labels[i].label);
+		fprintf(f, " = %lld", (long long)en->labels[i].value);
+	}
+	fprintf(f, "\n\t\t} %s;\n", name);
+}
+
 static int put_event(const struct strata_event_desc *e, void *arg)
 {
 	const struct meta_put *mp = arg;
@@ -205,7 +229,12 @@ static int put_event(const struct strata_event_desc *e, void *arg)
 			const char *t = type_name(fd, a32);
 			if (!t)
 				t = a32 ? "uint64_a32_t" : "uint64_t"; /* unknown type: keep the size */
-			if (fd->count)
+			const struct meta_enum *en = fd->count || fd->type == STRATA_T_F64
+							     ? NULL
+							     : field_enum(mp->mi, full, fd);
+			if (en)
+				put_enum_field(f, t, fd->name, en);
+			else if (fd->count)
 				fprintf(f, "\t\t%s %s[%u];\n", t, fd->name, fd->count);
 			else
 				fprintf(f, "\t\t%s %s;\n", t, fd->name);
@@ -493,7 +522,7 @@ static void put_body(FILE *f, const struct meta_info *mi)
 {
 	/* stream class 1 (docs/compact.md) or 0 (format.md §3) */
 	int sc = mi->cids != NULL;
-	struct meta_put mp = {.f = f, .cids = mi->cids};
+	struct meta_put mp = {.f = f, .cids = mi->cids, .mi = mi};
 
 	put_trace(f, mi, sc);
 	put_env(f, mi, &mp, sc);

@@ -15,6 +15,20 @@ struct meta_raw {
 	uint8_t blob;   /* logged by strata_log_blob() */
 };
 
+/* Names for the values of one integer field, written as a TSDL enum over
+ * the field's own type so that every reader shows them (the kernel
+ * source's system call numbers and task states, format.md §6). */
+struct meta_label {
+	int64_t value;
+	const char *label;
+};
+struct meta_enum {
+	const char *event; /* "subsystem:name" */
+	const char *field;
+	const struct meta_label *labels;
+	size_t nlabels;
+};
+
 struct meta_info {
 	uint8_t uuid[16];
 	uint32_t pid;
@@ -39,6 +53,9 @@ struct meta_info {
 	 * NULL: "ust", none. */
 	const char *domain;
 	const char *const *env;
+	/* Fields whose values have names (above), or none. */
+	const struct meta_enum *enums;
+	size_t nenums;
 	/* Stream class 1, compact event headers (docs/compact.md), when not
 	 * NULL: the compact ids given (STRATA_NCIDS entries, full id |
 	 * words << 32 | STRATA_CID_VALID, or 0). NULL: stream class 0. */

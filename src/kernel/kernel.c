@@ -27,6 +27,7 @@
 #include <strata/strata.h>
 
 #include "common/mono.h"
+#include "common/kstate.h"
 #include "common/metadata.h"
 #include "common/tfile.h"
 #include "kernel/kernel.h"
@@ -900,11 +901,31 @@ static int write_metadata(struct kern_session *s)
 	}
 	env[k] = NULL;
 
+	/* Named values (format.md §6): system calls by number, task states
+	 * as sched_switch prints them, each state alone and preempted. */
+	struct meta_label sc[NSYSCALL_NAMES], st[18];
+	char letters[18][12];
+	for (size_t i = 0; i < NSYSCALL_NAMES; i++)
+		sc[i] = (struct meta_label){syscall_names[i].nr, syscall_names[i].name};
+	for (unsigned i = 0; i < 18; i++) {
+		int64_t v = (i % 9 ? INT64_C(1) << (i % 9 - 1) : 0) |
+			    (i >= 9 ? KSTATE_PREEMPT : 0);
+		st[i] = (struct meta_label){v, kstate_letters(v, letters[i])};
+	}
+	const struct meta_enum enums[] = {
+		{"sched:sched_switch", "prev_state", st, 18},
+		{"raw_syscalls:sys_enter", "id", sc, NSYSCALL_NAMES},
+		{"raw_syscalls:sys_exit", "id", sc, NSYSCALL_NAMES},
+	};
+
 	memset(&mi, 0, sizeof(mi));
 	memcpy(mi.uuid, s->uuid, 16);
 	mi.pid = 0;
 	mi.procname = "kernel";
 	mi.domain = "kernel";
+	mi.enums = enums;
+	/* no system call table at build time: the states only */
+	mi.nenums = syscall_names[0].name[0] ? 3 : 1;
 	mi.events = ev;
 	mi.nevents = s->nclasses + 1;
 	mi.env = env;

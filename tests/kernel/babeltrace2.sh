@@ -17,7 +17,11 @@ echo "kernel events: babeltrace2 $nbt, strata $nst"
 for f in prev_comm prev_pid prev_state next_comm next_pid; do
 	grep -q "sched:sched_switch: .*$f = " "$bt" || { echo "no field $f"; exit 1; }
 done
-grep -q 'raw_syscalls:sys_enter: .*id = 110, args = ' "$bt" || { echo "no sys_enter id/args"; exit 1; }
+# system calls and task states named in the metadata (enums), for every reader
+grep -q 'raw_syscalls:sys_enter: .*id = ( "getppid" : container = 110 ), args = ' "$bt" ||
+	{ echo "no sys_enter id/args, or getppid not named: $(grep -m1 'sys_enter:' "$bt")"; exit 1; }
+grep -qE 'sched:sched_switch: .*prev_state = \( "[RSDTtXZPI]\+?" : container = [0-9]+ \)' "$bt" ||
+	{ echo "prev_state not named: $(grep -m1 'sched_switch:' "$bt")"; exit 1; }
 # the whole super-trace too: user + kernel, same counts
 nbt=$(babeltrace2 "$work/trace" 2>/dev/null | grep -vc ' strata:')
 nst=$("$strata" print "$work/trace" | wc -l)
