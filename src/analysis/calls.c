@@ -25,11 +25,15 @@
 struct frame {
 	uint64_t fn, t0, child; /* child: ticks inside its callees */
 	struct fn_stat *st;
+	struct ct_node *node; /* its path in the thread's call tree */
 };
 
 struct thread {
 	struct frame *v;
 	size_t n, cap;
+	uint32_t pid, tid;
+	uint64_t first, last; /* its first and last probe event */
+	struct ct_node root;  /* its call tree (calltree.c) */
 };
 
 /* A function of a process. */
@@ -38,6 +42,7 @@ struct fn_stat {
 	uint32_t pid, active, max_depth;
 	uint64_t calls, total, self, max, unwound; /* ticks */
 	bool used;
+	char *name; /* symbolized, for the trees (fn_name()) */
 };
 
 struct calls_ctx {
@@ -46,6 +51,8 @@ struct calls_ctx {
 	struct an_tidmap threads;
 	struct calls_result *r;
 	uint64_t freq;
+	uint64_t end; /* the last event's time: open calls close there */
+	struct strata_symbolizer *sy;
 };
 
 static size_t fn_hash(uint32_t pid, uint64_t fn)
@@ -100,26 +107,41 @@ static struct fn_stat *frame_stat(struct calls_ctx *c, uint32_t pid, struct fram
 	return f->st;
 }
 
+/* Pop the top frame of th at ts into its node of the tree only; its
+ * duration. */
+static uint64_t tree_close(struct thread *th, uint64_t ts, bool partial)
+{
+	struct frame *f = &th->v[--th->n];
+	uint64_t d = ts > f->t0 ? ts - f->t0 : 0;
+
+	f->node->calls++;
+	f->node->incl += d;
+	f->node->self += d > f->child ? d - f->child : 0;
+	f->node->partial |= partial;
+	if (th->n)
+		th->v[th->n - 1].child += d;
+	return d;
+}
+
 /* Pop the top frame of th at ts: one call of its function. */
 static int frame_close(struct calls_ctx *c, struct thread *th, uint32_t pid, uint64_t ts,
 		       bool unwound)
 {
-	struct frame *f = &th->v[--th->n];
+	struct frame *f = &th->v[th->n - 1];
 	struct fn_stat *s = frame_stat(c, pid, f);
-	uint64_t d = ts > f->t0 ? ts - f->t0 : 0;
+	uint64_t child = f->child;
 
 	if (!s)
 		return -1;
+	uint64_t d = tree_close(th, ts, false);
 	s->calls++;
 	s->unwound += unwound;
 	c->r->unwound += unwound;
-	s->self += d > f->child ? d - f->child : 0;
+	s->self += d > child ? d - child : 0;
 	if (d > s->max)
 		s->max = d;
 	if (!--s->active)
 		s->total += d;
-	if (th->n)
-		th->v[th->n - 1].child += d;
 	c->r->calls++;
 	return 0;
 }
@@ -136,9 +158,10 @@ static int on_entry(struct calls_ctx *c, struct thread *th, const struct strata_
 		th->cap = cap;
 	}
 	struct fn_stat *s = fn_get(c, ev->pid, fn);
-	if (!s)
+	struct ct_node *node = ct_child(th->n ? th->v[th->n - 1].node : &th->root, fn);
+	if (!s || !node)
 		return -1;
-	th->v[th->n++] = (struct frame){ .fn = fn, .t0 = ev->timestamp, .st = s };
+	th->v[th->n++] = (struct frame){ .fn = fn, .t0 = ev->timestamp, .st = s, .node = node };
 	s->active++;
 	if (th->n > s->max_depth)
 		s->max_depth = (uint32_t)th->n;
@@ -154,8 +177,14 @@ static int on_exit_ev(struct calls_ctx *c, struct thread *th, const struct strat
 	while (k > 0 && th->v[k - 1].fn != fn)
 		k--;
 	if (!k) {
+		/* entered before the thread's first event: it called all that
+		 * was seen; frames still open were left by a longjmp past it */
 		c->r->stray++;
-		return 0;
+		while (th->n)
+			if (frame_close(c, th, ev->pid, ev->timestamp, true) < 0)
+				return -1;
+		c->r->partial++;
+		return ct_adopt(&th->root, fn, th->first, ev->timestamp);
 	}
 	while (th->n > k) /* frames it left behind: closed here */
 		if (frame_close(c, th, ev->pid, ev->timestamp, true) < 0)
@@ -166,6 +195,78 @@ static int on_exit_ev(struct calls_ctx *c, struct thread *th, const struct strat
 static uint64_t ticks_ns(const struct calls_ctx *c, uint64_t t)
 {
 	return c->freq ? (uint64_t)((unsigned __int128)t * 1000000000u / c->freq) : t;
+}
+
+static uint64_t tree_ns(void *ctx, uint64_t t)
+{
+	return ticks_ns(ctx, t);
+}
+
+/* fn of pid by its symbol, an address plus offset, or its file. */
+static void sym_name(struct strata_symbolizer *sy, uint32_t pid, uint64_t fn, char *name,
+		     size_t len, char **module)
+{
+	struct strata_symbol sym;
+
+	memset(&sym, 0, sizeof(sym));
+	sym.status = STRATA_SYM_UNKNOWN;
+	if (sy)
+		strata_symbolize(sy, pid, fn, &sym);
+	if (sym.status == STRATA_SYM_FUNCTION && !sym.offset)
+		snprintf(name, len, "%s", sym.function);
+	else
+		strata_symbol_format(&sym, fn, name, len);
+	if (module)
+		*module = (char *)(sym.module ? sym.module : "");
+}
+
+/* The tree's name of fn in pid: symbolized once per function. */
+static const char *fn_name(void *ctx, uint32_t pid, uint64_t fn)
+{
+	struct calls_ctx *c = ctx;
+	struct fn_stat *s = fn_get(c, pid, fn);
+	char name[600];
+
+	if (!s)
+		return NULL;
+	if (!s->name) {
+		sym_name(c->sy, pid, fn, name, sizeof(name), NULL);
+		s->name = strdup(name);
+	}
+	return s->name;
+}
+
+/* Each thread's tree, its open calls closed at the end, named; then
+ * all merged. */
+static int trees(struct calls_ctx *c)
+{
+	struct calls_result *r = c->r;
+
+	r->thread = calloc(c->threads.n ? c->threads.n : 1, sizeof(*r->thread));
+	if (!r->thread)
+		return -1;
+	for (size_t i = 0; i < c->threads.n; i++) {
+		struct thread *th = c->threads.all[i];
+		struct calls_thread *out = &r->thread[r->nthread++];
+		uint64_t last = th->n ? c->end : th->last;
+		while (th->n) {
+			tree_close(th, c->end, true);
+			r->partial++;
+		}
+		out->pid = th->pid;
+		out->tid = th->tid;
+		out->span_ns = ticks_ns(c, last > th->first ? last - th->first : 0);
+		if (ct_add(&out->root, &th->root, th->pid, fn_name, c, tree_ns) < 0)
+			return -1;
+		for (size_t k = 0; k < out->root.nchild; k++)
+			out->root.total_ns += out->root.child[k].total_ns;
+		out->covered_ns = out->root.total_ns;
+		ct_sort(&out->root);
+		if (ct_merge(&r->tree, &out->root) < 0)
+			return -1;
+	}
+	ct_sort(&r->tree);
+	return 0;
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -189,17 +290,8 @@ static int collect(struct calls_ctx *c, struct strata_symbolizer *sy)
 		const struct fn_stat *s = &c->fns[i];
 		if (!s->used || !s->calls)
 			continue;
-		struct strata_symbol sym;
-		char name[600];
-		memset(&sym, 0, sizeof(sym));
-		sym.status = STRATA_SYM_UNKNOWN;
-		if (sy)
-			strata_symbolize(sy, s->pid, s->fn, &sym);
-		if (sym.status == STRATA_SYM_FUNCTION && !sym.offset)
-			snprintf(name, sizeof(name), "%s", sym.function);
-		else
-			strata_symbol_format(&sym, s->fn, name, sizeof(name));
-		const char *mod = sym.module ? sym.module : "";
+		char name[600], *mod;
+		sym_name(sy, s->pid, s->fn, name, sizeof(name), &mod);
 		struct calls_entry *e = NULL;
 		for (size_t k = 0; k < r->nentries && !e; k++)
 			if (!strcmp(r->entries[k].name, name) && !strcmp(r->entries[k].module, mod))
@@ -265,6 +357,8 @@ int calls_compute(struct strata_trace *t, struct strata_iter *it,
 	while (strata_iter_next(it, &ev) > 0) {
 		uint8_t k = kind[ev->cls->index];
 		struct strata_value v;
+		if (ev->timestamp > c.end)
+			c.end = ev->timestamp;
 		if (!k || f[ev->cls->index][k == 3] < 0 ||
 		    strata_event_field(ev, (unsigned)f[ev->cls->index][k == 3], &v) < 0)
 			continue;
@@ -274,6 +368,13 @@ int calls_compute(struct strata_trace *t, struct strata_iter *it,
 		}
 		bool made;
 		struct thread *th = an_tidmap_get(&c.threads, ev->tid, sizeof(*th), &made);
+		if (th && made) {
+			th->pid = ev->pid;
+			th->tid = ev->tid;
+			th->first = ev->timestamp;
+		}
+		if (th)
+			th->last = ev->timestamp;
 		if (!th || (k == 1 ? on_entry(&c, th, ev, v.u) : on_exit_ev(&c, th, ev, v.u)) < 0)
 			goto out;
 	}
@@ -285,16 +386,22 @@ int calls_compute(struct strata_trace *t, struct strata_iter *it,
 		if (strata_trace_stream(t, i, &si) == 0 && !an_is_kernel(t, si.subtrace))
 			c.r->lost += si.discarded;
 	}
-	if (collect(&c, sy) < 0)
+	c.sy = sy;
+	if (collect(&c, sy) < 0 || trees(&c) < 0)
 		goto out;
 	*out = c.r;
 	c.r = NULL;
 	ret = 0;
 out:
 	calls_free(c.r);
-	for (size_t i = 0; i < c.threads.n; i++)
-		free(((struct thread *)c.threads.all[i])->v);
+	for (size_t i = 0; i < c.threads.n; i++) {
+		struct thread *th = c.threads.all[i];
+		free(th->v);
+		ct_free(&th->root);
+	}
 	an_tidmap_fini(&c.threads);
+	for (size_t i = 0; i < c.cap; i++)
+		free(c.fns[i].name);
 	free(c.fns);
 	free(kind);
 	free(f);
@@ -310,5 +417,9 @@ void calls_free(struct calls_result *r)
 		free(r->entries[i].module);
 	}
 	free(r->entries);
+	for (size_t i = 0; i < r->nthread; i++)
+		ct_node_fini(&r->thread[i].root);
+	free(r->thread);
+	ct_node_fini(&r->tree);
 	free(r);
 }

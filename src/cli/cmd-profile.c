@@ -15,7 +15,8 @@
 
 const char cmd_profile_usage[] =
 	"usage: strata profile TRACE [--by function|module|line] [--pid P] [--tid T]\n"
-	"                      [--from SEC] [--to SEC] [--top N] [--format text|json|folded]\n\n"
+	"                      [--from SEC] [--to SEC] [--top N] [--format text|json|folded]\n"
+	"                      [--calls] [--tree] [--min PERCENT]\n\n"
 	"Where the CPU time went, from the samples of strata record --sample: per\n"
 	"function, the samples where it was running (self) and where it was on\n"
 	"the stack (total), as shares of all samples; symbolized through the\n"
@@ -25,13 +26,22 @@ const char cmd_profile_usage[] =
 	"With the function probes of strata record --functions (code built with\n"
 	"-finstrument-functions, linked with libstrata-func): per function, its\n"
 	"calls, the time inside them (total) and in its own code (self), and\n"
-	"the longest call.\n\n"
+	"the longest call; --tree, the call tree: per path of calls, its calls,\n"
+	"total and self time, all threads merged and then each thread.\n"
+	"A call entered before the trace (or the window) or never left by its end\n"
+	"is closed there and marked [partial].\n\n"
 	"  --by function|module|line  what a row is (default function)\n"
 	"  --pid N, --tid N      only these (repeatable, comma lists)\n"
 	"  --from SEC, --to SEC  window, seconds since the trace start\n"
 	"  --top N               rows shown (default 30; 0: all)\n"
 	"  --format text|json|folded  folded: one line per stack, root first,\n"
-	"                        then its samples (flamegraph.pl, speedscope)\n";
+	"                        then its samples (flamegraph.pl, speedscope); of\n"
+	"                        the function probes (--calls, or no samples):\n"
+	"                        then its self time in ns\n"
+	"  --calls               the function probes only, not the samples\n"
+	"  --tree                the probes' call tree instead of their table\n"
+	"  --min PERCENT         tree: leave out paths under PERCENT of their\n"
+	"                        tree's total (default 0)\n";
 
 /* Print a table of `shown` rows out of `all`, and say how many were left. */
 static void table_end(struct table *tb, size_t shown, size_t all)
@@ -106,7 +116,119 @@ static void print_calls_text(const struct calls_result *r, size_t top)
 	table_end(&tb, n, r->nentries);
 }
 
-static void print_calls_json(const struct calls_result *r)
+/* ---- the call tree ---------------------------------------------------------- */
+
+#define PARTIAL_MARK "[partial]"
+
+/* n and its children (their total at least `cut` ns) as rows of tb, the
+ * name indented two spaces a level; the paths left out, counted. */
+static void tree_rows(struct table *tb, const struct calls_node *n, unsigned depth,
+		      uint64_t whole, uint64_t cut, size_t *hidden)
+{
+	char b[2][32];
+
+	table_cell(tb, "%" PRIu64, n->calls);
+	table_cell(tb, "%s", dur_fmt(n->total_ns, b[0], sizeof(b[0])));
+	table_cell(tb, "%s", dur_fmt(n->self_ns, b[1], sizeof(b[1])));
+	table_cell(tb, "%.1f", whole ? 100.0 * (double)n->total_ns / (double)whole : 0.0);
+	table_cell(tb, "%*s%s%s", (int)(2 * depth), "", n->name, n->partial ? " " PARTIAL_MARK : "");
+	for (size_t i = 0; i < n->nchild; i++) {
+		if (n->child[i].total_ns < cut || !n->child[i].total_ns)
+			(*hidden)++;
+		else
+			tree_rows(tb, &n->child[i], depth + 1, whole, cut, hidden);
+	}
+}
+
+/* One tree under its title line: total % of root's total. */
+static void print_tree(const char *title, const struct calls_node *root, double min_pct)
+{
+	struct table tb;
+	size_t hidden = 0;
+	uint64_t cut = (uint64_t)((double)root->total_ns * min_pct / 100.0);
+	char b[32];
+
+	printf("%s: %s inside probed calls\n", title, dur_fmt(root->total_ns, b, sizeof(b)));
+	table_init(&tb, 5, "rrrrl");
+	table_cell(&tb, "calls");
+	table_cell(&tb, "total");
+	table_cell(&tb, "self");
+	table_cell(&tb, "total %%");
+	table_cell(&tb, "function");
+	for (size_t i = 0; i < root->nchild; i++) {
+		if (root->child[i].total_ns < cut || !root->child[i].total_ns)
+			hidden++;
+		else
+			tree_rows(&tb, &root->child[i], 0, root->total_ns, cut, &hidden);
+	}
+	table_print(&tb, stdout, "  ");
+	table_fini(&tb);
+	if (hidden)
+		printf("  (%zu path%s under %g%% left out, with their callees)\n", hidden,
+		       hidden == 1 ? "" : "s", min_pct);
+}
+
+static void print_calls_tree(const struct calls_result *r, double min_pct)
+{
+	char title[96];
+
+	printf("Call tree of %" PRIu64 " function calls in %u thread%s (func:call_entry/exit).",
+	       r->calls + r->partial, r->threads, r->threads == 1 ? "" : "s");
+	if (r->partial)
+		printf(" " PARTIAL_MARK ": %" PRIu64 " call%s not seen whole (entered before the "
+		       "trace or the window, closed from the thread's first event; or never left, "
+		       "closed at its end).", r->partial, r->partial == 1 ? "" : "s");
+	printf("\n\n");
+	if (r->nthread > 1) {
+		struct calls_node all = r->tree;
+		all.total_ns = 0;
+		for (size_t i = 0; i < all.nchild; i++)
+			all.total_ns += all.child[i].total_ns;
+		print_tree("All threads", &all, min_pct);
+	}
+	for (size_t i = 0; i < r->nthread; i++) {
+		const struct calls_thread *t = &r->thread[i];
+		char b[32];
+		snprintf(title, sizeof(title), "%sThread %u (pid %u), %s from its first event to its last",
+			 r->nthread > 1 || i ? "\n" : "", t->tid, t->pid,
+			 dur_fmt(t->span_ns, b, sizeof(b)));
+		print_tree(title, &t->root, min_pct);
+	}
+}
+
+/* n's paths below prefix, one line each with its self time in ns. */
+static void print_folded(const struct calls_node *n, char *prefix, size_t len, size_t cap)
+{
+	for (size_t i = 0; i < n->nchild; i++) {
+		const struct calls_node *c = &n->child[i];
+		int w = snprintf(prefix + len, cap - len, "%s%s%s", len ? ";" : "", c->name,
+				 c->partial ? PARTIAL_MARK : "");
+		if (w < 0 || (size_t)w >= cap - len) {
+			cli_err(NULL, "profile: a stack longer than %zu bytes left out", cap);
+			continue;
+		}
+		if (c->self_ns)
+			printf("%s %" PRIu64 "\n", prefix, c->self_ns);
+		print_folded(c, prefix, len + (size_t)w, cap);
+		prefix[len] = 0;
+	}
+}
+
+static void print_tree_json(const struct calls_node *n)
+{
+	printf("{\"name\":");
+	cli_json_name(n->name ? n->name : "");
+	printf(",\"calls\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64
+	       ",\"partial\":%s,\"children\":[", n->calls, n->total_ns, n->self_ns,
+	       n->partial ? "true" : "false");
+	for (size_t i = 0; i < n->nchild; i++) {
+		printf("%s", i ? "," : "");
+		print_tree_json(&n->child[i]);
+	}
+	printf("]}");
+}
+
+static void print_calls_json(const struct calls_result *r, bool tree)
 {
 	printf("\"calls\":{\"calls\":%" PRIu64 ",\"threads\":%u,\"max_depth\":%u,"
 	       "\"unwound\":%" PRIu64 ",\"open\":%" PRIu64 ",\"stray\":%" PRIu64
@@ -122,7 +244,22 @@ static void print_calls_json(const struct calls_result *r)
 		       ",\"max_ns\":%" PRIu64 ",\"unwound\":%" PRIu64 ",\"max_depth\":%u}",
 		       e->calls, e->total_ns, e->self_ns, e->max_ns, e->unwound, e->max_depth);
 	}
-	printf("]}");
+	printf("]");
+	if (tree) {
+		printf(",\"partial\":%" PRIu64 ",\"tree\":", r->partial);
+		print_tree_json(&r->tree);
+		printf(",\"thread_trees\":[");
+		for (size_t i = 0; i < r->nthread; i++) {
+			const struct calls_thread *t = &r->thread[i];
+			printf("%s\n{\"pid\":%u,\"tid\":%u,\"covered_ns\":%" PRIu64
+			       ",\"span_ns\":%" PRIu64 ",\"tree\":", i ? "," : "", t->pid, t->tid,
+			       t->covered_ns, t->span_ns);
+			print_tree_json(&t->root);
+			printf("}");
+		}
+		printf("]");
+	}
+	printf("}");
 }
 
 /* The samples' part of the JSON object (its members, no braces). */
@@ -153,15 +290,20 @@ struct profile_opts {
 	enum prof_by by;
 	long top;
 	int format; /* 0 text, 1 json, 2 folded */
+	bool calls_only, tree;
+	double min_pct;
 };
 
 /* The options into *po; 0, or -1 after saying why. */
 static int profile_parse(int argc, char **argv, struct profile_opts *po)
 {
-	enum { O_BY = 3500, O_TOP };
+	enum { O_BY = 3500, O_TOP, O_CALLS, O_TREE, O_MIN };
 	static const struct option opts[] = {
 		{ "by", required_argument, NULL, O_BY },
 		{ "top", required_argument, NULL, O_TOP },
+		{ "calls", no_argument, NULL, O_CALLS },
+		{ "tree", no_argument, NULL, O_TREE },
+		{ "min", required_argument, NULL, O_MIN },
 		{ "from", required_argument, NULL, OPT_FROM },
 		{ "to", required_argument, NULL, OPT_TO },
 		{ "pid", required_argument, NULL, OPT_PID },
@@ -188,6 +330,22 @@ static int profile_parse(int argc, char **argv, struct profile_opts *po)
 				return -1;
 			}
 			break;
+		case O_CALLS:
+			po->calls_only = true;
+			break;
+		case O_TREE:
+			po->tree = true;
+			break;
+		case O_MIN: {
+			char *end;
+			po->min_pct = strtod(optarg, &end);
+			if (end == optarg || *end || !(po->min_pct >= 0 && po->min_pct <= 100)) {
+				cli_err(NULL, "profile: --min %s: expected a percentage, 0 to 100",
+					optarg);
+				return -1;
+			}
+			break;
+		}
 		case O_TOP:
 			if (report_top(optarg, &po->top))
 				return -1;
@@ -215,12 +373,12 @@ static int profile_parse(int argc, char **argv, struct profile_opts *po)
 /* The samples (*r) and the function probes (*calls) of ct, each NULL
  * when the trace has none; 0, or a negative errno (-ENOENT: neither). */
 static int profile_compute(struct cli_trace *ct, struct strata_symbolizer *sy,
-			   enum prof_by by, struct prof_result **r,
+			   enum prof_by by, bool calls_only, struct prof_result **r,
 			   struct calls_result **calls)
 {
 	struct strata_iter *it = NULL;
 	/* the samples, then the function probes: each pass its own iterator */
-	int ret = cli_iter(ct, false, &it);
+	int ret = calls_only ? -ENOENT : cli_iter(ct, false, &it);
 	if (ret >= 0)
 		ret = prof_compute(ct->t, it, sy, by, r);
 	strata_iter_destroy(it);
@@ -242,21 +400,26 @@ static void profile_report(const struct profile_opts *po, const struct cli_trace
 			print_json(r);
 		if (calls) {
 			printf("%s", r ? "," : "");
-			print_calls_json(calls);
+			print_calls_json(calls, po->tree);
 		}
 		printf("}\n");
+	} else if (po->format == 2 && !r) {
+		char prefix[8192] = "";
+		print_folded(&calls->tree, prefix, 0, sizeof(prefix));
+		if (calls->partial)
+			cli_err(ct->path, "%" PRIu64 " calls not seen whole: their frames end "
+				"in " PARTIAL_MARK, calls->partial);
 	} else if (po->format == 2) {
-		if (!r)
-			cli_err(ct->path, "folded stacks come from samples (record --sample); "
-				"this trace has function probes only");
-		for (size_t i = 0; r && i < r->nstacks; i++)
+		for (size_t i = 0; i < r->nstacks; i++)
 			printf("%s %" PRIu64 "\n", r->stacks[i].folded, r->stacks[i].count);
 	} else {
 		if (r)
 			print_text(r, (size_t)po->top);
 		if (r && calls)
 			printf("\n");
-		if (calls)
+		if (calls && po->tree)
+			print_calls_tree(calls, po->min_pct);
+		else if (calls)
 			print_calls_text(calls, (size_t)po->top);
 	}
 	if (r && r->lost)
@@ -279,7 +442,7 @@ int cmd_profile(int argc, char **argv)
 		return 1;
 	if (strata_symbolizer_create(ct.t, &sy) < 0)
 		sy = NULL; /* modules and addresses only */
-	int ret = profile_compute(&ct, sy, po.by, &r, &calls);
+	int ret = profile_compute(&ct, sy, po.by, po.calls_only, &r, &calls);
 	if (ret < 0)
 		cli_err(ct.path, "%s", ret == -ENOENT ? "no sample:cpu_clock nor func:call_entry "
 			"events: record with strata record --sample, or --functions for code "
