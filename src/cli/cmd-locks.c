@@ -190,7 +190,7 @@ static const char *lock_name(struct strata_symbolizer *sy, const struct lock_sta
 		snprintf(buf, len, "%s+0x%" PRIx64, sym->function, sym->offset);
 	else if (sym->status == STRATA_SYM_FUNCTION)
 		snprintf(buf, len, "%s", sym->function);
-	else if (sym->status == STRATA_SYM_CHANGED)
+	else if (sym->status == STRATA_SYM_CHANGED || sym->status == STRATA_SYM_REBUILT)
 		strata_symbol_format(sym, l->addr, buf, len);
 	else
 		snprintf(buf, len, "0x%" PRIx64, l->addr);

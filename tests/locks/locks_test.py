@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|rwlock|timed|spin|sem|unchanged|sigfork|symbols|record|cond|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND
+usage: locks_test.py contention|rwlock|timed|spin|sem|unchanged|sigfork|symbols|record|cond|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT]
 """
 import csv
 import io
@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 PART, STRATA, LIB, CONTEND, SIGFORK, WORK, CONTEND_NOPIE, COND = sys.argv[1:9]
+REBUILT = sys.argv[9] if len(sys.argv) > 9 else None
 WORKERS, ROUNDS, COLD, HOLD_US = 3, 40, 50, 300
 
 
@@ -193,6 +194,21 @@ def symbols():
         fail("a binary replaced since the trace was read: %r" % got)
     if int(got["addr"], 16) != int(truth["hot"], 16):
         fail("replaced binary: lock 0x%x, the program's %s" % (int(got["addr"], 16), truth["hot"]))
+    # rebuilt in place: another build-id written into the same file (same
+    # inode, so only the build-id recorded by the state dump tells)
+    shutil.copy(CONTEND_NOPIE, copy)
+    ino = os.stat(copy).st_ino
+    _, truth, trace = contend(LIB, "sym-rebuilt")
+    shutil.copyfile(REBUILT, copy)
+    if os.stat(copy).st_ino != ino:
+        fail("rebuilt in place: the copy changed inode")
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    got = rep["locks"][0] if rep["locks"] else {}
+    print("rebuilt in place: %s" % got.get("name"))
+    if got.get("symbolized") or "build-id differs" not in got.get("name", ""):
+        fail("a binary rebuilt in place (other build-id) was read: %r" % got)
+    if int(got["addr"], 16) != int(truth["hot"], 16):
+        fail("rebuilt binary: lock 0x%x, the program's %s" % (int(got["addr"], 16), truth["hot"]))
 
 
 def record():
