@@ -11,7 +11,7 @@
 #define LOCK_EOWNERDEAD 130 /* Linux's EOWNERDEAD: acquired all the same */
 #define TH_HELD 8           /* as the preload's LK_HELD */
 
-enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN,
+enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN, R_INIT,
        /* kernel events recorded beside (-k): the futex cross-check and the
 	* switches of the holders */
        R_SYS_ENTER, R_SYS_EXIT, R_SWITCH };
@@ -36,6 +36,13 @@ struct th {
 	struct { uint64_t addr, ts, preempted, blocked; size_t lock; } held[TH_HELD];
 	unsigned nheld;
 	uint64_t acq, cont;
+};
+
+/* Init call sites by (pid, addr), the latest init of each: open
+ * addressing, site 0 empty (a return address is never 0). */
+struct imap {
+	struct { uint32_t pid; uint64_t addr, site; } *slot;
+	size_t cap, n;
 };
 
 /* Locks by (pid, addr): open addressing over indexes into r->locks. */
@@ -95,6 +102,44 @@ static struct lock_stats *lock_get(struct lmap *m, struct lock_result *r, size_t
 	return l;
 }
 
+static size_t imap_at(const struct imap *im, uint32_t pid, uint64_t addr)
+{
+	size_t i = mix(addr ^ ((uint64_t)pid << 48)) & (im->cap - 1);
+	while (im->slot[i].site && (im->slot[i].addr != addr || im->slot[i].pid != pid))
+		i = (i + 1) & (im->cap - 1);
+	return i;
+}
+
+/* A lock:init: (pid, addr) was initialised at site. 0, or -ENOMEM. */
+static int imap_put(struct imap *im, uint32_t pid, uint64_t addr, uint64_t site)
+{
+	if (!site)
+		return 0;
+	if ((im->n + 1) * 2 > im->cap) {
+		struct imap g = { .cap = im->cap ? im->cap * 2 : 256 };
+		if (!(g.slot = calloc(g.cap, sizeof(*g.slot))))
+			return -ENOMEM;
+		for (size_t i = 0; i < im->cap; i++)
+			if (im->slot[i].site)
+				g.slot[imap_at(&g, im->slot[i].pid, im->slot[i].addr)] = im->slot[i];
+		g.n = im->n;
+		free(im->slot);
+		*im = g;
+	}
+	size_t i = imap_at(im, pid, addr);
+	im->n += !im->slot[i].site;
+	im->slot[i].pid = pid;
+	im->slot[i].addr = addr;
+	im->slot[i].site = site;
+	return 0;
+}
+
+/* Where (pid, addr) was last initialised, or 0. */
+static uint64_t imap_site(const struct imap *im, uint32_t pid, uint64_t addr)
+{
+	return im->cap ? im->slot[imap_at(im, pid, addr)].site : 0;
+}
+
 static int add_tid(struct lock_stats *l, uint32_t tid)
 {
 	for (unsigned i = 0; i < l->ntids; i++)
@@ -114,12 +159,13 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 {
 	static const char *const names[] = { NULL, "lock:wait_begin", "lock:wait_end",
 					     "lock:release", "lock:count", "lock:spins",
-					     "lock:chain", "raw_syscalls:sys_enter",
+					     "lock:chain", "lock:init", "raw_syscalls:sys_enter",
 					     "raw_syscalls:sys_exit", "sched:sched_switch" };
 	static const char *const fields[][3] = {
 		{ NULL }, { "addr", "kind" }, { "addr", "ret" },
 		{ "addr", "acquisitions", "contended" }, { "acquisitions", "contended" },
-		{ "addr", "spins" }, { "id", "n", "frames" }, { "id" }, { "id" },
+		{ "addr", "spins" }, { "id", "n", "frames" }, { "addr", "kind", "site" },
+		{ "id" }, { "id" },
 		{ "prev_pid", "prev_state" },
 	};
 	unsigned nc = strata_trace_nclasses(t);
@@ -239,7 +285,8 @@ static int cmp_use(const void *a, const void *b)
 
 /* One lock:* event of thread `th`. 0, or -ENOMEM. */
 static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, size_t *cap,
-		const struct roles *ro, struct th *th, const struct strata_event *ev)
+		struct imap *im, const struct roles *ro, struct th *th,
+		const struct strata_event *ev)
 {
 	unsigned ci = ev->cls->index;
 	uint64_t a = field(ev, ro->f[ci][0]);
@@ -292,6 +339,8 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		uint64_t ret = field(ev, ro->f[ci][1]);
 		uint64_t waited = strata_trace_ticks_to_ns(t, ev->timestamp - th->wait_ts);
 		l->kind = (unsigned)th->wait_kind;
+		if (!l->init_site) /* the init before its first wait names it */
+			l->init_site = imap_site(im, ev->pid, a);
 		minmax(&l->wait_total, &l->wait_max, waited);
 		l->futex_total += th->wait_futex;
 		if (chain_use(l, th->wait_chain, waited) < 0)
@@ -339,6 +388,8 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		return 0;
 	case R_CHAIN:
 		return chain_add(r, ev, ro->f[ci]);
+	case R_INIT:
+		return imap_put(im, ev->pid, a, field(ev, ro->f[ci][2]));
 	case R_SPINS: /* just before its wait_end */
 		if (!(l = lock_get(m, r, cap, ev->pid, a)))
 			return -ENOMEM;
@@ -359,6 +410,7 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 	struct roles ro = { 0 };
 	struct an_tidmap threads = { 0 };
 	struct lmap m = { 0 };
+	struct imap im = { 0 };
 	struct strata_iter *it = NULL;
 	struct lock_result *r = calloc(1, sizeof(*r));
 	size_t cap = 0;
@@ -377,7 +429,7 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 		bool made;
 		struct th *th = an_tidmap_get(&threads, ev->tid, sizeof(*th), &made);
 		ret = -ENOMEM;
-		if (!th || feed(t, r, &m, &cap, &ro, th, ev) < 0)
+		if (!th || feed(t, r, &m, &cap, &im, &ro, th, ev) < 0)
 			goto out;
 	}
 	for (size_t i = 0; i < threads.n; i++) {
@@ -401,6 +453,7 @@ out:
 	strata_iter_destroy(it);
 	an_tidmap_fini(&threads);
 	free(m.slot);
+	free(im.slot);
 	free(ro.role);
 	free(ro.f);
 	free(ro.futex);

@@ -43,6 +43,8 @@ struct lock_stats {
 	 * meanwhile (K42: why a hold was long) */
 	uint32_t max_hold_tid;
 	uint64_t max_hold_preempted, max_hold_blocked;
+	uint64_t init_site;          /* lock:init: the return address of the
+				      * init call before its first wait, or 0 */
 	uint32_t *tids;              /* threads that waited for it, sorted */
 	unsigned ntids;
 	struct lock_chain_use *chains; /* most wait first */

@@ -177,8 +177,10 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 	print_chains(r, n < CHAIN_LOCKS ? n : CHAIN_LOCKS, sy);
 }
 
-/* A lock by its symbol when it is a static one ("hot", "locks+0x28"),
- * else by its address: heap and stack locks have no name of their own. */
+/* A lock by its symbol when it is a static one ("hot", "locks+0x28");
+ * else by the call site that initialised it when the preload saw the
+ * init ("init@make_a+0x1f (heap.c:12)": a heap lock has no name of its
+ * own); else by its address. */
 static const char *lock_name(struct strata_symbolizer *sy, const struct lock_stats *l,
 			     char *buf, size_t len, struct strata_symbol *sym)
 {
@@ -192,7 +194,10 @@ static const char *lock_name(struct strata_symbolizer *sy, const struct lock_sta
 		snprintf(buf, len, "%s", sym->function);
 	else if (sym->status == STRATA_SYM_CHANGED || sym->status == STRATA_SYM_REBUILT)
 		strata_symbol_format(sym, l->addr, buf, len);
-	else
+	else if (l->init_site && len > 5) {
+		snprintf(buf, len, "init@");
+		frame_text(sy, l->pid, l->init_site, buf + 5, len - 5);
+	} else
 		snprintf(buf, len, "0x%" PRIx64, l->addr);
 	return buf;
 }
@@ -214,6 +219,11 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		printf("%s\n{\"addr\":\"0x%" PRIx64 "\",\"name\":", i ? "," : "", l->addr);
 		cli_json_name(name);
 		printf(",\"symbolized\":%s", sym.status == STRATA_SYM_FUNCTION ? "true" : "false");
+		if (l->init_site) {
+			char fb[600];
+			printf(",\"init_site\":");
+			cli_json_name(frame_text(sy, l->pid, l->init_site, fb, sizeof(fb)));
+		}
 		printf(",\"kind\":\"%s\",\"pid\":%u"
 		       ",\"contended\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"wait_ns\":%" PRIu64
 		       ",\"max_wait_ns\":%" PRIu64 ",\"spins\":%" PRIu64

@@ -30,7 +30,8 @@ typedef int (*lk_fn2)(void *, const void *);
 enum lk_real {
 	F_MLOCK, F_MTRY, F_MUNLOCK, F_RDLOCK, F_TRYRD, F_WRLOCK, F_TRYWR, F_RWUNLOCK,
 	F_MTIMED, F_TIMEDRD, F_TIMEDWR, F_SPINLOCK, F_SPINTRY, F_SPINUNLOCK,
-	F_SEMWAIT, F_SEMTRY, F_SEMTIMED, F_SEMPOST, F_CONDWAIT, F_CONDTIMED, F_N
+	F_SEMWAIT, F_SEMTRY, F_SEMTIMED, F_SEMPOST, F_CONDWAIT, F_CONDTIMED,
+	F_MINIT, F_RWINIT, F_N
 };
 
 static const char *const lk_names[F_N] = {
@@ -41,6 +42,7 @@ static const char *const lk_names[F_N] = {
 	"pthread_spin_lock", "pthread_spin_trylock", "pthread_spin_unlock",
 	"sem_wait", "sem_trywait", "sem_timedwait", "sem_post",
 	"pthread_cond_wait", "pthread_cond_timedwait",
+	"pthread_mutex_init", "pthread_rwlock_init",
 };
 
 /*
@@ -69,11 +71,14 @@ LK_GLIBC(lk_g_tryrd, "__pthread_rwlock_tryrdlock");
 LK_GLIBC(lk_g_wrlock, "__pthread_rwlock_wrlock");
 LK_GLIBC(lk_g_trywr, "__pthread_rwlock_trywrlock");
 LK_GLIBC(lk_g_rwunlock, "__pthread_rwlock_unlock");
+LK_GLIBC(lk_g_minit, "__pthread_mutex_init");
+LK_GLIBC(lk_g_rwinit, "__pthread_rwlock_init");
 /* the rest is resolved in the constructor (or lazily): the loader and
  * libstrata's start-up take only mutexes */
 static lk_fn real[F_N] = {
 	lk_g_mlock, lk_g_mtry, lk_g_munlock, lk_g_rdlock,
 	lk_g_tryrd, lk_g_wrlock, lk_g_trywr, lk_g_rwunlock,
+	[F_MINIT] = lk_g_minit, [F_RWINIT] = lk_g_rwinit,
 };
 #define LK_COND_VERSION "GLIBC_2.3.2" /* the condition variables since 2.3.2 */
 #else
@@ -338,6 +343,37 @@ LK_API pid_t fork(void)
 	return pid;
 }
 
+/*
+ * An init names the lock by its call site (docs/locks.md, "Heap locks"):
+ * the wrapper's return address is the first frame outside glibc and this
+ * library, since glibc's own inits do not come through here. One event,
+ * no unwinding: inits are rare, but some programs make a lock per object.
+ */
+static inline int lk_init_lock(void *l, const void *attr, enum lk_real init, unsigned kind,
+			       void *site)
+{
+	struct lk_thread *t = &lk;
+	int r = lk_real2(init)(l, attr);
+
+	if (r || t->busy || !strata_major_enabled(LOCKS_MAJOR))
+		return r;
+	t->busy = 1;
+	STRATA_EVENT3(LOCKS_MAJOR, LOCKS_INIT, (uintptr_t)l, kind, (uintptr_t)site);
+	t->busy = 0;
+	return r;
+}
+
+LK_API int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
+{
+	return lk_init_lock(m, a, F_MINIT, LOCKS_KIND_MUTEX, __builtin_return_address(0));
+}
+
+LK_API int pthread_rwlock_init(pthread_rwlock_t *l, const pthread_rwlockattr_t *a)
+{
+	return lk_init_lock(l, a, F_RWINIT, LOCKS_KIND_RWLOCK_WRITE,
+			    __builtin_return_address(0));
+}
+
 LK_API int pthread_mutex_lock(pthread_mutex_t *m)
 {
 	return lk_acquire(m, F_MTRY, F_MLOCK, LOCKS_KIND_MUTEX);
@@ -515,6 +551,11 @@ static const struct strata_field_desc lk_f_spins[] = {
 	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
 	{ "spins", STRATA_T_U64, 0, 0 },
 };
+static const struct strata_field_desc lk_f_init[] = {
+	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
+	{ "kind", STRATA_T_U64, 0, 0 },
+	{ "site", STRATA_T_PTR, 0, STRATA_F_HEX },
+};
 static const struct strata_field_desc lk_f_count[] = {
 	{ "acquisitions", STRATA_T_U64, 0, 0 },
 	{ "contended", STRATA_T_U64, 0, 0 },
@@ -546,9 +587,13 @@ static const struct strata_event_desc lk_d_chain = LK_DESC(
 	"chain", LOCKS_CHAIN, STRATA_EV_POINT, lk_f_chain,
 	"a call chain of contended acquisitions (n frames, innermost first)");
 
+static const struct strata_event_desc lk_d_init = LK_DESC(
+	"init", LOCKS_INIT, STRATA_EV_POINT, lk_f_init,
+	"a lock was initialised; site: the return address of its init call");
+
 static const struct strata_event_desc *const lk_events[] = {
 	&lk_d_wait_begin, &lk_d_wait_end, &lk_d_release, &lk_d_count, &lk_d_spins,
-	&lk_d_chain,
+	&lk_d_chain, &lk_d_init,
 };
 static const struct strata_subsys_desc lk_subsys = {
 	"lock", LOCKS_MAJOR, "pthread lock contention (libstrata-locks.so)"

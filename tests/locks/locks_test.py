@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|rwlock|timed|spin|sem|unchanged|sigfork|symbols|record|cond|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT]
+usage: locks_test.py contention|rwlock|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP]]
 """
 import csv
 import io
@@ -14,6 +14,7 @@ import sys
 
 PART, STRATA, LIB, CONTEND, SIGFORK, WORK, CONTEND_NOPIE, COND = sys.argv[1:9]
 REBUILT = sys.argv[9] if len(sys.argv) > 9 else None
+HEAP = sys.argv[10] if len(sys.argv) > 10 else None
 WORKERS, ROUNDS, COLD, HOLD_US = 3, 40, 50, 300
 
 
@@ -284,7 +285,28 @@ def cond():
         fail("cond: %d acquisitions, at least %d lock calls made" % (rep["acquisitions"], 80000))
 
 
-{"kernel": kernel, "cond": cond, "record": record, "symbols": symbols, "contention": contention,
+def heap():
+    """Heap locks by the call site that initialised them: two malloc'd
+    mutexes initialised in make_a() and make_b(), each waited for, are
+    named init@make_a+... and init@make_b+..., at the program's addresses."""
+    trace = os.path.join(WORK, "heap")
+    shutil.rmtree(trace, ignore_errors=True)
+    truth = json.loads(run([HEAP], LIB, trace))
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    by_addr = {int(l["addr"], 16): l for l in rep["locks"]}
+    for key, fn in (("a", "make_a"), ("b", "make_b")):
+        l = by_addr.get(int(truth[key], 16))
+        print("%s: %s" % (fn, l and l["name"]))
+        if not l:
+            fail("heap: no contended lock at %s (%s)" % (truth[key], fn))
+        if not l["name"].startswith("init@" + fn + "+") or fn not in l.get("init_site", ""):
+            fail("heap: the lock %s initialised in %s is named %r" % (truth[key], fn, l["name"]))
+    text = run([STRATA, "locks", trace])
+    if "init@make_a+" not in text or "init@make_b+" not in text:
+        fail("heap: the text report does not name the locks by init site:\n" + text)
+
+
+{"heap": heap, "kernel": kernel, "cond": cond, "record": record, "symbols": symbols, "contention": contention,
  "timed": lambda: contention("timed"), "spin": lambda: contention("spin"),
  "sem": lambda: contention("sem"), "rwlock": lambda: contention("rw"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
 print("ok")
