@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|rwlock|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP]]
+usage: locks_test.py contention|rwlock|rwlock-writers|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP]]
 """
 import csv
 import io
@@ -74,8 +74,9 @@ def check_chains(lock, what):
             fail("%s: a chain does not reach start_thread: %s" % (what, fr))
 
 
-KINDS = {"mutex": "mutex", "rw": "rwlock-r", "timed": "mutex", "spin": "spin", "sem": "semaphore"}
-NAMES = {"rw": "hot_rw", "spin": "hot_spin", "sem": "hot_sem"}
+KINDS = {"mutex": "mutex", "rw": "rwlock-r", "timed": "mutex", "spin": "spin", "sem": "semaphore",
+         "wr": "rwlock-w"}
+NAMES = {"rw": "hot_rw", "wr": "hot_rw", "spin": "hot_spin", "sem": "hot_sem"}
 
 
 def contention(mode="mutex"):
@@ -308,5 +309,6 @@ def heap():
 
 {"heap": heap, "kernel": kernel, "cond": cond, "record": record, "symbols": symbols, "contention": contention,
  "timed": lambda: contention("timed"), "spin": lambda: contention("spin"),
- "sem": lambda: contention("sem"), "rwlock": lambda: contention("rw"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
+ "sem": lambda: contention("sem"), "rwlock": lambda: contention("rw"),
+ "rwlock-writers": lambda: contention("wr"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
 print("ok")
