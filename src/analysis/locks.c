@@ -11,7 +11,7 @@
 #define LOCK_EOWNERDEAD 130 /* Linux's EOWNERDEAD: acquired all the same */
 #define TH_HELD 8           /* as the preload's LK_HELD */
 
-enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN, R_INIT,
+enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN, R_INIT, R_ALIVE,
        /* kernel events recorded beside (-k): the futex cross-check and the
 	* switches of the holders */
        R_SYS_ENTER, R_SYS_EXIT, R_SWITCH };
@@ -30,6 +30,8 @@ struct roles {
 struct th {
 	bool waiting, in_futex;
 	bool locks; /* has lock:* events (not only kernel ones) */
+	bool counted, alive; /* its lock:count at exit; a lock:alive for it */
+	uint32_t tid, pid;
 	uint64_t wait_addr, wait_ts, wait_kind, wait_chain;
 	uint64_t futex_at, wait_futex; /* futex time inside the open wait */
 	uint64_t preempted, blocked;   /* its switches out so far */
@@ -159,12 +161,14 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 {
 	static const char *const names[] = { NULL, "lock:wait_begin", "lock:wait_end",
 					     "lock:release", "lock:count", "lock:spins",
-					     "lock:chain", "lock:init", "raw_syscalls:sys_enter",
+					     "lock:chain", "lock:init", "lock:alive",
+					     "raw_syscalls:sys_enter",
 					     "raw_syscalls:sys_exit", "sched:sched_switch" };
 	static const char *const fields[][3] = {
 		{ NULL }, { "addr", "kind" }, { "addr", "ret" },
 		{ "addr", "acquisitions", "contended" }, { "acquisitions", "contended" },
 		{ "addr", "spins" }, { "id", "n", "frames" }, { "addr", "kind", "site" },
+		{ "tid", "acquisitions", "contended" },
 		{ "id" }, { "id" },
 		{ "prev_pid", "prev_state" },
 	};
@@ -385,6 +389,12 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 	case R_COUNT:
 		th->acq = a;
 		th->cont = field(ev, ro->f[ci][1]);
+		th->counted = true;
+		return 0;
+	case R_ALIVE: /* th is thread `a`'s, not the logging one's */
+		th->acq = field(ev, ro->f[ci][1]);
+		th->cont = field(ev, ro->f[ci][2]);
+		th->alive = true;
 		return 0;
 	case R_CHAIN:
 		return chain_add(r, ev, ro->f[ci]);
@@ -405,6 +415,14 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct lock_thread *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
 int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 {
 	struct roles ro = { 0 };
@@ -423,13 +441,24 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 	if ((ret = strata_iter_create(t, &io, &it)) < 0)
 		goto out;
 	const struct strata_event *ev;
+	uint64_t last = 0; /* the trace's last event: where open waits end */
 	while (strata_iter_next(it, &ev) > 0) {
-		if (!ro.role[ev->cls->index] || (pid && ev->pid != pid))
+		last = ev->timestamp > last ? ev->timestamp : last;
+		unsigned role = ro.role[ev->cls->index];
+		if (!role || (pid && ev->pid != pid))
 			continue;
 		bool made;
-		struct th *th = an_tidmap_get(&threads, ev->tid, sizeof(*th), &made);
+		uint32_t tid = role == R_ALIVE ? (uint32_t)field(ev, ro.f[ev->cls->index][0])
+					       : ev->tid;
+		struct th *th = an_tidmap_get(&threads, tid, sizeof(*th), &made);
 		ret = -ENOMEM;
-		if (!th || feed(t, r, &m, &cap, &im, &ro, th, ev) < 0)
+		if (!th)
+			goto out;
+		if (role < R_SYS_ENTER) {
+			th->tid = tid;
+			th->pid = ev->pid;
+		}
+		if (feed(t, r, &m, &cap, &im, &ro, th, ev) < 0)
 			goto out;
 	}
 	for (size_t i = 0; i < threads.n; i++) {
@@ -439,6 +468,28 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 		r->acquisitions += th->acq;
 		r->contended += th->cont;
 	}
+	ret = -ENOMEM;
+	if (threads.n && !(r->threads = calloc(threads.n, sizeof(*r->threads))))
+		goto out;
+	for (size_t i = 0; i < threads.n; i++) {
+		const struct th *th = threads.all[i];
+		if (!th->locks)
+			continue;
+		struct lock_thread *lt = &r->threads[r->nthreads_listed++];
+		lt->tid = th->tid;
+		lt->pid = th->pid;
+		lt->acquisitions = th->acq;
+		lt->contended = th->cont;
+		lt->alive = th->alive;
+		/* no exit of its own seen: still running at the end */
+		lt->partial = !th->counted;
+		lt->holding = th->nheld;
+		if (th->waiting) {
+			lt->wait_addr = th->wait_addr;
+			lt->wait_ns = strata_trace_ticks_to_ns(t, last - th->wait_ts);
+		}
+	}
+	qsort(r->threads, r->nthreads_listed, sizeof(*r->threads), cmp_thread);
 	for (size_t i = 0; i < threads.n; i++)
 		r->nthreads += ((struct th *)threads.all[i])->locks;
 	for (size_t i = 0; i < r->nlocks; i++) {
@@ -500,5 +551,6 @@ void lock_free(struct lock_result *r)
 	}
 	free(r->locks);
 	free(r->chains);
+	free(r->threads);
 	free(r);
 }

@@ -3,6 +3,7 @@
 #ifndef STRATA_ANALYSIS_LOCKS_H
 #define STRATA_ANALYSIS_LOCKS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <strata/reader.h>
@@ -51,6 +52,19 @@ struct lock_stats {
 	unsigned nchains;
 };
 
+/* One thread's totals (all its locks). */
+struct lock_thread {
+	uint32_t tid, pid;
+	uint64_t acquisitions, contended;
+	bool partial;       /* no lock:count of its own exit: it still ran
+			     * at the end, its totals those of lock:alive or
+			     * of its last release (lower bounds) */
+	bool alive;         /* lock:alive: running at its process's exit */
+	uint64_t wait_addr; /* waiting at the end: that lock, else 0 */
+	uint64_t wait_ns;   /* that wait so far (to the trace's last event) */
+	unsigned holding;   /* contended acquisitions it still held */
+};
+
 struct lock_result {
 	struct lock_stats *locks;
 	size_t nlocks;
@@ -64,6 +78,8 @@ struct lock_result {
 	bool have_futex, have_sched; /* kernel events recorded beside (-k) */
 	struct lock_chain *chains;   /* every chain the processes logged */
 	size_t nchains;
+	struct lock_thread *threads; /* with lock:* events, by pid then tid */
+	size_t nthreads_listed;
 };
 
 /* The chain `id` of process pid, or NULL. */

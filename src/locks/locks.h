@@ -25,6 +25,9 @@ enum locks_minor {
 	LOCKS_INIT = 7,       /* addr, kind, site: pthread_mutex_init or
 			       * pthread_rwlock_init returned 0; site: its
 			       * caller (the init's return address) */
+	LOCKS_ALIVE = 8,      /* tid, acquisitions, contended: a thread still
+			       * running at the process's exit, its totals
+			       * then, logged by the exiting thread */
 };
 
 /* Return addresses kept per call chain, innermost (the lock's caller)

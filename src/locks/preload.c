@@ -9,6 +9,8 @@
 #include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,6 +131,7 @@ struct lk_thread {
 				* tracer's own locks, a signal handler)
 				* go straight to glibc, untraced */
 	bool keyed;            /* the exit destructor is armed */
+	int slot;              /* its lk_live slot + 1, or 0 */
 };
 
 static LK_TLS struct lk_thread lk;
@@ -143,9 +146,44 @@ static void lk_log_count(struct lk_thread *t)
 	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_COUNT, t->acquisitions, t->contended);
 }
 
+/*
+ * Threads alive, so that the process's exit (lk_fini) can log the totals
+ * of those that never reach their own exit (lock:alive): a slot per
+ * thread that acquired a lock, claimed with its first acquisition (with
+ * the exit key, so that lk_thread_exit gives it back), a claim by CAS
+ * on the tid. A full table: those threads' totals at the end are only
+ * their last release's (docs/locks.md, "Limits").
+ */
+#define LK_LIVE 1024
+static struct {
+	uint32_t tid;           /* 0: free */
+	struct lk_thread *t;    /* NULL until published (release; pairs with
+				 * lk_fini's acquire) */
+} lk_live[LK_LIVE];
+
+static void lk_live_claim(struct lk_thread *t)
+{
+	uint32_t tid = (uint32_t)syscall(SYS_gettid); /* once per thread */
+	for (int i = 0; i < LK_LIVE; i++) {
+		uint32_t free_tid = 0;
+		if (__atomic_compare_exchange_n(&lk_live[i].tid, &free_tid, tid, false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&lk_live[i].t, t, __ATOMIC_RELEASE);
+			t->slot = i + 1;
+			return;
+		}
+	}
+}
+
 static void lk_thread_exit(void *arg)
 {
-	lk_log_count(arg);
+	struct lk_thread *t = arg;
+	lk_log_count(t);
+	if (t->slot) { /* the pointer first: lk_fini skips an unpublished slot */
+		__atomic_store_n(&lk_live[t->slot - 1].t, NULL, __ATOMIC_RELEASE);
+		__atomic_store_n(&lk_live[t->slot - 1].tid, 0, __ATOMIC_RELEASE);
+		t->slot = 0;
+	}
 }
 
 static inline void lk_acquired(struct lk_thread *t)
@@ -156,6 +194,7 @@ static inline void lk_acquired(struct lk_thread *t)
 		 * allocates nothing, safe in a signal handler */
 		t->keyed = true;
 		pthread_setspecific(lk_key, t);
+		lk_live_claim(t);
 	}
 }
 
@@ -337,8 +376,16 @@ LK_API pid_t fork(void)
 
 	t->busy = 1;
 	pid_t pid = LK_REAL_FORK();
-	if (pid == 0)
+	if (pid == 0) {
 		t->nheld = 0;
+		/* the other threads are not in the child: not alive at its
+		 * exit; this one has a new tid */
+		memset(lk_live, 0, sizeof(lk_live));
+		if (t->slot) {
+			t->slot = 0;
+			lk_live_claim(t);
+		}
+	}
 	t->busy = busy;
 	return pid;
 }
@@ -556,6 +603,11 @@ static const struct strata_field_desc lk_f_init[] = {
 	{ "kind", STRATA_T_U64, 0, 0 },
 	{ "site", STRATA_T_PTR, 0, STRATA_F_HEX },
 };
+static const struct strata_field_desc lk_f_alive[] = {
+	{ "tid", STRATA_T_U64, 0, 0 },
+	{ "acquisitions", STRATA_T_U64, 0, 0 },
+	{ "contended", STRATA_T_U64, 0, 0 },
+};
 static const struct strata_field_desc lk_f_count[] = {
 	{ "acquisitions", STRATA_T_U64, 0, 0 },
 	{ "contended", STRATA_T_U64, 0, 0 },
@@ -591,9 +643,13 @@ static const struct strata_event_desc lk_d_init = LK_DESC(
 	"init", LOCKS_INIT, STRATA_EV_POINT, lk_f_init,
 	"a lock was initialised; site: the return address of its init call");
 
+static const struct strata_event_desc lk_d_alive = LK_DESC(
+	"alive", LOCKS_ALIVE, STRATA_EV_POINT, lk_f_alive,
+	"thread tid still runs at the process's exit: its totals then (partial)");
+
 static const struct strata_event_desc *const lk_events[] = {
 	&lk_d_wait_begin, &lk_d_wait_end, &lk_d_release, &lk_d_count, &lk_d_spins,
-	&lk_d_chain, &lk_d_init,
+	&lk_d_chain, &lk_d_init, &lk_d_alive,
 };
 static const struct strata_subsys_desc lk_subsys = {
 	"lock", LOCKS_MAJOR, "pthread lock contention (libstrata-locks.so)"
@@ -644,5 +700,18 @@ __attribute__((constructor)) static void lk_init(void)
  * libstrata's own destructor stops the trace (we depend on it). */
 __attribute__((destructor)) static void lk_fini(void)
 {
+	/* the others still running: their counters read as they are now
+	 * (relaxed; they may go on counting meanwhile, hence partial). A
+	 * thread that exits meanwhile clears its pointer before it is gone;
+	 * its static TLS block stays mapped (glibc caches thread stacks). */
+	for (int i = 0; i < LK_LIVE; i++) {
+		struct lk_thread *t = __atomic_load_n(&lk_live[i].t, __ATOMIC_ACQUIRE);
+		uint32_t tid = __atomic_load_n(&lk_live[i].tid, __ATOMIC_RELAXED);
+		if (!t || !tid || t == &lk)
+			continue;
+		STRATA_EVENT3(LOCKS_MAJOR, LOCKS_ALIVE, tid,
+			      __atomic_load_n(&t->acquisitions, __ATOMIC_RELAXED),
+			      __atomic_load_n(&t->contended, __ATOMIC_RELAXED));
+	}
 	lk_log_count(&lk);
 }
