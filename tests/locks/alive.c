@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sleeping.h"
+
 /*
  * The main thread holds `blocker` and `held`. Worker A takes its own
  * mutex NA times, then waits for `blocker` until the process exits.
@@ -25,29 +27,6 @@
 static pthread_mutex_t blocker = PTHREAD_MUTEX_INITIALIZER, held = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t own[2] = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER };
 static _Atomic int tid_a, tid_b, b_has;
-
-static void pause_us(long us)
-{
-	struct timespec ts = { 0, us * 1000 };
-	nanosleep(&ts, NULL);
-}
-
-/* Whether thread `tid` sleeps (state S in /proc/self/task/TID/stat). */
-static int sleeping(int tid)
-{
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] == 'S';
-}
 
 static void take_own(int i, int n)
 {

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sleeping.h"
+
 /*
  * Rounds: the main thread takes `hot`, lets the W workers go, and lets go
  * of `hot` only once every worker has announced itself and sleeps (state
@@ -145,29 +147,6 @@ static void *worker(void *arg)
 		fwake(&done);
 	}
 	return NULL;
-}
-
-/* Whether thread `tid` sleeps (state S in /proc/self/task/TID/stat). */
-static int sleeping(int32_t tid)
-{
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')'); /* comm may hold spaces */
-	return p && p[1] == ' ' && p[2] == 'S';
-}
-
-static void pause_us(long us)
-{
-	struct timespec ts = { 0, us * 1000 };
-	nanosleep(&ts, NULL);
 }
 
 int main(int argc, char **argv)

@@ -170,6 +170,18 @@ def sigfork():
 
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
+def not_read(trace, truth, what, says):
+    """The hot lock of a binary changed since the trace is not symbolized,
+    its name says why, and it is still the program's lock."""
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    got = rep["locks"][0] if rep["locks"] else {}
+    print("%s: %s" % (what, got.get("name")))
+    if got.get("symbolized") or says not in got.get("name", ""):
+        fail("%s: the binary was read: %r" % (what, got))
+    if int(got["addr"], 16) != int(truth["hot"], 16):
+        fail("%s: lock 0x%x, the program's %s" % (what, int(got["addr"], 16), truth["hot"]))
+
+
 def symbols():
     """Static locks named by symbol in a non-PIE executable and a shared
     library; a binary replaced since the trace is not read, and says so."""
@@ -190,13 +202,7 @@ def symbols():
     _, truth, trace = contend(LIB, "sym-changed")
     shutil.copy(CONTEND_NOPIE, copy + ".new")
     os.replace(copy + ".new", copy)
-    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
-    got = rep["locks"][0] if rep["locks"] else {}
-    print("replaced binary: %s" % got.get("name"))
-    if got.get("symbolized") or "changed since the trace" not in got.get("name", ""):
-        fail("a binary replaced since the trace was read: %r" % got)
-    if int(got["addr"], 16) != int(truth["hot"], 16):
-        fail("replaced binary: lock 0x%x, the program's %s" % (int(got["addr"], 16), truth["hot"]))
+    not_read(trace, truth, "replaced binary", "changed since the trace")
     # rebuilt in place: another build-id written into the same file (same
     # inode, so only the build-id recorded by the state dump tells)
     shutil.copy(CONTEND_NOPIE, copy)
@@ -205,13 +211,7 @@ def symbols():
     shutil.copyfile(REBUILT, copy)
     if os.stat(copy).st_ino != ino:
         fail("rebuilt in place: the copy changed inode")
-    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
-    got = rep["locks"][0] if rep["locks"] else {}
-    print("rebuilt in place: %s" % got.get("name"))
-    if got.get("symbolized") or "build-id differs" not in got.get("name", ""):
-        fail("a binary rebuilt in place (other build-id) was read: %r" % got)
-    if int(got["addr"], 16) != int(truth["hot"], 16):
-        fail("rebuilt binary: lock 0x%x, the program's %s" % (int(got["addr"], 16), truth["hot"]))
+    not_read(trace, truth, "rebuilt in place", "changed since the trace: build-id differs")
 
 
 def record():
