@@ -398,7 +398,10 @@ STRATA_API uint64_t strata_iter_progress(const struct strata_iter *it);
  * symbols and DWARF (elfutils' libdwfl; separate debug files found by
  * build-id under /usr/lib/debug). A file whose inode is not the one that
  * was mapped (rebuilt or replaced since the trace) is not read: its
- * addresses are given as module+offset and marked STRATA_SYM_CHANGED.
+ * addresses are given as module+offset and marked STRATA_SYM_CHANGED;
+ * nor one whose GNU build-id is not the one recorded (strata:build_id,
+ * format.md §4; rebuilt in place): STRATA_SYM_REBUILT. Traces without
+ * build-ids are checked by inode only.
  * Built once per trace, lazily per process; not thread-safe.
  */
 struct strata_symbolizer;
@@ -409,6 +412,8 @@ enum strata_sym_status {
 	STRATA_SYM_CHANGED,      /* the file changed since the trace: not read */
 	STRATA_SYM_MAPPING,      /* an anonymous or special mapping ([heap]...) */
 	STRATA_SYM_UNKNOWN,      /* no mapping of that process holds it */
+	STRATA_SYM_REBUILT,      /* same inode, but its build-id is not the
+				  * one the trace recorded: not read */
 };
 
 struct strata_symbol {
@@ -437,7 +442,8 @@ STRATA_API int strata_symbolize(struct strata_symbolizer *s, uint32_t pid,
 STRATA_API int strata_symbolize_return(struct strata_symbolizer *s, uint32_t pid,
 				       uint64_t pc, struct strata_symbol *out);
 /* "func+0x1a (file.c:12)", "module+0x1a2b", "module+0x1a2b (changed since
- * the trace)", "[heap]+0x10" or "0x7f12...", into buf (NUL-terminated);
+ * the trace)", "module+0x1a2b (changed since the trace: build-id differs)",
+ * "[heap]+0x10" or "0x7f12...", into buf (NUL-terminated);
  * returns buf. */
 STRATA_API const char *strata_symbol_format(const struct strata_symbol *sym,
 					    uint64_t addr, char *buf, size_t len);

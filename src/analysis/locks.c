@@ -11,7 +11,7 @@
 #define LOCK_EOWNERDEAD 130 /* Linux's EOWNERDEAD: acquired all the same */
 #define TH_HELD 8           /* as the preload's LK_HELD */
 
-enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN,
+enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN, R_INIT, R_ALIVE,
        /* kernel events recorded beside (-k): the futex cross-check and the
 	* switches of the holders */
        R_SYS_ENTER, R_SYS_EXIT, R_SWITCH };
@@ -30,12 +30,21 @@ struct roles {
 struct th {
 	bool waiting, in_futex;
 	bool locks; /* has lock:* events (not only kernel ones) */
+	bool counted, alive; /* its lock:count at exit; a lock:alive for it */
+	uint32_t tid, pid;
 	uint64_t wait_addr, wait_ts, wait_kind, wait_chain;
 	uint64_t futex_at, wait_futex; /* futex time inside the open wait */
 	uint64_t preempted, blocked;   /* its switches out so far */
 	struct { uint64_t addr, ts, preempted, blocked; size_t lock; } held[TH_HELD];
 	unsigned nheld;
 	uint64_t acq, cont;
+};
+
+/* Init call sites by (pid, addr), the latest init of each: open
+ * addressing, site 0 empty (a return address is never 0). */
+struct imap {
+	struct { uint32_t pid; uint64_t addr, site; } *slot;
+	size_t cap, n;
 };
 
 /* Locks by (pid, addr): open addressing over indexes into r->locks. */
@@ -95,6 +104,44 @@ static struct lock_stats *lock_get(struct lmap *m, struct lock_result *r, size_t
 	return l;
 }
 
+static size_t imap_at(const struct imap *im, uint32_t pid, uint64_t addr)
+{
+	size_t i = mix(addr ^ ((uint64_t)pid << 48)) & (im->cap - 1);
+	while (im->slot[i].site && (im->slot[i].addr != addr || im->slot[i].pid != pid))
+		i = (i + 1) & (im->cap - 1);
+	return i;
+}
+
+/* A lock:init: (pid, addr) was initialised at site. 0, or -ENOMEM. */
+static int imap_put(struct imap *im, uint32_t pid, uint64_t addr, uint64_t site)
+{
+	if (!site)
+		return 0;
+	if ((im->n + 1) * 2 > im->cap) {
+		struct imap g = { .cap = im->cap ? im->cap * 2 : 256 };
+		if (!(g.slot = calloc(g.cap, sizeof(*g.slot))))
+			return -ENOMEM;
+		for (size_t i = 0; i < im->cap; i++)
+			if (im->slot[i].site)
+				g.slot[imap_at(&g, im->slot[i].pid, im->slot[i].addr)] = im->slot[i];
+		g.n = im->n;
+		free(im->slot);
+		*im = g;
+	}
+	size_t i = imap_at(im, pid, addr);
+	im->n += !im->slot[i].site;
+	im->slot[i].pid = pid;
+	im->slot[i].addr = addr;
+	im->slot[i].site = site;
+	return 0;
+}
+
+/* Where (pid, addr) was last initialised, or 0. */
+static uint64_t imap_site(const struct imap *im, uint32_t pid, uint64_t addr)
+{
+	return im->cap ? im->slot[imap_at(im, pid, addr)].site : 0;
+}
+
 static int add_tid(struct lock_stats *l, uint32_t tid)
 {
 	for (unsigned i = 0; i < l->ntids; i++)
@@ -114,12 +161,15 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 {
 	static const char *const names[] = { NULL, "lock:wait_begin", "lock:wait_end",
 					     "lock:release", "lock:count", "lock:spins",
-					     "lock:chain", "raw_syscalls:sys_enter",
+					     "lock:chain", "lock:init", "lock:alive",
+					     "raw_syscalls:sys_enter",
 					     "raw_syscalls:sys_exit", "sched:sched_switch" };
 	static const char *const fields[][3] = {
 		{ NULL }, { "addr", "kind" }, { "addr", "ret" },
 		{ "addr", "acquisitions", "contended" }, { "acquisitions", "contended" },
-		{ "addr", "spins" }, { "id", "n", "frames" }, { "id" }, { "id" },
+		{ "addr", "spins" }, { "id", "n", "frames" }, { "addr", "kind", "site" },
+		{ "tid", "acquisitions", "contended" },
+		{ "id" }, { "id" },
 		{ "prev_pid", "prev_state" },
 	};
 	unsigned nc = strata_trace_nclasses(t);
@@ -239,7 +289,8 @@ static int cmp_use(const void *a, const void *b)
 
 /* One lock:* event of thread `th`. 0, or -ENOMEM. */
 static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, size_t *cap,
-		const struct roles *ro, struct th *th, const struct strata_event *ev)
+		struct imap *im, const struct roles *ro, struct th *th,
+		const struct strata_event *ev)
 {
 	unsigned ci = ev->cls->index;
 	uint64_t a = field(ev, ro->f[ci][0]);
@@ -292,6 +343,8 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		uint64_t ret = field(ev, ro->f[ci][1]);
 		uint64_t waited = strata_trace_ticks_to_ns(t, ev->timestamp - th->wait_ts);
 		l->kind = (unsigned)th->wait_kind;
+		if (!l->init_site) /* the init before its first wait names it */
+			l->init_site = imap_site(im, ev->pid, a);
 		minmax(&l->wait_total, &l->wait_max, waited);
 		l->futex_total += th->wait_futex;
 		if (chain_use(l, th->wait_chain, waited) < 0)
@@ -336,9 +389,17 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 	case R_COUNT:
 		th->acq = a;
 		th->cont = field(ev, ro->f[ci][1]);
+		th->counted = true;
+		return 0;
+	case R_ALIVE: /* th is thread `a`'s, not the logging one's */
+		th->acq = field(ev, ro->f[ci][1]);
+		th->cont = field(ev, ro->f[ci][2]);
+		th->alive = true;
 		return 0;
 	case R_CHAIN:
 		return chain_add(r, ev, ro->f[ci]);
+	case R_INIT:
+		return imap_put(im, ev->pid, a, field(ev, ro->f[ci][2]));
 	case R_SPINS: /* just before its wait_end */
 		if (!(l = lock_get(m, r, cap, ev->pid, a)))
 			return -ENOMEM;
@@ -354,11 +415,20 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct lock_thread *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
 int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 {
 	struct roles ro = { 0 };
 	struct an_tidmap threads = { 0 };
 	struct lmap m = { 0 };
+	struct imap im = { 0 };
 	struct strata_iter *it = NULL;
 	struct lock_result *r = calloc(1, sizeof(*r));
 	size_t cap = 0;
@@ -371,13 +441,24 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 	if ((ret = strata_iter_create(t, &io, &it)) < 0)
 		goto out;
 	const struct strata_event *ev;
+	uint64_t last = 0; /* the trace's last event: where open waits end */
 	while (strata_iter_next(it, &ev) > 0) {
-		if (!ro.role[ev->cls->index] || (pid && ev->pid != pid))
+		last = ev->timestamp > last ? ev->timestamp : last;
+		unsigned role = ro.role[ev->cls->index];
+		if (!role || (pid && ev->pid != pid))
 			continue;
 		bool made;
-		struct th *th = an_tidmap_get(&threads, ev->tid, sizeof(*th), &made);
+		uint32_t tid = role == R_ALIVE ? (uint32_t)field(ev, ro.f[ev->cls->index][0])
+					       : ev->tid;
+		struct th *th = an_tidmap_get(&threads, tid, sizeof(*th), &made);
 		ret = -ENOMEM;
-		if (!th || feed(t, r, &m, &cap, &ro, th, ev) < 0)
+		if (!th)
+			goto out;
+		if (role < R_SYS_ENTER) {
+			th->tid = tid;
+			th->pid = ev->pid;
+		}
+		if (feed(t, r, &m, &cap, &im, &ro, th, ev) < 0)
 			goto out;
 	}
 	for (size_t i = 0; i < threads.n; i++) {
@@ -387,6 +468,28 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 		r->acquisitions += th->acq;
 		r->contended += th->cont;
 	}
+	ret = -ENOMEM;
+	if (threads.n && !(r->threads = calloc(threads.n, sizeof(*r->threads))))
+		goto out;
+	for (size_t i = 0; i < threads.n; i++) {
+		const struct th *th = threads.all[i];
+		if (!th->locks)
+			continue;
+		struct lock_thread *lt = &r->threads[r->nthreads_listed++];
+		lt->tid = th->tid;
+		lt->pid = th->pid;
+		lt->acquisitions = th->acq;
+		lt->contended = th->cont;
+		lt->alive = th->alive;
+		/* no exit of its own seen: still running at the end */
+		lt->partial = !th->counted;
+		lt->holding = th->nheld;
+		if (th->waiting) {
+			lt->wait_addr = th->wait_addr;
+			lt->wait_ns = strata_trace_ticks_to_ns(t, last - th->wait_ts);
+		}
+	}
+	qsort(r->threads, r->nthreads_listed, sizeof(*r->threads), cmp_thread);
 	for (size_t i = 0; i < threads.n; i++)
 		r->nthreads += ((struct th *)threads.all[i])->locks;
 	for (size_t i = 0; i < r->nlocks; i++) {
@@ -401,6 +504,7 @@ out:
 	strata_iter_destroy(it);
 	an_tidmap_fini(&threads);
 	free(m.slot);
+	free(im.slot);
 	free(ro.role);
 	free(ro.f);
 	free(ro.futex);
@@ -447,5 +551,6 @@ void lock_free(struct lock_result *r)
 	}
 	free(r->locks);
 	free(r->chains);
+	free(r->threads);
 	free(r);
 }

@@ -3,6 +3,7 @@
 #ifndef STRATA_ANALYSIS_LOCKS_H
 #define STRATA_ANALYSIS_LOCKS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <strata/reader.h>
@@ -43,10 +44,25 @@ struct lock_stats {
 	 * meanwhile (K42: why a hold was long) */
 	uint32_t max_hold_tid;
 	uint64_t max_hold_preempted, max_hold_blocked;
+	uint64_t init_site;          /* lock:init: the return address of the
+				      * init call before its first wait, or 0 */
 	uint32_t *tids;              /* threads that waited for it, sorted */
 	unsigned ntids;
 	struct lock_chain_use *chains; /* most wait first */
 	unsigned nchains;
+};
+
+/* One thread's totals (all its locks). */
+struct lock_thread {
+	uint32_t tid, pid;
+	uint64_t acquisitions, contended;
+	bool partial;       /* no lock:count of its own exit: it still ran
+			     * at the end, its totals those of lock:alive or
+			     * of its last release (lower bounds) */
+	bool alive;         /* lock:alive: running at its process's exit */
+	uint64_t wait_addr; /* waiting at the end: that lock, else 0 */
+	uint64_t wait_ns;   /* that wait so far (to the trace's last event) */
+	unsigned holding;   /* contended acquisitions it still held */
 };
 
 struct lock_result {
@@ -62,6 +78,8 @@ struct lock_result {
 	bool have_futex, have_sched; /* kernel events recorded beside (-k) */
 	struct lock_chain *chains;   /* every chain the processes logged */
 	size_t nchains;
+	struct lock_thread *threads; /* with lock:* events, by pid then tid */
+	size_t nthreads_listed;
 };
 
 /* The chain `id` of process pid, or NULL. */

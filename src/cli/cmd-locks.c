@@ -110,6 +110,39 @@ static void print_chains(const struct lock_result *r, size_t n, struct strata_sy
 	}
 }
 
+#define PARTIAL_TOP 10 /* threads still running at the end the text lists */
+
+/* Threads that still ran at the end: their totals are partial (lower
+ * bounds), the wait they were in so far. */
+static void print_partial(const struct lock_result *r)
+{
+	size_t np = 0, shown = 0;
+	char b[40];
+	for (size_t i = 0; i < r->nthreads_listed; i++)
+		np += r->threads[i].partial;
+	if (!np)
+		return;
+	printf("\n  %zu thread%s still running at the end, totals partial (lower bounds):\n", np,
+	       np == 1 ? "" : "s");
+	for (size_t i = 0; i < r->nthreads_listed && shown < PARTIAL_TOP; i++) {
+		const struct lock_thread *lt = &r->threads[i];
+		if (!lt->partial)
+			continue;
+		shown++;
+		printf("    tid %u (pid %u): %" PRIu64 " acquisitions, %" PRIu64 " contended%s",
+		       lt->tid, lt->pid, lt->acquisitions, lt->contended,
+		       lt->alive ? "" : " (as of its last release)");
+		if (lt->holding)
+			printf(", holding %u", lt->holding);
+		if (lt->wait_addr)
+			printf(", waiting for 0x%" PRIx64 " for %s", lt->wait_addr,
+			       dur_fmt(lt->wait_ns, b, sizeof(b)));
+		printf("\n");
+	}
+	if (shown < np)
+		printf("    (%zu more: --format json lists every thread)\n", np - shown);
+}
+
 static void print_text(const struct lock_result *r, size_t n, struct strata_symbolizer *sy)
 {
 	uint64_t mw = 0, mh = 0;
@@ -174,11 +207,14 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 	if (r->open_waits || r->open_holds || r->orphans)
 		printf("\n  %" PRIu64 " waits and %" PRIu64 " holds still open at the end, %" PRIu64
 		       " ends with nothing open\n", r->open_waits, r->open_holds, r->orphans);
+	print_partial(r);
 	print_chains(r, n < CHAIN_LOCKS ? n : CHAIN_LOCKS, sy);
 }
 
-/* A lock by its symbol when it is a static one ("hot", "locks+0x28"),
- * else by its address: heap and stack locks have no name of their own. */
+/* A lock by its symbol when it is a static one ("hot", "locks+0x28");
+ * else by the call site that initialised it when the preload saw the
+ * init ("init@make_a+0x1f (heap.c:12)": a heap lock has no name of its
+ * own); else by its address. */
 static const char *lock_name(struct strata_symbolizer *sy, const struct lock_stats *l,
 			     char *buf, size_t len, struct strata_symbol *sym)
 {
@@ -190,9 +226,12 @@ static const char *lock_name(struct strata_symbolizer *sy, const struct lock_sta
 		snprintf(buf, len, "%s+0x%" PRIx64, sym->function, sym->offset);
 	else if (sym->status == STRATA_SYM_FUNCTION)
 		snprintf(buf, len, "%s", sym->function);
-	else if (sym->status == STRATA_SYM_CHANGED)
+	else if (sym->status == STRATA_SYM_CHANGED || sym->status == STRATA_SYM_REBUILT)
 		strata_symbol_format(sym, l->addr, buf, len);
-	else
+	else if (l->init_site && len > 5) {
+		snprintf(buf, len, "init@");
+		frame_text(sy, l->pid, l->init_site, buf + 5, len - 5);
+	} else
 		snprintf(buf, len, "0x%" PRIx64, l->addr);
 	return buf;
 }
@@ -205,6 +244,21 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 	       r->acquisitions, r->contended, r->nthreads, r->open_waits, r->open_holds,
 	       r->orphans);
 	report_loss_json(stdout, loss);
+	/* every thread's totals; those still running at the end partial */
+	printf(",\"per_thread\":[");
+	for (size_t i = 0; i < r->nthreads_listed; i++) {
+		const struct lock_thread *lt = &r->threads[i];
+		printf("%s{\"tid\":%u,\"pid\":%u,\"acquisitions\":%" PRIu64
+		       ",\"contended\":%" PRIu64 ",\"partial\":%s,\"alive_at_exit\":%s"
+		       ",\"holding\":%u",
+		       i ? "," : "", lt->tid, lt->pid, lt->acquisitions, lt->contended,
+		       lt->partial ? "true" : "false", lt->alive ? "true" : "false", lt->holding);
+		if (lt->wait_addr)
+			printf(",\"waiting\":{\"addr\":\"0x%" PRIx64 "\",\"wait_ns\":%" PRIu64 "}",
+			       lt->wait_addr, lt->wait_ns);
+		printf("}");
+	}
+	printf("]");
 	printf(",\"locks\":[");
 	for (size_t i = 0; i < n; i++) {
 		const struct lock_stats *l = &r->locks[i];
@@ -214,6 +268,11 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		printf("%s\n{\"addr\":\"0x%" PRIx64 "\",\"name\":", i ? "," : "", l->addr);
 		cli_json_name(name);
 		printf(",\"symbolized\":%s", sym.status == STRATA_SYM_FUNCTION ? "true" : "false");
+		if (l->init_site) {
+			char fb[600];
+			printf(",\"init_site\":");
+			cli_json_name(frame_text(sy, l->pid, l->init_site, fb, sizeof(fb)));
+		}
 		printf(",\"kind\":\"%s\",\"pid\":%u"
 		       ",\"contended\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"wait_ns\":%" PRIu64
 		       ",\"max_wait_ns\":%" PRIu64 ",\"spins\":%" PRIu64

@@ -82,6 +82,11 @@ _Static_assert(sizeof(struct strata_pkt_header) == STRATA_PKT_HEADER_SIZE,
 /* 0:10, kernel streams only (src/kernel/ktimes.c): u32 tid, u32 pid,
  * u64 utime_ns, u64 stime_ns, u32 when, u32 pad */
 #define STRATA_ID_THREAD_TIMES 10u
+/* 0:32, the state dump (src/lib/statedump.c): u64 addr, string build_id
+ * (hex). Its id is above the compact ids (1-30) so that its CTF id in
+ * stream class 1, its full id, is never one of theirs. */
+#define STRATA_ID_BUILD_ID 32u
+
 enum strata_times_when {
 	STRATA_TIMES_FIRST = 0,  /* in scope when the recording started */
 	STRATA_TIMES_EXITED = 1, /* its final values, at its exit */

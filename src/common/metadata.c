@@ -13,6 +13,7 @@
 
 #include <strata/inline/ring.h>
 
+#include "common/format.h"
 #include "common/tfile.h"
 #include "common/metadata.h"
 
@@ -492,6 +493,12 @@ static void put_own_events(FILE *f, int sc)
 		"\t} align(%s);\n};\n\n",
 		STRATA_ID_MAP, sc, u64x, u64x, u64x, u64, al,
 		STRATA_ID_STATEDUMP, sc, al);
+	fprintf(f,
+		"event {\n\tname = \"strata:build_id\";\n\tid = %u;\n\tstream_id = %d;\n"
+		"\tfields := struct {\n\t\t%s addr;\n"
+		"\t\tuint32_t _build_id_len;\n\t\tchar_t build_id[_build_id_len];\n"
+		"\t} align(%s);\n};\n\n",
+		STRATA_ID_BUILD_ID, sc, u64x, al);
 }
 
 /* The program's event classes: from descriptors, raw ones, and the

@@ -139,8 +139,9 @@ uint64_t cons_scan_events(struct cons *c, const unsigned char *pkt,
 		}
 		memcpy(&h, p, 4);
 		/* a user event: a full id, or a compact id not yet in the
-		 * table (extended, docs/compact.md) */
-		if ((id >> 16) || id >= STRATA_CID_USER) {
+		 * table (extended, docs/compact.md); a major-0 id above the
+		 * compact ones (strata:build_id) is strata's own */
+		if (strata_header_id_user(id)) {
 			n++;
 			/* compact ids: declared from the table */
 			if (id == last || (h & 31) != STRATA_CID_EXT || !(id >> 16))
@@ -320,7 +321,7 @@ uint64_t cons_ring_pending(struct strata_ring *r, int external)
 			uint32_t id, len = cons_event_at(c, pkt + off, content - off, &id, &ts);
 			if (!len)
 				break;
-			n += (id >> 16) || id >= STRATA_CID_USER;
+			n += (uint64_t)strata_header_id_user(id);
 			off += len;
 		}
 	}

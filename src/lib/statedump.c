@@ -2,6 +2,8 @@
 /* State dump: this process, its threads' names and its memory maps, as strata records (format.md §4). */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <elf.h>
+#include <link.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -227,6 +229,48 @@ static void dump_maps(void)
 	fclose(f);
 }
 
+/*
+ * Each loaded object's GNU build-id (its NT_GNU_BUILD_ID note, read in
+ * memory: no file is opened), as strata:build_id records whose address
+ * lies in one of the object's mappings: a reader then refuses a file at
+ * that path whose build-id is not this one (rebuilt in place, same
+ * inode: docs/reader.md "Symbols"). Objects without the note: none.
+ */
+static int dump_build_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	(void)data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		const char *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *n = (const void *)p;
+			const char *name = p + sizeof(*n);
+			const unsigned char *desc =
+				(const unsigned char *)name + ((n->n_namesz + 3) & ~3u);
+			p = (const char *)desc + ((n->n_descsz + 3) & ~3u);
+			if (p > end)
+				break;
+			if (n->n_type != NT_GNU_BUILD_ID || n->n_namesz != 4 ||
+			    memcmp(name, "GNU", 4) || !n->n_descsz || n->n_descsz > 64)
+				continue;
+			char hex[129];
+			for (uint32_t k = 0; k < n->n_descsz; k++)
+				snprintf(hex + 2 * k, 3, "%02x", desc[k]);
+			struct {
+				uint64_t addr;
+				uint32_t count;
+			} __attribute__((packed)) fx = {(uint64_t)(uintptr_t)name, 0};
+			put_record(STRATA_ID_BUILD_ID, &fx, sizeof(fx), hex);
+			return 0;
+		}
+	}
+	return 0;
+}
+
 /* strata:process, then its threads' names. */
 static void dump_process(const char *proc, uint32_t pid, bool self)
 {
@@ -267,6 +311,7 @@ bool statedump_self(bool unmasked)
 	put_phase(0);
 	dump_process("/proc/self", strata_pid, true);
 	dump_maps();
+	dl_iterate_phdr(dump_build_id, NULL);
 	put_phase(1);
 	pthread_mutex_unlock(&statedump_lock);
 	return true;

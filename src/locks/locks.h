@@ -22,6 +22,12 @@ enum locks_minor {
 			       * often (just before its wait_end) */
 	LOCKS_CHAIN = 6,      /* id, n, frames[LOCKS_FRAMES]: a call chain,
 			       * once per process before its first use */
+	LOCKS_INIT = 7,       /* addr, kind, site: pthread_mutex_init or
+			       * pthread_rwlock_init returned 0; site: its
+			       * caller (the init's return address) */
+	LOCKS_ALIVE = 8,      /* tid, acquisitions, contended: a thread still
+			       * running at the process's exit, its totals
+			       * then, logged by the exiting thread */
 };
 
 /* Return addresses kept per call chain, innermost (the lock's caller)

@@ -9,6 +9,8 @@
 #include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,7 +32,8 @@ typedef int (*lk_fn2)(void *, const void *);
 enum lk_real {
 	F_MLOCK, F_MTRY, F_MUNLOCK, F_RDLOCK, F_TRYRD, F_WRLOCK, F_TRYWR, F_RWUNLOCK,
 	F_MTIMED, F_TIMEDRD, F_TIMEDWR, F_SPINLOCK, F_SPINTRY, F_SPINUNLOCK,
-	F_SEMWAIT, F_SEMTRY, F_SEMTIMED, F_SEMPOST, F_CONDWAIT, F_CONDTIMED, F_N
+	F_SEMWAIT, F_SEMTRY, F_SEMTIMED, F_SEMPOST, F_CONDWAIT, F_CONDTIMED,
+	F_MINIT, F_RWINIT, F_N
 };
 
 static const char *const lk_names[F_N] = {
@@ -41,6 +44,7 @@ static const char *const lk_names[F_N] = {
 	"pthread_spin_lock", "pthread_spin_trylock", "pthread_spin_unlock",
 	"sem_wait", "sem_trywait", "sem_timedwait", "sem_post",
 	"pthread_cond_wait", "pthread_cond_timedwait",
+	"pthread_mutex_init", "pthread_rwlock_init",
 };
 
 /*
@@ -69,11 +73,14 @@ LK_GLIBC(lk_g_tryrd, "__pthread_rwlock_tryrdlock");
 LK_GLIBC(lk_g_wrlock, "__pthread_rwlock_wrlock");
 LK_GLIBC(lk_g_trywr, "__pthread_rwlock_trywrlock");
 LK_GLIBC(lk_g_rwunlock, "__pthread_rwlock_unlock");
+LK_GLIBC(lk_g_minit, "__pthread_mutex_init");
+LK_GLIBC(lk_g_rwinit, "__pthread_rwlock_init");
 /* the rest is resolved in the constructor (or lazily): the loader and
  * libstrata's start-up take only mutexes */
 static lk_fn real[F_N] = {
 	lk_g_mlock, lk_g_mtry, lk_g_munlock, lk_g_rdlock,
 	lk_g_tryrd, lk_g_wrlock, lk_g_trywr, lk_g_rwunlock,
+	[F_MINIT] = lk_g_minit, [F_RWINIT] = lk_g_rwinit,
 };
 #define LK_COND_VERSION "GLIBC_2.3.2" /* the condition variables since 2.3.2 */
 #else
@@ -124,6 +131,7 @@ struct lk_thread {
 				* tracer's own locks, a signal handler)
 				* go straight to glibc, untraced */
 	bool keyed;            /* the exit destructor is armed */
+	int slot;              /* its lk_live slot + 1, or 0 */
 };
 
 static LK_TLS struct lk_thread lk;
@@ -138,9 +146,44 @@ static void lk_log_count(struct lk_thread *t)
 	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_COUNT, t->acquisitions, t->contended);
 }
 
+/*
+ * Threads alive, so that the process's exit (lk_fini) can log the totals
+ * of those that never reach their own exit (lock:alive): a slot per
+ * thread that acquired a lock, claimed with its first acquisition (with
+ * the exit key, so that lk_thread_exit gives it back), a claim by CAS
+ * on the tid. A full table: those threads' totals at the end are only
+ * their last release's (docs/locks.md, "Limits").
+ */
+#define LK_LIVE 1024
+static struct {
+	uint32_t tid;           /* 0: free */
+	struct lk_thread *t;    /* NULL until published (release; pairs with
+				 * lk_fini's acquire) */
+} lk_live[LK_LIVE];
+
+static void lk_live_claim(struct lk_thread *t)
+{
+	uint32_t tid = (uint32_t)syscall(SYS_gettid); /* once per thread */
+	for (int i = 0; i < LK_LIVE; i++) {
+		uint32_t free_tid = 0;
+		if (__atomic_compare_exchange_n(&lk_live[i].tid, &free_tid, tid, false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&lk_live[i].t, t, __ATOMIC_RELEASE);
+			t->slot = i + 1;
+			return;
+		}
+	}
+}
+
 static void lk_thread_exit(void *arg)
 {
-	lk_log_count(arg);
+	struct lk_thread *t = arg;
+	lk_log_count(t);
+	if (t->slot) { /* the pointer first: lk_fini skips an unpublished slot */
+		__atomic_store_n(&lk_live[t->slot - 1].t, NULL, __ATOMIC_RELEASE);
+		__atomic_store_n(&lk_live[t->slot - 1].tid, 0, __ATOMIC_RELEASE);
+		t->slot = 0;
+	}
 }
 
 static inline void lk_acquired(struct lk_thread *t)
@@ -151,6 +194,7 @@ static inline void lk_acquired(struct lk_thread *t)
 		 * allocates nothing, safe in a signal handler */
 		t->keyed = true;
 		pthread_setspecific(lk_key, t);
+		lk_live_claim(t);
 	}
 }
 
@@ -332,10 +376,49 @@ LK_API pid_t fork(void)
 
 	t->busy = 1;
 	pid_t pid = LK_REAL_FORK();
-	if (pid == 0)
+	if (pid == 0) {
 		t->nheld = 0;
+		/* the other threads are not in the child: not alive at its
+		 * exit; this one has a new tid */
+		memset(lk_live, 0, sizeof(lk_live));
+		if (t->slot) {
+			t->slot = 0;
+			lk_live_claim(t);
+		}
+	}
 	t->busy = busy;
 	return pid;
+}
+
+/*
+ * An init names the lock by its call site (docs/locks.md, "Heap locks"):
+ * the wrapper's return address is the first frame outside glibc and this
+ * library, since glibc's own inits do not come through here. One event,
+ * no unwinding: inits are rare, but some programs make a lock per object.
+ */
+static inline int lk_init_lock(void *l, const void *attr, enum lk_real init, unsigned kind,
+			       void *site)
+{
+	struct lk_thread *t = &lk;
+	int r = lk_real2(init)(l, attr);
+
+	if (r || t->busy || !strata_major_enabled(LOCKS_MAJOR))
+		return r;
+	t->busy = 1;
+	STRATA_EVENT3(LOCKS_MAJOR, LOCKS_INIT, (uintptr_t)l, kind, (uintptr_t)site);
+	t->busy = 0;
+	return r;
+}
+
+LK_API int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
+{
+	return lk_init_lock(m, a, F_MINIT, LOCKS_KIND_MUTEX, __builtin_return_address(0));
+}
+
+LK_API int pthread_rwlock_init(pthread_rwlock_t *l, const pthread_rwlockattr_t *a)
+{
+	return lk_init_lock(l, a, F_RWINIT, LOCKS_KIND_RWLOCK_WRITE,
+			    __builtin_return_address(0));
 }
 
 LK_API int pthread_mutex_lock(pthread_mutex_t *m)
@@ -515,6 +598,16 @@ static const struct strata_field_desc lk_f_spins[] = {
 	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
 	{ "spins", STRATA_T_U64, 0, 0 },
 };
+static const struct strata_field_desc lk_f_init[] = {
+	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
+	{ "kind", STRATA_T_U64, 0, 0 },
+	{ "site", STRATA_T_PTR, 0, STRATA_F_HEX },
+};
+static const struct strata_field_desc lk_f_alive[] = {
+	{ "tid", STRATA_T_U64, 0, 0 },
+	{ "acquisitions", STRATA_T_U64, 0, 0 },
+	{ "contended", STRATA_T_U64, 0, 0 },
+};
 static const struct strata_field_desc lk_f_count[] = {
 	{ "acquisitions", STRATA_T_U64, 0, 0 },
 	{ "contended", STRATA_T_U64, 0, 0 },
@@ -546,9 +639,17 @@ static const struct strata_event_desc lk_d_chain = LK_DESC(
 	"chain", LOCKS_CHAIN, STRATA_EV_POINT, lk_f_chain,
 	"a call chain of contended acquisitions (n frames, innermost first)");
 
+static const struct strata_event_desc lk_d_init = LK_DESC(
+	"init", LOCKS_INIT, STRATA_EV_POINT, lk_f_init,
+	"a lock was initialised; site: the return address of its init call");
+
+static const struct strata_event_desc lk_d_alive = LK_DESC(
+	"alive", LOCKS_ALIVE, STRATA_EV_POINT, lk_f_alive,
+	"thread tid still runs at the process's exit: its totals then (partial)");
+
 static const struct strata_event_desc *const lk_events[] = {
 	&lk_d_wait_begin, &lk_d_wait_end, &lk_d_release, &lk_d_count, &lk_d_spins,
-	&lk_d_chain,
+	&lk_d_chain, &lk_d_init, &lk_d_alive,
 };
 static const struct strata_subsys_desc lk_subsys = {
 	"lock", LOCKS_MAJOR, "pthread lock contention (libstrata-locks.so)"
@@ -599,5 +700,18 @@ __attribute__((constructor)) static void lk_init(void)
  * libstrata's own destructor stops the trace (we depend on it). */
 __attribute__((destructor)) static void lk_fini(void)
 {
+	/* the others still running: their counters read as they are now
+	 * (relaxed; they may go on counting meanwhile, hence partial). A
+	 * thread that exits meanwhile clears its pointer before it is gone;
+	 * its static TLS block stays mapped (glibc caches thread stacks). */
+	for (int i = 0; i < LK_LIVE; i++) {
+		struct lk_thread *t = __atomic_load_n(&lk_live[i].t, __ATOMIC_ACQUIRE);
+		uint32_t tid = __atomic_load_n(&lk_live[i].tid, __ATOMIC_RELAXED);
+		if (!t || !tid || t == &lk)
+			continue;
+		STRATA_EVENT3(LOCKS_MAJOR, LOCKS_ALIVE, tid,
+			      __atomic_load_n(&t->acquisitions, __ATOMIC_RELAXED),
+			      __atomic_load_n(&t->contended, __ATOMIC_RELAXED));
+	}
 	lk_log_count(&lk);
 }

@@ -22,7 +22,16 @@ struct sym_map {
 	uint32_t prot;
 	uint64_t start, end, off, ino;
 	char *path;
-	int changed; /* the file at path is not the mapped one (1), or unreadable (2) */
+	char *build_id; /* hex, from strata:build_id (first mapping of a file), or NULL */
+	int changed;    /* the file at path is not the mapped one: inode (1),
+			 * unreadable (2), build-id (3) */
+};
+
+/* A strata:build_id record, until the maps are sorted. */
+struct sym_bid {
+	uint32_t pid;
+	uint64_t addr;
+	char *hex;
 };
 
 /* A process's modules, reported to libdwfl on first use. */
@@ -85,13 +94,79 @@ static int add_map(struct strata_symbolizer *s, size_t *cap, const struct strata
 	return 0;
 }
 
+static int add_bid(struct sym_bid **b, size_t *n, const struct strata_event *ev, const int *f)
+{
+	struct strata_value a, h;
+	if (f[0] < 0 || f[1] < 0 || strata_event_field(ev, (unsigned)f[0], &a) < 0 ||
+	    strata_event_field(ev, (unsigned)f[1], &h) < 0 || h.type != STRATA_VALUE_STRING ||
+	    !h.count)
+		return 0; /* damaged: skipped */
+	struct sym_bid *g = realloc(*b, (*n + 1) * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	*b = g;
+	g[*n].pid = ev->pid;
+	g[*n].addr = a.u;
+	if (!(g[*n].hex = strndup(h.str, strnlen(h.str, h.count))))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+static void free_bids(struct sym_bid *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(b[i].hex);
+	free(b);
+}
+
+static const struct sym_map *find_map(const struct strata_symbolizer *s, uint32_t pid,
+				      uint64_t addr);
+
+/* Each build-id to the first mapping of the file whose mapping holds its
+ * address (the one proc_dwfl() checks); frees bids. */
+static void attach_bids(struct strata_symbolizer *s, struct sym_bid *bids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct sym_map *m = find_map(s, bids[i].pid, bids[i].addr);
+		for (size_t j = 0; m && j < s->nmaps; j++) {
+			struct sym_map *first = &s->maps[j];
+			if (first->pid == m->pid && !strcmp(first->path, m->path)) {
+				free(first->build_id);
+				first->build_id = bids[i].hex;
+				bids[i].hex = NULL;
+				break;
+			}
+		}
+	}
+	free_bids(bids, n);
+}
+
+/* Whether the module's build-id is the hex one the trace recorded. */
+static bool same_build_id(Dwfl_Module *mod, const char *hex)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int n = dwfl_module_build_id(mod, &bits, &vaddr);
+	if (n <= 0 || strlen(hex) != 2 * (size_t)n)
+		return false;
+	for (int i = 0; i < n; i++) {
+		char b[3];
+		snprintf(b, sizeof(b), "%02x", bits[i]);
+		if (memcmp(b, hex + 2 * i, 2))
+			return false;
+	}
+	return true;
+}
+
 int strata_symbolizer_create(struct strata_trace *t, struct strata_symbolizer **out)
 {
 	struct strata_symbolizer *s = calloc(1, sizeof(*s));
 	struct strata_filter *flt = NULL;
 	struct strata_iter *it = NULL;
 	const struct strata_event *ev;
-	size_t cap = 0;
+	size_t cap = 0, nbids = 0;
+	struct sym_bid *bids = NULL;
 	int ret = -ENOMEM;
 
 	*out = NULL;
@@ -101,7 +176,8 @@ int strata_symbolizer_create(struct strata_trace *t, struct strata_symbolizer **
 	 * before it is decoded, streams one after another */
 	if ((ret = strata_filter_create(t, &flt)) < 0)
 		goto fail;
-	if ((ret = strata_filter_event(flt, "strata:map")) <= 0) {
+	if ((ret = strata_filter_event(flt, "strata:map")) <= 0 ||
+	    (ret = strata_filter_event(flt, "strata:build_id")) < 0) {
 		*out = s; /* no maps: every address is unknown */
 		strata_filter_destroy(flt);
 		return 0;
@@ -114,8 +190,17 @@ int strata_symbolizer_create(struct strata_trace *t, struct strata_symbolizer **
 	if ((ret = strata_iter_create(t, &io, &it)) < 0)
 		goto fail;
 	const struct strata_event_class *cls = NULL;
-	int f[6];
+	int f[6], fb[2] = {-1, -1};
 	while (strata_iter_next(it, &ev) > 0) {
+		if (!strcmp(ev->cls->name, "strata:build_id")) {
+			if (fb[0] < 0) {
+				fb[0] = strata_event_class_field(ev->cls, "addr");
+				fb[1] = strata_event_class_field(ev->cls, "build_id");
+			}
+			if ((ret = add_bid(&bids, &nbids, ev, fb)) < 0)
+				goto fail;
+			continue;
+		}
 		if (ev->cls != cls) {
 			static const char *const names[6] = { "start", "end", "offset",
 							      "inode", "prot", "path" };
@@ -127,11 +212,13 @@ int strata_symbolizer_create(struct strata_trace *t, struct strata_symbolizer **
 			goto fail;
 	}
 	qsort(s->maps, s->nmaps, sizeof(*s->maps), cmp_map);
+	attach_bids(s, bids, nbids);
 	strata_iter_destroy(it);
 	strata_filter_destroy(flt);
 	*out = s;
 	return 0;
 fail:
+	free_bids(bids, nbids);
 	strata_iter_destroy(it);
 	strata_filter_destroy(flt);
 	strata_symbolizer_destroy(s);
@@ -144,8 +231,10 @@ void strata_symbolizer_destroy(struct strata_symbolizer *s)
 		return;
 	for (size_t i = 0; i < s->nprocs; i++)
 		dwfl_end(s->procs[i].dwfl);
-	for (size_t i = 0; i < s->nmaps; i++)
+	for (size_t i = 0; i < s->nmaps; i++) {
 		free(s->maps[i].path);
+		free(s->maps[i].build_id);
+	}
 	for (size_t i = 0; i < s->nnames; i++)
 		free(s->names[i]);
 	free(s->names);
@@ -220,9 +309,14 @@ static Dwfl *proc_dwfl(struct strata_symbolizer *s, uint32_t pid)
 		} else {
 			uint64_t bias;
 			const char *base = strrchr(m->path, '/') + 1;
+			Dwfl_Module *mod = NULL;
 			if (load_bias(fd, m, &bias) == 0 &&
-			    dwfl_report_elf(d, base, m->path, fd, bias, false))
+			    (mod = dwfl_report_elf(d, base, m->path, fd, bias, false)))
 				fd = -1; /* the module owns it now */
+			/* same inode, other contents: rebuilt in place (cp over
+			 * it); the module stays reported, never read */
+			if (mod && m->build_id && !same_build_id(mod, m->build_id))
+				m->changed = 3;
 		}
 		if (fd >= 0)
 			close(fd);
@@ -311,6 +405,8 @@ int strata_symbolize(struct strata_symbolizer *s, uint32_t pid, uint64_t addr,
 		out->module_offset = addr - m->start;
 		return out->status = STRATA_SYM_MAPPING;
 	}
+	if (first->changed == 3)
+		return out->status = STRATA_SYM_REBUILT;
 	if (first->changed)
 		return out->status = STRATA_SYM_CHANGED;
 	Dwfl_Module *mod = d ? dwfl_addrmodule(d, addr) : NULL;
@@ -390,6 +486,10 @@ const char *strata_symbol_format(const struct strata_symbol *sym, uint64_t addr,
 	case STRATA_SYM_CHANGED:
 		snprintf(buf, len, "%s+0x%llx (changed since the trace)", sym->module,
 			 (unsigned long long)sym->module_offset);
+		break;
+	case STRATA_SYM_REBUILT:
+		snprintf(buf, len, "%s+0x%llx (changed since the trace: build-id differs)",
+			 sym->module, (unsigned long long)sym->module_offset);
 		break;
 	default:
 		snprintf(buf, len, "0x%llx", (unsigned long long)addr);

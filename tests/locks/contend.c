@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sleeping.h"
+
 /*
  * Rounds: the main thread takes `hot`, lets the W workers go, and lets go
  * of `hot` only once every worker has announced itself and sleeps (state
@@ -23,7 +25,10 @@
  * lock (the preload's, or glibc's own fast path) failed. Each round thus
  * has exactly W contended acquisitions of `hot`, whatever the scheduler
  * does. With "rw", the hot lock is an rwlock that the main thread
- * write-locks and the workers read-lock (all at once). Each worker also takes its own `cold` mutex C times a round,
+ * write-locks and the workers read-lock (all at once); with "wr" the
+ * other way round: the main thread read-locks it and the workers wait to
+ * write-lock it (writers waiting for a reader, then for each other: one
+ * wait each all the same, inside their one wrlock call). Each worker also takes its own `cold` mutex C times a round,
  * never contended. The workers synchronise with raw futexes, never with a
  * pthread lock, so that every pthread lock call is one the truth counts.
  */
@@ -37,14 +42,15 @@ static sem_t hot_sem;
 /* The hot lock's kind (the 6th argument): "mutex"; "rw": hot_rw, written
  * by main, read by the workers; "lib": a shared library's static mutex
  * (symbols); "timed": hot taken with pthread_mutex_timedlock; "spin":
- * hot_spin; "sem": hot_sem, a semaphore of 1 used as a lock. */
-static enum { M_MUTEX, M_RW, M_LIB, M_TIMED, M_SPIN, M_SEM } mode;
+ * hot_spin; "sem": hot_sem, a semaphore of 1 used as a lock; "wr":
+ * hot_rw, read by main, written by the workers. */
+static enum { M_MUTEX, M_RW, M_LIB, M_TIMED, M_SPIN, M_SEM, M_WR } mode;
 pthread_mutex_t *locks_lib_hot(void);
 static pthread_mutex_t *hot_m = &hot;
 
 static void *hot_addr(void)
 {
-	return mode == M_RW ? (void *)&hot_rw : mode == M_SPIN ? (void *)&hot_spin :
+	return mode == M_RW || mode == M_WR ? (void *)&hot_rw : mode == M_SPIN ? (void *)&hot_spin :
 	       mode == M_SEM ? (void *)&hot_sem : (void *)hot_m;
 }
 
@@ -54,6 +60,9 @@ static void hot_lock(int writer)
 	switch (mode) {
 	case M_RW:
 		writer ? pthread_rwlock_wrlock(&hot_rw) : pthread_rwlock_rdlock(&hot_rw);
+		break;
+	case M_WR: /* the main thread (writer = 1) reads, the workers write */
+		writer ? pthread_rwlock_rdlock(&hot_rw) : pthread_rwlock_wrlock(&hot_rw);
 		break;
 	case M_TIMED:
 		clock_gettime(CLOCK_REALTIME, &far);
@@ -75,7 +84,8 @@ static void hot_lock(int writer)
 static void hot_unlock(void)
 {
 	switch (mode) {
-	case M_RW: pthread_rwlock_unlock(&hot_rw); break;
+	case M_RW:
+	case M_WR: pthread_rwlock_unlock(&hot_rw); break;
 	case M_SPIN: pthread_spin_unlock(&hot_spin); break;
 	case M_SEM: sem_post(&hot_sem); break;
 	default: pthread_mutex_unlock(hot_m);
@@ -139,33 +149,10 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Whether thread `tid` sleeps (state S in /proc/self/task/TID/stat). */
-static int sleeping(int32_t tid)
-{
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')'); /* comm may hold spaces */
-	return p && p[1] == ' ' && p[2] == 'S';
-}
-
-static void pause_us(long us)
-{
-	struct timespec ts = { 0, us * 1000 };
-	nanosleep(&ts, NULL);
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [mutex|rw|lib|timed|spin|sem]]\n");
+		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [mutex|rw|lib|timed|spin|sem|wr]]\n");
 		return 2;
 	}
 	nworkers = (unsigned)atoi(argv[1]);
@@ -173,7 +160,7 @@ int main(int argc, char **argv)
 	ncold = (unsigned)atoi(argv[3]);
 	if (argc > 5)
 		hold_ns = strtoull(argv[5], NULL, 10) * 1000;
-	static const char *const modes[] = { "mutex", "rw", "lib", "timed", "spin", "sem" };
+	static const char *const modes[] = { "mutex", "rw", "lib", "timed", "spin", "sem", "wr" };
 	for (unsigned i = 0; argc > 6 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[6], modes[i]))
 			mode = i;

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|rwlock|timed|spin|sem|unchanged|sigfork|symbols|record|cond|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND
+usage: locks_test.py contention|rwlock|rwlock-writers|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|alive|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP [ALIVE]]]
 """
 import csv
 import io
@@ -13,6 +13,9 @@ import subprocess
 import sys
 
 PART, STRATA, LIB, CONTEND, SIGFORK, WORK, CONTEND_NOPIE, COND = sys.argv[1:9]
+REBUILT = sys.argv[9] if len(sys.argv) > 9 else None
+HEAP = sys.argv[10] if len(sys.argv) > 10 else None
+ALIVE = sys.argv[11] if len(sys.argv) > 11 else None
 WORKERS, ROUNDS, COLD, HOLD_US = 3, 40, 50, 300
 
 
@@ -72,8 +75,9 @@ def check_chains(lock, what):
             fail("%s: a chain does not reach start_thread: %s" % (what, fr))
 
 
-KINDS = {"mutex": "mutex", "rw": "rwlock-r", "timed": "mutex", "spin": "spin", "sem": "semaphore"}
-NAMES = {"rw": "hot_rw", "spin": "hot_spin", "sem": "hot_sem"}
+KINDS = {"mutex": "mutex", "rw": "rwlock-r", "timed": "mutex", "spin": "spin", "sem": "semaphore",
+         "wr": "rwlock-w"}
+NAMES = {"rw": "hot_rw", "wr": "hot_rw", "spin": "hot_spin", "sem": "hot_sem"}
 
 
 def contention(mode="mutex"):
@@ -166,6 +170,18 @@ def sigfork():
 
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
+def not_read(trace, truth, what, says):
+    """The hot lock of a binary changed since the trace is not symbolized,
+    its name says why, and it is still the program's lock."""
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    got = rep["locks"][0] if rep["locks"] else {}
+    print("%s: %s" % (what, got.get("name")))
+    if got.get("symbolized") or says not in got.get("name", ""):
+        fail("%s: the binary was read: %r" % (what, got))
+    if int(got["addr"], 16) != int(truth["hot"], 16):
+        fail("%s: lock 0x%x, the program's %s" % (what, int(got["addr"], 16), truth["hot"]))
+
+
 def symbols():
     """Static locks named by symbol in a non-PIE executable and a shared
     library; a binary replaced since the trace is not read, and says so."""
@@ -186,13 +202,16 @@ def symbols():
     _, truth, trace = contend(LIB, "sym-changed")
     shutil.copy(CONTEND_NOPIE, copy + ".new")
     os.replace(copy + ".new", copy)
-    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
-    got = rep["locks"][0] if rep["locks"] else {}
-    print("replaced binary: %s" % got.get("name"))
-    if got.get("symbolized") or "changed since the trace" not in got.get("name", ""):
-        fail("a binary replaced since the trace was read: %r" % got)
-    if int(got["addr"], 16) != int(truth["hot"], 16):
-        fail("replaced binary: lock 0x%x, the program's %s" % (int(got["addr"], 16), truth["hot"]))
+    not_read(trace, truth, "replaced binary", "changed since the trace")
+    # rebuilt in place: another build-id written into the same file (same
+    # inode, so only the build-id recorded by the state dump tells)
+    shutil.copy(CONTEND_NOPIE, copy)
+    ino = os.stat(copy).st_ino
+    _, truth, trace = contend(LIB, "sym-rebuilt")
+    shutil.copyfile(REBUILT, copy)
+    if os.stat(copy).st_ino != ino:
+        fail("rebuilt in place: the copy changed inode")
+    not_read(trace, truth, "rebuilt in place", "changed since the trace: build-id differs")
 
 
 def record():
@@ -268,7 +287,62 @@ def cond():
         fail("cond: %d acquisitions, at least %d lock calls made" % (rep["acquisitions"], 80000))
 
 
-{"kernel": kernel, "cond": cond, "record": record, "symbols": symbols, "contention": contention,
+def heap():
+    """Heap locks by the call site that initialised them: two malloc'd
+    mutexes initialised in make_a() and make_b(), each waited for, are
+    named init@make_a+... and init@make_b+..., at the program's addresses."""
+    trace = os.path.join(WORK, "heap")
+    shutil.rmtree(trace, ignore_errors=True)
+    truth = json.loads(run([HEAP], LIB, trace))
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    by_addr = {int(l["addr"], 16): l for l in rep["locks"]}
+    for key, fn in (("a", "make_a"), ("b", "make_b")):
+        l = by_addr.get(int(truth[key], 16))
+        print("%s: %s" % (fn, l and l["name"]))
+        if not l:
+            fail("heap: no contended lock at %s (%s)" % (truth[key], fn))
+        if not l["name"].startswith("init@" + fn + "+") or fn not in l.get("init_site", ""):
+            fail("heap: the lock %s initialised in %s is named %r" % (truth[key], fn, l["name"]))
+    text = run([STRATA, "locks", trace])
+    if "init@make_a+" not in text or "init@make_b+" not in text:
+        fail("heap: the text report does not name the locks by init site:\n" + text)
+
+
+def alive():
+    """Threads still running at exit(), one waiting for a lock and one
+    holding a contended one: their totals are reported, exact (read at the
+    exit by lock:alive), and marked partial; the wait open at the end is
+    shown with its lock, the hold counted."""
+    trace = os.path.join(WORK, "alive")
+    shutil.rmtree(trace, ignore_errors=True)
+    truth = json.loads(run([ALIVE], LIB, trace))
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    per = {t["tid"]: t for t in rep["per_thread"]}
+    a, b = per.get(truth["a"]["tid"]), per.get(truth["b"]["tid"])
+    print("waiting: %s\nholding: %s" % (a, b))
+    if not a or a["acquisitions"] != truth["a"]["acquisitions"] or a["contended"] or \
+            not a["partial"] or not a["alive_at_exit"] or \
+            int(a.get("waiting", {}).get("addr", "0"), 16) != int(truth["blocker"], 16) or \
+            a["waiting"]["wait_ns"] <= 0:
+        fail("alive: the waiting thread %r, the program says %s, waiting for %s" % (
+            a, truth["a"], truth["blocker"]))
+    if not b or b["acquisitions"] != truth["b"]["acquisitions"] or b["contended"] != 1 or \
+            not b["partial"] or b["holding"] != 1 or "waiting" in b:
+        fail("alive: the holding thread %r, the program says %s" % (b, truth["b"]))
+    # the main thread (tid = pid) counted itself at the exit; the
+    # tracer's own threads may be running too, partial like A and B
+    main = per.get(a["pid"])
+    if not main or main["partial"] or main["alive_at_exit"]:
+        fail("alive: the exiting main thread %r is marked partial" % main)
+    if rep["acquisitions"] < a["acquisitions"] + b["acquisitions"]:
+        fail("alive: overall acquisitions %d miss the running threads'" % rep["acquisitions"])
+    text = run([STRATA, "locks", trace])
+    if "still running at the end" not in text or "tid %d" % a["tid"] not in text:
+        fail("alive: the text report does not list the running threads:\n" + text)
+
+
+{"alive": alive, "heap": heap, "kernel": kernel, "cond": cond, "record": record, "symbols": symbols, "contention": contention,
  "timed": lambda: contention("timed"), "spin": lambda: contention("spin"),
- "sem": lambda: contention("sem"), "rwlock": lambda: contention("rw"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
+ "sem": lambda: contention("sem"), "rwlock": lambda: contention("rw"),
+ "rwlock-writers": lambda: contention("wr"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
 print("ok")
