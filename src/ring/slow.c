@@ -266,20 +266,10 @@ static strata_always_inline int rseq_switch(struct rseq *rs, uint32_t cpu,
 {
 	__asm__ __volatile__ goto(
 		STRATA_RSEQ_BEGIN
-		"cmpl %[cpu], %[cur_cpu]\n\t"            /* R1 */
-		"jnz %l[retry]\n\t"
-		"cmpq %[w], (%[wp])\n\t"                 /* R2 */
-		"jnz %l[stale]\n\t"
-		"testl %[own], %[own]\n\t"               /* R4 */
-		"jz 6f\n\t"
-		"movl %[own], (%[ownp])\n\t"
-		"6:\n\t"
+		STRATA_RSEQ_R1_R2_R4(retry, stale)
 		"movq %[ts], (%[te])\n\t"                /* timestamp_end */
 		"movq %[cs], 8(%[te])\n\t"               /* content_size */
-		"movq %[neww], %%xmm0\n\t"
-		"movq %[newx], %%xmm1\n\t"
-		"punpcklqdq %%xmm1, %%xmm0\n\t"
-		"movdqa %%xmm0, (%[wp])\n\t"             /* R5: commit */
+		STRATA_RSEQ_R5
 		STRATA_RSEQ_END(retry)
 		:
 		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),

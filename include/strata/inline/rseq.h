@@ -57,6 +57,27 @@ enum {
 	"jmp %l[" #abort "]\n\t"                                               \
 	".popsection\n\t"
 
+/* R1 (still on the ring's CPU), R2 (`write` unchanged) and R4 (the owner
+ * hint, when own != 0) of a reservation section (ring.md §7): operands
+ * [cpu], [cur_cpu], [wp], [w], [own], [ownp]; the C labels `retry` and
+ * `stale`. */
+#define STRATA_RSEQ_R1_R2_R4(retry, stale)                                    \
+	"cmpl %[cpu], %[cur_cpu]\n\t"                                          \
+	"jnz %l[" #retry "]\n\t"                                               \
+	"cmpq %[w], (%[wp])\n\t"                                               \
+	"jnz %l[" #stale "]\n\t"                                               \
+	"testl %[own], %[own]\n\t"                                             \
+	"jz 6f\n\t"                                                            \
+	"movl %[own], (%[ownp])\n\t"                                           \
+	"6:\n\t"
+/* R5, the commit: `write` and `xr` = [neww], [newx] by one 16-byte store
+ * at [wp] (clobbers xmm0 and xmm1); the section's last instruction. */
+#define STRATA_RSEQ_R5                                                        \
+	"movq %[neww], %%xmm0\n\t"                                             \
+	"movq %[newx], %%xmm1\n\t"                                             \
+	"punpcklqdq %%xmm1, %%xmm0\n\t"                                        \
+	"movdqa %%xmm0, (%[wp])\n\t"
+
 static strata_always_inline struct rseq *strata_rseq_area(void)
 {
 	char *tp;
@@ -79,18 +100,8 @@ static strata_always_inline int strata_rseq_reserve(struct rseq *rs, uint32_t cp
 {
 	__asm__ __volatile__ goto(
 		STRATA_RSEQ_BEGIN
-		"cmpl %[cpu], %[cur_cpu]\n\t"            /* R1 */
-		"jnz %l[retry]\n\t"
-		"cmpq %[w], (%[wp])\n\t"                 /* R2 */
-		"jnz %l[stale]\n\t"
-		"testl %[own], %[own]\n\t"               /* R4 */
-		"jz 6f\n\t"
-		"movl %[own], (%[ownp])\n\t"
-		"6:\n\t"
-		"movq %[neww], %%xmm0\n\t"
-		"movq %[newx], %%xmm1\n\t"
-		"punpcklqdq %%xmm1, %%xmm0\n\t"
-		"movdqa %%xmm0, (%[wp])\n\t"             /* R5: commit */
+		STRATA_RSEQ_R1_R2_R4(retry, stale)
+		STRATA_RSEQ_R5
 		STRATA_RSEQ_END(retry)
 		:
 		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),
