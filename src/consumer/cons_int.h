@@ -180,6 +180,10 @@ void cons_write_packet_batch(struct cons *c, struct cons_stream *s,
  * `batch` as above (cons_drain_ring() only). */
 void cons_write_packet(struct cons *c, struct cons_stream *s, uint64_t begin,
 		       int batch);
+/* Whether the stream's batch waits for the ring's packet at `next`
+ * (stream.c, "Batches"): there is room for it and it follows the last in
+ * memory. If not, cons_drain_ring() writes the batch and releases it. */
+int cons_stream_batch_waits(const struct cons_stream *s, uint64_t next);
 /* Write the packets waiting in the stream's batch: before their memory
  * is released or reused. */
 void cons_stream_flush(struct cons *c, struct cons_stream *s);

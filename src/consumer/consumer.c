@@ -19,12 +19,24 @@
 #include "consumer/cons_int.h"
 #include "lib/statedump.h"
 
+/* Hand the ring's packets before `consumed` back to its writers, once
+ * the stream has written those still waiting in its batch. */
+static void release(struct cons *c, struct cons_stream *s, uint64_t consumed)
+{
+	cons_stream_flush(c, s);
+	/* Pairs with the writers' acquire loads of `consumed` in
+	 * slot_check() and block_wait() (ring/slow.c): the packet was
+	 * read before its slot is reused. */
+	strata_store_release(&s->ring->ctl->consumed, consumed);
+}
+
 /* Discard mode: write every complete packet from `consumed` on, and
  * release each one to the writers (ring.md §4). Returns packets written. */
 unsigned cons_drain_ring(struct cons *c, struct cons_stream *s)
 {
 	struct strata_ring *r = s->ring;
 	uint64_t consumed = strata_load_relaxed(&r->ctl->consumed);
+	uint64_t released = consumed;
 	unsigned n = 0;
 
 	/* Bounded: another process's ring could claim anything. `write`
@@ -36,19 +48,13 @@ unsigned cons_drain_ring(struct cons *c, struct cons_stream *s)
 		cons_write_packet(c, s, consumed, 1);
 		consumed += r->psize;
 		n++;
-		/* A packet waits in the stream's batch (stream.c, "Batches")
-		 * until a megabyte of them is there, or the ring wraps. */
-		if (s->batch_n && s->batch_n < cons_batch_max(r->psize) &&
-		    (consumed & r->bufmask))
+		if (cons_stream_batch_waits(s, consumed))
 			continue;
-		cons_stream_flush(c, s);
-		/* Pairs with the writers' acquire loads of `consumed` in
-		 * slot_check() and block_wait() (ring/slow.c): the packet
-		 * was read before its slot is reused. */
-		strata_store_release(&r->ctl->consumed, consumed);
+		release(c, s, consumed);
+		released = consumed;
 	}
-	cons_stream_flush(c, s);
-	strata_store_release(&r->ctl->consumed, consumed);
+	if (released != consumed)
+		release(c, s, consumed);
 	return n;
 }
 

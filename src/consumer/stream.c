@@ -320,6 +320,17 @@ static int batch_write(struct cons *c, struct cons_stream *s)
 	return 0;
 }
 
+int cons_stream_batch_waits(const struct cons_stream *s, uint64_t next)
+{
+	const struct strata_ring *r = s->ring;
+
+	/* At the ring's end the next packet cannot join the batch (not
+	 * contiguous): write now, and give the writers the ring's tail
+	 * back without waiting for the next flush. */
+	return s->batch_n && s->batch_n < cons_batch_max(r->psize) &&
+	       (next & r->bufmask);
+}
+
 void cons_stream_flush(struct cons *c, struct cons_stream *s)
 {
 	unsigned n = s->batch_n;
