@@ -75,7 +75,9 @@ int cons_write_open(struct cons *c, unsigned cpu, unsigned char *pkt,
  * (the ring's constants), its packet number, and for its start the time
  * the last packet written ended, which is at most the switch's (the
  * closer stores it with the switch, rseq_switch()); the copy is then
- * closed as cons_close_copy() does. 0, or -1 (the copy may be changed).
+ * closed as cons_close_copy() does. For salvage_packet()'s `behind`
+ * case only (rseq, 0 < done < reserved). 0, or -1 (the copy may be
+ * changed).
  */
 static int reopen_copy(struct cons *c, const struct cons_stream *s,
 		       unsigned char *pkt, int ours, uint64_t begin,
@@ -90,8 +92,8 @@ static int reopen_copy(struct cons *c, const struct cons_stream *s,
 	if (ours)
 		memcpy(&ts, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
 
-	if (!r->rseq || !reserved || done > reserved || !s->have_hdr ||
-	    hole < STRATA_PACKET_HEADER || hole >= reserved)
+	/* shorter than a header: not the opener's */
+	if (!s->have_hdr || hole < STRATA_PACKET_HEADER)
 		return -1;
 	for (off = hole; off < reserved;) {
 		uint32_t len = cons_event_at(c, pkt + off, reserved - off, &id,
@@ -184,8 +186,7 @@ static void salvage_packet(struct cons *c, struct cons_stream *s,
 	memcpy(&seq, pkt + STRATA_PKT_OFF_SEQ, 8);
 	int ours = magic == STRATA_PKT_MAGIC && seq == begin >> r->pshift &&
 		   !memcmp(pkt + STRATA_PKT_OFF_UUID, c->uuid, 16);
-	if (behind && reserved - done >= STRATA_PACKET_HEADER &&
-	    !reopen_copy(c, s, pkt, ours, begin, reserved, done)) {
+	if (behind && !reopen_copy(c, s, pkt, ours, begin, reserved, done)) {
 		/* First: an uncommitted reservation this long is the
 		 * opener's (its header and event), whose walk from the
 		 * packet's start could end at `done` as well, keeping the
