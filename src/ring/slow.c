@@ -264,20 +264,10 @@ static strata_always_inline int rseq_switch(struct rseq *rs, uint32_t cpu,
 					    uint64_t *te, uint64_t ts,
 					    uint64_t cs)
 {
-	__asm__ __volatile__ goto(
-		STRATA_RSEQ_BEGIN
-		STRATA_RSEQ_R1_R2_R4(retry, stale)
+	STRATA_RSEQ_RESERVE_SECTION(
 		"movq %[ts], (%[te])\n\t"                /* timestamp_end */
-		"movq %[cs], 8(%[te])\n\t"               /* content_size */
-		STRATA_RSEQ_R5
-		STRATA_RSEQ_END(retry)
-		:
-		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),
-		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),
-		  [neww] "r"(neww), [newx] "r"(newx), [ownp] "r"(ownp),
-		  [own] "r"(own), [te] "r"(te), [ts] "r"(ts), [cs] "r"(cs)
-		: "memory", "cc", "rax", "xmm0", "xmm1"
-		: retry, stale);
+		"movq %[cs], 8(%[te])\n\t",              /* content_size */
+		(, [te] "r"(te), [ts] "r"(ts), [cs] "r"(cs)));
 	return STRATA_RSEQ_OK;
 retry:
 	return STRATA_RSEQ_RETRY;

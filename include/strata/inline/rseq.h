@@ -78,6 +78,30 @@ enum {
 	"punpcklqdq %%xmm1, %%xmm0\n\t"                                        \
 	"movdqa %%xmm0, (%[wp])\n\t"
 
+/* The parenthesised list's contents: operands passed as one argument. */
+#define STRATA_RSEQ_LIST(...) __VA_ARGS__
+/*
+ * A reservation section (ring.md §7): R1, R2, R4, then `stores` (more
+ * stores made in the same section, "" for none), then R5. Its operands
+ * are the caller's rs, cpu, wp, w, neww, newx, ownp and own, and
+ * `operands`, the stores' own in parentheses: `(, [a] "r"(a))`, or `()`.
+ * The C labels `retry` and `stale`.
+ */
+#define STRATA_RSEQ_RESERVE_SECTION(stores, operands)                          \
+	__asm__ __volatile__ goto(                                             \
+		STRATA_RSEQ_BEGIN                                              \
+		STRATA_RSEQ_R1_R2_R4(retry, stale)                             \
+		stores                                                         \
+		STRATA_RSEQ_R5                                                 \
+		STRATA_RSEQ_END(retry)                                         \
+		:                                                              \
+		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),                   \
+		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),        \
+		  [neww] "r"(neww), [newx] "r"(newx), [ownp] "r"(ownp),        \
+		  [own] "r"(own) STRATA_RSEQ_LIST operands                     \
+		: "memory", "cc", "rax", "xmm0", "xmm1"                        \
+		: retry, stale)
+
 static strata_always_inline struct rseq *strata_rseq_area(void)
 {
 	char *tp;
@@ -98,18 +122,7 @@ static strata_always_inline int strata_rseq_reserve(struct rseq *rs, uint32_t cp
 				      uint64_t *wp, uint64_t w, uint64_t neww,
 				      uint64_t newx, uint32_t *ownp, uint32_t own)
 {
-	__asm__ __volatile__ goto(
-		STRATA_RSEQ_BEGIN
-		STRATA_RSEQ_R1_R2_R4(retry, stale)
-		STRATA_RSEQ_R5
-		STRATA_RSEQ_END(retry)
-		:
-		: [cpu] "r"(cpu), [cur_cpu] "m"(rs->cpu_id),
-		  [rseq_cs] "m"(rs->rseq_cs), [wp] "r"(wp), [w] "r"(w),
-		  [neww] "r"(neww), [newx] "r"(newx), [ownp] "r"(ownp),
-		  [own] "r"(own)
-		: "memory", "cc", "rax", "xmm0", "xmm1"
-		: retry, stale);
+	STRATA_RSEQ_RESERVE_SECTION("", ());
 	return STRATA_RSEQ_OK;
 retry:
 	return STRATA_RSEQ_RETRY;
