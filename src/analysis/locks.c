@@ -342,14 +342,20 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 			return -ENOMEM;
 		uint64_t ret = field(ev, ro->f[ci][1]);
 		uint64_t waited = strata_trace_ticks_to_ns(t, ev->timestamp - th->wait_ts);
+		bool got = !ret || ret == LOCK_EOWNERDEAD;
+		struct lock_kind_stats *bk =
+			&l->by_kind[th->wait_kind < LOCK_KINDS ? th->wait_kind : 0];
 		l->kind = (unsigned)th->wait_kind;
+		bk->waits++;
+		bk->contended += got;
+		bk->wait_total += waited;
 		if (!l->init_site) /* the init before its first wait names it */
 			l->init_site = imap_site(im, ev->pid, a);
 		minmax(&l->wait_total, &l->wait_max, waited);
 		l->futex_total += th->wait_futex;
 		if (chain_use(l, th->wait_chain, waited) < 0)
 			return -ENOMEM;
-		if (ret && ret != LOCK_EOWNERDEAD) {
+		if (!got) {
 			l->failed++;
 			return 0;
 		}

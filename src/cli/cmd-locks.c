@@ -37,11 +37,16 @@ static int parse_sort(const char *s, enum lock_sort *out)
 	return -1;
 }
 
-static const char *kind_name(unsigned kind)
+static const char *const kind_names[LOCK_KINDS] = { "?",    "mutex",    "rwlock-r",
+						    "rwlock-w", "spin", "semaphore" };
+
+/* What the lock's waits waited for: "rwlock-rw" for an rwlock waited on
+ * both to read and to write (by_kind has each apart), else the kind. */
+static const char *kind_name(const struct lock_stats *l)
 {
-	static const char *const names[] = { "?", "mutex", "rwlock-r", "rwlock-w", "spin",
-					     "semaphore" };
-	return names[kind < 6 ? kind : 0];
+	if (l->by_kind[2].waits && l->by_kind[3].waits)
+		return "rwlock-rw";
+	return kind_names[l->kind < LOCK_KINDS ? l->kind : 0];
 }
 
 static void tids_text(const struct lock_stats *l, char *buf, size_t len)
@@ -180,7 +185,7 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 		uint64_t waits = l->contended + l->failed;
 		struct strata_symbol sym;
 		table_cell(&tb, "%s", lock_name(sy, l, name, sizeof(name), &sym));
-		table_cell(&tb, "%s", kind_name(l->kind));
+		table_cell(&tb, "%s", kind_name(l));
 		table_cell(&tb, "%u", l->pid);
 		table_cell(&tb, "%" PRIu64, l->contended);
 		table_cell(&tb, "%s", dur_in(uw, l->wait_total, b, sizeof(b)));
@@ -278,11 +283,21 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		       ",\"max_wait_ns\":%" PRIu64 ",\"spins\":%" PRIu64
 		       ",\"holds\":%" PRIu64 ",\"hold_ns\":%" PRIu64
 		       ",\"max_hold_ns\":%" PRIu64 ",\"tids\":[",
-		       kind_name(l->kind), l->pid, l->contended, l->failed, l->wait_total,
+		       kind_name(l), l->pid, l->contended, l->failed, l->wait_total,
 		       l->wait_max, l->spins, l->holds, l->hold_total, l->hold_max);
 		for (unsigned k = 0; k < l->ntids; k++)
 			printf("%s%u", k ? "," : "", l->tids[k]);
 		printf("]");
+		printf(",\"by_kind\":{");
+		for (unsigned k = 0, any = 0; k < LOCK_KINDS; k++) {
+			const struct lock_kind_stats *bk = &l->by_kind[k];
+			if (!bk->waits)
+				continue;
+			printf("%s\"%s\":{\"contended\":%" PRIu64 ",\"failed\":%" PRIu64
+			       ",\"wait_ns\":%" PRIu64 "}", any++ ? "," : "", kind_names[k],
+			       bk->contended, bk->waits - bk->contended, bk->wait_total);
+		}
+		printf("}");
 		if (r->have_futex)
 			printf(",\"futex_ns\":%" PRIu64, l->futex_total);
 		if (r->have_sched && l->holds)
@@ -336,7 +351,7 @@ static void print_csv(const struct lock_result *r, size_t n, struct strata_symbo
 		char name[300], tids[128];
 		csv_field(lock_name(sy, l, name, sizeof(name), &sym), ",");
 		printf("0x%" PRIx64 ",%s,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",",
-		       l->addr, kind_name(l->kind), l->pid, l->contended, l->failed,
+		       l->addr, kind_name(l), l->pid, l->contended, l->failed,
 		       l->wait_total, l->wait_max);
 		if (r->have_futex)
 			printf("%" PRIu64 ",", l->futex_total);
