@@ -415,6 +415,23 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 	return 0;
 }
 
+/* Thread th still waits at the end (`waited` ns so far): the wait counts
+ * on its lock too, open, so that a hang or a deadlock shows in the lock's
+ * totals and not only in the thread's. 0, or -ENOMEM. */
+static int open_wait(struct lock_result *r, struct lmap *m, size_t *cap, const struct th *th,
+		     uint64_t waited)
+{
+	struct lock_stats *l = lock_get(m, r, cap, th->pid, th->wait_addr);
+	if (!l || add_tid(l, th->tid) || chain_use(l, th->wait_chain, waited) < 0)
+		return -ENOMEM;
+	if (!l->kind)
+		l->kind = (unsigned)th->wait_kind;
+	l->open_waits++;
+	l->open_wait_total += waited;
+	minmax(&l->wait_total, &l->wait_max, waited);
+	return 0;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -467,14 +484,17 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 		if (feed(t, r, &m, &cap, &im, &ro, th, ev) < 0)
 			goto out;
 	}
+	ret = -ENOMEM;
 	for (size_t i = 0; i < threads.n; i++) {
 		struct th *th = threads.all[i];
+		if (th->waiting &&
+		    open_wait(r, &m, &cap, th, strata_trace_ticks_to_ns(t, last - th->wait_ts)) < 0)
+			goto out;
 		r->open_waits += th->waiting;
 		r->open_holds += th->nheld;
 		r->acquisitions += th->acq;
 		r->contended += th->cont;
 	}
-	ret = -ENOMEM;
 	if (threads.n && !(r->threads = calloc(threads.n, sizeof(*r->threads))))
 		goto out;
 	for (size_t i = 0; i < threads.n; i++) {

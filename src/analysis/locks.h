@@ -40,7 +40,11 @@ struct lock_stats {
 	} by_kind[LOCK_KINDS];
 	uint64_t contended;          /* waits that acquired it */
 	uint64_t failed;             /* waits that returned an error */
-	uint64_t wait_total, wait_max;
+	uint64_t wait_total, wait_max; /* open waits' time so far included */
+	uint64_t open_waits;         /* waits still open at the trace's end
+				      * (a hang, a deadlock): the lock's
+				      * totals are then partial, lower bounds */
+	uint64_t open_wait_total;    /* their time, to the trace's last event */
 	uint64_t spins;              /* spin locks: turns of the waits' loops */
 	uint64_t futex_total;        /* with -k syscalls: futex calls' time
 				      * inside its waits (a cross-check) */

@@ -116,6 +116,7 @@ static void print_chains(const struct lock_result *r, size_t n, struct strata_sy
 }
 
 #define PARTIAL_TOP 10 /* threads still running at the end the text lists */
+#define PARTIAL_MARK "[partial]" /* a lock with waits open at the end */
 
 /* Threads that still ran at the end: their totals are partial (lower
  * bounds), the wait they were in so far. */
@@ -182,9 +183,10 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 	table_cell(&tb, "threads");
 	for (size_t i = 0; i < n; i++) {
 		const struct lock_stats *l = &r->locks[i];
-		uint64_t waits = l->contended + l->failed;
+		uint64_t waits = l->contended + l->failed + l->open_waits;
 		struct strata_symbol sym;
-		table_cell(&tb, "%s", lock_name(sy, l, name, sizeof(name), &sym));
+		table_cell(&tb, "%s%s", lock_name(sy, l, name, sizeof(name), &sym),
+			   l->open_waits ? " " PARTIAL_MARK : "");
 		table_cell(&tb, "%s", kind_name(l));
 		table_cell(&tb, "%u", l->pid);
 		table_cell(&tb, "%" PRIu64, l->contended);
@@ -212,6 +214,13 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 	if (r->open_waits || r->open_holds || r->orphans)
 		printf("\n  %" PRIu64 " waits and %" PRIu64 " holds still open at the end, %" PRIu64
 		       " ends with nothing open\n", r->open_waits, r->open_holds, r->orphans);
+	for (size_t i = 0; i < n; i++)
+		if (r->locks[i].open_waits) {
+			printf("  " PARTIAL_MARK ": waits still open at the end (a hang, a "
+			       "deadlock) counted in wait and max up to the trace's last event, "
+			       "lower bounds\n");
+			break;
+		}
 	print_partial(r);
 	print_chains(r, n < CHAIN_LOCKS ? n : CHAIN_LOCKS, sy);
 }
@@ -288,6 +297,9 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		for (unsigned k = 0; k < l->ntids; k++)
 			printf("%s%u", k ? "," : "", l->tids[k]);
 		printf("]");
+		printf(",\"open_waits\":%" PRIu64 ",\"open_wait_ns\":%" PRIu64
+		       ",\"partial\":%s", l->open_waits, l->open_wait_total,
+		       l->open_waits ? "true" : "false");
 		printf(",\"by_kind\":{");
 		for (unsigned k = 0, any = 0; k < LOCK_KINDS; k++) {
 			const struct lock_kind_stats *bk = &l->by_kind[k];
