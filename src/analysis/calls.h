@@ -62,7 +62,8 @@ struct calls_result {
 	uint64_t lost;      /* events_discarded of the user-space streams */
 	unsigned threads;
 	uint32_t max_depth;
-	uint64_t partial;   /* calls closed at the window's edges, in the tree */
+	uint64_t partial;   /* calls closed at the window's edges, or left by
+			     * a longjmp (unwound), in the tree */
 	struct calls_node tree;      /* every thread's, merged by name */
 	struct calls_thread *thread; /* each thread's, in order of first event */
 	size_t nthread;

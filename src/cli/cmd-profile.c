@@ -195,7 +195,8 @@ static void print_calls_tree(const struct calls_result *r, double min_pct)
 	if (r->partial)
 		printf(" " PARTIAL_MARK ": %" PRIu64 " call%s not seen whole (entered before the "
 		       "trace or the window, closed from the thread's first event; or never left, "
-		       "closed at its end).", r->partial, r->partial == 1 ? "" : "s");
+		       "closed at its end; or left by a longjmp, closed at an outer call's exit).",
+		       r->partial, r->partial == 1 ? "" : "s");
 	printf("\n\n");
 	if (r->nthread > 1) {
 		struct calls_node all = r->tree;
