@@ -65,16 +65,25 @@ static const char *lock_name(struct strata_symbolizer *sy, const struct lock_sta
 #define CHAIN_LOCKS 5 /* locks whose call chains the text shows */
 #define CHAIN_TOP 3   /* chains shown per lock */
 
-/* One frame of process pid, symbolized into buf. */
-static const char *frame_text(struct strata_symbolizer *sy, uint32_t pid, uint64_t pc,
-			      char *buf, size_t len)
+/* One frame of process pid, symbolized into buf; its file's name (or
+ * "") in *module, when asked. */
+static const char *frame_text_in(struct strata_symbolizer *sy, uint32_t pid, uint64_t pc,
+				 char *buf, size_t len, const char **module)
 {
 	struct strata_symbol sym;
 	memset(&sym, 0, sizeof(sym));
 	sym.status = STRATA_SYM_UNKNOWN;
 	if (sy)
 		strata_symbolize_return(sy, pid, pc, &sym);
+	if (module)
+		*module = sym.module ? sym.module : "";
 	return strata_symbol_format(&sym, pc, buf, len);
+}
+
+static const char *frame_text(struct strata_symbolizer *sy, uint32_t pid, uint64_t pc,
+			      char *buf, size_t len)
+{
+	return frame_text_in(sy, pid, pc, buf, len, NULL);
 }
 
 /* K42's lock tool: where the waits for the most contended locks came from. */
@@ -326,6 +335,15 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 				char fb[600];
 				printf("%s", f ? "," : "");
 				cli_json_name(frame_text(sy, l->pid, c->frames[f], fb, sizeof(fb)));
+			}
+			/* each frame's file, which the text leaves out */
+			printf("],\"modules\":[");
+			for (unsigned f = 0; c && f < c->n; f++) {
+				char fb[600];
+				const char *mod;
+				frame_text_in(sy, l->pid, c->frames[f], fb, sizeof(fb), &mod);
+				printf("%s", f ? "," : "");
+				cli_json_name(mod);
 			}
 			printf("]}");
 		}

@@ -48,9 +48,12 @@ static sem_t hot_sem;
  * by main, read by the workers; "lib": a shared library's static mutex
  * (symbols); "timed": hot taken with pthread_mutex_timedlock; "spin":
  * hot_spin; "sem": hot_sem, a semaphore of 1 used as a lock; "wr":
- * hot_rw, read by main, written by the workers. */
-static enum { M_MUTEX, M_RW, M_LIB, M_TIMED, M_SPIN, M_SEM, M_WR, M_RWMIX } mode;
+ * hot_rw, read by main, written by the workers; "libfn": hot, which the
+ * workers take through the shared library's locks_lib_lock() (a chain
+ * through a library's own code). */
+static enum { M_MUTEX, M_RW, M_LIB, M_TIMED, M_SPIN, M_SEM, M_WR, M_RWMIX, M_LIBFN } mode;
 pthread_mutex_t *locks_lib_hot(void);
+int locks_lib_lock(pthread_mutex_t *m);
 static pthread_mutex_t *hot_m = &hot;
 
 static void *hot_addr(void)
@@ -81,6 +84,9 @@ static void hot_lock(int writer)
 	case M_SEM:
 		while (sem_wait(&hot_sem) && errno == EINTR)
 			;
+		break;
+	case M_LIBFN:
+		writer ? pthread_mutex_lock(hot_m) : locks_lib_lock(hot_m);
 		break;
 	default:
 		pthread_mutex_lock(hot_m);
@@ -168,7 +174,7 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [mutex|rw|lib|timed|spin|sem|wr|rwmix]]\n");
+		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [mutex|rw|lib|timed|spin|sem|wr|rwmix|libfn]]\n");
 		return 2;
 	}
 	nworkers = (unsigned)atoi(argv[1]);
@@ -177,7 +183,7 @@ int main(int argc, char **argv)
 	if (argc > 5)
 		hold_ns = strtoull(argv[5], NULL, 10) * 1000;
 	static const char *const modes[] = { "mutex", "rw",  "lib", "timed",
-					     "spin",  "sem", "wr",  "rwmix" };
+					     "spin",  "sem", "wr",  "rwmix", "libfn" };
 	for (unsigned i = 0; argc > 6 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[6], modes[i]))
 			mode = i;

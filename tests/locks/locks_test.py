@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|rwlock|rwlock-writers|rwlock-mix|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|alive|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP [ALIVE]]]
+usage: locks_test.py contention|rwlock|rwlock-writers|rwlock-mix|libchain|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|alive|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP [ALIVE]]]
 """
 import csv
 import io
@@ -264,6 +264,29 @@ def symbols():
     not_read(trace, truth, "rebuilt in place", "changed since the trace: build-id differs")
 
 
+def libchain():
+    """A chain through a shared library's own code: the workers wait for
+    `hot` inside liblocks_lib.so's locks_lib_lock() (contend.c "libfn"),
+    so each chain's first frame resolves to that library's symbol, file
+    and line, in its module, and its next to worker() in the program."""
+    _, truth, trace = contend(LIB, "libfn", "libfn")
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    hot = rep["locks"][0] if rep["locks"] else {}
+    if int(hot.get("addr", "0"), 16) != int(truth["hot"], 16) or \
+            hot["contended"] != truth["hot_contended"]:
+        fail("libfn: hot lock %r, the program's %s with %d contended" % (
+            hot, truth["hot"], truth["hot_contended"]))
+    check_chains_of(hot, "libfn", "locks_lib_lock+", "lib.c:")
+    for c in hot["chains"]:
+        mods = [os.path.basename(m) for m in c.get("modules", [])]
+        print("libfn: modules %s" % " < ".join(mods[:3]))
+        if len(mods) != len(c["frames"]) or mods[0] != "liblocks_lib.so" or \
+                mods[1] != os.path.basename(CONTEND) or \
+                not c["frames"][1].startswith("worker+") or "contend.c:" not in c["frames"][1]:
+            fail("libfn: chain %s in modules %s: want locks_lib_lock in liblocks_lib.so, "
+                 "then worker in %s" % (c["frames"][:2], mods[:2], os.path.basename(CONTEND)))
+
+
 def record():
     """strata record --locks: the preload set up by record, for the command
     and its children (a shell runs the program): the same exact counts."""
@@ -429,5 +452,5 @@ def open_wait():
 {"open-wait": open_wait, "alive": alive, "heap": heap, "kernel": kernel, "cond": cond, "record": record, "symbols": symbols, "contention": contention,
  "timed": lambda: contention("timed"), "spin": lambda: contention("spin"),
  "sem": lambda: contention("sem"), "rwlock": lambda: contention("rw"),
- "rwlock-writers": lambda: contention("wr"), "rwlock-mix": rwmix, "unchanged": unchanged, "sigfork": sigfork}[PART]()
+ "rwlock-writers": lambda: contention("wr"), "rwlock-mix": rwmix, "libchain": libchain, "unchanged": unchanged, "sigfork": sigfork}[PART]()
 print("ok")
