@@ -11,7 +11,7 @@
 #define LOCK_EOWNERDEAD 130 /* Linux's EOWNERDEAD: acquired all the same */
 #define TH_HELD 8           /* as the preload's LK_HELD */
 
-enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN, R_INIT, R_ALIVE,
+enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN, R_INIT, R_ALIVE, R_ACQUIRE,
        /* kernel events recorded beside (-k): the futex cross-check and the
 	* switches of the holders */
        R_SYS_ENTER, R_SYS_EXIT, R_SWITCH };
@@ -161,14 +161,14 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 {
 	static const char *const names[] = { NULL, "lock:wait_begin", "lock:wait_end",
 					     "lock:release", "lock:count", "lock:spins",
-					     "lock:chain", "lock:init", "lock:alive",
+					     "lock:chain", "lock:init", "lock:alive", "lock:acquire",
 					     "raw_syscalls:sys_enter",
 					     "raw_syscalls:sys_exit", "sched:sched_switch" };
 	static const char *const fields[][3] = {
 		{ NULL }, { "addr", "kind" }, { "addr", "ret" },
 		{ "addr", "acquisitions", "contended" }, { "acquisitions", "contended" },
 		{ "addr", "spins" }, { "id", "n", "frames" }, { "addr", "kind", "site" },
-		{ "tid", "acquisitions", "contended" },
+		{ "tid", "acquisitions", "contended" }, { "addr", "kind", "chain" },
 		{ "id" }, { "id" },
 		{ "prev_pid", "prev_state" },
 	};
@@ -222,24 +222,31 @@ static void minmax(uint64_t *total, uint64_t *max, uint64_t v)
 		*max = v;
 }
 
+/* One more use of chain id in the list (*v, *n): a wait of `waited` ns,
+ * or an acquisition. 0, or -ENOMEM. */
+static int chain_count(struct lock_chain_use **v, unsigned *n, uint64_t id, uint64_t waited)
+{
+	unsigned i;
+	for (i = 0; i < *n && (*v)[i].id != id; i++)
+		;
+	if (i == *n) {
+		if (!(*n & (*n + 1)) || !*v) { /* 0, 1, 3, 7...: grow */
+			struct lock_chain_use *g = realloc(*v, (*n + 1) * 2 * sizeof(*g));
+			if (!g)
+				return -ENOMEM;
+			*v = g;
+		}
+		(*v)[(*n)++] = (struct lock_chain_use){ .id = id };
+	}
+	(*v)[i].waits++;
+	(*v)[i].wait_total += waited;
+	return 0;
+}
+
 /* Waits of l from chain id: one more, `waited` ns. 0, or -ENOMEM. */
 static int chain_use(struct lock_stats *l, uint64_t id, uint64_t waited)
 {
-	unsigned i;
-	for (i = 0; i < l->nchains && l->chains[i].id != id; i++)
-		;
-	if (i == l->nchains) {
-		if (!(l->nchains & (l->nchains + 1)) || !l->chains) { /* 0, 1, 3, 7...: grow */
-			struct lock_chain_use *n = realloc(l->chains, (l->nchains + 1) * 2 * sizeof(*n));
-			if (!n)
-				return -ENOMEM;
-			l->chains = n;
-		}
-		l->chains[l->nchains++] = (struct lock_chain_use){ .id = id };
-	}
-	l->chains[i].waits++;
-	l->chains[i].wait_total += waited;
-	return 0;
+	return chain_count(&l->chains, &l->nchains, id, waited);
 }
 
 /* A lock:chain record: kept once per (pid, id). 0, or -ENOMEM. */
@@ -277,6 +284,14 @@ const struct lock_chain *lock_chain_find(const struct lock_result *r, uint32_t p
 		if (r->chains[i].id == id && r->chains[i].pid == pid)
 			return &r->chains[i];
 	return NULL;
+}
+
+static int cmp_count(const void *a, const void *b)
+{
+	const struct lock_chain_use *x = a, *y = b;
+	if (x->waits != y->waits)
+		return x->waits > y->waits ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
 }
 
 static int cmp_use(const void *a, const void *b)
@@ -404,6 +419,13 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		return 0;
 	case R_CHAIN:
 		return chain_add(r, ev, ro->f[ci]);
+	case R_ACQUIRE: /* STRATA_LOCKS_CHAINS=all: no wait, a chain */
+		if (!(l = lock_get(m, r, cap, ev->pid, a)))
+			return -ENOMEM;
+		if (!l->kind)
+			l->kind = (unsigned)field(ev, ro->f[ci][1]);
+		l->acquired++;
+		return chain_count(&l->acq_chains, &l->nacq_chains, field(ev, ro->f[ci][2]), 0);
 	case R_INIT:
 		return imap_put(im, ev->pid, a, field(ev, ro->f[ci][2]));
 	case R_SPINS: /* just before its wait_end */
@@ -522,6 +544,8 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 		qsort(r->locks[i].tids, r->locks[i].ntids, sizeof(uint32_t), cmp_u32);
 		qsort(r->locks[i].chains, r->locks[i].nchains, sizeof(*r->locks[i].chains),
 		      cmp_use);
+		qsort(r->locks[i].acq_chains, r->locks[i].nacq_chains,
+		      sizeof(*r->locks[i].acq_chains), cmp_count);
 	}
 	*out = r;
 	r = NULL;
@@ -574,6 +598,7 @@ void lock_free(struct lock_result *r)
 	for (size_t i = 0; i < r->nlocks; i++) {
 		free(r->locks[i].tids);
 		free(r->locks[i].chains);
+		free(r->locks[i].acq_chains);
 	}
 	free(r->locks);
 	free(r->chains);

@@ -60,6 +60,11 @@ struct lock_stats {
 	unsigned ntids;
 	struct lock_chain_use *chains; /* most wait first */
 	unsigned nchains;
+	/* STRATA_LOCKS_CHAINS=all: acquisitions without a wait (lock:acquire)
+	 * and their chains (`waits` counts the acquisitions), most first */
+	uint64_t acquired;
+	struct lock_chain_use *acq_chains;
+	unsigned nacq_chains;
 };
 
 /* One thread's totals (all its locks). */

@@ -259,6 +259,28 @@ static const char *lock_name(struct strata_symbolizer *sy, const struct lock_sta
 	return buf;
 }
 
+/* The frames of chain id of pid, symbolized, and beside them each
+ * frame's file (which the text leaves out); then the object's end. */
+static void print_chain_json(const struct lock_result *r, uint32_t pid, uint64_t id,
+			     struct strata_symbolizer *sy)
+{
+	const struct lock_chain *c = lock_chain_find(r, pid, id);
+	const char *mod[LOCK_FRAMES];
+	char fb[600];
+
+	printf(",\"frames\":[");
+	for (unsigned f = 0; c && f < c->n; f++) {
+		printf("%s", f ? "," : "");
+		cli_json_name(frame_text_in(sy, pid, c->frames[f], fb, sizeof(fb), &mod[f]));
+	}
+	printf("],\"modules\":[");
+	for (unsigned f = 0; c && f < c->n; f++) {
+		printf("%s", f ? "," : "");
+		cli_json_name(mod[f]);
+	}
+	printf("]}");
+}
+
 static void print_json(const struct lock_result *r, size_t n, const struct an_loss *loss,
 		       struct strata_symbolizer *sy)
 {
@@ -328,26 +350,21 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		printf(",\"chains\":[");
 		for (unsigned k = 0; k < l->nchains; k++) {
 			const struct lock_chain_use *u = &l->chains[k];
-			const struct lock_chain *c = lock_chain_find(r, l->pid, u->id);
-			printf("%s{\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64 ",\"frames\":[",
-			       k ? "," : "", u->waits, u->wait_total);
-			for (unsigned f = 0; c && f < c->n; f++) {
-				char fb[600];
-				printf("%s", f ? "," : "");
-				cli_json_name(frame_text(sy, l->pid, c->frames[f], fb, sizeof(fb)));
-			}
-			/* each frame's file, which the text leaves out */
-			printf("],\"modules\":[");
-			for (unsigned f = 0; c && f < c->n; f++) {
-				char fb[600];
-				const char *mod;
-				frame_text_in(sy, l->pid, c->frames[f], fb, sizeof(fb), &mod);
-				printf("%s", f ? "," : "");
-				cli_json_name(mod);
-			}
-			printf("]}");
+			printf("%s{\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64, k ? "," : "",
+			       u->waits, u->wait_total);
+			print_chain_json(r, l->pid, u->id, sy);
 		}
-		printf("]}");
+		printf("]");
+		if (l->acquired) { /* STRATA_LOCKS_CHAINS=all */
+			printf(",\"acquired\":%" PRIu64 ",\"acquire_chains\":[", l->acquired);
+			for (unsigned k = 0; k < l->nacq_chains; k++) {
+				printf("%s{\"acquisitions\":%" PRIu64, k ? "," : "",
+				       l->acq_chains[k].waits);
+				print_chain_json(r, l->pid, l->acq_chains[k].id, sy);
+			}
+			printf("]");
+		}
+		printf("}");
 	}
 	printf("]}\n");
 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|rwlock|rwlock-writers|rwlock-mix|libchain|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|alive|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP [ALIVE]]]
+usage: locks_test.py contention|rwlock|rwlock-writers|rwlock-mix|libchain|chains-all|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|alive|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP [ALIVE]]]
 """
 import csv
 import io
@@ -24,10 +24,12 @@ def fail(msg):
     sys.exit(1)
 
 
-def run(cmd, preload=None, trace=None, timeout=120):
+def run(cmd, preload=None, trace=None, timeout=120, extra=None):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     env.pop("STRATA_OUTPUT", None)
+    env.pop("STRATA_LOCKS_CHAINS", None)
+    env.update(extra or {})
     if preload:
         env["LD_PRELOAD"] = preload
     if trace:
@@ -41,11 +43,11 @@ def run(cmd, preload=None, trace=None, timeout=120):
     return p.stdout
 
 
-def contend(preload, name, mode="mutex"):
+def contend(preload, name, mode="mutex", extra=None):
     truth = os.path.join(WORK, name + ".json")
     trace = os.path.join(WORK, name) if preload else None
     out = run([CONTEND, str(WORKERS), str(ROUNDS), str(COLD), truth, str(HOLD_US), mode],
-              preload, trace)
+              preload, trace, extra=extra)
     with open(truth) as f:
         return out, json.load(f), trace
 
@@ -287,6 +289,56 @@ def libchain():
                  "then worker in %s" % (c["frames"][:2], mods[:2], os.path.basename(CONTEND)))
 
 
+def chains_all():
+    """STRATA_LOCKS_CHAINS=all: every acquisition carries its call chain.
+    Each worker's `cold` mutex, never contended, is acquired ROUNDS x COLD
+    times, all from worker() (contend.c); the hot lock's acquisitions
+    without a wait are the main thread's, from main(). Without the
+    variable, no acquisition without a wait is logged, and no cold lock
+    is reported. Through `strata record --locks` the variable passes on
+    to the command like any other."""
+    def check(rep, truth, what):
+        by_addr = {int(l["addr"], 16): l for l in rep["locks"]}
+        for a in truth["cold"]:
+            l = by_addr.get(int(a, 16), {})
+            ch = l.get("acquire_chains", [])
+            print("%s: cold %s: %s acquired, chains %s" % (
+                what, a, l.get("acquired"), [(c["acquisitions"], c["frames"][:1]) for c in ch]))
+            if l.get("acquired") != ROUNDS * COLD or l.get("contended") or \
+                    sum(c["acquisitions"] for c in ch) != ROUNDS * COLD or \
+                    any(not c["frames"] or not c["frames"][0].startswith("worker+") or
+                        "contend.c:" not in c["frames"][0] for c in ch):
+                fail("%s: cold lock %s: %r, want %d acquisitions from worker()" % (
+                    what, a, l, ROUNDS * COLD))
+        hot = by_addr.get(int(truth["hot"], 16), {})
+        ch = hot.get("acquire_chains", [])
+        if hot.get("acquired") != truth["main_acquisitions"] or \
+                hot.get("contended") != truth["hot_contended"] or \
+                any(not c["frames"][0].startswith("main+") for c in ch):
+            fail("%s: hot lock %r: want %d acquisitions without a wait from main(), %d waits" % (
+                what, hot, truth["main_acquisitions"], truth["hot_contended"]))
+    _, truth, trace = contend(LIB, "all", extra={"STRATA_LOCKS_CHAINS": "all"})
+    check(json.loads(run([STRATA, "locks", "--format", "json", "--top", "0", trace])), truth,
+          "chains=all")
+    _, truth, trace = contend(LIB, "contended-only")
+    rep = json.loads(run([STRATA, "locks", "--format", "json", "--top", "0", trace]))
+    if any("acquired" in l for l in rep["locks"]):
+        fail("without STRATA_LOCKS_CHAINS: acquisitions without a wait logged: %s" % [
+            (l["name"], l["acquired"]) for l in rep["locks"] if "acquired" in l])
+    cold = {int(a, 16) for a in truth["cold"]}
+    if any(int(l["addr"], 16) in cold for l in rep["locks"]):
+        fail("without STRATA_LOCKS_CHAINS: a cold lock is reported")
+    truth_path = os.path.join(WORK, "rec-all.json")
+    trace = os.path.join(WORK, "rec-all")
+    shutil.rmtree(trace, ignore_errors=True)
+    run([STRATA, "record", "--locks", "-o", trace, "--", CONTEND, str(WORKERS), str(ROUNDS),
+         str(COLD), truth_path, str(HOLD_US)], extra={"STRATA_LOCKS_CHAINS": "all"})
+    with open(truth_path) as f:
+        truth = json.load(f)
+    check(json.loads(run([STRATA, "locks", "--format", "json", "--top", "0", trace])), truth,
+          "record --locks")
+
+
 def record():
     """strata record --locks: the preload set up by record, for the command
     and its children (a shell runs the program): the same exact counts."""
@@ -452,5 +504,5 @@ def open_wait():
 {"open-wait": open_wait, "alive": alive, "heap": heap, "kernel": kernel, "cond": cond, "record": record, "symbols": symbols, "contention": contention,
  "timed": lambda: contention("timed"), "spin": lambda: contention("spin"),
  "sem": lambda: contention("sem"), "rwlock": lambda: contention("rw"),
- "rwlock-writers": lambda: contention("wr"), "rwlock-mix": rwmix, "libchain": libchain, "unchanged": unchanged, "sigfork": sigfork}[PART]()
+ "rwlock-writers": lambda: contention("wr"), "rwlock-mix": rwmix, "libchain": libchain, "chains-all": chains_all, "unchanged": unchanged, "sigfork": sigfork}[PART]()
 print("ok")
