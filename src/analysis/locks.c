@@ -302,6 +302,32 @@ static int cmp_use(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* Thread th acquired l after a wait, at ts: a hold starts, timed to its
+ * release (the first TH_HELD at once; deeper ones are open holds). */
+static void hold_start(struct lock_result *r, struct th *th, const struct lock_stats *l,
+		       uint64_t ts)
+{
+	if (th->nheld == TH_HELD) {
+		r->open_holds++;
+		return;
+	}
+	th->held[th->nheld].addr = l->addr;
+	th->held[th->nheld].ts = ts;
+	th->held[th->nheld].preempted = th->preempted;
+	th->held[th->nheld].blocked = th->blocked;
+	th->held[th->nheld++].lock = (size_t)(l - r->locks);
+}
+
+/* A lock:acquire (STRATA_LOCKS_CHAINS=all): l taken without a wait, from
+ * chain id. 0, or -ENOMEM. */
+static int acquired(struct lock_stats *l, uint64_t kind, uint64_t id)
+{
+	if (!l->kind)
+		l->kind = (unsigned)kind;
+	l->acquired++;
+	return chain_count(&l->acq_chains, &l->nacq_chains, id, 0);
+}
+
 /* One lock:* event of thread `th`. 0, or -ENOMEM. */
 static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, size_t *cap,
 		struct imap *im, const struct roles *ro, struct th *th,
@@ -375,17 +401,8 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 			return 0;
 		}
 		l->contended++;
-		if (th->wait_kind == KIND_SEM)
-			return 0; /* a semaphore has no owner: nothing held */
-		if (th->nheld < TH_HELD) {
-			th->held[th->nheld].addr = a;
-			th->held[th->nheld].ts = ev->timestamp;
-			th->held[th->nheld].preempted = th->preempted;
-			th->held[th->nheld].blocked = th->blocked;
-			th->held[th->nheld++].lock = (size_t)(l - r->locks);
-		} else {
-			r->open_holds++;
-		}
+		if (th->wait_kind != KIND_SEM) /* a semaphore has no owner */
+			hold_start(r, th, l, ev->timestamp);
 		return 0;
 	case R_RELEASE:
 		th->acq = field(ev, ro->f[ci][1]);
@@ -422,10 +439,7 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 	case R_ACQUIRE: /* STRATA_LOCKS_CHAINS=all: no wait, a chain */
 		if (!(l = lock_get(m, r, cap, ev->pid, a)))
 			return -ENOMEM;
-		if (!l->kind)
-			l->kind = (unsigned)field(ev, ro->f[ci][1]);
-		l->acquired++;
-		return chain_count(&l->acq_chains, &l->nacq_chains, field(ev, ro->f[ci][2]), 0);
+		return acquired(l, field(ev, ro->f[ci][1]), field(ev, ro->f[ci][2]));
 	case R_INIT:
 		return imap_put(im, ev->pid, a, field(ev, ro->f[ci][2]));
 	case R_SPINS: /* just before its wait_end */
