@@ -50,12 +50,12 @@ def env_for(preload=None, trace=None, extra=None):
     return env
 
 
-def pair_ns(preload=None, trace=None, event=False):
+def pair_ns(preload=None, trace=None, event=False, extra=None, pairs=None):
     """Best of reps: ns per lock/unlock pair."""
     best = None
     for _ in range(a.reps):
-        cmd = [BIN, str(a.pairs)] + (["event"] if event else [])
-        out = subprocess.run(cmd, env=env_for(preload, trace), capture_output=True,
+        cmd = [BIN, str(pairs or a.pairs)] + (["event"] if event else [])
+        out = subprocess.run(cmd, env=env_for(preload, trace, extra), capture_output=True,
                              text=True, check=True).stdout
         v = float(out.split("ns_per_pair=")[1])
         best = v if best is None or v < best else best
@@ -131,6 +131,15 @@ note("strata preload, not tracing")
 s_off = pair_ns(preload=PRELOAD)
 note("strata preload, tracing")
 s_on = pair_ns(preload=PRELOAD, trace=os.path.join(a.work, "t-locks"))
+# every acquisition with its chain (an event and a backtrace() each): a
+# hundredth of the pairs, each costs microseconds; the same run's pairs
+# without, beside it, for a like-for-like pair of numbers
+CHAIN_PAIRS = max(a.pairs // 100, 10000)
+note("strata preload, tracing, STRATA_LOCKS_CHAINS=all (%d pairs)" % CHAIN_PAIRS)
+s_chain_off = pair_ns(preload=PRELOAD, trace=os.path.join(a.work, "t-locks-c0"),
+                      pairs=CHAIN_PAIRS)
+s_chain = pair_ns(preload=PRELOAD, trace=os.path.join(a.work, "t-locks-call"),
+                  extra={"STRATA_LOCKS_CHAINS": "all"}, pairs=CHAIN_PAIRS)
 lt = Lttng()
 l_on = l_off = None
 if lt.start():
@@ -158,6 +167,10 @@ print("| bare + 1 strata event per pair (traced) | %.2f | %.2f | the anchor |" %
 print("| libstrata-locks.so, not tracing | %.2f | %.2f | |" % (s_off, s_off - bare))
 print("| libstrata-locks.so, tracing | %.2f | %.2f | %.2f x the anchor (target <= 1.5: %s) |" %
       (s_on, added_s, s_on / anchor, "PASS" if s_on <= 1.5 * anchor else "FAIL"))
+print("| libstrata-locks.so, tracing, %d pairs | %.2f | %.2f | |" %
+      (CHAIN_PAIRS, s_chain_off, s_chain_off - bare))
+print("| libstrata-locks.so, tracing, STRATA_LOCKS_CHAINS=all, %d pairs | %.2f | %.2f | "
+      "every acquisition's chain, on request |" % (CHAIN_PAIRS, s_chain, s_chain - bare))
 if l_off is not None:
     print("| LTTng-UST pthread wrapper, no session | %.2f | %.2f | |" % (l_off, l_off - bare))
 if l_on is not None:

@@ -133,10 +133,12 @@ static int frame_close(struct calls_ctx *c, struct thread *th, uint32_t pid, uin
 
 	if (!s)
 		return -1;
-	uint64_t d = tree_close(th, ts, false);
+	/* a call left by a longjmp was not seen whole: its node says so */
+	uint64_t d = tree_close(th, ts, unwound);
 	s->calls++;
 	s->unwound += unwound;
 	c->r->unwound += unwound;
+	c->r->partial += unwound;
 	s->self += d > child ? d - child : 0;
 	if (d > s->max)
 		s->max = d;

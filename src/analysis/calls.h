@@ -62,7 +62,8 @@ struct calls_result {
 	uint64_t lost;      /* events_discarded of the user-space streams */
 	unsigned threads;
 	uint32_t max_depth;
-	uint64_t partial;   /* calls closed at the window's edges, in the tree */
+	uint64_t partial;   /* calls closed at the window's edges, or left by
+			     * a longjmp (unwound), in the tree */
 	struct calls_node tree;      /* every thread's, merged by name */
 	struct calls_thread *thread; /* each thread's, in order of first event */
 	size_t nthread;
@@ -99,7 +100,7 @@ struct ct_node *ct_child(struct ct_node *n, uint64_t fn);
  * for fn, one partial call from t0 to ts. 0, or -1: out of memory.
  */
 int ct_adopt(struct ct_node *root, uint64_t fn, uint64_t t0, uint64_t ts);
-void ct_free(struct ct_node *n); /* its children, and n unless the root */
+void ct_free(struct ct_node *root); /* its nodes, not the root itself */
 
 /* The names of fn in pid, for the trees; NULL: out of memory. */
 typedef const char *(*ct_namer)(void *ctx, uint32_t pid, uint64_t fn);
@@ -112,5 +113,25 @@ int ct_merge(struct calls_node *dst, const struct calls_node *src);
 /* Sort every node's children, most total time first. */
 void ct_sort(struct calls_node *n);
 void ct_node_fini(struct calls_node *n);
+
+/*
+ * A depth-first walk of a named tree without recursion (a tree is as deep
+ * as the traced program's calls): ct_walk_next() returns each node below
+ * the root twice, entered (before its children) and left (after), and
+ * the root last, left. The entered node's depth below the root is
+ * w->n - 2 (0: a root's child); ct_walk_skip() after an enter passes
+ * over its children. 1 with *node and *enter; 0: done; -1: no memory.
+ */
+struct ct_walk {
+	struct ct_walk_frame {
+		const struct calls_node *n;
+		size_t next; /* its next child to enter */
+	} *st;
+	size_t n, cap;
+};
+int ct_walk_init(struct ct_walk *w, const struct calls_node *root); /* 0, -1 */
+int ct_walk_next(struct ct_walk *w, const struct calls_node **node, bool *enter);
+void ct_walk_skip(struct ct_walk *w);
+void ct_walk_fini(struct ct_walk *w);
 
 #endif /* STRATA_ANALYSIS_CALLS_H */

@@ -11,7 +11,7 @@
 #define LOCK_EOWNERDEAD 130 /* Linux's EOWNERDEAD: acquired all the same */
 #define TH_HELD 8           /* as the preload's LK_HELD */
 
-enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN, R_INIT, R_ALIVE,
+enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN, R_INIT, R_ALIVE, R_ACQUIRE,
        /* kernel events recorded beside (-k): the futex cross-check and the
 	* switches of the holders */
        R_SYS_ENTER, R_SYS_EXIT, R_SWITCH };
@@ -161,14 +161,14 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 {
 	static const char *const names[] = { NULL, "lock:wait_begin", "lock:wait_end",
 					     "lock:release", "lock:count", "lock:spins",
-					     "lock:chain", "lock:init", "lock:alive",
+					     "lock:chain", "lock:init", "lock:alive", "lock:acquire",
 					     "raw_syscalls:sys_enter",
 					     "raw_syscalls:sys_exit", "sched:sched_switch" };
 	static const char *const fields[][3] = {
 		{ NULL }, { "addr", "kind" }, { "addr", "ret" },
 		{ "addr", "acquisitions", "contended" }, { "acquisitions", "contended" },
 		{ "addr", "spins" }, { "id", "n", "frames" }, { "addr", "kind", "site" },
-		{ "tid", "acquisitions", "contended" },
+		{ "tid", "acquisitions", "contended" }, { "addr", "kind", "chain" },
 		{ "id" }, { "id" },
 		{ "prev_pid", "prev_state" },
 	};
@@ -222,24 +222,31 @@ static void minmax(uint64_t *total, uint64_t *max, uint64_t v)
 		*max = v;
 }
 
+/* One more use of chain id in the list (*v, *n): a wait of `waited` ns,
+ * or an acquisition. 0, or -ENOMEM. */
+static int chain_count(struct lock_chain_use **v, unsigned *n, uint64_t id, uint64_t waited)
+{
+	unsigned i;
+	for (i = 0; i < *n && (*v)[i].id != id; i++)
+		;
+	if (i == *n) {
+		if (!(*n & (*n + 1)) || !*v) { /* 0, 1, 3, 7...: grow */
+			struct lock_chain_use *g = realloc(*v, (*n + 1) * 2 * sizeof(*g));
+			if (!g)
+				return -ENOMEM;
+			*v = g;
+		}
+		(*v)[(*n)++] = (struct lock_chain_use){ .id = id };
+	}
+	(*v)[i].waits++;
+	(*v)[i].wait_total += waited;
+	return 0;
+}
+
 /* Waits of l from chain id: one more, `waited` ns. 0, or -ENOMEM. */
 static int chain_use(struct lock_stats *l, uint64_t id, uint64_t waited)
 {
-	unsigned i;
-	for (i = 0; i < l->nchains && l->chains[i].id != id; i++)
-		;
-	if (i == l->nchains) {
-		if (!(l->nchains & (l->nchains + 1)) || !l->chains) { /* 0, 1, 3, 7...: grow */
-			struct lock_chain_use *n = realloc(l->chains, (l->nchains + 1) * 2 * sizeof(*n));
-			if (!n)
-				return -ENOMEM;
-			l->chains = n;
-		}
-		l->chains[l->nchains++] = (struct lock_chain_use){ .id = id };
-	}
-	l->chains[i].waits++;
-	l->chains[i].wait_total += waited;
-	return 0;
+	return chain_count(&l->chains, &l->nchains, id, waited);
 }
 
 /* A lock:chain record: kept once per (pid, id). 0, or -ENOMEM. */
@@ -279,12 +286,46 @@ const struct lock_chain *lock_chain_find(const struct lock_result *r, uint32_t p
 	return NULL;
 }
 
+static int cmp_count(const void *a, const void *b)
+{
+	const struct lock_chain_use *x = a, *y = b;
+	if (x->waits != y->waits)
+		return x->waits > y->waits ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
 static int cmp_use(const void *a, const void *b)
 {
 	const struct lock_chain_use *x = a, *y = b;
 	if (x->wait_total != y->wait_total)
 		return x->wait_total > y->wait_total ? -1 : 1;
 	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Thread th acquired l after a wait, at ts: a hold starts, timed to its
+ * release (the first TH_HELD at once; deeper ones are open holds). */
+static void hold_start(struct lock_result *r, struct th *th, const struct lock_stats *l,
+		       uint64_t ts)
+{
+	if (th->nheld == TH_HELD) {
+		r->open_holds++;
+		return;
+	}
+	th->held[th->nheld].addr = l->addr;
+	th->held[th->nheld].ts = ts;
+	th->held[th->nheld].preempted = th->preempted;
+	th->held[th->nheld].blocked = th->blocked;
+	th->held[th->nheld++].lock = (size_t)(l - r->locks);
+}
+
+/* A lock:acquire (STRATA_LOCKS_CHAINS=all): l taken without a wait, from
+ * chain id. 0, or -ENOMEM. */
+static int acquired(struct lock_stats *l, uint64_t kind, uint64_t id)
+{
+	if (!l->kind)
+		l->kind = (unsigned)kind;
+	l->acquired++;
+	return chain_count(&l->acq_chains, &l->nacq_chains, id, 0);
 }
 
 /* One lock:* event of thread `th`. 0, or -ENOMEM. */
@@ -342,29 +383,26 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 			return -ENOMEM;
 		uint64_t ret = field(ev, ro->f[ci][1]);
 		uint64_t waited = strata_trace_ticks_to_ns(t, ev->timestamp - th->wait_ts);
+		bool got = !ret || ret == LOCK_EOWNERDEAD;
+		struct lock_kind_stats *bk =
+			&l->by_kind[th->wait_kind < LOCK_KINDS ? th->wait_kind : 0];
 		l->kind = (unsigned)th->wait_kind;
+		bk->waits++;
+		bk->contended += got;
+		bk->wait_total += waited;
 		if (!l->init_site) /* the init before its first wait names it */
 			l->init_site = imap_site(im, ev->pid, a);
 		minmax(&l->wait_total, &l->wait_max, waited);
 		l->futex_total += th->wait_futex;
 		if (chain_use(l, th->wait_chain, waited) < 0)
 			return -ENOMEM;
-		if (ret && ret != LOCK_EOWNERDEAD) {
+		if (!got) {
 			l->failed++;
 			return 0;
 		}
 		l->contended++;
-		if (th->wait_kind == KIND_SEM)
-			return 0; /* a semaphore has no owner: nothing held */
-		if (th->nheld < TH_HELD) {
-			th->held[th->nheld].addr = a;
-			th->held[th->nheld].ts = ev->timestamp;
-			th->held[th->nheld].preempted = th->preempted;
-			th->held[th->nheld].blocked = th->blocked;
-			th->held[th->nheld++].lock = (size_t)(l - r->locks);
-		} else {
-			r->open_holds++;
-		}
+		if (th->wait_kind != KIND_SEM) /* a semaphore has no owner */
+			hold_start(r, th, l, ev->timestamp);
 		return 0;
 	case R_RELEASE:
 		th->acq = field(ev, ro->f[ci][1]);
@@ -398,6 +436,10 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		return 0;
 	case R_CHAIN:
 		return chain_add(r, ev, ro->f[ci]);
+	case R_ACQUIRE: /* STRATA_LOCKS_CHAINS=all: no wait, a chain */
+		if (!(l = lock_get(m, r, cap, ev->pid, a)))
+			return -ENOMEM;
+		return acquired(l, field(ev, ro->f[ci][1]), field(ev, ro->f[ci][2]));
 	case R_INIT:
 		return imap_put(im, ev->pid, a, field(ev, ro->f[ci][2]));
 	case R_SPINS: /* just before its wait_end */
@@ -406,6 +448,23 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		l->spins += field(ev, ro->f[ci][1]);
 		return 0;
 	}
+	return 0;
+}
+
+/* Thread th still waits at the end (`waited` ns so far): the wait counts
+ * on its lock too, open, so that a hang or a deadlock shows in the lock's
+ * totals and not only in the thread's. 0, or -ENOMEM. */
+static int open_wait(struct lock_result *r, struct lmap *m, size_t *cap, const struct th *th,
+		     uint64_t waited)
+{
+	struct lock_stats *l = lock_get(m, r, cap, th->pid, th->wait_addr);
+	if (!l || add_tid(l, th->tid) || chain_use(l, th->wait_chain, waited) < 0)
+		return -ENOMEM;
+	if (!l->kind)
+		l->kind = (unsigned)th->wait_kind;
+	l->open_waits++;
+	l->open_wait_total += waited;
+	minmax(&l->wait_total, &l->wait_max, waited);
 	return 0;
 }
 
@@ -461,14 +520,17 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 		if (feed(t, r, &m, &cap, &im, &ro, th, ev) < 0)
 			goto out;
 	}
+	ret = -ENOMEM;
 	for (size_t i = 0; i < threads.n; i++) {
 		struct th *th = threads.all[i];
+		if (th->waiting &&
+		    open_wait(r, &m, &cap, th, strata_trace_ticks_to_ns(t, last - th->wait_ts)) < 0)
+			goto out;
 		r->open_waits += th->waiting;
 		r->open_holds += th->nheld;
 		r->acquisitions += th->acq;
 		r->contended += th->cont;
 	}
-	ret = -ENOMEM;
 	if (threads.n && !(r->threads = calloc(threads.n, sizeof(*r->threads))))
 		goto out;
 	for (size_t i = 0; i < threads.n; i++) {
@@ -496,6 +558,8 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 		qsort(r->locks[i].tids, r->locks[i].ntids, sizeof(uint32_t), cmp_u32);
 		qsort(r->locks[i].chains, r->locks[i].nchains, sizeof(*r->locks[i].chains),
 		      cmp_use);
+		qsort(r->locks[i].acq_chains, r->locks[i].nacq_chains,
+		      sizeof(*r->locks[i].acq_chains), cmp_count);
 	}
 	*out = r;
 	r = NULL;
@@ -548,6 +612,7 @@ void lock_free(struct lock_result *r)
 	for (size_t i = 0; i < r->nlocks; i++) {
 		free(r->locks[i].tids);
 		free(r->locks[i].chains);
+		free(r->locks[i].acq_chains);
 	}
 	free(r->locks);
 	free(r->chains);

@@ -9,6 +9,7 @@
 #include <strata/reader.h>
 
 #define LOCK_FRAMES 16 /* as the preload's LOCKS_FRAMES */
+#define LOCK_KINDS 6   /* wait kinds 1..5, and 0: unknown */
 
 /* A call chain of contended acquisitions (lock:chain): return addresses,
  * innermost (the lock call's caller) first. */
@@ -32,9 +33,18 @@ struct lock_stats {
 	unsigned kind;               /* wait_begin's: 1 mutex, 2 rwlock read,
 				      * 3 rwlock write, 4 spin, 5 semaphore
 				      * (the last one seen) */
+	/* the waits by what they waited for (LOCK_KINDS: index kind, 0 for
+	 * an unknown one): an rwlock's reads and writes apart */
+	struct lock_kind_stats {
+		uint64_t waits, contended, wait_total;
+	} by_kind[LOCK_KINDS];
 	uint64_t contended;          /* waits that acquired it */
 	uint64_t failed;             /* waits that returned an error */
-	uint64_t wait_total, wait_max;
+	uint64_t wait_total, wait_max; /* open waits' time so far included */
+	uint64_t open_waits;         /* waits still open at the trace's end
+				      * (a hang, a deadlock): the lock's
+				      * totals are then partial, lower bounds */
+	uint64_t open_wait_total;    /* their time, to the trace's last event */
 	uint64_t spins;              /* spin locks: turns of the waits' loops */
 	uint64_t futex_total;        /* with -k syscalls: futex calls' time
 				      * inside its waits (a cross-check) */
@@ -50,6 +60,11 @@ struct lock_stats {
 	unsigned ntids;
 	struct lock_chain_use *chains; /* most wait first */
 	unsigned nchains;
+	/* STRATA_LOCKS_CHAINS=all: acquisitions without a wait (lock:acquire)
+	 * and their chains (`waits` counts the acquisitions), most first */
+	uint64_t acquired;
+	struct lock_chain_use *acq_chains;
+	unsigned nacq_chains;
 };
 
 /* One thread's totals (all its locks). */

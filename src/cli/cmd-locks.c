@@ -17,7 +17,9 @@ const char cmd_locks_usage[] =
 	"a trace taken under LD_PRELOAD=libstrata-locks.so: contended acquisitions,\n"
 	"total, mean and longest wait, total and longest hold of the contended\n"
 	"acquisitions, and the threads that waited. Uncontended acquisitions are\n"
-	"only counted per thread (docs/locks.md).\n\n"
+	"only counted per thread, unless the program ran with\n"
+	"STRATA_LOCKS_CHAINS=all (JSON: `acquired`, `acquire_chains`). A lock\n"
+	"with a wait still open at the end is [partial] (docs/locks.md).\n\n"
 	"  --sort wait|count|max|hold  order: total wait (default), contended\n"
 	"                        count, longest wait, total hold\n"
 	"  --top N               the first N locks only (0: all; default 20)\n"
@@ -37,11 +39,16 @@ static int parse_sort(const char *s, enum lock_sort *out)
 	return -1;
 }
 
-static const char *kind_name(unsigned kind)
+static const char *const kind_names[LOCK_KINDS] = { "?",    "mutex",    "rwlock-r",
+						    "rwlock-w", "spin", "semaphore" };
+
+/* What the lock's waits waited for: "rwlock-rw" for an rwlock waited on
+ * both to read and to write (by_kind has each apart), else the kind. */
+static const char *kind_name(const struct lock_stats *l)
 {
-	static const char *const names[] = { "?", "mutex", "rwlock-r", "rwlock-w", "spin",
-					     "semaphore" };
-	return names[kind < 6 ? kind : 0];
+	if (l->by_kind[2].waits && l->by_kind[3].waits)
+		return "rwlock-rw";
+	return kind_names[l->kind < LOCK_KINDS ? l->kind : 0];
 }
 
 static void tids_text(const struct lock_stats *l, char *buf, size_t len)
@@ -60,16 +67,25 @@ static const char *lock_name(struct strata_symbolizer *sy, const struct lock_sta
 #define CHAIN_LOCKS 5 /* locks whose call chains the text shows */
 #define CHAIN_TOP 3   /* chains shown per lock */
 
-/* One frame of process pid, symbolized into buf. */
-static const char *frame_text(struct strata_symbolizer *sy, uint32_t pid, uint64_t pc,
-			      char *buf, size_t len)
+/* One frame of process pid, symbolized into buf; its file's name (or
+ * "") in *module, when asked. */
+static const char *frame_text_in(struct strata_symbolizer *sy, uint32_t pid, uint64_t pc,
+				 char *buf, size_t len, const char **module)
 {
 	struct strata_symbol sym;
 	memset(&sym, 0, sizeof(sym));
 	sym.status = STRATA_SYM_UNKNOWN;
 	if (sy)
 		strata_symbolize_return(sy, pid, pc, &sym);
+	if (module)
+		*module = sym.module ? sym.module : "";
 	return strata_symbol_format(&sym, pc, buf, len);
+}
+
+static const char *frame_text(struct strata_symbolizer *sy, uint32_t pid, uint64_t pc,
+			      char *buf, size_t len)
+{
+	return frame_text_in(sy, pid, pc, buf, len, NULL);
 }
 
 /* K42's lock tool: where the waits for the most contended locks came from. */
@@ -111,6 +127,7 @@ static void print_chains(const struct lock_result *r, size_t n, struct strata_sy
 }
 
 #define PARTIAL_TOP 10 /* threads still running at the end the text lists */
+#define PARTIAL_MARK "[partial]" /* a lock with waits open at the end */
 
 /* Threads that still ran at the end: their totals are partial (lower
  * bounds), the wait they were in so far. */
@@ -177,10 +194,11 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 	table_cell(&tb, "threads");
 	for (size_t i = 0; i < n; i++) {
 		const struct lock_stats *l = &r->locks[i];
-		uint64_t waits = l->contended + l->failed;
+		uint64_t waits = l->contended + l->failed + l->open_waits;
 		struct strata_symbol sym;
-		table_cell(&tb, "%s", lock_name(sy, l, name, sizeof(name), &sym));
-		table_cell(&tb, "%s", kind_name(l->kind));
+		table_cell(&tb, "%s%s", lock_name(sy, l, name, sizeof(name), &sym),
+			   l->open_waits ? " " PARTIAL_MARK : "");
+		table_cell(&tb, "%s", kind_name(l));
 		table_cell(&tb, "%u", l->pid);
 		table_cell(&tb, "%" PRIu64, l->contended);
 		table_cell(&tb, "%s", dur_in(uw, l->wait_total, b, sizeof(b)));
@@ -207,6 +225,13 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 	if (r->open_waits || r->open_holds || r->orphans)
 		printf("\n  %" PRIu64 " waits and %" PRIu64 " holds still open at the end, %" PRIu64
 		       " ends with nothing open\n", r->open_waits, r->open_holds, r->orphans);
+	for (size_t i = 0; i < n; i++)
+		if (r->locks[i].open_waits) {
+			printf("  " PARTIAL_MARK ": waits still open at the end (a hang, a "
+			       "deadlock) counted in wait and max up to the trace's last event, "
+			       "lower bounds\n");
+			break;
+		}
 	print_partial(r);
 	print_chains(r, n < CHAIN_LOCKS ? n : CHAIN_LOCKS, sy);
 }
@@ -234,6 +259,28 @@ static const char *lock_name(struct strata_symbolizer *sy, const struct lock_sta
 	} else
 		snprintf(buf, len, "0x%" PRIx64, l->addr);
 	return buf;
+}
+
+/* The frames of chain id of pid, symbolized, and beside them each
+ * frame's file (which the text leaves out); then the object's end. */
+static void print_chain_json(const struct lock_result *r, uint32_t pid, uint64_t id,
+			     struct strata_symbolizer *sy)
+{
+	const struct lock_chain *c = lock_chain_find(r, pid, id);
+	const char *mod[LOCK_FRAMES];
+	char fb[600];
+
+	printf(",\"frames\":[");
+	for (unsigned f = 0; c && f < c->n; f++) {
+		printf("%s", f ? "," : "");
+		cli_json_name(frame_text_in(sy, pid, c->frames[f], fb, sizeof(fb), &mod[f]));
+	}
+	printf("],\"modules\":[");
+	for (unsigned f = 0; c && f < c->n; f++) {
+		printf("%s", f ? "," : "");
+		cli_json_name(mod[f]);
+	}
+	printf("]}");
 }
 
 static void print_json(const struct lock_result *r, size_t n, const struct an_loss *loss,
@@ -278,11 +325,24 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		       ",\"max_wait_ns\":%" PRIu64 ",\"spins\":%" PRIu64
 		       ",\"holds\":%" PRIu64 ",\"hold_ns\":%" PRIu64
 		       ",\"max_hold_ns\":%" PRIu64 ",\"tids\":[",
-		       kind_name(l->kind), l->pid, l->contended, l->failed, l->wait_total,
+		       kind_name(l), l->pid, l->contended, l->failed, l->wait_total,
 		       l->wait_max, l->spins, l->holds, l->hold_total, l->hold_max);
 		for (unsigned k = 0; k < l->ntids; k++)
 			printf("%s%u", k ? "," : "", l->tids[k]);
 		printf("]");
+		printf(",\"open_waits\":%" PRIu64 ",\"open_wait_ns\":%" PRIu64
+		       ",\"partial\":%s", l->open_waits, l->open_wait_total,
+		       l->open_waits ? "true" : "false");
+		printf(",\"by_kind\":{");
+		for (unsigned k = 0, any = 0; k < LOCK_KINDS; k++) {
+			const struct lock_kind_stats *bk = &l->by_kind[k];
+			if (!bk->waits)
+				continue;
+			printf("%s\"%s\":{\"contended\":%" PRIu64 ",\"failed\":%" PRIu64
+			       ",\"wait_ns\":%" PRIu64 "}", any++ ? "," : "", kind_names[k],
+			       bk->contended, bk->waits - bk->contended, bk->wait_total);
+		}
+		printf("}");
 		if (r->have_futex)
 			printf(",\"futex_ns\":%" PRIu64, l->futex_total);
 		if (r->have_sched && l->holds)
@@ -292,17 +352,21 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		printf(",\"chains\":[");
 		for (unsigned k = 0; k < l->nchains; k++) {
 			const struct lock_chain_use *u = &l->chains[k];
-			const struct lock_chain *c = lock_chain_find(r, l->pid, u->id);
-			printf("%s{\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64 ",\"frames\":[",
-			       k ? "," : "", u->waits, u->wait_total);
-			for (unsigned f = 0; c && f < c->n; f++) {
-				char fb[600];
-				printf("%s", f ? "," : "");
-				cli_json_name(frame_text(sy, l->pid, c->frames[f], fb, sizeof(fb)));
-			}
-			printf("]}");
+			printf("%s{\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64, k ? "," : "",
+			       u->waits, u->wait_total);
+			print_chain_json(r, l->pid, u->id, sy);
 		}
-		printf("]}");
+		printf("]");
+		if (l->acquired) { /* STRATA_LOCKS_CHAINS=all */
+			printf(",\"acquired\":%" PRIu64 ",\"acquire_chains\":[", l->acquired);
+			for (unsigned k = 0; k < l->nacq_chains; k++) {
+				printf("%s{\"acquisitions\":%" PRIu64, k ? "," : "",
+				       l->acq_chains[k].waits);
+				print_chain_json(r, l->pid, l->acq_chains[k].id, sy);
+			}
+			printf("]");
+		}
+		printf("}");
 	}
 	printf("]}\n");
 }
@@ -336,7 +400,7 @@ static void print_csv(const struct lock_result *r, size_t n, struct strata_symbo
 		char name[300], tids[128];
 		csv_field(lock_name(sy, l, name, sizeof(name), &sym), ",");
 		printf("0x%" PRIx64 ",%s,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",",
-		       l->addr, kind_name(l->kind), l->pid, l->contended, l->failed,
+		       l->addr, kind_name(l), l->pid, l->contended, l->failed,
 		       l->wait_total, l->wait_max);
 		if (r->have_futex)
 			printf("%" PRIu64 ",", l->futex_total);

@@ -120,24 +120,46 @@ static void print_calls_text(const struct calls_result *r, size_t top)
 
 #define PARTIAL_MARK "[partial]"
 
-/* n and its children (their total at least `cut` ns) as rows of tb, the
- * name indented two spaces a level; the paths left out, counted. */
-static void tree_rows(struct table *tb, const struct calls_node *n, unsigned depth,
-		      uint64_t whole, uint64_t cut, size_t *hidden)
-{
-	char b[2][32];
+/* Rows indented at most this deep; deeper ones say their depth instead
+ * (a recursion 100,000 deep would indent by megabytes). */
+#define INDENT_MAX 64
 
-	table_cell(tb, "%" PRIu64, n->calls);
-	table_cell(tb, "%s", dur_fmt(n->total_ns, b[0], sizeof(b[0])));
-	table_cell(tb, "%s", dur_fmt(n->self_ns, b[1], sizeof(b[1])));
-	table_cell(tb, "%.1f", whole ? 100.0 * (double)n->total_ns / (double)whole : 0.0);
-	table_cell(tb, "%*s%s%s", (int)(2 * depth), "", n->name, n->partial ? " " PARTIAL_MARK : "");
-	for (size_t i = 0; i < n->nchild; i++) {
-		if (n->child[i].total_ns < cut || !n->child[i].total_ns)
+/* The paths below root (their total at least `cut` ns) as rows of tb, a
+ * name indented two spaces a level; those left out, counted. A loop, not
+ * a recursion: a tree is as deep as the traced program's calls. */
+static int tree_rows(struct table *tb, const struct calls_node *root, uint64_t whole,
+		     uint64_t cut, size_t *hidden)
+{
+	struct ct_walk w;
+	const struct calls_node *n;
+	bool enter;
+	char b[2][32];
+	int r;
+
+	if (ct_walk_init(&w, root) < 0)
+		return -1;
+	while ((r = ct_walk_next(&w, &n, &enter)) > 0) {
+		if (!enter)
+			continue;
+		if (n->total_ns < cut || !n->total_ns) {
 			(*hidden)++;
+			ct_walk_skip(&w);
+			continue;
+		}
+		size_t depth = w.n - 2;
+		table_cell(tb, "%" PRIu64, n->calls);
+		table_cell(tb, "%s", dur_fmt(n->total_ns, b[0], sizeof(b[0])));
+		table_cell(tb, "%s", dur_fmt(n->self_ns, b[1], sizeof(b[1])));
+		table_cell(tb, "%.1f", whole ? 100.0 * (double)n->total_ns / (double)whole : 0.0);
+		if (depth <= INDENT_MAX)
+			table_cell(tb, "%*s%s%s", (int)(2 * depth), "", n->name,
+				   n->partial ? " " PARTIAL_MARK : "");
 		else
-			tree_rows(tb, &n->child[i], depth + 1, whole, cut, hidden);
+			table_cell(tb, "%*s[%zu] %s%s", 2 * INDENT_MAX, "", depth, n->name,
+				   n->partial ? " " PARTIAL_MARK : "");
 	}
+	ct_walk_fini(&w);
+	return r;
 }
 
 /* One tree under its title line: total % of root's total. */
@@ -155,12 +177,8 @@ static void print_tree(const char *title, const struct calls_node *root, double 
 	table_cell(&tb, "self");
 	table_cell(&tb, "total %%");
 	table_cell(&tb, "function");
-	for (size_t i = 0; i < root->nchild; i++) {
-		if (root->child[i].total_ns < cut || !root->child[i].total_ns)
-			hidden++;
-		else
-			tree_rows(&tb, &root->child[i], 0, root->total_ns, cut, &hidden);
-	}
+	if (tree_rows(&tb, root, root->total_ns, cut, &hidden) < 0)
+		cli_err(NULL, "profile: out of memory: the call tree is cut short");
 	table_print(&tb, stdout, "  ");
 	table_fini(&tb);
 	if (hidden)
@@ -177,7 +195,8 @@ static void print_calls_tree(const struct calls_result *r, double min_pct)
 	if (r->partial)
 		printf(" " PARTIAL_MARK ": %" PRIu64 " call%s not seen whole (entered before the "
 		       "trace or the window, closed from the thread's first event; or never left, "
-		       "closed at its end).", r->partial, r->partial == 1 ? "" : "s");
+		       "closed at its end; or left by a longjmp, closed at an outer call's exit).",
+		       r->partial, r->partial == 1 ? "" : "s");
 	printf("\n\n");
 	if (r->nthread > 1) {
 		struct calls_node all = r->tree;
@@ -196,36 +215,72 @@ static void print_calls_tree(const struct calls_result *r, double min_pct)
 	}
 }
 
-/* n's paths below prefix, one line each with its self time in ns. */
-static void print_folded(const struct calls_node *n, char *prefix, size_t len, size_t cap)
+/* root's paths, one line each with its self time in ns: names joined by
+ * ';' in prefix (cap bytes); a path longer is left out with its callees
+ * (theirs are longer still), counted in *cut. A loop, not a recursion. */
+static int print_folded(const struct calls_node *root, char *prefix, size_t cap, size_t *cut)
 {
-	for (size_t i = 0; i < n->nchild; i++) {
-		const struct calls_node *c = &n->child[i];
-		int w = snprintf(prefix + len, cap - len, "%s%s%s", len ? ";" : "", c->name,
-				 c->partial ? PARTIAL_MARK : "");
-		if (w < 0 || (size_t)w >= cap - len) {
-			cli_err(NULL, "profile: a stack longer than %zu bytes left out", cap);
+	struct ct_walk w;
+	const struct calls_node *n;
+	bool enter;
+	size_t *len = NULL, nlen = 0; /* len[k]: the prefix's length at depth k */
+	int r;
+
+	if (ct_walk_init(&w, root) < 0)
+		return -1;
+	while ((r = ct_walk_next(&w, &n, &enter)) > 0) {
+		if (!enter || n == root)
+			continue;
+		size_t d = w.n - 2, at = d ? len[d - 1] : 0;
+		if (d >= nlen) {
+			size_t *v = realloc(len, (nlen = nlen ? 2 * nlen : 64) * sizeof(*v));
+			if (!v) {
+				r = -1;
+				break;
+			}
+			len = v;
+		}
+		int wr = snprintf(prefix + at, cap - at, "%s%s%s", d ? ";" : "", n->name,
+				  n->partial ? PARTIAL_MARK : "");
+		if (wr < 0 || (size_t)wr >= cap - at) {
+			prefix[at] = 0;
+			(*cut)++;
+			ct_walk_skip(&w);
 			continue;
 		}
-		if (c->self_ns)
-			printf("%s %" PRIu64 "\n", prefix, c->self_ns);
-		print_folded(c, prefix, len + (size_t)w, cap);
-		prefix[len] = 0;
+		len[d] = at + (size_t)wr;
+		if (n->self_ns)
+			printf("%s %" PRIu64 "\n", prefix, n->self_ns);
 	}
+	free(len);
+	ct_walk_fini(&w);
+	return r;
 }
 
-static void print_tree_json(const struct calls_node *n)
+/* A tree as nested JSON objects; a loop, not a recursion. */
+static int print_tree_json(const struct calls_node *root)
 {
-	printf("{\"name\":");
-	cli_json_name(n->name ? n->name : "");
-	printf(",\"calls\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64
-	       ",\"partial\":%s,\"children\":[", n->calls, n->total_ns, n->self_ns,
-	       n->partial ? "true" : "false");
-	for (size_t i = 0; i < n->nchild; i++) {
-		printf("%s", i ? "," : "");
-		print_tree_json(&n->child[i]);
-	}
-	printf("]}");
+	struct ct_walk w;
+	const struct calls_node *n = root;
+	bool enter = true;
+	int r = 1;
+
+	if (ct_walk_init(&w, root) < 0)
+		return -1;
+	do {
+		if (!enter) {
+			printf("]}");
+			continue;
+		}
+		/* not its parent's first child: a comma */
+		printf("%s{\"name\":", w.n > 1 && w.st[w.n - 2].next > 1 ? "," : "");
+		cli_json_name(n->name ? n->name : "");
+		printf(",\"calls\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64
+		       ",\"partial\":%s,\"children\":[", n->calls, n->total_ns, n->self_ns,
+		       n->partial ? "true" : "false");
+	} while ((r = ct_walk_next(&w, &n, &enter)) > 0);
+	ct_walk_fini(&w);
+	return r;
 }
 
 static void print_calls_json(const struct calls_result *r, bool tree)
@@ -405,7 +460,12 @@ static void profile_report(const struct profile_opts *po, const struct cli_trace
 		printf("}\n");
 	} else if (po->format == 2 && !r) {
 		char prefix[8192] = "";
-		print_folded(&calls->tree, prefix, 0, sizeof(prefix));
+		size_t cut = 0;
+		if (print_folded(&calls->tree, prefix, sizeof(prefix), &cut) < 0)
+			cli_err(ct->path, "out of memory: folded stacks cut short");
+		if (cut)
+			cli_err(ct->path, "%zu stack%s longer than %zu bytes left out, with their "
+				"callees", cut, cut == 1 ? "" : "s", sizeof(prefix));
 		if (calls->partial)
 			cli_err(ct->path, "%" PRIu64 " calls not seen whole: their frames end "
 				"in " PARTIAL_MARK, calls->partial);

@@ -28,6 +28,9 @@ enum locks_minor {
 	LOCKS_ALIVE = 8,      /* tid, acquisitions, contended: a thread still
 			       * running at the process's exit, its totals
 			       * then, logged by the exiting thread */
+	LOCKS_ACQUIRE = 9,    /* addr, kind, chain: an uncontended
+			       * acquisition, logged only with
+			       * STRATA_LOCKS_CHAINS=all (its call chain) */
 };
 
 /* Return addresses kept per call chain, innermost (the lock's caller)

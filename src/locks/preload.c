@@ -9,6 +9,7 @@
 #include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -135,6 +136,10 @@ struct lk_thread {
 };
 
 static LK_TLS struct lk_thread lk;
+/* STRATA_LOCKS_CHAINS=all: every acquisition logs its call chain
+ * (lock:acquire), not only the contended ones (docs/locks.md, "Call
+ * chains"). Set once, in the constructor. */
+static bool lk_chain_all;
 static pthread_key_t lk_key;
 #define LK_KEYS_STATIC 32 /* glibc's PTHREAD_KEY_2NDLEVEL_SIZE */
 static bool lk_have_key;
@@ -251,6 +256,16 @@ static uint64_t lk_chain(void)
 	return h;
 }
 
+/* An acquisition without a wait (the thread is busy, in a wrapper):
+ * counted, and with STRATA_LOCKS_CHAINS=all logged with its chain. Off,
+ * the flag is the only cost beside the count. */
+static inline void lk_acquired_chain(struct lk_thread *t, void *l, unsigned kind)
+{
+	lk_acquired(t);
+	if (strata_unlikely(lk_chain_all) && strata_major_enabled(LOCKS_MAJOR))
+		STRATA_EVENT3(LOCKS_MAJOR, LOCKS_ACQUIRE, (uintptr_t)l, kind, lk_chain());
+}
+
 /* The waiting call: real[lock](l), or real[lock](l, arg) when arg (the
  * timed calls' deadline); a spin lock spins here, counted, on its try. */
 static inline int lk_wait(void *l, enum lk_real try, enum lk_real lock, const void *arg,
@@ -292,7 +307,7 @@ static inline int lk_acquire_arg(void *l, enum lk_real try, enum lk_real lock,
 	r = lk_real(try)(l);
 	if (r != EBUSY) {
 		if (r == 0 || r == EOWNERDEAD)
-			lk_acquired(t);
+			lk_acquired_chain(t, l, kind);
 		t->busy = 0;
 		return r;
 	}
@@ -314,11 +329,15 @@ static inline int lk_acquire(void *l, enum lk_real try, enum lk_real lock, unsig
 	return lk_acquire_arg(l, try, lock, NULL, kind);
 }
 
-static inline int lk_try(void *l, enum lk_real try)
+static inline int lk_try(void *l, enum lk_real try, unsigned kind)
 {
+	struct lk_thread *t = &lk;
 	int r = lk_real(try)(l);
-	if ((r == 0 || r == EOWNERDEAD) && !lk.busy)
-		lk_acquired(&lk);
+	if ((r == 0 || r == EOWNERDEAD) && !t->busy) {
+		t->busy = 1;
+		lk_acquired_chain(t, l, kind);
+		t->busy = 0;
+	}
 	return r;
 }
 
@@ -428,7 +447,7 @@ LK_API int pthread_mutex_lock(pthread_mutex_t *m)
 
 LK_API int pthread_mutex_trylock(pthread_mutex_t *m)
 {
-	return lk_try(m, F_MTRY);
+	return lk_try(m, F_MTRY, LOCKS_KIND_MUTEX);
 }
 
 LK_API int pthread_mutex_unlock(pthread_mutex_t *m)
@@ -448,12 +467,12 @@ LK_API int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 
 LK_API int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 {
-	return lk_try(l, F_TRYRD);
+	return lk_try(l, F_TRYRD, LOCKS_KIND_RWLOCK_READ);
 }
 
 LK_API int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
-	return lk_try(l, F_TRYWR);
+	return lk_try(l, F_TRYWR, LOCKS_KIND_RWLOCK_WRITE);
 }
 
 LK_API int pthread_rwlock_unlock(pthread_rwlock_t *l)
@@ -483,7 +502,7 @@ LK_API int pthread_spin_lock(pthread_spinlock_t *l)
 
 LK_API int pthread_spin_trylock(pthread_spinlock_t *l)
 {
-	return lk_try((void *)l, F_SPINTRY);
+	return lk_try((void *)l, F_SPINTRY, LOCKS_KIND_SPIN);
 }
 
 LK_API int pthread_spin_unlock(pthread_spinlock_t *l)
@@ -603,6 +622,11 @@ static const struct strata_field_desc lk_f_init[] = {
 	{ "kind", STRATA_T_U64, 0, 0 },
 	{ "site", STRATA_T_PTR, 0, STRATA_F_HEX },
 };
+static const struct strata_field_desc lk_f_acquire[] = {
+	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
+	{ "kind", STRATA_T_U64, 0, 0 },
+	{ "chain", STRATA_T_U64, 0, STRATA_F_HEX },
+};
 static const struct strata_field_desc lk_f_alive[] = {
 	{ "tid", STRATA_T_U64, 0, 0 },
 	{ "acquisitions", STRATA_T_U64, 0, 0 },
@@ -647,9 +671,13 @@ static const struct strata_event_desc lk_d_alive = LK_DESC(
 	"alive", LOCKS_ALIVE, STRATA_EV_POINT, lk_f_alive,
 	"thread tid still runs at the process's exit: its totals then (partial)");
 
+static const struct strata_event_desc lk_d_acquire = LK_DESC(
+	"acquire", LOCKS_ACQUIRE, STRATA_EV_POINT, lk_f_acquire,
+	"an acquisition without a wait, with its call chain (STRATA_LOCKS_CHAINS=all)");
+
 static const struct strata_event_desc *const lk_events[] = {
 	&lk_d_wait_begin, &lk_d_wait_end, &lk_d_release, &lk_d_count, &lk_d_spins,
-	&lk_d_chain, &lk_d_init, &lk_d_alive,
+	&lk_d_chain, &lk_d_init, &lk_d_alive, &lk_d_acquire,
 };
 static const struct strata_subsys_desc lk_subsys = {
 	"lock", LOCKS_MAJOR, "pthread lock contention (libstrata-locks.so)"
@@ -678,6 +706,8 @@ static int lk_find_self(struct dl_phdr_info *info, size_t size, void *arg)
 __attribute__((constructor)) static void lk_init(void)
 {
 	lk.busy = 1; /* the loader and the registry take locks of their own */
+	const char *chains = getenv("STRATA_LOCKS_CHAINS");
+	lk_chain_all = chains && !strcmp(chains, "all");
 	/* only a first-level key (LK_KEYS_STATIC); else no exit totals:
 	 * the release events still carry them */
 	lk_have_key = pthread_key_create(&lk_key, lk_thread_exit) == 0 &&

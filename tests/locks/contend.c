@@ -28,7 +28,12 @@
  * write-locks and the workers read-lock (all at once); with "wr" the
  * other way round: the main thread read-locks it and the workers wait to
  * write-lock it (writers waiting for a reader, then for each other: one
- * wait each all the same, inside their one wrlock call). Each worker also takes its own `cold` mutex C times a round,
+ * wait each all the same, inside their one wrlock call). With "rwmix",
+ * both directions at once: the workers wait to read-lock hot_rw, which
+ * the main thread write-locked, then hold it all together while the main
+ * thread waits to write-lock it (it calls wrlock once every worker holds,
+ * and they let go only once it sleeps there), so each round has W
+ * contended rwlock-r and one contended rwlock-w acquisition. Each worker also takes its own `cold` mutex C times a round,
  * never contended. The workers synchronise with raw futexes, never with a
  * pthread lock, so that every pthread lock call is one the truth counts.
  */
@@ -43,14 +48,17 @@ static sem_t hot_sem;
  * by main, read by the workers; "lib": a shared library's static mutex
  * (symbols); "timed": hot taken with pthread_mutex_timedlock; "spin":
  * hot_spin; "sem": hot_sem, a semaphore of 1 used as a lock; "wr":
- * hot_rw, read by main, written by the workers. */
-static enum { M_MUTEX, M_RW, M_LIB, M_TIMED, M_SPIN, M_SEM, M_WR } mode;
+ * hot_rw, read by main, written by the workers; "libfn": hot, which the
+ * workers take through the shared library's locks_lib_lock() (a chain
+ * through a library's own code). */
+static enum { M_MUTEX, M_RW, M_LIB, M_TIMED, M_SPIN, M_SEM, M_WR, M_RWMIX, M_LIBFN } mode;
 pthread_mutex_t *locks_lib_hot(void);
+int locks_lib_lock(pthread_mutex_t *m);
 static pthread_mutex_t *hot_m = &hot;
 
 static void *hot_addr(void)
 {
-	return mode == M_RW || mode == M_WR ? (void *)&hot_rw : mode == M_SPIN ? (void *)&hot_spin :
+	return mode == M_RW || mode == M_WR || mode == M_RWMIX ? (void *)&hot_rw : mode == M_SPIN ? (void *)&hot_spin :
 	       mode == M_SEM ? (void *)&hot_sem : (void *)hot_m;
 }
 
@@ -59,6 +67,7 @@ static void hot_lock(int writer)
 	struct timespec far;
 	switch (mode) {
 	case M_RW:
+	case M_RWMIX:
 		writer ? pthread_rwlock_wrlock(&hot_rw) : pthread_rwlock_rdlock(&hot_rw);
 		break;
 	case M_WR: /* the main thread (writer = 1) reads, the workers write */
@@ -76,6 +85,9 @@ static void hot_lock(int writer)
 		while (sem_wait(&hot_sem) && errno == EINTR)
 			;
 		break;
+	case M_LIBFN:
+		writer ? pthread_mutex_lock(hot_m) : locks_lib_lock(hot_m);
+		break;
 	default:
 		pthread_mutex_lock(hot_m);
 	}
@@ -85,6 +97,7 @@ static void hot_unlock(void)
 {
 	switch (mode) {
 	case M_RW:
+	case M_RWMIX:
 	case M_WR: pthread_rwlock_unlock(&hot_rw); break;
 	case M_SPIN: pthread_spin_unlock(&hot_spin); break;
 	case M_SEM: sem_post(&hot_sem); break;
@@ -93,6 +106,9 @@ static void hot_unlock(void)
 }
 static pthread_mutex_t cold[MAXW];
 static _Atomic uint32_t round_no, announced, done;
+/* rwmix: workers holding the read lock; the main thread about to wait */
+static _Atomic uint32_t holding, writer_trying;
+static int32_t main_tid;
 static _Atomic int32_t tids[MAXW];
 static unsigned nworkers, nrounds, ncold;
 static uint64_t hold_ns = 200000;
@@ -139,7 +155,13 @@ static void *worker(void *arg)
 		uint64_t t1 = now_ns();
 		w->acquisitions++;
 		w->wait_ns += t1 - t0;
+		atomic_fetch_add(&holding, 1);
 		while (now_ns() - t1 < hold_ns)
+			;
+		/* rwmix: the readers hold together until the writer sleeps in
+		 * its wrlock call */
+		while (mode == M_RWMIX &&
+		       (!atomic_load(&writer_trying) || !sleeping(main_tid)))
 			;
 		w->hold_ns += now_ns() - t1;
 		hot_unlock();
@@ -152,7 +174,7 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [mutex|rw|lib|timed|spin|sem|wr]]\n");
+		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [mutex|rw|lib|timed|spin|sem|wr|rwmix|libfn]]\n");
 		return 2;
 	}
 	nworkers = (unsigned)atoi(argv[1]);
@@ -160,7 +182,8 @@ int main(int argc, char **argv)
 	ncold = (unsigned)atoi(argv[3]);
 	if (argc > 5)
 		hold_ns = strtoull(argv[5], NULL, 10) * 1000;
-	static const char *const modes[] = { "mutex", "rw", "lib", "timed", "spin", "sem", "wr" };
+	static const char *const modes[] = { "mutex", "rw",  "lib", "timed",
+					     "spin",  "sem", "wr",  "rwmix", "libfn" };
 	for (unsigned i = 0; argc > 6 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[6], modes[i]))
 			mode = i;
@@ -180,11 +203,13 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < nworkers; i++)
 		while (!atomic_load(&tids[i]))
 			pause_us(50);
-	uint64_t main_acq = 0;
+	uint64_t main_acq = 0, main_cont = 0, main_wait = 0, main_hold = 0;
+	main_tid = (int32_t)syscall(SYS_gettid);
 	for (uint32_t r = 1; r <= nrounds; r++) {
 		/* the workers are all done: free */
 		hot_lock(1);
 		main_acq++;
+		atomic_store(&holding, 0);
 		atomic_store(&announced, 0);
 		atomic_store(&round_no, r);
 		fwake(&round_no);
@@ -197,6 +222,23 @@ int main(int argc, char **argv)
 		if (mode == M_SPIN)
 			pause_us(5000);
 		hot_unlock();
+		if (mode == M_RWMIX) {
+			/* every worker holds the read lock: wait to write it */
+			while (atomic_load(&holding) < nworkers)
+				pause_us(20);
+			atomic_store(&writer_trying, 1);
+			uint64_t t0 = now_ns();
+			pthread_rwlock_wrlock(&hot_rw);
+			uint64_t t1 = now_ns();
+			atomic_store(&writer_trying, 0);
+			main_acq++;
+			main_cont++;
+			main_wait += t1 - t0;
+			while (now_ns() - t1 < hold_ns)
+				;
+			main_hold += now_ns() - t1;
+			pthread_rwlock_unlock(&hot_rw);
+		}
 		uint32_t d;
 		while ((d = atomic_load(&done)) < r * nworkers)
 			fwait(&done, d);
@@ -224,8 +266,11 @@ int main(int argc, char **argv)
 		wait += w[i].wait_ns;
 		hold += w[i].hold_ns;
 	}
+	/* rwmix: the main thread's waits to write, apart (the workers' are
+	 * the reads) */
 	fprintf(f, "],\"main_tid\":%d,\"main_acquisitions\":%" PRIu64
-		",\"wait_ns\":%" PRIu64 ",\"hold_ns\":%" PRIu64 "}\n",
-		(int)syscall(SYS_gettid), main_acq, wait, hold);
+		",\"wait_ns\":%" PRIu64 ",\"hold_ns\":%" PRIu64 ",\"main_contended\":%" PRIu64
+		",\"main_wait_ns\":%" PRIu64 ",\"main_hold_ns\":%" PRIu64 "}\n",
+		(int)syscall(SYS_gettid), main_acq, wait, hold, main_cont, main_wait, main_hold);
 	return fclose(f) ? 1 : 0;
 }

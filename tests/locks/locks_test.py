@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|rwlock|rwlock-writers|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|alive|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP [ALIVE]]]
+usage: locks_test.py contention|rwlock|rwlock-writers|rwlock-mix|libchain|chains-all|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|alive|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP [ALIVE]]]
 """
 import csv
 import io
@@ -24,10 +24,12 @@ def fail(msg):
     sys.exit(1)
 
 
-def run(cmd, preload=None, trace=None, timeout=120):
+def run(cmd, preload=None, trace=None, timeout=120, extra=None):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     env.pop("STRATA_OUTPUT", None)
+    env.pop("STRATA_LOCKS_CHAINS", None)
+    env.update(extra or {})
     if preload:
         env["LD_PRELOAD"] = preload
     if trace:
@@ -41,11 +43,11 @@ def run(cmd, preload=None, trace=None, timeout=120):
     return p.stdout
 
 
-def contend(preload, name, mode="mutex"):
+def contend(preload, name, mode="mutex", extra=None):
     truth = os.path.join(WORK, name + ".json")
     trace = os.path.join(WORK, name) if preload else None
     out = run([CONTEND, str(WORKERS), str(ROUNDS), str(COLD), truth, str(HOLD_US), mode],
-              preload, trace)
+              preload, trace, extra=extra)
     with open(truth) as f:
         return out, json.load(f), trace
 
@@ -57,15 +59,33 @@ def near(what, got, want, tol):
         fail("%s off by more than %d %%" % (what, tol * 100))
 
 
+def chains_of(lock, what):
+    """The lock's chains, which hold every one of its waits."""
+    chains = lock.get("chains", [])
+    waits = sum(c["waits"] for c in chains)
+    want = lock["contended"] + lock["failed"] + lock["open_waits"]
+    if waits != want:
+        fail("%s: chains hold %d waits, the lock %d" % (what, waits, want))
+    return chains
+
+
+def check_chains_of(lock, what, first, where):
+    """Each chain of the lock starts in function `first` (a prefix such
+    as "worker_a+"), at a line of file `where`, and reaches start_thread."""
+    for c in chains_of(lock, what):
+        fr = c["frames"]
+        print("%s: %d waits from %s" % (what, c["waits"], " < ".join(fr[:3])))
+        if not fr or not fr[0].startswith(first) or where not in fr[0]:
+            fail("%s: a chain does not start in %s (%s): %s" % (what, first, where, fr))
+        if not any(f.startswith("start_thread") for f in fr):
+            fail("%s: a chain does not reach start_thread: %s" % (what, fr))
+
+
 def check_chains(lock, what):
     """Every wait of the lock came from the workers' loop: each chain
     starts in hot_lock() or worker() (contend.c; hot_lock may be inlined),
     has worker() in its first two frames, and reaches start_thread."""
-    chains = lock.get("chains", [])
-    waits = sum(c["waits"] for c in chains)
-    if waits != lock["contended"] + lock["failed"]:
-        fail("%s: chains hold %d waits, the lock %d" % (what, waits, lock["contended"] + lock["failed"]))
-    for c in chains:
+    for c in chains_of(lock, what):
         fr = c["frames"]
         print("%s: %d waits from %s" % (what, c["waits"], " < ".join(fr[:3])))
         if (not fr or not fr[0].startswith(("worker+", "hot_lock+")) or "contend.c:" not in fr[0]
@@ -145,6 +165,38 @@ def contention(mode="mutex"):
     print(text)
 
 
+def rwmix():
+    """Several readers holding an rwlock at once while a writer waits, and
+    readers waiting for a writer (contend.c "rwmix"): each round the W
+    workers wait to read (the main thread writes), then hold together
+    while the main thread waits to write. Per kind, counts exact and
+    waits within 5 % of the program's clocks; holds of both together."""
+    _, truth, trace = contend(LIB, "mix", "rwmix")
+    rep = json.loads(run([STRATA, "locks", "--format", "json", "--top", "0", trace]))
+    hot = rep["locks"][0] if rep["locks"] else {}
+    if int(hot.get("addr", "0"), 16) != int(truth["hot"], 16):
+        fail("rwmix: the hot rwlock %s is not first: %s" % (truth["hot"], rep["locks"][:2]))
+    reads, writes = ROUNDS * WORKERS, truth["main_contended"]
+    bk = hot.get("by_kind", {})
+    r, w = bk.get("rwlock-r", {}), bk.get("rwlock-w", {})
+    print("rwmix: kind %s, reads %s, writes %s" % (hot["kind"], r, w))
+    if writes != ROUNDS or r.get("contended") != reads or w.get("contended") != writes \
+            or r.get("failed") or w.get("failed") or set(bk) != {"rwlock-r", "rwlock-w"}:
+        fail("rwmix: by kind %r, the program says %d reads and %d writes contended" % (
+            bk, reads, writes))
+    if hot["kind"] != "rwlock-rw" or hot["contended"] != reads + writes or \
+            hot["holds"] != reads + writes:
+        fail("rwmix: kind %s, contended %d, holds %d; want rwlock-rw, %d, %d" % (
+            hot["kind"], hot["contended"], hot["holds"], reads + writes, reads + writes))
+    tids = sorted([t["tid"] for t in truth["threads"]] + [truth["main_tid"]])
+    if hot["tids"] != tids:
+        fail("rwmix: waiters %s, want %s" % (hot["tids"], tids))
+    near("read waits", r["wait_ns"], truth["wait_ns"], 0.05)
+    near("write waits", w["wait_ns"], truth["main_wait_ns"], 0.05)
+    near("total wait", hot["wait_ns"], truth["wait_ns"] + truth["main_wait_ns"], 0.05)
+    near("total hold", hot["hold_ns"], truth["hold_ns"] + truth["main_hold_ns"], 0.05)
+
+
 def unchanged():
     a, _, _ = contend(None, "bare")
     b, _, _ = contend(LIB, "t")
@@ -212,6 +264,79 @@ def symbols():
     if os.stat(copy).st_ino != ino:
         fail("rebuilt in place: the copy changed inode")
     not_read(trace, truth, "rebuilt in place", "changed since the trace: build-id differs")
+
+
+def libchain():
+    """A chain through a shared library's own code: the workers wait for
+    `hot` inside liblocks_lib.so's locks_lib_lock() (contend.c "libfn"),
+    so each chain's first frame resolves to that library's symbol, file
+    and line, in its module, and its next to worker() in the program."""
+    _, truth, trace = contend(LIB, "libfn", "libfn")
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    hot = rep["locks"][0] if rep["locks"] else {}
+    if int(hot.get("addr", "0"), 16) != int(truth["hot"], 16) or \
+            hot["contended"] != truth["hot_contended"]:
+        fail("libfn: hot lock %r, the program's %s with %d contended" % (
+            hot, truth["hot"], truth["hot_contended"]))
+    check_chains_of(hot, "libfn", "locks_lib_lock+", "lib.c:")
+    for c in hot["chains"]:
+        mods = [os.path.basename(m) for m in c.get("modules", [])]
+        print("libfn: modules %s" % " < ".join(mods[:3]))
+        if len(mods) != len(c["frames"]) or mods[0] != "liblocks_lib.so" or \
+                mods[1] != os.path.basename(CONTEND) or \
+                not c["frames"][1].startswith("worker+") or "contend.c:" not in c["frames"][1]:
+            fail("libfn: chain %s in modules %s: want locks_lib_lock in liblocks_lib.so, "
+                 "then worker in %s" % (c["frames"][:2], mods[:2], os.path.basename(CONTEND)))
+
+
+def chains_all():
+    """STRATA_LOCKS_CHAINS=all: every acquisition carries its call chain.
+    Each worker's `cold` mutex, never contended, is acquired ROUNDS x COLD
+    times, all from worker() (contend.c); the hot lock's acquisitions
+    without a wait are the main thread's, from main(). Without the
+    variable, no acquisition without a wait is logged, and no cold lock
+    is reported. Through `strata record --locks` the variable passes on
+    to the command like any other."""
+    def check(rep, truth, what):
+        by_addr = {int(l["addr"], 16): l for l in rep["locks"]}
+        for a in truth["cold"]:
+            l = by_addr.get(int(a, 16), {})
+            ch = l.get("acquire_chains", [])
+            print("%s: cold %s: %s acquired, chains %s" % (
+                what, a, l.get("acquired"), [(c["acquisitions"], c["frames"][:1]) for c in ch]))
+            if l.get("acquired") != ROUNDS * COLD or l.get("contended") or \
+                    sum(c["acquisitions"] for c in ch) != ROUNDS * COLD or \
+                    any(not c["frames"] or not c["frames"][0].startswith("worker+") or
+                        "contend.c:" not in c["frames"][0] for c in ch):
+                fail("%s: cold lock %s: %r, want %d acquisitions from worker()" % (
+                    what, a, l, ROUNDS * COLD))
+        hot = by_addr.get(int(truth["hot"], 16), {})
+        ch = hot.get("acquire_chains", [])
+        if hot.get("acquired") != truth["main_acquisitions"] or \
+                hot.get("contended") != truth["hot_contended"] or \
+                any(not c["frames"][0].startswith("main+") for c in ch):
+            fail("%s: hot lock %r: want %d acquisitions without a wait from main(), %d waits" % (
+                what, hot, truth["main_acquisitions"], truth["hot_contended"]))
+    _, truth, trace = contend(LIB, "all", extra={"STRATA_LOCKS_CHAINS": "all"})
+    check(json.loads(run([STRATA, "locks", "--format", "json", "--top", "0", trace])), truth,
+          "chains=all")
+    _, truth, trace = contend(LIB, "contended-only")
+    rep = json.loads(run([STRATA, "locks", "--format", "json", "--top", "0", trace]))
+    if any("acquired" in l for l in rep["locks"]):
+        fail("without STRATA_LOCKS_CHAINS: acquisitions without a wait logged: %s" % [
+            (l["name"], l["acquired"]) for l in rep["locks"] if "acquired" in l])
+    cold = {int(a, 16) for a in truth["cold"]}
+    if any(int(l["addr"], 16) in cold for l in rep["locks"]):
+        fail("without STRATA_LOCKS_CHAINS: a cold lock is reported")
+    truth_path = os.path.join(WORK, "rec-all.json")
+    trace = os.path.join(WORK, "rec-all")
+    shutil.rmtree(trace, ignore_errors=True)
+    run([STRATA, "record", "--locks", "-o", trace, "--", CONTEND, str(WORKERS), str(ROUNDS),
+         str(COLD), truth_path, str(HOLD_US)], extra={"STRATA_LOCKS_CHAINS": "all"})
+    with open(truth_path) as f:
+        truth = json.load(f)
+    check(json.loads(run([STRATA, "locks", "--format", "json", "--top", "0", trace])), truth,
+          "record --locks")
 
 
 def record():
@@ -341,8 +466,43 @@ def alive():
         fail("alive: the text report does not list the running threads:\n" + text)
 
 
-{"alive": alive, "heap": heap, "kernel": kernel, "cond": cond, "record": record, "symbols": symbols, "contention": contention,
+def open_wait():
+    """A thread blocked on a lock at exit (alive.c: A waits for `blocker`,
+    which nobody ever lets go): the wait counts on the lock's row too,
+    open and marked partial, from the program's start of the wait to the
+    trace's end: at least what the program measured before its exit
+    (5 % off: the program's clock starts before the preload's chain)."""
+    trace = os.path.join(WORK, "open")
+    shutil.rmtree(trace, ignore_errors=True)
+    truth = json.loads(run([ALIVE], LIB, trace))
+    rep = json.loads(run([STRATA, "locks", "--format", "json", "--top", "0", trace]))
+    by_addr = {int(l["addr"], 16): l for l in rep["locks"]}
+    l = by_addr.get(int(truth["blocker"], 16))
+    a = {t["tid"]: t for t in rep["per_thread"]}.get(truth["a"]["tid"], {})
+    print("blocker: %s\nthread A: %s" % (l, a))
+    if not l or l["open_waits"] != 1 or not l["partial"] or l["contended"] or l["failed"] \
+            or l["tids"] != [truth["a"]["tid"]] or l["kind"] != "mutex":
+        fail("open wait: the blocker's row %r: want one open wait of tid %d, partial" % (
+            l, truth["a"]["tid"]))
+    if l["open_wait_ns"] != a.get("waiting", {}).get("wait_ns") or \
+            l["wait_ns"] != l["open_wait_ns"] or l["max_wait_ns"] != l["open_wait_ns"]:
+        fail("open wait: the lock's %d ns (total %d, max %d), the thread's %r" % (
+            l["open_wait_ns"], l["wait_ns"], l["max_wait_ns"], a.get("waiting")))
+    # the program's clock starts before the preload's try and chain
+    if l["open_wait_ns"] < 0.95 * truth["a"]["waited_ns"]:
+        fail("open wait: %d ns traced, the program had waited %d ns before its exit" % (
+            l["open_wait_ns"], truth["a"]["waited_ns"]))
+    print("open wait: traced %d ns, at least the program's %d ns" % (
+        l["open_wait_ns"], truth["a"]["waited_ns"]))
+    check_chains_of(l, "blocker", "worker_a+", "alive.c:")
+    text = run([STRATA, "locks", trace])
+    row = next((x for x in text.splitlines() if x.strip().startswith("blocker")), "")
+    if "[partial]" not in row:
+        fail("open wait: the text row of the blocker is not marked partial:\n" + text)
+
+
+{"open-wait": open_wait, "alive": alive, "heap": heap, "kernel": kernel, "cond": cond, "record": record, "symbols": symbols, "contention": contention,
  "timed": lambda: contention("timed"), "spin": lambda: contention("spin"),
  "sem": lambda: contention("sem"), "rwlock": lambda: contention("rw"),
- "rwlock-writers": lambda: contention("wr"), "unchanged": unchanged, "sigfork": sigfork}[PART]()
+ "rwlock-writers": lambda: contention("wr"), "rwlock-mix": rwmix, "libchain": libchain, "chains-all": chains_all, "unchanged": unchanged, "sigfork": sigfork}[PART]()
 print("ok")

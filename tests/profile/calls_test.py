@@ -89,6 +89,29 @@ check("a_top's tree: self times add up to its total (ms)", ms(selfs),
       ms(fn["a_top"]["total_ns"]) - 0.001, ms(fn["a_top"]["total_ns"]) + 0.001)
 print("\n".join(rows))
 
+# 1b. The call tree: the calls the longjmp left (jmp_mid, jmp_leaf) are
+# closed at jmp_top's exit and marked partial; jmp_top, which returned,
+# is not.
+p = subprocess.run([STRATA, "profile", "--calls", "--tree", "--format", "json",
+                    os.path.join(WORK, "all")], capture_output=True, text=True)
+if p.returncode:
+    sys.exit("profile --tree exited %d: %s" % (p.returncode, p.stderr))
+calls_tree = json.loads(p.stdout)["calls"]
+todo, top = [calls_tree["tree"]], None
+while todo and not top:
+    n = todo.pop()
+    top = n if n["name"] == "jmp_top" else None
+    todo += n["children"]
+kid = lambda n, name: next((c for c in (n or {}).get("children", []) if c["name"] == name), None)
+mid = kid(top, "jmp_mid")
+leaf = kid(mid, "jmp_leaf")
+if not top or not mid or not leaf or top["partial"] or not mid["partial"] or not leaf["partial"]:
+    fail("longjmp in the tree: jmp_top %s, jmp_mid %s, jmp_leaf %s: want the two it left "
+         "partial, jmp_top not" % tuple((n or {}).get("partial") for n in (top, mid, leaf)))
+if calls_tree["partial"] < 2:
+    fail("longjmp in the tree: %d calls partial, at least jmp_mid's and jmp_leaf's"
+         % calls_tree["partial"])
+
 # 2. The depth bound: what is deeper is counted, never half-logged.
 truth, prof = record("depth", {"STRATA_FUNCTIONS_DEPTH": "10"})
 c, fn = calls_of(prof)
