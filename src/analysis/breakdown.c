@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Per-thread time breakdown from kernel sched/syscall events: user, system calls, runnable, blocked (LTT, K42). */
+/* Per-thread time breakdown from kernel sched/syscall events (user, system calls, runnable, blocked; LTT, K42): the events, read into the machines of breakdown_state.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -7,285 +7,8 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/breakdown_int.h"
 #include "common/kstate.h"
-
-/*
- * Two machines run side by side: one per thread (its state since when) and
- * one per CPU (which thread it runs since when). Every transition that puts
- * a thread on a CPU or takes it off goes through both at the same tick, so
- * the per-CPU sums of the threads' on-CPU time are that CPU's busy time,
- * exactly.
- *
- * The trace may lack switches: `strata record -k` filters with
- * set_event_pid, which keeps a sched_switch only when its prev or its next
- * is in scope, and buffers can lose events. Any kernel event says which
- * thread is current on its CPU (common_pid). When that is not the thread
- * the CPU was running, the switch(es) between were not recorded: the
- * thread the CPU was running stops at the last event that showed it there,
- * the CPU's time from then is unknown, and so is the new thread's time
- * since its last known state. Nothing is guessed but the one documented
- * exception, the switch out of idle this kernel never records (below).
- */
-
-/* Event kinds the breakdown understands, resolved once per class. */
-enum kk {
-	K_NONE, K_SWITCH, K_WAKEUP, K_FORK, K_EXIT, K_SYS_ENTER, K_SYS_EXIT,
-	K_IRQ_ENTRY, K_IRQ_EXIT, K_SOFTIRQ_ENTRY, K_SOFTIRQ_EXIT, K_EXEC,
-	K_FAULT_USER, K_FAULT_KERNEL, K_DUMP_THREAD, K_THREAD_TIMES,
-};
-
-struct kclass_info {
-	uint8_t kind;
-	int f[4]; /* field indexes, per kind (below) */
-};
-
-struct bd_ctx {
-	struct strata_trace *t;
-	struct bd_result *r;
-	struct kclass_info *ci;
-	bool *kernel_stream;
-	uint64_t wfrom, wto;
-	/* tid -> thread; threads stay where they were allocated (pointers
-	 * are kept across lookups) */
-	struct an_tidmap threads;
-	struct an_scope scope; /* its threads, when the trace is scoped */
-	int err;
-	bd_state_fn on_state; /* bd_options' hook, or NULL */
-	void *arg;
-};
-
-static uint64_t clip(const struct bd_ctx *c, uint64_t a, uint64_t b)
-{
-	return an_clip(c->wfrom, c->wto, a, b);
-}
-
-static struct bd_thread *thread_find(const struct bd_ctx *c, uint32_t tid)
-{
-	return an_tidmap_find(&c->threads, tid);
-}
-
-static struct bd_thread *thread_get(struct bd_ctx *c, uint32_t tid)
-{
-	bool made;
-	struct bd_thread *th = an_tidmap_get(&c->threads, tid, sizeof(*th), &made);
-	if (th && made) {
-		th->tid = tid;
-		th->pid = tid;
-		th->state = BD_UNSEEN;
-		th->since = c->r->begin;
-		th->on = -1;
-		th->in_scope = an_scope_has(&c->scope, tid);
-		if (!(th->cpu = calloc(c->r->ncpus, sizeof(*th->cpu))))
-			th = NULL;
-	}
-	if (!th)
-		c->err = -ENOMEM;
-	return th;
-}
-
-static struct bd_syscall *sys_entry(struct bd_ctx *c, struct bd_thread *th,
-				    uint32_t nr)
-{
-	for (unsigned i = 0; i < th->nsc; i++)
-		if (th->sc[i].nr == nr)
-			return &th->sc[i];
-	struct bd_syscall *n = realloc(th->sc, (th->nsc + 1) * sizeof(*n));
-	if (!n) {
-		c->err = -ENOMEM;
-		return NULL;
-	}
-	th->sc = n;
-	struct bd_syscall *s = &th->sc[th->nsc++];
-	memset(s, 0, sizeof(*s));
-	s->nr = nr;
-	return s;
-}
-
-/* An event of `th` inside its current system call. */
-static void sys_inside(struct bd_ctx *c, struct bd_thread *th,
-		       const struct strata_event_class *cls)
-{
-	struct bd_syscall *s = sys_entry(c, th, th->sys_nr);
-	if (!s)
-		return;
-	for (unsigned i = 0; i < BD_INSIDE; i++) {
-		if (s->in[i].cls == cls || !s->in[i].cls) {
-			s->in[i].cls = cls;
-			s->in[i].count++;
-			return;
-		}
-	}
-	s->in_other++;
-}
-
-static void sys_account(struct bd_ctx *c, struct bd_thread *th, uint32_t nr,
-			uint64_t time, uint64_t oncpu, bool count)
-{
-	struct bd_syscall *s = sys_entry(c, th, nr);
-	if (!s)
-		return;
-	s->count += count;
-	s->time += time;
-	s->oncpu += oncpu;
-}
-
-static bool running(const struct bd_thread *th)
-{
-	return th->state == BD_USER || th->state == BD_SYS || th->state == BD_IRQ;
-}
-
-/* The stretch th leaves at ts, to bd_options' hook (analysis.h). */
-static void report_state(const struct bd_ctx *c, const struct bd_thread *th, uint64_t ts)
-{
-	if (c->on_state && ts > th->since)
-		c->on_state(th, th->state, th->since, ts, c->arg);
-}
-
-/* Leave the current state at `ts`, enter `st`. */
-static void set_state(struct bd_ctx *c, struct bd_thread *th, int st, uint64_t ts)
-{
-	if (ts < th->since)
-		ts = th->since;
-	report_state(c, th, ts);
-	uint64_t d = clip(c, th->since, ts);
-	th->t[th->state] += d;
-	if (running(th) && th->on >= 0 && (unsigned)th->on < c->r->ncpus)
-		th->cpu[th->on] += d;
-	if (th->state == BD_SYS && th->in_sys && th->sys_open)
-		sys_account(c, th, th->sys_nr, 0, d, false);
-	th->state = st;
-	th->since = ts;
-}
-
-/* CPU k runs `who` (tid, 0 idle, -1 unknown) from `ts`. */
-static void cpu_set(struct bd_ctx *c, unsigned k, int64_t who, uint64_t ts)
-{
-	struct bd_cpu *p = &c->r->cpus[k];
-	if (ts < p->since)
-		ts = p->since;
-	uint64_t d = clip(c, p->since, ts);
-	if (p->cur < 0)
-		p->unknown += d;
-	else if (p->cur == 0)
-		p->idle += d;
-	else
-		p->busy += d;
-	p->cur = who;
-	p->since = p->last = ts;
-}
-
-/* The thread's system call ends with the thread (exit, exit_group). */
-static void sys_close(struct bd_ctx *c, struct bd_thread *th, uint64_t ts)
-{
-	if (!th->in_sys)
-		return;
-	set_state(c, th, th->state, ts); /* account the on-CPU part */
-	if (th->sys_open)
-		sys_account(c, th, th->sys_nr, clip(c, th->sys_enter, ts), 0,
-			    th->sys_enter >= c->wfrom && ts <= c->wto);
-	th->in_sys = th->sys_open = false;
-}
-
-/* Thread `th`, on CPU k, leaves it at ts for state st (BD_UNSEEN: it exited). */
-static void leave_cpu(struct bd_ctx *c, struct bd_thread *th, int st, uint64_t ts)
-{
-	if (st == BD_UNSEEN) {
-		sys_close(c, th, ts);
-		th->exited = true;
-	}
-	set_state(c, th, st, ts);
-	th->on = -1;
-}
-
-/* Thread `th` runs on CPU k from ts (the same tick for both machines). */
-static void run_on(struct bd_ctx *c, struct bd_thread *th, unsigned k, uint64_t ts)
-{
-	struct bd_cpu *p = &c->r->cpus[k];
-	if (ts < th->since)
-		ts = th->since;
-	if (ts < p->since)
-		ts = p->since;
-	cpu_set(c, k, th->tid, ts);
-	th->on = (int)k;
-	th->switches_in += ts >= c->wfrom && ts <= c->wto;
-	set_state(c, th, th->in_sys ? BD_SYS : BD_USER, ts);
-}
-
-/* The trace lost track of what CPU k ran after its last event there: the
- * thread stops at that event, the CPU's time from then is unknown. */
-static void lose_cpu(struct bd_ctx *c, unsigned k)
-{
-	struct bd_cpu *p = &c->r->cpus[k];
-	uint64_t at = p->last;
-
-	if (p->cur < 0)
-		return;
-	if (p->cur > 0) {
-		struct bd_thread *th = thread_find(c, (uint32_t)p->cur);
-		if (th && th->on == (int)k && running(th)) {
-			if (at < th->since)
-				at = th->since;
-			if (th->exiting) { /* it exited: its last switch is missing */
-				leave_cpu(c, th, BD_UNSEEN, at);
-			} else {
-				leave_cpu(c, th, BD_UNKNOWN, at);
-				th->lost++;
-			}
-		}
-		p->lost++;
-	}
-	cpu_set(c, k, -1, at);
-}
-
-/* What `th` did since its last known state is not known: a switch-in or a
- * wakeup of it is missing. A thread not seen before stays unseen. */
-static void forget(struct bd_thread *th)
-{
-	if (th->state == BD_UNSEEN && !th->exited)
-		return;
-	if (th->state != BD_UNKNOWN)
-		th->lost++;
-	th->state = BD_UNKNOWN; /* from th->since: nothing was accounted yet */
-}
-
-/*
- * An event of thread `x` (0: the idle task) on CPU k at ts: x runs there
- * now. `user` marks a user-space event, trusted only to end idle (below).
- */
-static void on_cpu(struct bd_ctx *c, unsigned k, uint32_t x, uint64_t ts, bool user)
-{
-	struct bd_cpu *p = &c->r->cpus[k];
-	if (p->cur == (int64_t)x) {
-		p->last = ts;
-		return;
-	}
-	if (x == 0) { /* a switch to idle is missing */
-		lose_cpu(c, k);
-		cpu_set(c, k, 0, ts);
-		return;
-	}
-	struct bd_thread *th = thread_get(c, x);
-	if (!th)
-		return;
-	/*
-	 * The switch out of idle that this project's kernel does not record
-	 * (docs/kernel.md): a CPU that a recorded switch left idle runs a
-	 * runnable thread from the idle task's last event there (the
-	 * interrupt that woke it) or from its wakeup, whichever is later.
-	 */
-	if (p->cur == 0 && th->state == BD_RUNNABLE) {
-		uint64_t at = p->last > th->since ? p->last : th->since;
-		run_on(c, th, k, at < ts ? at : ts);
-		return;
-	}
-	if (user)
-		return;
-	if (running(th) && th->on >= 0 && (unsigned)th->on != k)
-		lose_cpu(c, (unsigned)th->on); /* it left that CPU unrecorded */
-	lose_cpu(c, k);
-	forget(th);
-	run_on(c, th, k, ts);
-}
 
 static int64_t field_s(const struct strata_event *ev, int idx)
 {
@@ -396,19 +119,6 @@ static void resolve_classes(struct bd_ctx *c)
 	}
 }
 
-/* Interrupt handlers steal from the thread they interrupt: its running
- * time excludes them, as the kernel's own accounting does. */
-static void handler(struct bd_ctx *c, struct bd_cpu *k, struct bd_thread *cur,
-		    bool enter, uint64_t ts)
-{
-	if (enter) {
-		if (k->depth++ == 0 && cur && (cur->state == BD_USER || cur->state == BD_SYS))
-			set_state(c, cur, BD_IRQ, ts);
-	} else if (k->depth > 0 && --k->depth == 0 && cur && cur->state == BD_IRQ) {
-		set_state(c, cur, cur->in_sys ? BD_SYS : BD_USER, ts);
-	}
-}
-
 static void on_switch(struct bd_ctx *c, const struct strata_event *ev,
 		      const struct kclass_info *ci, unsigned cpu)
 {
@@ -419,25 +129,25 @@ static void on_switch(struct bd_ctx *c, const struct strata_event *ev,
 	r->have_sched = true;
 	r->cpus[cpu].depth = 0; /* no handler spans a switch */
 	if (prev > 0 && r->cpus[cpu].cur == prev) {
-		struct bd_thread *p = thread_find(c, (uint32_t)prev);
+		struct bd_thread *p = bd_thread_find(c, (uint32_t)prev);
 		int st = prev_state_of(field_s(ev, ci->f[1]));
 		if (st == BD_RUNNABLE)
 			p->preempted += ts >= c->wfrom && ts <= c->wto;
-		leave_cpu(c, p, st, ts);
+		bd_leave_cpu(c, p, st, ts);
 	}
 	if (next <= 0) {
-		cpu_set(c, cpu, 0, ts);
+		bd_cpu_set(c, cpu, 0, ts);
 		return;
 	}
-	struct bd_thread *n = thread_get(c, (uint32_t)next);
+	struct bd_thread *n = bd_thread_get(c, (uint32_t)next);
 	if (!n)
 		return;
 	field_str(ev, ci->f[3], n->comm, false);
-	if (running(n) && n->on >= 0 && (unsigned)n->on != cpu)
-		lose_cpu(c, (unsigned)n->on); /* it left that CPU unrecorded */
+	if (bd_running(n) && n->on >= 0 && (unsigned)n->on != cpu)
+		bd_lose_cpu(c, (unsigned)n->on); /* it left that CPU unrecorded */
 	if (n->state == BD_SLEEP || n->state == BD_IO)
-		forget(n); /* blocked, and its wakeup is missing */
-	run_on(c, n, cpu, ts);
+		bd_forget(n); /* blocked, and its wakeup is missing */
+	bd_run_on(c, n, cpu, ts);
 }
 
 /* sched_wakeup(_new) of a thread: runnable from now, if it was not. */
@@ -447,7 +157,7 @@ static void on_wakeup(struct bd_ctx *c, const struct strata_event *ev,
 	int64_t pid = field_s(ev, ci->f[0]);
 	if (pid <= 0)
 		return;
-	struct bd_thread *w = thread_get(c, (uint32_t)pid);
+	struct bd_thread *w = bd_thread_get(c, (uint32_t)pid);
 	if (!w || w->exited)
 		return;
 	if (!w->comm[0])
@@ -455,7 +165,7 @@ static void on_wakeup(struct bd_ctx *c, const struct strata_event *ev,
 	w->wakeups += in_window;
 	if (w->state == BD_SLEEP || w->state == BD_IO || w->state == BD_UNSEEN ||
 	    w->state == BD_UNKNOWN)
-		set_state(c, w, BD_RUNNABLE, ev->timestamp);
+		bd_set_state(c, w, BD_RUNNABLE, ev->timestamp);
 }
 
 /* raw_syscalls sys_enter / sys_exit of the current thread. */
@@ -468,7 +178,7 @@ static void on_syscall(struct bd_ctx *c, struct bd_thread *cur, const struct str
 		cur->in_sys = cur->sys_open = cur->sys_seen = true;
 		cur->sys_nr = (uint32_t)field_s(ev, ci->f[0]);
 		cur->sys_enter = ts;
-		set_state(c, cur, BD_SYS, ts);
+		bd_set_state(c, cur, BD_SYS, ts);
 		return;
 	}
 	/* A thread first seen leaving a system call was in it since it was
@@ -476,16 +186,16 @@ static void on_syscall(struct bd_ctx *c, struct bd_thread *cur, const struct str
 	if (!cur->sys_seen && cur->state == BD_USER)
 		cur->state = BD_SYS;
 	cur->sys_seen = true;
-	set_state(c, cur, BD_SYS, ts); /* account the on-CPU part */
+	bd_set_state(c, cur, BD_SYS, ts); /* account the on-CPU part */
 	if (cur->sys_open)
-		sys_account(c, cur, cur->sys_nr, clip(c, cur->sys_enter, ts), 0,
+		bd_sys_account(c, cur, cur->sys_nr, bd_clip(c, cur->sys_enter, ts), 0,
 			    cur->sys_enter >= c->wfrom && ts <= c->wto);
 	cur->in_sys = cur->sys_open = false;
-	set_state(c, cur, BD_USER, ts);
+	bd_set_state(c, cur, BD_USER, ts);
 }
 
 /* Interrupt and softirq entry and exit on CPU k: the CPU's handler time,
- * and the interrupted thread's (handler()). */
+ * and the interrupted thread's (bd_handler()). */
 static void on_handler(struct bd_ctx *c, struct bd_cpu *k, struct bd_thread *cur, int kind,
 		       uint64_t ts)
 {
@@ -497,7 +207,7 @@ static void on_handler(struct bd_ctx *c, struct bd_cpu *k, struct bd_thread *cur
 		break;
 	case K_IRQ_EXIT:
 		if (k->in_irq)
-			k->irq += clip(c, k->irq_at, ts);
+			k->irq += bd_clip(c, k->irq_at, ts);
 		k->in_irq = false;
 		break;
 	case K_SOFTIRQ_ENTRY:
@@ -506,11 +216,11 @@ static void on_handler(struct bd_ctx *c, struct bd_cpu *k, struct bd_thread *cur
 		break;
 	case K_SOFTIRQ_EXIT:
 		if (k->in_softirq)
-			k->softirq += clip(c, k->softirq_at, ts);
+			k->softirq += bd_clip(c, k->softirq_at, ts);
 		k->in_softirq = false;
 		break;
 	}
-	handler(c, k, cur, kind == K_IRQ_ENTRY || kind == K_SOFTIRQ_ENTRY, ts);
+	bd_handler(c, k, cur, kind == K_IRQ_ENTRY || kind == K_SOFTIRQ_ENTRY, ts);
 }
 
 /* A strata:thread_times record (format.md §4): the kernel's utime and
@@ -519,7 +229,7 @@ static void on_times(struct bd_ctx *c, const struct strata_event *ev,
 		     const struct kclass_info *ci)
 {
 	int64_t tid = field_s(ev, ci->f[0]), when = field_s(ev, ci->f[3]);
-	struct bd_thread *th = tid > 0 ? thread_get(c, (uint32_t)tid) : NULL;
+	struct bd_thread *th = tid > 0 ? bd_thread_get(c, (uint32_t)tid) : NULL;
 	uint64_t u = (uint64_t)field_s(ev, ci->f[1]), st = (uint64_t)field_s(ev, ci->f[2]);
 
 	if (!th)
@@ -536,47 +246,6 @@ static void on_times(struct bd_ctx *c, const struct strata_event *ev,
 	}
 }
 
-/*
- * The kernel's split of what tracing cannot time (docs/kernel.md, "User
- * and kernel time outside system calls"). Each tick charges the thread it
- * interrupts as user or system time; taskstats gives those samples, not
- * scaled (the kernel scales them to its runtime only for /proc and
- * rusage, cputime_adjust). Their ratio over the thread's recorded life,
- * applied as the kernel applies it to the thread's runtime, here to its
- * traced on-CPU time, gives its system time; what the traced system calls
- * and handlers do not hold of it is kernel time outside them (faults, the
- * entry and exit path), taken from user+trap. Only for a thread seen
- * whole, from its baseline (or its fork: zero) to its final values, over
- * the whole trace, with at least one sample.
- */
-static uint64_t split_trap(const uint64_t *t, uint64_t kutime, uint64_t kstime)
-{
-	uint64_t oncpu = t[BD_USER] + t[BD_SYS] + t[BD_IRQ];
-	uint64_t ks = (uint64_t)((unsigned __int128)oncpu * kstime / (kutime + kstime));
-	uint64_t timed = t[BD_SYS] + t[BD_IRQ];
-	uint64_t trap = ks > timed ? ks - timed : 0;
-	return trap < t[BD_USER] ? trap : t[BD_USER];
-}
-
-static void kernel_split(struct bd_thread *th, bool whole)
-{
-	uint8_t need = BD_KT_END | (th->created ? 0 : BD_KT_BASE);
-	if (!whole || th->partial || (th->kt_have & BD_KT_TWICE) ||
-	    (th->kt_have & need) != need)
-		return;
-	uint64_t u0 = th->created ? 0 : th->kt_base[0], s0 = th->created ? 0 : th->kt_base[1];
-	if (th->kt_end[0] < u0 || th->kt_end[1] < s0)
-		return;
-	th->kutime = th->kt_end[0] - u0;
-	th->kstime = th->kt_end[1] - s0;
-	th->kt_have |= BD_KT_WHOLE; /* bd_group() pools its samples */
-	if (th->kutime + th->kstime == 0)
-		return;
-	th->split = true;
-	th->trap = split_trap(th->t, th->kutime, th->kstime);
-	th->user = th->t[BD_USER] - th->trap;
-}
-
 static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 {
 	struct bd_result *r = c->r;
@@ -587,7 +256,7 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 
 	if (ci->kind == K_DUMP_THREAD) { /* the state dump: tid -> pid, name */
 		int64_t tid = field_s(ev, ci->f[0]), pid = field_s(ev, ci->f[1]);
-		struct bd_thread *th = tid > 0 ? thread_get(c, (uint32_t)tid) : NULL;
+		struct bd_thread *th = tid > 0 ? bd_thread_get(c, (uint32_t)tid) : NULL;
 		if (th && pid > 0)
 			th->pid = (uint32_t)pid;
 		if (th && !th->comm[0])
@@ -601,16 +270,16 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 	if (!(ev->id >> 16))
 		return; /* strata's own records */
 	if (!kernel) {
-		struct bd_thread *th = thread_get(c, ev->tid);
+		struct bd_thread *th = bd_thread_get(c, ev->tid);
 		if (!th)
 			return;
 		th->pid = ev->pid;
 		if (ev->cpu < r->ncpus)
-			on_cpu(c, ev->cpu, ev->tid, ts, true);
+			bd_on_cpu(c, ev->cpu, ev->tid, ts, true);
 		if (in_window) {
 			th->user_events++;
 			if (th->in_sys) /* e.g. a signal handler's event */
-				sys_inside(c, th, ev->cls);
+				bd_sys_inside(c, th, ev->cls);
 		}
 		r->user_events++;
 		return;
@@ -623,15 +292,15 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 	struct bd_thread *cur = NULL;
 
 	/* The thread an event is attributed to runs on that CPU now. */
-	on_cpu(c, cpu, ev->tid, ts, false);
+	bd_on_cpu(c, cpu, ev->tid, ts, false);
 	if (ev->tid) {
-		if (!(cur = thread_get(c, ev->tid)))
+		if (!(cur = bd_thread_get(c, ev->tid)))
 			return;
 		cur->pid = ev->pid;
 	}
 	if (cur && cur->in_sys && ci->kind != K_SYS_ENTER && ci->kind != K_SYS_EXIT &&
 	    in_window)
-		sys_inside(c, cur, ev->cls);
+		bd_sys_inside(c, cur, ev->cls);
 
 	switch (ci->kind) {
 	case K_SWITCH:
@@ -642,7 +311,7 @@ static void on_event(struct bd_ctx *c, const struct strata_event *ev)
 		break;
 	case K_FORK: {
 		int64_t pid = field_s(ev, ci->f[0]);
-		struct bd_thread *ch = pid > 0 ? thread_get(c, (uint32_t)pid) : NULL;
+		struct bd_thread *ch = pid > 0 ? bd_thread_get(c, (uint32_t)pid) : NULL;
 		if (ch) {
 			ch->created = true;
 			ch->in_scope |= cur && cur->in_scope; /* event-fork */
@@ -799,15 +468,15 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 	for (size_t i = 0; i < nall; i++) {
 		struct bd_thread *th = all[i];
 		if (th->in_sys && th->sys_open)
-			sys_account(&c, th, th->sys_nr, clip(&c, th->sys_enter, c.wto), 0, false);
-		set_state(&c, th, th->state, c.wto);
+			bd_sys_account(&c, th, th->sys_nr, bd_clip(&c, th->sys_enter, c.wto), 0, false);
+		bd_set_state(&c, th, th->state, c.wto);
 		th->outside = r->scoped && !th->in_scope;
 		th->partial = th->t[BD_UNKNOWN] > 0 || th->outside;
-		kernel_split(th, whole);
+		bd_kernel_split(th, whole);
 		r->have_split |= th->split;
 	}
 	for (unsigned i = 0; i < r->ncpus; i++)
-		cpu_set(&c, i, r->cpus[i].cur, c.wto);
+		bd_cpu_set(&c, i, r->cpus[i].cur, c.wto);
 	r->begin = c.wfrom;
 	r->end = c.wto;
 	/* one array, as analysis.h shows it */
@@ -851,82 +520,4 @@ void bd_free(struct bd_result *r)
 	free(r->threads);
 	free(r->cpus);
 	free(r);
-}
-
-/* ---- roll-ups ------------------------------------------------------------- */
-
-static uint64_t oncpu(const uint64_t *t)
-{
-	return t[BD_USER] + t[BD_SYS] + t[BD_IRQ];
-}
-
-static int cmp_group(const void *a, const void *b)
-{
-	const struct bd_group *x = a, *y = b;
-	uint64_t cx = oncpu(x->t), cy = oncpu(y->t);
-	if (cx != cy)
-		return cx < cy ? 1 : -1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-int bd_group(const struct bd_result *r, enum bd_by by, struct bd_group **out)
-{
-	struct bd_group *g = calloc(r->nthreads ? r->nthreads : 1, sizeof(*g));
-	unsigned n = 0;
-
-	*out = NULL;
-	if (!g)
-		return -ENOMEM;
-	/* threads are sorted by pid: a process's threads are neighbours */
-	for (unsigned i = 0, end; i < r->nthreads; i = end) {
-		const char *name = "";
-		uint32_t pid = r->threads[i].pid;
-		for (end = i; end < r->nthreads && r->threads[end].pid == pid; end++)
-			if (!name[0] || r->threads[end].tid == pid)
-				name = r->threads[end].comm[0] ? r->threads[end].comm : name;
-		unsigned k;
-		for (k = 0; k < n; k++)
-			if (by == BD_BY_PROCESS ? g[k].pid == pid : !strcmp(g[k].comm, name))
-				break;
-		struct bd_group *x = &g[k];
-		if (k == n) {
-			n++;
-			x->pid = pid;
-			snprintf(x->comm, sizeof(x->comm), "%s", name);
-		}
-		unsigned before = x->nthreads;
-		for (unsigned j = i; j < end; j++) {
-			const struct bd_thread *th = &r->threads[j];
-			if (th->t[BD_UNSEEN] == r->end - r->begin)
-				continue; /* not in the window */
-			x->nthreads++;
-			x->npartial += th->partial;
-			for (int s = 0; s < BD_NSTATES; s++)
-				x->t[s] += th->t[s];
-			x->faults_user += th->faults_user;
-			x->faults_kernel += th->faults_kernel;
-			x->switches_in += th->switches_in;
-			x->preempted += th->preempted;
-			x->notwhole |= !(th->kt_have & BD_KT_WHOLE);
-			x->kutime += th->kutime;
-			x->kstime += th->kstime;
-		}
-		x->nprocs += x->nthreads > before;
-	}
-	/* the kernel's split of a group: its threads' samples pooled, as the
-	 * kernel does for a process (thread_group_cputime_adjusted), so that
-	 * threads shorter than a tick count too; only when all are whole */
-	for (unsigned k = 0; k < n; k++)
-		if (!g[k].notwhole && g[k].kutime + g[k].kstime) {
-			g[k].split = true;
-			g[k].trap = split_trap(g[k].t, g[k].kutime, g[k].kstime);
-		}
-	unsigned m = 0; /* groups with a thread in the window */
-	for (unsigned k = 0; k < n; k++)
-		if (g[k].nthreads)
-			g[m++] = g[k];
-	n = m;
-	qsort(g, n, sizeof(*g), cmp_group);
-	*out = g;
-	return (int)n;
 }

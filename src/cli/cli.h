@@ -103,6 +103,13 @@ struct cli_relay_opts {
 /* One option of CLI_RELAY_OPTIONS: 1 taken, 0 not one of them, -1 bad
  * (said on stderr). */
 int cli_relay_opt(struct cli_relay_opts *r, int opt, const char *arg);
+/* What the relay options ask of the sender: its memory in bytes (0: the
+ * sender's default) and how long the end waits for the relay, in ms. */
+struct cli_relay_limits {
+	size_t budget;
+	unsigned end_ms;
+};
+struct cli_relay_limits cli_relay_limits(const struct cli_relay_opts *r);
 /* --relay and --token-file go together: 0, or -1 after saying so. */
 int cli_relay_check(const struct cli_relay_opts *r, const char *cmd);
 /* The relay's token from `file` into token[size]: its length, or -1

@@ -187,7 +187,7 @@ static void relay_begin(const char *trace)
 	struct relay_sender_config rc = {
 		.addr = relay_o.relay, .token = relay_token,
 		.token_len = relay_token_len, .root = trace, .log = stderr,
-		.budget = relay_o.relay_mib ? (size_t)(relay_o.relay_mib * (1 << 20)) : 0,
+		.budget = cli_relay_limits(&relay_o).budget,
 		.zstd_level = relay_o.relay_zstd,
 	};
 	int ret = relay_sender_create(&rc, &relay_cur, &why);
@@ -205,7 +205,7 @@ static void relay_begin(const char *trace)
 
 static void relay_end(const char *trace)
 {
-	unsigned ms = (unsigned)((relay_o.relay_timeout ? relay_o.relay_timeout : 10) * 1000);
+	unsigned ms = cli_relay_limits(&relay_o).end_ms;
 
 	if (!relay_cur)
 		return;

@@ -441,7 +441,7 @@ static int record_relay_start(const struct record_opts *ro,
 	struct relay_sender_config rc = {
 		.addr = ro->rl.relay, .token = token, .token_len = (size_t)n,
 		.root = ro->out, .log = stderr,
-		.budget = ro->rl.relay_mib ? (size_t)(ro->rl.relay_mib * (1 << 20)) : 0,
+		.budget = cli_relay_limits(&ro->rl).budget,
 		.zstd_level = ro->rl.relay_zstd,
 	};
 	int ret = relay_sender_create(&rc, out, &why);
@@ -457,7 +457,7 @@ static int record_relay_start(const struct record_opts *ro,
 static void record_relay_end(const struct record_opts *ro,
 			     struct relay_sender *rs)
 {
-	unsigned ms = (unsigned)((ro->rl.relay_timeout ? ro->rl.relay_timeout : 10) * 1000);
+	unsigned ms = cli_relay_limits(&ro->rl).end_ms;
 
 	relay_sender_end(rs, ms, ro->rl.relay, NULL, ro->out);
 }

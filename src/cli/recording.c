@@ -223,6 +223,14 @@ int cli_relay_opt(struct cli_relay_opts *r, int opt, const char *arg)
 	return 0;
 }
 
+struct cli_relay_limits cli_relay_limits(const struct cli_relay_opts *r)
+{
+	return (struct cli_relay_limits){
+		.budget = r->relay_mib ? (size_t)(r->relay_mib * (1 << 20)) : 0,
+		.end_ms = (unsigned)((r->relay_timeout ? r->relay_timeout : 10) * 1000),
+	};
+}
+
 int cli_relay_check(const struct cli_relay_opts *r, const char *cmd)
 {
 	if (!r->relay != !r->token_file) {

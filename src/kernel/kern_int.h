@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Internals of the kernel source shared by its files: event classes and per-CPU stream writers. */
+/* Internals of the kernel source shared by its files: event classes, per-CPU stream writers and the session. */
 #ifndef STRATA_KERNEL_KERN_INT_H
 #define STRATA_KERNEL_KERN_INT_H
 
@@ -7,9 +7,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pthread.h>
+#include <sys/types.h>
+
 #include <strata/events.h>
 
+#include "kernel/kernel.h"
+#include "lib/clock.h"
+
+struct kbuffer;
+struct pollfd;
 struct tep_event;
+struct tep_handle;
+struct tracefs_cpu;
+struct tracefs_instance;
 
 /* How one tracefs field becomes payload bytes (format.md §3). */
 enum kfield_kind {
@@ -102,5 +113,74 @@ void ktimes_poll(struct ktimes *k);    /* NULL ok */
  * Returns the exits not kept (0, or a lower bound when the socket
  * overflowed). NULL ok. */
 uint64_t ktimes_stop(struct ktimes *k, struct kstream *ks);
+
+/* ---- the session (kernel.c; ksetup.c, kread.c, kmeta.c) ---- */
+
+#define TRACEFS_DIR "/sys/kernel/tracing"
+
+/* A tid -> tgid cache: ftrace records name the thread only. */
+#define TGID_SLOTS 16384u
+
+struct kern_session {
+	struct tracefs_instance *inst;
+	char name[64];
+	char dir[4200]; /* TRACE/kernel */
+	char trace_dir[4096];
+	bool mounted; /* tracefs was mounted by kern_start */
+	bool inst_created;
+	struct tep_handle *tep;
+	struct kclass *classes;
+	unsigned nclasses;
+	struct kclass **by_id; /* tep id -> class */
+	int max_id;
+	unsigned ncpus;
+	struct kstream *streams;
+	struct tracefs_cpu **tcpu;
+	struct pollfd *pfd; /* per CPU trace_pipe_raw, then wake_fd */
+	int wake_fd;        /* an eventfd: the reader stops (kern_reader_join()) */
+	struct kbuffer *kbuf;
+	void *page;
+	int page_size;
+	uint64_t *words;
+	pthread_t thread;
+	bool thread_started;
+	/* Set with release by kern_reader_join(); reader_main()'s acquire loads
+	 * pair with it: its last drain sees what the stopper did before. */
+	int stop;
+	pid_t reader_tid;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned flush_ms;
+	uint8_t uuid[16];
+	struct clock_point p0;
+	uint32_t tgid_key[TGID_SLOTS], tgid_val[TGID_SLOTS];
+	char *scope; /* the threads set_event_pid was given, "tid tid ...", or NULL */
+	struct ktimes *times; /* strata:thread_times, or NULL (ktimes.c) */
+	int times_err;        /* why there is none: a negative errno, or 0 */
+	int err;
+};
+
+#define set_err(o, ...) kern_errf((o)->err, (o)->errlen, __VA_ARGS__)
+
+/* ksetup.c: the instance and the output directory. Each returns 0, or a
+ * negative errno after set_err(). */
+int kern_instance(struct kern_session *s, const struct kern_options *o);
+int kern_outputs(struct kern_session *s, const struct kern_options *o, uint32_t psize,
+		 bool *made);
+/* Undo kern_instance() and kern_reader_start(): reader joined, tracing
+ * off, instance removed, tracefs unmounted if we mounted it. */
+void kern_teardown(struct kern_session *s);
+void kern_session_free(struct kern_session *s);
+void kern_remove_outputs(struct kern_session *s);
+
+/* kread.c: the reader thread. */
+int kern_reader_start(struct kern_session *s, const struct kern_options *o);
+void kern_reader_join(struct kern_session *s);
+/* Drain every CPU's buffer (whole pages only unless final). */
+void kern_drain_all(struct kern_session *s, bool final);
+uint64_t kern_cpu_lost(struct kern_session *s, unsigned cpu);
+
+/* kmeta.c: TRACE/kernel/metadata. Returns 0 or a negative errno. */
+int kern_write_metadata(struct kern_session *s);
 
 #endif /* STRATA_KERNEL_KERN_INT_H */

@@ -299,12 +299,20 @@ static int session_dir(struct relay *r, const char *host, const char *trace,
 	return tfd;
 }
 
-/* A HELLO: 0 when c is authenticated, -1 when it was refused (freed). */
-int srv_on_hello(struct relay *r, struct rconn *c, const unsigned char *p,
-		 size_t n)
+/* What a HELLO says (docs/relay.md §3), authenticated and checked. */
+struct hello {
+	const uint8_t *sid;
+	uint32_t flags;
+	size_t hn, tn;
+	char host[RELAY_MAX_NAME + 1], trace[RELAY_MAX_NAME + 1];
+};
+
+/* Authenticate a HELLO and read it into *hl. 0, or -1 when c was refused
+ * (freed). */
+static int hello_parse(struct relay *r, struct rconn *c, const unsigned char *p,
+		       size_t n, struct hello *hl)
 {
 	unsigned char mac[RELAY_MAC];
-	char host[RELAY_MAX_NAME + 1], trace[RELAY_MAX_NAME + 1];
 	size_t off = RELAY_MAC;
 
 	if (n < RELAY_MAC + 4 + RELAY_SID + 4 + 2)
@@ -317,8 +325,8 @@ int srv_on_hello(struct relay *r, struct rconn *c, const unsigned char *p,
 		return -1;
 	}
 	uint32_t version = get32(p + off);
-	const uint8_t *sid = p + off + 4;
-	uint32_t flags = get32(p + off + 4 + RELAY_SID);
+	hl->sid = p + off + 4;
+	hl->flags = get32(p + off + 4 + RELAY_SID);
 	off += 4 + RELAY_SID + 4;
 	size_t hn = get16(p + off);
 	off += 2;
@@ -340,17 +348,34 @@ int srv_on_hello(struct relay *r, struct rconn *c, const unsigned char *p,
 		srv_conn_refuse(r, c, EINVAL, "bad host or trace name");
 		return -1;
 	}
-	memcpy(host, h, hn);
-	host[hn] = 0;
-	memcpy(trace, t, tn);
-	trace[tn] = 0;
+	memcpy(hl->host, h, hn);
+	hl->host[hn] = 0;
+	memcpy(hl->trace, t, tn);
+	hl->trace[tn] = 0;
+	hl->hn = hn;
+	hl->tn = tn;
+	return 0;
+bad:
+	r->st.proto_errors++;
+	srv_conn_refuse(r, c, EPROTO, "malformed HELLO");
+	return -1;
+}
 
+/* The session a HELLO names: the one it resumes (a connection of the
+ * same sender still there is dropped) or a new one. NULL when c was
+ * refused (freed). */
+static struct rsession *hello_session(struct relay *r, struct rconn *c,
+				      const struct hello *hl)
+{
+	const char *host = hl->host, *trace = hl->trace;
+	const uint8_t *sid = hl->sid;
 	struct rsession *s = session_find(r, host, trace);
+
 	if (s && memcmp(s->sid, sid, RELAY_SID)) {
 		r->st.name_busy++;
 		srv_conn_refuse(r, c, EBUSY, "%s/%s is being received from another "
 				"sender", host, trace);
-		return -1;
+		return NULL;
 	}
 	if (s && s->conn) {
 		/* the same sender again: its old connection is dead, though
@@ -361,23 +386,23 @@ int srv_on_hello(struct relay *r, struct rconn *c, const unsigned char *p,
 	}
 	if (!s) {
 		const char *why;
-		int resume = !!(flags & RELAY_HELLO_RESUME);
+		int resume = !!(hl->flags & RELAY_HELLO_RESUME);
 		int dfd = session_dir(r, host, trace, sid, resume, &why);
 		if (dfd < 0) {
 			r->st.name_busy += dfd == -EEXIST;
 			srv_conn_refuse(r, c, (uint32_t)-dfd, "%s/%s: %s: %s", host,
 					trace, why, strerror(-dfd));
-			return -1;
+			return NULL;
 		}
 		s = calloc(1, sizeof(*s));
 		if (!s) {
 			close(dfd);
 			srv_conn_refuse(r, c, ENOMEM, "out of memory");
-			return -1;
+			return NULL;
 		}
 		s->dirfd = dfd;
-		memcpy(s->host, host, hn + 1);
-		memcpy(s->trace, trace, tn + 1);
+		memcpy(s->host, host, hl->hn + 1);
+		memcpy(s->trace, trace, hl->tn + 1);
 		memcpy(s->sid, sid, RELAY_SID);
 		s->next = r->sessions;
 		r->sessions = s;
@@ -387,6 +412,13 @@ int srv_on_hello(struct relay *r, struct rconn *c, const unsigned char *p,
 	} else {
 		srv_log(r, "%s/%s: resumed from %s", host, trace, c->peer_s);
 	}
+	return s;
+}
+
+/* c becomes s's connection, and WELCOME tells the sender what s holds.
+ * 0, or -1 when c was refused (freed). */
+static int hello_welcome(struct relay *r, struct rconn *c, struct rsession *s)
+{
 	/* after auth: room for a whole frame */
 	unsigned char *rx = realloc(c->rx, RELAY_HDR + RELAY_MAX_FRAME);
 	if (!rx) {
@@ -425,8 +457,18 @@ int srv_on_hello(struct relay *r, struct rconn *c, const unsigned char *p,
 	}
 	srv_conn_flush(r, c);
 	return 0;
-bad:
-	r->st.proto_errors++;
-	srv_conn_refuse(r, c, EPROTO, "malformed HELLO");
-	return -1;
+}
+
+/* A HELLO: 0 when c is authenticated, -1 when it was refused (freed). */
+int srv_on_hello(struct relay *r, struct rconn *c, const unsigned char *p,
+		 size_t n)
+{
+	struct hello hl;
+	struct rsession *s;
+
+	if (hello_parse(r, c, p, n, &hl))
+		return -1;
+	if (!(s = hello_session(r, c, &hl)))
+		return -1;
+	return hello_welcome(r, c, s);
 }
