@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -142,6 +143,9 @@ void kern_drain_all(struct kern_session *s, bool final)
 	}
 }
 
+/* The reader thread's nice value: see reader_main(). */
+#define KERN_READER_NICE (-10)
+
 /*
  * The reader: woken by a CPU's buffer reaching buffer_percent
  * (KERN_WATERMARK_PCT, set in kern_start(): poll() on trace_pipe_raw
@@ -162,6 +166,12 @@ static void *reader_main(void *arg)
 	s->reader_tid = (pid_t)syscall(SYS_gettid);
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+	/* Ahead of the traced programs for a CPU: woken at a quarter-full
+	 * buffer, the reader has the time the other three quarters take to
+	 * fill, ~50 ms under a system-call storm, and a reader that waits
+	 * its turn behind busy threads misses it (docs/kernel.md, "Keeping
+	 * up"). Best effort: it needs CAP_SYS_NICE, which root has. */
+	(void)setpriority(PRIO_PROCESS, (id_t)s->reader_tid, KERN_READER_NICE);
 	uint64_t next = mono_ms() + s->flush_ms;
 	while (!strata_load_acquire(&s->stop)) {
 		uint64_t t = mono_ms();

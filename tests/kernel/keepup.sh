@@ -7,21 +7,28 @@
 # enter and an exit each, as fast as one CPU can; the kernel's buffers
 # (4 MiB per CPU) hold about 0.1 s of it. Before the reader woke at a
 # quarter-full buffer (docs/kernel.md) it lost 139,192 events of this.
-# Label soak (`make soak`): on a loaded machine a reader that is not
-# given a CPU for that long loses events, which says nothing of the code.
+# In make check, run alone (RUN_SERIAL). One retry: a machine loaded by
+# something else can starve even a reader at nice -10 once (docs/kernel.md,
+# "Keeping up"), which says nothing of the code; twice in a row fails.
 . "$(dirname "$0")/common.sh"
 kernel_test_require
 strata=$1 work=$2 calls=${3:-1000000}
-rm -rf "$work" && mkdir -p "$work" || exit 1
-"$strata" record -k syscalls -o "$work/trace" -- \
-	dd if=/dev/zero of=/dev/null bs=1 count="$calls" 2>"$work/rec.err" ||
-	{ echo "record failed:"; cat "$work/rec.err"; exit 1; }
-line=$(grep 'kernel events, [0-9]* discarded' "$work/rec.err") ||
-	{ echo "no kernel summary:"; cat "$work/rec.err"; exit 1; }
-n=$(echo "$line" | sed -n 's/.*: \([0-9]*\) kernel events, \([0-9]*\) discarded.*/\1/p')
-lost=$(echo "$line" | sed -n 's/.*: \([0-9]*\) kernel events, \([0-9]*\) discarded.*/\2/p')
 # every read and write of dd, entered and left; more of its start-up
 want=$((4 * calls))
-echo "keepup: $n kernel events recorded, $lost discarded, for $want system call entries and exits of dd's copy"
-[ "$lost" = 0 ] || { echo "FAIL: the kernel reader fell behind"; exit 1; }
-[ "$n" -ge "$want" ] || { echo "FAIL: fewer events than dd's system calls"; exit 1; }
+one() {
+	rm -rf "$work" && mkdir -p "$work" || exit 1
+	"$strata" record -k syscalls -o "$work/trace" -- \
+		dd if=/dev/zero of=/dev/null bs=1 count="$calls" 2>"$work/rec.err" ||
+		{ echo "record failed:"; cat "$work/rec.err"; exit 1; }
+	line=$(grep 'kernel events, [0-9]* discarded' "$work/rec.err") ||
+		{ echo "no kernel summary:"; cat "$work/rec.err"; exit 1; }
+	n=$(echo "$line" | sed -n 's/.*: \([0-9]*\) kernel events, \([0-9]*\) discarded.*/\1/p')
+	lost=$(echo "$line" | sed -n 's/.*: \([0-9]*\) kernel events, \([0-9]*\) discarded.*/\2/p')
+	echo "keepup: $n kernel events recorded, $lost discarded, for $want system call entries and exits of dd's copy"
+	[ "$n" -ge "$want" ] || [ "$lost" != 0 ] ||
+		{ echo "FAIL: fewer events than dd's system calls"; exit 1; }
+	[ "$lost" = 0 ]
+}
+one && exit 0
+echo "lost events: once more (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+one || { echo "FAIL: the kernel reader fell behind twice"; exit 1; }
