@@ -489,7 +489,7 @@ static int record_run(const struct record_opts *ro)
 	 * reads the session and the ring geometry from it. */
 	setenv("STRATA_SESSION", dmn_socket(d), 1);
 	/* where a process counts its events itself if we are killed before
-	 * taking them (lib/client.c, trace_note_unrecorded()) */
+	 * taking them (lib/client_leave.c, trace_note_unrecorded()) */
 	char abs[4200];
 	if (realpath(ro->out, abs))
 		setenv("STRATA_RECORD_TRACE", abs, 1);

@@ -30,7 +30,7 @@ static void state_publish(struct dmn *d, int enabled)
 	strata_store_relaxed(&s->gen, g + 1);
 	/* The odd generation is visible before any field changes: pairs
 	 * with the readers' acquire fence after they read the fields and
-	 * before they read gen again (state_read() in src/lib/client.c). */
+	 * before they read gen again (state_read() in src/lib/client_state.c). */
 	strata_fence_release();
 	strata_store_relaxed(&s->enabled, (uint32_t)enabled);
 	/* Pairs with the readers' acquire load of gen (state_read()). */
