@@ -184,8 +184,9 @@ struct vw_filter; /* below */
  */
 #define VW_EXACT_MAX 200000u
 
-/* The answers of the JSON API (api.c); each writes one JSON document into
- * out, or returns an HTTP status (400) after writing why into out. */
+/* The answers of the JSON API (summary.c, window.c, events.c); each
+ * writes one JSON document into out, or returns an HTTP status (400)
+ * after writing why into out. */
 int vw_api_summary(struct vw_model *m, struct vw_buf *out);
 /* Rows between t0 and t1 (ns since the trace start) at w pixels. */
 int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
