@@ -288,16 +288,30 @@ try:
         rule = ["job=work:job_begin..work:job_end", "byjob=work:job_b*..work:job_end,by=job"][
             k == kb]
         q = urllib.parse.quote(rule)
+        # typed rules list the intervals that overlap the range: those
+        # begun before t0 too (paired from further back)
+        over = [(b, d) for b, d in want if b <= t1 and b + d >= t0]
+        check(any(b < t0 for b, _ in over), f"typed rule {what}: the range cuts no interval")
         a = get(f"api/activity?rules={q}&by=1&n=50&t0={t0}&t1={t1}")
         got = [iv["begin"] for iv in a["intervals"]]
-        check(a["kinds"] == [rule.split("=")[0]] and got == first,
-              f"typed rule {what}: in time order {got[:5]}, print {first[:5]}")
+        first_over = sorted(b for b, _ in over)[:50]
+        check(a["kinds"] == [rule.split("=")[0]] and got == first_over,
+              f"typed rule {what}: in time order {got[:5]}, print {first_over[:5]}")
         a = get(f"api/activity?rules={q}&n=1000&t0={t0}&t1={t1}")
         got = [iv["dur"] for iv in a["intervals"]]
-        top = sorted((d for b, d in want if t0 <= b <= t1), reverse=True)[:1000]
-        check(a["complete"] and len(got) == min(1000, n_in) and
+        top = sorted((d for b, d in over), reverse=True)[:1000]
+        check(a["complete"] and len(got) == min(1000, len(over)) and
               all(abs(x - y) <= 1 for x, y in zip(got, top)),
               f"typed rule {what}: the longest {got[:5]}..., print {top[:5]}...")
+        # a range inside the longest interval: it spans the range, and
+        # is paired though neither its begin nor its end is in it
+        b, d = max(want, key=lambda p: p[1])
+        c0, c1 = b + d // 3, b + 2 * d // 3
+        span = sorted(bb for bb, dd in want if bb <= c1 and bb + dd >= c0)
+        a = get(f"api/activity?rules={q}&by=1&n=1000&t0={c0}&t1={c1}")
+        got = [iv["begin"] for iv in a["intervals"]]
+        check(b in got and got == span[:1000],
+              f"typed rule {what}: inside [{c0}, {c1}] {got[:5]}, print {span[:5]}")
     # two rules in one request, each interval its rule's kind
     two = urllib.parse.quote("a=work:job_begin..work:job_end;"
                              "b=work:job_begin..work:job_end,by=job")
