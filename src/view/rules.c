@@ -180,16 +180,20 @@ static bool any_open(const struct vw_activity *r, unsigned nr)
 	return false;
 }
 
+/* Events a pass reads past the window at least: an interval that spans
+ * the window shows only by its end, ahead, found without a begin. */
+#define VW_AHEAD (VW_EXACT_MAX / 4)
+
 /*
- * One pass: the rules' pairers made anew and fed the events from tick
- * `from` on, through the window, then on while an interval is still open
- * (checked every 1024 events) or until a window's width past it,
- * VW_EXACT_MAX events at most (*complete false past that). *lost: an end
- * at or after the window's start found no begin, so an interval that
- * overlaps the window began before `from` (or its begin is not in the
- * trace). Returns 0 or -ENOMEM.
+ * One pass: the rules' pairers made anew and fed the events from
+ * `back` ticks before the window through it and on, until `back` ticks
+ * and VW_AHEAD events past it and then while an interval is still open
+ * (checked every 1024 events), VW_EXACT_MAX events at most (*complete
+ * false past that). *lost: an end at or after the window's start found
+ * no begin, so an interval that overlaps the window began before the
+ * pass (or its begin is not in the trace). Returns 0 or -ENOMEM.
  */
-static int pair_pass(struct vw_model *m, struct vw_activity *r, unsigned nr, uint64_t from,
+static int pair_pass(struct vw_model *m, struct vw_activity *r, unsigned nr, uint64_t back,
 		     struct found *f, bool *complete, bool *lost)
 {
 	struct strata_iter *it = NULL;
@@ -206,8 +210,9 @@ static int pair_pass(struct vw_model *m, struct vw_activity *r, unsigned nr, uin
 		return err == -EINVAL ? -ENOMEM : err; /* it was made once already */
 	f->n = 0;
 	f->full = false;
-	uint64_t read = 0, before = UINT64_MAX, width = f->to - f->from + 1;
-	uint64_t past = f->to + (width < UINT64_MAX - f->to ? width : 0);
+	uint64_t read = 0, ahead = 0, before = UINT64_MAX;
+	uint64_t from = f->from - m->begin > back ? f->from - back : m->begin;
+	uint64_t past = back < UINT64_MAX - f->to ? f->to + back : UINT64_MAX;
 	const struct strata_event *ev;
 	*complete = true;
 	strata_iter_seek(it, from);
@@ -218,7 +223,9 @@ static int pair_pass(struct vw_model *m, struct vw_activity *r, unsigned nr, uin
 		}
 		if (ev->timestamp >= f->from && before == UINT64_MAX)
 			before = orphans(r, nr);
-		if (ev->timestamp > past && read % 1024 == 0 && !any_open(r, nr))
+		ahead += ev->timestamp > f->to;
+		if (ev->timestamp > past && ahead >= VW_AHEAD && read % 1024 == 0 &&
+		    !any_open(r, nr))
 			break;
 		for (unsigned i = 0; i < nr && !f->nomem; i++) {
 			f->rule = i;
@@ -236,12 +243,36 @@ static int pair_pass(struct vw_model *m, struct vw_activity *r, unsigned nr, uin
 }
 
 /*
- * The intervals of the rules that overlap [t0, t1]: paired from a
- * window's width before t0, then, while an end in or after the window
- * found no begin, from 4 times further back each pass, until the trace's
- * start or a pass that reads VW_EXACT_MAX events (docs/view.md,
- * "api/activity").
+ * The intervals of the rules of `text` (parsed into r, *nr of them) that
+ * overlap f's window: paired from a window's width before it to a width
+ * (and VW_AHEAD events) past it, then, while an end at or after its start found no begin, 4
+ * times further each way each pass (an interval spanning the window shows
+ * by its end, ahead, that its begin lies behind), until the trace's start
+ * or a pass that reads VW_EXACT_MAX events (docs/view.md,
+ * "api/activity"). Returns 0, 400 (a bad rule, why in o), -ENOMEM.
  */
+static int pair_rules(struct vw_model *m, const char *text, struct vw_activity *r,
+		      unsigned *nr, struct found *f, bool *complete, struct vw_buf *o)
+{
+	bool lost = false;
+	int err = make_rules(m, text, r, nr, o);
+	for (uint64_t back = f->to - f->from + 1; !err; back *= 4) {
+		err = pair_pass(m, r, *nr, back, f, complete, &lost);
+		if (!lost || !*complete || f->from - m->begin <= back || back > UINT64_MAX / 4)
+			break;
+	}
+	return err;
+}
+
+static void found_fini(struct found *f, struct vw_activity *r)
+{
+	for (unsigned i = 0; i < VW_RULES_MAX; i++)
+		vw_activity_fini(&r[i]);
+	free(f->v);
+	free(f->tid);
+	free(f->pid);
+}
+
 int vw_api_activity(struct vw_model *m, const char *text, uint64_t t0, uint64_t t1, int by,
 		    unsigned n, const struct vw_filter *q, struct vw_buf *o)
 {
@@ -250,14 +281,8 @@ int vw_api_activity(struct vw_model *m, const char *text, uint64_t t0, uint64_t 
 			   .to = m->begin + vw_ticks(m, t1 + 1) - 1, .q = q };
 	size_t *order = NULL;
 	unsigned nr;
-	bool complete = true, lost = false;
-	int err = make_rules(m, text, r, &nr, o);
-	for (uint64_t back = f.to - f.from + 1; !err; back *= 4) {
-		uint64_t from = f.from - m->begin > back ? f.from - back : m->begin;
-		err = pair_pass(m, r, nr, from, &f, &complete, &lost);
-		if (!lost || !complete || from == m->begin || back > UINT64_MAX / 4)
-			break;
-	}
+	bool complete = true;
+	int err = pair_rules(m, text, r, &nr, &f, &complete, o);
 	if (err)
 		goto out;
 	if (!(order = malloc((f.n + 1) * sizeof(*order)))) {
@@ -286,11 +311,7 @@ int vw_api_activity(struct vw_model *m, const char *text, uint64_t t0, uint64_t 
 	}
 	vw_puts(o, "]}");
 out:
-	for (unsigned i = 0; i < VW_RULES_MAX; i++)
-		vw_activity_fini(&r[i]);
+	found_fini(&f, r);
 	free(order);
-	free(f.v);
-	free(f.tid);
-	free(f.pid);
 	return err;
 }

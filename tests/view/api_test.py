@@ -9,6 +9,7 @@ bins, a narrow window from the events), then checks the summary's counts
 per CPU and thread, the marks of both kinds of window, the intervals,
 and the event lists around a time against `strata print --format json`.
 """
+import bisect
 import collections
 import json
 import os
@@ -288,16 +289,19 @@ try:
         rule = ["job=work:job_begin..work:job_end", "byjob=work:job_b*..work:job_end,by=job"][
             k == kb]
         q = urllib.parse.quote(rule)
-        # typed rules list the intervals that overlap the range: those
-        # begun before t0 too (paired from further back)
-        over = [(b, d) for b, d in want if b <= t1 and b + d >= t0]
-        check(any(b < t0 for b, _ in over), f"typed rule {what}: the range cuts no interval")
-        a = get(f"api/activity?rules={q}&by=1&n=50&t0={t0}&t1={t1}")
+        # typed rules list the intervals that overlap the range, those
+        # begun before it too (paired from further back): a range that
+        # cuts the longest interval, from its middle to past its end
+        lb, ld = max(want, key=lambda p: p[1])
+        r0, r1 = lb + ld // 2, lb + ld + 1000000
+        over = [(b, d) for b, d in want if b <= r1 and b + d >= r0]
+        a = get(f"api/activity?rules={q}&by=1&n=1000&t0={r0}&t1={r1}")
         got = [iv["begin"] for iv in a["intervals"]]
-        first_over = sorted(b for b, _ in over)[:50]
-        check(a["kinds"] == [rule.split("=")[0]] and got == first_over,
+        first_over = sorted(b for b, _ in over)[:1000]
+        check(a["kinds"] == [rule.split("=")[0]] and a["complete"] and lb in got and
+              got == first_over,
               f"typed rule {what}: in time order {got[:5]}, print {first_over[:5]}")
-        a = get(f"api/activity?rules={q}&n=1000&t0={t0}&t1={t1}")
+        a = get(f"api/activity?rules={q}&n=1000&t0={r0}&t1={r1}")
         got = [iv["dur"] for iv in a["intervals"]]
         top = sorted((d for b, d in over), reverse=True)[:1000]
         check(a["complete"] and len(got) == min(1000, len(over)) and
@@ -305,13 +309,23 @@ try:
               f"typed rule {what}: the longest {got[:5]}..., print {top[:5]}...")
         # a range inside the longest interval: it spans the range, and
         # is paired though neither its begin nor its end is in it
-        b, d = max(want, key=lambda p: p[1])
-        c0, c1 = b + d // 3, b + 2 * d // 3
+        # (2 us wide; one whose ends are within 20 000 events of its
+        # middle, so that the passes, 4 times further each, reach them
+        # within their bounds)
+        times = sorted(e["ns"] for e in evs)
+
+        def within(p):
+            mid = p[0] + p[1] // 2
+            return (bisect.bisect(times, p[0] + p[1]) - bisect.bisect(times, mid) < 20000 and
+                    bisect.bisect(times, mid) - bisect.bisect(times, p[0]) < 20000)
+        sb, sd = max((p for p in want if within(p)), key=lambda p: p[1])
+        c0, c1 = sb + sd // 2 - 1000, sb + sd // 2 + 1000
         span = sorted(bb for bb, dd in want if bb <= c1 and bb + dd >= c0)
         a = get(f"api/activity?rules={q}&by=1&n=1000&t0={c0}&t1={c1}")
         got = [iv["begin"] for iv in a["intervals"]]
-        check(b in got and got == span[:1000],
-              f"typed rule {what}: inside [{c0}, {c1}] {got[:5]}, print {span[:5]}")
+        check(a["complete"] and sb in got and got == span[:1000],
+              f"typed rule {what}: inside [{c0}, {c1}] {got[:5]}, print {span[:5]}, "
+              f"complete {a['complete']}")
     # two rules in one request, each interval its rule's kind
     two = urllib.parse.quote("a=work:job_begin..work:job_end;"
                              "b=work:job_begin..work:job_end,by=job")
