@@ -17,7 +17,7 @@ async function get(path) {
 
 const $ = (id) => document.getElementById(id);
 const state = { sum: null, view: null, tl: null, overview: null, seq: 0,
-	selected: null, listSeq: 0, statsSeq: 0, actSeq: 0, actBy: 0, history: [], future: [],
+	selected: null, listSeq: 0, statsSeq: 0, actSeq: 0, typedSeq: 0, actBy: 0, history: [], future: [],
 	markers: [], pointer: null, pointerY: null };
 const hook = window.strataView = { ready: false, answers: 0, list: 0 };
 
@@ -36,6 +36,7 @@ function setView(t0, t1) {
 		` – ${seconds(state.view.t1, (state.view.t1 - state.view.t0) / 1000)} s`;
 	redraw();
 	fetchWindow();
+	fetchTyped();
 	fetchListSoon();
 	fetchStatsSoon();
 }
@@ -57,6 +58,28 @@ async function fetchWindow() {
 		showRows(); // sorted by the window's activity: a new order
 	hook.fetchMs = performance.now() - asked; // request to parsed answer
 	state.answered = seq === state.seq;
+	redraw();
+}
+
+// The intervals of the rules typed in the activities tab that overlap the
+// view, drawn on the thread rows as the command line's are: the server
+// pairs them on demand (api/activity), the first 1000 in time order.
+async function fetchTyped() {
+	const seq = ++state.typedSeq, v = state.view;
+	if (!state.typedRules) {
+		state.tl.typed = null;
+		return;
+	}
+	const r = await fetch(`api/activity?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}` +
+		`&by=1&n=1000&rules=${encodeURIComponent(state.typedRules)}${filterQuery()}`);
+	const a = await r.json().catch(() => null);
+	if (seq !== state.typedSeq || !r.ok || !a)
+		return;
+	// their kinds after the trace's and the command line's
+	state.tl.typed = { base: state.sum.kinds.length, kinds: a.kinds, more: a.more,
+		complete: a.complete, intervals: a.intervals };
+	$('typed-said').textContent = a.more || !a.complete ?
+		'typed rules: the first 1000 intervals of the view drawn, zoom in for all' : '';
 	redraw();
 }
 
@@ -227,8 +250,15 @@ async function applyRules() {
 	}
 	opt.text = `typed: ${a.kinds.join(', ')}`;
 	$('act-kind').value = 'typed';
+	// each rule a kind of the statistics' menu: its value r<N>
+	const st = $('st-kind');
+	for (const o of [...st.options].filter((o) => o.value.startsWith('r')))
+		o.remove();
+	a.kinds.forEach((k, i) => st.add(new Option(`typed: ${k}`, `r${i}`), 1 + i));
 	state.actBy = 0;
 	fetchIntervals();
+	fetchTyped();
+	fetchStatsSoon();
 }
 
 // The view, or the range from the first marker to the last (a selection
@@ -242,9 +272,10 @@ function statsRange() {
 
 async function fetchStats() {
 	const seq = ++state.statsSeq, v = statsRange();
-	const kind = $('st-kind').value;
-	const a = await get(`api/stats?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}&kind=${kind}` +
-		filterQuery());
+	const kind = $('st-kind').value, typed = kind.startsWith('r');
+	const a = await get(`api/stats?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}` +
+		(typed ? `&kind=${kind.slice(1)}&rules=${encodeURIComponent(state.typedRules)}` :
+			`&kind=${kind}`) + filterQuery());
 	if (seq !== state.statsSeq)
 		return;
 	renderStats($('stats'), a, state.sum);
@@ -277,7 +308,9 @@ function pickFromList(e) {
 // rows; null for a mark (its event comes from the server).
 function words(h, x) {
 	if (h.kind === 'interval') {
-		const kind = state.sum.kinds[h.ikind] || `kind ${h.ikind}`;
+		const typed = state.tl.typed, k = typed ? h.ikind - typed.base : -1;
+		const kind = state.sum.kinds[h.ikind] ||
+			(typed && typed.kinds[k] ? `typed: ${typed.kinds[k]}` : `kind ${h.ikind}`);
 		const rows = [['thread', h.row.label], ['start', `${seconds(h.t0)} s`],
 			['end', `${seconds(h.t1)} s`], ['duration', duration(h.t1 - h.t0)],
 			['depth', h.depth]];

@@ -273,6 +273,28 @@ static void found_fini(struct found *f, struct vw_activity *r)
 	free(f->pid);
 }
 
+int vw_activity_durations(struct vw_model *m, const char *text, unsigned rule, uint64_t a,
+			  uint64_t b, const struct vw_filter *q, uint64_t **out, size_t *n,
+			  bool *complete, struct vw_buf *o)
+{
+	struct vw_activity r[VW_RULES_MAX] = { 0 };
+	struct found f = { .from = a, .to = b, .q = q };
+	unsigned nr;
+	*out = NULL;
+	*n = 0;
+	int err = pair_rules(m, text, r, &nr, &f, complete, o);
+	if (!err && rule >= nr)
+		err = bad_rule(o, rule, "no such rule: kind counts the rules from 0");
+	if (!err && !(*out = malloc((f.n + 1) * sizeof(**out))))
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < f.n; i++)
+		if (f.v[i].kind == rule && f.v[i].begin >= a)
+			(*out)[(*n)++] = vw_ns(m, f.v[i].end - f.v[i].begin);
+	*complete = *complete && !f.full;
+	found_fini(&f, r);
+	return err;
+}
+
 int vw_api_activity(struct vw_model *m, const char *text, uint64_t t0, uint64_t t1, int by,
 		    unsigned n, const struct vw_filter *q, struct vw_buf *o)
 {

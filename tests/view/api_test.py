@@ -307,6 +307,21 @@ try:
         check(a["complete"] and len(got) == min(1000, len(over)) and
               all(abs(x - y) <= 1 for x, y in zip(got, top)),
               f"typed rule {what}: the longest {got[:5]}..., print {top[:5]}...")
+        # the typed rule's durations in the statistics: those that
+        # begin in the range, as the command line's rule counts them
+        st = get(f"api/stats?t0={t0}&t1={t1}&kind=0&rules={q}")
+        du = st["durations"]
+        mine = sorted(d for b, d in want if t0 <= b <= t1)
+        check(du["count"] == n_in and abs(du["min"] - mine[0]) <= 1 and
+              abs(du["max"] - mine[-1]) <= 1 and sum(du["hist"][2::3]) == n_in,
+              f"typed rule {what}: stats {du['count']} [{du.get('min')}, {du.get('max')}], "
+              f"print {n_in} [{mine[0]}, {mine[-1]}]")
+        try:
+            get(f"api/stats?t0={t0}&t1={t1}&kind=1&rules={q}")
+            check(False, f"typed rule {what}: stats of rule 1 of 1 not refused")
+        except urllib.error.HTTPError as e:
+            check(e.code == 400 and "no such rule" in e.read().decode(),
+                  f"typed rule {what}: stats of rule 1 of 1: {e.code}")
         # a range inside the longest interval: it spans the range, and
         # is paired though neither its begin nor its end is in it
         # (2 us wide; one whose ends are within 20 000 events of its

@@ -691,6 +691,42 @@ try {
 		a = await page.evaluate(() => window.strataView.intervals);
 		check(a.intervals.map((iv) => iv.begin).join() === '5000000,10000000,20000000',
 			`the typed rule by start: ${JSON.stringify(a.intervals)}`);
+		// the typed rule's intervals drawn on the thread rows, as the
+		// command line's are: three bars, worker-b's two (one nested),
+		// each in the typed kind's colour over the same jobs' bars of
+		// the command line's rule
+		await page.waitForFunction(() => window.strataView.drawn.typed === 3, null,
+			{ timeout: 10000 }).catch(() => {});
+		const tv = await page.evaluate(() => {
+			const h = window.strataView, d = h.drawn, c = document.getElementById('timeline');
+			const dpr = window.devicePixelRatio || 1, ctx = c.getContext('2d');
+			const want = document.createElement('canvas').getContext('2d');
+			const kind = h.summary.kinds.length; // the first typed rule's
+			want.fillStyle = `hsl(${(kind * 83 + 200) % 360},45%,62%)`;
+			want.fillRect(0, 0, 1, 1);
+			const px = (x, y) => [...ctx.getImageData(Math.round(x * dpr),
+				Math.round(y * dpr), 1, 1).data.slice(0, 3)].join();
+			const top = d.typedList.filter((t) => t.y === Math.min(...d.typedList
+				.filter((u) => u.tid === t.tid).map((u) => u.y)));
+			return { n: d.typed, tids: d.typedList.map((t) => t.tid).sort().join(),
+				want: [...want.getImageData(0, 0, 1, 1).data.slice(0, 3)].join(),
+				got: top.map((t) => px(t.x0 + 2, t.y + 1)) };
+		});
+		check(tv.n === 3 && tv.tids === '301,302,302' && tv.got.every((g) => g === tv.want),
+			`the typed rule drawn on the rows: ${JSON.stringify(tv)}`);
+		// and in the statistics' menu: its durations' histogram
+		await page.click('#tab-stats');
+		await page.evaluate(() => { window.strataView.stats = null; });
+		await page.selectOption('#st-kind', 'r0');
+		await page.waitForFunction(() => window.strataView.stats?.durations, null,
+			{ timeout: 10000 }).catch(() => {});
+		const du = await page.evaluate(() => window.strataView.stats?.durations);
+		const durText = await page.textContent('#stats');
+		check(du && du.count === 3 && du.min === 10000000 && du.max === 75000000 &&
+			du.hist.filter((_, i) => i % 3 === 2).reduce((x, y) => x + y, 0) === 3 &&
+			/3 intervals/.test(durText),
+			`the typed rule's durations in the statistics: ${JSON.stringify(du)}`);
+		await page.click('#tab-act');
 		// two rules, each interval listed with its rule
 		a = await typed('x=work:job_begin..work:job_end;y=work:job_begin..work:job_end,by=job');
 		const cells = await page.$$eval('#act-table tbody tr', (trs) =>
