@@ -276,10 +276,16 @@ async function fetchStats() {
 	const a = await get(`api/stats?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}` +
 		(typed ? `&kind=${kind.slice(1)}&rules=${encodeURIComponent(state.typedRules)}` :
 			`&kind=${kind}`) + filterQuery());
+	// the selected thread's breakdown over the same range (the states
+	// strata breakdown counts; only in a trace with kernel sched events)
+	const bd = state.thread !== undefined && state.sum.have_sched ? await get(
+		`api/breakdown?tid=${state.thread}&t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}`) :
+		null;
 	if (seq !== state.statsSeq)
 		return;
-	renderStats($('stats'), a, state.sum);
+	renderStats($('stats'), a, state.sum, bd);
 	hook.stats = a;
+	hook.breakdown = bd;
 }
 
 function showTab(id) {
@@ -290,9 +296,19 @@ function showTab(id) {
 	fetchStatsSoon();
 }
 
+// The thread whose breakdown the statistics show: the selected event's,
+// or that of a thread row clicked (its states, intervals, running strip).
+function selectThread(tid) {
+	if (tid === state.thread)
+		return;
+	state.thread = tid;
+	fetchStatsSoon();
+}
+
 function select(e) {
 	state.selected = e;
 	hook.selected = e;
+	selectThread(e.tid);
 	showEvent($('details'), e, state.sum.names);
 	redraw();
 }
@@ -360,6 +376,8 @@ async function pickAt(x, y) {
 	const w = words(h, x);
 	if (!w)
 		return;
+	if (h.row && h.row.kind === 'thread')
+		selectThread(h.row.id);
 	state.selected = null;
 	showSpan($('details'), w.title, w.rows);
 	if (h.kind === 'interval') {

@@ -258,6 +258,12 @@ int vw_activity_durations(struct vw_model *m, const char *rules, unsigned rule, 
 int vw_api_stats(struct vw_model *m, uint64_t t0, uint64_t t1, int kind, const char *rules,
 		 const struct vw_filter *q, struct vw_buf *out);
 
+/* Where thread tid's time went over [t0, t1) (ns): ns per analysis.h's
+ * bd_state, from the breakdown's own stretches (breakdown.c, view.md
+ * "api/breakdown"). Returns 0. */
+int vw_api_breakdown(struct vw_model *m, uint32_t tid, uint64_t t0, uint64_t t1,
+		     struct vw_buf *out);
+
 /* The page's files, embedded at build time (assets.c, from web/). */
 struct vw_asset {
 	const char *name;        /* "index.html" */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "view.h"
+#include "api.h"
 
 struct win {
 	struct vw_model *m;
@@ -209,9 +210,7 @@ static void put_slices(const struct win *v, const char *key, const struct vw_swi
 
 /* ---- a thread's states ----------------------------------------------------- */
 
-/* Ticks th spent in each state from its first stretch up to tick x: the
- * block's sums, then at most a block of stretches (view.h). */
-static void state_upto(const struct vw_thread *th, uint64_t x, uint64_t acc[BD_NSTATES])
+void vw_state_upto(const struct vw_thread *th, uint64_t x, uint64_t acc[BD_NSTATES])
 {
 	size_t k = after(th->st, th->nst, sizeof(*th->st), x); /* st[k - 1] holds x */
 	memset(acc, 0, BD_NSTATES * sizeof(*acc));
@@ -263,12 +262,12 @@ static void put_states(const struct win *v, const struct vw_thread *th)
 	int run_state = -1, run_mixed = 0;
 	unsigned run_x = 0;
 	double tpp = (double)(v->t1 - v->t0) / v->w;
-	state_upto(th, v->t0, prev);
+	vw_state_upto(th, v->t0, prev);
 	for (unsigned x = 0; x <= v->w; x++) {
 		int state = -1, mixed = 0;
 		uint64_t b = x < v->w ? v->t0 + (uint64_t)((x + 1) * tpp) : v->t1;
 		if (x < v->w) {
-			state_upto(th, b, cur);
+			vw_state_upto(th, b, cur);
 			uint64_t most = 0;
 			for (int s = 0; s < BD_NSTATES; s++) {
 				uint64_t d = cur[s] - prev[s];

@@ -419,6 +419,31 @@ try:
     w = get(f"api/window?t0={50 * ms}&t1={80 * ms}&w=300")
     check(w["arrows"][2:5] == [0, 1, 400] and len(w["arrows"]) == 7,
           f"arrows of 50-80 ms: {w['arrows']}")
+    # a thread's breakdown (the statistics' selected thread): its time
+    # per state over the whole trace and over ranges that cut its
+    # stretches, as strata breakdown counts it. [lo, hi) is [lo, end)
+    # less [hi, end): breakdown --to stops its machine at hi, before it
+    # learns what a later event says of the state (server's lost wakeup
+    # makes its sleep unknown at 75 ms), and the viewer's stretches are
+    # those of the whole trace
+    span = get("api/summary")["span_ns"]
+
+    def breakdown(lo):
+        bd = subprocess.run([strata, "breakdown", sched, "--format", "json", "--from",
+                             f"{lo / 1e9:.9f}"], capture_output=True, text=True,
+                            check=True).stdout
+        return {t["tid"]: t["ticks"] for t in json.loads(bd)["threads"]}
+    for lo, hi in [(0, span), (20 * ms, 60 * ms), (5 * ms + 500, 77 * ms + 250)]:
+        a, b = breakdown(lo), breakdown(hi) if hi < span else {}
+        want = {tid: [x - y for x, y in zip(a[tid], b.get(tid, [0] * 8))] for tid in a}
+        for tid in (300, 301, 302, 400):
+            got = get(f"api/breakdown?tid={tid}&t0={lo}&t1={hi}")
+            check(got["have_states"] and got["ns"] == want[tid],
+                  f"breakdown of {tid} over [{lo}, {hi}]: {got['ns']}, strata breakdown "
+                  f"{want[tid]}")
+    got = get(f"api/breakdown?tid=12345&t0=0&t1={span}")
+    check(not got["have_states"] and got["ns"][-1] == span,
+          f"breakdown of a thread not in the trace: {got}")
 finally:
     view.terminate()
     view.wait(timeout=10)

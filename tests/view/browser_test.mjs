@@ -766,6 +766,37 @@ try {
 			by(st.names, 'name')['work:job_begin'] === 4 && by(st.cpus, 'cpu')[0] === 12 &&
 			by(st.cpus, 'cpu')[1] === 11 && by(st.threads, 'tid')[302] === 4 &&
 			by(st.threads, 'tid')[301] === 2, `statistics of the whole trace: ${JSON.stringify(st)}`);
+		// the selected thread's breakdown: a click on worker-b's state
+		// strip; over the whole trace, the times strata breakdown gives
+		// for gen_view.py's trace (66 ms running, 2 ms in a system call,
+		// 30 ms sleeping, 2 ms before its first event)
+		{
+			const r = (await page.evaluate(() => window.strataView.rows))
+				.find((q) => q.kind === 'thread' && q.id === 302);
+			const box = await page.locator('#timeline').boundingBox();
+			await page.mouse.click(box.x + 170 + 0.3 * (box.width - 170), box.y + r.y + 3);
+			await page.waitForFunction(() => window.strataView.breakdown?.tid === 302, null,
+				{ timeout: 10000 }).catch(() => {});
+			const bd = await page.evaluate(() => window.strataView.breakdown);
+			const cells = await page.$$eval('#st-bd-table tr', (trs) =>
+				trs.map((tr) => [tr.dataset.state, tr.cells[1].textContent]));
+			check(bd && bd.ns.join() === '66000000,2000000,0,30000000,0,0,0,2000000' &&
+				JSON.stringify(cells) === JSON.stringify([['running', '66.000 ms'],
+					['syscall', '2.000 ms'], ['sleeping', '30.000 ms'], ['unseen', '2.000 ms']]) &&
+				/worker-b 302/.test(await page.textContent('#st-bd')),
+				`worker-b's breakdown: ${JSON.stringify(bd)} ${JSON.stringify(cells)}`);
+			// over a view of 20-60 ms: running all along
+			await page.evaluate(() => { window.strataView.breakdown = null; });
+			await page.evaluate(() => window.strataView.go(20e6, 60e6));
+			await page.waitForFunction(() => window.strataView.breakdown?.t0 === 20e6, null,
+				{ timeout: 10000 }).catch(() => {});
+			const b2 = await page.evaluate(() => window.strataView.breakdown);
+			check(b2 && b2.ns.join() === '40000000,0,0,0,0,0,0,0',
+				`worker-b's breakdown over 20-60 ms: ${JSON.stringify(b2)}`);
+			await page.locator('#timeline').focus();
+			await page.keyboard.press('0');
+			await page.waitForTimeout(300);
+		}
 		const kind = String(h.summary.kinds.indexOf('work:job_begin..job_end'));
 		st = await stats(() => page.selectOption('#st-kind', kind));
 		const du = st.durations || {};
