@@ -109,10 +109,13 @@ static uint64_t bin_start(const struct vw_model *m, unsigned b)
 }
 
 /* From the bins (of 2^shift of the row's bins each): each bin of the
- * window into the pixel where it starts, spread over the pixels it covers. */
+ * window into the pixel where it starts, spread over the pixels it covers.
+ * A thread row with kernel events only (its states) has no bins. */
 static void fill_bins(const struct win *v, struct px *p, const uint32_t *bins,
 		      unsigned shift)
 {
+	if (!bins)
+		return;
 	unsigned b0 = vw_bin(v->m, v->t0) >> shift, b1 = vw_bin(v->m, v->t1) >> shift;
 	for (unsigned b = b0; b <= b1; b++) {
 		if (!bins[b])

@@ -448,6 +448,37 @@ finally:
     view.terminate()
     view.wait(timeout=10)
 
+# a window too wide to read (over 200 000 events: from the bins) on a
+# trace whose thread rows include one with kernel events only (workers'
+# main thread, which waits: no bins of its own): it is answered, every
+# event a mark of its CPU. Recorded with the kernel's sched events, so
+# only as root with tracefs mounted (gen_view.py's packets hold too few)
+wide = os.path.join(work, "wide")
+shutil.rmtree(wide, ignore_errors=True)
+if os.geteuid() == 0 and os.path.isdir("/sys/kernel/tracing/events/sched"):
+    rec = subprocess.run([strata, "record", "-k", "sched", "--packets", "512", "--mode",
+                          "block", "-o", wide, "--", workers, "3", "50000"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    check(rec.returncode == 0, f"recording with -k sched: {rec.stderr[-300:]}")
+    view = subprocess.Popen([strata, "view", wide], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = view.stdout.readline().strip()
+        s = get("api/summary")
+        bare = [t["tid"] for t in s["threads"] if not t["events"]]
+        w = get(f"api/window?t0=0&t1={s['span_ns']}&w=800")
+        marks = sum(sum(c["marks"][2::5]) for c in w["cpus"])
+        check(bare and not w["exact"] and marks == s["events"],
+              f"a wide window with kernel-only threads {bare}: exact {w['exact']}, "
+              f"{marks} marks of {s['events']} events")
+    except OSError as e:
+        check(False, f"a wide window with a kernel-only thread: {e} (server {view.poll()})")
+    finally:
+        view.terminate()
+        view.wait(timeout=10)
+else:
+    print("view-api: not root or no tracefs: the wide window with kernel events not checked")
+
 # the cap: 300 more wakeups of kworker by worker-b (302) on CPU 1, 50-60 ms
 subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                              "gen_view.py"), sched + "-many", "300"],
