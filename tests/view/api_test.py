@@ -338,15 +338,22 @@ try:
                   f"typed rule {what}: stats of rule 1 of 1: {e.code}")
         # a range inside the longest interval: it spans the range, and
         # is paired though neither its begin nor its end is in it
-        # (2 us wide; one whose ends are within 20 000 events of its
-        # middle, so that the passes, 4 times further each, reach them
-        # within their bounds)
+        # (2 us wide; one whose end the first pass reads, within the
+        # 50 000 events it reads past the range, and whose begin the
+        # passes reach, 4 times further back each, within 200 000 events:
+        # docs/view.md's bounds, counted on print's events)
         times = sorted(e["ns"] for e in evs)
 
+        def count(lo, hi):
+            return bisect.bisect(times, hi) - bisect.bisect_left(times, lo)
+
         def within(p):
-            mid = p[0] + p[1] // 2
-            return (bisect.bisect(times, p[0] + p[1]) - bisect.bisect(times, mid) < 20000 and
-                    bisect.bisect(times, mid) - bisect.bisect(times, p[0]) < 20000)
+            c0, c1 = p[0] + p[1] // 2 - 1000, p[0] + p[1] // 2 + 1000
+            back = c1 - c0 + 1
+            while back < c0 - p[0]:
+                back *= 4
+            return (count(c1 + 1, p[0] + p[1]) < 40000 and
+                    count(c0 - back, max(p[0] + p[1], c1 + back)) + 50000 < 180000)
         sb, sd = max((p for p in want if within(p)), key=lambda p: p[1])
         c0, c1 = sb + sd // 2 - 1000, sb + sd // 2 + 1000
         span = sorted(bb for bb, dd in want if bb <= c1 and bb + dd >= c0)  # for the message
