@@ -303,7 +303,9 @@ static int by_begin(const void *a, const void *b)
 }
 
 /*
- * Longest first: the levels hold ever shorter intervals (view.h), so they
+ * The intervals of a kind that overlap [t0, t1]: begun in it, before it
+ * and ending in it, or spanning it (as api/activity's for the page's
+ * rules). Longest first: the levels hold ever shorter intervals (view.h), so they
  * are read from the longest down, and once a level leaves n of the kind
  * in hand no shorter one can be among the n longest. In time order: the
  * first n of the kind from each thread's level, merged. Either way at most
@@ -329,13 +331,17 @@ int vw_api_intervals(struct vw_model *m, uint64_t t0, uint64_t t1, int kind, int
 			const struct vw_ivlevel *lv = &th->lev[l];
 			if (!lv->n || !vw_filter_keeps(q, 't', th->tid))
 				continue;
+			/* level l's intervals last span >> l at most: those
+			 * that overlap [a, b] begin after a - (span >> l) */
+			uint64_t most = l ? (m->end - m->begin) >> l : UINT64_MAX; /* 0: any */
+			uint64_t from = a > most ? a - most : 0;
 			size_t j1 = begins_after(lv, b), mine = 0;
-			for (size_t j = begins_after(lv, a ? a - 1 : 0); j < j1; j++) {
+			for (size_t j = begins_after(lv, from ? from - 1 : 0); j < j1; j++) {
 				if (read++ == VW_EXACT_MAX) {
 					complete = false;
 					break;
 				}
-				if ((int)lv->iv[j].kind != kind)
+				if ((int)lv->iv[j].kind != kind || lv->iv[j].end < a)
 					continue;
 				if (got == cap) {
 					struct pick *np = realloc(p, 2 * cap * sizeof(*p));

@@ -278,8 +278,14 @@ try:
               f"activity {what}: the 1000 longest {got[:5]}..., print {top[:5]}...")
         a = get(f"api/intervals?kind={k}&by=1&n=50&t0={t0}&t1={t1}")
         got = [iv["begin"] for iv in a["intervals"]]
-        first = sorted(b for b, _ in want if t0 <= b <= t1)[:50]
-        check(got == first, f"activity {what}: in time order {got[:5]}, print {first[:5]}")
+        # the intervals that overlap the range: those begun before it too
+        overlap = sorted(b for b, d in want if b <= t1 and b + d >= t0)[:50]
+        check(got == overlap, f"activity {what}: in time order {got[:5]}, print {overlap[:5]}")
+        # a range that cuts the longest interval: it is listed
+        lb, ld = max(want, key=lambda p: p[1])
+        a = get(f"api/intervals?kind={k}&by=1&n=1000&t0={lb + ld // 2}&t1={lb + ld + 1000}")
+        check(lb in [iv["begin"] for iv in a["intervals"]],
+              f"activity {what}: the longest, cut by the range, not listed")
         st = get(f"api/stats?t0={t0}&t1={t1}&kind={k}")
         n_in = sum(1 for b, _ in want if t0 <= b <= t1)
         check(st["durations"]["count"] == n_in,
