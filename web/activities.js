@@ -12,7 +12,7 @@ export function renderIntervals(box, a, names, onPick) {
 	const note = (a.complete ? '' : ' (the first 200 000 intervals of the range read: ' +
 		'zoom in for all)') + (a.more ? ` · the first ${a.intervals.length} shown` : '');
 	const kinds = a.kinds && a.kinds.length > 1 ? a.kinds : null; // typed rules
-	box.innerHTML = `<p id="act-count">${a.intervals.length} intervals beginning in the view, ` +
+	box.innerHTML = `<p id="act-count">${a.intervals.length} intervals in the view, ` +
 		`${a.by ? 'in time order' : 'longest first'}${note}</p>` +
 		'<table class="counts" id="act-table"><thead><tr>' +
 		'<th data-by="1" title="sort by start">start (s)</th>' +

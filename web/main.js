@@ -3,8 +3,7 @@
 import { Timeline, LABEL, STATES, colour, duration, seconds } from './timeline.js';
 import { SvgContext } from './svg.js';
 import { renderList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
-import { renderStats } from './stats.js';
-import { renderIntervals } from './activities.js';
+import { initPanels, fetchTyped, fetchStatsSoon, applyRules } from './panels.js';
 
 // Every URL is relative: the page lives under /TOKEN/, so the token goes
 // with each request without the page knowing it.
@@ -17,7 +16,7 @@ async function get(path) {
 
 const $ = (id) => document.getElementById(id);
 const state = { sum: null, view: null, tl: null, overview: null, seq: 0,
-	selected: null, listSeq: 0, statsSeq: 0, actSeq: 0, actBy: 0, history: [], future: [],
+	selected: null, listSeq: 0, statsSeq: 0, actSeq: 0, typedSeq: 0, actBy: 0, history: [], future: [],
 	markers: [], pointer: null, pointerY: null };
 const hook = window.strataView = { ready: false, answers: 0, list: 0 };
 
@@ -36,6 +35,7 @@ function setView(t0, t1) {
 		` – ${seconds(state.view.t1, (state.view.t1 - state.view.t0) / 1000)} s`;
 	redraw();
 	fetchWindow();
+	fetchTyped();
 	fetchListSoon();
 	fetchStatsSoon();
 }
@@ -154,103 +154,6 @@ async function fetchList(t) {
 	hook.listFirst = l.events[0] ? l.events[0].ts : null;
 }
 
-// ---- statistics of the view, under the filter: asked only while shown ----
-
-let statsTimer = 0, actTimer = 0;
-function fetchStatsSoon() {
-	clearTimeout(statsTimer);
-	clearTimeout(actTimer);
-	if ($('tab-act').classList.contains('on'))
-		actTimer = setTimeout(fetchIntervals, 150);
-	if (!$('tab-stats').classList.contains('on'))
-		return;
-	statsTimer = setTimeout(fetchStats, 150);
-}
-
-// ---- activities: the intervals of a kind in the view, longest first or in
-// time order (a click on a column's head); a click on one zooms to it -----
-
-async function fetchIntervals() {
-	const seq = ++state.actSeq, v = state.view, kind = $('act-kind').value;
-	if (kind === '')
-		return;
-	// a typed rule: the server pairs its events over the view on demand
-	const range = `t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}&by=${state.actBy}&n=200`;
-	const r = await fetch(kind === 'typed' ?
-		`api/activity?${range}&rules=${encodeURIComponent(state.typedRules)}${filterQuery()}` :
-		`api/intervals?${range}&kind=${kind}${filterQuery()}`);
-	const a = await r.json().catch(() => ({ error: `error ${r.status}` }));
-	if (seq !== state.actSeq)
-		return;
-	if (!r.ok) {
-		$('act-said').textContent = a.error || `error ${r.status}`;
-		hook.intervals = { error: a.error };
-		return;
-	}
-	$('act-said').textContent = '';
-	renderIntervals($('acts'), a, state.sum.names, (iv) => {
-		const pad = Math.max(500, (iv.end - iv.begin) / 10);
-		hook.activity = iv;
-		go(iv.begin - pad, iv.end + pad);
-	});
-	for (const th of $('acts').querySelectorAll('th[data-by]'))
-		th.addEventListener('click', () => {
-			state.actBy = Number(th.dataset.by);
-			fetchIntervals();
-		});
-	hook.intervals = a;
-}
-
-// Rules typed in the tab (NAME=BEGIN..END[,by=FIELD], up to 4 separated
-// by ';'), the command line's syntax: the server parses and checks them
-// with the command line's parser (a bad one: its message, the list as it
-// was), then they are the tab's kind "typed", asked for on each view.
-async function applyRules() {
-	const text = $('act-rule').value.trim();
-	if (!text)
-		return;
-	const v = state.view;
-	const r = await fetch(`api/activity?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}&n=1` +
-		`&rules=${encodeURIComponent(text)}`);
-	const a = await r.json().catch(() => ({ error: `error ${r.status}` }));
-	if (!r.ok) {
-		$('act-rule-said').textContent = a.error || `error ${r.status}`;
-		hook.intervals = { error: a.error };
-		return;
-	}
-	$('act-rule-said').textContent = '';
-	state.typedRules = text;
-	let opt = $('act-kind').querySelector('option[value="typed"]');
-	if (!opt) {
-		opt = new Option('', 'typed');
-		$('act-kind').add(opt, 0);
-	}
-	opt.text = `typed: ${a.kinds.join(', ')}`;
-	$('act-kind').value = 'typed';
-	state.actBy = 0;
-	fetchIntervals();
-}
-
-// The view, or the range from the first marker to the last (a selection
-// kept while zooming elsewhere) when asked and there are two.
-function statsRange() {
-	const m = state.markers;
-	if ($('st-of').value === 'markers' && m.length >= 2)
-		return { t0: m[0], t1: m.at(-1) };
-	return state.view;
-}
-
-async function fetchStats() {
-	const seq = ++state.statsSeq, v = statsRange();
-	const kind = $('st-kind').value;
-	const a = await get(`api/stats?t0=${Math.floor(v.t0)}&t1=${Math.ceil(v.t1)}&kind=${kind}` +
-		filterQuery());
-	if (seq !== state.statsSeq)
-		return;
-	renderStats($('stats'), a, state.sum);
-	hook.stats = a;
-}
-
 function showTab(id) {
 	for (const b of document.querySelectorAll('#tabs button')) {
 		b.classList.toggle('on', b.id === id);
@@ -259,9 +162,19 @@ function showTab(id) {
 	fetchStatsSoon();
 }
 
+// The thread whose breakdown the statistics show: the selected event's,
+// or that of a thread row clicked (its states, intervals, running strip).
+function selectThread(tid) {
+	if (tid === state.thread)
+		return;
+	state.thread = tid;
+	fetchStatsSoon();
+}
+
 function select(e) {
 	state.selected = e;
 	hook.selected = e;
+	selectThread(e.tid);
 	showEvent($('details'), e, state.sum.names);
 	redraw();
 }
@@ -277,7 +190,9 @@ function pickFromList(e) {
 // rows; null for a mark (its event comes from the server).
 function words(h, x) {
 	if (h.kind === 'interval') {
-		const kind = state.sum.kinds[h.ikind] || `kind ${h.ikind}`;
+		const typed = state.tl.typed, k = typed ? h.ikind - typed.base : -1;
+		const kind = state.sum.kinds[h.ikind] ||
+			(typed && typed.kinds[k] ? `typed: ${typed.kinds[k]}` : `kind ${h.ikind}`);
 		const rows = [['thread', h.row.label], ['start', `${seconds(h.t0)} s`],
 			['end', `${seconds(h.t1)} s`], ['duration', duration(h.t1 - h.t0)],
 			['depth', h.depth]];
@@ -327,6 +242,8 @@ async function pickAt(x, y) {
 	const w = words(h, x);
 	if (!w)
 		return;
+	if (h.row && h.row.kind === 'thread')
+		selectThread(h.row.id);
 	state.selected = null;
 	showSpan($('details'), w.title, w.rows);
 	if (h.kind === 'interval') {
@@ -796,6 +713,7 @@ function input() {
 }
 
 async function main() {
+	initPanels({ state, hook, $, get, filterQuery, go, redraw });
 	try {
 		state.sum = await get('api/summary');
 	} catch (err) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // strata view: the statistics panel — events per name, CPU and thread in the view, and a histogram of an interval kind's durations.
-import { duration, seconds } from './timeline.js';
+import { STATES, duration, seconds } from './timeline.js';
 
 function esc(s) {
 	return String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;',
@@ -36,8 +36,31 @@ function histogram(du) {
 	return s + '</table>';
 }
 
-// The panel for one /api/stats answer.
-export function renderStats(box, a, sum) {
+// The selected thread's time per state over the range (api/breakdown:
+// ns by the summary's `states`, then unseen), a bar each in its colour.
+function breakdown(bd, sum) {
+	if (!bd)
+		return '<p class="hint">Select an event or click a thread\'s row for its breakdown.</p>';
+	const who = `${esc(bd.name || (sum.names || {})[bd.tid] || 'tid')} ${bd.tid}`;
+	if (!bd.have_states)
+		return `<p id="st-bd">${who}: no states in the trace for this thread</p>`;
+	const total = Math.max(1, bd.t1 - bd.t0);
+	const rows = sum.states.map((name, i) => [name, bd.ns[i]]).concat([['unseen', bd.ns.at(-1)]])
+		.filter(([, ns]) => ns > 0);
+	return `<p id="st-bd">breakdown of ${who}, the states of strata breakdown:</p>` +
+		'<table class="counts" id="st-bd-table"><tbody>' + rows.map(([name, ns]) => {
+			const [c, words] = STATES[name] || ['#eceff1', 'not seen (before its first ' +
+				'event, after its exit)'];
+			return `<tr data-state="${name}"><td>${esc(words)}</td><td class="n">` +
+				`${duration(ns)}</td><td class="n">${(ns / total * 100).toFixed(1)}%</td>` +
+				`<td><i style="background:${c};width:${Math.max(1, Math.round(ns / total *
+				160))}px"></i></td></tr>`;
+		}).join('') + '</tbody></table>';
+}
+
+// The panel for one /api/stats answer, and the selected thread's
+// /api/breakdown answer (or null).
+export function renderStats(box, a, sum, bd = null) {
 	const names = sum.names || {};
 	const note = a.exact ? 'exact' : 'from the per-bin counts: whole bins at the ends' +
 		(a.filtered ? '' : '; the expression (or a thread filter on CPUs) is not applied, zoom in');
@@ -47,5 +70,6 @@ export function renderStats(box, a, sum) {
 		counts('event', a.names.map((x) => [x.name, x.count])) +
 		counts('CPU', a.cpus.map((x) => [`CPU ${x.cpu}`, x.count])) +
 		counts('thread', a.threads.map((x) => [`${x.name || names[x.tid] || 'tid'} ${x.tid}`,
-			x.count])) + '</div>' + histogram(a.durations);
+			x.count])) + '</div>' + histogram(a.durations) +
+		(sum.have_sched ? breakdown(bd, sum) : '');
 }

@@ -198,7 +198,7 @@ export class Timeline {
 		this.arrowHits = [];
 		const drawn = { rows: this.rows.filter((r) => r.kind !== 'proc').length,
 			procs: this.rows.filter((r) => r.kind === 'proc').length, summaries: 0, slices: 0, running: 0, marks: 0, intervals: 0,
-			states: 0, exact: false, markList: [], arrows: 0, arrowList: [] };
+			states: 0, exact: false, markList: [], arrows: 0, arrowList: [], typed: 0, typedList: [] };
 		this.axis(ctx, view, pw, xOf);
 		for (const [i, r] of this.rows.entries()) {
 			ctx.fillStyle = i % 2 ? '#fafafa' : '#f0f3f5';
@@ -235,6 +235,8 @@ export class Timeline {
 			// an arrow to or from a thread of a collapsed process ends
 			// on its summary row
 			const rowOf = (kind, id) => byId(kind, id) || (kind === 'thread' && shut.get(id));
+			if (this.typed)
+				this.typedIntervals(ctx, xOf, rowOf, drawn);
 			if (this.showArrows !== false)
 				this.arrows(ctx, d, dx, rowOf, drawn);
 			ctx.restore();
@@ -435,6 +437,28 @@ export class Timeline {
 		}
 		this.marks(ctx, r, t.marks, dx, drawn, r.y + r.h - 12, 10, t.tid);
 		drawn.summaries++;
+	}
+
+	// The intervals of the rules typed in the page ({begin, end, depth,
+	// kind, tid} in ns, api/activity's), as threadRow draws the answer's:
+	// nested bars on the begin's thread row, or its collapsed process's.
+	typedIntervals(ctx, xOf, rowOf, drawn) {
+		const t = this.typed;
+		for (const iv of t.intervals) {
+			const r = rowOf('thread', iv.tid);
+			if (!r)
+				continue;
+			const kind = t.base + iv.kind, depth = r.kind === 'proc' ? 0 : iv.depth;
+			const x0 = xOf(iv.begin), x1 = xOf(iv.end);
+			const y = r.y + 8 + Math.min(depth, 3) * 3;
+			ctx.fillStyle = `hsl(${(kind * 83 + 200) % 360},45%,${62 - Math.min(depth, 3) * 8}%)`;
+			ctx.fillRect(x0, y, Math.max(1, x1 - x0), 10);
+			this.hits.push({ kind: 'interval', row: r, x0, x1, y0: y, y1: y + 10, depth: iv.depth,
+				ikind: kind, t0: iv.begin, t1: iv.end, exact: true });
+			drawn.typed++;
+			if (drawn.typedList.length < 50)
+				drawn.typedList.push({ tid: iv.tid, x0, x1, y, rule: iv.kind });
+		}
 	}
 
 	// Wakeups: flat [x0, x1, waker, cpu, wakee, t, run] from the waker's

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* strata view's activity rules, from the command line or typed in the page: their parser, and api/activity's intervals (docs/view.md). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,16 +54,18 @@ struct found {
 	struct vw_iv *v;         /* kind: the rule's index */
 	uint32_t *tid, *pid;
 	size_t n, cap;
-	uint64_t from, to;       /* ticks: the begins kept */
+	uint64_t from, to;       /* ticks: the window the intervals overlap */
 	const struct vw_filter *q;
 	unsigned rule;
 	bool full, nomem;
 };
 
+/* An interval kept: one that overlaps [from, to], whether it began
+ * before the window, inside it, or spans it. */
 static void on_found(const struct iv_interval *iv, void *arg)
 {
 	struct found *f = arg;
-	if (iv->begin < f->from || iv->begin > f->to || !vw_filter_keeps(f->q, 't', iv->tid))
+	if (iv->end < f->from || iv->begin > f->to || !vw_filter_keeps(f->q, 't', iv->tid))
 		return;
 	if (f->n == VW_EXACT_MAX) {
 		f->full = true;
@@ -154,48 +157,156 @@ static int make_rules(struct vw_model *m, const char *text, struct vw_activity *
 	return *n ? 0 : bad_rule(o, 0, "no rule given");
 }
 
+/* Ends that found no begin, over the rules' pairers (one kind each). */
+static uint64_t orphans(const struct vw_activity *r, unsigned nr)
+{
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < nr; i++) {
+		uint64_t open, orphan, deep;
+		iv_pairer_unmatched(r[i].pairer, 0, &open, &orphan, &deep);
+		sum += orphan;
+	}
+	return sum;
+}
+
+static bool any_open(const struct vw_activity *r, unsigned nr)
+{
+	for (unsigned i = 0; i < nr; i++) {
+		uint64_t open, orphan, deep;
+		iv_pairer_unmatched(r[i].pairer, 0, &open, &orphan, &deep);
+		if (open)
+			return true;
+	}
+	return false;
+}
+
+/* Events a pass reads past the window at least: an interval that spans
+ * the window shows only by its end, ahead, found without a begin. */
+#define VW_AHEAD (VW_EXACT_MAX / 4)
+
+/*
+ * One pass: the rules' pairers made anew and fed the events from
+ * `back` ticks before the window through it and on, until `back` ticks
+ * and VW_AHEAD events past it and then while an interval is still open
+ * (checked every 1024 events), VW_EXACT_MAX events at most (*complete
+ * false past that). *lost: an end at or after the window's start found
+ * no begin, so an interval that overlaps the window began before the
+ * pass (or its begin is not in the trace). Returns 0 or -ENOMEM.
+ */
+static int pair_pass(struct vw_model *m, struct vw_activity *r, unsigned nr, uint64_t back,
+		     struct found *f, bool *complete, bool *lost)
+{
+	struct strata_iter *it = NULL;
+	char why[512];
+	int err = 0;
+	for (unsigned i = 0; i < nr && !err; i++) {
+		iv_pairer_destroy(r[i].pairer);
+		r[i].pairer = NULL;
+		err = vw_activity_make(m->t, &r[i], why, sizeof(why));
+	}
+	if (!err)
+		err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1 }, &it);
+	if (err)
+		return err == -EINVAL ? -ENOMEM : err; /* it was made once already */
+	f->n = 0;
+	f->full = false;
+	uint64_t read = 0, ahead = 0, before = UINT64_MAX;
+	uint64_t from = f->from - m->begin > back ? f->from - back : m->begin;
+	uint64_t past = back < UINT64_MAX - f->to ? f->to + back : UINT64_MAX;
+	const struct strata_event *ev;
+	*complete = true;
+	strata_iter_seek(it, from);
+	while (!f->q->none && strata_iter_next(it, &ev) == 1) {
+		if (read++ == VW_EXACT_MAX) {
+			*complete = false;
+			break;
+		}
+		if (ev->timestamp >= f->from && before == UINT64_MAX)
+			before = orphans(r, nr);
+		ahead += ev->timestamp > f->to;
+		if (ev->timestamp > past && ahead >= VW_AHEAD && read % 1024 == 0 &&
+		    !any_open(r, nr))
+			break;
+		for (unsigned i = 0; i < nr && !f->nomem; i++) {
+			f->rule = i;
+			if (iv_pairer_feed(r[i].pairer, ev, on_found, f))
+				f->nomem = true;
+		}
+		if (f->nomem) {
+			strata_iter_destroy(it);
+			return -ENOMEM;
+		}
+	}
+	*lost = before != UINT64_MAX && orphans(r, nr) > before;
+	strata_iter_destroy(it);
+	return 0;
+}
+
+/*
+ * The intervals of the rules of `text` (parsed into r, *nr of them) that
+ * overlap f's window: paired from a window's width before it to a width
+ * (and VW_AHEAD events) past it, then, while an end at or after its start found no begin, 4
+ * times further each way each pass (an interval spanning the window shows
+ * by its end, ahead, that its begin lies behind), until the trace's start
+ * or a pass that reads VW_EXACT_MAX events (docs/view.md,
+ * "api/activity"). Returns 0, 400 (a bad rule, why in o), -ENOMEM.
+ */
+static int pair_rules(struct vw_model *m, const char *text, struct vw_activity *r,
+		      unsigned *nr, struct found *f, bool *complete, struct vw_buf *o)
+{
+	bool lost = false;
+	int err = make_rules(m, text, r, nr, o);
+	for (uint64_t back = f->to - f->from + 1; !err; back *= 4) {
+		err = pair_pass(m, r, *nr, back, f, complete, &lost);
+		if (!lost || !*complete || f->from - m->begin <= back || back > UINT64_MAX / 4)
+			break;
+	}
+	return err;
+}
+
+static void found_fini(struct found *f, struct vw_activity *r)
+{
+	for (unsigned i = 0; i < VW_RULES_MAX; i++)
+		vw_activity_fini(&r[i]);
+	free(f->v);
+	free(f->tid);
+	free(f->pid);
+}
+
+int vw_activity_durations(struct vw_model *m, const char *text, unsigned rule, uint64_t a,
+			  uint64_t b, const struct vw_filter *q, uint64_t **out, size_t *n,
+			  bool *complete, struct vw_buf *o)
+{
+	struct vw_activity r[VW_RULES_MAX] = { 0 };
+	struct found f = { .from = a, .to = b, .q = q };
+	unsigned nr;
+	*out = NULL;
+	*n = 0;
+	int err = pair_rules(m, text, r, &nr, &f, complete, o);
+	if (!err && rule >= nr)
+		err = bad_rule(o, rule, "no such rule: kind counts the rules from 0");
+	if (!err && !(*out = malloc((f.n + 1) * sizeof(**out))))
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < f.n; i++)
+		if (f.v[i].kind == rule && f.v[i].begin >= a)
+			(*out)[(*n)++] = vw_ns(m, f.v[i].end - f.v[i].begin);
+	*complete = *complete && !f.full;
+	found_fini(&f, r);
+	return err;
+}
+
 int vw_api_activity(struct vw_model *m, const char *text, uint64_t t0, uint64_t t1, int by,
 		    unsigned n, const struct vw_filter *q, struct vw_buf *o)
 {
 	struct vw_activity r[VW_RULES_MAX] = { 0 };
 	struct found f = { .from = m->begin + vw_ticks(m, t0),
 			   .to = m->begin + vw_ticks(m, t1 + 1) - 1, .q = q };
-	struct strata_iter *it = NULL;
 	size_t *order = NULL;
 	unsigned nr;
-	uint64_t read = 0;
 	bool complete = true;
-	int err = make_rules(m, text, r, &nr, o);
-	if (!err)
-		err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1 }, &it);
+	int err = pair_rules(m, text, r, &nr, &f, &complete, o);
 	if (err)
 		goto out;
-	/* the events of [t0, t1], then on while an interval is still open
-	 * (the begins in range that end later), VW_EXACT_MAX at most */
-	strata_iter_seek(it, f.from);
-	const struct strata_event *ev;
-	while (!q->none && strata_iter_next(it, &ev) == 1) {
-		if (read++ == VW_EXACT_MAX) {
-			complete = false;
-			break;
-		}
-		if (ev->timestamp > f.to && read % 1024 == 0) {
-			uint64_t open = 0, orphans, deep;
-			for (unsigned i = 0; i < nr && !open; i++)
-				iv_pairer_unmatched(r[i].pairer, 0, &open, &orphans, &deep);
-			if (!open)
-				break;
-		}
-		for (unsigned i = 0; i < nr && !f.nomem; i++) {
-			f.rule = i;
-			if (iv_pairer_feed(r[i].pairer, ev, on_found, &f))
-				f.nomem = true;
-		}
-		if (f.nomem) {
-			err = -ENOMEM;
-			goto out;
-		}
-	}
 	if (!(order = malloc((f.n + 1) * sizeof(*order)))) {
 		err = -ENOMEM;
 		goto out;
@@ -222,12 +333,7 @@ int vw_api_activity(struct vw_model *m, const char *text, uint64_t t0, uint64_t 
 	}
 	vw_puts(o, "]}");
 out:
-	strata_iter_destroy(it);
-	for (unsigned i = 0; i < VW_RULES_MAX; i++)
-		vw_activity_fini(&r[i]);
+	found_fini(&f, r);
 	free(order);
-	free(f.v);
-	free(f.tid);
-	free(f.pid);
 	return err;
 }

@@ -273,9 +273,10 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 		err = vw_api_window(&s->m, (uint64_t)t0, (uint64_t)t1, (unsigned)w, &q, &b);
 	} else if (!strcmp(what, "stats")) {
 		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
-		    !arg(c, "kind", -1, 65535, -1, &kind, &b) || !filter_args(c, &q, &b))
+		    !arg(c, "kind", -1, 65535, -1, &kind, &b) || !filter_args(c, &q, &b) ||
+		    !text_arg(c, "rules", VW_RULES_MAX * (VW_RULE_MAX + 1) - 1, &rules, &b))
 			return send_json(c, 400, &b);
-		err = vw_api_stats(&s->m, (uint64_t)t0, (uint64_t)t1, (int)kind, &q, &b);
+		err = vw_api_stats(&s->m, (uint64_t)t0, (uint64_t)t1, (int)kind, rules, &q, &b);
 	} else if (!strcmp(what, "intervals")) {
 		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
 		    !arg(c, "kind", 0, 65535, 0, &kind, &b) || !arg(c, "by", 0, 1, 0, &dir, &b) ||
@@ -292,6 +293,11 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 			return send_json(c, 400, &b);
 		err = vw_api_activity(&s->m, rules ? rules : "", (uint64_t)t0, (uint64_t)t1,
 				      (int)dir, (unsigned)nb, &q, &b);
+	} else if (!strcmp(what, "breakdown")) {
+		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
+		    !arg(c, "tid", 0, UINT32_MAX, 0, &tid, &b))
+			return send_json(c, 400, &b);
+		err = vw_api_breakdown(&s->m, (uint32_t)tid, (uint64_t)t0, (uint64_t)t1, &b);
 	} else if (!strcmp(what, "list")) {
 		if (!arg(c, "t", 0, span, 0, &t, &b) || !arg(c, "before", 0, 1000, 20, &nb, &b) ||
 		    !arg(c, "after", 0, 1000, 50, &na, &b) ||

@@ -120,6 +120,34 @@ static size_t begins_after(const struct vw_ivlevel *lv, uint64_t ts)
 	return lo;
 }
 
+/* Durations d (ns, n of them, each standing for `step`) as the answer's
+ * "durations": count, min, median, max and the log-scale histogram. */
+static void put_durations(struct vw_buf *o, int kind, uint64_t *d, size_t n, size_t step,
+			  bool exact)
+{
+	qsort(d, n, sizeof(*d), cmp_u64);
+	uint64_t hist[ST_HIST] = { 0 };
+	for (size_t i = 0; i < n; i++)
+		hist[63 - __builtin_clzll(d[i] | 1)] += step;
+	vw_printf(o, ",\"durations\":{\"kind\":%d,\"exact\":%s,\"step\":%zu,\"count\":%llu",
+		  kind, exact ? "true" : "false", step, (unsigned long long)(n * step));
+	if (n)
+		vw_printf(o, ",\"min\":%llu,\"median\":%llu,\"max\":%llu",
+			  (unsigned long long)d[0], (unsigned long long)d[n / 2],
+			  (unsigned long long)d[n - 1]);
+	vw_puts(o, ",\"hist\":[");
+	for (unsigned k = 0, first = 1; k < ST_HIST; k++) {
+		if (!hist[k])
+			continue;
+		vw_printf(o, "%s%llu,%llu,%llu", first ? "" : ",",
+			  k ? (unsigned long long)1 << k : 0ull,
+			  k < 63 ? (unsigned long long)2 << k : ~0ull,
+			  (unsigned long long)hist[k]);
+		first = 0;
+	}
+	vw_puts(o, "]}");
+}
+
 /*
  * The durations of the intervals of `kind` that begin in [t0, t1], on the
  * threads q keeps. Each thread's levels are sorted by begin, so the
@@ -157,32 +185,12 @@ static int durations(struct vw_model *m, uint64_t t0, uint64_t t1, int kind,
 					d[n++] = vw_ns(m, lv->iv[j].end - lv->iv[j].begin);
 		}
 	}
-	qsort(d, n, sizeof(*d), cmp_u64);
-	uint64_t hist[ST_HIST] = { 0 };
-	for (size_t i = 0; i < n; i++)
-		hist[63 - __builtin_clzll(d[i] | 1)] += step;
-	vw_printf(o, ",\"durations\":{\"kind\":%d,\"exact\":%s,\"step\":%zu,\"count\":%llu",
-		  kind, step == 1 ? "true" : "false", step, (unsigned long long)(n * step));
-	if (n)
-		vw_printf(o, ",\"min\":%llu,\"median\":%llu,\"max\":%llu",
-			  (unsigned long long)d[0], (unsigned long long)d[n / 2],
-			  (unsigned long long)d[n - 1]);
-	vw_puts(o, ",\"hist\":[");
-	for (unsigned k = 0, first = 1; k < ST_HIST; k++) {
-		if (!hist[k])
-			continue;
-		vw_printf(o, "%s%llu,%llu,%llu", first ? "" : ",",
-			  k ? (unsigned long long)1 << k : 0ull,
-			  k < 63 ? (unsigned long long)2 << k : ~0ull,
-			  (unsigned long long)hist[k]);
-		first = 0;
-	}
-	vw_puts(o, "]}");
+	put_durations(o, kind, d, n, step, step == 1);
 	free(d);
 	return 0;
 }
 
-int vw_api_stats(struct vw_model *m, uint64_t t0, uint64_t t1, int kind,
+int vw_api_stats(struct vw_model *m, uint64_t t0, uint64_t t1, int kind, const char *rules,
 		 const struct vw_filter *q, struct vw_buf *o)
 {
 	unsigned ncls = strata_trace_nclasses(m->t);
@@ -197,7 +205,17 @@ int vw_api_stats(struct vw_model *m, uint64_t t0, uint64_t t1, int kind,
 		b = a;
 	unsigned b0 = vw_bin(m, a), b1 = vw_bin(m, b);
 	uint64_t est = m->prefix[b1 + 1] - m->prefix[b0];
-	int err = c.cls && c.cpu && c.row ? vw_filter_make(m, q, &f, o) : -ENOMEM;
+	/* a typed rule's durations first: a bad rule is a 400, said
+	 * before any of the answer is written */
+	uint64_t *typed = NULL;
+	size_t ntyped = 0;
+	bool typed_complete = true;
+	int err = c.cls && c.cpu && c.row ? 0 : -ENOMEM;
+	if (!err && rules && kind >= 0 && !q->none)
+		err = vw_activity_durations(m, rules, (unsigned)kind, a, b, q, &typed, &ntyped,
+					    &typed_complete, o);
+	if (!err)
+		err = vw_filter_make(m, q, &f, o);
 	if (!err)
 		err = vw_class_table(m, q->events, &keep);
 	if (!err && !q->none && est <= VW_EXACT_MAX) {
@@ -245,11 +263,14 @@ int vw_api_stats(struct vw_model *m, uint64_t t0, uint64_t t1, int kind,
 		first = 0;
 	}
 	vw_puts(o, "]");
-	if (kind >= 0 && !q->none)
+	if (kind >= 0 && !q->none && rules)
+		put_durations(o, kind, typed, ntyped, 1, typed_complete);
+	else if (kind >= 0 && !q->none)
 		err = durations(m, a, b, kind, q, o);
 	vw_puts(o, "}");
 out:
 	strata_filter_destroy(f);
+	free(typed);
 	free(keep);
 	free(c.cls);
 	free(c.cpu);
@@ -282,7 +303,9 @@ static int by_begin(const void *a, const void *b)
 }
 
 /*
- * Longest first: the levels hold ever shorter intervals (view.h), so they
+ * The intervals of a kind that overlap [t0, t1]: begun in it, before it
+ * and ending in it, or spanning it (as api/activity's for the page's
+ * rules). Longest first: the levels hold ever shorter intervals (view.h), so they
  * are read from the longest down, and once a level leaves n of the kind
  * in hand no shorter one can be among the n longest. In time order: the
  * first n of the kind from each thread's level, merged. Either way at most
@@ -308,13 +331,17 @@ int vw_api_intervals(struct vw_model *m, uint64_t t0, uint64_t t1, int kind, int
 			const struct vw_ivlevel *lv = &th->lev[l];
 			if (!lv->n || !vw_filter_keeps(q, 't', th->tid))
 				continue;
+			/* level l's intervals last span >> l at most: those
+			 * that overlap [a, b] begin after a - (span >> l) */
+			uint64_t most = l ? (m->end - m->begin) >> l : UINT64_MAX; /* 0: any */
+			uint64_t from = a > most ? a - most : 0;
 			size_t j1 = begins_after(lv, b), mine = 0;
-			for (size_t j = begins_after(lv, a ? a - 1 : 0); j < j1; j++) {
+			for (size_t j = begins_after(lv, from ? from - 1 : 0); j < j1; j++) {
 				if (read++ == VW_EXACT_MAX) {
 					complete = false;
 					break;
 				}
-				if ((int)lv->iv[j].kind != kind)
+				if ((int)lv->iv[j].kind != kind || lv->iv[j].end < a)
 					continue;
 				if (got == cap) {
 					struct pick *np = realloc(p, 2 * cap * sizeof(*p));

@@ -184,8 +184,9 @@ struct vw_filter; /* below */
  */
 #define VW_EXACT_MAX 200000u
 
-/* The answers of the JSON API (api.c); each writes one JSON document into
- * out, or returns an HTTP status (400) after writing why into out. */
+/* The answers of the JSON API (summary.c, window.c, events.c); each
+ * writes one JSON document into out, or returns an HTTP status (400)
+ * after writing why into out. */
 int vw_api_summary(struct vw_model *m, struct vw_buf *out);
 /* Rows between t0 and t1 (ns since the trace start) at w pixels. */
 int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
@@ -230,10 +231,6 @@ int vw_api_search(struct vw_model *m, const struct vw_filter *q, const char *fin
  * Returns 0 or -ENOMEM. */
 int vw_class_table(struct vw_model *m, const char *globs, bool **out);
 
-/* Statistics of [t0, t1] (ns) under q (stats.c, view.md "api/stats"):
- * events per name, CPU and thread, and the durations of the intervals of
- * kind `kind` (-1: none) that begin in it. Returns 0, 400 (a bad
- * expression, why in out), -ENOMEM. */
 /* Up to n intervals of `kind` that begin in [t0, t1] on the threads q
  * keeps, the longest first (by 0) or in time order (by 1); stats.c.
  * Returns 0 or -ENOMEM. */
@@ -245,8 +242,27 @@ int vw_api_intervals(struct vw_model *m, uint64_t t0, uint64_t t1, int kind, int
  * Returns 0, 400 (a bad rule, why in out), -ENOMEM. */
 int vw_api_activity(struct vw_model *m, const char *rules, uint64_t t0, uint64_t t1, int by,
 		    unsigned n, const struct vw_filter *q, struct vw_buf *out);
-int vw_api_stats(struct vw_model *m, uint64_t t0, uint64_t t1, int kind,
+/* The durations (ns, *out malloc'ed, *n of them) of the intervals of the
+ * page's rule number `rule` of `rules` that begin in [a, b] (ticks) on
+ * the threads q keeps, paired as api/activity pairs them (*complete
+ * false past its bounds). Returns 0, 400 (a bad rule, or no rule `rule`:
+ * why in out), -ENOMEM. */
+int vw_activity_durations(struct vw_model *m, const char *rules, unsigned rule, uint64_t a,
+			  uint64_t b, const struct vw_filter *q, uint64_t **out, size_t *n,
+			  bool *complete, struct vw_buf *o);
+/* Statistics of [t0, t1] (ns) under q (stats.c, view.md "api/stats"):
+ * events per name, CPU and thread, and the durations of the intervals of
+ * kind `kind` (-1: none) that begin in it; with `rules` (NULL: none), kind
+ * numbers the page's rules (vw_activity_durations). Returns 0, 400 (a bad
+ * expression or rule, why in out), -ENOMEM. */
+int vw_api_stats(struct vw_model *m, uint64_t t0, uint64_t t1, int kind, const char *rules,
 		 const struct vw_filter *q, struct vw_buf *out);
+
+/* Where thread tid's time went over [t0, t1) (ns): ns per analysis.h's
+ * bd_state, from the breakdown's own stretches (breakdown.c, view.md
+ * "api/breakdown"). Returns 0. */
+int vw_api_breakdown(struct vw_model *m, uint32_t tid, uint64_t t0, uint64_t t1,
+		     struct vw_buf *out);
 
 /* The page's files, embedded at build time (assets.c, from web/). */
 struct vw_asset {

@@ -691,6 +691,42 @@ try {
 		a = await page.evaluate(() => window.strataView.intervals);
 		check(a.intervals.map((iv) => iv.begin).join() === '5000000,10000000,20000000',
 			`the typed rule by start: ${JSON.stringify(a.intervals)}`);
+		// the typed rule's intervals drawn on the thread rows, as the
+		// command line's are: three bars, worker-b's two (one nested),
+		// each in the typed kind's colour over the same jobs' bars of
+		// the command line's rule
+		await page.waitForFunction(() => window.strataView.drawn.typed === 3, null,
+			{ timeout: 10000 }).catch(() => {});
+		const tv = await page.evaluate(() => {
+			const h = window.strataView, d = h.drawn, c = document.getElementById('timeline');
+			const dpr = window.devicePixelRatio || 1, ctx = c.getContext('2d');
+			const want = document.createElement('canvas').getContext('2d');
+			const kind = h.summary.kinds.length; // the first typed rule's
+			want.fillStyle = `hsl(${(kind * 83 + 200) % 360},45%,62%)`;
+			want.fillRect(0, 0, 1, 1);
+			const px = (x, y) => [...ctx.getImageData(Math.round(x * dpr),
+				Math.round(y * dpr), 1, 1).data.slice(0, 3)].join();
+			const top = d.typedList.filter((t) => t.y === Math.min(...d.typedList
+				.filter((u) => u.tid === t.tid).map((u) => u.y)));
+			return { n: d.typed, tids: d.typedList.map((t) => t.tid).sort().join(),
+				want: [...want.getImageData(0, 0, 1, 1).data.slice(0, 3)].join(),
+				got: top.map((t) => px(t.x0 + 2, t.y + 1)) };
+		});
+		check(tv.n === 3 && tv.tids === '301,302,302' && tv.got.every((g) => g === tv.want),
+			`the typed rule drawn on the rows: ${JSON.stringify(tv)}`);
+		// and in the statistics' menu: its durations' histogram
+		await page.click('#tab-stats');
+		await page.evaluate(() => { window.strataView.stats = null; });
+		await page.selectOption('#st-kind', 'r0');
+		await page.waitForFunction(() => window.strataView.stats?.durations, null,
+			{ timeout: 10000 }).catch(() => {});
+		const du = await page.evaluate(() => window.strataView.stats?.durations);
+		const durText = await page.textContent('#stats');
+		check(du && du.count === 3 && du.min === 10000000 && du.max === 75000000 &&
+			du.hist.filter((_, i) => i % 3 === 2).reduce((x, y) => x + y, 0) === 3 &&
+			/3 intervals/.test(durText),
+			`the typed rule's durations in the statistics: ${JSON.stringify(du)}`);
+		await page.click('#tab-act');
 		// two rules, each interval listed with its rule
 		a = await typed('x=work:job_begin..work:job_end;y=work:job_begin..work:job_end,by=job');
 		const cells = await page.$$eval('#act-table tbody tr', (trs) =>
@@ -730,6 +766,37 @@ try {
 			by(st.names, 'name')['work:job_begin'] === 4 && by(st.cpus, 'cpu')[0] === 12 &&
 			by(st.cpus, 'cpu')[1] === 11 && by(st.threads, 'tid')[302] === 4 &&
 			by(st.threads, 'tid')[301] === 2, `statistics of the whole trace: ${JSON.stringify(st)}`);
+		// the selected thread's breakdown: a click on worker-b's state
+		// strip; over the whole trace, the times strata breakdown gives
+		// for gen_view.py's trace (66 ms running, 2 ms in a system call,
+		// 30 ms sleeping, 2 ms before its first event)
+		{
+			const r = (await page.evaluate(() => window.strataView.rows))
+				.find((q) => q.kind === 'thread' && q.id === 302);
+			const box = await page.locator('#timeline').boundingBox();
+			await page.mouse.click(box.x + 170 + 0.3 * (box.width - 170), box.y + r.y + 3);
+			await page.waitForFunction(() => window.strataView.breakdown?.tid === 302, null,
+				{ timeout: 10000 }).catch(() => {});
+			const bd = await page.evaluate(() => window.strataView.breakdown);
+			const cells = await page.$$eval('#st-bd-table tr', (trs) =>
+				trs.map((tr) => [tr.dataset.state, tr.cells[1].textContent]));
+			check(bd && bd.ns.join() === '66000000,2000000,0,30000000,0,0,0,2000000' &&
+				JSON.stringify(cells) === JSON.stringify([['running', '66.000 ms'],
+					['syscall', '2.000 ms'], ['sleeping', '30.000 ms'], ['unseen', '2.000 ms']]) &&
+				/worker-b 302/.test(await page.textContent('#st-bd')),
+				`worker-b's breakdown: ${JSON.stringify(bd)} ${JSON.stringify(cells)}`);
+			// over a view of 20-60 ms: running all along
+			await page.evaluate(() => { window.strataView.breakdown = null; });
+			await page.evaluate(() => window.strataView.go(20e6, 60e6));
+			await page.waitForFunction(() => window.strataView.breakdown?.t0 === 20e6, null,
+				{ timeout: 10000 }).catch(() => {});
+			const b2 = await page.evaluate(() => window.strataView.breakdown);
+			check(b2 && b2.ns.join() === '40000000,0,0,0,0,0,0,0',
+				`worker-b's breakdown over 20-60 ms: ${JSON.stringify(b2)}`);
+			await page.locator('#timeline').focus();
+			await page.keyboard.press('0');
+			await page.waitForTimeout(300);
+		}
 		const kind = String(h.summary.kinds.indexOf('work:job_begin..job_end'));
 		st = await stats(() => page.selectOption('#st-kind', kind));
 		const du = st.durations || {};

@@ -1,105 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* strata view's JSON API: the trace summary, rows of a window at a resolution, events around a time (docs/view.md). */
+/* strata view's api/window: the rows between two times at a width in pixels, per-pixel summaries where the events are denser than the pixels (docs/view.md, "Level of detail"). */
 #include <errno.h>
-#include <fnmatch.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "view.h"
-
-static const char *thread_name(const struct vw_model *m, uint32_t tid)
-{
-	const char *n = an_names_get(m->names, tid);
-	return n ? n : "";
-}
-
-int vw_api_summary(struct vw_model *m, struct vw_buf *o)
-{
-	struct strata_clock_info ck;
-	strata_trace_clock(m->t, &ck);
-	struct an_loss loss;
-	an_loss_get(m->t, &loss);
-	vw_puts(o, "{\"trace\":");
-	vw_put_str(o, m->path, strlen(m->path));
-	vw_printf(o, ",\"span_ns\":%llu,\"wall_ns\":%lld,\"clock\":",
-		  (unsigned long long)vw_ns(m, m->end - m->begin),
-		  (long long)strata_trace_wall_ns(m->t, m->begin));
-	vw_put_str(o, ck.name ? ck.name : "", ck.name ? strlen(ck.name) : 0);
-	vw_printf(o, ",\"freq\":%llu", (unsigned long long)ck.freq);
-	vw_printf(o, ",\"events\":%llu,\"bytes\":%llu,\"build_ms\":%.1f,"
-		  "\"have_sched\":%s,\"problems\":%llu,\"lost_events\":%llu,"
-		  "\"lost_packets\":%llu,\"cpus\":[",
-		  (unsigned long long)m->nevents,
-		  (unsigned long long)strata_trace_size(m->t), m->build_ms,
-		  m->have_sched ? "true" : "false",
-		  (unsigned long long)strata_trace_nproblems(m->t),
-		  (unsigned long long)(loss.kernel_events + loss.user_events),
-		  (unsigned long long)(loss.kernel_packets + loss.user_packets));
-	for (unsigned i = 0; i < m->ncpus; i++) {
-		uint64_t n = 0;
-		for (unsigned b = 0; b < m->nbins; b++)
-			n += m->cpus[i].bins[b];
-		vw_printf(o, "%s{\"cpu\":%u,\"switches\":%zu,\"events\":%llu}",
-			  i ? "," : "", i, m->cpus[i].nsw, (unsigned long long)n);
-	}
-	vw_puts(o, "],\"threads\":[");
-	for (unsigned i = 0; i < m->nrows; i++) {
-		const struct vw_thread *th = m->rows[i];
-		const char *n = thread_name(m, th->tid);
-		vw_printf(o, "%s{\"pid\":%u,\"tid\":%u,\"events\":%llu,"
-			  "\"intervals\":%zu,\"states\":%zu,\"name\":", i ? "," : "",
-			  th->pid, th->tid, (unsigned long long)th->events, th->niv,
-			  th->seen ? th->nst : 0);
-		vw_put_str(o, n, strlen(n));
-		vw_puts(o, "}");
-	}
-	/* every thread a CPU row may show, for its name and colour */
-	vw_puts(o, "],\"names\":{");
-	for (size_t i = 0, k = 0; i < m->threads.n; i++) {
-		const struct vw_thread *th = m->threads.all[i];
-		const char *n = an_names_get(m->names, th->tid);
-		if (!n)
-			continue;
-		vw_printf(o, "%s\"%u\":", k++ ? "," : "", th->tid);
-		vw_put_str(o, n, strlen(n));
-	}
-	vw_puts(o, "},\"kinds\":[");
-	for (unsigned i = 0; i < m->nkinds; i++) {
-		const char *k = vw_kind_name(m, i);
-		vw_puts(o, i ? "," : "");
-		vw_put_str(o, k, strlen(k));
-	}
-	/* the kinds of the command's --activity rules, by index */
-	vw_printf(o, "],\"activities\":[");
-	for (unsigned r = 0; r < m->nacts; r++)
-		vw_printf(o, "%s%u", r ? "," : "", m->nkinds - m->nacts + r);
-	/* [ts, kind, count] each, ts in ns; a time before the trace's
-	 * begin (a lost packet's) is shown at the start */
-	vw_puts(o, "],\"damage\":[");
-	for (unsigned i = 0; m->problems && i < m->problems->n; i++) {
-		const struct vw_problem *p = &m->problems->v[i];
-		vw_printf(o, "%s%llu,%d,%llu", i ? "," : "",
-			  (unsigned long long)(p->ts > m->begin ? vw_ns(m, p->ts - m->begin) : 0),
-			  p->kind, (unsigned long long)p->count);
-	}
-	/* the thread states' names, by analysis.h's enum bd_state */
-	vw_puts(o, "],\"states\":[\"running\",\"syscall\",\"runnable\","
-		"\"sleeping\",\"io\",\"irq\",\"unknown\"]");
-	_Static_assert(BD_UNKNOWN == 6 && BD_NSTATES == 8, "the names above");
-	vw_puts(o, ",\"classes\":[");
-	for (unsigned i = 0; i < strata_trace_nclasses(m->t); i++) {
-		const struct strata_event_class *c = strata_trace_class(m->t, i);
-		const char *n = c ? c->name : "";
-		vw_puts(o, i ? "," : "");
-		vw_put_str(o, n, strlen(n));
-	}
-	vw_puts(o, "]}");
-	return 0;
-}
-
-/* ---- a window: rows between t0 and t1 at w pixels ------------------------ */
+#include "api.h"
 
 struct win {
 	struct vw_model *m;
@@ -202,10 +109,13 @@ static uint64_t bin_start(const struct vw_model *m, unsigned b)
 }
 
 /* From the bins (of 2^shift of the row's bins each): each bin of the
- * window into the pixel where it starts, spread over the pixels it covers. */
+ * window into the pixel where it starts, spread over the pixels it covers.
+ * A thread row with kernel events only (its states) has no bins. */
 static void fill_bins(const struct win *v, struct px *p, const uint32_t *bins,
 		      unsigned shift)
 {
+	if (!bins)
+		return;
 	unsigned b0 = vw_bin(v->m, v->t0) >> shift, b1 = vw_bin(v->m, v->t1) >> shift;
 	for (unsigned b = b0; b <= b1; b++) {
 		if (!bins[b])
@@ -303,9 +213,7 @@ static void put_slices(const struct win *v, const char *key, const struct vw_swi
 
 /* ---- a thread's states ----------------------------------------------------- */
 
-/* Ticks th spent in each state from its first stretch up to tick x: the
- * block's sums, then at most a block of stretches (view.h). */
-static void state_upto(const struct vw_thread *th, uint64_t x, uint64_t acc[BD_NSTATES])
+void vw_state_upto(const struct vw_thread *th, uint64_t x, uint64_t acc[BD_NSTATES])
 {
 	size_t k = after(th->st, th->nst, sizeof(*th->st), x); /* st[k - 1] holds x */
 	memset(acc, 0, BD_NSTATES * sizeof(*acc));
@@ -357,12 +265,12 @@ static void put_states(const struct win *v, const struct vw_thread *th)
 	int run_state = -1, run_mixed = 0;
 	unsigned run_x = 0;
 	double tpp = (double)(v->t1 - v->t0) / v->w;
-	state_upto(th, v->t0, prev);
+	vw_state_upto(th, v->t0, prev);
 	for (unsigned x = 0; x <= v->w; x++) {
 		int state = -1, mixed = 0;
 		uint64_t b = x < v->w ? v->t0 + (uint64_t)((x + 1) * tpp) : v->t1;
 		if (x < v->w) {
-			state_upto(th, b, cur);
+			vw_state_upto(th, b, cur);
 			uint64_t most = 0;
 			for (int s = 0; s < BD_NSTATES; s++) {
 				uint64_t d = cur[s] - prev[s];
@@ -495,51 +403,6 @@ static bool fill_row_bins(const struct win *v, struct px *p, const uint32_t *bin
 	return !q->expr;
 }
 
-/* fn(glob, arg) for each glob of a comma-separated list, until one
- * returns non-zero (returned). */
-static int each_glob(const char *list, int (*fn)(const char *glob, void *arg), void *arg)
-{
-	char buf[VW_ARG_MAX + 1];
-	snprintf(buf, sizeof(buf), "%s", list);
-	for (char *save, *g = strtok_r(buf, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
-		while (*g == ' ')
-			g++;
-		int err = fn(g, arg);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-struct class_ok {
-	struct vw_model *m;
-	bool *ok;
-};
-
-static int mark_classes(const char *glob, void *arg)
-{
-	struct class_ok *c = arg;
-	for (unsigned i = 0; i < strata_trace_nclasses(c->m->t); i++) {
-		const struct strata_event_class *k = strata_trace_class(c->m->t, i);
-		c->ok[i] |= k && !fnmatch(glob, k->name, 0);
-	}
-	return 0;
-}
-
-int vw_class_table(struct vw_model *m, const char *globs, bool **out)
-{
-	*out = NULL;
-	if (!globs)
-		return 0;
-	unsigned n = strata_trace_nclasses(m->t);
-	struct class_ok c = { m, calloc(n ? n : 1, sizeof(bool)) };
-	if (!c.ok)
-		return -ENOMEM;
-	each_glob(globs, mark_classes, &c);
-	*out = c.ok;
-	return 0;
-}
-
 /* Whether q keeps a wakeup: its CPU, its waker or wakee among the
  * threads, its class among the globs' (cls; NULL: all). An expression
  * does not apply: a wakeup is drawn, not listed. */
@@ -655,299 +518,4 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	free(v.cls);
 	free(px);
 	return 0;
-}
-
-/* ---- events around a time ------------------------------------------------ */
-
-static void put_event(struct vw_model *m, const struct strata_event *ev,
-		      struct strata_value *vals, unsigned nvals, struct vw_buf *o)
-{
-	char desc[512];
-	const struct strata_event_class *c = ev->cls;
-	vw_printf(o, "{\"ts\":%llu,\"cpu\":%u,\"pid\":%u,\"tid\":%u,\"stream\":%u,"
-		  "\"offset\":%llu,\"cls\":%u,\"name\":",
-		  (unsigned long long)vw_ns(m, ev->timestamp - m->begin), ev->cpu,
-		  ev->pid, ev->tid, ev->stream, (unsigned long long)ev->offset,
-		  c->index);
-	vw_put_str(o, c->name, strlen(c->name));
-	vw_puts(o, ",\"fields\":{");
-	int n = c->nfields + 3 <= nvals ? strata_event_fields(ev, vals, nvals) : -EINVAL;
-	for (int i = 0, k = 0; i < n; i++) {
-		if (c->fields[i].hidden)
-			continue;
-		vw_puts(o, k++ ? "," : "");
-		vw_put_str(o, c->fields[i].name, strlen(c->fields[i].name));
-		vw_puts(o, ":");
-		vw_put_value(o, &c->fields[i], &vals[i]);
-	}
-	int d = n >= 0 ? strata_event_describe_values(ev, vals, (unsigned)n, desc,
-						     sizeof(desc)) : -1;
-	vw_puts(o, "},\"desc\":");
-	vw_put_str(o, d >= 0 ? desc : "(damaged)", d >= 0 ? strlen(desc) : 9);
-	vw_puts(o, n < 0 ? ",\"damaged\":true}" : "}");
-}
-
-
-/* The last `n` events before tick t: read from ever earlier points (4x
- * the span each time) until they hold n, so a dense trace reads about n
- * events and a sparse one a few passes. */
-static size_t before(struct vw_model *m, struct strata_iter *it, uint64_t t,
-		     unsigned n, struct strata_event *ring)
-{
-	uint64_t span = (m->end - m->begin) / 4096 + 1;
-	size_t got = 0;
-	for (;;) {
-		uint64_t from = t - m->begin > span ? t - span : m->begin;
-		strata_iter_seek(it, from);
-		const struct strata_event *ev;
-		got = 0;
-		while (strata_iter_next(it, &ev) == 1 && ev->timestamp < t)
-			ring[got++ % n] = *ev;
-		if (got >= n || from == m->begin)
-			break;
-		span *= 4;
-	}
-	if (got > n) { /* oldest first */
-		size_t k = got % n;
-		struct strata_event tmp[n];
-		memcpy(tmp, ring + k, (n - k) * sizeof(*ring));
-		memcpy(tmp + n - k, ring, k * sizeof(*ring));
-		memcpy(ring, tmp, n * sizeof(*ring));
-		got = n;
-	}
-	return got;
-}
-
-int vw_api_list(struct vw_model *m, uint64_t t, unsigned nbefore, unsigned nafter,
-		const struct vw_filter *q, struct vw_buf *o)
-{
-	struct strata_filter *f = NULL;
-	struct strata_iter *it = NULL;
-	struct strata_event *ring = calloc(nbefore + 1, sizeof(*ring));
-	unsigned nvals = 256 + 3;
-	struct strata_value *vals = calloc(nvals, sizeof(*vals));
-	int err = ring && vals ? vw_filter_make(m, q, &f, o) : -ENOMEM;
-	if (!err)
-		err = strata_iter_create(m->t, &(struct strata_iter_options){
-			.stream = -1, .filter = f }, &it);
-	if (err)
-		goto out;
-	if (q->none)
-		nbefore = nafter = 0;
-	uint64_t tt = m->begin + vw_ticks(m, t);
-	size_t nb = nbefore ? before(m, it, tt, nbefore, ring) : 0;
-	vw_printf(o, "{\"t\":%llu,\"before\":%zu,\"events\":[", (unsigned long long)t, nb);
-	for (size_t i = 0; i < nb; i++) {
-		vw_puts(o, i ? "," : "");
-		put_event(m, &ring[i], vals, nvals, o);
-	}
-	strata_iter_seek(it, tt);
-	const struct strata_event *ev;
-	for (unsigned i = 0; i < nafter && strata_iter_next(it, &ev) == 1; i++) {
-		vw_puts(o, nb || i ? "," : "");
-		put_event(m, ev, vals, nvals, o);
-	}
-	vw_puts(o, "]}");
-out:
-	strata_iter_destroy(it);
-	strata_filter_destroy(f);
-	free(ring);
-	free(vals);
-	return err;
-}
-
-/* ---- filters and search ---------------------------------------------------- */
-
-/* One glob of the filter's list into f (OR-ed, reader.h). */
-static int add_glob(const char *glob, void *f)
-{
-	int n = strata_filter_event(f, glob);
-	return n < 0 ? n : 0;
-}
-
-static int bad_expr(struct vw_buf *err, const char *what, const char *msg)
-{
-	vw_printf(err, "{\"error\":");
-	char line[320];
-	snprintf(line, sizeof(line), "%s: %s", what, msg);
-	vw_put_str(err, line, strlen(line));
-	vw_puts(err, "}");
-	return 400;
-}
-
-static bool listed(const uint32_t *ids, unsigned n, uint32_t id)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
-bool vw_filter_keeps(const struct vw_filter *q, char kind, uint32_t id)
-{
-	if (q->none)
-		return false;
-	if (kind == 'c')
-		return !q->ncpus || listed(q->cpus, q->ncpus, id);
-	return !q->ntids || listed(q->tids, q->ntids, id);
-}
-
-void vw_filter_only(struct vw_filter *q, char kind, uint32_t id)
-{
-	if (!vw_filter_keeps(q, kind, id))
-		q->none = true;
-	else if (kind == 'c')
-		q->cpus[0] = id, q->ncpus = 1;
-	else
-		q->tids[0] = id, q->ntids = 1;
-}
-
-int vw_filter_make(struct vw_model *m, const struct vw_filter *q,
-		   struct strata_filter **out, struct vw_buf *err)
-{
-	*out = NULL;
-	if (!q->ncpus && !q->ntids && !q->events && !q->expr)
-		return 0;
-	struct strata_filter *f;
-	char msg[256] = "";
-	int e = strata_filter_create(m->t, &f);
-	if (e)
-		return e;
-	for (unsigned i = 0; !e && i < q->ncpus; i++)
-		e = strata_filter_cpu(f, q->cpus[i]);
-	for (unsigned i = 0; !e && i < q->ntids; i++)
-		e = strata_filter_tid(f, q->tids[i]);
-	if (!e && q->events)
-		e = each_glob(q->events, add_glob, f);
-	if (!e && q->expr && (e = strata_filter_expr(f, q->expr, msg, sizeof(msg))) == -EINVAL)
-		e = bad_expr(err, "expr", msg);
-	if (e) {
-		strata_filter_destroy(f);
-		return e;
-	}
-	*out = f;
-	return 0;
-}
-
-struct search {
-	struct vw_model *m;
-	struct strata_iter *it;
-	bool *cls;               /* classes the search's globs match, NULL: all */
-	unsigned skip;
-};
-
-static bool found(const struct search *s, const struct strata_event *ev)
-{
-	return !s->cls || s->cls[ev->cls->index];
-}
-
-/* From t on: the match after `skip` others, and its rank among the
- * matches at its time (1: the first). */
-static bool search_next(struct search *s, uint64_t t, struct strata_event *hit,
-			unsigned *rank)
-{
-	const struct strata_event *ev;
-	uint64_t at = 0;
-	unsigned skip = s->skip, same = 0;
-	strata_iter_seek(s->it, t);
-	while (strata_iter_next(s->it, &ev) == 1) {
-		if (ev->timestamp < t || !found(s, ev))
-			continue;
-		same = ev->timestamp == at ? same + 1 : 1;
-		at = ev->timestamp;
-		if (skip--)
-			continue;
-		*hit = *ev;
-		*rank = same;
-		return true;
-	}
-	return false;
-}
-
-/* Before t, going back: the match after `skip` others (from ever earlier
- * points, 4x the span each time, as the list's before()), and its rank
- * among the matches at its time. */
-static bool search_prev(struct search *s, uint64_t t, struct strata_event *hit,
-			unsigned *rank)
-{
-	struct vw_model *m = s->m;
-	uint64_t span = (m->end - m->begin) / 4096 + 1;
-	size_t n = (size_t)s->skip + 1;
-	struct strata_event *ring = calloc(n, sizeof(*ring));
-	unsigned *ranks = calloc(n, sizeof(*ranks));
-	bool ok = false;
-	for (uint64_t from = t; ring && ranks && from > m->begin;) {
-		from = t - m->begin > span ? t - span : m->begin;
-		strata_iter_seek(s->it, from);
-		const struct strata_event *ev;
-		size_t got = 0;
-		unsigned same = 0;
-		uint64_t at = 0;
-		while (strata_iter_next(s->it, &ev) == 1 && ev->timestamp < t) {
-			if (ev->timestamp < from || !found(s, ev))
-				continue;
-			same = got && ev->timestamp == at ? same + 1 : 1;
-			at = ev->timestamp;
-			ring[got % n] = *ev;
-			ranks[got++ % n] = same;
-		}
-		/* a pass reads every event at `from` (the seek's time), so
-		 * the ranks within it are whole */
-		if (got >= n) {
-			*hit = ring[(got - n) % n];
-			*rank = ranks[(got - n) % n];
-			ok = true;
-			break;
-		}
-		span *= 4;
-	}
-	free(ring);
-	free(ranks);
-	return ok;
-}
-
-int vw_api_search(struct vw_model *m, const struct vw_filter *q, const char *find,
-		  const char *where, uint64_t t, int dir, unsigned skip, struct vw_buf *o)
-{
-	struct search s = { .m = m, .skip = skip };
-	struct strata_filter *f = NULL;
-	struct strata_iter *it = NULL;
-	unsigned ncls = strata_trace_nclasses(m->t), nvals = 256 + 3, nfound = 0;
-	struct strata_value *vals = calloc(nvals, sizeof(*vals));
-	int err = vals ? vw_class_table(m, find, &s.cls) : -ENOMEM;
-	if (!err)
-		err = vw_filter_make(m, q, &f, o);
-	char msg[256] = "";
-	if (!err && where) {
-		if (!f)
-			err = strata_filter_create(m->t, &f);
-		if (!err && (err = strata_filter_expr(f, where, msg, sizeof(msg))) == -EINVAL)
-			err = bad_expr(o, "where", msg);
-	}
-	if (!err)
-		err = strata_iter_create(m->t, &(struct strata_iter_options){
-			.stream = -1, .filter = f }, &it);
-	if (err)
-		goto out;
-	for (unsigned i = 0; i < ncls; i++)
-		nfound += !s.cls || s.cls[i];
-	s.it = it;
-	uint64_t tt = m->begin + vw_ticks(m, t);
-	struct strata_event hit;
-	unsigned rank = 0;
-	bool ok = nfound && !q->none && (dir > 0 ? search_next(&s, tt, &hit, &rank) :
-			     search_prev(&s, tt, &hit, &rank));
-	vw_printf(o, "{\"t\":%llu,\"dir\":%d,\"skip\":%u,\"classes\":%u,\"match\":",
-		  (unsigned long long)t, dir, skip, nfound);
-	if (ok)
-		put_event(m, &hit, vals, nvals, o);
-	else
-		vw_puts(o, "null");
-	vw_printf(o, ",\"rank\":%u}", ok ? rank : 0);
-out:
-	strata_iter_destroy(it);
-	strata_filter_destroy(f);
-	free(vals);
-	free(s.cls);
-	return err;
 }
