@@ -126,7 +126,7 @@ static void on_state(const struct bd_thread *b, int state, uint64_t from, uint64
 }
 
 /* Every thread's states from the breakdown's machine, which handles the
- * switches a trace lacks, idle and exits (breakdown.c): a second pass over
+ * switches a trace lacks, idle and exits (breakdown_state.c): a second pass over
  * the trace, only when it has sched_switch events. */
 static int read_states(struct vw_model *m)
 {
