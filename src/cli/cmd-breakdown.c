@@ -481,18 +481,10 @@ int cmd_breakdown(int argc, char **argv)
 		cli_err(NULL, "breakdown: expected one TRACE directory (see strata breakdown --help)");
 		return 1;
 	}
-	if (fo.has_from && fo.has_to && fo.from > fo.to) {
-		cli_err(NULL, "breakdown: --from %g is after --to %g", fo.from, fo.to);
-		return 1;
-	}
-	struct cli_trace ct = { .quiet_lost = true };
-	if (cli_open(&ct, argv[optind], NULL) < 0)
-		return 1;
+	struct cli_trace ct = { 0 };
 	struct bd_options bo = { .from = 0, .to = UINT64_MAX };
-	if (fo.has_from)
-		bo.from = report_tick(ct.t, fo.from);
-	if (fo.has_to)
-		bo.to = report_tick(ct.t, fo.to);
+	if (report_open_window("breakdown", argv[optind], &fo, &ct, &bo.from, &bo.to) < 0)
+		return 1;
 	struct bd_result *r = NULL;
 	int ret = bd_compute(ct.t, &bo, &r);
 	if (ret == -ENOENT) {

@@ -185,17 +185,9 @@ int cmd_intervals(int argc, char **argv)
 			"the event names declare)");
 		return 1;
 	}
-	if (fo.has_from && fo.has_to && fo.from > fo.to) {
-		cli_err(NULL, "intervals: --from %g is after --to %g", fo.from, fo.to);
+	struct cli_trace ct = { 0 };
+	if (report_open_window("intervals", argv[optind], &fo, &ct, &io.from, &io.to) < 0)
 		return 1;
-	}
-	struct cli_trace ct = { .quiet_lost = true };
-	if (cli_open(&ct, argv[optind], NULL) < 0)
-		return 1;
-	if (fo.has_from)
-		io.from = report_tick(ct.t, fo.from);
-	if (fo.has_to)
-		io.to = report_tick(ct.t, fo.to);
 	io.err = err;
 	io.errlen = sizeof(err);
 	struct iv_result *r;

@@ -187,6 +187,23 @@ int report_window(const char *cmd, const char *from, const char *to, const char 
 	return 0;
 }
 
+int report_open_window(const char *cmd, const char *path, const struct cli_filter_opts *fo,
+		       struct cli_trace *ct, uint64_t *from, uint64_t *to)
+{
+	if (fo->has_from && fo->has_to && fo->from > fo->to) {
+		cli_err(NULL, "%s: --from %g is after --to %g", cmd, fo->from, fo->to);
+		return -1;
+	}
+	ct->quiet_lost = true;
+	if (cli_open(ct, path, NULL) < 0)
+		return -1;
+	if (fo->has_from)
+		*from = report_tick(ct->t, fo->from);
+	if (fo->has_to)
+		*to = report_tick(ct->t, fo->to);
+	return 0;
+}
+
 int report_top(const char *arg, long *out)
 {
 	char *end;

@@ -62,6 +62,18 @@ uint64_t report_tick(struct strata_trace *t, double sec);
 int report_window(const char *cmd, const char *from, const char *to, const char **begin,
 		  const char **end, double *from_s, double *to_s);
 
+struct cli_trace;
+struct cli_filter_opts;
+/*
+ * The window of a command that reads the filter options' --from/--to
+ * (breakdown, intervals): checked in order, the trace at `path` opened
+ * into *ct (its losses left for the report to say), and the times as
+ * ticks into *from / *to, each left as it is when not given. 0, or -1
+ * after one error line (the trace then not open).
+ */
+int report_open_window(const char *cmd, const char *path, const struct cli_filter_opts *fo,
+		       struct cli_trace *ct, uint64_t *from, uint64_t *to);
+
 /* --top N: a count, 0 for all; 0, or -1 after one error line. */
 int report_top(const char *arg, long *out);
 
