@@ -51,6 +51,7 @@ static int open_stream(struct strata_trace *t, struct rd_stream *s)
 		goto out;
 	}
 	s->map = m;
+	s->map_len = s->size;
 	madvise(m, s->size, MADV_SEQUENTIAL);
 	if (s->size < RD_HEADER_SIZE) {
 		rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, 0, 0, 0,

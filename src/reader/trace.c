@@ -138,6 +138,7 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 	if (opt) {
 		t->problem = opt->problem;
 		t->problem_arg = opt->problem_arg;
+		t->follow = opt->flags & STRATA_OPEN_FOLLOW;
 	}
 	struct stat st;
 	if (stat(path, &st) < 0) {
@@ -213,7 +214,7 @@ void strata_trace_close(struct strata_trace *t)
 	for (unsigned i = 0; i < t->nstreams; i++) {
 		struct rd_stream *s = &t->streams[i];
 		if (s->map)
-			munmap((void *)s->map, s->size);
+			munmap((void *)s->map, s->map_len);
 		free(s->packets);
 		free(s->path);
 		free(s->idxpath);

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/* Following a trace while it is written: snapshots of the files, and the
+ * window of time that every stream has passed (docs/reader.md,
+ * "Following a live trace"). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "open.h"
+
+struct strata_follow {
+	char *path;
+	struct strata_open_options open;
+	strata_problem_fn user_fn;
+	void *user_arg;
+	uint64_t lag_ns;
+	struct strata_trace *t;
+	uint64_t from;    /* events before it were handed out */
+	bool done;
+	/* problems already reported: each snapshot finds them again */
+	uint64_t *seen;
+	size_t nseen, capseen;
+	/* per stream file, the end of its last whole packet at the last poll */
+	struct fl_known {
+		char *path;
+		uint64_t safe;
+	} *known;
+	size_t nknown, capknown;
+};
+
+static uint64_t problem_key(const struct strata_problem *p)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (const char *c = p->file ? p->file : ""; *c; c++)
+		h = (h ^ (uint8_t)*c) * 1099511628211ull;
+	h = (h ^ (uint64_t)p->kind) * 1099511628211ull;
+	return (h ^ p->offset) * 1099511628211ull;
+}
+
+/* The user's callback, once per problem over all snapshots (a linear
+ * search: a trace's problems are few, and each is looked up once per
+ * poll at most). */
+static void follow_problem(const struct strata_problem *p, void *arg)
+{
+	struct strata_follow *f = arg;
+	uint64_t k = problem_key(p);
+	for (size_t i = 0; i < f->nseen; i++)
+		if (f->seen[i] == k)
+			return;
+	if (f->nseen == f->capseen) {
+		size_t cap = f->capseen ? 2 * f->capseen : 16;
+		uint64_t *n = realloc(f->seen, cap * sizeof(*n));
+		if (!n)
+			return; /* said again next time rather than lost */
+		f->seen = n;
+		f->capseen = cap;
+	}
+	f->seen[f->nseen++] = k;
+	if (f->user_fn)
+		f->user_fn(p, f->user_arg);
+}
+
+int strata_follow_create(const char *path, const struct strata_follow_options *opt,
+			 struct strata_follow **out)
+{
+	*out = NULL;
+	if (!path)
+		return -EINVAL;
+	struct strata_follow *f = calloc(1, sizeof(*f));
+	if (!f || !(f->path = strdup(path))) {
+		free(f);
+		return -ENOMEM;
+	}
+	if (opt && opt->open) {
+		f->open = *opt->open;
+		f->user_fn = opt->open->problem;
+		f->user_arg = opt->open->problem_arg;
+	}
+	f->open.flags |= STRATA_OPEN_FOLLOW;
+	f->open.problem = follow_problem;
+	f->open.problem_arg = f;
+	f->lag_ns = opt ? (uint64_t)opt->lag_ms * 1000000 : 0;
+	*out = f;
+	return 0;
+}
+
+void strata_follow_destroy(struct strata_follow *f)
+{
+	if (!f)
+		return;
+	strata_trace_close(f->t);
+	for (size_t i = 0; i < f->nknown; i++)
+		free(f->known[i].path);
+	free(f->known);
+	free(f->seen);
+	free(f->path);
+	free(f);
+}
+
+static bool file_exists(const char *dir, const char *name)
+{
+	struct stat st;
+	char *p = rd_path_join(dir, name);
+	bool r = p && lstat(p, &st) == 0;
+	free(p);
+	return r;
+}
+
+/* format.md §1, §7: no program connected to the guardian (.session), no
+ * recorder or daemon writing it (.live), no relay session open on it
+ * (.relay-session, relay.md §1), no consumer holding a sub-trace's
+ * reserve, every stream's index published. */
+static bool trace_complete(const struct strata_follow *f, const struct strata_trace *t)
+{
+	struct stat st;
+	if (file_exists(f->path, ".session") || file_exists(f->path, ".live") ||
+	    file_exists(f->path, ".relay-session"))
+		return false;
+	for (unsigned i = 0; i < t->nsubs; i++)
+		if (file_exists(t->subs[i].dir, ".reserve"))
+			return false;
+	for (unsigned i = 0; i < t->nstreams; i++)
+		if (t->streams[i].map_len && stat(t->streams[i].idxpath, &st) < 0)
+			return false;
+	return true;
+}
+
+/* The trace clock's present, in ticks: CLOCK_MONOTONIC itself, or the TSC
+ * (or another host's clock) through the metadata's wall-clock offset,
+ * which the writer refines while it runs (format.md §5). */
+static uint64_t clock_now(const struct strata_trace *t)
+{
+	struct timespec ts;
+	if (!strncmp(t->clock_desc, "CLOCK_MONOTONIC", 15)) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		return strata_trace_ns_to_ticks(t, (uint64_t)ts.tv_sec * 1000000000u +
+							   (uint64_t)ts.tv_nsec);
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	int64_t zero = strata_trace_wall_ns(t, 0);
+	return now > zero ? strata_trace_ns_to_ticks(t, (uint64_t)(now - zero)) : 0;
+}
+
+/* The end of stream s's last whole packet: it has written everything
+ * before it (its next packet begins there). 0: no packet yet. */
+static uint64_t stream_safe(const struct rd_stream *s)
+{
+	for (uint64_t k = s->npackets; k-- > 0;)
+		if (!(s->packets[k].flags & RD_PK_BAD))
+			return s->packets[k].ts_end;
+	return 0;
+}
+
+static struct fl_known *known_of(struct strata_follow *f, const char *path)
+{
+	for (size_t i = 0; i < f->nknown; i++)
+		if (!strcmp(f->known[i].path, path))
+			return &f->known[i];
+	if (f->nknown == f->capknown) {
+		size_t cap = f->capknown ? 2 * f->capknown : 16;
+		struct fl_known *n = realloc(f->known, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		f->known = n;
+		f->capknown = cap;
+	}
+	char *p = strdup(path);
+	if (!p)
+		return NULL;
+	f->known[f->nknown] = (struct fl_known){ p, 0 };
+	return &f->known[f->nknown++];
+}
+
+/* Events of stream i in (after, before): none had been written when the
+ * windows up to `before` were handed out. */
+static uint64_t count_between(struct strata_trace *t, unsigned i, uint64_t after,
+			      uint64_t before)
+{
+	struct strata_filter *flt = NULL;
+	struct strata_iter *it = NULL;
+	const struct strata_event *ev;
+	uint64_t n = 0;
+	struct strata_iter_options io = { .stream = (int)i };
+	if (strata_filter_create(t, &flt) < 0 ||
+	    strata_filter_time(flt, after + 1, before - 1) < 0)
+		goto out;
+	io.filter = flt;
+	if (strata_iter_create(t, &io, &it) < 0)
+		goto out;
+	strata_iter_seek(it, after + 1);
+	while (strata_iter_next(it, &ev) > 0)
+		n++;
+out:
+	strata_iter_destroy(it);
+	strata_filter_destroy(flt);
+	return n;
+}
+
+/*
+ * Late events, never passed over in silence: a stream whose last whole
+ * packet ended at `safe` when the windows before f->from were handed out
+ * had written none of its events between the two; any it shows now came
+ * after their window (its writer flushed later than the lag said).
+ */
+static void check_late(struct strata_follow *f, struct strata_trace *t)
+{
+	for (unsigned i = 0; i < t->nstreams; i++) {
+		struct rd_stream *s = &t->streams[i];
+		struct fl_known *k = known_of(f, s->path);
+		uint64_t safe = stream_safe(s), n;
+		if (!k || safe <= k->safe)
+			continue;
+		if (k->safe + 1 < f->from && (n = count_between(t, i, k->safe, f->from)))
+			rd_report(t, STRATA_PROBLEM_LATE, s->path, 0, n, k->safe,
+				  "%" PRIu64 " event%s written after the follow had passed "
+				  "them (the writer's live timer is slower than the lag); "
+				  "not shown", n, n == 1 ? "" : "s");
+		k->safe = safe;
+	}
+}
+
+/*
+ * The end of the window: the earliest point that some stream may still
+ * write an event before. A stream whose index is published has ended; any
+ * other has written everything before its last whole packet's end (the
+ * next one begins there), and, with a lag, everything logged before
+ * (now - lag), as has every stream not there yet.
+ */
+static uint64_t follow_horizon(const struct strata_follow *f, const struct strata_trace *t)
+{
+	struct stat st;
+	uint64_t h = UINT64_MAX, now = clock_now(t);
+	for (unsigned i = 0; i < t->nstreams; i++) {
+		const struct rd_stream *s = &t->streams[i];
+		if (s->map_len && stat(s->idxpath, &st) == 0)
+			continue;
+		uint64_t safe = stream_safe(s), quiet = 0;
+		/* a writer with a live timer (docs/record.md, "Live
+		 * reading") has written every event older than its period,
+		 * the write and the caller's margin */
+		const char *timer = rd_meta_env(&s->sub->meta, "live_timer_ms");
+		uint64_t ms = timer ? strtoull(timer, NULL, 10) : 0;
+		if (ms && ms <= 60000) {
+			uint64_t lag = strata_trace_ns_to_ticks(t, ms * 1000000 + f->lag_ns);
+			quiet = now > lag ? now - lag : 0;
+		}
+		if (safe < quiet)
+			safe = quiet;
+		if (safe < h)
+			h = safe;
+	}
+	return h == UINT64_MAX ? 0 : h; /* no stream yet: nothing is known */
+}
+
+int strata_follow_poll(struct strata_follow *f, struct strata_trace **t, uint64_t *from,
+		       uint64_t *to)
+{
+	*t = NULL;
+	*from = *to = f->from;
+	if (f->done)
+		return STRATA_FOLLOW_DONE;
+	strata_trace_close(f->t);
+	f->t = NULL;
+	int rc = strata_trace_open(f->path, &f->open, &f->t);
+	if (rc == -ENOENT || rc == -EINVAL)
+		return STRATA_FOLLOW_LIVE; /* not there, or nothing readable, yet */
+	if (rc < 0)
+		return rc;
+	bool complete = trace_complete(f, f->t);
+	if (complete) {
+		/* it completed while this snapshot was taken, perhaps after
+		 * some stream was read: one more, now of the finished files */
+		strata_trace_close(f->t);
+		f->t = NULL;
+		if ((rc = strata_trace_open(f->path, &f->open, &f->t)) < 0)
+			return rc;
+		f->done = true;
+	}
+	*t = f->t;
+	check_late(f, f->t);
+	uint64_t h = complete ? UINT64_MAX : follow_horizon(f, f->t);
+	if (h > f->from) {
+		*to = h;
+		f->from = h;
+	}
+	return complete ? STRATA_FOLLOW_DONE : STRATA_FOLLOW_LIVE;
+}
