@@ -117,6 +117,8 @@ static bool file_exists(const char *dir, const char *name)
 static bool trace_complete(const struct strata_follow *f, const struct strata_trace *t)
 {
 	struct stat st;
+	if (!t->nstreams)
+		return false; /* not begun: a consumer's first ring is to come */
 	if (file_exists(f->path, ".session") || file_exists(f->path, ".live") ||
 	    file_exists(f->path, ".relay-session"))
 		return false;
