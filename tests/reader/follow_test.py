@@ -7,7 +7,10 @@ import json, os, subprocess, sys, threading, time
 
 strata, slowlog, work = sys.argv[1], sys.argv[2], sys.argv[3]
 modes = sys.argv[4:] or ["embedded", "guardian", "record"]
-N, PERIOD_MS = 100, 20
+# 200 events 20 ms apart, the last 100 all on CPU 0: CPU 1's stream is
+# quiet for 2 s, which a follower must not wait for where the writer has a
+# live timer (docs/reader.md, "Following a live trace")
+N, PERIOD_MS = 200, 20
 os.makedirs(work, exist_ok=True)
 fails = 0
 
@@ -34,10 +37,10 @@ def follow(mode, env_extra):
     th.start()
     env = dict(os.environ, **env_extra)
     if mode == "record":
-        cmd = [strata, "record", "-o", trace, "--", slowlog, str(N), str(PERIOD_MS)]
+        cmd = [strata, "record", "-o", trace, "--", slowlog, str(N), str(PERIOD_MS), "quiet"]
         env.pop("STRATA_OUTPUT", None)
     else:
-        cmd = [slowlog, str(N), str(PERIOD_MS)]
+        cmd = [slowlog, str(N), str(PERIOD_MS), "quiet"]
         env["STRATA_OUTPUT"] = trace
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
     try:
