@@ -498,7 +498,7 @@ static int print_follow(const struct print_opts *po)
 	struct strata_follow *f = NULL;
 	struct cli_time tm;
 	struct cli_out out;
-	bool have_tm = false;
+	bool have_tm = false, said_waiting = false;
 	uint64_t nev = 0;
 	int rc = 0, st = STRATA_FOLLOW_LIVE;
 
@@ -523,6 +523,11 @@ static int print_follow(const struct print_opts *po)
 				cli_err(po->trace, "%s", strerror(-st));
 			rc = 1;
 			break;
+		}
+		if (!t && !said_waiting) {
+			/* a mistyped path would otherwise wait in silence */
+			cli_err(po->trace, "no trace here yet; waiting for one (Ctrl-C to stop)");
+			said_waiting = true;
 		}
 		if (t && print_window(po, &ct, t, from, to, &tm, &have_tm, &out, &nev) < 0) {
 			rc = 1;
