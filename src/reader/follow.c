@@ -237,6 +237,8 @@ static uint64_t follow_horizon(const struct strata_follow *f, const struct strat
 {
 	struct stat st;
 	uint64_t h = UINT64_MAX, now = clock_now(t);
+	if (t->not_yet)
+		return 0; /* a part not readable yet may hold anything */
 	for (unsigned i = 0; i < t->nstreams; i++) {
 		const struct rd_stream *s = &t->streams[i];
 		if (s->map_len && stat(s->idxpath, &st) == 0)
@@ -277,9 +279,11 @@ int strata_follow_poll(struct strata_follow *f, struct strata_trace **t, uint64_
 	if (complete) {
 		/* it completed while this snapshot was taken, perhaps after
 		 * some stream was read: one more, now of the finished files */
+		struct strata_open_options last = f->open;
+		last.flags &= ~STRATA_OPEN_FOLLOW; /* what is missing now is */
 		strata_trace_close(f->t);
 		f->t = NULL;
-		if ((rc = strata_trace_open(f->path, &f->open, &f->t)) < 0)
+		if ((rc = strata_trace_open(f->path, &last, &f->t)) < 0)
 			return rc;
 		f->done = true;
 	}

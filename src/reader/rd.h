@@ -273,6 +273,10 @@ struct strata_trace {
 	void *problem_arg;
 	uint64_t nproblems;
 	bool follow; /* STRATA_OPEN_FOLLOW: the files may be growing */
+	/* STRATA_OPEN_FOLLOW: sub-traces and streams not readable yet (no
+	 * metadata, a stream file not there): being created, not reported;
+	 * a follower waits for them (follow.c) */
+	unsigned not_yet;
 };
 
 void rd_report(struct strata_trace *t, int kind, const char *file,

@@ -166,8 +166,13 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 	}
 	if (!merge && (rc = rd_one_recording(t, &f, tl)) < 0)
 		goto fail;
-	for (size_t i = 0; i < f.broken.n; i++)
+	for (size_t i = 0; i < f.broken.n; i++) {
+		if (t->follow) {
+			t->not_yet++; /* its metadata may come next */
+			continue;
+		}
 		rd_report(t, STRATA_PROBLEM_METADATA, f.broken.v[i], 0, 0, 0, "%s", f.why.v[i]);
+	}
 	if ((rc = load_subtraces(t, &f)) < 0)
 		goto fail;
 	if (!merge && (rc = rd_one_clock(t)) < 0)

@@ -39,6 +39,17 @@ static void on_problem(const struct strata_problem *p, void *arg)
 	snprintf(s->what, sizeof(s->what), "%s", p->what);
 }
 
+/* A follower of dir whose problems go to *seen (the options are copied
+ * at create). */
+static struct strata_follow *follower(const char *dir, struct seen *seen)
+{
+	struct strata_open_options oo = { .problem = on_problem, .problem_arg = seen };
+	struct strata_follow_options fo = { .open = &oo };
+	struct strata_follow *fl;
+	assert_int_equal(strata_follow_create(dir, &fo, &fl), 0);
+	return fl;
+}
+
 static uint8_t *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -152,13 +163,10 @@ static void test_follow_growing(void **state)
 	put_file(path, s, PSIZE + 4096);
 
 	struct seen seen = { 0 };
-	struct strata_open_options oo = { .problem = on_problem, .problem_arg = &seen };
-	struct strata_follow_options fo = { .open = &oo };
-	struct strata_follow *fl;
+	struct strata_follow *fl = follower(live, &seen);
 	struct strata_trace *t;
 	uint64_t from, to, *ts = calloc(NEV + 16, sizeof(*ts));
 	unsigned n = 0;
-	assert_int_equal(strata_follow_create(live, &fo, &fl), 0);
 	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
 	assert_non_null(t);
 	assert_int_equal(from, 0);
@@ -214,12 +222,9 @@ static void test_follow_late(void **state)
 	put_file(path, "", 0);
 
 	struct seen seen = { 0 };
-	struct strata_open_options oo = { .problem = on_problem, .problem_arg = &seen };
-	struct strata_follow_options fo = { .open = &oo };
-	struct strata_follow *fl;
+	struct strata_follow *fl = follower(dir, &seen);
 	struct strata_trace *t;
 	uint64_t from, to;
-	assert_int_equal(strata_follow_create(dir, &fo, &fl), 0);
 	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
 	assert_true(to > b[4].ts); /* cpu0's packets passed cpu1's events */
 	synth_write(dir, 1, 100, 101, b, 5, 4096);
@@ -232,11 +237,52 @@ static void test_follow_late(void **state)
 	synth_rmdir(dir);
 }
 
+/*
+ * A sub-trace being created: its stream there before its metadata (the
+ * relay's CREATE may come first). Not reported while the trace is live,
+ * and nothing is handed out until it can be read; then it is.
+ */
+static void test_follow_no_metadata_yet(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/strata-follow-metaXXXXXX", sub[600], path[700];
+	assert_non_null(mkdtemp(dir));
+	struct synth_ev a[40];
+	for (unsigned i = 0; i < 40; i++)
+		a[i] = (struct synth_ev){ 1000 + 100 * (uint64_t)i, SYNTH_MARK, 0 };
+	snprintf(sub, sizeof(sub), "%s/ust", dir);
+	mkdir(sub, 0700);
+	snprintf(sub, sizeof(sub), "%s/ust/pid-100", dir);
+	mkdir(sub, 0700);
+	synth_write(sub, 0, 100, 100, a, 40, 4096);
+	snprintf(path, sizeof(path), "%s/metadata", sub);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/.live", dir);
+	put_file(path, "", 0);
+
+	struct seen seen = { 0 };
+	struct strata_follow *fl = follower(dir, &seen);
+	struct strata_trace *t;
+	uint64_t from, to;
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(to, 0);
+	if (seen.n)
+		fail_msg("reported while being created: %s", seen.what);
+	snprintf(path, sizeof(path), "%s/metadata", sub);
+	put_file(path, synth_metadata, strlen(synth_metadata));
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(to, a[39].ts);
+	assert_int_equal(seen.n + seen.late, 0);
+	strata_follow_destroy(fl);
+	synth_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_follow_growing),
 		cmocka_unit_test(test_follow_late),
+		cmocka_unit_test(test_follow_no_metadata_yet),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
