@@ -293,11 +293,12 @@ STRATA_API uint64_t strata_trace_nproblems(const struct strata_trace *t);
  * (docs/reader.md, "Following a live trace"). Each strata_follow_poll()
  * looks at the files again, picks up new packets, streams and sub-traces,
  * and hands out a window of time [*from, *to) whose events can all be read
- * now, in time order, and will never be followed by an earlier one: every
- * stream, including those not there yet, has either written a whole packet
- * that ends after *to, or is past the writers' live period (lag_ms) behind
- * the trace clock's present. Consecutive windows join end to end, so each
- * event is in exactly one.
+ * now, in time order: every stream still being written has a whole packet
+ * ending at or after *to, or declares a live timer whose period (plus
+ * lag_ms) lies between *to and the trace clock's present. Consecutive
+ * windows join end to end, so each event is in exactly one; an event that
+ * still appears behind them is reported (STRATA_PROBLEM_LATE), never
+ * passed over in silence. A follower belongs to one thread at a time.
  */
 struct strata_follow;
 
@@ -330,10 +331,13 @@ STRATA_API void strata_follow_destroy(struct strata_follow *f); /* NULL ok */
  * must be destroyed before); NULL while there is no readable trace yet (the
  * window is then empty). Read the events of [*from, *to) from it (a
  * strata_filter_time of from .. to - 1). A problem is reported once per
- * follower, not once per poll. A trace is complete when no program is
- * connected to its guardian (no `.session`), no consumer holds its
- * reserve (`.reserve`) and every stream's index is published (format.md
- * §1, §7). Returns STRATA_FOLLOW_LIVE, STRATA_FOLLOW_DONE, -ENOMEM, or
+ * follower, not once per poll; a part not readable yet (a sub-trace
+ * without metadata) is not reported while the trace is written, and holds
+ * the window. A trace is complete when no program is connected to its
+ * guardian (no `.session`), no recorder or daemon writes it (`.live`), no
+ * relay session holds it (`.relay-session`), no consumer holds a
+ * sub-trace's reserve (`.reserve`) and every stream's index is published
+ * (format.md §1, §7). Returns STRATA_FOLLOW_LIVE, STRATA_FOLLOW_DONE, -ENOMEM, or
  * the error of strata_trace_open() other than "nothing readable yet"
  * (-ENOENT, -EINVAL), such as -ENOTUNIQ or -ENOTDIR.
  */
