@@ -49,8 +49,7 @@ enum strata_problem_kind {
 				       * each, then -ENOTUNIQ */
 	STRATA_PROBLEM_LATE,          /* strata_follow_poll: `count` events
 				       * written after the windows handed out
-				       * had passed them (a writer slower than
-				       * the follower's lag); not in any window */
+				       * had passed them; not in any window */
 };
 
 struct strata_problem {
@@ -294,8 +293,9 @@ STRATA_API uint64_t strata_trace_nproblems(const struct strata_trace *t);
  * looks at the files again, picks up new packets, streams and sub-traces,
  * and hands out a window of time [*from, *to) whose events can all be read
  * now, in time order: every stream still being written has a whole packet
- * ending at or after *to, or declares a live timer whose period (plus
- * lag_ms) lies between *to and the trace clock's present. Consecutive
+ * ending at or after *to, or its writer's live timer says it has written
+ * everything before a time at or after *to (docs/record.md, "Live
+ * reading": a quiet CPU then holds nothing back). Consecutive
  * windows join end to end, so each event is in exactly one; an event that
  * still appears behind them is reported (STRATA_PROBLEM_LATE), never
  * passed over in silence. A follower belongs to one thread at a time.
@@ -306,12 +306,7 @@ struct strata_follow_options {
 	const struct strata_open_options *open; /* problem callback; flags
 						 * (STRATA_OPEN_FOLLOW is
 						 * added); NULL: none */
-	/* The margin for a writer's live timer (docs/record.md, "Live
-	 * reading"): a stream whose sub-trace declares one of P ms
-	 * (metadata env live_timer_ms) and has nothing newer is taken as
-	 * quiet up to (now - P - lag_ms). A stream without one advances
-	 * only by packets of its own (or its end). */
-	unsigned lag_ms;
+	unsigned reserved[4];                    /* 0 */
 };
 
 /* Start following `path` (a trace root or a sub-trace; it need not exist

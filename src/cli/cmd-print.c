@@ -19,11 +19,9 @@ const char cmd_print_usage[] =
 	"  --follow              read the trace while it is written: print events\n"
 	"                        as they become final, end when the trace is\n"
 	"                        complete or on Ctrl-C (not with --from/--to)\n"
-	"  --lag MS              with --follow: the margin past a writer's live\n"
-	"                        timer after which a stream with nothing newer\n"
-	"                        is taken as quiet (default 100)\n" CLI_FILTER_HELP;
+	CLI_FILTER_HELP;
 
-enum { OPT_FOLLOW = 1100, OPT_LAG };
+enum { OPT_FOLLOW = 1100 };
 
 enum fmt { F_TEXT, F_JSON, F_CSV };
 
@@ -295,7 +293,6 @@ static void put_csv(struct cli_out *o, const struct cli_time *tm,
 struct print_opts {
 	struct cli_filter_opts fo;
 	bool abs, follow;
-	unsigned lag_ms;
 	enum fmt fmt;
 	const char *trace;
 };
@@ -307,7 +304,6 @@ static int print_parse(int argc, char **argv, struct print_opts *po)
 		{ "abs", no_argument, NULL, OPT_ABS },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "follow", no_argument, NULL, OPT_FOLLOW },
-		{ "lag", required_argument, NULL, OPT_LAG },
 		CLI_FILTER_OPTIONS,
 		{ 0 },
 	};
@@ -315,24 +311,13 @@ static int print_parse(int argc, char **argv, struct print_opts *po)
 
 	memset(po, 0, sizeof(*po));
 	po->fmt = F_TEXT;
-	po->lag_ms = 100;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == OPT_ABS)
 			po->abs = true;
 		else if (c == OPT_FOLLOW)
 			po->follow = true;
-		else if (c == OPT_LAG) {
-			char *end;
-			errno = 0;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || v > 600000 || optarg[0] == '-') {
-				cli_err(NULL, "--lag: '%s' is not milliseconds (0 to 600000)",
-					optarg);
-				return -1;
-			}
-			po->lag_ms = (unsigned)v;
-		} else if (c == OPT_FORMAT) {
+		else if (c == OPT_FORMAT) {
 			if (!strcmp(optarg, "text"))
 				po->fmt = F_TEXT;
 			else if (!strcmp(optarg, "json"))
@@ -494,7 +479,7 @@ static int print_follow(const struct print_opts *po)
 {
 	struct cli_trace ct = { .path = po->trace };
 	struct strata_open_options oo;
-	struct strata_follow_options fo = { .open = &oo, .lag_ms = po->lag_ms };
+	struct strata_follow_options fo = { .open = &oo };
 	struct strata_follow *f = NULL;
 	struct cli_time tm;
 	struct cli_out out;

@@ -2,12 +2,12 @@
 /* Following a trace while it is written: snapshots of the files, and the
  * window of time that every stream has passed (docs/reader.md,
  * "Following a live trace"). */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "open.h"
@@ -17,7 +17,6 @@ struct strata_follow {
 	struct strata_open_options open;
 	strata_problem_fn user_fn;
 	void *user_arg;
-	uint64_t lag_ns;
 	struct strata_trace *t;
 	uint64_t from;    /* events before it were handed out */
 	bool done;
@@ -83,7 +82,6 @@ int strata_follow_create(const char *path, const struct strata_follow_options *o
 	f->open.flags |= STRATA_OPEN_FOLLOW;
 	f->open.problem = follow_problem;
 	f->open.problem_arg = f;
-	f->lag_ns = opt ? (uint64_t)opt->lag_ms * 1000000 : 0;
 	*out = f;
 	return 0;
 }
@@ -131,21 +129,22 @@ static bool trace_complete(const struct strata_follow *f, const struct strata_tr
 	return true;
 }
 
-/* The trace clock's present, in ticks: CLOCK_MONOTONIC itself, or the TSC
- * (or another host's clock) through the metadata's wall-clock offset,
- * which the writer refines while it runs (format.md §5). */
-static uint64_t clock_now(const struct strata_trace *t)
+/* A sub-trace's live timer beacon (docs/record.md, "Live reading"): the
+ * trace time before which its writer has written every event, or 0. The
+ * time and its complement: a torn or foreign record reads as none. */
+static uint64_t live_time(const char *dir)
 {
-	struct timespec ts;
-	if (!strncmp(t->clock_desc, "CLOCK_MONOTONIC", 15)) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		return strata_trace_ns_to_ticks(t, (uint64_t)ts.tv_sec * 1000000000u +
-							   (uint64_t)ts.tv_nsec);
-	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	int64_t zero = strata_trace_wall_ns(t, 0);
-	return now > zero ? strata_trace_ns_to_ticks(t, (uint64_t)(now - zero)) : 0;
+	uint64_t rec[2] = {0, 0};
+	char *p = rd_path_join(dir, ".live-time");
+	struct stat st;
+	const char *kind;
+	int fd = p ? rd_open_regular(p, &st, &kind) : -1;
+	free(p);
+	if (fd < 0)
+		return 0;
+	ssize_t n = pread(fd, rec, sizeof(rec), 0);
+	close(fd);
+	return n == (ssize_t)sizeof(rec) && rec[1] == ~rec[0] ? rec[0] : 0;
 }
 
 /* The end of stream s's last whole packet: it has written everything
@@ -207,7 +206,7 @@ out:
  * Late events, never passed over in silence: a stream whose last whole
  * packet ended at `safe` when the windows before f->from were handed out
  * had written none of its events between the two; any it shows now came
- * after their window (its writer flushed later than the lag said).
+ * after their window (a writer breaking the rules of docs/reader.md).
  */
 static void check_late(struct strata_follow *f, struct strata_trace *t)
 {
@@ -220,44 +219,58 @@ static void check_late(struct strata_follow *f, struct strata_trace *t)
 		if (k->safe + 1 < f->from && (n = count_between(t, i, k->safe, f->from)))
 			rd_report(t, STRATA_PROBLEM_LATE, s->path, 0, n, k->safe,
 				  "%" PRIu64 " event%s written after the follow had passed "
-				  "them (the writer's live timer is slower than the lag); "
-				  "not shown", n, n == 1 ? "" : "s");
+				  "their time; not shown", n, n == 1 ? "" : "s");
 		k->safe = safe;
 	}
+}
+
+/* Sub-trace `sub` has no stream file that the snapshot lacks (a CPU's
+ * first ring, made since): its beacon may cover that one's events too. */
+static bool same_streams(const struct strata_trace *t, unsigned sub)
+{
+	unsigned have = 0, now = 0;
+	for (unsigned i = 0; i < t->nstreams; i++)
+		have += t->streams[i].subidx == sub;
+	DIR *d = opendir(t->subs[sub].dir);
+	if (!d)
+		return false;
+	for (struct dirent *de; (de = readdir(d));)
+		now += rd_stream_name(de->d_name);
+	closedir(d);
+	return now <= have;
 }
 
 /*
  * The end of the window: the earliest point that some stream may still
  * write an event before. A stream whose index is published has ended; any
  * other has written everything before its last whole packet's end (the
- * next one begins there), and, with a lag, everything logged before
- * (now - lag), as has every stream not there yet.
+ * next one begins there), and everything before its sub-trace's live
+ * timer beacon, which covers its quiet CPUs too.
  */
-static uint64_t follow_horizon(const struct strata_follow *f, const struct strata_trace *t)
+static uint64_t follow_horizon(const struct strata_trace *t)
 {
 	struct stat st;
-	uint64_t h = UINT64_MAX, now = clock_now(t);
+	uint64_t h = UINT64_MAX;
 	if (t->not_yet)
 		return 0; /* a part not readable yet may hold anything */
+	uint64_t *beacon = calloc(t->nsubs + 1, sizeof(*beacon));
+	for (unsigned i = 0; beacon && i < t->nsubs; i++)
+		if ((beacon[i] = live_time(t->subs[i].dir)) && !same_streams(t, i))
+			beacon[i] = 0;
 	for (unsigned i = 0; i < t->nstreams; i++) {
 		const struct rd_stream *s = &t->streams[i];
 		if (s->map_len && stat(s->idxpath, &st) == 0)
 			continue;
-		uint64_t safe = stream_safe(s), quiet = 0;
-		/* a writer with a live timer (docs/record.md, "Live
-		 * reading") has written every event older than its period,
-		 * the write and the caller's margin */
-		const char *timer = rd_meta_env(&s->sub->meta, "live_timer_ms");
-		uint64_t ms = timer ? strtoull(timer, NULL, 10) : 0;
-		if (ms && ms <= 60000) {
-			uint64_t lag = strata_trace_ns_to_ticks(t, ms * 1000000 + f->lag_ns);
-			quiet = now > lag ? now - lag : 0;
-		}
-		if (safe < quiet)
-			safe = quiet;
+		uint64_t safe = stream_safe(s);
+		/* the beacon was written after the packets it covers: only
+		 * a stream that has not grown since the snapshot holds them */
+		if (beacon && safe < beacon[s->subidx] &&
+		    stat(s->path, &st) == 0 && (uint64_t)st.st_size == s->map_len)
+			safe = beacon[s->subidx];
 		if (safe < h)
 			h = safe;
 	}
+	free(beacon);
 	return h == UINT64_MAX ? 0 : h; /* no stream yet: nothing is known */
 }
 
@@ -289,7 +302,7 @@ int strata_follow_poll(struct strata_follow *f, struct strata_trace **t, uint64_
 	}
 	*t = f->t;
 	check_late(f, f->t);
-	uint64_t h = complete ? UINT64_MAX : follow_horizon(f, f->t);
+	uint64_t h = complete ? UINT64_MAX : follow_horizon(f->t);
 	if (h > f->from) {
 		*to = h;
 		f->from = h;

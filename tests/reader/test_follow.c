@@ -277,12 +277,56 @@ static void test_follow_no_metadata_yet(void **state)
 	synth_rmdir(dir);
 }
 
+/*
+ * A quiet CPU and the live timer's beacon (docs/record.md, "Live
+ * reading"): cpu1 wrote its last packet long ago, cpu0 goes on. Without a
+ * beacon the window stops at cpu1's end; with one (time T, then its
+ * complement) it runs to T; a torn one is not believed.
+ */
+static void test_follow_beacon(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/strata-follow-beaconXXXXXX", path[512];
+	assert_non_null(mkdtemp(dir));
+	struct synth_ev a[40], b[2];
+	for (unsigned i = 0; i < 40; i++)
+		a[i] = (struct synth_ev){ 1000 + 100 * (uint64_t)i, SYNTH_MARK, 0 };
+	b[0] = (struct synth_ev){ 1050, SYNTH_MARK, 0 };
+	b[1] = (struct synth_ev){ 1150, SYNTH_MARK, 0 };
+	synth_write(dir, 0, 100, 100, a, 40, 4096);
+	synth_write(dir, 1, 100, 101, b, 2, 4096);
+	snprintf(path, sizeof(path), "%s/.reserve", dir);
+	put_file(path, "", 0);
+
+	struct seen seen = { 0 };
+	struct strata_follow *fl = follower(dir, &seen);
+	struct strata_trace *t;
+	uint64_t from, to;
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(to, b[1].ts); /* cpu1's last packet's end */
+	uint64_t rec[2] = { 3000, ~(uint64_t)3000 };
+	snprintf(path, sizeof(path), "%s/.live-time", dir);
+	rec[1] ^= 1; /* torn */
+	put_file(path, rec, sizeof(rec));
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(from, to);
+	rec[1] ^= 1;
+	put_file(path, rec, sizeof(rec));
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(from, b[1].ts);
+	assert_int_equal(to, 3000);
+	assert_int_equal(seen.n + seen.late, 0);
+	strata_follow_destroy(fl);
+	synth_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_follow_growing),
 		cmocka_unit_test(test_follow_late),
 		cmocka_unit_test(test_follow_no_metadata_yet),
+		cmocka_unit_test(test_follow_beacon),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
