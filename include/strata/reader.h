@@ -47,6 +47,9 @@ enum strata_problem_kind {
 				       * recordings (`file`: one of them,
 				       * `count`: its sub-traces): one report
 				       * each, then -ENOTUNIQ */
+	STRATA_PROBLEM_LATE,          /* strata_follow_poll: `count` events
+				       * written after the windows handed out
+				       * had passed them; not in any window */
 };
 
 struct strata_problem {
@@ -194,6 +197,10 @@ STRATA_API int strata_event_describe_values(const struct strata_event *ev,
 /* Read the sub-traces of several recordings as one trace (their times are
  * then only comparable when they share a clock, format.md §5). */
 #define STRATA_OPEN_MERGE 0x1u
+/* The files may still be growing (docs/reader.md, "Following a live
+ * trace"): a stream's last packet is read only once the file holds all
+ * of its content, and an unfinished tail is not reported as damage. */
+#define STRATA_OPEN_FOLLOW 0x2u
 
 struct strata_open_options {
 	strata_problem_fn problem;   /* NULL: problems are only counted */
@@ -276,6 +283,62 @@ STRATA_API int64_t strata_trace_wall_ns(const struct strata_trace *t,
 					uint64_t ts);
 /* Problems reported so far (all kinds). */
 STRATA_API uint64_t strata_trace_nproblems(const struct strata_trace *t);
+
+/* ---- following a trace while it is written --------------------------------- */
+
+/*
+ * A follower reads a trace that its writer (the in-process consumer, the
+ * guardian, `strata record`, the daemon or a relay) is still writing
+ * (docs/reader.md, "Following a live trace"). Each strata_follow_poll()
+ * looks at the files again, picks up new packets, streams and sub-traces,
+ * and hands out a window of time [*from, *to) whose events can all be read
+ * now, in time order: every stream still being written has a whole packet
+ * ending at or after *to, or its writer's live timer says it has written
+ * everything before a time at or after *to (docs/record.md, "Live
+ * reading": a quiet CPU then holds nothing back). Consecutive
+ * windows join end to end, so each event is in exactly one; an event that
+ * still appears behind them is reported (STRATA_PROBLEM_LATE), never
+ * passed over in silence. A follower belongs to one thread at a time.
+ */
+struct strata_follow;
+
+struct strata_follow_options {
+	const struct strata_open_options *open; /* problem callback; flags
+						 * (STRATA_OPEN_FOLLOW is
+						 * added); NULL: none */
+	unsigned reserved[4];                    /* 0 */
+};
+
+/* Start following `path` (a trace root or a sub-trace; it need not exist
+ * yet). Returns 0, -EINVAL (NULL path), -ENOMEM. Opens nothing yet. */
+STRATA_API int strata_follow_create(const char *path,
+				    const struct strata_follow_options *opt,
+				    struct strata_follow **out);
+STRATA_API void strata_follow_destroy(struct strata_follow *f); /* NULL ok */
+
+#define STRATA_FOLLOW_LIVE 1  /* read the window, poll again later */
+#define STRATA_FOLLOW_DONE 0  /* the trace is complete: read the window
+			       * (up to UINT64_MAX), then stop */
+
+/*
+ * Look at the files again. *t is the trace as it is now, valid until the
+ * next poll or strata_follow_destroy() (iterators and filters made from it
+ * must be destroyed before); NULL while there is no readable trace yet (the
+ * window is then empty). Read the events of [*from, *to) from it (a
+ * strata_filter_time of from .. to - 1). A problem is reported once per
+ * follower, not once per poll; a part not readable yet (a sub-trace
+ * without metadata) is not reported while the trace is written, and holds
+ * the window. A trace is complete when no program is connected to its
+ * guardian (no `.session`), no recorder or daemon writes it (`.live`), no
+ * relay session holds it (`.relay-session`), no consumer holds a
+ * sub-trace's reserve (`.reserve`) and every stream's index is published
+ * (format.md §1, §7). Returns STRATA_FOLLOW_LIVE, STRATA_FOLLOW_DONE, -ENOMEM, or
+ * the error of strata_trace_open() other than "nothing readable yet"
+ * (-ENOENT, -EINVAL), such as -ENOTUNIQ or -ENOTDIR.
+ */
+STRATA_API int strata_follow_poll(struct strata_follow *f,
+				  struct strata_trace **t, uint64_t *from,
+				  uint64_t *to);
 
 /* ---- filters ----------------------------------------------------------------- */
 

@@ -245,6 +245,14 @@ struct cli_trace {
 
 /* Open the trace, build the filter; prints the error and returns -1. */
 int cli_open(struct cli_trace *ct, const char *path, const struct cli_filter_opts *fo);
+/* What cli_open gives strata_trace_open: problems printed and counted in
+ * ct, --merge. */
+void cli_open_options(struct cli_trace *ct, const struct cli_filter_opts *fo,
+		      struct strata_open_options *oo);
+/* cli_open's filter for ct->t from fo into ct->f; live: the trace is
+ * still growing (an --event matching nothing yet is not said). Prints the
+ * error and returns -1. */
+int cli_filter_build(struct cli_trace *ct, const struct cli_filter_opts *fo, bool live);
 void cli_close(struct cli_trace *ct);
 /* Exit status after a run: 0, or 2 when the input was damaged or a part
  * of it missing. */

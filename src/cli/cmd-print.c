@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* strata print: one line per event, as text, JSON objects or CSV. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "common/compiler.h"
@@ -13,7 +15,13 @@ const char cmd_print_usage[] =
 	"and the description rendered from the event's format string (raw\n"
 	"name=value fields when it has none).\n\n"
 	"  --abs                 wall-clock time (UTC) instead of seconds since start\n"
-	"  --format text|json|csv   output format (default text)\n" CLI_FILTER_HELP;
+	"  --format text|json|csv   output format (default text)\n"
+	"  --follow              read the trace while it is written: print events\n"
+	"                        as they become final, end when the trace is\n"
+	"                        complete or on Ctrl-C (not with --from/--to)\n"
+	CLI_FILTER_HELP;
+
+enum { OPT_FOLLOW = 1100 };
 
 enum fmt { F_TEXT, F_JSON, F_CSV };
 
@@ -284,7 +292,7 @@ static void put_csv(struct cli_out *o, const struct cli_time *tm,
 
 struct print_opts {
 	struct cli_filter_opts fo;
-	bool abs;
+	bool abs, follow;
 	enum fmt fmt;
 	const char *trace;
 };
@@ -295,6 +303,7 @@ static int print_parse(int argc, char **argv, struct print_opts *po)
 	static const struct option opts[] = {
 		{ "abs", no_argument, NULL, OPT_ABS },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "follow", no_argument, NULL, OPT_FOLLOW },
 		CLI_FILTER_OPTIONS,
 		{ 0 },
 	};
@@ -306,6 +315,8 @@ static int print_parse(int argc, char **argv, struct print_opts *po)
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == OPT_ABS)
 			po->abs = true;
+		else if (c == OPT_FOLLOW)
+			po->follow = true;
 		else if (c == OPT_FORMAT) {
 			if (!strcmp(optarg, "text"))
 				po->fmt = F_TEXT;
@@ -328,6 +339,10 @@ static int print_parse(int argc, char **argv, struct print_opts *po)
 	}
 	if (po->fmt == F_JSON && po->abs) {
 		cli_err(NULL, "--abs is for text and CSV; JSON carries \"ts\" (raw clock)");
+		return -1;
+	}
+	if (po->follow && (po->fo.has_from || po->fo.has_to)) {
+		cli_err(NULL, "--follow reads the trace as it grows: no --from or --to");
 		return -1;
 	}
 	po->trace = argv[optind];
@@ -382,7 +397,8 @@ static uint64_t print_events(struct printer *pr, struct strata_iter *it,
 	int nb;
 
 	while ((nb = strata_iter_decode(it, batch)) > 0) {
-		cli_progress_tick(pg, strata_iter_progress(it));
+		if (pg)
+			cli_progress_tick(pg, strata_iter_progress(it));
 		nev += (uint64_t)nb;
 		for (int bi = 0; bi < nb; bi++) {
 			const struct strata_event *ev = &batch->events[bi];
@@ -402,6 +418,122 @@ static uint64_t print_events(struct printer *pr, struct strata_iter *it,
 	return nev;
 }
 
+/* The end of a listing: the exit status (rc, else 2 for damaged input,
+ * 1 for a write error), the output flushed, the trace closed. */
+static int print_finish(struct cli_trace *ct, struct cli_out *out, int rc)
+{
+	if (!rc)
+		rc = cli_status(ct);
+	if (cli_out_fini(out) < 0) {
+		cli_err("<stdout>", "write error");
+		rc = 1;
+	}
+	cli_close(ct);
+	return rc;
+}
+
+/* --follow: one window of the follower, [from, to), from its snapshot t
+ * of the trace. The time base (*tm) is the first snapshot's that has
+ * packets, so times since the start stay put as the trace grows. */
+static int print_window(const struct print_opts *po, struct cli_trace *ct,
+			struct strata_trace *t, uint64_t from, uint64_t to,
+			struct cli_time *tm, bool *have_tm, struct cli_out *out,
+			uint64_t *nev)
+{
+	struct strata_iter *it = NULL;
+	struct printer pr;
+	int rc = -1;
+
+	if (!*have_tm && strata_trace_end(t)) {
+		cli_time_init(tm, t, po->abs);
+		*have_tm = true;
+	}
+	if (!*have_tm || from == to)
+		return 0; /* no packet yet: nothing in any window */
+	ct->t = t;
+	if (cli_filter_build(ct, &po->fo, true) < 0 ||
+	    strata_filter_time(ct->f, from, to - 1) < 0 ||
+	    cli_iter(ct, po->fo.internal, &it) < 0)
+		goto out;
+	if (printer_init(&pr, t, po) < 0) {
+		cli_err(ct->path, "out of memory");
+	} else {
+		pr.tm = *tm;
+		*nev += print_events(&pr, it, out, NULL);
+		*tm = pr.tm;
+		rc = 0;
+	}
+	printer_fini(&pr);
+out:
+	strata_iter_destroy(it);
+	strata_filter_destroy(ct->f);
+	ct->f = NULL;
+	ct->t = NULL; /* the follower's */
+	return rc;
+}
+
+/* strata print --follow: poll, print the window, flush, sleep a little;
+ * until the trace is complete or a signal (docs/reader.md, "Following a
+ * live trace"). */
+static int print_follow(const struct print_opts *po)
+{
+	struct cli_trace ct = { .path = po->trace };
+	struct strata_open_options oo;
+	struct strata_follow_options fo = { .open = &oo };
+	struct strata_follow *f = NULL;
+	struct cli_time tm;
+	struct cli_out out;
+	bool have_tm = false, said_waiting = false;
+	uint64_t nev = 0;
+	int rc = 0, st = STRATA_FOLLOW_LIVE;
+
+	cli_open_options(&ct, &po->fo, &oo);
+	if (strata_follow_create(po->trace, &fo, &f) < 0 || cli_out_init(&out, stdout) < 0) {
+		cli_err(po->trace, "out of memory");
+		strata_follow_destroy(f);
+		return 1;
+	}
+	cli_session_signals();
+	if (po->fmt == F_CSV)
+		cli_out_str(&out, "time,cpu,level,pid,tid,event,description\n");
+	while (st == STRATA_FOLLOW_LIVE && !cli_got_signal) {
+		struct strata_trace *t;
+		uint64_t from, to;
+		st = strata_follow_poll(f, &t, &from, &to);
+		if (st < 0) {
+			if (st == -ENOTUNIQ)
+				cli_err(po->trace, "holds several recordings, not one trace: "
+					"name one of them, or follow them as one with --merge");
+			else
+				cli_err(po->trace, "%s", strerror(-st));
+			rc = 1;
+			break;
+		}
+		if (!t && !said_waiting) {
+			/* a mistyped path would otherwise wait in silence */
+			cli_err(po->trace, "no trace here yet; waiting for one (Ctrl-C to stop)");
+			said_waiting = true;
+		}
+		if (t && print_window(po, &ct, t, from, to, &tm, &have_tm, &out, &nev) < 0) {
+			rc = 1;
+			break;
+		}
+		cli_out_flush(&out);
+		fflush(stdout); /* each window seen as it is printed */
+		if (st == STRATA_FOLLOW_LIVE) {
+			/* 10 ms: a tenth of the target delay (docs/reader.md,
+			 * "Following a live trace"); each poll reads the
+			 * files' headers again */
+			struct timespec ts = { 0, 10 * 1000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	strata_follow_destroy(f);
+	if (!rc)
+		cli_none_matched(&ct, &po->fo, nev);
+	return print_finish(&ct, &out, rc);
+}
+
 int cmd_print(int argc, char **argv)
 {
 	struct print_opts po;
@@ -414,6 +546,8 @@ int cmd_print(int argc, char **argv)
 
 	if (print_parse(argc, argv, &po) < 0)
 		return 1;
+	if (po.follow)
+		return print_follow(&po);
 	if (cli_open(&ct, po.trace, &po.fo) < 0 ||
 	    cli_iter(&ct, po.fo.internal, &it) < 0 ||
 	    cli_out_init(&out, stdout) < 0) {
@@ -434,12 +568,5 @@ int cmd_print(int argc, char **argv)
 		cli_none_matched(&ct, &po.fo, nev);
 	printer_fini(&pr);
 	strata_iter_destroy(it);
-	if (!rc)
-		rc = cli_status(&ct);
-	if (cli_out_fini(&out) < 0) {
-		cli_err("<stdout>", "write error");
-		rc = 1;
-	}
-	cli_close(&ct);
-	return rc;
+	return print_finish(&ct, &out, rc);
 }

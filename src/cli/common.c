@@ -175,13 +175,20 @@ static void several(struct cli_trace *ct)
 		cli_err(ct->path, "and %u more recordings", ct->nrecordings - shown);
 }
 
+void cli_open_options(struct cli_trace *ct, const struct cli_filter_opts *fo,
+		      struct strata_open_options *oo)
+{
+	*oo = (struct strata_open_options){ .problem = on_problem, .problem_arg = ct };
+	if (ct->merge || (fo && fo->merge))
+		oo->flags |= STRATA_OPEN_MERGE;
+}
+
 int cli_open(struct cli_trace *ct, const char *path, const struct cli_filter_opts *fo)
 {
-	struct strata_open_options oo = { .problem = on_problem, .problem_arg = ct };
+	struct strata_open_options oo;
 	int rc;
 	ct->path = path;
-	if (ct->merge || (fo && fo->merge))
-		oo.flags |= STRATA_OPEN_MERGE;
+	cli_open_options(ct, fo, &oo);
 	rc = strata_trace_open(path, &oo, &ct->t);
 	if (rc < 0) {
 		if (rc == -ENOENT)
@@ -194,8 +201,14 @@ int cli_open(struct cli_trace *ct, const char *path, const struct cli_filter_opt
 			cli_err(path, "%s", strerror(-rc));
 		return -1;
 	}
-	if (!fo)
-		return 0;
+	return fo ? cli_filter_build(ct, fo, false) : 0;
+}
+
+int cli_filter_build(struct cli_trace *ct, const struct cli_filter_opts *fo, bool live)
+{
+	const char *path = ct->path;
+	int rc;
+
 	if ((rc = strata_filter_create(ct->t, &ct->f)) < 0)
 		goto nomem;
 	struct strata_clock_info ci;
@@ -234,7 +247,7 @@ int cli_open(struct cli_trace *ct, const char *path, const struct cli_filter_opt
 		rc = strata_filter_event(ct->f, fo->events[i]);
 		if (rc < 0)
 			goto nomem;
-		if (rc == 0)
+		if (rc == 0 && !live) /* live: its events may come later */
 			cli_err(path, "--event %s matches no event of this trace",
 				fo->events[i]);
 	}

@@ -81,6 +81,8 @@ struct cons {
 	char dir[4096];
 	int mode;
 	unsigned flush_ms;
+	int live_fd;     /* DIR/.live-time (consumer.c live_beacon), or -1 */
+	int live_failed; /* not made or not written: not tried again */
 	uint8_t uuid[16];
 	pthread_t thread;
 	int running;

@@ -247,6 +247,41 @@ static void cons_sleep(struct cons *c, uint32_t bell, unsigned ms)
 	nanosleep(&d, NULL);
 }
 
+/*
+ * The live timer's beacon (docs/record.md, "Live reading"): after a flush
+ * taken at trace time `before`, once every packet it closed is written
+ * (no ring holds a closed packet undrained), this process's rings hold
+ * nothing unwritten from before `before`. Written to DIR/.live-time for a
+ * follower: the time and its complement, so that a torn read shows. Best
+ * effort: without it a follower waits for packets.
+ */
+static void live_beacon(struct cons *c, uint64_t before)
+{
+	uint64_t rec[2] = {before, ~before};
+
+	if (c->live_fd < 0 && !c->live_failed) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/.live-time", c->dir);
+		c->live_fd = tfile_open(path, O_WRONLY | O_TRUNC);
+		c->live_failed = c->live_fd < 0;
+	}
+	if (c->live_fd >= 0 && pwrite(c->live_fd, rec, sizeof(rec), 0) != sizeof(rec))
+		c->live_failed = 1;
+}
+
+/* At the end the streams' indexes say it all: the beacon goes. */
+static void live_beacon_end(struct cons *c)
+{
+	char path[4200];
+
+	if (c->live_fd < 0)
+		return;
+	close(c->live_fd);
+	c->live_fd = -1;
+	snprintf(path, sizeof(path), "%s/.live-time", c->dir);
+	unlink(path);
+}
+
 static void *cons_main(void *arg)
 {
 	struct cons *c = arg;
@@ -261,8 +296,8 @@ static void *cons_main(void *arg)
 		uint32_t bell = strata_load_seq_cst(&ring_bell);
 		if (!strata_load_seq_cst(&c->running))
 			break;
-		unsigned work = 0;
-		uint64_t t = mono_ms();
+		unsigned work = 0, behind = 0;
+		uint64_t t = mono_ms(), flushed_at = 0;
 
 		if (first && t - last_calib >= 20) {
 			/* First frequency estimate, 20 ms after start. */
@@ -277,6 +312,10 @@ static void *cons_main(void *arg)
 			statedump_threads_update();
 		}
 		if (c->flush_ms && t - last_flush >= c->flush_ms) {
+			/* before the flush: an event stamped earlier is in a
+			 * packet it closes, or an earlier one (ring.md §2: the
+			 * stamp follows the load of `write`) */
+			flushed_at = strata_clock();
 			flush_local();
 			last_flush = t;
 		}
@@ -284,11 +323,18 @@ static void *cons_main(void *arg)
 		unsigned hwm = strata_load_acquire(&ring_hwm);
 		for (unsigned cpu = 0; cpu < hwm; cpu++) {
 			struct cons_stream *s = stream_of(c, cpu);
-			if (s && c->mode != STRATA_MODE_OVERWRITE)
+			if (s && c->mode != STRATA_MODE_OVERWRITE) {
+				/* as at the end (cons_destroy) */
+				uint64_t w = strata_load_acquire(&s->ring->ctl->write);
 				work += cons_drain_ring(c, s);
+				behind |= strata_load_relaxed(&s->ring->ctl->consumed) <
+					  ring_packet_begin(s->ring, w);
+			}
 			if (s)
 				work += prefault(c, s);
 		}
+		if (flushed_at && !behind && c->mode != STRATA_MODE_OVERWRITE)
+			live_beacon(c, flushed_at);
 		if (c->meta_dirty || c->reg_gen != cons_generation(c))
 			cons_update_metadata(c);
 		if (!work) {
@@ -337,6 +383,7 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 	snprintf(c->dir, sizeof(c->dir), "%s", cfg->dir);
 	c->mode = cfg->mode;
 	c->flush_ms = cfg->flush_ms;
+	c->live_fd = -1;
 	c->sink = cfg->sink;
 	memcpy(c->uuid, cfg->uuid, 16);
 	snprintf(path, sizeof(path), "%s/index", c->dir);
@@ -500,6 +547,7 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 	strata_store_seq_cst(&c->running, 0);
 	ring_bell_ring(); /* after running: cons_main() reads them the other way */
 	pthread_join(c->thread, NULL);
+	live_beacon_end(c);
 	/* nothing of ours opens a file from here but the end's writes */
 	if (c->fd_reserve && *c->fd_reserve >= 0) {
 		close(*c->fd_reserve);

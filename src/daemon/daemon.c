@@ -566,9 +566,11 @@ void dmn_destroy(struct dmn *d, FILE *log, struct dmn_totals *t)
 		 * here, ring.md §7). */
 		dmn_client_close(d, c, 0);
 	}
-	if (d->state != ST_STOPPED)
+	if (d->state != ST_STOPPED) {
 		dmn_trace_summary(d, log, t);
-	else
+		dmn_live_mark(d, 0); /* it ends here, every stream closed */
+	} else {
 		*t = d->last;
+	}
 	dmn_free(d, 1);
 }

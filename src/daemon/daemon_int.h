@@ -211,6 +211,8 @@ void dmn_trace_summary(struct dmn *d, FILE *log,
 		       struct dmn_totals *t);
 void dmn_trace_forget(struct dmn *d);
 void dmn_clients_reap(struct dmn *d, int all);
+/* TRACE/.live while the trace may grow (format.md §1); on = 0 removes it. */
+void dmn_live_mark(const struct dmn *d, int on);
 void dmn_stop_finish(struct dmn *d);
 void dmn_stop_check(struct dmn *d);
 

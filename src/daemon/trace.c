@@ -228,12 +228,32 @@ void dmn_clients_reap(struct dmn *d, int all)
 	}
 }
 
+/* TRACE/.live while the trace may still grow (format.md §1): a reader
+ * following it (docs/reader.md, "Following a live trace") knows by it
+ * that more sub-traces may come, as the guardian's .session says for the
+ * embedded mode. Best effort: without it a follower may end early. */
+void dmn_live_mark(const struct dmn *d, int on)
+{
+	char path[sizeof(d->trace) + 8];
+	if (!d->trace[0])
+		return;
+	snprintf(path, sizeof(path), "%s/.live", d->trace);
+	if (!on) {
+		unlink(path);
+		return;
+	}
+	int fd = tfile_open(path, O_WRONLY | O_TRUNC);
+	if (fd >= 0)
+		close(fd);
+}
+
 int dmn_start(struct dmn *d, const char *dir)
 {
 	if (d->state != ST_STOPPED)
 		return -EALREADY;
 	snprintf(d->trace, sizeof(d->trace), "%s", dir);
 	d->err = 0;
+	dmn_live_mark(d, 1);
 	dmn_trace_forget(d);
 	clock_point_take(&d->cp_first);
 	d->state = ST_RUNNING;
@@ -269,6 +289,7 @@ void dmn_stop_finish(struct dmn *d)
 	d->state = ST_STOPPED;
 	if (d->on_stop)
 		d->on_stop(d->trace);
+	dmn_live_mark(d, 0); /* after on_stop's files (state, relay) */
 	char unrec[160] = "";
 	uint64_t np = d->last.untraced + d->last.unjoined;
 	if (np)

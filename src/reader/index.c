@@ -134,6 +134,21 @@ out:
 }
 
 /*
+ * A followed stream's last packet still being written (docs/reader.md,
+ * "Following a live trace"): its header not all there, or its content
+ * not yet. The writer appends packets in order, and a file's size covers
+ * only bytes written (buffered writes grow it page by page, direct ones
+ * when they complete), so a packet whose content the file holds is whole.
+ */
+static bool follow_unfinished(const struct rd_stream *s, const struct rd_packet *p,
+			      uint64_t hl, const char *why)
+{
+	if (hl < RD_HEADER_SIZE)
+		return true;
+	return !why && p->offset + p->content > s->size;
+}
+
+/*
  * The index from the packet headers (format.md §7: packets have a fixed
  * size, so this reads one header per packet and no events). nslots 0:
  * the whole file, zero-filled slots left out (a sparse tail of any size
@@ -190,6 +205,11 @@ int rd_build_index(struct strata_trace *t, struct rd_stream *s, int fd, uint64_t
 			why = "truncated packet header";
 		else
 			why = rd_check_header(s, off, psz, p);
+		if (t->follow && follow_unfinished(s, p, hl, why)) {
+			n--;
+			s->size = off; /* read up to it, next time past it */
+			break;
+		}
 		off += psz;
 		if (why) {
 			rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, p->offset, 0, last_end,

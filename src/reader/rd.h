@@ -241,6 +241,8 @@ struct rd_stream {
 	struct rd_subtrace *sub;
 	unsigned subidx;
 	const uint8_t *map;
+	uint64_t map_len; /* what was mapped: size may end before it (a
+			   * followed file's unfinished packet) */
 	uint64_t size;
 	uint64_t packet_size;
 	struct rd_packet *packets;
@@ -270,6 +272,11 @@ struct strata_trace {
 	strata_problem_fn problem;
 	void *problem_arg;
 	uint64_t nproblems;
+	bool follow; /* STRATA_OPEN_FOLLOW: the files may be growing */
+	/* STRATA_OPEN_FOLLOW: sub-traces and streams not readable yet (no
+	 * metadata, a stream file not there): being created, not reported;
+	 * a follower waits for them (follow.c) */
+	unsigned not_yet;
 };
 
 void rd_report(struct strata_trace *t, int kind, const char *file,

@@ -51,6 +51,7 @@ static int open_stream(struct strata_trace *t, struct rd_stream *s)
 		goto out;
 	}
 	s->map = m;
+	s->map_len = s->size;
 	madvise(m, s->size, MADV_SEQUENTIAL);
 	if (s->size < RD_HEADER_SIZE) {
 		rd_report(t, STRATA_PROBLEM_DAMAGED, s->path, 0, 0, 0,
@@ -126,7 +127,9 @@ static void missing_stream(struct strata_trace *t, const char *dir, const char *
 {
 	char *p = rd_path_join(dir, name), *idx = index_path(dir, name);
 	struct stat st;
-	if (p && idx) {
+	if (t->follow) {
+		t->not_yet++; /* its file may come next */
+	} else if (p && idx) {
 		uint64_t listed = rd_index_packets(idx);
 		char lists[64] = "";
 		if (listed)

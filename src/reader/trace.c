@@ -138,6 +138,7 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 	if (opt) {
 		t->problem = opt->problem;
 		t->problem_arg = opt->problem_arg;
+		t->follow = opt->flags & STRATA_OPEN_FOLLOW;
 	}
 	struct stat st;
 	if (stat(path, &st) < 0) {
@@ -165,8 +166,13 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 	}
 	if (!merge && (rc = rd_one_recording(t, &f, tl)) < 0)
 		goto fail;
-	for (size_t i = 0; i < f.broken.n; i++)
+	for (size_t i = 0; i < f.broken.n; i++) {
+		if (t->follow) {
+			t->not_yet++; /* its metadata may come next */
+			continue;
+		}
 		rd_report(t, STRATA_PROBLEM_METADATA, f.broken.v[i], 0, 0, 0, "%s", f.why.v[i]);
+	}
 	if ((rc = load_subtraces(t, &f)) < 0)
 		goto fail;
 	if (!merge && (rc = rd_one_clock(t)) < 0)
@@ -213,7 +219,7 @@ void strata_trace_close(struct strata_trace *t)
 	for (unsigned i = 0; i < t->nstreams; i++) {
 		struct rd_stream *s = &t->streams[i];
 		if (s->map)
-			munmap((void *)s->map, s->size);
+			munmap((void *)s->map, s->map_len);
 		free(s->packets);
 		free(s->path);
 		free(s->idxpath);

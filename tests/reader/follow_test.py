@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# strata print --follow on a trace being written (docs/reader.md, "Following
+# a live trace"): every event once, in time order, the follow ending by
+# itself; the delay from logging to printing measured.
+import json, os, subprocess, sys, threading, time
+
+strata, slowlog, work = sys.argv[1], sys.argv[2], sys.argv[3]
+modes = sys.argv[4:] or ["embedded", "guardian", "record"]
+# 200 events 20 ms apart, the last 100 all on CPU 0: CPU 1's stream is
+# quiet for 2 s, which a follower must not wait for where the writer has a
+# live timer (docs/reader.md, "Following a live trace")
+N, PERIOD_MS = 200, 20
+os.makedirs(work, exist_ok=True)
+fails = 0
+
+
+def fail(msg):
+    global fails
+    fails += 1
+    print("FAIL: " + msg)
+
+
+def follow(mode, env_extra):
+    """Start the follower before the trace exists, then the program; read
+    the follower's lines as they come, each with CLOCK_MONOTONIC at
+    arrival (Python's time.monotonic is that clock on Linux)."""
+    trace = os.path.join(work, "follow-" + mode)
+    subprocess.run(["rm", "-rf", trace], check=True)
+    fol = subprocess.Popen([strata, "print", "--follow", "--format", "json", trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+
+    def reader():
+        for line in fol.stdout:
+            lines.append((time.monotonic_ns(), line))
+    th = threading.Thread(target=reader)
+    th.start()
+    env = dict(os.environ, **env_extra)
+    if mode == "record":
+        cmd = [strata, "record", "-o", trace, "--", slowlog, str(N), str(PERIOD_MS), "quiet"]
+        env.pop("STRATA_OUTPUT", None)
+    else:
+        cmd = [slowlog, str(N), str(PERIOD_MS), "quiet"]
+        env["STRATA_OUTPUT"] = trace
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    try:
+        # the end of the trace ends the follow: no signal is sent
+        rc = fol.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        fol.kill()
+        fol.wait()
+        rc = None
+    th.join()
+    err = fol.stderr.read()
+    if rc is None:
+        fail("%s: print --follow did not end when the trace was complete" % mode)
+        return None
+    if rc != 0:
+        fail("%s: print --follow exited %s: %s" % (mode, rc, err.strip()))
+    ticks = []
+    for arrival, line in lines:
+        ev = json.loads(line)
+        if ev["event"] == "live:tick":
+            ticks.append((ev["ts"], ev["fields"]["seq"], ev["fields"]["mono_ns"], arrival))
+    seqs = [t[1] for t in ticks]
+    if seqs != list(range(N)):
+        missing = sorted(set(range(N)) - set(seqs))
+        dup = len(seqs) - len(set(seqs))
+        fail("%s: %d ticks printed, %d duplicated, missing %s, in order: %s"
+             % (mode, len(seqs), dup, missing[:10], seqs == sorted(seqs)))
+    if [t[0] for t in ticks] != sorted(t[0] for t in ticks):
+        fail("%s: events printed out of time order" % mode)
+    # the follower's own listing against the finished trace's
+    full = subprocess.run([strata, "print", "--format", "json", trace], capture_output=True,
+                          text=True).stdout.splitlines()
+    def untimed(l):  # times since the start: the follower's start is its first packet's
+        ev = json.loads(l)
+        ev.pop("time")
+        return ev
+    if [untimed(l) for _, l in lines] != [untimed(l) for l in full]:
+        fail("%s: the followed listing differs from the finished trace's (%d lines against %d)"
+             % (mode, len(lines), len(full)))
+    return sorted((arrival - mono) / 1e6 for _, _, mono, arrival in ticks)
+
+
+def report(mode, d):
+    if not d:
+        return
+    med, p99 = d[len(d) // 2], d[min(len(d) - 1, (len(d) * 99) // 100)]
+    print("%s: %d events, log-to-print delay ms: min %.1f median %.1f p99 %.1f max %.1f"
+          % (mode, len(d), d[0], med, p99, d[-1]))
+    return p99
+
+
+for mode in modes:
+    if mode == "embedded":
+        # the in-process consumer and its live timer
+        d = follow(mode, {"STRATA_GUARD": "0", "STRATA_FLUSH_MS": "25"})
+        p99 = report(mode, d)
+        # measured, not asserted beyond a generous bound (a shared machine)
+        if p99 is not None and p99 > 2000:
+            fail("%s: p99 delay %.0f ms (bound 2000)" % (mode, p99))
+    else:
+        report(mode, follow(mode, {}))
+sys.exit(1 if fails else 0)

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the follower (docs/reader.md, "Following a live trace"):
+ * a stream file growing packet by packet, a torn tail, the end, late events. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "rd.h"
+#include "synth.h"
+
+#define PSIZE 16384u
+#define NEV 3000u
+
+struct seen {
+	unsigned n, late;
+	uint64_t late_count;
+	char what[256];
+};
+
+static void on_problem(const struct strata_problem *p, void *arg)
+{
+	struct seen *s = arg;
+	if (p->kind == STRATA_PROBLEM_LATE) {
+		s->late++;
+		s->late_count += p->count;
+		return;
+	}
+	s->n++;
+	snprintf(s->what, sizeof(s->what), "%s", p->what);
+}
+
+/* A follower of dir whose problems go to *seen (the options are copied
+ * at create). */
+static struct strata_follow *follower(const char *dir, struct seen *seen)
+{
+	struct strata_open_options oo = { .problem = on_problem, .problem_arg = seen };
+	struct strata_follow_options fo = { .open = &oo };
+	struct strata_follow *fl;
+	assert_int_equal(strata_follow_create(dir, &fo, &fl), 0);
+	return fl;
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *b = malloc(*len);
+	assert_int_equal(fread(b, 1, *len, f), *len);
+	fclose(f);
+	return b;
+}
+
+static void put_file(const char *path, const void *b, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(b, 1, n, f), n);
+	fclose(f);
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	v = __builtin_bswap64(v);
+	memcpy(p, &v, 8);
+}
+
+/* dir/index/cpu<cpu>.idx for the packets of `s` (format.md §7): the
+ * writer's publication of a finished stream */
+static void put_index(const char *dir, unsigned cpu, const uint8_t *s, size_t len)
+{
+	size_t n = len / PSIZE;
+	uint8_t *b = calloc(1, 16 + 72 * n);
+	uint32_t h[4] = { __builtin_bswap32(0xC1F1DCC1), __builtin_bswap32(1),
+			  __builtin_bswap32(1), __builtin_bswap32(72) };
+	memcpy(b, h, 16);
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *pk = s + i * PSIZE;
+		uint8_t *e = b + 16 + 72 * i;
+		put_be64(e, i * PSIZE);
+		put_be64(e + 8, rd_le64(pk + 56));
+		put_be64(e + 16, rd_le64(pk + 48));
+		put_be64(e + 24, rd_le64(pk + 32));
+		put_be64(e + 32, rd_le64(pk + 40));
+		put_be64(e + 40, rd_le64(pk + 72));
+		put_be64(e + 56, rd_le64(pk + 24));
+		put_be64(e + 64, rd_le64(pk + 64));
+	}
+	char path[512];
+	snprintf(path, sizeof(path), "%s/index", dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/index/cpu%u.idx", dir, cpu);
+	put_file(path, b, 16 + 72 * n);
+	free(b);
+}
+
+/* The window's events onto ts[*n..], in order; returns how many. */
+static unsigned read_window(struct strata_trace *t, uint64_t from, uint64_t to, uint64_t *ts,
+			    unsigned *n)
+{
+	struct strata_filter *f;
+	struct strata_iter *it;
+	const struct strata_event *ev;
+	struct strata_iter_options io = { .stream = -1 };
+	unsigned k = 0;
+	if (!t || from == to)
+		return 0;
+	assert_int_equal(strata_filter_create(t, &f), 0);
+	assert_int_equal(strata_filter_time(f, from, to - 1), 0);
+	io.filter = f;
+	assert_int_equal(strata_iter_create(t, &io, &it), 0);
+	while (strata_iter_next(it, &ev) > 0) {
+		assert_true(*n < NEV + 16);
+		ts[(*n)++] = ev->timestamp;
+		k++;
+	}
+	strata_iter_destroy(it);
+	strata_filter_destroy(f);
+	return k;
+}
+
+/*
+ * A stream that grows packet by packet, its last packet torn (its header
+ * there, its content not yet): only whole packets are read, the torn one
+ * is not reported, the window stops at the last whole packet's end, and
+ * once the reserve is gone and the index published the rest comes, each
+ * event once and in order.
+ */
+static void test_follow_growing(void **state)
+{
+	(void)state;
+	char ref[] = "/tmp/strata-follow-refXXXXXX", live[] = "/tmp/strata-follow-liveXXXXXX";
+	char path[512];
+	assert_non_null(mkdtemp(ref));
+	assert_non_null(mkdtemp(live));
+	struct synth_ev *evs = calloc(NEV, sizeof(*evs));
+	for (unsigned i = 0; i < NEV; i++)
+		evs[i] = (struct synth_ev){ 1000 + 10 * (uint64_t)i, SYNTH_MARK, 0 };
+	synth_write(ref, 0, 100, 100, evs, NEV, PSIZE);
+	snprintf(path, sizeof(path), "%s/cpu0", ref);
+	size_t len;
+	uint8_t *s = slurp(path, &len);
+	assert_true(len >= 3 * PSIZE);
+
+	snprintf(path, sizeof(path), "%s/metadata", live);
+	put_file(path, synth_metadata, strlen(synth_metadata));
+	snprintf(path, sizeof(path), "%s/.reserve", live);
+	put_file(path, "", 0);
+	snprintf(path, sizeof(path), "%s/cpu0", live);
+	/* packet 0 whole, packet 1's header and a page of its content */
+	put_file(path, s, PSIZE + 4096);
+
+	struct seen seen = { 0 };
+	struct strata_follow *fl = follower(live, &seen);
+	struct strata_trace *t;
+	uint64_t from, to, *ts = calloc(NEV + 16, sizeof(*ts));
+	unsigned n = 0;
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_non_null(t);
+	assert_int_equal(from, 0);
+	assert_int_equal(to, rd_le64(s + 40)); /* packet 0's timestamp_end */
+	read_window(t, from, to, ts, &n);
+	/* packet 0's events but its last, whose time is its end: a next
+	 * packet may begin there */
+	assert_true(n > 10);
+	assert_int_equal(ts[n - 1] + 10, rd_le64(s + 40));
+	if (seen.n)
+		fail_msg("torn tail reported: %s", seen.what);
+
+	/* the rest written, then the end: no reserve, the index published */
+	put_file(path, s, len);
+	snprintf(path, sizeof(path), "%s/.reserve", live);
+	unlink(path);
+	put_index(live, 0, s, len);
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_DONE);
+	assert_int_equal(to, UINT64_MAX);
+	read_window(t, from, to, ts, &n);
+	assert_int_equal(n, NEV);
+	for (unsigned i = 0; i < NEV; i++)
+		assert_int_equal(ts[i], evs[i].ts);
+	assert_int_equal(seen.n, 0);
+	assert_int_equal(seen.late, 0);
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_DONE);
+	assert_int_equal(from, to);
+	strata_follow_destroy(fl);
+	free(ts);
+	free(s);
+	free(evs);
+	synth_rmdir(ref);
+	synth_rmdir(live);
+}
+
+/*
+ * A stream that appears with events older than the windows handed out
+ * (a writer slower than it said): they are counted as late, once, not
+ * passed over in silence.
+ */
+static void test_follow_late(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/strata-follow-lateXXXXXX", path[512];
+	assert_non_null(mkdtemp(dir));
+	struct synth_ev a[40], b[5];
+	for (unsigned i = 0; i < 40; i++)
+		a[i] = (struct synth_ev){ 1000 + 100 * (uint64_t)i, SYNTH_MARK, 0 };
+	for (unsigned i = 0; i < 5; i++)
+		b[i] = (struct synth_ev){ 1050 + 100 * (uint64_t)i, SYNTH_MARK, 0 };
+	synth_write(dir, 0, 100, 100, a, 40, 4096);
+	snprintf(path, sizeof(path), "%s/.reserve", dir);
+	put_file(path, "", 0);
+
+	struct seen seen = { 0 };
+	struct strata_follow *fl = follower(dir, &seen);
+	struct strata_trace *t;
+	uint64_t from, to;
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_true(to > b[4].ts); /* cpu0's packets passed cpu1's events */
+	synth_write(dir, 1, 100, 101, b, 5, 4096);
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(seen.late, 1);
+	assert_int_equal(seen.late_count, 5);
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(seen.late, 1); /* said once */
+	strata_follow_destroy(fl);
+	synth_rmdir(dir);
+}
+
+/*
+ * A sub-trace being created: its stream there before its metadata (the
+ * relay's CREATE may come first). Not reported while the trace is live,
+ * and nothing is handed out until it can be read; then it is.
+ */
+static void test_follow_no_metadata_yet(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/strata-follow-metaXXXXXX", sub[600], path[700];
+	assert_non_null(mkdtemp(dir));
+	struct synth_ev a[40];
+	for (unsigned i = 0; i < 40; i++)
+		a[i] = (struct synth_ev){ 1000 + 100 * (uint64_t)i, SYNTH_MARK, 0 };
+	snprintf(sub, sizeof(sub), "%s/ust", dir);
+	mkdir(sub, 0700);
+	snprintf(sub, sizeof(sub), "%s/ust/pid-100", dir);
+	mkdir(sub, 0700);
+	synth_write(sub, 0, 100, 100, a, 40, 4096);
+	snprintf(path, sizeof(path), "%s/metadata", sub);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/.live", dir);
+	put_file(path, "", 0);
+
+	struct seen seen = { 0 };
+	struct strata_follow *fl = follower(dir, &seen);
+	struct strata_trace *t;
+	uint64_t from, to;
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(to, 0);
+	if (seen.n)
+		fail_msg("reported while being created: %s", seen.what);
+	snprintf(path, sizeof(path), "%s/metadata", sub);
+	put_file(path, synth_metadata, strlen(synth_metadata));
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(to, a[39].ts);
+	assert_int_equal(seen.n + seen.late, 0);
+	strata_follow_destroy(fl);
+	synth_rmdir(dir);
+}
+
+/*
+ * A quiet CPU and the live timer's beacon (docs/record.md, "Live
+ * reading"): cpu1 wrote its last packet long ago, cpu0 goes on. Without a
+ * beacon the window stops at cpu1's end; with one (time T, then its
+ * complement) it runs to T; a torn one is not believed.
+ */
+static void test_follow_beacon(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/strata-follow-beaconXXXXXX", path[512];
+	assert_non_null(mkdtemp(dir));
+	struct synth_ev a[40], b[2];
+	for (unsigned i = 0; i < 40; i++)
+		a[i] = (struct synth_ev){ 1000 + 100 * (uint64_t)i, SYNTH_MARK, 0 };
+	b[0] = (struct synth_ev){ 1050, SYNTH_MARK, 0 };
+	b[1] = (struct synth_ev){ 1150, SYNTH_MARK, 0 };
+	synth_write(dir, 0, 100, 100, a, 40, 4096);
+	synth_write(dir, 1, 100, 101, b, 2, 4096);
+	snprintf(path, sizeof(path), "%s/.reserve", dir);
+	put_file(path, "", 0);
+
+	struct seen seen = { 0 };
+	struct strata_follow *fl = follower(dir, &seen);
+	struct strata_trace *t;
+	uint64_t from, to;
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(to, b[1].ts); /* cpu1's last packet's end */
+	uint64_t rec[2] = { 3000, ~(uint64_t)3000 };
+	snprintf(path, sizeof(path), "%s/.live-time", dir);
+	rec[1] ^= 1; /* torn */
+	put_file(path, rec, sizeof(rec));
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(from, to);
+	rec[1] ^= 1;
+	put_file(path, rec, sizeof(rec));
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(from, b[1].ts);
+	assert_int_equal(to, 3000);
+	assert_int_equal(seen.n + seen.late, 0);
+	strata_follow_destroy(fl);
+	synth_rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_follow_growing),
+		cmocka_unit_test(test_follow_late),
+		cmocka_unit_test(test_follow_no_metadata_yet),
+		cmocka_unit_test(test_follow_beacon),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
