@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -52,6 +53,7 @@
 
 #define SAMPLER_SLOTS 4096   /* threads sampled at once; more are not */
 #define SAMPLER_SCAN_MS 10   /* how late a new thread may be armed */
+#define SAMPLER_RESCAN 10    /* list the threads at least every 10 looks */
 #define SAMPLER_REFIND 4     /* stack look-ups per thread after its first */
 
 struct sampler_slot {
@@ -69,6 +71,7 @@ struct sampler_slot {
 };
 
 static struct sampler_slot *slots; /* SAMPLER_SLOTS, mmap()ed once */
+static unsigned slots_hw;          /* slots past this were never used */
 static unsigned sampler_hz;
 static int sampler_sig;       /* the real-time signal we took */
 static volatile int sampler_on; /* the handler logs only while set */
@@ -240,6 +243,8 @@ static void arm(struct sampler_slot *s, int tid)
 	memset(s, 0, sizeof(*s));
 	s->tid = tid;
 	s->seen = true;
+	if ((unsigned)(s - slots) >= slots_hw)
+		slots_hw = (unsigned)(s - slots) + 1;
 	ev._sigev_un._tid = tid;
 	if (timer_create(thread_clock(tid), &ev, &s->timer))
 		return; /* gone already: freed at the next scan */
@@ -275,12 +280,12 @@ static void retire(struct sampler_slot *s, bool alive)
 
 static struct sampler_slot *slot_of(int tid, struct sampler_slot **free_slot)
 {
-	*free_slot = NULL;
-	for (unsigned i = 0; i < SAMPLER_SLOTS; i++) {
+	*free_slot = slots_hw < SAMPLER_SLOTS ? &slots[slots_hw] : NULL;
+	for (unsigned i = 0; i < slots_hw; i++) {
 		if (slots[i].tid == tid)
 			return &slots[i];
-		if (!slots[i].tid && !*free_slot)
-			*free_slot = &slots[i];
+		if (!slots[i].tid && (!*free_slot || *free_slot == &slots[slots_hw]))
+			*free_slot = &slots[i]; /* a used one first */
 	}
 	return NULL;
 }
@@ -306,7 +311,7 @@ static void scan(void)
 		} /* else no slot left: not sampled (docs/profile.md, Limits) */
 	}
 	closedir(d);
-	for (unsigned i = 0; i < SAMPLER_SLOTS; i++) {
+	for (unsigned i = 0; i < slots_hw; i++) {
 		if (slots[i].tid && !slots[i].seen)
 			retire(&slots[i], false);
 		slots[i].seen = false;
@@ -322,9 +327,29 @@ static void *watch(void *arg)
 	sigfillset(&all); /* never sampled, never a program's signal */
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	watcher_tid = gettid();
-	do
-		scan();
-	while (poll(&p, 1, SAMPLER_SCAN_MS) == 0 || (p.revents == 0 && errno == EINTR));
+	/*
+	 * Listing /proc/self/task costs about 100 us here (1 % of a CPU every
+	 * 10 ms); its link count, 2 + the threads, one stat(): the list is
+	 * read when the count changes, and every SAMPLER_RESCAN looks for a
+	 * thread that ended while another began. In between, only the CPU
+	 * times of the threads known (for `unavailable`).
+	 */
+	nlink_t links = 0;
+	unsigned looks = 0;
+	do {
+		struct stat st;
+		if (stat("/proc/self/task", &st) || st.st_nlink != links ||
+		    ++looks % SAMPLER_RESCAN == 0) {
+			links = st.st_nlink;
+			scan();
+		} else {
+			for (unsigned i = 0; i < slots_hw; i++) {
+				uint64_t now = slots[i].tid ? thread_cpu_ns(slots[i].tid) : 0;
+				if (now)
+					slots[i].cpu_ns = now;
+			}
+		}
+	} while (poll(&p, 1, SAMPLER_SCAN_MS) == 0 || (p.revents == 0 && errno == EINTR));
 	return NULL;
 }
 
@@ -361,7 +386,7 @@ static void sampler_stop(void)
 	watcher_running = false;
 	sampler_on = 0; /* the handler stays: a signal already pending on a
 			 * thread must not find SIG_DFL, which kills */
-	for (unsigned i = 0; i < SAMPLER_SLOTS; i++)
+	for (unsigned i = 0; i < slots_hw; i++)
 		if (slots[i].tid)
 			retire(&slots[i], true);
 }
@@ -373,6 +398,7 @@ static void sampler_after_fork_child(void)
 	if (!slots)
 		return;
 	memset(slots, 0, SAMPLER_SLOTS * sizeof(*slots));
+	slots_hw = 0;
 	watcher_running = false;
 	watcher_start();
 }
