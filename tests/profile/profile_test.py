@@ -3,10 +3,12 @@
 """strata record --sample and strata profile against a program whose
 threads spend known shares of their CPU time in f (60 %), g (30 %), h (10 %).
 
-usage: profile_test.py STRATA SPIN WORKDIR [perf|timer|daemon LIBSTRATA]
+usage: profile_test.py STRATA SPIN WORKDIR [perf|timer|daemon LIBSTRATA|refused NOPERF]
 
 perf (the default): record --sample, perf_event_open. timer: record
---sample-mode timer, the program's own timers (lib/sampler.c). daemon: the
+--sample-mode timer, the program's own timers (lib/sampler.c). refused:
+record --sample with perf_event_open failing (NOPERF preloaded into strata):
+it must fall back to the timers and say so. daemon: the
 program joins a strata daemon with STRATA_SAMPLE set and libstrata
 preloaded. The timer sampler's signals come at the kernel's tick (250 Hz
 here), so its runs are longer (enough signals for the 3-point bound) and
@@ -47,10 +49,14 @@ if MODE == "daemon":
         fail("strata daemon --kill exited %d" % k.returncode)
 else:
     mode = ["--sample-mode", "timer"] if MODE == "timer" else []
+    env = dict(os.environ, LD_PRELOAD=LIB) if MODE == "refused" else None
     p = subprocess.run([STRATA, "record", "--sample"] + mode + ["-o", trace, "--"] + spin,
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     sys.stderr.write(p.stderr)
-    if "sampling off" in p.stderr:
+    if MODE == "refused" and not re.search(r"sampling with timers .*: perf_event_open: "
+                                           r"Permission denied", p.stderr):
+        fail("no line saying the timer sampler is used, and why")
+    if "sampling off" in p.stderr and MODE == "perf":
         print("SKIP: no perf cpu-clock sampling here:", p.stderr.strip().splitlines()[0])
         sys.exit(77)
 if p.returncode:
