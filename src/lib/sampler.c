@@ -377,11 +377,9 @@ static void sampler_stop(void)
 
 	if (!slots || !watcher_running)
 		return;
-	if (write(stop_fd, &one, sizeof(one)) < 0) {
-		/* the watcher then ends at its next scan: never, since the
-		 * eventfd is the only way; join anyway would hang */
-		return;
-	}
+	if (write(stop_fd, &one, sizeof(one)) < 0)
+		return; /* cannot happen (the count would overflow): never
+			 * join a watcher that was not told */
 	pthread_join(watcher, NULL);
 	watcher_running = false;
 	sampler_on = 0; /* the handler stays: a signal already pending on a
