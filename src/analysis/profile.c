@@ -287,6 +287,9 @@ static void on_thread_totals(struct prof_result *r, const struct strata_event *e
 	if ((f = strata_event_class_field(cls, "unavailable")) >= 0 &&
 	    strata_event_field(ev, (unsigned)f, &v) == 0)
 		r->unavailable += v.u;
+	if ((f = strata_event_class_field(cls, "cpu_ns")) >= 0 &&
+	    strata_event_field(ev, (unsigned)f, &v) == 0)
+		r->cpu_ns += v.u;
 }
 
 static int cmp_entry(const void *a, const void *b)

@@ -41,6 +41,8 @@ struct prof_result {
 	unsigned hz;                /* the rate asked (env sample_hz, the timer
 				     * sampler's sample:thread), or 0 */
 	bool timer;                 /* taken by the timer sampler (sample:thread) */
+	uint64_t cpu_ns;            /* timer sampler: the threads' CPU time while
+				     * armed (the achieved rate's divisor) */
 };
 
 /*

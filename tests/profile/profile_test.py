@@ -77,8 +77,14 @@ if abs(n - want) > 0.05 * want or prof["lost"]:
     fail("%d samples against %.0f expected, %d lost" % (n, want, prof["lost"]))
 if MODE != "perf":
     # the timer sampler says so, and nothing blocked its signal
-    print("timer sampler: %d signals, %d unavailable" % (prof["signals"], prof["unavailable"]))
-    if prof.get("sampler") != "timer" or prof["unavailable"] > 0.01 * want:
+    print("timer sampler: %d signals, %.0f a second of CPU time, %d unavailable" % (
+        prof["signals"], prof["signals"] * 1e9 / max(prof["cpu_ns"], 1), prof["unavailable"]))
+    # the threads' CPU time while armed: the program's, but for the main
+    # thread's first scan and the watcher's own (a few %)
+    if abs(prof["cpu_ns"] - cpu_ns) > 0.05 * cpu_ns:
+        fail("sample:thread totals hold %d ns of CPU time, the program %d" % (
+            prof["cpu_ns"], cpu_ns))
+    if prof.get("sampler") != "timer" or prof["unavailable"] > 0.02 * want:
         fail("sampler %s, %d unavailable" % (prof.get("sampler"), prof["unavailable"]))
 # 2. the shares: f, g, h on the stack (total), within 3 points
 for name, share in (("f", 60), ("g", 30), ("h", 10)):
