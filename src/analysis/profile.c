@@ -11,6 +11,7 @@
 #include "analysis/profile.h"
 
 #define MAX_DEPTH 33               /* the ip and 32 frames (kernel/sample.h) */
+#define MAX_WEIGHT 1000000         /* a sample's periods: more is damage */
 #define KERNEL_HALF 0xffff800000000000ull /* x86-64's upper half: the kernel */
 
 /* String -> index, open addressing. */
@@ -203,7 +204,7 @@ static long entry_at(struct prof_ctx *c, uint32_t pid, uint64_t pc, bool leaf)
 	return e;
 }
 
-static int add_stack(struct prof_ctx *c, const long *ent, unsigned n)
+static int add_stack(struct prof_ctx *c, const long *ent, unsigned n, uint64_t w)
 {
 	char folded[8192];
 	size_t len = 0;
@@ -232,35 +233,63 @@ static int add_stack(struct prof_ctx *c, const long *ent, unsigned n)
 		r->stacks[r->nstacks].count = 0;
 		*v = r->nstacks++;
 	}
-	r->stacks[*v].count++;
+	r->stacks[*v].count += w;
 	return 0;
 }
 
-/* One sample: its stack, leaf first, into entries; self, totals, stack. */
+/*
+ * One sample: its stack, leaf first, into entries; self, totals, stack.
+ * A sample of the timer sampler has a weight (f[3]): the periods of CPU
+ * time it stands for, more than one where the kernel's tick fired the
+ * timer late (lib/sampler.c); the perf path's have none, each is one.
+ */
 static int on_sample(struct prof_ctx *c, const struct strata_event *ev, const int *f)
 {
-	struct strata_value ip, n, fr;
+	struct strata_value ip, n, fr, wv = { .u = 1 };
 	if (strata_event_field(ev, (unsigned)f[0], &ip) < 0 ||
 	    strata_event_field(ev, (unsigned)f[1], &n) < 0 ||
-	    strata_event_field(ev, (unsigned)f[2], &fr) < 0 || fr.type != STRATA_VALUE_ARRAY)
+	    strata_event_field(ev, (unsigned)f[2], &fr) < 0 || fr.type != STRATA_VALUE_ARRAY ||
+	    (f[3] >= 0 && strata_event_field(ev, (unsigned)f[3], &wv) < 0))
 		return 0; /* damaged: skipped */
 	long ent[MAX_DEPTH];
 	unsigned depth = 0;
-	uint64_t sample = c->r->samples++;
+	uint64_t w = wv.u >= 1 && wv.u <= MAX_WEIGHT ? wv.u : 1;
+	uint64_t sample = c->r->signals++;
+	c->r->samples += w;
 	if (ip.u >= KERNEL_HALF)
-		c->r->kernel++;
+		c->r->kernel += w;
 	if ((ent[depth++] = entry_at(c, ev->pid, ip.u, true)) < 0)
 		return -ENOMEM;
 	for (uint64_t i = 0; i < n.u && i < fr.count && depth < MAX_DEPTH; i++)
 		if ((ent[depth++] = entry_at(c, ev->pid, strata_value_elem(&fr, (uint32_t)i), false)) < 0)
 			return -ENOMEM;
-	c->r->entries[ent[0]].self++;
+	c->r->entries[ent[0]].self += w;
 	for (unsigned i = 0; i < depth; i++) /* recursion counts once */
 		if (c->seen[ent[i]] != sample) {
 			c->seen[ent[i]] = sample;
-			c->r->entries[ent[i]].total++;
+			c->r->entries[ent[i]].total += w;
 		}
-	return add_stack(c, ent, depth);
+	return add_stack(c, ent, depth, w);
+}
+
+/* The timer sampler's totals of one thread (lib/sampler.c): its rate and
+ * the samples its blocked signal kept from it. */
+static void on_thread_totals(struct prof_result *r, const struct strata_event *ev)
+{
+	const struct strata_event_class *cls = ev->cls;
+	struct strata_value v;
+	int f;
+
+	r->timer = true;
+	if ((f = strata_event_class_field(cls, "hz")) >= 0 &&
+	    strata_event_field(ev, (unsigned)f, &v) == 0)
+		r->hz = (unsigned)v.u;
+	if ((f = strata_event_class_field(cls, "unavailable")) >= 0 &&
+	    strata_event_field(ev, (unsigned)f, &v) == 0)
+		r->unavailable += v.u;
+	if ((f = strata_event_class_field(cls, "cpu_ns")) >= 0 &&
+	    strata_event_field(ev, (unsigned)f, &v) == 0)
+		r->cpu_ns += v.u;
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -288,7 +317,7 @@ int prof_compute(struct strata_trace *t, struct strata_iter *it, struct strata_s
 	struct an_tidmap threads = { 0 };
 	const struct strata_event_class *cls = NULL;
 	const struct strata_event *ev;
-	int f[3] = { -1, -1, -1 }, ret = -ENOMEM;
+	int f[4] = { -1, -1, -1, -1 }, ret = -ENOMEM;
 	bool any = false;
 
 	*out = NULL;
@@ -311,6 +340,10 @@ int prof_compute(struct strata_trace *t, struct strata_iter *it, struct strata_s
 			c.r->lost += si.discarded;
 	}
 	while (strata_iter_next(it, &ev) > 0) {
+		if (!strcmp(ev->cls->name, "sample:thread")) {
+			on_thread_totals(c.r, ev);
+			continue;
+		}
 		if (strcmp(ev->cls->name, "sample:cpu_clock"))
 			continue;
 		if (ev->cls != cls) {
@@ -318,6 +351,7 @@ int prof_compute(struct strata_trace *t, struct strata_iter *it, struct strata_s
 			f[0] = strata_event_class_field(cls, "ip");
 			f[1] = strata_event_class_field(cls, "n");
 			f[2] = strata_event_class_field(cls, "frames");
+			f[3] = strata_event_class_field(cls, "weight");
 		}
 		if (f[0] < 0 || f[1] < 0 || f[2] < 0)
 			continue;

@@ -29,11 +29,20 @@ struct prof_result {
 	size_t nentries;
 	struct prof_stack *stacks;  /* most samples first */
 	size_t nstacks;
-	uint64_t samples;           /* in the window, of the threads chosen */
+	uint64_t samples;           /* in the window, of the threads chosen:
+				     * periods of CPU time, a sample's weight */
+	uint64_t signals;           /* the events (samples of weight 1 but for
+				     * the timer sampler's, lib/sampler.c) */
 	uint64_t kernel;            /* of which in the kernel ("[kernel]") */
 	unsigned threads;
 	uint64_t lost;              /* the sampler's losses (events_discarded) */
-	unsigned hz;                /* the rate asked (env sample_hz), or 0 */
+	uint64_t unavailable;       /* timer sampler: due in threads that
+				     * blocked its signal */
+	unsigned hz;                /* the rate asked (env sample_hz, the timer
+				     * sampler's sample:thread), or 0 */
+	bool timer;                 /* taken by the timer sampler (sample:thread) */
+	uint64_t cpu_ns;            /* timer sampler: the threads' CPU time while
+				     * armed (the achieved rate's divisor) */
 };
 
 /*

@@ -61,7 +61,13 @@ static void print_text(const struct prof_result *r, size_t top)
 	       r->threads == 1 ? "" : "s");
 	if (r->hz)
 		printf(" at %u per second of CPU time (each %.3f ms)", r->hz, 1000.0 / r->hz);
-	printf("; %" PRIu64 " in the kernel; %" PRIu64 " lost.\n\n", r->kernel, r->lost);
+	printf("; %" PRIu64 " in the kernel; %" PRIu64 " lost", r->kernel, r->lost);
+	if (r->timer) /* lib/sampler.c: taken in the program, by signals */
+		printf("; timer sampler: %" PRIu64 " signals (%.0f per second of CPU "
+		       "time), %" PRIu64 " unavailable (the signal blocked)", r->signals,
+		       r->cpu_ns ? (double)r->signals * 1e9 / (double)r->cpu_ns : 0.0,
+		       r->unavailable);
+	printf(".\n\n");
 	table_init(&tb, 6, "rrrrll");
 	table_cell(&tb, "self %%");
 	table_cell(&tb, "self");
@@ -321,8 +327,10 @@ static void print_calls_json(const struct calls_result *r, bool tree)
 static void print_json(const struct prof_result *r)
 {
 	printf("\"samples\":%" PRIu64 ",\"kernel\":%" PRIu64 ",\"lost\":%" PRIu64
-	       ",\"threads\":%u,\"hz\":%u,\"functions\":[", r->samples, r->kernel, r->lost,
-	       r->threads, r->hz);
+	       ",\"unavailable\":%" PRIu64 ",\"signals\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
+	       ",\"sampler\":\"%s\",\"threads\":%u,\"hz\":%u,\"functions\":[", r->samples,
+	       r->kernel, r->lost, r->unavailable, r->signals, r->cpu_ns,
+	       r->timer ? "timer" : "perf", r->threads, r->hz);
 	for (size_t i = 0; i < r->nentries; i++) {
 		printf("%s\n{\"name\":", i ? "," : "");
 		cli_json_name(r->entries[i].name);

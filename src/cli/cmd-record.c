@@ -17,6 +17,9 @@
 #include "common/tfile.h"
 #include "common/tool.h"
 #include "daemon/daemon.h"
+#ifdef STRATA_HAVE_KERNEL
+#include "kernel/sample.h" /* samp_probe() */
+#endif
 #include "relay/proto.h"
 #include "relay/sender.h"
 
@@ -50,6 +53,9 @@ const char cmd_record_usage[] =
 	"  --sample[=HZ]          sample every thread's program counter and call\n"
 	"                         chain HZ times a second of CPU time (default\n"
 	"                         1000; perf cpu-clock; then strata profile DIR)\n"
+	"  --sample-mode perf|timer  perf_event_open, or timers and a signal in\n"
+	"                         COMMAND (libstrata preloaded); default: perf\n"
+	"                         where the kernel allows it, else timer\n"
 	"  --locks                trace COMMAND's pthread locks (libstrata-locks.so\n"
 	"                         preloaded; then strata locks DIR, docs/locks.md)\n"
 	"  --functions            turn on the function probes of code built with\n"
@@ -169,6 +175,8 @@ struct record_opts {
 	int want_locks;
 	int functions; /* --functions: STRATA_FUNCTIONS=1 for the command */
 	unsigned sample_hz; /* --sample: per thread and second of CPU time, or 0 */
+	const char *sample_mode; /* --sample-mode perf|timer, or NULL: either */
+	char sample_lib[4096]; /* the timer sampler: libstrata to preload, or "" */
 	unsigned kbuffer_kb; /* --kernel-buffer-kb, 0: the default */
 	const char *kevents[65]; /* --kernel-event, NULL-terminated */
 	unsigned nkevents;
@@ -193,7 +201,7 @@ static int record_trigger(int start, const char *arg)
 }
 
 enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD,
-       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE, O_FUNCTIONS };
+       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE, O_FUNCTIONS, O_SAMPLE_MODE };
 
 /* One option that is not a ring option: 0, or -1 when the exit status
  * is 2 (said on stderr). */
@@ -219,6 +227,13 @@ static int record_opt(struct record_opts *ro, int o, const char *arg)
 	case O_FUNCTIONS: ro->functions = 1; break;
 	case O_SAMPLE:
 		return cli_sample_opt(arg, &ro->sample_hz);
+	case O_SAMPLE_MODE:
+		if (strcmp(arg, "perf") && strcmp(arg, "timer")) {
+			cli_err(NULL, "--sample-mode: '%s' is not perf or timer", arg);
+			return -1;
+		}
+		ro->sample_mode = arg;
+		break;
 	case 'v': ro->verbose = 1; break;
 	case O_CLOCK: return cli_clock_opt(arg) ? -1 : 0;
 	case O_START_ON:
@@ -256,6 +271,7 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 		{"locks", no_argument, NULL, O_LOCKS},
 		{"functions", no_argument, NULL, O_FUNCTIONS},
 		{"sample", optional_argument, NULL, O_SAMPLE},
+		{"sample-mode", required_argument, NULL, O_SAMPLE_MODE},
 		CLI_RELAY_OPTIONS,
 		{"guard", required_argument, NULL, O_GUARD}, /* not in --help */
 		{NULL, 0, NULL, 0},
@@ -366,6 +382,53 @@ static int record_serve(const struct record_opts *ro, struct dmn *d, pid_t child
 	return exited;
 }
 
+/*
+ * --sample: perf_event_open where the kernel allows it (nothing runs in
+ * the program), else the timer sampler in the program (lib/sampler.c,
+ * libstrata preloaded, STRATA_SAMPLE set); one line says which. 0, or -1
+ * after saying why.
+ */
+static int record_sample_mode(struct record_opts *ro)
+{
+	char err[256] = "", exe[4096];
+	const char *mode = ro->sample_mode;
+	ssize_t n;
+
+	if (!mode || !strcmp(mode, "perf")) {
+#ifdef STRATA_HAVE_KERNEL
+		if (!samp_probe(err, sizeof(err)))
+			return 0;
+#else
+		snprintf(err, sizeof(err), "built without kernel support");
+#endif
+		if (mode) {
+			cli_err(NULL, "--sample-mode perf: %s", err);
+			return -1;
+		}
+	}
+	/* installed (bin/ and LIBDIR/ under one prefix), then the build tree */
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+		exe[n] = 0;
+		*strrchr(exe, '/') = 0;
+		static const char *const rel[] = { "/../" STRATA_LIBDIR "/libstrata.so.1",
+						   "/../libstrata.so.1" };
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]) && !ro->sample_lib[0]; i++) {
+			char p[8192];
+			snprintf(p, sizeof(p), "%s%s", exe, rel[i]);
+			if (!realpath(p, ro->sample_lib) || access(ro->sample_lib, R_OK))
+				ro->sample_lib[0] = 0;
+		}
+	}
+	if (!ro->sample_lib[0]) {
+		cli_err(NULL, "--sample: %s%slibstrata.so.1 is not beside this strata "
+			"(%s/../%s): install it", err, err[0] ? ", and " : "", exe, STRATA_LIBDIR);
+		return -1;
+	}
+	fprintf(stderr, "strata: sampling with timers and a signal in the program%s%s\n",
+		err[0] ? ": " : " (--sample-mode timer)", err);
+	return 0;
+}
+
 /* Check what runs and where it goes, before anything is created: 0, or
  * the exit status after saying why. */
 static int record_check(struct record_opts *ro)
@@ -385,6 +448,8 @@ static int record_check(struct record_opts *ro)
 	if (cli_relay_check(&ro->rl, "record"))
 		return 2;
 	if (ro->want_locks && cli_locks_preload(ro->locks, sizeof(ro->locks)))
+		return 2;
+	if (ro->sample_hz && record_sample_mode(ro))
 		return 2;
 	if (!ro->out) {
 		time_t t = time(NULL);
@@ -422,6 +487,15 @@ static pid_t record_spawn(const struct record_opts *ro, int gate[2])
 		}
 		if (ro->functions) /* src/func/probes.c */
 			setenv("STRATA_FUNCTIONS", "1", 1);
+		if (ro->sample_lib[0]) { /* the timer sampler: src/lib/sampler.c */
+			const char *old = getenv("LD_PRELOAD");
+			char pre[8192], hz[16];
+			snprintf(pre, sizeof(pre), "%s%s%s", ro->sample_lib,
+				 old && *old ? ":" : "", old ? old : "");
+			setenv("LD_PRELOAD", pre, 1);
+			snprintf(hz, sizeof(hz), "%u", ro->sample_hz);
+			setenv("STRATA_SAMPLE", hz, 1);
+		}
 		cli_exec(ro->cmd);
 	}
 	return child;
@@ -513,8 +587,8 @@ static int record_run(const struct record_opts *ro)
 				      ro->ksystem ? NULL : &pid,
 				      ro->kbuffer_kb);
 	/* gated too: the first sample is of the command's first instruction */
-	struct samp_session *ss = ro->sample_hz ? cli_sample_start(ro->out, child, ro->sample_hz)
-						: NULL;
+	struct samp_session *ss = ro->sample_hz && !ro->sample_lib[0] ?
+		cli_sample_start(ro->out, child, ro->sample_hz) : NULL;
 #endif
 	/* after the forks that do not exec at once (the state dump) */
 	if (rs && (ret = relay_sender_start(rs)))

@@ -293,6 +293,32 @@ static int open_cpu(struct samp_session *s, const struct samp_options *o, unsign
 	return 0;
 }
 
+int samp_probe(char *err, size_t errlen)
+{
+	struct perf_event_attr a;
+
+	/* the least samp_start() asks for: user space only, this thread */
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_CPU_CLOCK;
+	a.sample_period = 1000000;
+	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN;
+	a.disabled = 1;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		int ret = -errno;
+		kern_errf(err, errlen, "perf_event_open: %s%s", strerror(-ret),
+			  ret == -EACCES || ret == -EPERM ?
+				  " (kernel.perf_event_paranoid, or a seccomp filter)" : "");
+		return ret;
+	}
+	close(fd);
+	return 0;
+}
+
 static void session_free(struct samp_session *s)
 {
 	size_t len = (size_t)(1 + RING_PAGES) * (size_t)sysconf(_SC_PAGESIZE);

@@ -32,6 +32,14 @@ struct samp_stats {
 struct samp_session;
 
 /*
+ * Whether perf_event_open samples here at all (the user-space cpu-clock
+ * of this thread, opened and closed): `strata record --sample` falls back
+ * to the program's own timers (lib/sampler.c) when not. 0, or the
+ * negative errno with one line in err.
+ */
+int samp_probe(char *err, size_t errlen);
+
+/*
  * Open a software cpu-clock event per CPU for pid (inherited by its
  * children, enabled at its exec), with the user call chain, and start the
  * reader thread. Returns 0 or a negative errno (-EACCES, -EPERM: the

@@ -236,3 +236,25 @@ int env_patch_off(void)
 
 	return v && !strcmp(v, "0");
 }
+
+/* STRATA_SAMPLE=HZ: the in-process sampler (lib/sampler.c, docs/profile.md).
+ * Read once, from the sampler's constructor. */
+int env_sample_hz(unsigned *hz)
+{
+	const char *v = getenv("STRATA_SAMPLE");
+	char *end;
+	unsigned long n;
+
+	*hz = 0;
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || !n || n > 100000) {
+		slog_detail("STRATA_SAMPLE: \"%s\" is not samples per second "
+			    "from 1 to 100000; not sampling", v);
+		return -EINVAL;
+	}
+	*hz = (unsigned)n;
+	return 0;
+}

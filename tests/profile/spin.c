@@ -30,14 +30,19 @@ __attribute__((noinline)) void g(uint64_t ns) { burn(ns); __asm__ volatile(""); 
 __attribute__((noinline)) void h(uint64_t ns) { burn(ns); __asm__ volatile(""); }
 
 static unsigned rounds = 100;
+/* A round's CPU time. The timer sampler's signals come at the kernel's
+ * tick (lib/sampler.c): its test takes a round that no tick period
+ * divides, so that the samples do not fall on the same phases of every
+ * round (profile_test.py). */
+static uint64_t round_ns = 10000000;
 
 static void *worker(void *arg)
 {
 	(void)arg;
-	for (unsigned r = 0; r < rounds; r++) { /* 10 ms of CPU a round */
-		f(6000000);
-		g(3000000);
-		h(1000000);
+	for (unsigned r = 0; r < rounds; r++) { /* f 60 %, g 30 %, h 10 % */
+		f(round_ns * 6 / 10);
+		g(round_ns * 3 / 10);
+		h(round_ns / 10);
 	}
 	return NULL;
 }
@@ -47,6 +52,8 @@ int main(int argc, char **argv)
 	unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 2;
 	if (argc > 2)
 		rounds = (unsigned)atoi(argv[2]);
+	if (argc > 3 && atoi(argv[3]) > 0)
+		round_ns = (uint64_t)atoi(argv[3]) * 1000u;
 	pthread_t th[16];
 	if (n > 16)
 		n = 16;
@@ -56,7 +63,8 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 	struct timespec ts;
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	printf("%u threads, %u rounds of f 6 ms, g 3 ms, h 1 ms of CPU; cpu_ns=%llu\n", n, rounds,
+	printf("%u threads, %u rounds of %llu us of CPU, f 60 %%, g 30 %%, h 10 %%; cpu_ns=%llu\n",
+	       n, rounds, (unsigned long long)(round_ns / 1000),
 	       (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
 	return 0;
 }

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The timer sampler's hard cases (lib/sampler.c), under strata record
+--sample-mode timer:
+
+fork:  the process spins 500 ms in in_parent, forks, and the child spins
+       500 ms in in_child: the child is sampled too (its own watcher and
+       timers), each process's samples = its CPU time x rate within 5 %.
+block: a thread blocks every signal and spins 500 ms in in_blocked while
+       the main thread spins 500 ms in in_open: no crash, no sample in
+       in_blocked, the blocked thread's periods are counted unavailable
+       (its CPU time x rate, within 5 %), in_open's samples are its CPU
+       time x rate within 5 %.
+
+usage: sampler_test.py STRATA PROGRAM WORKDIR fork|block
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+STRATA, PROG, WORK, MODE = sys.argv[1:5]
+HZ = 1000
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+trace = os.path.join(WORK, "t")
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def near(got, want, what):
+    print("%s: %d, expected %.0f (%+.1f %%)" % (what, got, want, 100.0 * (got - want) / want))
+    if abs(got - want) > 0.05 * want:
+        fail("%s: %d against %.0f" % (what, got, want))
+
+
+def profile(*args):
+    r = subprocess.run([STRATA, "profile", "--format", "json"] + list(args) + [trace],
+                       capture_output=True, text=True)
+    if r.returncode:
+        fail("profile exited %d: %s" % (r.returncode, r.stderr))
+    return json.loads(r.stdout)
+
+
+p = subprocess.run([STRATA, "record", "--sample=%d" % HZ, "--sample-mode", "timer", "-o", trace,
+                    "--", PROG, MODE, "500"], capture_output=True, text=True)
+sys.stderr.write(p.stderr)
+print(p.stdout.strip())
+if p.returncode:
+    fail("the program exited %d (a crash is 128+)" % p.returncode)
+
+if MODE == "fork":
+    procs = {int(m.group(2)): (m.group(1), int(m.group(3))) for m in
+             re.finditer(r"(parent|child) (\d+) cpu_ns=(\d+)", p.stdout)}
+    if len(procs) != 2:
+        fail("expected a parent and a child line: %s" % p.stdout)
+    for pid, (who, cpu) in procs.items():
+        prof = profile("--pid", str(pid))
+        fn = {f["name"]: f for f in prof["functions"]}
+        # the child's CPU time is its own (a fork child starts from 0);
+        # the parent's includes in_parent only (it waits for the child)
+        near(prof["samples"], cpu / 1e9 * HZ, "%s %d: samples" % (who, pid))
+        mine = "in_child" if who == "child" else "in_parent"
+        share = 100.0 * fn.get(mine, {"total": 0})["total"] / max(prof["samples"], 1)
+        print("%s: %s %.1f %% of the samples" % (who, mine, share))
+        if share < 90:
+            fail("%s: %s only %.1f %%" % (who, mine, share))
+else:
+    m = re.search(r"open_ns=(\d+) blocked_ns=(\d+)", p.stdout)
+    if not m:
+        fail("no open_ns/blocked_ns line: %s" % p.stdout)
+    open_ns, blocked_ns = int(m.group(1)), int(m.group(2))
+    prof = profile()
+    fn = {f["name"]: f for f in prof["functions"]}
+    if "in_blocked" in fn:
+        fail("in_blocked has samples: its thread blocks the signal")
+    near(fn.get("in_open", {"total": 0})["total"], open_ns / 1e9 * HZ, "in_open: samples")
+    near(prof["unavailable"], blocked_ns / 1e9 * HZ, "unavailable (the blocked thread)")
+    print("text:", subprocess.run([STRATA, "profile", trace], capture_output=True,
+                                  text=True).stdout.splitlines()[0])
+print("PASS")
