@@ -59,9 +59,6 @@ struct an_scope {
 /* Read it (kernel: an_kernel_streams()'s flags). 0, or -ENOMEM. */
 int an_scope_read(struct strata_trace *t, const bool *kernel, struct an_scope *out);
 bool an_scope_has(const struct an_scope *sc, uint32_t tid);
-/* One line into err[errlen] (nothing when err is NULL). */
-void an_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 /* "CLASS has no field 'F' (its fields: a, b)" into err[errlen]. */
 void an_err_no_field(char *err, size_t errlen, const struct strata_event_class *c,
 		     const char *field);

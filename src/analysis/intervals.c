@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "common/errbuf.h"
 
 /*
  * The pairing rules (docs/cli.md, "strata intervals"):
@@ -220,7 +221,7 @@ int iv_pairer_create(struct strata_trace *t, const struct iv_options *o, struct 
 		if (ret)
 			goto fail;
 		if (!any_b || !any_e) {
-			an_err(o->err, o->errlen, "no event matches %s '%s'", any_b ? "--end" : "--begin",
+			errbuf_printf(o->err, o->errlen, "no event matches %s '%s'", any_b ? "--end" : "--begin",
 				any_b ? (o->end ? o->end : "") : (o->begin ? o->begin : ""));
 			ret = -EINVAL;
 			goto fail;

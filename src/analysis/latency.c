@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "common/errbuf.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -109,7 +110,7 @@ int lat_compute(struct strata_trace *t, const struct lat_options *o,
 		}
 	}
 	if (!any_begin || !any_end) {
-		an_err(o->err, o->errlen, "no event matches %s '%s'", any_begin ? "--end" : "--begin",
+		errbuf_printf(o->err, o->errlen, "no event matches %s '%s'", any_begin ? "--end" : "--begin",
 			any_begin ? o->end : o->begin);
 		ret = -EINVAL;
 		goto out;

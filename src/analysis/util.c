@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "common/errbuf.h"
 
 static size_t slot_of(uint32_t tid, size_t cap)
 {
@@ -117,16 +118,6 @@ uint64_t an_value_key(const struct strata_value *v)
 	return h;
 }
 
-void an_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 void an_err_no_field(char *err, size_t errlen, const struct strata_event_class *c,
 		     const char *field)
 {
@@ -135,7 +126,7 @@ void an_err_no_field(char *err, size_t errlen, const struct strata_event_class *
 	for (unsigned f = 0; f < c->nfields && k < sizeof(names); f++)
 		k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", f ? ", " : "",
 				      c->fields[f].name);
-	an_err(err, errlen, "%s has no field '%s' (its fields: %s)", c->name, field,
+	errbuf_printf(err, errlen, "%s has no field '%s' (its fields: %s)", c->name, field,
 	       names[0] ? names : "none");
 }
 

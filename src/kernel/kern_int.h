@@ -12,6 +12,7 @@
 
 #include <strata/events.h>
 
+#include "common/errbuf.h"
 #include "kernel/kernel.h"
 #include "lib/clock.h"
 
@@ -86,9 +87,6 @@ void kstream_event(struct kstream *s, uint64_t ts, uint32_t tid, uint32_t pid,
  * when the stream has none), and the files. Returns s->err. */
 int kstream_close(struct kstream *s, uint64_t now);
 
-/* One line into err (errlen bytes; NULL: nothing), as the options' err. */
-void kern_errf(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* The clock of a user sub-trace beside TRACE/kernel (TRACE/ust/ * /metadata):
  * its freq and offset, so that another sub-trace written here shares its
@@ -160,7 +158,7 @@ struct kern_session {
 	int err;
 };
 
-#define set_err(o, ...) kern_errf((o)->err, (o)->errlen, __VA_ARGS__)
+#define set_err(o, ...) errbuf_printf((o)->err, (o)->errlen, __VA_ARGS__)
 
 /* ksetup.c: the instance and the output directory. Each returns 0, or a
  * negative errno after set_err(). */

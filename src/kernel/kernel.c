@@ -51,17 +51,6 @@ static const struct {
 };
 #define NGROUP_EVENTS (sizeof(group_events) / sizeof(group_events[0]))
 
-void kern_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 int kern_groups_parse(const char *list, unsigned *groups, const char **bad)
 {
 	static char tok[64];

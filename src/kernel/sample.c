@@ -76,7 +76,7 @@ struct samp_session {
 	uint8_t rec[65536]; /* a record that wraps the ring, copied whole */
 };
 
-#define set_err(o, ...) kern_errf((o)->err, (o)->errlen, __VA_ARGS__)
+#define set_err(o, ...) errbuf_printf((o)->err, (o)->errlen, __VA_ARGS__)
 
 static const struct strata_field_desc sample_fields[] = {
 	{ "ip", STRATA_T_PTR, 0, STRATA_F_HEX },
@@ -310,7 +310,7 @@ int samp_probe(char *err, size_t errlen)
 	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
 		int ret = -errno;
-		kern_errf(err, errlen, "perf_event_open: %s%s", strerror(-ret),
+		errbuf_printf(err, errlen, "perf_event_open: %s%s", strerror(-ret),
 			  ret == -EACCES || ret == -EPERM ?
 				  " (kernel.perf_event_paranoid, or a seccomp filter)" : "");
 		return ret;
