@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "view.h"
@@ -305,6 +306,20 @@ const char *vw_kind_name(const struct vw_model *m, unsigned kind)
 	return kind - nk < m->nacts ? m->acts[kind - nk].name : "";
 }
 
+const char *vw_name(const struct vw_model *m, uint32_t tid)
+{
+	if (m->names)
+		return an_names_get(m->names, tid);
+	const struct vw_thread *th = an_tidmap_find(&m->threads, tid);
+	return th ? th->name : NULL;
+}
+
+uint64_t vw_nproblems(const struct vw_model *m)
+{
+	uint64_t n = strata_trace_nproblems(m->t);
+	return n > m->nproblems ? n : m->nproblems;
+}
+
 static int cmp_iv(const void *a, const void *b)
 {
 	const struct vw_iv *x = a, *y = b;
@@ -452,8 +467,26 @@ static void free_cbins(const struct vw_model *m, uint32_t **cbins)
 	free(cbins);
 }
 
+/* A model from the cache: its arrays are the mapping's, only the
+ * tables of pointers into it were allocated. */
+static void fini_mapped(struct vw_model *m)
+{
+	for (size_t i = 0; i < m->threads.n; i++)
+		free(((struct vw_thread *)m->threads.all[i])->cbins);
+	for (unsigned i = 0; m->cpus && i < m->ncpus; i++)
+		free(m->cpus[i].cbins);
+	an_tidmap_fini(&m->threads);
+	free(m->cpus);
+	free(m->rows);
+	iv_pairer_destroy(m->pairer);
+	munmap(m->map, m->map_size);
+	*m = (struct vw_model){ 0 };
+}
+
 void vw_model_fini(struct vw_model *m)
 {
+	if (m->map)
+		return fini_mapped(m);
 	for (size_t i = 0; i < m->threads.n; i++) {
 		struct vw_thread *th = m->threads.all[i];
 		free(th->bins);

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -20,7 +21,7 @@
 #include "view.h"
 
 const char cmd_view_usage[] =
-	"usage: strata view TRACE [--port N] [--bind ADDR]\n"
+	"usage: strata view TRACE [--port N] [--bind ADDR] [--no-cache]\n"
 	"                         [--activity NAME=BEGIN..END[,by=FIELD]]...\n"
 	"\n"
 	"Serve an interactive timeline of TRACE to a browser. The first line on\n"
@@ -35,7 +36,9 @@ const char cmd_view_usage[] =
 	"  --activity NAME=BEGIN..END[,by=FIELD]\n"
 	"                pair BEGIN and END events (names or globs) per thread,\n"
 	"                or by FIELD's value, into intervals of kind NAME, drawn\n"
-	"                and listed as the trace's own (up to 16 rules)\n";
+	"                and listed as the trace's own (up to 16 rules)\n"
+	"  --no-cache    build the model from the trace, and write no cache\n"
+	"                (default: kept in $XDG_CACHE_HOME/strata/view/)\n";
 
 #define TOKEN_HEX 32 /* 128 random bits */
 
@@ -411,12 +414,13 @@ static int listen_on(const char *addr, unsigned port, bool *v6, unsigned *bound)
 }
 
 static int parse(int argc, char **argv, const char **trace, const char **bind_to,
-		 unsigned *port, struct vw_activity *acts, unsigned *nacts)
+		 unsigned *port, struct vw_activity *acts, unsigned *nacts, bool *nocache)
 {
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "bind", required_argument, NULL, 'b' },
 		{ "activity", required_argument, NULL, 'a' },
+		{ "no-cache", no_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -448,6 +452,9 @@ static int parse(int argc, char **argv, const char **trace, const char **bind_to
 				return -1;
 			}
 			++*nacts;
+			break;
+		case 'n':
+			*nocache = true;
 			break;
 		default:
 			fputs(cmd_view_usage, stderr);
@@ -534,13 +541,76 @@ static int make_activities(struct strata_trace *t, struct vw_activity *acts, uns
 	return 0;
 }
 
+/* Build the model, then write it to the cache and serve from the cache's
+ * mapping (file pages the kernel may drop: the server's RSS stays that
+ * of the tables, not of the intervals). A trace that changed during the
+ * build (still recording) is not cached. */
+static int build_and_cache(struct vw_model *m, struct strata_trace *t, const char *trace,
+			   struct vw_activity *acts, unsigned nacts, struct vw_problems *ps,
+			   const char *path, uint64_t key)
+{
+	int err = vw_model_build(m, t, trace, acts, nacts);
+	m->cache = "off";
+	if (err || !path)
+		return err;
+	if (vw_cache_key(t, acts, nacts) != key) {
+		fprintf(stderr, "strata view: %s changed while read: not cached\n", trace);
+		return 0;
+	}
+	int w = vw_cache_write(m, ps, key, path);
+	if (w) {
+		fprintf(stderr, "strata view: cannot write the cache %s: %s; serving without it\n",
+			path, strerror(-w));
+		return 0;
+	}
+	struct vw_model c;
+	if (!vw_cache_open(&c, t, trace, acts, nacts, key, path, ps)) {
+		c.build_ms = m->build_ms;
+		vw_model_fini(m);
+		*m = c;
+	}
+	m->cache = "built";
+	fprintf(stderr, "strata view: cache %s written\n", path);
+	return 0;
+}
+
+/* The model from the cache when it is this trace's as it is now, else
+ * built (and cached unless nocache). */
+static int load_model(struct vw_model *m, struct strata_trace *t, const char *trace,
+		      struct vw_activity *acts, unsigned nacts, struct vw_problems *ps,
+		      bool nocache)
+{
+	char path[PATH_MAX];
+	if (nocache)
+		return build_and_cache(m, t, trace, acts, nacts, ps, NULL, 0);
+	int err = vw_cache_path(trace, acts, nacts, path, sizeof(path));
+	if (err) {
+		fprintf(stderr, "strata view: no cache folder (%s): set XDG_CACHE_HOME or HOME\n",
+			strerror(-err));
+		return build_and_cache(m, t, trace, acts, nacts, ps, NULL, 0);
+	}
+	uint64_t key = vw_cache_key(t, acts, nacts);
+	err = vw_cache_open(m, t, trace, acts, nacts, key, path, ps);
+	if (!err) {
+		m->cache = "used";
+		fprintf(stderr, "strata view: cache %s used\n", path);
+		return 0;
+	}
+	if (err != -ENOENT)
+		fprintf(stderr, "strata view: cache %s %s: rebuilt\n", path,
+			err == -ESTALE ? "is of another state of the trace" :
+			err == -ENOMEM ? "did not fit in memory" : "is damaged");
+	return build_and_cache(m, t, trace, acts, nacts, ps, path, key);
+}
+
 int cmd_view(int argc, char **argv)
 {
 	const char *trace = NULL, *bind_to = "127.0.0.1";
 	unsigned port = 0, nacts = 0;
 	static struct vw_activity acts[VW_ACT_MAX];
 	int ret = 1;
-	if (parse(argc, argv, &trace, &bind_to, &port, acts, &nacts))
+	bool nocache = false;
+	if (parse(argc, argv, &trace, &bind_to, &port, acts, &nacts, &nocache))
 		goto out_acts;
 	struct strata_trace *t;
 	static struct vw_problems problems;
@@ -554,7 +624,7 @@ int cmd_view(int argc, char **argv)
 	if (make_activities(t, acts, nacts))
 		goto out_trace;
 	static struct server s;
-	err = vw_model_build(&s.m, t, trace, acts, nacts);
+	err = load_model(&s.m, t, trace, acts, nacts, &problems, nocache);
 	s.m.problems = &problems;
 	if (err)
 		fprintf(stderr, "strata: %s: reading the trace: %s\n", trace, strerror(-err));
