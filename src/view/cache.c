@@ -262,10 +262,11 @@ int vw_cache_write(const struct vw_model *m, const struct vw_problems *ps, uint6
 		unlink(tmp);
 		return -ENOMEM;
 	}
+	/* counts only: the request thread may be reading the trace */
 	unsigned ncls = strata_trace_nclasses(m->t), nstreams = strata_trace_nstreams(m->t);
 	struct vwc_header h = { .magic = VWC_MAGIC, .version = VWC_VERSION,
 		.hdr_size = sizeof(h), .key = key, .begin = m->begin, .end = m->end,
-		.nevents = m->nevents, .nproblems = strata_trace_nproblems(m->t),
+		.nevents = m->nevents, .nproblems = m->nproblems,
 		.nwakes = m->nwakes, .nbins = m->nbins, .ncpus = m->ncpus,
 		.nthreads = (uint32_t)m->threads.n, .nrows = m->nrows, .nclasses = ncls,
 		.nstreams = nstreams, .nprob = ps ? ps->n : 0, .have_sched = m->have_sched };

@@ -455,6 +455,7 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 		err = read_states(m);
 	if (!err)
 		err = finish(m);
+	m->nproblems = strata_trace_nproblems(t);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	m->build_ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
 	return err;

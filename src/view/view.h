@@ -161,7 +161,8 @@ struct vw_model {
 				  * made (a cached open reads no event) */
 	void *map;               /* the cache the arrays point into, or NULL */
 	size_t map_size;
-	const char *cache;       /* "built", "used" or "off": api/summary */
+	const char *cache;       /* "writing", "built", "used" or "off":
+				  * api/summary */
 };
 
 /* Read the whole trace once (merged, in time order) into m: per-row bins,
