@@ -592,8 +592,10 @@ static void adopt_cache(struct server *s)
 {
 	if (!s->writing || !atomic_load_explicit(&s->written, memory_order_acquire))
 		return;
-	if (join_writer(s) < 0)
+	if (join_writer(s) < 0) {
+		s->m.cache = "off";
 		return;
+	}
 	struct vw_model c;
 	if (vw_cache_open(&c, s->m.t, s->m.path, s->m.acts, s->m.nacts, s->key, s->cache, NULL))
 		return;
@@ -641,7 +643,8 @@ static int load_model(struct server *s, struct strata_trace *t, const char *trac
 		return build_and_cache(s, t, trace, acts, nacts, ps, true);
 	int err = vw_cache_path(trace, acts, nacts, s->cache, sizeof(s->cache));
 	if (err) {
-		fprintf(stderr, "strata view: no cache folder (%s): set XDG_CACHE_HOME or HOME\n",
+		fprintf(stderr, "strata view: no cache folder (%s): serving without a cache; "
+			"set XDG_CACHE_HOME to a writable folder\n",
 			strerror(-err));
 		return build_and_cache(s, t, trace, acts, nacts, ps, true);
 	}

@@ -48,7 +48,7 @@ def tree(path):
     return sorted(os.path.join(r, f) for r, _, fs in os.walk(path) for f in fs)
 
 
-def answers(trace, *opts):
+def answers(trace, *opts, env=env):
     """The view's answers to a fixed set of requests, its summary's cache
     field, and its stderr (read after Ctrl-C: a cache being written is
     whole by then)."""
@@ -170,6 +170,13 @@ stream = next(p for p in tree(moving) if os.path.basename(p).startswith("cpu")
 os.utime(stream, ns=(0, os.stat(stream).st_mtime_ns + 1000))
 got, how, err = answers(moving)
 built(how, err, f"stream {stream} touched")
+
+# no cache folder can be made (XDG_CACHE_HOME under a file): served uncached
+blocker = os.path.join(work, "not-a-folder")
+open(blocker, "w").close()
+got, how, err = answers(a, env=dict(env, XDG_CACHE_HOME=blocker))
+check(how == "off" and "no cache folder" in err, f"no cache folder: cache {how!r} ({err})")
+same(ref, got, "no cache folder")
 
 # a read-only trace: a read-only bind mount where we may make one
 ro = os.path.join(work, "ro")
