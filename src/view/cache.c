@@ -16,7 +16,7 @@
 #include "view.h"
 
 #define VWC_MAGIC "STRVWC\r\n"
-#define VWC_VERSION 1
+#define VWC_VERSION 2
 
 /* The file's first bytes (docs/view.md, "The cache"); the body follows at
  * hdr_size, every array 8-byte aligned. */
@@ -206,6 +206,8 @@ static void put_thread(struct wr *w, const struct vw_model *m, const struct vw_t
 		const struct vw_ivlevel *lv = &th->lev[l];
 		put(w, lv->iv, lv->n * sizeof(*lv->iv));
 		put(w, lv->blockmax, (lv->n + VW_IV_BLOCK - 1) / VW_IV_BLOCK * sizeof(uint64_t));
+		if (vw_iv_has_cnt(lv->n))
+			put(w, lv->cnt, (m->nbins + 1) * sizeof(*lv->cnt));
 	}
 }
 
@@ -362,6 +364,12 @@ static int take_thread(struct rd *r, struct vw_model *m, unsigned ncls)
 		lv->iv = (struct vw_iv *)take_n(r, lv->n, sizeof(*lv->iv));
 		lv->blockmax = (uint64_t *)take_n(r, (lv->n + VW_IV_BLOCK - 1) / VW_IV_BLOCK,
 						  sizeof(uint64_t));
+		if (vw_iv_has_cnt(lv->n)) {
+			lv->cnt = (uint32_t *)take_n(r, (uint64_t)m->nbins + 1, sizeof(*lv->cnt));
+			/* indices into iv: bounded, so a probe stays inside */
+			if (lv->cnt && lv->cnt[m->nbins] != lv->n)
+				return -EBADMSG;
+		}
 	}
 	th->name = th->name[0] ? th->name : NULL;
 	return r->bad ? -EBADMSG : 0;

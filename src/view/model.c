@@ -361,6 +361,20 @@ static void wake_runs(struct vw_model *m)
 	}
 }
 
+/* cnt of a level (view.h), from its intervals sorted by begin. */
+static int count_begins(const struct vw_model *m, struct vw_ivlevel *lv)
+{
+	if (!vw_iv_has_cnt(lv->n))
+		return 0;
+	if (!(lv->cnt = calloc(m->nbins + 1, sizeof(*lv->cnt))))
+		return -ENOMEM;
+	for (size_t j = 0; j < lv->n; j++)
+		lv->cnt[vw_bin(m, lv->iv[j].begin) + 1]++;
+	for (unsigned k = 0; k < m->nbins; k++)
+		lv->cnt[k + 1] += lv->cnt[k];
+	return 0;
+}
+
 /* Sort the intervals and list the rows: what the queries need. */
 static int finish(struct vw_model *m)
 {
@@ -381,6 +395,8 @@ static int finish(struct vw_model *m)
 			for (size_t j = 0; j < lv->n; j++)
 				if (lv->iv[j].end > lv->blockmax[j / VW_IV_BLOCK])
 					lv->blockmax[j / VW_IV_BLOCK] = lv->iv[j].end;
+			if (count_begins(m, lv))
+				return -ENOMEM;
 		}
 		if (sum_states(th))
 			return -ENOMEM;
@@ -498,6 +514,7 @@ void vw_model_fini(struct vw_model *m)
 		for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
 			free(th->lev[l].iv);
 			free(th->lev[l].blockmax);
+			free(th->lev[l].cnt);
 		}
 	}
 	an_tidmap_fini(&m->threads);

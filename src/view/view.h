@@ -49,7 +49,19 @@ struct vw_ivlevel {
 	size_t n, cap;
 	bool unsorted;           /* to sort at the end of the build */
 	uint64_t *blockmax;      /* latest end of each VW_IV_BLOCK intervals */
+	/* Of a level of VW_IV_CNT_MIN intervals or more (fewer than 2^32):
+	 * cnt[k] the intervals that begin before bin k, nbins + 1 of them, so
+	 * that a pixel of several bins knows whether one begins in it without
+	 * reading the intervals (view.md, "Level of detail"); else NULL. */
+	uint32_t *cnt;
 };
+
+#define VW_IV_CNT_MIN 4096
+/* Whether a level of n intervals has cnt. */
+static inline bool vw_iv_has_cnt(size_t n)
+{
+	return n >= VW_IV_CNT_MIN && n < UINT32_MAX;
+}
 
 struct vw_thread {
 	uint32_t pid, tid;
