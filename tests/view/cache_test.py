@@ -107,7 +107,7 @@ def same(a, b, what):
     check(not diff, f"{what}: answers differ from the uncached open's: {diff[:3]}")
 
 
-a = record("a", 3, 20000)
+a = record("a", 3, 60000)  # levels of 4096 intervals and more: their counts per bin
 ref, how, _ = answers(a, "--no-cache")
 check(how == "off", f"--no-cache: summary says cache {how!r}")
 check(not cache_files(), f"--no-cache wrote {cache_files()}")
