@@ -385,6 +385,9 @@ static int take_body(struct rd *r, struct vw_model *m, const struct vwc_header *
 		return -EBADMSG;
 	r->prob = pv;
 	m->nwakes = h->nwakes;
+	for (size_t i = 0; i < m->nwakes; i++)
+		if (m->wakes[i].cls >= h->nclasses)
+			return -EBADMSG; /* an index into the class table */
 	if (!(m->cpus = calloc(m->ncpus ? m->ncpus : 1, sizeof(*m->cpus))))
 		return -ENOMEM;
 	for (unsigned i = 0; i < m->ncpus; i++) {
@@ -412,6 +415,12 @@ static int take_body(struct rd *r, struct vw_model *m, const struct vwc_header *
 		m->rows[i]->row = i;
 	}
 	m->nrows = h->nrows;
+	/* a thread with events counts them in its row (stats.c, window.c) */
+	for (size_t i = 0; i < m->threads.n; i++) {
+		const struct vw_thread *th = m->threads.all[i];
+		if (th->bins && (th->row >= m->nrows || m->rows[th->row] != th))
+			return -EBADMSG;
+	}
 	return r->off == r->size ? 0 : -EBADMSG;
 }
 

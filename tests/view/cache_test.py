@@ -13,7 +13,9 @@ trusted into a wrong answer or a crash; the trace's folder is never written.
 """
 import json
 import os
+import random
 import shutil
+import struct
 import subprocess
 import sys
 import urllib.request
@@ -151,6 +153,58 @@ for what, damage in damages.items():
     built(how, err, f"cache {what}")
     same(ref, got, f"cache {what}")
     check(os.path.getsize(path) == size, f"cache {what}: rebuilt to {os.path.getsize(path)} bytes")
+
+# bytes of the body changed (no checksum covers it: that would read the
+# whole file on each open): whatever is drawn, the server neither crashes
+# nor reads outside the file, and answers every request. Half of the
+# changes hit the threads' records (their counts of states, intervals...),
+# found by walking the format (docs/view.md, "The cache").
+
+
+def thread_records(buf):
+    """The offsets of the threads' records in a cache file."""
+    up = lambda n: (n + 7) & ~7
+    (_, _, _, _, nwakes, nbins, ncpus, nthreads, _, ncls, nstreams,
+     nprob, _) = struct.unpack_from("<QQQQQIIIIIIII", buf, 32)
+    off = 112 + up((nbins + 1) * 8) + up(nstreams) + up(nprob * 24) + up(nwakes * 32)
+    for _ in range(ncpus):
+        nsw = struct.unpack_from("<Q", buf, off)[0]
+        off += 8 + up(nsw * 16) + up(nbins * 4)
+        off += up(ncls) + 4 * 4096 * sum(buf[off:off + ncls])
+    recs = []
+    for _ in range(nthreads):
+        recs.append(off)
+        nrun, nst = struct.unpack_from("<QQ", buf, off + 16)
+        nlev = struct.unpack_from("<40Q", buf, off + 48)
+        has_bins, has_cbins = buf[off + 373], buf[off + 374]
+        off += 392 + (up(nbins * 4) if has_bins else 0)
+        if has_cbins:
+            off += up(ncls) + 4 * 4096 * sum(buf[off:off + ncls])
+        off += nrun * 16 + nst * 16 + (nst + 31) // 32 * 64
+        for n in nlev:
+            off += n * 24 + up((n + 63) // 64 * 8)
+            off += up((nbins + 1) * 4) if 4096 <= n < 2**32 - 1 else 0
+    check(off + up(len(recs) * 4) == len(buf), f"walking the cache: {off} of {len(buf)} bytes")
+    return recs
+
+
+if path:
+    good = open(path, "rb").read()
+    recs = thread_records(good)
+    rng = random.Random(20)
+    for i in range(16):
+        bad = bytearray(good)
+        for _ in range(4):
+            bad[rng.randrange(112, len(bad))] = rng.randrange(256)
+            r = rng.choice(recs)
+            bad[r + rng.randrange(16, 368)] = rng.randrange(256)
+        with open(path, "wb") as f:
+            f.write(bad)
+        got, how, err = answers(a)
+        check(got is not None and how in ("used", "built", "writing"),
+              f"body changed ({i}): no answers, cache {how!r} ({err})")
+    with open(path, "wb") as f:
+        f.write(good)
 
 # another trace under the same path (sizes, mtimes and uuid differ): rebuilt
 moving = os.path.join(work, "moving")
