@@ -197,7 +197,7 @@ if path:
         for _ in range(4):
             bad[rng.randrange(112, len(bad))] = rng.randrange(256)
             r = rng.choice(recs)
-            bad[r + rng.randrange(16, 368)] = rng.randrange(256)
+            bad[r + rng.randrange(16, 372)] = rng.randrange(256)  # to the row
         with open(path, "wb") as f:
             f.write(bad)
         got, how, err = answers(a)
