@@ -4,12 +4,12 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <getopt.h>
-#include <pthread.h>
-#include <stdatomic.h>
+#include <limits.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -597,8 +597,10 @@ static void adopt_cache(struct server *s)
 		return;
 	}
 	struct vw_model c;
-	if (vw_cache_open(&c, s->m.t, s->m.path, s->m.acts, s->m.nacts, s->key, s->cache, NULL))
+	if (vw_cache_open(&c, s->m.t, s->m.path, s->m.acts, s->m.nacts, s->key, s->cache, NULL)) {
+		s->m.cache = "built"; /* written; served from the model built */
 		return;
+	}
 	c.build_ms = s->m.build_ms;
 	c.problems = s->m.problems;
 	c.cache = "built";
