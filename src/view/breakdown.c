@@ -28,7 +28,7 @@ int vw_api_breakdown(struct vw_model *m, uint32_t tid, uint64_t t0, uint64_t t1,
 		vw_state_upto(th, a, lo);
 		vw_state_upto(th, b, hi);
 	}
-	const char *n = an_names_get(m->names, tid);
+	const char *n = vw_name(m, tid);
 	vw_printf(o, "{\"tid\":%u,\"pid\":%u,\"name\":", tid, th ? th->pid : 0);
 	vw_put_str(o, n ? n : "", n ? strlen(n) : 0);
 	vw_printf(o, ",\"t0\":%llu,\"t1\":%llu,\"have_states\":%s,\"ns\":[",

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "view.h"
@@ -305,6 +306,20 @@ const char *vw_kind_name(const struct vw_model *m, unsigned kind)
 	return kind - nk < m->nacts ? m->acts[kind - nk].name : "";
 }
 
+const char *vw_name(const struct vw_model *m, uint32_t tid)
+{
+	if (m->names)
+		return an_names_get(m->names, tid);
+	const struct vw_thread *th = an_tidmap_find(&m->threads, tid);
+	return th ? th->name : NULL;
+}
+
+uint64_t vw_nproblems(const struct vw_model *m)
+{
+	uint64_t n = strata_trace_nproblems(m->t);
+	return n > m->nproblems ? n : m->nproblems;
+}
+
 static int cmp_iv(const void *a, const void *b)
 {
 	const struct vw_iv *x = a, *y = b;
@@ -346,6 +361,20 @@ static void wake_runs(struct vw_model *m)
 	}
 }
 
+/* cnt of a level (view.h), from its intervals sorted by begin. */
+static int count_begins(const struct vw_model *m, struct vw_ivlevel *lv)
+{
+	if (!vw_iv_has_cnt(lv->n))
+		return 0;
+	if (!(lv->cnt = calloc(m->nbins + 1, sizeof(*lv->cnt))))
+		return -ENOMEM;
+	for (size_t j = 0; j < lv->n; j++)
+		lv->cnt[vw_bin(m, lv->iv[j].begin) + 1]++;
+	for (unsigned k = 0; k < m->nbins; k++)
+		lv->cnt[k + 1] += lv->cnt[k];
+	return 0;
+}
+
 /* Sort the intervals and list the rows: what the queries need. */
 static int finish(struct vw_model *m)
 {
@@ -366,6 +395,8 @@ static int finish(struct vw_model *m)
 			for (size_t j = 0; j < lv->n; j++)
 				if (lv->iv[j].end > lv->blockmax[j / VW_IV_BLOCK])
 					lv->blockmax[j / VW_IV_BLOCK] = lv->iv[j].end;
+			if (count_begins(m, lv))
+				return -ENOMEM;
 		}
 		if (sum_states(th))
 			return -ENOMEM;
@@ -440,6 +471,7 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 		err = read_states(m);
 	if (!err)
 		err = finish(m);
+	m->nproblems = strata_trace_nproblems(t);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	m->build_ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
 	return err;
@@ -452,8 +484,26 @@ static void free_cbins(const struct vw_model *m, uint32_t **cbins)
 	free(cbins);
 }
 
+/* A model from the cache: its arrays are the mapping's, only the
+ * tables of pointers into it were allocated. */
+static void fini_mapped(struct vw_model *m)
+{
+	for (size_t i = 0; i < m->threads.n; i++)
+		free(((struct vw_thread *)m->threads.all[i])->cbins);
+	for (unsigned i = 0; m->cpus && i < m->ncpus; i++)
+		free(m->cpus[i].cbins);
+	an_tidmap_fini(&m->threads);
+	free(m->cpus);
+	free(m->rows);
+	iv_pairer_destroy(m->pairer);
+	munmap(m->map, m->map_size);
+	*m = (struct vw_model){ 0 };
+}
+
 void vw_model_fini(struct vw_model *m)
 {
+	if (m->map)
+		return fini_mapped(m);
 	for (size_t i = 0; i < m->threads.n; i++) {
 		struct vw_thread *th = m->threads.all[i];
 		free(th->bins);
@@ -464,6 +514,7 @@ void vw_model_fini(struct vw_model *m)
 		for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
 			free(th->lev[l].iv);
 			free(th->lev[l].blockmax);
+			free(th->lev[l].cnt);
 		}
 	}
 	an_tidmap_fini(&m->threads);

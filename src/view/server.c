@@ -5,8 +5,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +23,7 @@
 #include "view.h"
 
 const char cmd_view_usage[] =
-	"usage: strata view TRACE [--port N] [--bind ADDR]\n"
+	"usage: strata view TRACE [--port N] [--bind ADDR] [--no-cache]\n"
 	"                         [--activity NAME=BEGIN..END[,by=FIELD]]...\n"
 	"\n"
 	"Serve an interactive timeline of TRACE to a browser. The first line on\n"
@@ -35,7 +38,9 @@ const char cmd_view_usage[] =
 	"  --activity NAME=BEGIN..END[,by=FIELD]\n"
 	"                pair BEGIN and END events (names or globs) per thread,\n"
 	"                or by FIELD's value, into intervals of kind NAME, drawn\n"
-	"                and listed as the trace's own (up to 16 rules)\n";
+	"                and listed as the trace's own (up to 16 rules)\n"
+	"  --no-cache    build the model from the trace, and write no cache\n"
+	"                (default: kept in $XDG_CACHE_HOME/strata/view/)\n";
 
 #define TOKEN_HEX 32 /* 128 random bits */
 
@@ -43,7 +48,19 @@ struct server {
 	struct vw_model m;
 	char token[TOKEN_HEX + 1];
 	unsigned port;
+	/* The cache written by a thread of its own after a build (docs/view.md,
+	 * "The cache"), so that the first open's first paint does not wait for
+	 * a write of the model's size. */
+	pthread_t writer;
+	bool writing;            /* the writer was started and not joined */
+	atomic_int written;      /* 0: writing; 1: written; else -errno */
+	uint64_t key;
+	struct vw_problems ps;   /* what the writer writes: the reader's
+				  * problems as they were after the build */
+	char cache[PATH_MAX];
 };
+
+static void adopt_cache(struct server *s); /* below, with the cache's other steps */
 
 /* ---- who may ask ---------------------------------------------------------- */
 
@@ -338,6 +355,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			      const char *upload, size_t *upload_size, void **state)
 {
 	struct server *s = cls;
+	adopt_cache(s);
 	(void)version;
 	(void)upload;
 	(void)state;
@@ -411,12 +429,13 @@ static int listen_on(const char *addr, unsigned port, bool *v6, unsigned *bound)
 }
 
 static int parse(int argc, char **argv, const char **trace, const char **bind_to,
-		 unsigned *port, struct vw_activity *acts, unsigned *nacts)
+		 unsigned *port, struct vw_activity *acts, unsigned *nacts, bool *nocache)
 {
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "bind", required_argument, NULL, 'b' },
 		{ "activity", required_argument, NULL, 'a' },
+		{ "no-cache", no_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -448,6 +467,9 @@ static int parse(int argc, char **argv, const char **trace, const char **bind_to
 				return -1;
 			}
 			++*nacts;
+			break;
+		case 'n':
+			*nocache = true;
 			break;
 		default:
 			fputs(cmd_view_usage, stderr);
@@ -534,13 +556,122 @@ static int make_activities(struct strata_trace *t, struct vw_activity *acts, uns
 	return 0;
 }
 
+/* The writer's thread: the built model is not changed once built, and the
+ * request thread only reads it meanwhile; the trace is not touched (the
+ * counts it needs were taken at the end of the build). */
+static void *write_cache(void *arg)
+{
+	struct server *s = arg;
+	int err = vw_cache_write(&s->m, &s->ps, s->key, s->cache);
+	/* release: the file is whole before the request thread, which
+	 * acquires this in adopt_cache, maps it */
+	atomic_store_explicit(&s->written, err ? err : 1, memory_order_release);
+	return NULL;
+}
+
+/* Wait for the writer (at exit, or once it said it is done). */
+static int join_writer(struct server *s)
+{
+	if (!s->writing)
+		return 0;
+	pthread_join(s->writer, NULL);
+	s->writing = false;
+	int w = atomic_load_explicit(&s->written, memory_order_acquire);
+	if (w < 0)
+		fprintf(stderr, "strata view: cannot write the cache %s: %s; serving without it\n",
+			s->cache, strerror(-w));
+	else
+		fprintf(stderr, "strata view: cache %s written\n", s->cache);
+	return w;
+}
+
+/* Between two answers, on the request thread: once the cache is written,
+ * serve from its mapping (file pages the kernel may drop) and free the
+ * built model, so the RSS is that of a cached open. */
+static void adopt_cache(struct server *s)
+{
+	if (!s->writing || !atomic_load_explicit(&s->written, memory_order_acquire))
+		return;
+	if (join_writer(s) < 0) {
+		s->m.cache = "off";
+		return;
+	}
+	struct vw_model c;
+	if (vw_cache_open(&c, s->m.t, s->m.path, s->m.acts, s->m.nacts, s->key, s->cache, NULL)) {
+		s->m.cache = "built"; /* written; served from the model built */
+		return;
+	}
+	c.build_ms = s->m.build_ms;
+	c.problems = s->m.problems;
+	c.cache = "built";
+	vw_model_fini(&s->m);
+	s->m = c;
+}
+
+/* Build the model; then, unless nocache, write it to the cache in the
+ * background. A trace whose key changed during the build (still
+ * recording) is not cached. */
+static int build_and_cache(struct server *s, struct strata_trace *t, const char *trace,
+			   struct vw_activity *acts, unsigned nacts,
+			   const struct vw_problems *ps, bool nocache)
+{
+	int err = vw_model_build(&s->m, t, trace, acts, nacts);
+	s->m.cache = "off";
+	if (err || nocache)
+		return err;
+	if (vw_cache_key(t, acts, nacts) != s->key) {
+		fprintf(stderr, "strata view: %s changed while read: not cached\n", trace);
+		return 0;
+	}
+	s->ps = *ps;
+	atomic_init(&s->written, 0);
+	err = pthread_create(&s->writer, NULL, write_cache, s);
+	if (err) {
+		fprintf(stderr, "strata view: no thread to write the cache: %s\n", strerror(err));
+		return 0;
+	}
+	s->writing = true;
+	s->m.cache = "writing";
+	return 0;
+}
+
+/* The model from the cache when it is this trace's as it is now, else
+ * built (and cached unless nocache). */
+static int load_model(struct server *s, struct strata_trace *t, const char *trace,
+		      struct vw_activity *acts, unsigned nacts, struct vw_problems *ps,
+		      bool nocache)
+{
+	if (nocache)
+		return build_and_cache(s, t, trace, acts, nacts, ps, true);
+	int err = vw_cache_path(trace, acts, nacts, s->cache, sizeof(s->cache));
+	if (err) {
+		fprintf(stderr, "strata view: no cache folder (%s): serving without a cache; "
+			"set XDG_CACHE_HOME to a writable folder\n",
+			strerror(-err));
+		return build_and_cache(s, t, trace, acts, nacts, ps, true);
+	}
+	s->key = vw_cache_key(t, acts, nacts);
+	err = vw_cache_open(&s->m, t, trace, acts, nacts, s->key, s->cache, ps);
+	if (!err) {
+		s->m.cache = "used";
+		fprintf(stderr, "strata view: cache %s used\n", s->cache);
+		return 0;
+	}
+	if (err != -ENOENT)
+		fprintf(stderr, "strata view: cache %s %s: rebuilt\n", s->cache,
+			err == -ESTALE ? "is of another state of the trace" :
+			err == -ENOMEM ? "did not fit in memory" : "is damaged");
+	return build_and_cache(s, t, trace, acts, nacts, ps, false);
+}
+
 int cmd_view(int argc, char **argv)
 {
 	const char *trace = NULL, *bind_to = "127.0.0.1";
 	unsigned port = 0, nacts = 0;
 	static struct vw_activity acts[VW_ACT_MAX];
 	int ret = 1;
-	if (parse(argc, argv, &trace, &bind_to, &port, acts, &nacts))
+	bool nocache = false;
+	if (parse(argc, argv, &trace, &bind_to, &port, acts, &nacts, &nocache))
 		goto out_acts;
 	struct strata_trace *t;
 	static struct vw_problems problems;
@@ -554,12 +685,13 @@ int cmd_view(int argc, char **argv)
 	if (make_activities(t, acts, nacts))
 		goto out_trace;
 	static struct server s;
-	err = vw_model_build(&s.m, t, trace, acts, nacts);
+	err = load_model(&s, t, trace, acts, nacts, &problems, nocache);
 	s.m.problems = &problems;
 	if (err)
 		fprintf(stderr, "strata: %s: reading the trace: %s\n", trace, strerror(-err));
 	else
 		ret = serve(&s, bind_to, port);
+	join_writer(&s);
 	vw_model_fini(&s.m);
 out_trace:
 	strata_trace_close(t);

@@ -255,7 +255,7 @@ int vw_api_stats(struct vw_model *m, uint64_t t0, uint64_t t1, int kind, const c
 		const struct vw_thread *th = m->rows[i];
 		if (!c.row[i])
 			continue;
-		const char *nm = an_names_get(m->names, th->tid);
+		const char *nm = vw_name(m, th->tid);
 		vw_printf(o, "%s{\"tid\":%u,\"pid\":%u,\"count\":%llu,\"name\":", first ? "" : ",",
 			  th->tid, th->pid, (unsigned long long)c.row[i]);
 		vw_put_str(o, nm ? nm : "", nm ? strlen(nm) : 0);

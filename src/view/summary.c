@@ -6,7 +6,7 @@
 
 static const char *thread_name(const struct vw_model *m, uint32_t tid)
 {
-	const char *n = an_names_get(m->names, tid);
+	const char *n = vw_name(m, tid);
 	return n ? n : "";
 }
 
@@ -24,12 +24,13 @@ int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 	vw_put_str(o, ck.name ? ck.name : "", ck.name ? strlen(ck.name) : 0);
 	vw_printf(o, ",\"freq\":%llu", (unsigned long long)ck.freq);
 	vw_printf(o, ",\"events\":%llu,\"bytes\":%llu,\"build_ms\":%.1f,"
-		  "\"have_sched\":%s,\"problems\":%llu,\"lost_events\":%llu,"
+		  "\"cache\":\"%s\",\"have_sched\":%s,\"problems\":%llu,\"lost_events\":%llu,"
 		  "\"lost_packets\":%llu,\"cpus\":[",
 		  (unsigned long long)m->nevents,
 		  (unsigned long long)strata_trace_size(m->t), m->build_ms,
+		  m->cache ? m->cache : "off",
 		  m->have_sched ? "true" : "false",
-		  (unsigned long long)strata_trace_nproblems(m->t),
+		  (unsigned long long)vw_nproblems(m),
 		  (unsigned long long)(loss.kernel_events + loss.user_events),
 		  (unsigned long long)(loss.kernel_packets + loss.user_packets));
 	for (unsigned i = 0; i < m->ncpus; i++) {
@@ -54,7 +55,7 @@ int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 	vw_puts(o, "],\"names\":{");
 	for (size_t i = 0, k = 0; i < m->threads.n; i++) {
 		const struct vw_thread *th = m->threads.all[i];
-		const char *n = an_names_get(m->names, th->tid);
+		const char *n = vw_name(m, th->tid);
 		if (!n)
 			continue;
 		vw_printf(o, "%s\"%u\":", k++ ? "," : "", th->tid);

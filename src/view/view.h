@@ -49,7 +49,19 @@ struct vw_ivlevel {
 	size_t n, cap;
 	bool unsorted;           /* to sort at the end of the build */
 	uint64_t *blockmax;      /* latest end of each VW_IV_BLOCK intervals */
+	/* Of a level of VW_IV_CNT_MIN intervals or more (fewer than 2^32):
+	 * cnt[k] the intervals that begin before bin k, nbins + 1 of them, so
+	 * that a pixel of several bins knows whether one begins in it without
+	 * reading the intervals (view.md, "Level of detail"); else NULL. */
+	uint32_t *cnt;
 };
+
+#define VW_IV_CNT_MIN 4096
+/* Whether a level of n intervals has cnt. */
+static inline bool vw_iv_has_cnt(size_t n)
+{
+	return n >= VW_IV_CNT_MIN && n < UINT32_MAX;
+}
 
 struct vw_thread {
 	uint32_t pid, tid;
@@ -71,6 +83,7 @@ struct vw_thread {
 	uint64_t st_end;
 	uint64_t (*stcum)[BD_NSTATES];
 	bool seen;               /* some state other than BD_UNSEEN */
+	const char *name;        /* from the cache (else m->names), or NULL */
 };
 
 #define VW_ST_BLOCK 32 /* states per block of stcum */
@@ -156,6 +169,12 @@ struct vw_model {
 	double build_ms;         /* time the model took to build */
 	int state_err;           /* the states hook ran out of memory */
 	const struct vw_problems *problems; /* the command's, or NULL */
+	uint64_t nproblems;      /* the reader's problems when the cache was
+				  * made (a cached open reads no event) */
+	void *map;               /* the cache the arrays point into, or NULL */
+	size_t map_size;
+	const char *cache;       /* "writing", "built", "used" or "off":
+				  * api/summary */
 };
 
 /* Read the whole trace once (merged, in time order) into m: per-row bins,
@@ -163,6 +182,33 @@ struct vw_model {
  * iv_pairer_create returns. */
 int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 		   struct vw_activity *acts, unsigned nacts);
+/* The name of thread tid (analysis.h's names, or the cache's), or NULL. */
+const char *vw_name(const struct vw_model *m, uint32_t tid);
+/* The reader's problems: those met now, or when the cache was made. */
+uint64_t vw_nproblems(const struct vw_model *m);
+
+/*
+ * The model's cache (cache.c, docs/view.md "The cache"): written once,
+ * outside the trace, and mmap'ed by the next open.
+ */
+/* The trace's identity: its streams', indexes' and metadata's sizes and
+ * mtimes, the metadata's bytes (its uuid), the rules. */
+uint64_t vw_cache_key(struct strata_trace *t, const struct vw_activity *acts, unsigned nacts);
+/* The cache file of this trace and rules into out, its folder made.
+ * Returns 0, -ENOENT (no $XDG_CACHE_HOME nor $HOME), or mkdir's errno. */
+int vw_cache_path(const char *trace, const struct vw_activity *acts, unsigned nacts, char *out,
+		  size_t len);
+/* Write m (and the reader's problems ps) to path, atomically (a temporary
+ * file renamed). Returns 0 or a negative errno. */
+int vw_cache_write(const struct vw_model *m, const struct vw_problems *ps, uint64_t key,
+		   const char *path);
+/* m from the cache at path, its arrays in the mapping, ps filled. Returns
+ * 0, -ENOENT (none), -EBADMSG (damaged, foreign, truncated), -ESTALE
+ * (another trace, or the trace changed), -ENOMEM. */
+int vw_cache_open(struct vw_model *m, struct strata_trace *t, const char *trace,
+		  struct vw_activity *acts, unsigned nacts, uint64_t key, const char *path,
+		  struct vw_problems *ps);
+
 /* An interval kind's name (the trace's kinds, then the rules'). */
 const char *vw_kind_name(const struct vw_model *m, unsigned kind);
 void vw_model_fini(struct vw_model *m);

@@ -335,25 +335,59 @@ static void put_level(const struct win *v, const struct vw_ivlevel *lv, bool *fi
 	}
 }
 
+/* cnt[k] of a level, bounded by its intervals (a damaged cache may say
+ * more). */
+static size_t cnt_at(const struct vw_ivlevel *lv, unsigned k)
+{
+	return lv->cnt[k] < lv->n ? lv->cnt[k] : lv->n;
+}
+
+/* The first interval of lv that begins at ts (>= 1) or later. With the
+ * level's counts per bin, a search inside ts's bin only, and no read at
+ * all when that bin is empty. */
+static size_t iv_from(const struct win *v, const struct vw_ivlevel *lv, uint64_t ts)
+{
+	if (!lv->cnt)
+		return iv_after(lv, ts - 1);
+	unsigned k = vw_bin(v->m, ts);
+	size_t lo = cnt_at(lv, k), hi = cnt_at(lv, k + 1);
+	hi = hi > lo ? hi : lo;
+	return lo + after(lv->iv + lo, hi - lo, sizeof(*lv->iv), ts - 1);
+}
+
+/* Whether an interval of lv begins in [a, b): a bin wholly inside that
+ * has one says so without reading the intervals. */
+static bool begins_in(const struct win *v, const struct vw_ivlevel *lv, uint64_t a, uint64_t b)
+{
+	if (lv->cnt && b > a) {
+		unsigned k0 = vw_bin(v->m, a), k1 = vw_bin(v->m, b - 1);
+		if (k1 > k0 + 1 && cnt_at(lv, k1) > cnt_at(lv, k0 + 1))
+			return true;
+	}
+	return iv_from(v, lv, b) > iv_from(v, lv, a);
+}
+
 /* A level of intervals shorter than two pixels: per pixel, whether one
  * begins there, as runs of busy pixels (the depth and kind of the first
- * of each run). Its cost is the pixels, not the intervals. */
+ * of each run). Its cost is the pixels, not the intervals; where a pixel
+ * holds several bins, mostly not even the pixels' intervals (cnt), so
+ * that a wide window of a cached model touches little of the cache. */
 static void probe_level(const struct win *v, const struct vw_ivlevel *lv, bool *first)
 {
 	double tpp = (double)(v->t1 - v->t0) / v->w;
-	size_t j = iv_after(lv, v->t0 ? v->t0 - 1 : 0);
+	uint64_t a = v->t0 ? v->t0 : 1;
 	const struct vw_iv *run = NULL;
 	unsigned run_x = 0;
 	for (unsigned x = 0; x <= v->w; x++) {
 		bool busy = false;
 		if (x < v->w) {
 			uint64_t b = v->t0 + (uint64_t)((x + 1) * tpp);
-			busy = j < lv->n && lv->iv[j].begin < b;
+			busy = begins_in(v, lv, a, b);
 			if (busy && !run) {
-				run = &lv->iv[j];
+				run = &lv->iv[iv_from(v, lv, a)];
 				run_x = x;
 			}
-			j = iv_after(lv, b - 1);
+			a = b;
 		}
 		if (!busy && run) {
 			put_iv(v, run_x, x, run, v->t0 + (uint64_t)(run_x * tpp),

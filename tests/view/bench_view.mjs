@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // strata view's speed in headless Chromium: first paint from the command's start, then zoom from the whole trace to 1 us and pan.
 // usage: node bench_view.mjs STRATA TRACE   (run by tests/view/bench.sh; prints one result per line)
+// STRATA_VIEW_ARGS: more arguments for strata view (--no-cache), split on spaces.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -14,7 +15,8 @@ const browser = await chromium.launch({
 const page = await browser.newPage({ viewport: { width: 1600, height: 900 }, bypassCSP: true });
 // the browser is up first, as a person's is: the clock starts with the command
 const t0 = performance.now();
-const view = spawn(strata, ['view', trace], { stdio: ['ignore', 'pipe', 'inherit'] });
+const more = (process.env.STRATA_VIEW_ARGS || '').split(' ').filter((a) => a);
+const view = spawn(strata, ['view', trace, ...more], { stdio: ['ignore', 'pipe', 'inherit'] });
 const url = await new Promise((ok) => createInterface({ input: view.stdout }).once('line', ok));
 const tUrl = performance.now();
 await page.goto(url);
@@ -26,6 +28,8 @@ const say = (name, a) => console.log(`${name}: n=${a.length} p50=${q(a, 0.5).toF
 	`p95=${q(a, 0.95).toFixed(1)} ms max=${Math.max(...a).toFixed(1)} ms`);
 console.log(`server ready (URL printed): ${(tUrl - t0).toFixed(0)} ms`);
 console.log(`first paint from the start of strata view: ${(tPaint - t0).toFixed(0)} ms`);
+const cache = await page.evaluate(() => fetch('api/summary').then((r) => r.json()).then((s) => s.cache));
+console.log(`model cache: ${cache}`);
 
 async function step(key) {
 	const n = await page.evaluate(() => window.strataView.answers);
@@ -54,7 +58,11 @@ say('zoom/pan, request to parsed answer', fetchMs);
 say('zoom/pan, key to pixels', inputMs);
 const heap = await page.evaluate(() => performance.memory ? performance.memory.usedJSHeapSize : 0);
 console.log(`JS heap: ${(heap / 1048576).toFixed(1)} MiB`);
-const hwm = readFileSync(`/proc/${view.pid}/status`, 'utf8').match(/VmHWM:\s+(\d+)/);
-console.log(`server peak RSS: ${(Number(hwm[1]) / 1024).toFixed(0)} MiB`);
+const status = readFileSync(`/proc/${view.pid}/status`, 'utf8');
+const kb = (k) => Number(status.match(new RegExp(`${k}:\\s+(\\d+)`))[1]) / 1024;
+// file pages of the cache's mapping count in RSS while mapped, but the
+// kernel may drop them: RssAnon is what the server holds for itself
+console.log(`server peak RSS: ${kb('VmHWM').toFixed(0)} MiB; at the end: ${kb('VmRSS').toFixed(0)} MiB ` +
+	`(anon ${kb('RssAnon').toFixed(0)}, file ${kb('RssFile').toFixed(0)})`);
 await browser.close();
 view.kill('SIGINT');
