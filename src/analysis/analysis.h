@@ -398,6 +398,9 @@ int iv_pairer_feed(struct iv_pairer *p, const struct strata_event *ev, iv_fn fn,
  * dropped when a key nested deeper than 256. */
 void iv_pairer_unmatched(const struct iv_pairer *p, unsigned kind, uint64_t *open,
 			 uint64_t *orphan_ends, uint64_t *too_deep);
+/* The begin time of the oldest interval still open, of any kind;
+ * UINT64_MAX when none is. */
+uint64_t iv_pairer_oldest_open(const struct iv_pairer *p);
 
 struct iv_stats {
 	uint64_t count, total, min, max, p50, p99; /* ns */

@@ -282,6 +282,16 @@ void iv_pairer_unmatched(const struct iv_pairer *p, unsigned kind, uint64_t *ope
 	*too_deep = p->kinds[kind].too_deep;
 }
 
+uint64_t iv_pairer_oldest_open(const struct iv_pairer *p)
+{
+	uint64_t t = UINT64_MAX;
+	/* a key's stack is in time order: its bottom is its oldest */
+	for (size_t i = 0; i < p->cap; i++)
+		if (p->st[i].used && p->st[i].n && p->st[i].v[0].ts < t)
+			t = p->st[i].v[0].ts;
+	return t;
+}
+
 static uint64_t mix(uint64_t k)
 {
 	k ^= k >> 33;

@@ -169,14 +169,14 @@ static uint64_t orphans(const struct vw_activity *r, unsigned nr)
 	return sum;
 }
 
-static bool any_open(const struct vw_activity *r, unsigned nr)
+/* Whether an interval begun at or before `t` is still open: one that
+ * may overlap the window. Those begun after it do not matter, and in a
+ * busy trace some always are open. */
+static bool open_since(const struct vw_activity *r, unsigned nr, uint64_t t)
 {
-	for (unsigned i = 0; i < nr; i++) {
-		uint64_t open, orphan, deep;
-		iv_pairer_unmatched(r[i].pairer, 0, &open, &orphan, &deep);
-		if (open)
+	for (unsigned i = 0; i < nr; i++)
+		if (iv_pairer_oldest_open(r[i].pairer) <= t)
 			return true;
-	}
 	return false;
 }
 
@@ -187,8 +187,8 @@ static bool any_open(const struct vw_activity *r, unsigned nr)
 /*
  * One pass: the rules' pairers made anew and fed the events from
  * `back` ticks before the window through it and on, until `back` ticks
- * and VW_AHEAD events past it and then while an interval is still open
- * (checked every 1024 events), VW_EXACT_MAX events at most (*complete
+ * and VW_AHEAD events past it and then while an interval begun by the
+ * window's end is still open (checked every 1024 events), VW_EXACT_MAX events at most (*complete
  * false past that). *lost: an end at or after the window's start found
  * no begin, so an interval that overlaps the window began before the
  * pass (or its begin is not in the trace). Returns 0 or -ENOMEM.
@@ -225,7 +225,7 @@ static int pair_pass(struct vw_model *m, struct vw_activity *r, unsigned nr, uin
 			before = orphans(r, nr);
 		ahead += ev->timestamp > f->to;
 		if (ev->timestamp > past && ahead >= VW_AHEAD && read % 1024 == 0 &&
-		    !any_open(r, nr))
+		    !open_since(r, nr, f->to))
 			break;
 		for (unsigned i = 0; i < nr && !f->nomem; i++) {
 			f->rule = i;
