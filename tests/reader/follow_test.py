@@ -5,12 +5,15 @@
 # itself; the delay from logging to printing measured. Modes: the embedded
 # mode's in-process consumer, its guardian, `strata record --live`, a
 # program joining `strata daemon --live`, each with the live timer
-# (docs/record.md, "Live reading"), and `record-off`: `strata record`
-# without it (the follower waits for packets: slow, never wrong).
+# (docs/record.md, "Live reading"), `record-off`: `strata record`
+# without it (the follower waits for packets: slow, never wrong), and
+# `record-lie`: an honest program beside one that lies about its live
+# timer in its rings' control blocks: the recorder writes both whole, and
+# the honest one is followed as ever (the liar's events may come late).
 import json, os, subprocess, sys, threading, time
 
 strata, slowlog, work = sys.argv[1], sys.argv[2], sys.argv[3]
-modes = sys.argv[4:] or ["embedded", "guardian", "record", "daemon", "record-off"]
+modes = sys.argv[4:] or ["embedded", "guardian", "record", "daemon", "record-off", "record-lie"]
 LIVE_MS = "25"
 # 200 events 20 ms apart, the last 100 all on CPU 0: CPU 1's stream is
 # quiet for 2 s, which a follower must not wait for where the writer has a
@@ -24,6 +27,15 @@ def fail(msg):
     global fails
     fails += 1
     print("FAIL: " + msg)
+
+
+def run(mode, argv, env, **kw):
+    """A writer's command; its failure (a crashed recorder) is one, and the
+    follow then fails to end: reported, not raised, so that the follower is
+    killed and the test goes on."""
+    rc = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, **kw).returncode
+    if rc != 0:
+        fail("%s: %s exited %d" % (mode, " ".join(argv[:2]), rc))
 
 
 def follow(mode, env_extra, record_opts=()):
@@ -42,6 +54,8 @@ def follow(mode, env_extra, record_opts=()):
     th.start()
     env = dict(os.environ, **env_extra)
     cmd = [slowlog, str(N), str(PERIOD_MS), "quiet"]
+    if mode == "record-lie":
+        cmd = ["sh", "-c", '"$0" "$1" "$2" lie & "$0" "$1" "$2" quiet; wait', *cmd[:3]]
     if mode.startswith("record"):
         cmd = [strata, "record", "-o", trace] + list(record_opts) + ["--"] + cmd
         env.pop("STRATA_OUTPUT", None)
@@ -51,14 +65,13 @@ def follow(mode, env_extra, record_opts=()):
         env["STRATA_RUNTIME_DIR"] = os.path.join(work, "run-" + mode)
         for k in ("STRATA_OUTPUT", "STRATA_SESSION"):
             env.pop(k, None)
-        subprocess.run([strata, "daemon", "-o", trace, "--live=" + LIVE_MS], env=env,
-                       check=True, stderr=subprocess.DEVNULL)
+        run(mode, [strata, "daemon", "-o", trace, "--live=" + LIVE_MS], env,
+            stderr=subprocess.DEVNULL)
     else:
         env["STRATA_OUTPUT"] = trace
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    run(mode, cmd, env)
     if mode == "daemon":
-        subprocess.run([strata, "daemon", "--kill"], env=env, check=True,
-                       stderr=subprocess.DEVNULL)
+        run(mode, [strata, "daemon", "--kill"], env, stderr=subprocess.DEVNULL)
     try:
         # the end of the trace ends the follow: no signal is sent
         rc = fol.wait(timeout=30)
@@ -71,12 +84,13 @@ def follow(mode, env_extra, record_opts=()):
     if rc is None:
         fail("%s: print --follow did not end when the trace was complete" % mode)
         return None
-    if rc != 0:
+    liar = mode == "record-lie"
+    if rc != 0 and not (liar and rc == 2):  # 2: late events, reported
         fail("%s: print --follow exited %s: %s" % (mode, rc, err.strip()))
     ticks = []
     for arrival, line in lines:
         ev = json.loads(line)
-        if ev["event"] == "live:tick":
+        if ev["event"] == "live:tick" and ev["fields"]["seq"] < N:
             ticks.append((ev["ts"], ev["fields"]["seq"], ev["fields"]["mono_ns"], arrival))
     seqs = [t[1] for t in ticks]
     if seqs != list(range(N)):
@@ -97,7 +111,14 @@ def follow(mode, env_extra, record_opts=()):
         ev = json.loads(l)
         ev.pop("time")
         return ev
-    if [untimed(l) for _, l in lines] != [untimed(l) for l in full]:
+    if liar:
+        # the liar's sub-trace is written whole: it misled its follower only
+        seen = sorted(json.loads(l)["fields"]["seq"] for l in full
+                      if json.loads(l)["event"] == "live:tick")
+        if seen != list(range(N)) + list(range(1000000, 1000000 + N)):
+            fail("%s: the finished trace holds %d ticks, not both programs' %d"
+                 % (mode, len(seen), N))
+    elif [untimed(l) for _, l in lines] != [untimed(l) for l in full]:
         fail("%s: the followed listing differs from the finished trace's (%d lines against %d)"
              % (mode, len(lines), len(full)))
     return sorted((arrival - mono) / 1e6 for _, _, mono, arrival in ticks)
@@ -125,6 +146,8 @@ for mode in modes:
         d = follow(mode, no_timer, ["--live=" + LIVE_MS])
     elif mode == "daemon":
         d = follow(mode, no_timer)
+    elif mode == "record-lie":
+        d = follow(mode, no_timer, ["--live=" + LIVE_MS])
     else:
         report(mode, follow(mode, no_timer))
         continue
