@@ -44,6 +44,9 @@ const char cmd_daemon_usage[] =
 	"                         /tmp/strata-UID/NAME/sock); $STRATA_RUNTIME_DIR\n"
 	"                         replaces the directory above NAME\n"
 	"  --stopped              start without a trace ('strata session start')\n"
+	"  --live[=MS]            for strata print --follow: joining programs\n"
+	"                         close their quiet packets every MS (default\n"
+	"                         100), which costs file size\n"
 	CLI_RING_HELP
 	"  --clock tsc|mono       the trace clock (default: the invariant TSC\n"
 	"                         where the kernel or a KVM host vouches for\n"
@@ -259,7 +262,7 @@ struct daemon_opts {
  * the usage or one error line. */
 static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 {
-	enum { O_NAME = 1, O_KILL, O_STOPPED, O_CLOCK, O_KBUF };
+	enum { O_NAME = 1, O_KILL, O_STOPPED, O_CLOCK, O_KBUF, O_LIVE };
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"name", required_argument, NULL, O_NAME},
@@ -269,6 +272,7 @@ static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 		{"clock", required_argument, NULL, O_CLOCK},
 		{"kernel", required_argument, NULL, 'k'},
 		{"kernel-buffer-kb", required_argument, NULL, O_KBUF},
+		{"live", optional_argument, NULL, O_LIVE},
 		CLI_RELAY_OPTIONS,
 		CLI_RING_OPTIONS,
 		{NULL, 0, NULL, 0},
@@ -291,6 +295,10 @@ static int daemon_parse(int argc, char **argv, struct daemon_opts *dopt)
 		case O_NAME: dopt->name = optarg; break;
 		case O_KILL: dopt->kill_it = 1; break;
 		case O_STOPPED: dopt->stopped = 1; break;
+		case O_LIVE: /* checked with the ring options, told in `state` */
+			setenv("STRATA_FLUSH_MS",
+			       optarg ? optarg : DMN_LIVE_MS_DEFAULT, 1);
+			break;
 		case O_CLOCK:
 			if (cli_clock_opt(optarg))
 				return 2;

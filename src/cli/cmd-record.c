@@ -69,6 +69,9 @@ const char cmd_record_usage[] =
 	"  --relay-zstd[=LEVEL]   compress what is sent with zstd (level 1-19,\n"
 	"                         default 1)\n"
 	"  --relay-timeout SEC    at the end, wait this long for the relay (default 10)\n"
+	"  --live[=MS]            for strata print --follow: every process\n"
+	"                         closes its quiet packets every MS (default\n"
+	"                         100; STRATA_FLUSH_MS), which costs file size\n"
 	"  -v, --verbose          one line per traced process at the end\n\n"
 	"SIGUSR1 writes a snapshot of the buffers (overwrite mode) to\n"
 	"DIR-snapshot-N while tracing goes on.\n";
@@ -201,7 +204,7 @@ static int record_trigger(int start, const char *arg)
 }
 
 enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD,
-       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE, O_FUNCTIONS, O_SAMPLE_MODE };
+       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE, O_FUNCTIONS, O_SAMPLE_MODE, O_LIVE };
 
 /* One option that is not a ring option: 0, or -1 when the exit status
  * is 2 (said on stderr). */
@@ -225,6 +228,9 @@ static int record_opt(struct record_opts *ro, int o, const char *arg)
 	case O_GUARD: ro->guard = arg; break;
 	case O_LOCKS: ro->want_locks = 1; break;
 	case O_FUNCTIONS: ro->functions = 1; break;
+	case O_LIVE: /* checked with the ring options (cli_ring_env()) */
+		setenv("STRATA_FLUSH_MS", arg ? arg : DMN_LIVE_MS_DEFAULT, 1);
+		break;
 	case O_SAMPLE:
 		return cli_sample_opt(arg, &ro->sample_hz);
 	case O_SAMPLE_MODE:
@@ -272,6 +278,7 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 		{"functions", no_argument, NULL, O_FUNCTIONS},
 		{"sample", optional_argument, NULL, O_SAMPLE},
 		{"sample-mode", required_argument, NULL, O_SAMPLE_MODE},
+		{"live", optional_argument, NULL, O_LIVE},
 		CLI_RELAY_OPTIONS,
 		{"guard", required_argument, NULL, O_GUARD}, /* not in --help */
 		{NULL, 0, NULL, 0},

@@ -58,6 +58,9 @@ struct cons_stream {
 	int have_hdr;
 	uint64_t file_off; /* where the next packet goes */
 	uint64_t faulted;  /* bytes of the ring's data faulted in (prefault()) */
+	/* Another process's ring: its `live_time` as the last cons_poll()
+	 * read it (consumer.c live_poll()) */
+	uint64_t live_seen;
 	size_t idx_len;
 	int idx_bad; /* a write failed: the index does not cover the stream */
 	unsigned char idx_buf[STRATA_IDX_ENTRY * IDX_BATCH];
@@ -83,6 +86,7 @@ struct cons {
 	unsigned flush_ms;
 	int live_fd;     /* DIR/.live-time (consumer.c live_beacon), or -1 */
 	int live_failed; /* not made or not written: not tried again */
+	uint64_t live_last; /* the last beacon written (another process's) */
 	uint8_t uuid[16];
 	pthread_t thread;
 	int running;

@@ -157,6 +157,11 @@ static int cons_pending(struct cons *c)
 		if (consumed < strata_load_acquire(&r->ctl->write) &&
 		    ring_packet_complete(r, consumed))
 			return 1;
+		/* Another process flushed since cons_poll() (live_poll()):
+		 * its beacon is due. Relaxed: after cons_arm()'s fence. */
+		if (c->external &&
+		    strata_load_relaxed(&r->ctl->live_time) != s->live_seen)
+			return 1;
 	}
 	return 0;
 }
@@ -471,16 +476,65 @@ int cons_add_ring(struct cons *c, struct strata_ring *ring)
 	return 0;
 }
 
+/* What live_poll() learns of another process's live timer in one pass. */
+struct live_scan {
+	uint64_t min;    /* the oldest `live_time` of its rings */
+	uint32_t need;   /* the most rings it says it flushed */
+	unsigned have;   /* rings we drain */
+	int behind;      /* a ring keeps a closed packet undrained */
+};
+
+/*
+ * Drain one of another process's rings, and see how far its live timer
+ * got (docs/record.md, "Live reading"): its helper thread flushed every
+ * ring it had, then stored in each control block how many it had and
+ * the trace time read before that flush (lib/client_live.c). Once the
+ * packets that flush closed are written on every one of those rings,
+ * its events stamped before the oldest such time are all in our files:
+ * the beacon of the in-process consumer (live_beacon()), same rule.
+ * Untrusted like the rest of the mapping: the two values only decide
+ * what this sub-trace's beacon says, never a bound, a size or an
+ * offset, so a lying process can mislead only its own sub-trace's
+ * follower.
+ */
+static unsigned live_poll(struct cons *c, struct cons_stream *s,
+			  struct live_scan *ls)
+{
+	struct strata_ring *r = s->ring;
+	/* Before `write`: pairs with the release store of live_time after
+	 * the flush, so `w` is past every packet that flush closed. */
+	uint64_t t = strata_load_acquire(&r->ctl->live_time);
+	uint32_t n = strata_load_relaxed(&r->ctl->live_rings);
+	uint64_t w = strata_load_acquire(&r->ctl->write);
+	unsigned work = cons_drain_ring(c, s);
+
+	ls->behind |= strata_load_relaxed(&r->ctl->consumed) <
+		      ring_packet_begin(r, w);
+	s->live_seen = t;
+	ls->min = t < ls->min ? t : ls->min;
+	ls->need = n > ls->need ? n : ls->need;
+	ls->have++;
+	return work;
+}
+
 unsigned cons_poll(struct cons *c)
 {
+	struct live_scan ls = {UINT64_MAX, 0, 0, 0};
 	unsigned work = 0;
 
 	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {
 		struct cons_stream *s = c->streams[cpu];
 		if (s && c->mode != STRATA_MODE_OVERWRITE && !c->snapshot)
-			work += cons_drain_ring(c, s);
+			work += live_poll(c, s, &ls);
 		if (s)
 			work += prefault(c, s);
+	}
+	/* A ring never flushed says 0: no beacon. Only forward: a beacon
+	 * is a promise about the past. */
+	if (c->external && ls.have && ls.have >= ls.need && !ls.behind &&
+	    ls.min > c->live_last) {
+		c->live_last = ls.min;
+		live_beacon(c, ls.min);
 	}
 	if (c->meta_dirty || c->reg_gen != cons_generation(c))
 		cons_update_metadata(c);
@@ -503,6 +557,7 @@ int cons_finish(struct cons *c, int writers_gone, struct strata_stats *final,
 		return cons_destroy(c, final);
 	if (salv)
 		memset(salv, 0, sizeof(*salv));
+	live_beacon_end(c);
 	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++)
 		if (c->streams[cpu] && !c->snapshot)
 			cons_finish_external(c, c->streams[cpu], writers_gone);

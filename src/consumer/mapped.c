@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,6 +18,14 @@
  * view (4 KiB, pointers of no use here), then the control block. */
 #define PRIV_SIZE 4096u
 #define CTL_SIZE 4096u
+
+/* The live timer's fields were appended in the consumer line's padding
+ * (include/strata/inline/ring.h, "ABI"): the lines around them kept
+ * their places, so rings of older libraries map as before. */
+_Static_assert(offsetof(struct strata_ring_ctl, live_time) == 128 + 16 &&
+		       offsetof(struct strata_ring_ctl, lost) == 192 &&
+		       sizeof(struct strata_ring_ctl) == 512,
+	       "ring control block: an append moved a field");
 
 /* A consumer-side view of the ring plus what to unmap. */
 struct mapped_ring {

@@ -93,6 +93,7 @@ static int state_create(struct dmn *d, const struct dmn_config *cfg)
 	d->st->npackets_shift = cfg->npackets_shift;
 	d->st->mode = cfg->mode;
 	d->st->clock_tsc = (uint32_t)strata_clock_tsc;
+	d->st->live_ms = cfg->live_ms;
 	snprintf(d->st->enable, sizeof(d->st->enable), "%s",
 		 cfg->enable ? cfg->enable : "");
 	d->st->gen = 2;
@@ -337,6 +338,7 @@ int dmn_config_from_env(struct dmn_config *cfg)
 	else
 		cfg->majors = o.majors ? o.majors : ~STRATA_MAJOR_BIT(63);
 	cfg->enable = getenv("STRATA_ENABLE");
+	cfg->live_ms = o.flush_ms;
 	return 0;
 }
 

@@ -51,6 +51,9 @@ struct dmn_config {
 	uint32_t psize_shift, npackets_shift, mode;
 	uint64_t majors;
 	const char *enable;
+	/* The live timer's period for the processes that join (ms; 0:
+	 * their own STRATA_FLUSH_MS), from STRATA_FLUSH_MS (--live). */
+	unsigned live_ms;
 	/* Called with each new trace directory as it starts (the state
 	 * dump of `strata daemon`); NULL: none. */
 	void (*on_start)(const char *trace_dir);
@@ -66,6 +69,10 @@ struct dmn_config {
  * them (STRATA_PACKET_SIZE, STRATA_PACKETS, STRATA_MODE, STRATA_MAJORS,
  * STRATA_ENABLE). Returns 0 or -EINVAL (strata_strerror_detail()). */
 int dmn_config_from_env(struct dmn_config *cfg);
+
+/* `--live` of record and daemon without a period: STRATA_FLUSH_MS, ms
+ * (docs/record.md, "Live reading"). */
+#define DMN_LIVE_MS_DEFAULT "100"
 
 /*
  * Create a session. Prints nothing; returns 0 or a negative errno with

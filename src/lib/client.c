@@ -250,7 +250,8 @@ int client_retry(void)
 	return ret;
 }
 
-/* The helper thread: descriptors, retried handovers, every 10 ms. */
+/* The helper thread: descriptors, retried handovers, the state file and
+ * the live timer, every 10 ms. */
 static void *client_main(void *arg)
 {
 	uint64_t gen = 0;
@@ -280,6 +281,7 @@ static void *client_main(void *arg)
 			client_sweep();
 		if (client_cl.st)
 			client_follow_state();
+		client_live_round();
 		struct timespec ts = {0, 10000000};
 		nanosleep(&ts, NULL);
 	}
@@ -345,6 +347,7 @@ int client_join(const char *path, const char *output, bool guarded,
 	ring_cfg.mode = (uint32_t)o.mode;
 	session_random_uuid(ring_cfg.uuid);
 	client_cl.guarded = guarded;
+	client_cl.live_ms = o.flush_ms; /* or the daemon's (state file) */
 	if (output)
 		snprintf(client_cl.output, sizeof(client_cl.output), "%s", output);
 	int st = CLIENT_ON;
@@ -390,13 +393,15 @@ int client_join(const char *path, const char *output, bool guarded,
  * A fork child of a process in a daemon's session needs the helper
  * thread to follow the state file (and send its descriptors): unlike
  * under `strata record`, the session outlives it and may be stopped.
+ * Under any session, the live timer (client_live.c) needs it too.
  * Called from the pthread_atfork child handler after the rings were
  * dropped; pthread_create there is what LTTng-UST does too (glibc resets
  * its own locks in the child).
  */
 void client_fork_helper(void)
 {
-	if (!client_cl.st || strata_load_relaxed(&client_cl.state) != CLIENT_NEED)
+	if ((!client_cl.st && !client_cl.live_ms) ||
+	    strata_load_relaxed(&client_cl.state) != CLIENT_NEED)
 		return;
 #if defined(STRATA_TSAN) || defined(STRATA_ASAN)
 	/* The sanitizers' fork() runs the atfork child handlers while the

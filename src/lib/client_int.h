@@ -82,7 +82,13 @@ struct client {
 	const struct proto_state *st; /* NULL: none (strata record) */
 	uint64_t st_gen;             /* the generation applied */
 	int disabled;                /* the daemon said: stopped */
-	int ack_due;                 /* tell the daemon st_gen */};
+	int ack_due;                 /* tell the daemon st_gen */
+	/* The live timer (client_live.c): the period in ms (0: off), from
+	 * STRATA_FLUSH_MS or the daemon's state file, and the last flush
+	 * (mono_ms()). Set at the join, then the helper thread's only. */
+	unsigned live_ms;
+	uint64_t live_last;
+};
 
 extern struct client client_cl;
 
@@ -97,6 +103,9 @@ void client_send_descs(void);
 void client_apply_enable(void);
 int client_retry(void);
 bool client_stop_helper(void);
+
+/* client_live.c: the live timer, on the helper thread */
+void client_live_round(void);
 
 /* client_state.c: a long-lived daemon's state file */
 int client_state_map(const char *sock, struct proto_state *out);

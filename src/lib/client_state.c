@@ -84,6 +84,8 @@ int client_state_map(const char *sock, struct proto_state *out)
 void client_state_apply(const struct proto_state *s)
 {
 	client_cl.disabled = !s->enabled;
+	if (s->live_ms) /* `strata daemon --live`: wins over STRATA_FLUSH_MS */
+		client_cl.live_ms = s->live_ms;
 	control_enable_patterns(client_cl.enable, !client_cl.disabled);
 	if (client_cl.disabled) {
 		mask_set(0);

@@ -169,8 +169,11 @@ STRATA_API int strata_options_from_env(struct strata_options *opt)
 		ring_cfg.block_ms = (uint32_t)n;
 	}
 	if ((v = e.flush_ms) && *v) {
-		if (parse_size("STRATA_FLUSH_MS", v, &n))
+		if (parse_size("STRATA_FLUSH_MS", v, &n) || n > 3600000) {
+			slog_detail("STRATA_FLUSH_MS: \"%s\": milliseconds, "
+				    "at most an hour", v);
 			return -EINVAL;
+		}
 		opt->flush_ms = (unsigned)n;
 	}
 	return 0;

@@ -144,7 +144,11 @@ struct proto_state {
 	uint32_t mode;
 	uint32_t clock_tsc; /* the daemon's trace clock: 0 = CLOCK_MONOTONIC,
 			     * which joining processes then use too */
-	uint32_t pad;
+	/* `strata daemon --live=MS`: the live timer's period for joining
+	 * processes (docs/record.md, "Live reading"); 0: their own
+	 * STRATA_FLUSH_MS. Was padding: 0 from older daemons, ignored by
+	 * older libraries. */
+	uint32_t live_ms;
 	char enable[1024]; /* -e patterns, comma-separated; "" = none */
 };
 

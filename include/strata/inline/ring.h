@@ -131,6 +131,15 @@ struct strata_ring_ctl {
 	 * packet that sees it takes it back to 0 and wakes it (futex,
 	 * ring.md §8). */
 	uint32_t cwait;
+	/* The live timer of a process drained by another (docs/record.md,
+	 * "Live reading"): its helper thread flushes every ring, then
+	 * stores here the number of rings it had and the trace time it
+	 * read before that flush (`live_time` last, release). Appended in
+	 * line 2's padding: 0 from older libraries and with the timer
+	 * off, which means no beacon. Never read by the inline code; the
+	 * consumer reading it trusts neither. */
+	uint32_t live_rings;
+	uint64_t live_time;
 	/* line 3: loss counters (slow path only) */
 	uint64_t lost[STRATA_LOST_NCAUSES] __attribute__((aligned(64)));
 	uint32_t disabled;
