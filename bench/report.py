@@ -485,13 +485,49 @@ def oob_section(R, w):
     return targets
 
 
+def splice_oob(raw, report, note):
+    """`run.sh --oob-only`: the out-of-the-box section and its Targets
+    rows of an existing report replaced by those of `raw`, the rest kept."""
+    R = Results(raw)
+    sec = []
+    targets = oob_section(R, sec.append)
+    # the section says which run it comes from: not the report's header's
+    sec[1:1] = ["", f"_This section: `bench/run.sh --oob-only`, {note}; the rest of the "
+                "report is older (its header)._"]
+    with open(report) as f:
+        text = f.read()
+    head = "\n" + sec[0] + "\n"
+    i = text.find(head)
+    if i < 0:
+        sys.exit(f"report.py: {report} has no section '{sec[0]}'")
+    j = text.find("\n## ", i + len(head))
+    text = text[:i + 1] + "\n".join(sec).rstrip("\n") + "\n" + (text[j:] if j >= 0 else "")
+    lines = text.split("\n")
+    for t, meas, v in targets:
+        row = f"| {t} | {meas} | {v} |"
+        k = next((n for n, l in enumerate(lines) if l.startswith(f"| {t} |")), None)
+        if k is None:
+            sys.exit(f"report.py: {report}'s Targets has no row '{t}'")
+        lines[k] = row
+    with open(report, "w") as f:
+        f.write("\n".join(lines))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--raw", required=True)
-    ap.add_argument("--env", required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--env")
+    ap.add_argument("--out")
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--splice-oob", metavar="REPORT",
+                    help="replace only the out-of-the-box section and rows of REPORT")
+    ap.add_argument("--note", default="", help="with --splice-oob: the run's commit and date")
     a = ap.parse_args()
+    if a.splice_oob:
+        return splice_oob(a.raw, a.splice_oob, a.note)
+    if not a.env or not a.out:
+        ap.error("--env and --out are required")
 
     env = {}
     with open(a.env) as f:

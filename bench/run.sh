@@ -3,7 +3,7 @@
 # `make bench`: builds the benchmarks, runs strata, the floor, LTTng-UST and FxT side by side, writes BENCHMARKS.md.
 #
 # usage: bench/run.sh [--smoke] [--no-build] [--bin-dir DIR] [--out-dir DIR] [--threads N]
-#                     [--no-reader | --reader-only]
+#                     [--no-reader | --reader-only | --oob-only]
 #   --smoke     tiny sizes, a few seconds, no LTTng daemon; writes OUT/BENCHMARKS.md only
 #   --no-build  use the programs already in --bin-dir (default build-bench/bench)
 #   --out-dir   where traces and raw results go (default build-bench/bench-out, or
@@ -12,6 +12,8 @@
 #   --no-reader     leave out the Reader section (bench/reader_bench.sh)
 #   --reader-only   run only the Reader section and put it in place of the one
 #                   in BENCHMARKS.md (the producer figures stay as they were)
+#   --oob-only      run only the out-of-the-box rows and put their section and
+#                   Targets rows in place of those in BENCHMARKS.md
 # Environment knobs (defaults in brackets): BENCH_EVENTS [1000000] events per thread
 # per repetition, BENCH_REPS [7], BENCH_PAUSE_MS [300], BENCH_SUST_MS [2000],
 # BENCH_WORKERS_RUNS [7], BENCH_WORKERS_ARGS ["2 4000000 1"] (threads, jobs, work per
@@ -30,6 +32,7 @@ OUT=""
 THREADS=""
 READER=1
 PRODUCER=1
+OOB_ONLY=0
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -40,7 +43,8 @@ while [ $# -gt 0 ]; do
 	--threads) THREADS=$2; shift ;;
 	--no-reader) READER=0 ;;
 	--reader-only) PRODUCER=0 ;;
-	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	--oob-only) OOB_ONLY=1 READER=0 ;;
+	-h|--help) sed -n '2,23p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -87,6 +91,120 @@ if [ $DO_BUILD = 1 ]; then
 fi
 
 mkdir -p "$OUT"
+have() { [ -x "$BIN/$1" ]; }
+skip() { echo "SKIP what=$1 reason=$2" >>"$RAW"; note "skip: $1: ${2//_/ }"; }
+
+# ---- out of the box: default rings, no pinning, started by the environment -----
+# bench_oob logs from one unpinned thread through whatever session its
+# environment starts, as a user's program would: STRATA_OUTPUT (the
+# in-process consumer thread), STRATA_OUTPUT + STRATA_GUARD=1 (the guardian
+# process, docs/record.md "The embedded mode"), `strata record`, and
+# STRATA_MODE=block (embedded). Flat out, then paced at fractions of the
+# disk's own O_DIRECT bandwidth, measured in the same run on the same file
+# system; modes interleaved within each repetition, their order rotated.
+# Counts come from the trace (`strata info`), not from the program.
+OOB_MS=${BENCH_OOB_MS:-1000}
+OOB_REPS=${BENCH_OOB_REPS:-5}
+OOB_FRACTIONS=${BENCH_OOB_FRACTIONS:-"0.25 0.5 0.75 0.9"}
+OOB_DISK_MIB=${BENCH_OOB_DISK_MIB:-256}
+if [ $SMOKE = 1 ]; then
+	OOB_MS=${BENCH_OOB_MS:-200} OOB_REPS=${BENCH_OOB_REPS:-2}
+	OOB_FRACTIONS=${BENCH_OOB_FRACTIONS:-"0.5"} OOB_DISK_MIB=${BENCH_OOB_DISK_MIB:-32}
+fi
+STRATA_CLI=${BENCH_STRATA_CLI:-$BIN/../src/cli/strata}
+OOB_BPE=12 # bytes on disk of the 1-field event (docs/compact.md): rates from MB/s
+
+oob_disk() { # REP: one DISK line, tagged
+	local out
+	out=$("$BIN/bench_oob" disk "$OUT/oob-disk.tmp" "$OOB_DISK_MIB" 2>>"$LOG") ||
+		{ echo "FAILED tag=oob-disk-$1" >>"$RAW"; return; }
+	echo "OOB_DISK rep=$1 ${out#DISK }" >>"$RAW"
+}
+
+# oob_one MODE RATE FRAC REP: one run of bench_oob in MODE, one OOB line
+oob_one() {
+	local mode=$1 rate=$2 frac=$3 rep=$4 dir=$OUT/oob-trace out info t0 t1 rc=0
+	local -a cmd=(env -u STRATA_SESSION -u STRATA_GUARD -u STRATA_GUARDED -u STRATA_MODE
+		-u STRATA_PACKETS -u STRATA_PACKET_SIZE -u STRATA_MAJORS -u STRATA_ENABLE
+		-u STRATA_OUTPUT -u STRATA_FLUSH_MS -u STRATA_BLOCK_TIMEOUT_MS
+		STRATA_TOOL="$STRATA_CLI")
+	local -a prog=("$BIN/bench_oob" log "$rate" "$OOB_MS")
+	case $mode in
+	embedded) cmd+=(STRATA_OUTPUT="$dir" STRATA_GUARD=0 "${prog[@]}") ;;
+	guarded) cmd+=(STRATA_OUTPUT="$dir" STRATA_GUARD=1 "${prog[@]}") ;;
+	record) cmd+=("$STRATA_CLI" record -o "$dir" -- "${prog[@]}") ;;
+	block) cmd+=(STRATA_OUTPUT="$dir" STRATA_GUARD=0 STRATA_MODE=block "${prog[@]}") ;;
+	esac
+	rm -rf "$dir"
+	echo "== oob $mode rate=$rate rep=$rep" >>"$LOG"
+	t0=$(date +%s%N)
+	out=$("${cmd[@]}" 2>>"$LOG") || rc=$?
+	t1=$(date +%s%N)
+	out=$(grep '^OOB_LOOP ' <<<"$out" || true)
+	if [ -z "$out" ] || ! info=$("$STRATA_CLI" info "$dir" 2>>"$LOG"); then
+		echo "FAILED tag=oob-$mode-$frac-$rep" >>"$RAW"
+		note "failed: oob $mode at $rate (see $LOG)"
+		rm -rf "$dir"
+		return
+	fi
+	local rec disc plost bytes
+	rec=$(sed -n 's/^Events: *\([0-9]*\).*/\1/p' <<<"$info")
+	disc=$(sed -n 's/^Lost: *\([0-9]*\) events discarded.*/\1/p' <<<"$info")
+	plost=$(sed -n 's/^Lost:.*, \([0-9]*\) packets lost.*/\1/p' <<<"$info")
+	bytes=$(find "$dir/ust" -type f ! -name metadata ! -path '*/index/*' -printf '%s\n' |
+		awk '{ s += $1 } END { print s + 0 }')
+	echo "OOB mode=$mode frac=$frac rep=$rep ${out#OOB_LOOP } recorded=${rec:-0}" \
+		"discarded=${disc:-0} packets_lost=${plost:-0} stream_bytes=$bytes" \
+		"wall_ns=$((t1 - t0)) rc=$rc" >>"$RAW"
+	rm -rf "$dir"
+}
+
+oob_runs() {
+	if ! have bench_oob; then
+		skip oob "bench_oob_not_built"
+	elif [ ! -x "$STRATA_CLI" ]; then
+		skip oob "the_strata_tool_not_found_($STRATA_CLI)"
+	else
+		note "out of the box: disk bandwidth, then $OOB_REPS x (flat out + $OOB_FRACTIONS of it) x 4 modes, ${OOB_MS} ms each"
+		echo "RUN tag=oob" >>"$RAW"
+		rm -rf "$OUT/oob-trace" "$OUT/oob-disk.tmp"
+		for i in 1 2 3; do oob_disk "0.$i"; done
+		bw=$(sed -n 's/^OOB_DISK rep=0\.[0-9]* .*mbps=\([0-9.]*\).*/\1/p' "$RAW" | sort -n | sed -n 2p)
+		if [ -z "$bw" ]; then
+			skip oob "disk_bandwidth_not_measured"
+		else
+			echo "OOB_SETUP disk_mbps=$bw bytes_per_event=$OOB_BPE ms=$OOB_MS reps=$OOB_REPS" \
+				"fractions=${OOB_FRACTIONS// /,}" >>"$RAW"
+			modes=(embedded guarded record block)
+			for rep in $(seq "$OOB_REPS"); do
+				oob_disk "$rep"
+				# the modes' order rotated, so that drift does not favour one
+				k=$(( (rep - 1) % ${#modes[@]} ))
+				order=("${modes[@]:k}" "${modes[@]:0:k}")
+				for m in "${order[@]}"; do oob_one "$m" flat 0 "$rep"; done
+				for f in $OOB_FRACTIONS; do
+					r=$(awk -v b="$bw" -v f="$f" -v e=$OOB_BPE 'BEGIN { printf "%.0f", f * b * 1e6 / e }')
+					for m in "${order[@]}"; do oob_one "$m" "$r" "$f" "$rep"; done
+				done
+			done
+		fi
+		rm -f "$OUT/oob-disk.tmp"
+	fi
+}
+
+# --oob-only: those rows alone, spliced into the report
+if [ $OOB_ONLY = 1 ]; then
+	[ -f "$REPORT" ] || { echo "run.sh: --oob-only needs $REPORT" >&2; exit 1; }
+	RAW=$OUT/raw-oob.txt
+	LOG=$OUT/stderr-oob.log
+	: >"$RAW"
+	: >"$LOG"
+	oob_runs
+	python3 "$ROOT/bench/report.py" --raw "$RAW" --splice-oob "$REPORT" \
+		--note "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%F)"
+	note "replaced the out-of-the-box section and rows of $REPORT (raw results: $RAW)"
+	exit 0
+fi
 # ---- producer runs, up to the report (all skipped by --reader-only) ----------------
 if [ $PRODUCER = 1 ]; then
 # only what an earlier run left here: --out-dir may name a shared folder
@@ -101,8 +219,6 @@ if [ "$(stat -f -c %T "$OUT")" = tmpfs ]; then
 	note "warning: $OUT is on tmpfs; traces are not going to disk"
 fi
 
-have() { [ -x "$BIN/$1" ]; }
-skip() { echo "SKIP what=$1 reason=$2" >>"$RAW"; note "skip: $1: ${2//_/ }"; }
 # run SUITE-TAG CMD...: its stdout is appended to the raw results
 run() {
 	local tag=$1; shift
@@ -302,101 +418,7 @@ if have bench_strata; then
 	rm -rf "$OUT/strata-sustained"
 fi
 
-# ---- out of the box: default rings, no pinning, started by the environment -----
-# bench_oob logs from one unpinned thread through whatever session its
-# environment starts, as a user's program would: STRATA_OUTPUT (the
-# in-process consumer thread), STRATA_OUTPUT + STRATA_GUARD=1 (the guardian
-# process, docs/record.md "The embedded mode"), `strata record`, and
-# STRATA_MODE=block (embedded). Flat out, then paced at fractions of the
-# disk's own O_DIRECT bandwidth, measured in the same run on the same file
-# system; modes interleaved within each repetition, their order rotated.
-# Counts come from the trace (`strata info`), not from the program.
-OOB_MS=${BENCH_OOB_MS:-1000}
-OOB_REPS=${BENCH_OOB_REPS:-5}
-OOB_FRACTIONS=${BENCH_OOB_FRACTIONS:-"0.25 0.5 0.75 0.9"}
-OOB_DISK_MIB=${BENCH_OOB_DISK_MIB:-256}
-if [ $SMOKE = 1 ]; then
-	OOB_MS=${BENCH_OOB_MS:-200} OOB_REPS=${BENCH_OOB_REPS:-2}
-	OOB_FRACTIONS=${BENCH_OOB_FRACTIONS:-"0.5"} OOB_DISK_MIB=${BENCH_OOB_DISK_MIB:-32}
-fi
-STRATA_CLI=${BENCH_STRATA_CLI:-$BIN/../src/cli/strata}
-OOB_BPE=12 # bytes on disk of the 1-field event (docs/compact.md): rates from MB/s
-
-oob_disk() { # REP: one DISK line, tagged
-	local out
-	out=$("$BIN/bench_oob" disk "$OUT/oob-disk.tmp" "$OOB_DISK_MIB" 2>>"$LOG") ||
-		{ echo "FAILED tag=oob-disk-$1" >>"$RAW"; return; }
-	echo "OOB_DISK rep=$1 ${out#DISK }" >>"$RAW"
-}
-
-# oob_one MODE RATE FRAC REP: one run of bench_oob in MODE, one OOB line
-oob_one() {
-	local mode=$1 rate=$2 frac=$3 rep=$4 dir=$OUT/oob-trace out info t0 t1 rc=0
-	local -a cmd=(env -u STRATA_SESSION -u STRATA_GUARD -u STRATA_GUARDED -u STRATA_MODE
-		-u STRATA_PACKETS -u STRATA_PACKET_SIZE -u STRATA_MAJORS -u STRATA_ENABLE
-		-u STRATA_OUTPUT -u STRATA_FLUSH_MS -u STRATA_BLOCK_TIMEOUT_MS
-		STRATA_TOOL="$STRATA_CLI")
-	local -a prog=("$BIN/bench_oob" log "$rate" "$OOB_MS")
-	case $mode in
-	embedded) cmd+=(STRATA_OUTPUT="$dir" STRATA_GUARD=0 "${prog[@]}") ;;
-	guarded) cmd+=(STRATA_OUTPUT="$dir" STRATA_GUARD=1 "${prog[@]}") ;;
-	record) cmd+=("$STRATA_CLI" record -o "$dir" -- "${prog[@]}") ;;
-	block) cmd+=(STRATA_OUTPUT="$dir" STRATA_GUARD=0 STRATA_MODE=block "${prog[@]}") ;;
-	esac
-	rm -rf "$dir"
-	echo "== oob $mode rate=$rate rep=$rep" >>"$LOG"
-	t0=$(date +%s%N)
-	out=$("${cmd[@]}" 2>>"$LOG") || rc=$?
-	t1=$(date +%s%N)
-	out=$(grep '^OOB_LOOP ' <<<"$out" || true)
-	if [ -z "$out" ] || ! info=$("$STRATA_CLI" info "$dir" 2>>"$LOG"); then
-		echo "FAILED tag=oob-$mode-$frac-$rep" >>"$RAW"
-		note "failed: oob $mode at $rate (see $LOG)"
-		rm -rf "$dir"
-		return
-	fi
-	local rec disc plost bytes
-	rec=$(sed -n 's/^Events: *\([0-9]*\).*/\1/p' <<<"$info")
-	disc=$(sed -n 's/^Lost: *\([0-9]*\) events discarded.*/\1/p' <<<"$info")
-	plost=$(sed -n 's/^Lost:.*, \([0-9]*\) packets lost.*/\1/p' <<<"$info")
-	bytes=$(find "$dir/ust" -type f ! -name metadata ! -path '*/index/*' -printf '%s\n' |
-		awk '{ s += $1 } END { print s + 0 }')
-	echo "OOB mode=$mode frac=$frac rep=$rep ${out#OOB_LOOP } recorded=${rec:-0}" \
-		"discarded=${disc:-0} packets_lost=${plost:-0} stream_bytes=$bytes" \
-		"wall_ns=$((t1 - t0)) rc=$rc" >>"$RAW"
-	rm -rf "$dir"
-}
-
-if ! have bench_oob; then
-	skip oob "bench_oob_not_built"
-elif [ ! -x "$STRATA_CLI" ]; then
-	skip oob "the_strata_tool_not_found_($STRATA_CLI)"
-else
-	note "out of the box: disk bandwidth, then $OOB_REPS x (flat out + $OOB_FRACTIONS of it) x 4 modes, ${OOB_MS} ms each"
-	echo "RUN tag=oob" >>"$RAW"
-	rm -rf "$OUT/oob-trace" "$OUT/oob-disk.tmp"
-	for i in 1 2 3; do oob_disk "0.$i"; done
-	bw=$(sed -n 's/^OOB_DISK rep=0\.[0-9]* .*mbps=\([0-9.]*\).*/\1/p' "$RAW" | sort -n | sed -n 2p)
-	if [ -z "$bw" ]; then
-		skip oob "disk_bandwidth_not_measured"
-	else
-		echo "OOB_SETUP disk_mbps=$bw bytes_per_event=$OOB_BPE ms=$OOB_MS reps=$OOB_REPS" \
-			"fractions=${OOB_FRACTIONS// /,}" >>"$RAW"
-		modes=(embedded guarded record block)
-		for rep in $(seq "$OOB_REPS"); do
-			oob_disk "$rep"
-			# the modes' order rotated, so that drift does not favour one
-			k=$(( (rep - 1) % ${#modes[@]} ))
-			order=("${modes[@]:k}" "${modes[@]:0:k}")
-			for m in "${order[@]}"; do oob_one "$m" flat 0 "$rep"; done
-			for f in $OOB_FRACTIONS; do
-				r=$(awk -v b="$bw" -v f="$f" -v e=$OOB_BPE 'BEGIN { printf "%.0f", f * b * 1e6 / e }')
-				for m in "${order[@]}"; do oob_one "$m" "$r" "$f" "$rep"; done
-			done
-		done
-	fi
-	rm -f "$OUT/oob-disk.tmp"
-fi
+oob_runs
 
 # ---- real-program overhead: examples/workers.c built three ways -------------------
 workers_time() { # DENSITY TAG RUN ENV... -- CMD...: prints one WORKERS line
