@@ -531,6 +531,10 @@ struct strata_host_offset {
 	uint64_t measured_ns;    /* the relay's clock when it was measured */
 	uint64_t samples;        /* exchanges it was chosen from */
 	int applied;             /* its timestamps were moved by -offset_ns */
+	int has_drift;           /* drift_ppb was estimated (over 10 s or more) */
+	int64_t drift_ppb;       /* the sender's clock's rate against the
+				  * relay's, parts per billion: recorded, not
+				  * applied (the offset is, at every time) */
 };
 
 /* Recordings of the trace with a clock offset, and offset i of them:

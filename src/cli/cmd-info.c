@@ -138,10 +138,14 @@ static void print_offsets(struct strata_trace *t)
 		struct strata_host_offset o;
 		if (strata_trace_offset(t, i, &o))
 			continue;
-		printf("%s %s (%s): %+.6f s +- %.1f us, from %" PRIu64
+		char drift[48] = "";
+		if (o.has_drift)
+			snprintf(drift, sizeof(drift), ", drift %+" PRId64 " ppb",
+				 o.drift_ppb);
+		printf("%s %s (%s): %+.6f s +- %.1f us%s, from %" PRIu64
 		       " samples%s\n", i ? "           " : "Offsets:   ",
 		       o.sender[0] ? o.sender : "?", o.root, o.offset_ns / 1e9,
-		       o.uncertainty_ns / 1e3, o.samples,
+		       o.uncertainty_ns / 1e3, drift, o.samples,
 		       o.applied ? "" : " (not applied: not a CLOCK_MONOTONIC trace)");
 	}
 }

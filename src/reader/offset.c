@@ -37,6 +37,8 @@ static const char *parse(char *text, struct rd_offset *o)
 			o->pub.measured_ns = (uint64_t)v;
 		else if (!strcmp(key, "samples") && num && v >= 0)
 			o->pub.samples = (uint64_t)v;
+		else if (!strcmp(key, "drift_ppb") && num)
+			o->pub.drift_ppb = v, o->pub.has_drift = 1;
 		else if (!strcmp(key, "relay_wall_ns") && num)
 			o->wall_ns = v, o->has_wall = true;
 		else if (!strcmp(key, "sender"))

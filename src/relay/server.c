@@ -89,6 +89,7 @@ static int on_frame(struct relay *r, struct rconn *c, uint32_t type,
 	case RELAY_METADATA: ret = srv_op_metadata(s, p, n, &why); break;
 	case RELAY_WRITEZ: ret = srv_op_writez(r, s, p, n, &why); break;
 	default: /* RELAY_END */
+		srv_clock_flush(r, s);
 		srv_session_close_files(s);
 		unlinkat(s->dirfd, MARKER, 0);
 		r->st.ended++;

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,7 +11,11 @@
 #include "relay/server_int.h"
 
 #define SYNC_BURST 16u      /* exchanges back to back at connect */
-#define SYNC_EVERY_MS 1000  /* then one a second */
+#define SYNC_EVERY_MS 1000  /* then a round a second, */
+#define SYNC_ROUND 4u       /* of this many back to back: the first wakes
+			     * two idle ends (a round trip of 75-170 us
+			     * here, one-sided), the next ones find them
+			     * awake (17 us) */
 #define SYNC_LOST_MS 5000   /* an answer later than this is not waited for */
 #define REWRITE_MS 5000     /* the file's "measured" refreshed this often */
 
@@ -52,6 +57,37 @@ void srv_clock_poll(struct relay *r, struct rconn *c)
 	srv_conn_flush(r, c);
 }
 
+/*
+ * The drift of the sender's clock against the relay's, in parts per
+ * billion: the least-squares slope of offset over time through the good
+ * samples of the window (a round trip within twice the best's, plus 20 us
+ * for the wake-ups of two idle ends). NAN until at least 4 of them
+ * span 10 s: over less, the samples' noise (microseconds) outweighs any
+ * drift a clock has (tens of ppm at most).
+ */
+static double clock_drift(const struct rclock *k)
+{
+	uint64_t lim = 2 * k->best.delta + 20000, t0 = k->best.t4;
+	double sx = 0, sy = 0, sxx = 0, sxy = 0, lo = 0, hi = 0;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < k->n; i++) {
+		const struct rsample *x = &k->win[i];
+		if (x->delta > lim)
+			continue;
+		double dx = (double)(int64_t)(x->t4 - t0) / 1e9; /* s */
+		double dy = (double)(x->theta - k->best.theta);  /* ns */
+		sx += dx, sy += dy, sxx += dx * dx, sxy += dx * dy;
+		lo = n && lo < dx ? lo : dx;
+		hi = n && hi > dx ? hi : dx;
+		n++;
+	}
+	double den = n * sxx - sx * sx;
+	if (n < 4 || hi - lo < 10 || den <= 0)
+		return NAN;
+	return (n * sxy - sx * sy) / den; /* ns per s: ppb */
+}
+
 /* CLOCK_REALTIME - CLOCK_MONOTONIC of the relay: the wall clock that a
  * reader shows for times on the relay's base, never a sender's. */
 static int64_t wall_minus_mono(void)
@@ -67,9 +103,12 @@ static int64_t wall_minus_mono(void)
 static void clock_write(struct relay *r, struct rsession *s)
 {
 	const struct rsample *b = &s->clock.best;
-	char host[256] = "";
+	double drift = clock_drift(&s->clock);
+	char host[256] = "", dl[48] = "";
 	char text[512];
 
+	if (!isnan(drift))
+		snprintf(dl, sizeof(dl), "drift_ppb %.0f\n", drift);
 	gethostname(host, sizeof(host) - 1);
 	int n = snprintf(text, sizeof(text),
 			 "# strata relay: the sender's clock minus the relay's "
@@ -80,12 +119,13 @@ static void clock_write(struct relay *r, struct rsession *s)
 			 "rtt_ns %llu\n"
 			 "measured_ns %llu\n"
 			 "samples %llu\n"
+			 "%s"
 			 "relay_wall_ns %lld\n"
 			 "sender %s\n"
 			 "relay %s\n",
 			 (long long)b->theta, (unsigned long long)(b->delta + 1) / 2,
 			 (unsigned long long)b->delta, (unsigned long long)b->t4,
-			 (unsigned long long)s->clock.total, (long long)wall_minus_mono(),
+			 (unsigned long long)s->clock.total, dl, (long long)wall_minus_mono(),
 			 s->host, host);
 	int fd = openat(s->dirfd, RELAY_CLOCK_TMP,
 			O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -98,6 +138,12 @@ static void clock_write(struct relay *r, struct rsession *s)
 		srv_log(r, "%s/%s: cannot write %s: %s (offsets not recorded)",
 			s->host, s->trace, RELAY_CLOCK_FILE, strerror(errno));
 	s->clock.written_ms = now_ms();
+}
+
+void srv_clock_flush(struct relay *r, struct rsession *s)
+{
+	if (s->clock.total)
+		clock_write(r, s);
 }
 
 /* The sample of least round trip in the window: its path was the least
@@ -134,6 +180,7 @@ int srv_on_tsync_reply(struct relay *r, struct rconn *c,
 		c->sync_next_ms = now_ms();
 	} else {
 		c->sync_next_ms = now_ms() + SYNC_EVERY_MS;
+		c->sync_burst = SYNC_ROUND - 1;
 	}
 	/* the sender's time inside the exchange cannot exceed the whole */
 	if (t3 < t2 || t4 < t1 || t3 - t2 > t4 - t1)

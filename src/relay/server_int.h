@@ -33,7 +33,7 @@ struct rsample {
 	uint64_t t4;    /* the relay's clock when it ended */
 };
 
-#define CLOCK_WINDOW 64u /* samples kept: 64 s at one a second */
+#define CLOCK_WINDOW 256u /* samples kept: a minute at 4 a second */
 
 /* A session's estimate of its sender's clock, kept across reconnects. */
 struct rclock {
@@ -136,6 +136,8 @@ int srv_op_metadata(struct rsession *s, const unsigned char *p, size_t n,
 /* server_clock.c: the sender's clock offset (docs/relay.md §7) */
 void srv_clock_start(struct rconn *c);
 void srv_clock_poll(struct relay *r, struct rconn *c);
+/* The clock file as the session ends: its last samples and drift. */
+void srv_clock_flush(struct relay *r, struct rsession *s);
 int srv_on_tsync_reply(struct relay *r, struct rconn *c,
 		       const unsigned char *p, size_t n);
 /* 1 if a sender may not write a file of this name (the relay's own). */
