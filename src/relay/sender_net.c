@@ -51,7 +51,7 @@ static void disconnect(struct relay_sender *s, const char *why)
 	s->fd = -1;
 	s->state = S_IDLE;
 	s->rx_len = 0;
-	s->sync_pending = 0;
+	s->sync_pending = s->ping_due = 0;
 	s->ctl_len = s->ctl_off = 0;
 	s->retry_at = now_ms() + s->backoff;
 	s->backoff = s->backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : s->backoff * 2;
@@ -371,6 +371,13 @@ static int flush_ctl(struct relay_sender *s)
 {
 	if (s->cursor_off)
 		return 1;
+	if (!s->ctl_len && s->ping_due && !s->sync_pending) {
+		put32(s->ctl, RELAY_PING);
+		put32(s->ctl + 4, 0);
+		s->ctl_len = RELAY_HDR;
+		s->ctl_off = 0;
+	}
+	s->ping_due = 0; /* a TSYNC_REPLY shows the sender alive as well */
 	if (!s->ctl_len && s->sync_pending) {
 		unsigned char *b = s->ctl + RELAY_HDR;
 		put32(s->ctl, RELAY_TSYNC_REPLY);
@@ -446,14 +453,12 @@ void *snd_main(void *arg)
 		if (s->state == S_CONNECTING && now - s->conn_at > CONNECT_MS)
 			disconnect(s, "connection timed out");
 		if (s->state == S_STREAMING) {
+			/* a PING goes between two frames, as a TSYNC_REPLY
+			 * (flush_ctl): sent straight away, it could land
+			 * inside a frame half sent */
+			if (now - s->last_tx >= PING_MS)
+				s->ping_due = 1;
 			pump(s);
-			if (s->fd >= 0 && now - s->last_tx >= PING_MS) {
-				unsigned char ping[RELAY_HDR];
-				put32(ping, RELAY_PING);
-				put32(ping + 4, 0);
-				if (send_raw(s, ping, sizeof(ping)) < 0)
-					disconnect(s, "connection lost");
-			}
 			if (s->fd >= 0 && now - s->last_rx > DEAD_MS)
 				disconnect(s, "no answer from the relay");
 		}
@@ -469,7 +474,8 @@ void *snd_main(void *arg)
 				pf[1].events = POLLOUT;
 			else if (s->state == S_STREAMING) {
 				pthread_mutex_lock(&s->mu);
-				if (s->cursor || s->pre || s->sync_pending || s->ctl_len)
+				if (s->cursor || s->pre || s->sync_pending ||
+				    s->ping_due || s->ctl_len)
 					pf[1].events |= POLLOUT;
 				pthread_mutex_unlock(&s->mu);
 			}
