@@ -13,6 +13,7 @@
 
 #define OFFSET_FILE "clock-offset" /* RELAY_CLOCK_FILE */
 #define OFFSET_MAX 4096            /* bytes read of it: it holds ~300 */
+#define OFFSET_LIMIT (INT64_C(1) << 62) /* ns, ~146 years: -offset fits */
 
 /* "key value" lines into o; NULL, or what is wrong with the file. */
 static const char *parse(char *text, struct rd_offset *o)
@@ -29,7 +30,8 @@ static const char *parse(char *text, struct rd_offset *o)
 		bool num = !errno && *end == 0 && end != val;
 		if (!strcmp(key, "clock"))
 			mono = !strcmp(val, "CLOCK_MONOTONIC");
-		else if (!strcmp(key, "offset_ns") && num)
+		else if (!strcmp(key, "offset_ns") && num && v > -OFFSET_LIMIT &&
+			 v < OFFSET_LIMIT)
 			o->pub.offset_ns = v, off = true;
 		else if (!strcmp(key, "uncertainty_ns") && num && v >= 0)
 			o->pub.uncertainty_ns = (uint64_t)v, unc = true;
@@ -47,7 +49,7 @@ static const char *parse(char *text, struct rd_offset *o)
 	if (!mono)
 		return "no \"clock CLOCK_MONOTONIC\" line";
 	if (!off || !unc)
-		return "no offset_ns or uncertainty_ns";
+		return "no offset_ns (within 2^62 ns) or uncertainty_ns";
 	return NULL;
 }
 

@@ -188,7 +188,8 @@ int srv_on_tsync_reply(struct relay *r, struct rconn *c,
 	struct rclock *k = &s->clock;
 	struct rsample *x = &k->win[k->head];
 	x->delta = (t4 - t1) - (t3 - t2);
-	x->theta = ((int64_t)(t2 - t1) + (int64_t)(t3 - t4)) / 2;
+	/* summed unsigned: a sender's nonsense wraps, never overflows */
+	x->theta = (int64_t)((t2 - t1) + (t3 - t4)) / 2;
 	x->t4 = t4;
 	k->head = (k->head + 1) % CLOCK_WINDOW;
 	if (k->n < CLOCK_WINDOW)

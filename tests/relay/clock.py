@@ -146,7 +146,8 @@ try:
     # a damaged clock-offset is reported and not applied, never a crash
     bad = os.path.join(work, "bad")
     shutil.copytree(os.path.join(out, "hostb", "hostb"), bad)
-    for junk in (b"clock CLOCK_MONOTONIC\noffset_ns 12x\n", os.urandom(100000), b""):
+    for junk in (b"clock CLOCK_MONOTONIC\noffset_ns 12x\n", os.urandom(100000), b"",
+                 b"clock CLOCK_MONOTONIC\noffset_ns -9223372036854775808\nuncertainty_ns 1\n"):
         with open(os.path.join(bad, "clock-offset"), "wb") as f:
             f.write(junk)
         r = subprocess.run([strata, "info", bad], capture_output=True, text=True)
