@@ -6,12 +6,14 @@ amount (-3 s and +5 s), record a ping-pong between them with --clock mono
 and --relay to one relay (docs/relay.md §7). The offsets the relay
 records must be the configured ones within 50 us, and the merged relay
 directory must show no message received before it was sent."""
+import calendar
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relaylib import fail, fresh_dir, make_token  # noqa: E402
@@ -143,6 +145,32 @@ try:
     for name in HOSTS:
         if not re.search(r"%s \(.*\): [-+]\d+\.\d+ s \+- " % name, info):
             fail("strata info shows no offset for %s:\n%s" % (name, info))
+    # the senders' wall clocks are never trusted: skewed by a day in their
+    # metadata (format.md §5, offset_s), the merge is the same and the
+    # wall times shown are the relay's
+    skewed = os.path.join(work, "skewed")
+    shutil.copytree(out, skewed)
+    for d, _, files in os.walk(skewed):
+        if "metadata" in files:
+            p = os.path.join(d, "metadata")
+            text = open(p).read()
+            text = re.sub(r"offset_s = (-?\d+);",
+                          lambda m: "offset_s = %d;" % (int(m.group(1)) + 86400), text)
+            open(p, "w").write(text)
+    r = subprocess.run([strata, "print", "--merge", "--format", "json", skewed],
+                       capture_output=True, text=True)
+    if r.returncode or r.stdout != subprocess.run(
+            [strata, "print", "--merge", "--format", "json", out],
+            capture_output=True, text=True).stdout:
+        fail("senders' wall clocks skewed by a day changed the merge")
+    info = subprocess.run([strata, "info", "--merge", skewed], capture_output=True,
+                          text=True).stdout
+    m = re.search(r"Time span:\s+(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)", info)
+    began = m and calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
+    if not m or abs(began - time.time()) > 3600:
+        fail("senders' wall clocks skewed by a day: the span shown is not the relay's "
+             "time:\n%s" % info)
+
     # a damaged clock-offset is reported and not applied, never a crash
     bad = os.path.join(work, "bad")
     shutil.copytree(os.path.join(out, "hostb", "hostb"), bad)
