@@ -521,7 +521,8 @@ STRATA_API const char *strata_symbol_format(const struct strata_symbol *sym,
  * time base (docs/reader.md, "Several hosts"). Only to a recording whose
  * clock is CLOCK_MONOTONIC (`--clock mono`): a TSC's ticks are not the
  * clock the offset was measured on, and such a recording keeps its own
- * (applied == 0).
+ * (applied == 0); nor in a trace opened with STRATA_OPEN_FOLLOW, whose
+ * windows are on the files' own times.
  */
 struct strata_host_offset {
 	const char *root;        /* the recording's directory */

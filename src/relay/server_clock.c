@@ -13,9 +13,10 @@
 #define SYNC_BURST 16u      /* exchanges back to back at connect */
 #define SYNC_EVERY_MS 1000  /* then a round a second, */
 #define SYNC_ROUND 4u       /* of this many back to back: the first wakes
-			     * two idle ends (a round trip of 75-170 us
-			     * here, one-sided), the next ones find them
-			     * awake (17 us) */
+			     * two idle ends (here a round trip of 75 to
+			     * 170 us, and up to 27 us of offset error
+			     * from the unequal wake-ups); the next ones
+			     * find both awake (17 us) */
 #define SYNC_LOST_MS 5000   /* an answer later than this is not waited for */
 #define REWRITE_MS 5000     /* the file's "measured" refreshed this often */
 
