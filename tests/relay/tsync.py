@@ -5,6 +5,7 @@ sender that answers TSYNC gets a burst of them; nonsense answers are
 ignored and a clock-offset still appears from the good ones; a reply
 from a sender that did not offer TSYNC, or of the wrong length, is
 refused; a sender may not write the relay's clock-offset itself."""
+import atexit
 import os
 import struct
 import sys
@@ -22,6 +23,8 @@ tok = os.path.join(work, "token")
 token = make_token(tok)
 out = os.path.join(work, "out")
 relay = Relay(strata, out, tok, os.path.join(work, "relay.log"))
+# a failed check exits at once: the relay must not outlive the test
+atexit.register(lambda: relay.alive() and relay.kill())
 
 
 def frame(t, payload=b""):
