@@ -511,6 +511,39 @@ STRATA_API int strata_symbolize_return(struct strata_symbolizer *s, uint32_t pid
 STRATA_API const char *strata_symbol_format(const struct strata_symbol *sym,
 					    uint64_t addr, char *buf, size_t len);
 
+/* ---- several hosts on one time base ------------------------------------------ */
+
+/*
+ * A recording received by `strata relay` holds the relay's estimate of its
+ * sender's clock offset (docs/relay.md §7). strata_trace_open applies it:
+ * every timestamp of such a recording is on the relay's CLOCK_MONOTONIC,
+ * so that several hosts opened together (STRATA_OPEN_MERGE) merge on one
+ * time base (docs/reader.md, "Several hosts"). Only to a recording whose
+ * clock is CLOCK_MONOTONIC (`--clock mono`): a TSC's ticks are not the
+ * clock the offset was measured on, and such a recording keeps its own
+ * (applied == 0); nor in a trace opened with STRATA_OPEN_FOLLOW, whose
+ * windows are on the files' own times.
+ */
+struct strata_host_offset {
+	const char *root;        /* the recording's directory */
+	const char *sender;      /* the sender's host name, as the relay saw it */
+	int64_t offset_ns;       /* the sender's clock minus the relay's */
+	uint64_t uncertainty_ns; /* half the round trip of the sample used */
+	uint64_t measured_ns;    /* the relay's clock when it was measured */
+	uint64_t samples;        /* exchanges it was chosen from */
+	int applied;             /* its timestamps were moved by -offset_ns */
+	int has_drift;           /* drift_ppb was estimated (over 10 s or more) */
+	int64_t drift_ppb;       /* the sender's clock's rate against the
+				  * relay's, parts per billion: recorded, not
+				  * applied (the offset is, at every time) */
+};
+
+/* Recordings of the trace with a clock offset, and offset i of them:
+ * 0 or -EINVAL (i out of range). */
+STRATA_API unsigned strata_trace_noffsets(const struct strata_trace *t);
+STRATA_API int strata_trace_offset(const struct strata_trace *t, unsigned i,
+				   struct strata_host_offset *out);
+
 #ifdef __cplusplus
 }
 #endif

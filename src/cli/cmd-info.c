@@ -128,6 +128,28 @@ static void print_loss_causes(struct strata_trace *t, uint64_t disc)
 	printf(")");
 }
 
+/* Each host's clock offset, as the relay measured it (docs/relay.md §7):
+ * what the merge applied, and how far it may be off. */
+static void print_offsets(struct strata_trace *t)
+{
+	unsigned n = strata_trace_noffsets(t);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct strata_host_offset o;
+		if (strata_trace_offset(t, i, &o))
+			continue;
+		char drift[48] = "";
+		if (o.has_drift)
+			snprintf(drift, sizeof(drift), ", drift %+" PRId64 " ppb",
+				 o.drift_ppb);
+		printf("%s %s (%s): %+.6f s +- %.1f us%s, from %" PRIu64
+		       " samples%s\n", i ? "           " : "Offsets:   ",
+		       o.sender[0] ? o.sender : "?", o.root, o.offset_ns / 1e9,
+		       o.uncertainty_ns / 1e3, drift, o.samples,
+		       o.applied ? "" : " (not applied: not a CLOCK_MONOTONIC trace)");
+	}
+}
+
 /* The lines above the tables: size, clock, span, counts, losses. */
 static void print_summary(struct strata_trace *t, const char *trace, const struct scan *sc,
 			  unsigned nproc)
@@ -162,6 +184,7 @@ static void print_summary(struct strata_trace *t, const char *trace, const struc
 	print_loss_causes(t, disc);
 	printf(", %" PRIu64 " packets lost\n", plost);
 	print_unrecorded(trace);
+	print_offsets(t);
 }
 
 static void print_processes(struct strata_trace *t, const struct scan *sc,

@@ -627,7 +627,7 @@ static void iter_batch(struct strata_iter *it, struct rd_out *o, const bool valu
 	/* a filter with no condition (the CLI always makes one) keeps the
 	 * fast path; conditions added later take effect at once */
 	bool fast = it->fast && (!it->f || !it->f->narrowed);
-	if (!fast)
+	if (!fast || it->shifted)
 		iter_general(it, o, values);
 	else if (values)
 		iter_direct_w(it, o, true);

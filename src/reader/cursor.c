@@ -128,7 +128,7 @@ static bool enter_packet(struct strata_iter *it, struct rd_cursor *c)
 			continue;
 		if (f && f->ncpus && !rd_in(f->cpus, f->ncpus, s->packets[c->pkt].cpu))
 			continue;
-		if (f && s->packets[c->pkt].ts_begin > f->t_end)
+		if (f && s->packets[c->pkt].ts_begin + (uint64_t)c->shift > f->t_end)
 			break;
 		const struct rd_packet *q = prev_readable(it, s, c->pkt);
 		struct rd_packet *p = &s->packets[c->pkt];
@@ -341,9 +341,10 @@ bool rd_cursor_next(struct strata_iter *it, struct rd_cursor *c)
 		b = (struct rd_body){ at + 8, (len - 1) * 8, ts };
 filter:
 		if (f) {
-			if (b.ts < f->t_begin)
+			/* the filter's times are the merged time base's */
+			if (b.ts + (uint64_t)c->shift < f->t_begin)
 				continue;
-			if (b.ts > f->t_end) {
+			if (b.ts + (uint64_t)c->shift > f->t_end) {
 				/* timestamps only grow within a stream */
 				c->pos = c->end;
 				c->pkt = c->s->npackets;
@@ -380,7 +381,7 @@ void rd_cursor_seek(struct strata_iter *it, struct rd_cursor *c, uint64_t ts)
 		hi = s->npackets;
 		while (lo < hi) {
 			uint64_t mid = lo + (hi - lo) / 2;
-			if (s->packets[mid].ts_begin <= ts)
+			if (s->packets[mid].ts_begin + (uint64_t)c->shift <= ts)
 				lo = mid + 1;
 			else
 				hi = mid;

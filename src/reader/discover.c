@@ -230,7 +230,7 @@ int rd_find_subtraces(const char *dir, int depth, struct rd_found *f)
  * directory opened); a sub-trace elsewhere is a recording of its own.
  * Returns the root's length in dir (a prefix of it).
  */
-static size_t recording_root(const char *dir, size_t top)
+size_t rd_recording_root(const char *dir, size_t top)
 {
 	size_t n = strlen(dir);
 	while (n > 0 && dir[n - 1] == '/')
@@ -277,7 +277,7 @@ int rd_one_recording(struct strata_trace *t, const struct rd_found *f, size_t to
 	int rc = roots ? 0 : -ENOMEM;
 	for (size_t i = 0; !rc && i < n; i++) {
 		const char *d = i < f->subs.n ? f->subs.v[i] : f->broken.v[i - f->subs.n];
-		if (!(roots[i] = strndup(d, recording_root(d, top))))
+		if (!(roots[i] = strndup(d, rd_recording_root(d, top))))
 			rc = -ENOMEM;
 	}
 	if (!rc) {

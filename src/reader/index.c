@@ -285,10 +285,12 @@ void rd_trace_span(struct strata_trace *t)
 			any = !(s->packets[p].flags & RD_PK_BAD);
 		if (!any)
 			continue;
-		if (s->begin < t->begin)
-			t->begin = s->begin;
-		if (s->end > t->end)
-			t->end = s->end;
+		/* s->sub may not be set yet (stream.c): by index */
+		uint64_t sh = (uint64_t)t->subs[s->subidx].shift; /* offset.c */
+		if (s->begin + sh < t->begin)
+			t->begin = s->begin + sh;
+		if (s->end + sh > t->end)
+			t->end = s->end + sh;
 	}
 	if (t->begin == UINT64_MAX)
 		t->begin = 0;

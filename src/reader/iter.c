@@ -106,6 +106,8 @@ int strata_iter_create(struct strata_trace *t, const struct strata_iter_options 
 		c->order = si;
 		c->c1 = c->s->sclass != 0;
 		c->ev.stream = si;
+		c->shift = c->sub->shift;
+		it->shifted |= c->shift != 0;
 		if (!t->streams[si].npackets)
 			c->done = true;
 	}

@@ -17,6 +17,9 @@ struct rd_cursor {
 	const uint8_t *map;       /* the stream's mapping (event offsets) */
 	uint32_t pid, tid, cpu;   /* attribution, format.md §4 */
 	uint32_t order;           /* tie-break: stream order */
+	int64_t shift;            /* added to every timestamp: the sub-trace's
+				   * clock offset (docs/reader.md, "Several
+				   * hosts"); 0 but in a merge of hosts */
 	bool c1;                  /* stream class 1 (docs/compact.md) */
 	struct strata_event ev;   /* the cursor's current event */
 	/* cold */
@@ -48,7 +51,7 @@ cursor_set_event(struct rd_cursor *c, const struct strata_event_class *cls,
 {
 	struct strata_event *ev = &c->ev;
 
-	ev->timestamp = ts;
+	ev->timestamp = ts + (uint64_t)c->shift;
 	ev->cls = cls;
 	ev->payload = payload;
 	ev->size = size;
@@ -78,6 +81,8 @@ struct strata_iter {
 	bool fast;      /* no internal records: cursor_next_fast, unless a
 			 * filter with conditions */
 	bool unordered; /* STRATA_ITER_UNORDERED */
+	bool shifted;   /* some cursor has a shift: the batch path, which
+			 * compares raw timestamps, is not taken */
 	bool started;   /* tree built */
 	bool advance_top;
 	struct rd_cursor *cur; /* width entries */

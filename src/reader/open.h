@@ -37,6 +37,17 @@ struct rd_found {
 int rd_find_subtraces(const char *dir, int depth, struct rd_found *f);
 int rd_one_recording(struct strata_trace *t, const struct rd_found *f, size_t top);
 int rd_one_clock(struct strata_trace *t);
+/* The recording root of sub-trace dir (format.md §1), not above its first
+ * `top` bytes: its length in dir. */
+size_t rd_recording_root(const char *dir, size_t top);
+
+/* ---- the relay's clock offsets (offset.c) --------------------------------- */
+
+/* Each sub-trace's shift from its recording's clock-offset file
+ * (docs/relay.md §7); a damaged file is reported and ignored. 0 or
+ * -ENOMEM. */
+int rd_load_offsets(struct strata_trace *t, size_t top);
+void rd_offsets_free(struct strata_trace *t);
 
 /* ---- packet headers and zero-filled stretches (packet.c) ---------------- */
 

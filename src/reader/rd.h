@@ -216,6 +216,8 @@ struct rd_subtrace {
 	struct rd_class **by_major[64];
 	uint32_t nminor[64];
 	uint32_t vpid;
+	int64_t shift;  /* ticks added to its timestamps: the relay's clock
+			 * offset of its recording (offset.c), or 0 */
 	/* rd_fast entries: the one of hi at byte offset
 	 * ((hi * fast_mult) >> 16) & fast_mask (fast_mask: (slots - 1) << 6,
 	 * a multiply, a shift and a mask, no shift by a register); an empty
@@ -254,6 +256,15 @@ struct rd_stream {
 	bool back_reported; /* time going back: said once per stream */
 };
 
+/* A recording's clock offset, as its relay measured it (docs/relay.md §7). */
+struct rd_offset {
+	char *root;
+	char sender[65];
+	struct strata_host_offset pub;
+	int64_t wall_ns;  /* the relay's CLOCK_REALTIME - CLOCK_MONOTONIC */
+	bool has_wall;
+};
+
 struct strata_trace {
 	struct rd_subtrace *subs;
 	unsigned nsubs;
@@ -277,6 +288,9 @@ struct strata_trace {
 	 * metadata, a stream file not there): being created, not reported;
 	 * a follower waits for them (follow.c) */
 	unsigned not_yet;
+	/* the recordings with a relay's clock offset (offset.c) */
+	struct rd_offset *offs;
+	unsigned noffs;
 };
 
 void rd_report(struct strata_trace *t, int kind, const char *file,

@@ -199,6 +199,8 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 		s->sub = &t->subs[s->subidx];
 		t->total_size += s->size;
 	}
+	if ((rc = rd_load_offsets(t, tl)) < 0)
+		goto fail;
 	rd_trace_span(t);
 	rc = 0;
 	*out = t;
@@ -225,6 +227,7 @@ void strata_trace_close(struct strata_trace *t)
 		free(s->idxpath);
 	}
 	free(t->streams);
+	rd_offsets_free(t);
 	for (unsigned i = 0; i < t->nsubs; i++) {
 		for (unsigned mj = 0; mj < 64; mj++)
 			free(t->subs[i].by_major[mj]);
@@ -257,8 +260,9 @@ int strata_trace_stream(const struct strata_trace *t, unsigned i,
 	*o = (struct strata_stream_info){
 		.path = s->path, .trace_dir = s->sub->dir, .cpu = s->cpu,
 		.pid = s->sub->vpid, .procname = pn ? pn : "", .file_size = s->size,
-		.packet_size = s->packet_size, .npackets = good, .begin = s->begin,
-		.end = s->end, .discarded = s->discarded,
+		.packet_size = s->packet_size, .npackets = good,
+		.begin = s->begin + (uint64_t)s->sub->shift,
+		.end = s->end + (uint64_t)s->sub->shift, .discarded = s->discarded,
 		.packets_lost = s->packets_lost, .subtrace = s->subidx,
 	};
 	return 0;

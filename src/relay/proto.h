@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define RELAY_VERSION 1u
 #define RELAY_HDR 8u                /* u32 type, u32 payload length */
@@ -29,6 +30,7 @@ enum relay_type {
 	RELAY_WELCOME = 2,   /* u64 applied, u32 n, n x (u32 id, u64 size) */
 	RELAY_ACK = 3,       /* u64 seq: every frame up to it is applied */
 	RELAY_ERROR = 4,     /* u32 errno, text; the relay then closes */
+	RELAY_TSYNC = 5,     /* u32 id, u64 t1: the relay's clock at sending */
 	RELAY_HELLO = 16,    /* u8 mac[32], u32 version, u8 sid[16], u32 flags,
 			      * u16 n, host[n], u16 m, trace[m] */
 	RELAY_CREATE = 17,   /* u64 seq, u32 id, u16 n, path[n] */
@@ -39,10 +41,29 @@ enum relay_type {
 	RELAY_PING = 22,     /* nothing */
 	RELAY_WRITEZ = 23,   /* u64 seq, u32 id, u64 offset, u32 n, zstd frame
 			      * of n bytes (n <= RELAY_CHUNK) */
+	RELAY_TSYNC_REPLY = 24, /* u32 id, u64 t1, u64 t2, u64 t3: t1 echoed,
+				 * the sender's clock at receiving and at
+				 * answering (docs/relay.md §7) */
 };
 
 #define RELAY_HELLO_RESUME 1u     /* HELLO flags: continue session sid */
 #define RELAY_HELLO_ZSTD 2u       /* HELLO flags: WRITEZ frames will come */
+#define RELAY_HELLO_TSYNC 4u      /* HELLO flags: the sender answers TSYNC */
+#define RELAY_TSYNC_LEN 12u       /* payload of a TSYNC */
+#define RELAY_TSYNC_REPLY_LEN 28u /* payload of a TSYNC_REPLY */
+/* The file the relay writes at the root of each trace it receives: its
+ * estimate of the sender's clock offset (docs/relay.md §7). */
+#define RELAY_CLOCK_FILE "clock-offset"
+#define RELAY_CLOCK_TMP ".clock-offset.tmp"
+
+/* Nanoseconds of CLOCK_MONOTONIC: what both ends stamp TSYNC frames with
+ * (the trace clock of `--clock mono`, format.md §5). */
+static inline uint64_t relay_mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 #define RELAY_CLOSE_UNLINK 1u     /* CLOSE flags: the file is dropped */
 #define RELAY_SIZE_KEEP UINT64_MAX /* CLOSE size: leave it as written */
 

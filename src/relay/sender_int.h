@@ -95,6 +95,13 @@ struct relay_sender {
 	uint64_t *have; /* WELCOME: (id, size) pairs, sorted by id */
 	size_t nhave;
 	int outage_logged;
+	/* a TSYNC to answer (docs/relay.md §7), or a PING due: sent
+	 * between two frames, ahead of the queue, from ctl */
+	int sync_pending, ping_due;
+	uint32_t sync_id;
+	uint64_t sync_t1, sync_t2, rx_ns;
+	unsigned char ctl[RELAY_HDR + RELAY_TSYNC_REPLY_LEN];
+	size_t ctl_len, ctl_off;
 };
 
 static inline int64_t now_ms(void)

@@ -51,6 +51,8 @@ static void disconnect(struct relay_sender *s, const char *why)
 	s->fd = -1;
 	s->state = S_IDLE;
 	s->rx_len = 0;
+	s->sync_pending = s->ping_due = 0;
+	s->ctl_len = s->ctl_off = 0;
 	s->retry_at = now_ms() + s->backoff;
 	s->backoff = s->backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : s->backoff * 2;
 	if (why && !s->outage_logged) {
@@ -98,7 +100,7 @@ static void send_hello(struct relay_sender *s, const unsigned char *nonce)
 	put32(b + n, RELAY_VERSION);
 	memcpy(b + n + 4, s->sid, RELAY_SID);
 	put32(b + n + 4 + RELAY_SID, (s->welcomed ? RELAY_HELLO_RESUME : 0) |
-				     (s->zc ? RELAY_HELLO_ZSTD : 0));
+				     (s->zc ? RELAY_HELLO_ZSTD : 0) | RELAY_HELLO_TSYNC);
 	n += 4 + RELAY_SID + 4;
 	put16(b + n, (uint16_t)hn);
 	memcpy(b + n + 2, s->host, hn);
@@ -242,6 +244,7 @@ static void on_readable(struct relay_sender *s)
 	if (got < 0)
 		return;
 	s->rx_len += (size_t)got;
+	s->rx_ns = relay_mono_ns(); /* t2 of a TSYNC in it */
 	s->last_rx = now_ms();
 	size_t pos = 0;
 	while (s->fd >= 0 && s->rx_len - pos >= RELAY_HDR) {
@@ -261,6 +264,13 @@ static void on_readable(struct relay_sender *s)
 			on_welcome(s, p, len);
 		} else if (type == RELAY_ACK && len == 8 && s->state == S_STREAMING) {
 			on_ack(s, get64(p));
+		} else if (type == RELAY_TSYNC && len == RELAY_TSYNC_LEN &&
+			   s->state == S_STREAMING) {
+			/* only the latest is answered: the relay waits for it */
+			s->sync_pending = 1;
+			s->sync_id = get32(p);
+			s->sync_t1 = get64(p + 4);
+			s->sync_t2 = s->rx_ns;
 		} else if (type == RELAY_ERROR && len >= 4) {
 			uint32_t e = get32(p);
 			char text[256];
@@ -327,24 +337,70 @@ static void compress(struct relay_sender *s, struct msg *m)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* Send what is left of m from cursor_off: 1 when all of it is out, 0
- * when the socket is full first, -1 after disconnecting. */
+/* Send what is left of buf[0..len) from *off: 1 when all of it is out,
+ * 0 when the socket is full first, -1 after disconnecting. */
+static int send_from(struct relay_sender *s, const unsigned char *buf,
+		     size_t len, size_t *off)
+{
+	while (*off < len) {
+		int w = send_raw(s, buf + *off, len - *off);
+		if (w < 0) {
+			disconnect(s, strerror(-w));
+			return -1;
+		}
+		if (w == 0)
+			return 0;
+		*off += (size_t)w;
+	}
+	return 1;
+}
+
 static int send_rest(struct relay_sender *s, const struct msg *m)
 {
-	int w = send_raw(s, m->frame + s->cursor_off, m->len - s->cursor_off);
-	if (w < 0) {
-		disconnect(s, strerror(-w));
-		return -1;
+	return send_from(s, m->frame, m->len, &s->cursor_off);
+}
+
+/*
+ * The answer to a TSYNC, between two frames and ahead of the queue: the
+ * time it waits behind a frame already begun is between t2 and t3, out
+ * of the round trip. t3 is stamped as it goes. 1 when nothing of it is
+ * left to send (or a frame is half sent: after that one), 0 when the
+ * socket is full, -1 after disconnecting.
+ */
+static int flush_ctl(struct relay_sender *s)
+{
+	if (s->cursor_off)
+		return 1;
+	if (!s->ctl_len && s->ping_due && !s->sync_pending) {
+		put32(s->ctl, RELAY_PING);
+		put32(s->ctl + 4, 0);
+		s->ctl_len = RELAY_HDR;
+		s->ctl_off = 0;
 	}
-	if (w == 0)
-		return 0;
-	s->cursor_off += (size_t)w;
-	return s->cursor_off == m->len;
+	s->ping_due = 0; /* a TSYNC_REPLY shows the sender alive as well */
+	if (!s->ctl_len && s->sync_pending) {
+		unsigned char *b = s->ctl + RELAY_HDR;
+		put32(s->ctl, RELAY_TSYNC_REPLY);
+		put32(s->ctl + 4, RELAY_TSYNC_REPLY_LEN);
+		put32(b, s->sync_id);
+		put64(b + 4, s->sync_t1);
+		put64(b + 12, s->sync_t2);
+		put64(b + 20, relay_mono_ns());
+		s->ctl_len = sizeof(s->ctl);
+		s->ctl_off = 0;
+		s->sync_pending = 0;
+	}
+	int ret = send_from(s, s->ctl, s->ctl_len, &s->ctl_off);
+	if (ret == 1)
+		s->ctl_len = s->ctl_off = 0;
+	return ret;
 }
 
 /* Send from the cursor until the socket is full. */
 static void pump(struct relay_sender *s)
 {
+	if (flush_ctl(s) <= 0)
+		return;
 	while (s->pre) {
 		struct msg *m = s->pre;
 		if (send_rest(s, m) <= 0)
@@ -352,8 +408,12 @@ static void pump(struct relay_sender *s)
 		s->pre = m->next;
 		s->cursor_off = 0;
 		free(m);
+		if (flush_ctl(s) <= 0)
+			return;
 	}
 	for (;;) {
+		if (flush_ctl(s) <= 0)
+			return;
 		pthread_mutex_lock(&s->mu);
 		struct msg *m = s->cursor;
 		pthread_mutex_unlock(&s->mu);
@@ -393,14 +453,12 @@ void *snd_main(void *arg)
 		if (s->state == S_CONNECTING && now - s->conn_at > CONNECT_MS)
 			disconnect(s, "connection timed out");
 		if (s->state == S_STREAMING) {
+			/* a PING goes between two frames, as a TSYNC_REPLY
+			 * (flush_ctl): sent straight away, it could land
+			 * inside a frame half sent */
+			if (now - s->last_tx >= PING_MS)
+				s->ping_due = 1;
 			pump(s);
-			if (s->fd >= 0 && now - s->last_tx >= PING_MS) {
-				unsigned char ping[RELAY_HDR];
-				put32(ping, RELAY_PING);
-				put32(ping + 4, 0);
-				if (send_raw(s, ping, sizeof(ping)) < 0)
-					disconnect(s, "connection lost");
-			}
 			if (s->fd >= 0 && now - s->last_rx > DEAD_MS)
 				disconnect(s, "no answer from the relay");
 		}
@@ -416,7 +474,8 @@ void *snd_main(void *arg)
 				pf[1].events = POLLOUT;
 			else if (s->state == S_STREAMING) {
 				pthread_mutex_lock(&s->mu);
-				if (s->cursor || s->pre)
+				if (s->cursor || s->pre || s->sync_pending ||
+				    s->ping_due || s->ctl_len)
 					pf[1].events |= POLLOUT;
 				pthread_mutex_unlock(&s->mu);
 			}

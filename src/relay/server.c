@@ -47,6 +47,14 @@ static int on_frame(struct relay *r, struct rconn *c, uint32_t type,
 		c->pinged = 1; /* answered by an ACK: the sender sees us alive */
 		return 0;
 	}
+	if (type == RELAY_TSYNC_REPLY) {
+		ret = srv_on_tsync_reply(r, c, p, n);
+		if (ret) {
+			r->st.proto_errors++;
+			srv_conn_refuse(r, c, EPROTO, "bad TSYNC_REPLY");
+		}
+		return ret ? -1 : 0;
+	}
 	if (!s) {
 		srv_conn_refuse(r, c, EPROTO, "frame after END");
 		return -1;
@@ -81,6 +89,7 @@ static int on_frame(struct relay *r, struct rconn *c, uint32_t type,
 	case RELAY_METADATA: ret = srv_op_metadata(s, p, n, &why); break;
 	case RELAY_WRITEZ: ret = srv_op_writez(r, s, p, n, &why); break;
 	default: /* RELAY_END */
+		srv_clock_flush(r, s);
 		srv_session_close_files(s);
 		unlinkat(s->dirfd, MARKER, 0);
 		r->st.ended++;
@@ -131,6 +140,7 @@ static void on_readable(struct relay *r, struct rconn *c)
 			return;
 		}
 		c->rx_len += (size_t)got;
+		c->rx_ns = relay_mono_ns(); /* t4 of a TSYNC_REPLY in it */
 		size_t pos = 0;
 		while (c->rx_len - pos >= RELAY_HDR) {
 			uint32_t type = get32(c->rx + pos);
@@ -176,6 +186,7 @@ static void on_readable(struct relay *r, struct rconn *c)
 		}
 		srv_conn_flush(r, c);
 	}
+	srv_clock_poll(r, c);
 }
 
 /* ---- the loop ----------------------------------------------------------- */
@@ -319,6 +330,8 @@ int relay_run(struct relay *r, volatile sig_atomic_t *stop)
 				on_readable(r, c);
 		}
 		expire(r);
+		for (struct rconn *c = r->conns; c; c = c->next)
+			srv_clock_poll(r, c);
 	}
 	return 0;
 }

@@ -470,5 +470,9 @@ int srv_on_hello(struct relay *r, struct rconn *c, const unsigned char *p,
 		return -1;
 	if (!(s = hello_session(r, c, &hl)))
 		return -1;
-	return hello_welcome(r, c, s);
+	if (hello_welcome(r, c, s))
+		return -1;
+	c->tsync = !!(hl.flags & RELAY_HELLO_TSYNC);
+	srv_clock_start(c);
+	return 0;
 }

@@ -138,7 +138,7 @@ int srv_op_create(struct rsession *s, const unsigned char *p, size_t n,
 	char name[RELAY_MAX_PATH + 1];
 	memcpy(name, path, pl);
 	name[pl] = 0;
-	if (!strcmp(name, MARKER))
+	if (srv_reserved_name(name))
 		return -EPERM;
 	struct rfile *f = file_find(s, id);
 	if (f) {
@@ -264,7 +264,7 @@ int srv_op_close(struct rsession *s, const unsigned char *p, size_t n,
 		*why = "cannot rename";
 		/* the parents exist (made for the file) or are made */
 		const char *leaf;
-		if (!ret && fl && !strcmp(fin, MARKER))
+		if (!ret && fl && srv_reserved_name(fin))
 			ret = -EPERM;
 		if (!ret && fl) {
 			int dfd = parent_dir(s->dirfd, fin, &leaf);

@@ -25,6 +25,25 @@ struct rfile {
 	char path[RELAY_MAX_PATH + 1];
 };
 
+/* One NTP-style exchange (docs/relay.md §7): the sender's clock minus the
+ * relay's, and the round trip it was measured over. */
+struct rsample {
+	int64_t theta;  /* ns */
+	uint64_t delta; /* ns */
+	uint64_t t4;    /* the relay's clock when it ended */
+};
+
+#define CLOCK_WINDOW 256u /* samples kept: a minute at 4 a second */
+
+/* A session's estimate of its sender's clock, kept across reconnects. */
+struct rclock {
+	struct rsample win[CLOCK_WINDOW]; /* a ring, the newest at head - 1 */
+	unsigned head, n;
+	uint64_t total;       /* samples ever taken */
+	struct rsample best;  /* what the clock file says */
+	int64_t written_ms;   /* when it was last written; 0: never */
+};
+
 struct rsession {
 	struct rsession *next;
 	char host[RELAY_MAX_NAME + 1], trace[RELAY_MAX_NAME + 1];
@@ -35,6 +54,7 @@ struct rsession {
 	struct rfile *files;
 	unsigned nfiles;
 	int64_t detached_ms;
+	struct rclock clock;
 };
 
 struct rconn {
@@ -53,6 +73,14 @@ struct rconn {
 	uint64_t last_seq, acked;
 	struct rsession *sess;
 	int64_t accepted_ms, deadline_ms;
+	/* TSYNC (docs/relay.md §7): on when the sender's HELLO said it
+	 * answers them; one outstanding at a time */
+	int tsync;
+	unsigned sync_burst;    /* left of the burst at connect */
+	uint32_t sync_id;
+	uint64_t sync_t1;       /* 0: none outstanding */
+	int64_t sync_next_ms;
+	uint64_t rx_ns;         /* the relay's clock when the batch arrived */
 };
 
 struct relay {
@@ -104,5 +132,15 @@ int srv_op_close(struct rsession *s, const unsigned char *p, size_t n,
 		 const char **why);
 int srv_op_metadata(struct rsession *s, const unsigned char *p, size_t n,
 		    const char **why);
+
+/* server_clock.c: the sender's clock offset (docs/relay.md §7) */
+void srv_clock_start(struct rconn *c);
+void srv_clock_poll(struct relay *r, struct rconn *c);
+/* The clock file as the session ends: its last samples and drift. */
+void srv_clock_flush(struct relay *r, struct rsession *s);
+int srv_on_tsync_reply(struct relay *r, struct rconn *c,
+		       const unsigned char *p, size_t n);
+/* 1 if a sender may not write a file of this name (the relay's own). */
+int srv_reserved_name(const char *name);
 
 #endif

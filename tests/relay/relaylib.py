@@ -201,11 +201,14 @@ def stream_files(root):
 
 
 def all_files(root):
+    """Relative paths of the files below root, but for the relay's own
+    clock-offset at the root (docs/relay.md §7), which a local trace has
+    not."""
     res = []
     for d, _, files in os.walk(root):
         for n in files:
             res.append(os.path.relpath(os.path.join(d, n), root))
-    return sorted(res)
+    return sorted(r for r in res if r != "clock-offset")
 
 
 def sender_line(err):
