@@ -168,6 +168,12 @@ int guard_spawn(const char *dir, const char *tool_env, char *sock, size_t n)
 	}
 	if (!realpath(dir, abs))
 		return -errno;
+	/* The guardian runs in "/" (guardian()): a tool named relative to
+	 * our directory (STRATA_TOOL=build/src/cli/strata) must be made
+	 * absolute here, or its execve fails there. */
+	char tool_abs[PATH_MAX];
+	if (!realpath(tool, tool_abs))
+		return -errno;
 	char *const argv[] = {"strata", "record", "--guard", "3", "-o", abs, NULL};
 	char **envp = guardian_env();
 	if (!envp)
@@ -192,7 +198,7 @@ int guard_spawn(const char *dir, const char *tool_env, char *sock, size_t n)
 		close(p[0]);
 		long g = syscall(SYS_clone, (unsigned long)SIGCHLD, NULL, NULL, NULL, NULL);
 		if (g == 0)
-			guardian(tool, argv, envp, p[1]);
+			guardian(tool_abs, argv, envp, p[1]);
 		syscall(SYS_exit, g < 0 ? 1 : 0);
 	}
 	free(envp);
