@@ -51,6 +51,8 @@ while [ $# -gt 0 ]; do
 done
 
 BIN=${BIN:-$BUILD/bench}
+# absolute: the programs it names run elsewhere (the guardian runs in /)
+[ -d "$BIN" ] && BIN=$(cd "$BIN" && pwd)
 [ $SMOKE = 1 ] && OUT=${OUT:-$BUILD/bench-smoke}
 OUT=${OUT:-$BUILD/bench-out}
 THREADS=${THREADS:-$(nproc)}
