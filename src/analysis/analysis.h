@@ -38,6 +38,15 @@ static inline uint64_t an_clip(uint64_t from, uint64_t to, uint64_t a, uint64_t 
 /* A 64-bit key from a decoded field value: integers as they are, text and
  * arrays hashed (FNV-1a). */
 uint64_t an_value_key(const struct strata_value *v);
+/* A 64-bit key spread over all its bits (murmur3's finalizer): the hash
+ * of the analyses' open-addressing maps, which mask its low bits. */
+static inline uint64_t an_mix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
 /* Whether sub-trace `subtrace` is the kernel's (env domain "kernel"). */
 bool an_is_kernel(const struct strata_trace *t, unsigned subtrace);
 /* Which streams are the kernel's, into kernel[nstreams] (or NULL); returns

@@ -292,14 +292,6 @@ uint64_t iv_pairer_oldest_open(const struct iv_pairer *p)
 	return t;
 }
 
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
-}
-
 static struct stack *stack_get(struct iv_pairer *p, unsigned kind, uint64_t key)
 {
 	if ((p->n + 1) * 2 > p->cap) {
@@ -309,7 +301,7 @@ static struct stack *stack_get(struct iv_pairer *p, unsigned kind, uint64_t key)
 			return NULL;
 		for (size_t i = 0; i < p->cap; i++)
 			if (p->st[i].used) {
-				size_t j = mix(p->st[i].key ^ p->st[i].kind) & (ncap - 1);
+				size_t j = an_mix64(p->st[i].key ^ p->st[i].kind) & (ncap - 1);
 				while (ns[j].used)
 					j = (j + 1) & (ncap - 1);
 				ns[j] = p->st[i];
@@ -318,7 +310,7 @@ static struct stack *stack_get(struct iv_pairer *p, unsigned kind, uint64_t key)
 		p->st = ns;
 		p->cap = ncap;
 	}
-	size_t i = mix(key ^ kind) & (p->cap - 1);
+	size_t i = an_mix64(key ^ kind) & (p->cap - 1);
 	while (p->st[i].used && (p->st[i].kind != kind || p->st[i].key != key))
 		i = (i + 1) & (p->cap - 1);
 	if (!p->st[i].used) {

@@ -34,14 +34,6 @@ struct open_map {
 	size_t cap, n;
 };
 
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
-}
-
 static uint64_t *map_slot(struct open_map *m, uint64_t key)
 {
 	if ((m->n + 1) * 2 > m->cap) {
@@ -57,7 +49,7 @@ static uint64_t *map_slot(struct open_map *m, uint64_t key)
 		}
 		for (size_t i = 0; i < m->cap; i++)
 			if (m->used[i]) {
-				size_t j = mix(m->key[i]) & (g.cap - 1);
+				size_t j = an_mix64(m->key[i]) & (g.cap - 1);
 				while (g.used[j])
 					j = (j + 1) & (g.cap - 1);
 				g.used[j] = 1;
@@ -70,7 +62,7 @@ static uint64_t *map_slot(struct open_map *m, uint64_t key)
 		free(m->used);
 		*m = g;
 	}
-	size_t i = mix(key) & (m->cap - 1);
+	size_t i = an_mix64(key) & (m->cap - 1);
 	while (m->used[i] && m->key[i] != key)
 		i = (i + 1) & (m->cap - 1);
 	if (!m->used[i]) {
@@ -133,7 +125,7 @@ int lat_compute(struct strata_trace *t, const struct lat_options *o,
 			struct strata_value v;
 			if (strata_event_field(ev, (unsigned)byf[ev->cls->index], &v) < 0)
 				continue; /* damaged: reported by the reader */
-			key = mix(key) ^ an_value_key(&v);
+			key = an_mix64(key) ^ an_value_key(&v);
 		}
 		uint64_t *slot = map_slot(&open, key);
 		if (!slot)

@@ -53,18 +53,10 @@ struct lmap {
 	size_t cap;
 };
 
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
-}
-
 static size_t *lmap_at(struct lmap *m, const struct lock_result *r, uint32_t pid,
 		       uint64_t addr)
 {
-	size_t i = mix(addr ^ ((uint64_t)pid << 48)) & (m->cap - 1);
+	size_t i = an_mix64(addr ^ ((uint64_t)pid << 48)) & (m->cap - 1);
 	for (;; i = (i + 1) & (m->cap - 1)) {
 		size_t s = m->slot[i];
 		if (!s || (r->locks[s - 1].addr == addr && r->locks[s - 1].pid == pid))
@@ -106,7 +98,7 @@ static struct lock_stats *lock_get(struct lmap *m, struct lock_result *r, size_t
 
 static size_t imap_at(const struct imap *im, uint32_t pid, uint64_t addr)
 {
-	size_t i = mix(addr ^ ((uint64_t)pid << 48)) & (im->cap - 1);
+	size_t i = an_mix64(addr ^ ((uint64_t)pid << 48)) & (im->cap - 1);
 	while (im->slot[i].site && (im->slot[i].addr != addr || im->slot[i].pid != pid))
 		i = (i + 1) & (im->cap - 1);
 	return i;
