@@ -406,6 +406,16 @@ void cons_write_packet_batch(struct cons *c, struct cons_stream *s,
 	}
 	memcpy(&seq, pkt + STRATA_PKT_OFF_SEQ, 8);
 	memcpy(&disc, pkt + STRATA_PKT_OFF_DISCARDED, 8);
+	/* A closer delayed between its switch and its close (ring_close()
+	 * reads the ring's losses then) can count more than the closer of
+	 * the next packet, which ran meanwhile. Within a stream the count
+	 * must not go back (babeltrace2 takes a decrease for 2^64 lost
+	 * events): the later packet takes the earlier's count; the last
+	 * count, the total, stays exact. */
+	if (disc < s->last_disc) {
+		disc = s->last_disc;
+		memcpy(pkt + STRATA_PKT_OFF_DISCARDED, &disc, 8);
+	}
 	if (s->file_off == 0 && disc && seq && !s->dead)
 		lead_packet(c, s, pkt, seq - 1);
 	batch = batch && !s->dead && batch_takes(c, s, pkt, content);

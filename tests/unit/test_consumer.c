@@ -289,6 +289,25 @@ static void test_close_discarded_monotonic(void **state)
 	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_DISCARDED), 40);
 }
 
+/* A packet whose closer ran before that of the packet written before it
+ * (delayed between its switch and its close) counts fewer losses: it is
+ * written with the last packet's count, never a decrease. */
+static void test_write_discarded_monotonic(void **state)
+{
+	struct cons *c = *state;
+	static struct fake_ring f;
+	static struct pkt p;
+
+	close_case(&f, &p, 0);
+	assert_int_equal(cons_close_copy(c, &f.s, p.b, p.pos), 0);
+	uint64_t disc = 50;
+	memcpy(p.b + STRATA_PKT_OFF_DISCARDED, &disc, 8);
+	f.s.last_disc = 120;
+	f.s.dead = 1; /* counted, not written: no file needed */
+	cons_write_packet_buf(c, &f.s, p.b, 0, 0);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_DISCARDED), 120);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +317,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_scan_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scan_stops_at_damage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_discarded_monotonic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_not_at_event_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_gap, setup, teardown),
