@@ -6,7 +6,11 @@ build=$1 work=$2
 fail() { echo "fulldisk: FAIL: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "fulldisk: needs root to mount a small tmpfs; skipped"; exit 77; }
 rm -rf "$work" && mkdir -p "$work/small"
-mount -t tmpfs -o size=1m tmpfs "$work/small" || { echo "fulldisk: cannot mount a tmpfs; skipped"; exit 77; }
+# 4 MiB: the consumer writes up to a megabyte of packets at once, and a
+# batch that does not fit is taken back whole (docs/record.md "Batches"):
+# on 1 MiB the first batch could be the one that fills it, leaving
+# nothing readable (seen once in CI). The workers log ~24 MB: it fills.
+mount -t tmpfs -o size=4m tmpfs "$work/small" || { echo "fulldisk: cannot mount a tmpfs; skipped"; exit 77; }
 trap 'umount "$work/small" 2>/dev/null || true' EXIT
 
 rc=0
