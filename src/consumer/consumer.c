@@ -126,21 +126,6 @@ static void log_calib(struct cons *c)
 	strata_commit(&r);
 }
 
-/* strata_flush() without depending on the session module (the daemon
- * links the consumer without it). */
-static void flush_local(void)
-{
-	/* Pairs with the release CAS of ring_hwm, the load of a ring with
-	 * its publishing CAS (ring_get_or_create(), shm.c). */
-	unsigned hwm = strata_load_acquire(&ring_hwm);
-
-	for (unsigned i = 0; i < hwm; i++) {
-		struct strata_ring *r = strata_load_acquire(&strata_rings[i]);
-		if (r)
-			ring_flush(r);
-	}
-}
-
 /* Has a packet completed on one of our rings that we have not drained?
  * Never in overwrite mode, which drains nothing until the end. */
 static int cons_pending(struct cons *c)
@@ -321,7 +306,7 @@ static void *cons_main(void *arg)
 			 * packet it closes, or an earlier one (ring.md §2: the
 			 * stamp follows the load of `write`) */
 			flushed_at = strata_clock();
-			flush_local();
+			(void)ring_flush_all();
 			last_flush = t;
 		}
 		/* pairs with the release CAS of ring_hwm (shm.c) */
@@ -610,7 +595,7 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 	}
 
 	log_calib(c);
-	flush_local();
+	(void)ring_flush_all();
 
 	/* Writers that passed the mask check before tracing stopped may
 	 * still be between reserve and commit: give them 100 ms. */
@@ -640,7 +625,7 @@ int cons_destroy(struct cons *c, struct strata_stats *final)
 			break;
 		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
-		flush_local(); /* late writers may have opened packets */
+		(void)ring_flush_all(); /* late writers may have opened packets */
 	}
 
 	for (unsigned cpu = 0; cpu < c->max_cpu; cpu++) {

@@ -44,15 +44,13 @@ static void live_flush(void)
 			return; /* its handover is retried next round */
 		n++;
 	}
+	closed = ring_flush_all();
 	for (unsigned i = 0; i < hwm; i++) {
 		struct strata_ring *r = strata_load_acquire(&strata_rings[i]);
 		if (!r)
 			continue;
-		uint64_t w = strata_load_relaxed(&r->ctl->write);
-		ring_flush(r);
-		closed |= strata_load_relaxed(&r->ctl->write) != w;
 		strata_store_relaxed(&r->ctl->live_rings, n);
-		/* After the flush's move of `write` and the count: pairs with
+		/* After the flushes' moves of `write` and the count: pairs with
 		 * the consumer's acquire load (cons_poll()), which then sees
 		 * the packet closed. */
 		strata_store_release(&r->ctl->live_time, before);

@@ -336,11 +336,7 @@ out:
 
 STRATA_API void strata_flush(void)
 {
-	for (unsigned i = 0; i < STRATA_MAX_CPUS; i++) {
-		struct strata_ring *r = strata_load_acquire(&strata_rings[i]);
-		if (r)
-			ring_flush(r);
-	}
+	(void)ring_flush_all();
 }
 
 static void lost_add(struct strata_stats *st, uint64_t *lost, uint64_t *own)

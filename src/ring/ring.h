@@ -103,6 +103,9 @@ void ring_destroy(struct strata_ring *ring);
 
 /* Close the current packet if it is open (ring.md §4, flush). Any thread. */
 void ring_flush(struct strata_ring *ring);
+/* ring_flush() on every ring of this process; returns how many of them
+ * it saw move their `write` (a packet closed). Any thread. */
+unsigned ring_flush_all(void);
 
 /* Virtual offset of the packet containing `off`. */
 static inline uint64_t ring_packet_begin(const struct strata_ring *r, uint64_t off)

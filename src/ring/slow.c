@@ -592,6 +592,23 @@ void ring_flush(struct strata_ring *ring)
 	unpin(pinned, &saved);
 }
 
+unsigned ring_flush_all(void)
+{
+	/* Pairs with the release CAS of ring_hwm, each ring's load with its
+	 * publishing CAS (ring_get_or_create(), shm.c). */
+	unsigned hwm = strata_load_acquire(&ring_hwm), closed = 0;
+
+	for (unsigned i = 0; i < hwm; i++) {
+		struct strata_ring *r = strata_load_acquire(&strata_rings[i]);
+		if (!r)
+			continue;
+		uint64_t w = strata_load_relaxed(&r->ctl->write);
+		ring_flush(r);
+		closed += strata_load_relaxed(&r->ctl->write) != w;
+	}
+	return closed;
+}
+
 /* Choose the write protocol once, before any ring exists (ring.md §7). */
 void ring_init(void)
 {
