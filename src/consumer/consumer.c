@@ -58,6 +58,20 @@ unsigned cons_drain_ring(struct cons *c, struct cons_stream *s)
 	return n;
 }
 
+/* cons_drain_ring(), and whether the ring still holds a packet closed
+ * before the call but not written (a writer between reserve and commit):
+ * then the live beacon waits (live_beacon()). */
+static unsigned drain_behind(struct cons *c, struct cons_stream *s, int *behind)
+{
+	struct strata_ring *r = s->ring;
+	/* before the drain: every packet closed by now is before `w` */
+	uint64_t w = strata_load_acquire(&r->ctl->write);
+	unsigned work = cons_drain_ring(c, s);
+
+	*behind |= strata_load_relaxed(&r->ctl->consumed) < ring_packet_begin(r, w);
+	return work;
+}
+
 /*
  * Fault in a fresh ring ahead of its writers (ring.md §1, "First lap"):
  * a page fault costs a writer about as much as a hundred events here,
@@ -286,7 +300,8 @@ static void *cons_main(void *arg)
 		uint32_t bell = strata_load_seq_cst(&ring_bell);
 		if (!strata_load_seq_cst(&c->running))
 			break;
-		unsigned work = 0, behind = 0;
+		unsigned work = 0;
+		int behind = 0;
 		uint64_t t = mono_ms(), flushed_at = 0;
 
 		if (first && t - last_calib >= 20) {
@@ -313,13 +328,8 @@ static void *cons_main(void *arg)
 		unsigned hwm = strata_load_acquire(&ring_hwm);
 		for (unsigned cpu = 0; cpu < hwm; cpu++) {
 			struct cons_stream *s = stream_of(c, cpu);
-			if (s && c->mode != STRATA_MODE_OVERWRITE) {
-				/* as at the end (cons_destroy) */
-				uint64_t w = strata_load_acquire(&s->ring->ctl->write);
-				work += cons_drain_ring(c, s);
-				behind |= strata_load_relaxed(&s->ring->ctl->consumed) <
-					  ring_packet_begin(s->ring, w);
-			}
+			if (s && c->mode != STRATA_MODE_OVERWRITE)
+				work += drain_behind(c, s, &behind);
 			if (s)
 				work += prefault(c, s);
 		}
@@ -486,15 +496,13 @@ static unsigned live_poll(struct cons *c, struct cons_stream *s,
 			  struct live_scan *ls)
 {
 	struct strata_ring *r = s->ring;
-	/* Before `write`: pairs with the release store of live_time after
-	 * the flush, so `w` is past every packet that flush closed. */
+	/* Before drain_behind()'s load of `write`: pairs with the release
+	 * store of live_time after the flush, so that load is past every
+	 * packet that flush closed. */
 	uint64_t t = strata_load_acquire(&r->ctl->live_time);
 	uint32_t n = strata_load_relaxed(&r->ctl->live_rings);
-	uint64_t w = strata_load_acquire(&r->ctl->write);
-	unsigned work = cons_drain_ring(c, s);
+	unsigned work = drain_behind(c, s, &ls->behind);
 
-	ls->behind |= strata_load_relaxed(&r->ctl->consumed) <
-		      ring_packet_begin(r, w);
 	s->live_seen = t;
 	ls->min = t < ls->min ? t : ls->min;
 	ls->need = n > ls->need ? n : ls->need;
