@@ -129,10 +129,15 @@ int cli_new_trace_dir(const char *dir, const char *cmd);
 /* 0 if `cmd` would be found and run by execvp (PATH search), -1 if not:
  * checked before anything is created. */
 int cli_command_runnable(const char *cmd);
-/* The path of libstrata-locks.so for --locks into buf: STRATA_LOCKS_LIB,
- * else beside this strata (installed: ../LIBDIR, the build tree:
- * ../locks). 0, or -1 after one error line. */
-int cli_locks_preload(char *buf, size_t len);
+/* The real path of our library `name` into buf: $env_name when that is
+ * set (env_name may be NULL), else beside this strata (installed:
+ * ../LIBDIR/name, the build tree: ../build_rel/name). 0, or -1 after one
+ * error line that begins with `what` (the option asking). */
+int cli_find_lib(const char *what, const char *env_name, const char *name,
+		 const char *build_rel, char *buf, size_t len);
+/* Put `lib` first in LD_PRELOAD, before the user's (in the command's
+ * child, before its exec). */
+void cli_preload(const char *lib);
 /* --sample[=HZ]: HZ into *hz (1000 without one). 0, or -1 after one
  * error line (not a number, out of 1..100000, no kernel support). */
 int cli_sample_opt(const char *arg, unsigned *hz);

@@ -397,9 +397,8 @@ static int record_serve(const struct record_opts *ro, struct dmn *d, pid_t child
  */
 static int record_sample_mode(struct record_opts *ro)
 {
-	char err[256] = "", exe[4096];
+	char err[256] = "", what[320];
 	const char *mode = ro->sample_mode;
-	ssize_t n;
 
 	if (!mode || !strcmp(mode, "perf")) {
 #ifdef STRATA_HAVE_KERNEL
@@ -413,24 +412,12 @@ static int record_sample_mode(struct record_opts *ro)
 			return -1;
 		}
 	}
-	/* installed (bin/ and LIBDIR/ under one prefix), then the build tree */
-	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
-		exe[n] = 0;
-		*strrchr(exe, '/') = 0;
-		static const char *const rel[] = { "/../" STRATA_LIBDIR "/libstrata.so.1",
-						   "/../libstrata.so.1" };
-		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]) && !ro->sample_lib[0]; i++) {
-			char p[8192];
-			snprintf(p, sizeof(p), "%s%s", exe, rel[i]);
-			if (!realpath(p, ro->sample_lib) || access(ro->sample_lib, R_OK))
-				ro->sample_lib[0] = 0;
-		}
-	}
-	if (!ro->sample_lib[0]) {
-		cli_err(NULL, "--sample: %s%slibstrata.so.1 is not beside this strata "
-			"(%s/../%s): install it", err, err[0] ? ", and " : "", exe, STRATA_LIBDIR);
+	/* the build tree's src/libstrata.so.1 is beside src/cli/ */
+	snprintf(what, sizeof(what), "--sample%s%s%s", err[0] ? ": " : "", err,
+		 err[0] ? "; the timer sampler" : "");
+	if (cli_find_lib(what, NULL, "libstrata.so.1", ".", ro->sample_lib,
+			 sizeof(ro->sample_lib)))
 		return -1;
-	}
 	fprintf(stderr, "strata: sampling with timers and a signal in the program%s%s\n",
 		err[0] ? ": " : " (--sample-mode timer)", err);
 	return 0;
@@ -454,7 +441,8 @@ static int record_check(struct record_opts *ro)
 		return 2;
 	if (cli_relay_check(&ro->rl, "record"))
 		return 2;
-	if (ro->want_locks && cli_locks_preload(ro->locks, sizeof(ro->locks)))
+	if (ro->want_locks && cli_find_lib("--locks", "STRATA_LOCKS_LIB", "libstrata-locks.so",
+					   "locks", ro->locks, sizeof(ro->locks)))
 		return 2;
 	if (ro->sample_hz && record_sample_mode(ro))
 		return 2;
@@ -485,21 +473,13 @@ static pid_t record_spawn(const struct record_opts *ro, int gate[2])
 	}
 	if (child == 0) {
 		cli_gate_wait(gate);
-		if (ro->locks[0]) { /* first, before a preload of the user's */
-			const char *old = getenv("LD_PRELOAD");
-			char pre[8192];
-			snprintf(pre, sizeof(pre), "%s%s%s", ro->locks, old && *old ? ":" : "",
-				 old ? old : "");
-			setenv("LD_PRELOAD", pre, 1);
-		}
+		if (ro->locks[0])
+			cli_preload(ro->locks);
 		if (ro->functions) /* src/func/probes.c */
 			setenv("STRATA_FUNCTIONS", "1", 1);
 		if (ro->sample_lib[0]) { /* the timer sampler: src/lib/sampler.c */
-			const char *old = getenv("LD_PRELOAD");
-			char pre[8192], hz[16];
-			snprintf(pre, sizeof(pre), "%s%s%s", ro->sample_lib,
-				 old && *old ? ":" : "", old ? old : "");
-			setenv("LD_PRELOAD", pre, 1);
+			char hz[16];
+			cli_preload(ro->sample_lib);
 			snprintf(hz, sizeof(hz), "%u", ro->sample_hz);
 			setenv("STRATA_SAMPLE", hz, 1);
 		}

@@ -319,15 +319,16 @@ void cli_sample_stop(struct samp_session *ss, const char *trace)
 }
 #endif
 
-int cli_locks_preload(char *buf, size_t len)
+int cli_find_lib(const char *what, const char *env_name, const char *name,
+		 const char *build_rel, char *buf, size_t len)
 {
-	const char *env = getenv("STRATA_LOCKS_LIB");
-	char exe[4096];
+	const char *env = env_name ? getenv(env_name) : NULL;
+	char exe[4096] = "?";
 	ssize_t n;
 
 	if (env && *env) {
 		if (access(env, R_OK)) {
-			cli_err(env, "--locks: STRATA_LOCKS_LIB: %s", strerror(errno));
+			cli_err(env, "%s: %s: %s", what, env_name, strerror(errno));
 			return -1;
 		}
 		snprintf(buf, len, "%s", env);
@@ -339,20 +340,29 @@ int cli_locks_preload(char *buf, size_t len)
 		if (slash)
 			*slash = 0;
 		/* installed (bin/ and LIBDIR/ under one prefix), then the build tree */
-		static const char *const rel[] = { "/../" STRATA_LIBDIR "/libstrata-locks.so",
-						   "/../locks/libstrata-locks.so" };
+		const char *rel[] = { STRATA_LIBDIR, build_rel };
 		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 			char p[8192], real[4096];
-			snprintf(p, sizeof(p), "%s%s", exe, rel[i]);
+			snprintf(p, sizeof(p), "%s/../%s/%s", exe, rel[i], name);
 			if (realpath(p, real) && !access(real, R_OK)) {
 				snprintf(buf, len, "%s", real);
 				return 0;
 			}
 		}
 	}
-	cli_err(NULL, "--locks: libstrata-locks.so is not beside this strata (%s/../%s): "
-		"install it, or give its path in STRATA_LOCKS_LIB", exe, STRATA_LIBDIR);
+	cli_err(NULL, "%s: %s is not beside this strata (%s/../%s): install it%s%s", what,
+		name, exe, STRATA_LIBDIR, env_name ? ", or give its path in " : "",
+		env_name ? env_name : "");
 	return -1;
+}
+
+void cli_preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char pre[8192];
+
+	snprintf(pre, sizeof(pre), "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+	setenv("LD_PRELOAD", pre, 1);
 }
 
 int cli_command_runnable(const char *cmd)
