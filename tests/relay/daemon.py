@@ -11,14 +11,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from relaylib import Relay, all_files, fail, fresh_dir, make_token  # noqa: E402
+from relaylib import all_files, fail, relay_in  # noqa: E402
 
 strata, workers, work = sys.argv[1:4]
-fresh_dir(work)
-tok = os.path.join(work, "token")
-make_token(tok)
-out = os.path.join(work, "out")
-relay = Relay(strata, out, tok, os.path.join(work, "relay.log"))
+tok, out, relay = relay_in(strata, work)
 env = dict(os.environ, STRATA_RUNTIME_DIR=os.path.join(work, "run"))
 for k in ("STRATA_SESSION", "STRATA_OUTPUT"):
     env.pop(k, None)

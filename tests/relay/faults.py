@@ -18,16 +18,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxy import FaultProxy  # noqa: E402
-from relaylib import (Relay, all_files, fail, fresh_dir, make_token, packets,  # noqa: E402
+from relaylib import (Relay, all_files, fail, packets, relay_in,  # noqa: E402
                       sender_line, stream_files)
 
 strata, workers, work = sys.argv[1:4]
-fresh_dir(work)
-tok = os.path.join(work, "token")
-make_token(tok)
-out = os.path.join(work, "out")
-relay_log = os.path.join(work, "relay.log")
-relay = Relay(strata, out, tok, relay_log)
+tok, out, relay = relay_in(strata, work)
+relay_log = relay.log_path
 RING = ["--packet-size", "64K", "--packets", "256"]
 JOB = [workers, "4", "300000"]
 

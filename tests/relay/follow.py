@@ -12,15 +12,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from relaylib import Relay, fail, fresh_dir, make_token  # noqa: E402
+from relaylib import fail, relay_in  # noqa: E402
 
 strata, slowlog, work = sys.argv[1:4]
 N, PERIOD_MS = 100, 20
-fresh_dir(work)
-tok = os.path.join(work, "token")
-make_token(tok)
-out = os.path.join(work, "out")
-relay = Relay(strata, out, tok, os.path.join(work, "relay.log"))
+tok, out, relay = relay_in(strata, work)
 local = os.path.join(work, "local")
 rec = subprocess.Popen([strata, "record", "-o", local, "--relay", "127.0.0.1:%d" % relay.port,
                         "--token-file", tok, "--", slowlog, str(N), str(PERIOD_MS)],

@@ -35,6 +35,16 @@ def make_token(path, secret=None):
         return f.read().rstrip(b"\r\n")
 
 
+def relay_in(strata, work):
+    """A fresh `work`, a token in work/token, and a relay writing to
+    work/out: (token file, out, Relay)."""
+    fresh_dir(work)
+    tok = os.path.join(work, "token")
+    make_token(tok)
+    out = os.path.join(work, "out")
+    return tok, out, Relay(strata, out, tok, os.path.join(work, "relay.log"))
+
+
 class Relay:
     """`strata relay` on a free loopback port, its log in work/relay.log."""
 

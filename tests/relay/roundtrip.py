@@ -11,17 +11,13 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from relaylib import Relay, all_files, fail, fresh_dir, make_token, sender_line  # noqa: E402
+from relaylib import all_files, fail, relay_in, sender_line  # noqa: E402
 
 strata, workers, work = sys.argv[1:4]
 if not shutil.which("babeltrace2"):
     print("babeltrace2 missing: skipped")
     sys.exit(77)
-fresh_dir(work)
-tok = os.path.join(work, "token")
-make_token(tok)
-out = os.path.join(work, "out")
-relay = Relay(strata, out, tok, os.path.join(work, "relay.log"))
+tok, out, relay = relay_in(strata, work)
 local = os.path.join(work, "local")
 r = subprocess.run([strata, "record", "-o", local, "--relay", "127.0.0.1:%d" % relay.port,
                     "--token-file", tok, "--packet-size", "64K", "--packets", "64", "--",
