@@ -71,6 +71,22 @@ static void put_file(const char *path, const void *b, size_t n)
 	fclose(f);
 }
 
+/* An empty file DIR/NAME: a writer's marker (.reserve, .live). */
+static void touch(const char *dir, const char *name)
+{
+	char path[700];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	put_file(path, "", 0);
+}
+
+/* n marks, at t0, t0 + step, ... */
+static void marks(struct synth_ev *e, unsigned n, uint64_t t0, uint64_t step)
+{
+	for (unsigned i = 0; i < n; i++)
+		e[i] = (struct synth_ev){ t0 + step * (uint64_t)i, SYNTH_MARK, 0 };
+}
+
 static void put_be64(uint8_t *p, uint64_t v)
 {
 	v = __builtin_bswap64(v);
@@ -146,8 +162,7 @@ static void test_follow_growing(void **state)
 	assert_non_null(mkdtemp(ref));
 	assert_non_null(mkdtemp(live));
 	struct synth_ev *evs = calloc(NEV, sizeof(*evs));
-	for (unsigned i = 0; i < NEV; i++)
-		evs[i] = (struct synth_ev){ 1000 + 10 * (uint64_t)i, SYNTH_MARK, 0 };
+	marks(evs, NEV, 1000, 10);
 	synth_write(ref, 0, 100, 100, evs, NEV, PSIZE);
 	snprintf(path, sizeof(path), "%s/cpu0", ref);
 	size_t len;
@@ -156,8 +171,7 @@ static void test_follow_growing(void **state)
 
 	snprintf(path, sizeof(path), "%s/metadata", live);
 	put_file(path, synth_metadata, strlen(synth_metadata));
-	snprintf(path, sizeof(path), "%s/.reserve", live);
-	put_file(path, "", 0);
+	touch(live, ".reserve");
 	snprintf(path, sizeof(path), "%s/cpu0", live);
 	/* packet 0 whole, packet 1's header and a page of its content */
 	put_file(path, s, PSIZE + 4096);
@@ -210,16 +224,13 @@ static void test_follow_growing(void **state)
 static void test_follow_late(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/strata-follow-lateXXXXXX", path[512];
+	char dir[] = "/tmp/strata-follow-lateXXXXXX";
 	assert_non_null(mkdtemp(dir));
 	struct synth_ev a[40], b[5];
-	for (unsigned i = 0; i < 40; i++)
-		a[i] = (struct synth_ev){ 1000 + 100 * (uint64_t)i, SYNTH_MARK, 0 };
-	for (unsigned i = 0; i < 5; i++)
-		b[i] = (struct synth_ev){ 1050 + 100 * (uint64_t)i, SYNTH_MARK, 0 };
+	marks(a, 40, 1000, 100);
+	marks(b, 5, 1050, 100);
 	synth_write(dir, 0, 100, 100, a, 40, 4096);
-	snprintf(path, sizeof(path), "%s/.reserve", dir);
-	put_file(path, "", 0);
+	touch(dir, ".reserve");
 
 	struct seen seen = { 0 };
 	struct strata_follow *fl = follower(dir, &seen);
@@ -248,8 +259,7 @@ static void test_follow_no_metadata_yet(void **state)
 	char dir[] = "/tmp/strata-follow-metaXXXXXX", sub[600], path[700];
 	assert_non_null(mkdtemp(dir));
 	struct synth_ev a[40];
-	for (unsigned i = 0; i < 40; i++)
-		a[i] = (struct synth_ev){ 1000 + 100 * (uint64_t)i, SYNTH_MARK, 0 };
+	marks(a, 40, 1000, 100);
 	snprintf(sub, sizeof(sub), "%s/ust", dir);
 	mkdir(sub, 0700);
 	snprintf(sub, sizeof(sub), "%s/ust/pid-100", dir);
@@ -257,8 +267,7 @@ static void test_follow_no_metadata_yet(void **state)
 	synth_write(sub, 0, 100, 100, a, 40, 4096);
 	snprintf(path, sizeof(path), "%s/metadata", sub);
 	unlink(path);
-	snprintf(path, sizeof(path), "%s/.live", dir);
-	put_file(path, "", 0);
+	touch(dir, ".live");
 
 	struct seen seen = { 0 };
 	struct strata_follow *fl = follower(dir, &seen);
@@ -289,14 +298,11 @@ static void test_follow_beacon(void **state)
 	char dir[] = "/tmp/strata-follow-beaconXXXXXX", path[512];
 	assert_non_null(mkdtemp(dir));
 	struct synth_ev a[40], b[2];
-	for (unsigned i = 0; i < 40; i++)
-		a[i] = (struct synth_ev){ 1000 + 100 * (uint64_t)i, SYNTH_MARK, 0 };
-	b[0] = (struct synth_ev){ 1050, SYNTH_MARK, 0 };
-	b[1] = (struct synth_ev){ 1150, SYNTH_MARK, 0 };
+	marks(a, 40, 1000, 100);
+	marks(b, 2, 1050, 100);
 	synth_write(dir, 0, 100, 100, a, 40, 4096);
 	synth_write(dir, 1, 100, 101, b, 2, 4096);
-	snprintf(path, sizeof(path), "%s/.reserve", dir);
-	put_file(path, "", 0);
+	touch(dir, ".reserve");
 
 	struct seen seen = { 0 };
 	struct strata_follow *fl = follower(dir, &seen);
