@@ -67,11 +67,13 @@ struct cons_stream {
 	/* Whole packets counted and indexed but not yet written (stream.c,
 	 * "Batches"), from file offset batch_off: their memory stays the
 	 * writer's until cons_stream_flush(). batch_was: the stream's last_*
-	 * and idx_len before the first of them, put back if the write fails. */
+	 * and idx_len before the first of them, put back if no packet of
+	 * the batch could be written. */
 	unsigned char *batch_pkt[BATCH_MAX];
 	uint64_t batch_len[BATCH_MAX]; /* content */
+	uint64_t batch_nev[BATCH_MAX]; /* events */
 	unsigned batch_n;
-	uint64_t batch_off, batch_nev, batch_bytes;
+	uint64_t batch_off;
 	struct {
 		uint64_t disc, ts;
 		unsigned char hdr[STRATA_PACKET_HEADER];

@@ -47,16 +47,18 @@ static void reserve_free(struct cons *c)
 }
 
 /* One direct write of `want` bytes at `off`: 0, a negative errno (a short
- * write is a full device), or 1 if the file system took O_DIRECT at open
- * but refuses this write (EINVAL). */
+ * write is a full device; `*done` then says how much of it was written),
+ * or 1 if the file system took O_DIRECT at open but refuses this write
+ * (EINVAL). */
 static int direct_write(struct cons_stream *s, const struct iovec *iov, int n,
-			uint64_t want, uint64_t off)
+			uint64_t want, uint64_t off, uint64_t *done)
 {
 	ssize_t got;
 
 	do
 		got = pwritev(s->fd, iov, n, (off_t)off);
 	while (got < 0 && errno == EINTR);
+	*done = got > 0 ? (uint64_t)got : 0;
 	if (got == (ssize_t)want)
 		return 0;
 	if (got >= 0)
@@ -92,6 +94,7 @@ static int stream_write(struct cons *c, struct cons_stream *s,
 	uint64_t whole = content & ~(uint64_t)(DIO_ALIGN - 1);
 	uint64_t part = content - whole;
 	struct iovec iov[2];
+	uint64_t done;
 	int n = 0, ret;
 
 	if (!s->direct)
@@ -116,7 +119,7 @@ static int stream_write(struct cons *c, struct cons_stream *s,
 		iov[n++] = (struct iovec){c->tail, DIO_ALIGN};
 	}
 	ret = direct_write(s, iov, n, whole + (part ? DIO_ALIGN : 0),
-			   s->file_off);
+			   s->file_off, &done);
 	if (ret <= 0)
 		return ret;
 no_direct:
@@ -258,9 +261,11 @@ static void lead_packet(struct cons *c, struct cons_stream *s,
  * and their metadata written as each comes, their bytes handed to the
  * kernel (and the sink) by cons_stream_flush(), before the drain releases
  * them to the writers. Each last partial page goes from a padded copy, as
- * stream_write() does. A write that fails takes back what the batch
- * counted: its events are counted as not written, the file cut where the
- * batch began.
+ * stream_write() does. A write that fails (a full disk) keeps the batch's
+ * packets that it wrote whole and takes back what the others counted:
+ * their events are counted as not written, the file cut after the last
+ * whole one (without that, a disk filling on the first megabyte would keep
+ * no event at all).
  */
 static int batch_takes(const struct cons *c, const struct cons_stream *s,
 		       const unsigned char *pkt, uint64_t content)
@@ -280,7 +285,6 @@ static int batch_takes(const struct cons *c, const struct cons_stream *s,
 static void batch_begin(struct cons_stream *s)
 {
 	s->batch_off = s->file_off;
-	s->batch_nev = s->batch_bytes = 0;
 	s->batch_was.disc = s->last_disc;
 	s->batch_was.ts = s->last_ts;
 	memcpy(s->batch_was.hdr, s->last_hdr, STRATA_PACKET_HEADER);
@@ -288,9 +292,13 @@ static void batch_begin(struct cons_stream *s)
 	s->batch_was.idx_len = s->idx_len;
 }
 
-static int batch_write(struct cons *c, struct cons_stream *s)
+/* Write the batch: 0, or a negative errno with `*kept` the number of its
+ * first packets that are whole in the file. Each packet of a batch fills
+ * its psize bytes of the file (batch_takes()), so a short write keeps as
+ * many packets as whole psizes it wrote. */
+static int batch_write(struct cons *c, struct cons_stream *s, unsigned *kept)
 {
-	uint64_t psize = s->ring->psize, want = s->batch_n * psize;
+	uint64_t psize = s->ring->psize, want = s->batch_n * psize, done;
 	struct iovec *iov = c->batch_iov;
 	int n = 0;
 
@@ -306,12 +314,14 @@ static int batch_write(struct cons *c, struct cons_stream *s)
 			iov[n++] = (struct iovec){t, DIO_ALIGN};
 		}
 	}
-	int ret = direct_write(s, iov, n, want, s->batch_off);
+	int ret = direct_write(s, iov, n, want, s->batch_off, &done);
+	*kept = (unsigned)(done / psize);
 	if (ret <= 0)
 		return ret;
 	if (direct_off(s))
 		return -EINVAL;
 	for (unsigned i = 0; i < s->batch_n; i++) {
+		*kept = i;
 		ret = fmt_write_all(s->fd, s->batch_pkt[i], s->batch_len[i],
 				    (off_t)(s->batch_off + i * psize));
 		if (ret)
@@ -331,38 +341,63 @@ int cons_stream_batch_waits(const struct cons_stream *s, uint64_t next)
 	       (next & r->bufmask);
 }
 
+/* The stream as if the batch had ended after its first `kept` packets
+ * (a failed write): the others' counts taken back, their events counted
+ * as not written, the file cut after the last whole packet. */
+static void batch_take_back(struct cons *c, struct cons_stream *s,
+			    unsigned kept)
+{
+	uint64_t psize = s->ring->psize, nev = 0, bytes = 0;
+
+	for (unsigned i = kept; i < s->batch_n; i++) {
+		nev += s->batch_nev[i];
+		bytes += s->batch_len[i];
+	}
+	s->lost_io += nev;
+	strata_add_fetch_relaxed(&c->lost_io, nev);
+	/* taken back: the additions wrap to the difference */
+	strata_add_fetch_relaxed(&c->events, 0 - nev);
+	strata_add_fetch_relaxed(&c->packets, 0 - (uint64_t)(s->batch_n - kept));
+	strata_add_fetch_relaxed(&c->bytes, 0 - bytes);
+	s->file_off = s->batch_off + kept * psize;
+	if (ftruncate(s->fd, (off_t)s->file_off) < 0)
+		(void)0;
+	/* The index entries and the trailer's template as of the last packet
+	 * kept (its bytes are still the batch's: released after the flush) */
+	s->idx_len = s->batch_was.idx_len + kept * STRATA_IDX_ENTRY;
+	if (!kept) {
+		s->last_disc = s->batch_was.disc;
+		s->last_ts = s->batch_was.ts;
+		memcpy(s->last_hdr, s->batch_was.hdr, STRATA_PACKET_HEADER);
+		s->have_hdr = s->batch_was.have_hdr;
+		return;
+	}
+	const unsigned char *last = s->batch_pkt[kept - 1];
+	memcpy(&s->last_disc, last + STRATA_PKT_OFF_DISCARDED, 8);
+	memcpy(&s->last_ts, last + STRATA_PKT_OFF_TS_END, 8);
+	memcpy(s->last_hdr, last, STRATA_PACKET_HEADER);
+	s->have_hdr = 1;
+}
+
 void cons_stream_flush(struct cons *c, struct cons_stream *s)
 {
-	unsigned n = s->batch_n;
+	unsigned n = s->batch_n, kept;
 	int ret;
 
 	if (!n)
 		return;
-	ret = batch_write(c, s);
-	s->batch_n = 0;
-	if (!ret) {
-		for (unsigned i = 0; i < n; i++)
-			cons_sink_packet(c, s, s->batch_off + i * s->ring->psize,
-					 s->batch_pkt[i], s->batch_len[i]);
-		return;
+	ret = batch_write(c, s, &kept);
+	if (ret) {
+		cons_error(c, ret, "cannot write packet", c->dir);
+		s->dead = 1;
+		batch_take_back(c, s, kept);
+	} else {
+		kept = n;
 	}
-	/* Keep only whole packets, as a single write does. */
-	if (ftruncate(s->fd, (off_t)s->batch_off) < 0)
-		(void)0;
-	cons_error(c, ret, "cannot write packet", c->dir);
-	s->dead = 1;
-	s->lost_io += s->batch_nev;
-	strata_add_fetch_relaxed(&c->lost_io, s->batch_nev);
-	/* taken back: the additions wrap to the difference */
-	strata_add_fetch_relaxed(&c->events, 0 - s->batch_nev);
-	strata_add_fetch_relaxed(&c->packets, 0 - (uint64_t)n);
-	strata_add_fetch_relaxed(&c->bytes, 0 - s->batch_bytes);
-	s->file_off = s->batch_off;
-	s->last_disc = s->batch_was.disc;
-	s->last_ts = s->batch_was.ts;
-	memcpy(s->last_hdr, s->batch_was.hdr, STRATA_PACKET_HEADER);
-	s->have_hdr = s->batch_was.have_hdr;
-	s->idx_len = s->batch_was.idx_len;
+	s->batch_n = 0;
+	for (unsigned i = 0; i < kept; i++)
+		cons_sink_packet(c, s, s->batch_off + i * s->ring->psize,
+				 s->batch_pkt[i], s->batch_len[i]);
 }
 
 /* Write one packet (`pkt`: its bytes, in the ring or a private copy). */
@@ -432,9 +467,8 @@ void cons_write_packet_batch(struct cons *c, struct cons_stream *s,
 		if (!s->batch_n)
 			batch_begin(s);
 		s->batch_pkt[s->batch_n] = pkt;
+		s->batch_nev[s->batch_n] = nev;
 		s->batch_len[s->batch_n++] = content;
-		s->batch_nev += nev;
-		s->batch_bytes += content;
 	} else {
 		ret = stream_write(c, s, pkt, content);
 	}

@@ -6,10 +6,10 @@ build=$1 work=$2
 fail() { echo "fulldisk: FAIL: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "fulldisk: needs root to mount a small tmpfs; skipped"; exit 77; }
 rm -rf "$work" && mkdir -p "$work/small"
-# 4 MiB: the consumer writes up to a megabyte of packets at once, and a
-# batch that does not fit is taken back whole (docs/record.md "Batches"):
-# on 1 MiB the first batch could be the one that fills it, leaving
-# nothing readable (seen once in CI). The workers log ~24 MB: it fills.
+# 4 MiB: the workers log ~24 MB, so it fills. The consumer writes up to a
+# megabyte of packets at once (docs/record.md "Batches"); a batch the disk
+# cuts short keeps its whole packets, so some events are readable however
+# the writes fall.
 mount -t tmpfs -o size=4m tmpfs "$work/small" || { echo "fulldisk: cannot mount a tmpfs; skipped"; exit 77; }
 trap 'umount "$work/small" 2>/dev/null || true' EXIT
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the consumer: the event walk and the crash-salvage closer, on synthetic packets. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,11 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "consumer/cons_int.h"
 
@@ -308,6 +314,92 @@ static void test_write_discarded_monotonic(void **state)
 	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_DISCARDED), 120);
 }
 
+/* ---- batches onto a full disk -------------------------------------------- */
+
+#define BATCH_PKTS 4u
+
+/* Packet i of a batch: nearly full of compact events (so that it joins a
+ * batch, stream.c batch_takes()), closed as the producer closes it. */
+static uint64_t batch_packet(unsigned char *b, unsigned i)
+{
+	static struct pkt p;
+	uint64_t ts = 1000 + 100000 * (uint64_t)i, n = 0, seq = i, disc = i;
+
+	pkt_init(&p, ts);
+	while (p.pos + CID_LEN <= PSIZE - 16) {
+		put_compact(&p, CID, CID_WORDS, ++ts);
+		n++;
+	}
+	uint64_t bits = p.pos * 8;
+	memcpy(p.b + STRATA_PKT_OFF_CONTENT_SIZE, &bits, 8);
+	memcpy(p.b + STRATA_PKT_OFF_TS_END, &ts, 8);
+	memcpy(p.b + STRATA_PKT_OFF_SEQ, &seq, 8);
+	memcpy(p.b + STRATA_PKT_OFF_DISCARDED, &disc, 8);
+	memcpy(b, p.b, PSIZE);
+	return n;
+}
+
+/* A batch whose write the disk cuts short (here a file size limit, at two
+ * packets and a half): the two whole packets stay written, counted and
+ * indexed; the rest is cut from the file and counted as not written. */
+static void test_batch_short_write_keeps_whole(void **state)
+{
+	struct cons *c = *state;
+	static struct fake_ring f;
+	unsigned char *ring = aligned_alloc(DIO_ALIGN, BATCH_PKTS * PSIZE);
+	uint64_t nev[BATCH_PKTS];
+	struct rlimit was, lim;
+	struct stat st;
+	const char *path = "unit-consumer-batch.tmp";
+
+	assert_non_null(ring);
+	c->batch_tails = aligned_alloc(DIO_ALIGN, BATCH_MAX * DIO_ALIGN);
+	assert_non_null(c->batch_tails);
+	fake_init(&f, 0, 0);
+	f.s.fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+	if (f.s.fd < 0) /* a file system without direct I/O: the same cut */
+		f.s.fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(f.s.fd >= 0);
+	f.s.direct = 1;
+	f.s.idx_fd = -1;
+	for (unsigned i = 0; i < BATCH_PKTS; i++)
+		nev[i] = batch_packet(ring + i * PSIZE, i);
+
+	signal(SIGXFSZ, SIG_IGN); /* EFBIG rather than death */
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	lim = was;
+	lim.rlim_cur = 2 * PSIZE + PSIZE / 2; /* whole pages: direct I/O */
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (unsigned i = 0; i < BATCH_PKTS; i++)
+		cons_write_packet_batch(c, &f.s, ring + i * PSIZE,
+					(uint64_t)i * PSIZE, 0, 1);
+	assert_int_equal(f.s.batch_n, BATCH_PKTS); /* one batch */
+	cons_stream_flush(c, &f.s);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+
+	assert_int_equal(fstat(f.s.fd, &st), 0);
+	assert_int_equal(st.st_size, 2 * PSIZE);
+	assert_int_equal(f.s.file_off, 2 * PSIZE);
+	assert_true(f.s.dead);
+	assert_int_equal(c->err, -ENOSPC);
+	assert_int_equal(c->events, nev[0] + nev[1]);
+	assert_int_equal(c->packets, 2);
+	assert_int_equal(f.s.lost_io, nev[2] + nev[3]);
+	assert_int_equal(c->lost_io, nev[2] + nev[3]);
+	assert_int_equal(f.s.idx_len, 2 * STRATA_IDX_ENTRY);
+	/* the trailer's template is the last packet kept */
+	uint64_t ts_end1;
+	memcpy(&ts_end1, ring + PSIZE + STRATA_PKT_OFF_TS_END, 8);
+	assert_int_equal(f.s.last_disc, 1);
+	assert_int_equal(f.s.last_ts, ts_end1);
+	assert_memory_equal(f.s.last_hdr, ring + PSIZE, STRATA_PACKET_HEADER);
+	close(f.s.fd);
+	unlink(path);
+	free(c->batch_tails);
+	c->batch_tails = NULL;
+	free(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -322,6 +414,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_close_not_at_event_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_gap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_discarded_monotonic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch_short_write_keeps_whole, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
