@@ -128,6 +128,18 @@ static __attribute__((noreturn)) void guardian(const char *tool, char *const arg
 		/* the paths given are absolute */
 	}
 	execve(tool, argv, envp);
+	/* Say why on the pipe ("!errno"), or the program's line would only
+	 * say that the guardian ended without a word. */
+	char msg[16], *end = msg + sizeof(msg), *q = end;
+	unsigned e = (unsigned)errno;
+	*--q = '\n';
+	do
+		*--q = (char)('0' + e % 10);
+	while ((e /= 10) && q > msg + 1);
+	*--q = '!';
+	if (write(wfd, q, (size_t)(end - q)) < 0) {
+		/* nobody to tell */
+	}
 	_exit(127);
 }
 
@@ -161,9 +173,14 @@ int guard_spawn(const char *dir, const char *tool_env, char *sock, size_t n)
 	int p[2], ret;
 
 	if ((ret = find_tool(tool_env, tool, sizeof(tool)))) {
-		slog_detail("no crash protection: the strata tool was not found "
-			    "beside libstrata (set STRATA_TOOL to its path, or "
-			    "STRATA_GUARD=0)");
+		if (tool_env && *tool_env)
+			slog_detail("no crash protection: STRATA_TOOL=%s is "
+				    "not an executable file (name the strata "
+				    "tool, or set STRATA_GUARD=0)", tool_env);
+		else
+			slog_detail("no crash protection: the strata tool was "
+				    "not found beside libstrata (set STRATA_TOOL "
+				    "to its path, or STRATA_GUARD=0)");
 		return ret;
 	}
 	if (!realpath(dir, abs))
@@ -225,6 +242,8 @@ int guard_spawn(const char *dir, const char *tool_env, char *sock, size_t n)
 		if (nl) {
 			*nl = 0;
 			ret = 0;
+			if (sock[0] == '!') /* its execve failed (guardian()) */
+				ret = atoi(sock + 1) > 0 ? -atoi(sock + 1) : -EIO;
 			break;
 		}
 		if (got == n - 1) {
@@ -235,7 +254,11 @@ int guard_spawn(const char *dir, const char *tool_env, char *sock, size_t n)
 	close(p[0]);
 	if (ret)
 		slog_detail("no crash protection: the guardian (%s) did not "
-			    "start: %s", tool,
-			    ret == -ETIMEDOUT ? "no answer in 5 s" : strerror(-ret));
+			    "start: %s (STRATA_TOOL names the strata tool to "
+			    "run; STRATA_GUARD=0 records without it)",
+			    tool_abs,
+			    ret == -ETIMEDOUT ? "no answer in 5 s"
+			    : ret == -ECHILD  ? "it ended without a word"
+					      : strerror(-ret));
 	return ret;
 }
