@@ -145,7 +145,8 @@ int cli_sample_opt(const char *arg, unsigned *hz);
 struct samp_session;
 /* Sampling of pid's tree into TRACE/samples (src/kernel/sample.c), or NULL
  * after one line saying why (the recording goes on without it). */
-struct samp_session *cli_sample_start(const char *trace, int pid, unsigned hz);
+struct samp_session *cli_sample_start(const char *trace, int pid, unsigned hz,
+				      unsigned stack_bytes);
 /* Stop it and say what it wrote (NULL: nothing). */
 void cli_sample_stop(struct samp_session *ss, const char *trace);
 #endif

@@ -56,6 +56,9 @@ const char cmd_record_usage[] =
 	"  --sample-mode perf|timer  perf_event_open, or timers and a signal in\n"
 	"                         COMMAND (libstrata preloaded); default: perf\n"
 	"                         where the kernel allows it, else timer\n"
+	"  --call-graph fp|dwarf[,BYTES]  the samples' call chains: frame pointers\n"
+	"                         (default), or BYTES of stack (8192) unwound\n"
+	"                         with DWARF for code built without them (perf)\n"
 	"  --locks                trace COMMAND's pthread locks (libstrata-locks.so\n"
 	"                         preloaded; then strata locks DIR, docs/locks.md)\n"
 	"  --functions            turn on the function probes of code built with\n"
@@ -179,6 +182,7 @@ struct record_opts {
 	int functions; /* --functions: STRATA_FUNCTIONS=1 for the command */
 	unsigned sample_hz; /* --sample: per thread and second of CPU time, or 0 */
 	const char *sample_mode; /* --sample-mode perf|timer, or NULL: either */
+	unsigned stack_bytes; /* --call-graph dwarf: per sample; 0: fp */
 	char sample_lib[4096]; /* the timer sampler: libstrata to preload, or "" */
 	unsigned kbuffer_kb; /* --kernel-buffer-kb, 0: the default */
 	const char *kevents[65]; /* --kernel-event, NULL-terminated */
@@ -204,7 +208,36 @@ static int record_trigger(int start, const char *arg)
 }
 
 enum { O_DURATION = 1, O_KSYSTEM, O_START_ON, O_STOP_ON, O_CLOCK, O_GUARD,
-       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE, O_FUNCTIONS, O_SAMPLE_MODE, O_LIVE };
+       O_KBUF, O_KEVENT, O_LOCKS, O_SAMPLE, O_FUNCTIONS, O_SAMPLE_MODE, O_LIVE,
+       O_CALL_GRAPH };
+
+/* --call-graph fp|dwarf[,BYTES] (perf's spelling): 0, or -1 after saying
+ * why. */
+static int record_call_graph(struct record_opts *ro, const char *arg)
+{
+	char *end;
+
+	if (!strcmp(arg, "fp")) {
+		ro->stack_bytes = 0;
+		return 0;
+	}
+	if (strncmp(arg, "dwarf", 5) || (arg[5] && arg[5] != ',')) {
+		cli_err(NULL, "--call-graph: '%s' is not fp or dwarf[,BYTES]", arg);
+		return -1;
+	}
+	ro->stack_bytes = 8192;
+	if (!arg[5])
+		return 0;
+	errno = 0;
+	unsigned long n = strtoul(arg + 6, &end, 10);
+	if (errno || *end || end == arg + 6 || n < 64 || n > 65000) {
+		cli_err(NULL, "--call-graph dwarf,%s: the stack bytes per sample "
+			"are 64 to 65000", arg + 6);
+		return -1;
+	}
+	ro->stack_bytes = (unsigned)n;
+	return 0;
+}
 
 /* One option that is not a ring option: 0, or -1 when the exit status
  * is 2 (said on stderr). */
@@ -233,6 +266,8 @@ static int record_opt(struct record_opts *ro, int o, const char *arg)
 		break;
 	case O_SAMPLE:
 		return cli_sample_opt(arg, &ro->sample_hz);
+	case O_CALL_GRAPH:
+		return record_call_graph(ro, arg);
 	case O_SAMPLE_MODE:
 		if (strcmp(arg, "perf") && strcmp(arg, "timer")) {
 			cli_err(NULL, "--sample-mode: '%s' is not perf or timer", arg);
@@ -278,6 +313,7 @@ static int record_parse(int argc, char **argv, struct record_opts *ro)
 		{"functions", no_argument, NULL, O_FUNCTIONS},
 		{"sample", optional_argument, NULL, O_SAMPLE},
 		{"sample-mode", required_argument, NULL, O_SAMPLE_MODE},
+		{"call-graph", required_argument, NULL, O_CALL_GRAPH},
 		{"live", optional_argument, NULL, O_LIVE},
 		CLI_RELAY_OPTIONS,
 		{"guard", required_argument, NULL, O_GUARD}, /* not in --help */
@@ -412,14 +448,21 @@ static int record_sample_mode(struct record_opts *ro)
 			return -1;
 		}
 	}
+	if (ro->stack_bytes && mode) {
+		cli_err(NULL, "--call-graph dwarf: perf's stack copies only; the "
+			"timer sampler walks frame pointers (--call-graph fp)");
+		return -1;
+	}
 	/* the build tree's src/libstrata.so.1 is beside src/cli/ */
 	snprintf(what, sizeof(what), "--sample%s%s%s", err[0] ? ": " : "", err,
 		 err[0] ? "; the timer sampler" : "");
 	if (cli_find_lib(what, NULL, "libstrata.so.1", ".", ro->sample_lib,
 			 sizeof(ro->sample_lib)))
 		return -1;
-	fprintf(stderr, "strata: sampling with timers and a signal in the program%s%s\n",
-		err[0] ? ": " : " (--sample-mode timer)", err);
+	fprintf(stderr, "strata: sampling with timers and a signal in the program%s%s%s\n",
+		err[0] ? ": " : " (--sample-mode timer)", err,
+		ro->stack_bytes ? "; frame-pointer chains only (--call-graph "
+				  "dwarf needs perf)" : "");
 	return 0;
 }
 
@@ -575,7 +618,7 @@ static int record_run(const struct record_opts *ro)
 				      ro->kbuffer_kb);
 	/* gated too: the first sample is of the command's first instruction */
 	struct samp_session *ss = ro->sample_hz && !ro->sample_lib[0] ?
-		cli_sample_start(ro->out, child, ro->sample_hz) : NULL;
+		cli_sample_start(ro->out, child, ro->sample_hz, ro->stack_bytes) : NULL;
 #endif
 	/* after the forks that do not exec at once (the state dump) */
 	if (rs && (ret = relay_sender_start(rs)))

@@ -290,12 +290,14 @@ int cli_sample_opt(const char *arg, unsigned *hz)
 }
 
 #ifdef STRATA_HAVE_KERNEL
-struct samp_session *cli_sample_start(const char *trace, int pid, unsigned hz)
+struct samp_session *cli_sample_start(const char *trace, int pid, unsigned hz,
+				      unsigned stack_bytes)
 {
 	struct samp_session *ss = NULL;
 	char err[512] = "";
 	struct samp_options so = {
-		.trace_dir = trace, .pid = pid, .hz = hz, .err = err, .errlen = sizeof(err),
+		.trace_dir = trace, .pid = pid, .hz = hz, .stack_bytes = stack_bytes,
+		.err = err, .errlen = sizeof(err),
 	};
 	int ret = samp_start(&so, &ss);
 	if (ret < 0)
@@ -313,8 +315,12 @@ void cli_sample_stop(struct samp_session *ss, const char *trace)
 	int ret = samp_stop(ss, &st);
 	if (ret < 0)
 		cli_err(trace, "sample streams: %s", strerror(-ret));
-	fprintf(stderr, "strata: %s/samples: %llu samples, %llu lost%s\n", trace,
-		(unsigned long long)st.samples, (unsigned long long)st.lost,
+	char dwarf[64] = "";
+	if (st.dwarf)
+		snprintf(dwarf, sizeof(dwarf), " (%llu unwound with DWARF)",
+			 (unsigned long long)st.unwound);
+	fprintf(stderr, "strata: %s/samples: %llu samples%s, %llu lost%s\n", trace,
+		(unsigned long long)st.samples, dwarf, (unsigned long long)st.lost,
 		st.lost ? " (the kernel's sample buffers overflowed)" : "");
 }
 #endif

@@ -25,6 +25,7 @@
 #include "common/tfile.h"
 #include "kernel/kern_int.h"
 #include "kernel/sample.h"
+#include "kernel/unwind.h"
 #include "lib/clock.h"
 
 /*
@@ -49,6 +50,9 @@
  */
 
 #define RING_PAGES 64 /* data pages per CPU: 256 KiB */
+/* With stack copies (--call-graph dwarf) a sample is ~8 KiB, not ~300
+ * bytes: 2 MiB per CPU hold 250 of them, a quarter second at 1 kHz. */
+#define RING_PAGES_STACK 512
 
 struct samp_cpu {
 	int fd;
@@ -73,6 +77,11 @@ struct samp_session {
 	bool kernel; /* samples in kernel mode too (perf_event_paranoid allows) */
 	struct clock_point pn; /* the latest point: p0..pn is the line */
 	uint64_t samples, lost, maps;
+	/* --call-graph dwarf: the stack bytes copied per sample, and the
+	 * unwinder (kernel/unwind.c); unwound: samples whose chain it made */
+	unsigned stack_bytes, ring_pages;
+	struct unw *unw;
+	uint64_t unwound;
 	uint8_t rec[65536]; /* a record that wraps the ring, copied whole */
 };
 
@@ -117,10 +126,40 @@ static uint64_t to_clock(const struct samp_session *s, uint64_t t)
 	return (uint64_t)((__int128)s->p0.ts + dm * dts / dmono);
 }
 
+/* The chain unwound from the sample's registers and stack (after its
+ * frame-pointer chain at `at`: abi, regs, size, stack, dyn_size), into
+ * frames; -1 if there is none (then the frame-pointer chain stays). */
+static int unwind_sample(struct samp_session *s, uint32_t pid, uint32_t tid,
+			 uint64_t ip, const uint8_t *r, size_t at, size_t len,
+			 uint64_t *frames)
+{
+	uint64_t abi, regs[UNW_NREGS], size, dyn;
+
+	if (!s->unw || at + 8 > len)
+		return -1;
+	memcpy(&abi, r + at, 8);
+	at += 8;
+	if (abi == PERF_SAMPLE_REGS_ABI_NONE || at + sizeof(regs) + 8 > len)
+		return -1; /* a kernel thread, or no user state */
+	memcpy(regs, r + at, sizeof(regs));
+	at += sizeof(regs);
+	memcpy(&size, r + at, 8);
+	at += 8;
+	if (!size || size > len - at || len - at - size < 8)
+		return -1;
+	memcpy(&dyn, r + at + size, 8); /* the bytes the kernel filled */
+	int n = unw_sample(s->unw, (pid_t)pid, (pid_t)tid, ip, regs, r + at,
+			   dyn < size ? dyn : size, frames, SAMPLE_FRAMES);
+	if (n > 0)
+		s->unwound++;
+	return n > 0 ? n : -1;
+}
+
 static void put_sample(struct samp_session *s, struct samp_cpu *c, const uint8_t *r,
 		       size_t len)
 {
-	/* ip, pid, tid, time, nr, ips[nr] (sample_type order) */
+	/* ip, pid, tid, time, nr, ips[nr] (sample_type order), then with
+	 * --call-graph dwarf the user registers and stack */
 	if (len < 8 + 8 + 8 + 8 + 8)
 		return;
 	uint64_t ip, time, nr;
@@ -130,9 +169,15 @@ static void put_sample(struct samp_session *s, struct samp_cpu *c, const uint8_t
 	memcpy(&tid, r + 20, 4);
 	memcpy(&time, r + 24, 8);
 	memcpy(&nr, r + 32, 8);
-	if (40 + nr * 8 > len)
+	if (nr > (len - 40) / 8)
 		return;
 	uint64_t w[2 + SAMPLE_FRAMES] = { ip, 0 };
+	int dwarf = s->stack_bytes ?
+		unwind_sample(s, pid, tid, ip, r, 40 + nr * 8, len, w + 2) : -1;
+	if (dwarf >= 0) {
+		w[1] = (uint64_t)dwarf;
+		nr = 0; /* the frame-pointer chain is not needed */
+	}
 	unsigned k = 0;
 	for (uint64_t i = 0; i < nr && k < SAMPLE_FRAMES; i++) {
 		uint64_t pc;
@@ -143,7 +188,8 @@ static void put_sample(struct samp_session *s, struct samp_cpu *c, const uint8_t
 			continue; /* the chain starts with the ip itself */
 		w[2 + k++] = pc;
 	}
-	w[1] = k;
+	if (dwarf < 0)
+		w[1] = k;
 	kstream_event(&c->ks, to_clock(s, time), tid, pid, STRATA_ID(SAMPLE_MAJOR, SAMPLE_MINOR),
 		      w, 2 + SAMPLE_FRAMES);
 	s->samples++;
@@ -180,6 +226,8 @@ static void put_map(struct samp_session *s, struct samp_cpu *c, const uint8_t *r
 	kstream_event(&c->ks, to_clock(s, time), tid, pid, STRATA_ID(0, STRATA_ID_MAP), w,
 		      (unsigned)(fmt_counted_size(sizeof(fixed), nlen) / 8));
 	s->maps++;
+	if (s->unw) /* its modules are read again at its next sample */
+		unw_maps_changed(s->unw, (pid_t)pid);
 }
 
 /* Everything in CPU c's ring now. */
@@ -263,6 +311,11 @@ static int open_cpu(struct samp_session *s, const struct samp_options *o, unsign
 	a.sample_period = 1000000000ull / (o->hz ? o->hz : 1000); /* ns of CPU time */
 	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 			PERF_SAMPLE_CALLCHAIN;
+	if (s->stack_bytes) {
+		a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a.sample_regs_user = UNW_REGS_MASK;
+		a.sample_stack_user = s->stack_bytes;
+	}
 	a.disabled = 1;
 	a.enable_on_exec = 1;
 	a.inherit = 1;
@@ -275,13 +328,13 @@ static int open_cpu(struct samp_session *s, const struct samp_options *o, unsign
 	a.mmap = 1;
 	a.mmap2 = 1;
 	a.sample_id_all = 1;
-	a.wakeup_events = 64;
+	a.wakeup_events = s->stack_bytes ? 16 : 64;
 	a.use_clockid = 1;
 	a.clockid = CLOCK_MONOTONIC;
 	c->fd = (int)syscall(SYS_perf_event_open, &a, o->pid, (int)i, -1, PERF_FLAG_FD_CLOEXEC);
 	if (c->fd < 0)
 		return errno == ENODEV || errno == EINVAL ? 0 : -errno; /* an offline CPU */
-	size_t len = (size_t)(1 + RING_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = (size_t)(1 + s->ring_pages) * (size_t)sysconf(_SC_PAGESIZE);
 	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
 	if (m == MAP_FAILED)
 		return -errno;
@@ -321,7 +374,7 @@ int samp_probe(char *err, size_t errlen)
 
 static void session_free(struct samp_session *s)
 {
-	size_t len = (size_t)(1 + RING_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = (size_t)(1 + s->ring_pages) * (size_t)sysconf(_SC_PAGESIZE);
 	for (unsigned i = 0; s->cpu && i < s->ncpus; i++) {
 		if (s->cpu[i].page)
 			munmap(s->cpu[i].page, len);
@@ -330,6 +383,7 @@ static void session_free(struct samp_session *s)
 	}
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
+	unw_destroy(s->unw);
 	free(s->cpu);
 	free(s->pfd);
 	free(s);
@@ -348,6 +402,23 @@ int samp_start(const struct samp_options *o, struct samp_session **out)
 	s->wake_fd = -1;
 	s->hz = o->hz ? o->hz : 1000;
 	s->tsc = strata_clock_tsc;
+	s->ring_pages = RING_PAGES;
+	if (o->stack_bytes) {
+		if (!unw_available()) {
+			set_err(o, "--call-graph dwarf: this strata was built "
+				   "without elfutils' libdw (scripts/deps.sh "
+				   "installs libdw-dev)");
+			ret = -ENOTSUP;
+			goto fail;
+		}
+		/* perf's bounds: a multiple of 8, below 64 KiB with the rest */
+		s->stack_bytes = (o->stack_bytes + 7) & ~7u;
+		if (s->stack_bytes > 63u << 10)
+			s->stack_bytes = 63u << 10;
+		s->ring_pages = RING_PAGES_STACK;
+		if (!(s->unw = unw_create()))
+			goto fail;
+	}
 	snprintf(s->trace_dir, sizeof(s->trace_dir), "%s", o->trace_dir);
 	snprintf(s->dir, sizeof(s->dir), "%s/samples", o->trace_dir);
 	long nc = sysconf(_SC_NPROCESSORS_CONF);
@@ -466,6 +537,8 @@ int samp_stop(struct samp_session *s, struct samp_stats *st)
 		st->samples = s->samples;
 		st->lost = s->lost;
 		st->maps = s->maps;
+		st->unwound = s->unwound;
+		st->dwarf = s->stack_bytes != 0;
 		st->ncpus = s->ncpus;
 	}
 	session_free(s);

@@ -18,6 +18,9 @@ struct samp_options {
 	pid_t pid;             /* sample this process and what it forks, from
 				* its next exec (the caller holds it gated) */
 	unsigned hz;           /* samples per second of CPU time, per thread */
+	unsigned stack_bytes;  /* 0: frame-pointer chains; else the stack
+				* bytes copied per sample and unwound with
+				* DWARF (--call-graph dwarf, kernel/unwind.c) */
 	char *err;             /* one line on failure (optional) */
 	size_t errlen;
 };
@@ -26,6 +29,8 @@ struct samp_stats {
 	uint64_t samples; /* written */
 	uint64_t lost;    /* the kernel's PERF_RECORD_LOST counts */
 	uint64_t maps;    /* strata:map records (executable mappings) */
+	uint64_t unwound; /* samples whose chain DWARF unwinding made */
+	int dwarf;        /* stacks were asked for (--call-graph dwarf) */
 	unsigned ncpus;
 };
 
