@@ -573,6 +573,9 @@ def main():
       "consumers get a pause between repetitions; events lost are printed beside "
       "every speed, and a speed that lost events cannot pass a target.")
     w("")
+    w("With more CPUs than this machine has: bench/SCALING.md (1 to 16 producer "
+      "threads, strata against the floor and LTTng-UST, `bench/scale.sh`).")
+    w("")
 
     # ---- event cost ---------------------------------------------------------
     floor1 = R.med("floor", 1)
