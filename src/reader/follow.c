@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Following a trace while it is written: snapshots of the files, and the
- * window of time that every stream has passed (docs/reader.md,
- * "Following a live trace"). */
+/* Following a trace while it is written: the trace kept open and brought
+ * up to date at each poll (follow_read.c), and the window of time that
+ * every stream has passed (docs/reader.md, "Following a live trace"). */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -14,13 +14,15 @@
 
 struct strata_follow {
 	char *path;
+	char *top;        /* path without its trailing slashes */
 	struct strata_open_options open;
 	strata_problem_fn user_fn;
 	void *user_arg;
 	struct strata_trace *t;
 	uint64_t from;    /* events before it were handed out */
 	bool done;
-	/* problems already reported: each snapshot finds them again */
+	/* problems already reported: a poll may find them again (another
+	 * recording appearing; the last pass, of what was not whole) */
 	uint64_t *seen;
 	size_t nseen, capseen;
 	/* per stream file, the end of its last whole packet at the last poll */
@@ -40,7 +42,7 @@ static uint64_t problem_key(const struct strata_problem *p)
 	return (h ^ p->offset) * 1099511628211ull;
 }
 
-/* The user's callback, once per problem over all snapshots (a linear
+/* The user's callback, once per problem over all polls (a linear
  * search: a trace's problems are few, and each is looked up once per
  * poll at most). */
 static void follow_problem(const struct strata_problem *p, void *arg)
@@ -70,7 +72,12 @@ int strata_follow_create(const char *path, const struct strata_follow_options *o
 	if (!path)
 		return -EINVAL;
 	struct strata_follow *f = calloc(1, sizeof(*f));
-	if (!f || !(f->path = strdup(path))) {
+	size_t tl = strlen(path);
+	while (tl > 1 && path[tl - 1] == '/')
+		tl--;
+	if (!f || !(f->path = strdup(path)) || !(f->top = strndup(path, tl))) {
+		if (f)
+			free(f->path);
 		free(f);
 		return -ENOMEM;
 	}
@@ -95,6 +102,7 @@ void strata_follow_destroy(struct strata_follow *f)
 		free(f->known[i].path);
 	free(f->known);
 	free(f->seen);
+	free(f->top);
 	free(f->path);
 	free(f);
 }
@@ -224,8 +232,9 @@ static void check_late(struct strata_follow *f, struct strata_trace *t)
 	}
 }
 
-/* Sub-trace `sub` has no stream file that the snapshot lacks (a CPU's
- * first ring, made since): its beacon may cover that one's events too. */
+/* Sub-trace `sub` has no stream file that the trace lacks (a CPU's first
+ * ring, made since the poll looked): its beacon may cover that one's
+ * events too. */
 static bool same_streams(const struct strata_trace *t, unsigned sub)
 {
 	unsigned have = 0, now = 0;
@@ -263,7 +272,8 @@ static uint64_t follow_horizon(const struct strata_trace *t)
 			continue;
 		uint64_t safe = stream_safe(s);
 		/* the beacon was written after the packets it covers: only
-		 * a stream that has not grown since the snapshot holds them */
+		 * a stream that has not grown since the poll read it holds
+		 * them */
 		if (beacon && safe < beacon[s->subidx] &&
 		    stat(s->path, &st) == 0 && (uint64_t)st.st_size == s->map_len)
 			safe = beacon[s->subidx];
@@ -274,6 +284,21 @@ static uint64_t follow_horizon(const struct strata_trace *t)
 	return h == UINT64_MAX ? 0 : h; /* no stream yet: nothing is known */
 }
 
+/*
+ * The trace as it is now: opened at the first poll that finds one, then
+ * brought up to date in place, each poll reading only what is new
+ * (follow_read.c).
+ */
+static int follow_read(struct strata_follow *f)
+{
+	if (f->t)
+		return rd_trace_refresh(f->t, f->top, f->open.flags & STRATA_OPEN_MERGE);
+	int rc = strata_trace_open(f->path, &f->open, &f->t);
+	if (rc == -ENOENT || rc == -EINVAL)
+		return 1; /* not there, or nothing readable, yet */
+	return rc;
+}
+
 int strata_follow_poll(struct strata_follow *f, struct strata_trace **t, uint64_t *from,
 		       uint64_t *to)
 {
@@ -281,22 +306,16 @@ int strata_follow_poll(struct strata_follow *f, struct strata_trace **t, uint64_
 	*from = *to = f->from;
 	if (f->done)
 		return STRATA_FOLLOW_DONE;
-	strata_trace_close(f->t);
-	f->t = NULL;
-	int rc = strata_trace_open(f->path, &f->open, &f->t);
-	if (rc == -ENOENT || rc == -EINVAL)
-		return STRATA_FOLLOW_LIVE; /* not there, or nothing readable, yet */
-	if (rc < 0)
-		return rc;
+	int rc = follow_read(f);
+	if (rc)
+		return rc < 0 ? rc : STRATA_FOLLOW_LIVE;
 	bool complete = trace_complete(f, f->t);
 	if (complete) {
-		/* it completed while this snapshot was taken, perhaps after
-		 * some stream was read: one more, now of the finished files */
-		struct strata_open_options last = f->open;
-		last.flags &= ~STRATA_OPEN_FOLLOW; /* what is missing now is */
-		strata_trace_close(f->t);
-		f->t = NULL;
-		if ((rc = strata_trace_open(f->path, &last, &f->t)) < 0)
+		/* it completed while this poll read it, perhaps after some
+		 * stream was read: once more, now of the finished files,
+		 * reporting what is missing now */
+		f->t->follow = false;
+		if ((rc = follow_read(f)) < 0)
 			return rc;
 		f->done = true;
 	}

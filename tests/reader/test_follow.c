@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the follower (docs/reader.md, "Following a live trace"):
- * a stream file growing packet by packet, a torn tail, the end, late events. */
+ * a stream file growing packet by packet, a torn tail, the end, late
+ * events, streams and event classes that appear while it follows. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <setjmp.h>
@@ -326,6 +327,162 @@ static void test_follow_beacon(void **state)
 	synth_rmdir(dir);
 }
 
+/* Nothing reported, nothing late. */
+static void assert_quiet(const struct seen *seen)
+{
+	if (seen->n)
+		fail_msg("reported: %s", seen->what);
+	assert_int_equal(seen->late, 0);
+}
+
+/* One delivered event: its time, stream's CPU, and class name's tail. */
+struct got {
+	uint64_t ts;
+	uint32_t cpu;
+	char kind; /* 'f' mem:free, 'm' mem:mark, '?' else */
+};
+
+/* The window's events onto g[*n..], in order (read_window, with the CPU
+ * and class of each). */
+static void read_events(struct strata_trace *t, uint64_t from, uint64_t to, struct got *g,
+			unsigned *n, unsigned max)
+{
+	struct strata_filter *f;
+	struct strata_iter *it;
+	const struct strata_event *ev;
+	struct strata_iter_options io = { .stream = -1 };
+	if (!t || from == to)
+		return;
+	assert_int_equal(strata_filter_create(t, &f), 0);
+	assert_int_equal(strata_filter_time(f, from, to - 1), 0);
+	io.filter = f;
+	assert_int_equal(strata_iter_create(t, &io, &it), 0);
+	while (strata_iter_next(it, &ev) > 0) {
+		assert_true(*n < max);
+		const char *nm = ev->cls ? ev->cls->name : "";
+		g[(*n)++] = (struct got){ ev->timestamp, ev->cpu,
+					  !strcmp(nm, "mem:free") ? 'f' :
+					  !strcmp(nm, "mem:mark") ? 'm' : '?' };
+	}
+	strata_iter_destroy(it);
+	strata_filter_destroy(f);
+}
+
+/* synth_metadata cut before its last class (mem:mark), or that class
+ * alone: a writer registering it while it records appends it. */
+static size_t meta_before_mark(void)
+{
+	const char *m = strstr(synth_metadata, "event { name = \"mem:mark\"");
+	assert_non_null(m);
+	return (size_t)(m - synth_metadata);
+}
+
+/*
+ * A trace that grows a stream and an event class while it is followed:
+ * cpu0 logs mem:free events, then mem:mark events of a class its writer
+ * appends to the metadata (half of the append first: it does not parse,
+ * and holds the window); cpu1 appears with mem:mark events. Every event
+ * comes once, decoded as its class, in time order, and per CPU exactly
+ * the producer's sequence; nothing is reported or late.
+ */
+static void test_follow_new_stream_and_class(void **state)
+{
+	(void)state;
+	enum { N0 = 3000, NF = 1500, N1 = 1500 };
+	char ref[] = "/tmp/strata-follow-nrefXXXXXX", live[] = "/tmp/strata-follow-nliveXXXXXX";
+	char p0[512], p1[512], pm[512];
+	assert_non_null(mkdtemp(ref));
+	assert_non_null(mkdtemp(live));
+	struct synth_ev *e0 = calloc(N0, sizeof(*e0)), *e1 = calloc(N1, sizeof(*e1));
+	marks(e0, N0, 1000, 10);
+	for (unsigned i = 0; i < NF; i++)
+		e0[i].kind = SYNTH_FREE;
+	/* cpu1 begins after cpu0's first two packets (the first window),
+	 * between cpu0's events */
+	marks(e1, N1, 1000 + 10 * 1400 + 5, 10);
+	synth_write(ref, 0, 100, 100, e0, N0, PSIZE);
+	synth_write(ref, 1, 100, 101, e1, N1, PSIZE);
+	size_t l0, l1;
+	snprintf(p0, sizeof(p0), "%s/cpu0", ref);
+	uint8_t *s0 = slurp(p0, &l0);
+	snprintf(p1, sizeof(p1), "%s/cpu1", ref);
+	uint8_t *s1 = slurp(p1, &l1);
+	assert_true(l0 >= 4 * PSIZE && l1 >= 2 * PSIZE);
+	assert_int_equal(rd_le64(s0 + PSIZE + 40) < e1[0].ts, 1); /* as planned */
+
+	/* mem:free alone: two whole packets of cpu0, and the metadata
+	 * without mem:mark */
+	size_t cut = meta_before_mark(), mlen = strlen(synth_metadata);
+	snprintf(pm, sizeof(pm), "%s/metadata", live);
+	put_file(pm, synth_metadata, cut);
+	touch(live, ".reserve");
+	snprintf(p0, sizeof(p0), "%s/cpu0", live);
+	snprintf(p1, sizeof(p1), "%s/cpu1", live);
+	put_file(p0, s0, 2 * PSIZE);
+
+	struct seen seen = { 0 };
+	struct strata_follow *fl = follower(live, &seen);
+	struct strata_trace *t;
+	uint64_t from, to;
+	unsigned n = 0, max = N0 + N1 + 16;
+	struct got *g = calloc(max, sizeof(*g));
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(to, rd_le64(s0 + PSIZE + 40));
+	read_events(t, from, to, g, &n, max);
+	assert_int_equal(n, 2 * 678 - 1); /* all but the one at `to` */
+
+	/* half of mem:mark's declaration appended, and packets using it:
+	 * the window waits for the class */
+	put_file(pm, synth_metadata, cut + (mlen - cut) / 2);
+	put_file(p0, s0, 4 * PSIZE);
+	put_file(p1, s1, PSIZE + 100); /* its second packet torn */
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(from, to);
+	read_events(t, from, to, g, &n, max);
+	if (seen.n)
+		fail_msg("a half-written metadata reported: %s", seen.what);
+
+	/* the whole declaration: the events of cpu0's four packets and of
+	 * cpu1's first */
+	put_file(pm, synth_metadata, mlen);
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_true(to > from);
+	read_events(t, from, to, g, &n, max);
+
+	/* the end: all written, the reserve gone, the indexes published */
+	put_file(p0, s0, l0);
+	put_file(p1, s1, l1);
+	put_index(live, 0, s0, l0);
+	put_index(live, 1, s1, l1);
+	snprintf(pm, sizeof(pm), "%s/.reserve", live);
+	unlink(pm);
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_DONE);
+	read_events(t, from, to, g, &n, max);
+
+	if (n != N0 + N1)
+		fail_msg("%u events delivered; the producer logged %u", n, N0 + N1);
+	unsigned k0 = 0, k1 = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (i)
+			assert_true(g[i].ts >= g[i - 1].ts);
+		const struct synth_ev *e = g[i].cpu ? &e1[k1++] : &e0[k0++];
+		assert_true(g[i].cpu <= 1);
+		assert_int_equal(g[i].ts, e->ts);
+		assert_int_equal(g[i].kind, e->kind == SYNTH_FREE ? 'f' : 'm');
+	}
+	assert_int_equal(k0, N0);
+	assert_int_equal(k1, N1);
+	assert_quiet(&seen);
+	strata_follow_destroy(fl);
+	free(g);
+	free(s0);
+	free(s1);
+	free(e0);
+	free(e1);
+	synth_rmdir(ref);
+	synth_rmdir(live);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_follow_late),
 		cmocka_unit_test(test_follow_no_metadata_yet),
 		cmocka_unit_test(test_follow_beacon),
+		cmocka_unit_test(test_follow_new_stream_and_class),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
