@@ -116,21 +116,38 @@ static bool file_exists(const char *dir, const char *name)
 	return r;
 }
 
-/* format.md §1, §7: no program connected to the guardian (.session), no
- * recorder or daemon writing it (.live), no relay session open on it
- * (.relay-session, relay.md §1), no consumer holding a sub-trace's
+/* A writer's marks on the recording whose root is the first n bytes of
+ * dir: a program connected to its guardian (.session), a recorder or
+ * daemon writing it (.live), a relay session open on it (.relay-session,
+ * relay.md §1). */
+static bool being_written(const char *dir, size_t n)
+{
+	static const char *const marks[] = { ".session", ".live", ".relay-session" };
+	char *root = strndup(dir, n);
+	bool r = !root; /* no memory: not known to be finished */
+	for (unsigned i = 0; root && !r && i < 3; i++)
+		r = file_exists(root, marks[i]);
+	free(root);
+	return r;
+}
+
+/* format.md §1, §7: no writer's mark on the trace followed nor on any
+ * recording in it (a relay's directory followed as one, with --merge,
+ * holds a recording per host), no consumer holding a sub-trace's
  * reserve, every stream's index published. */
 static bool trace_complete(const struct strata_follow *f, const struct strata_trace *t)
 {
 	struct stat st;
 	if (!t->nstreams)
 		return false; /* not begun: a consumer's first ring is to come */
-	if (file_exists(f->path, ".session") || file_exists(f->path, ".live") ||
-	    file_exists(f->path, ".relay-session"))
+	if (being_written(f->path, strlen(f->path)))
 		return false;
-	for (unsigned i = 0; i < t->nsubs; i++)
-		if (file_exists(t->subs[i].dir, ".reserve"))
+	for (unsigned i = 0; i < t->nsubs; i++) {
+		const char *d = t->subs[i].dir;
+		if (file_exists(d, ".reserve") ||
+		    being_written(d, rd_recording_root(d, strlen(f->top))))
 			return false;
+	}
 	for (unsigned i = 0; i < t->nstreams; i++)
 		if (t->streams[i].map_len && stat(t->streams[i].idxpath, &st) < 0)
 			return false;
@@ -156,12 +173,14 @@ static uint64_t live_time(const char *dir)
 }
 
 /* The end of stream s's last whole packet: it has written everything
- * before it (its next packet begins there). 0: no packet yet. */
+ * before it (its next packet begins there). 0: no packet yet. On the
+ * trace's time base: moved by its host's clock offset (offset.c), as the
+ * events read through the windows are. */
 static uint64_t stream_safe(const struct rd_stream *s)
 {
 	for (uint64_t k = s->npackets; k-- > 0;)
 		if (!(s->packets[k].flags & RD_PK_BAD))
-			return s->packets[k].ts_end;
+			return s->packets[k].ts_end + (uint64_t)s->sub->shift;
 	return 0;
 }
 
@@ -251,26 +270,36 @@ static bool same_streams(const struct strata_trace *t, unsigned sub)
 
 /*
  * The end of the window: the earliest point that some stream may still
- * write an event before. A stream whose index is published has ended; any
+ * write an event before. A host's clock offset (offset.c), which its
+ * relay refines as it measures (relay.md §7), is read at each poll until
+ * its recording holds a whole packet or a beacon: then kept, since the
+ * windows put its events on the time base it gives. A stream whose index is published has ended; any
  * other has written everything before its last whole packet's end (the
  * next one begins there), and everything before its sub-trace's live
  * timer beacon, which covers its quiet CPUs too.
  */
-static uint64_t follow_horizon(const struct strata_trace *t)
+static uint64_t follow_horizon(const struct strata_follow *f, struct strata_trace *t)
 {
 	struct stat st;
 	uint64_t h = UINT64_MAX;
 	if (t->not_yet)
 		return 0; /* a part not readable yet may hold anything */
 	uint64_t *beacon = calloc(t->nsubs + 1, sizeof(*beacon));
-	for (unsigned i = 0; beacon && i < t->nsubs; i++)
+	for (unsigned i = 0; beacon && i < t->nsubs; i++) {
 		if ((beacon[i] = live_time(t->subs[i].dir)) && !same_streams(t, i))
 			beacon[i] = 0;
+		if (beacon[i]) {
+			beacon[i] += (uint64_t)t->subs[i].shift;
+			rd_offset_keep(t, t->subs[i].dir, strlen(f->top));
+		}
+	}
 	for (unsigned i = 0; i < t->nstreams; i++) {
 		const struct rd_stream *s = &t->streams[i];
 		if (s->map_len && stat(s->idxpath, &st) == 0)
 			continue;
 		uint64_t safe = stream_safe(s);
+		if (safe)
+			rd_offset_keep(t, s->sub->dir, strlen(f->top));
 		/* the beacon was written after the packets it covers: only
 		 * a stream that has not grown since the poll read it holds
 		 * them */
@@ -321,7 +350,7 @@ int strata_follow_poll(struct strata_follow *f, struct strata_trace **t, uint64_
 	}
 	*t = f->t;
 	check_late(f, f->t);
-	uint64_t h = complete ? UINT64_MAX : follow_horizon(f->t);
+	uint64_t h = complete ? UINT64_MAX : follow_horizon(f, f->t);
 	if (h > f->from) {
 		*to = h;
 		f->from = h;

@@ -63,9 +63,15 @@ int rd_trace_refresh(struct strata_trace *t, const char *top, bool merge);
 /* ---- the relay's clock offsets (offset.c) --------------------------------- */
 
 /* Each sub-trace's shift from its recording's clock-offset file
- * (docs/relay.md §7); a damaged file is reported and ignored. 0 or
+ * (docs/relay.md §7); a damaged file is reported and ignored. Called
+ * again as a followed trace grows: a recording's file is read again
+ * until the follower keeps its offset (rd_offset_keep); a relay's copy
+ * whose first offset is not there yet is counted in t->not_yet. 0 or
  * -ENOMEM. */
 int rd_load_offsets(struct strata_trace *t, size_t top);
+/* The offset of sub-trace dir's recording read no more: a follower is
+ * handing out its events on it. */
+void rd_offset_keep(struct strata_trace *t, const char *dir, size_t top);
 void rd_offsets_free(struct strata_trace *t);
 
 /* ---- packet headers and zero-filled stretches (packet.c) ---------------- */

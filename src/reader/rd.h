@@ -265,6 +265,7 @@ struct rd_offset {
 	struct strata_host_offset pub;
 	int64_t wall_ns;  /* the relay's CLOCK_REALTIME - CLOCK_MONOTONIC */
 	bool has_wall;
+	bool kept;        /* a follower uses its events: read no more (follow.c) */
 };
 
 struct strata_trace {
