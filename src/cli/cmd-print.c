@@ -432,9 +432,10 @@ static int print_finish(struct cli_trace *ct, struct cli_out *out, int rc)
 	return rc;
 }
 
-/* --follow: one window of the follower, [from, to), from its snapshot t
- * of the trace. The time base (*tm) is the first snapshot's that has
- * packets, so times since the start stay put as the trace grows. */
+/* --follow: one window of the follower, [from, to), from the trace t as
+ * the last poll found it. The time base (*tm) is that of the first poll
+ * that found packets, so times since the start stay put as the trace
+ * grows. */
 static int print_window(const struct print_opts *po, struct cli_trace *ct,
 			struct strata_trace *t, uint64_t from, uint64_t to,
 			struct cli_time *tm, bool *have_tm, struct cli_out *out,
@@ -522,8 +523,8 @@ static int print_follow(const struct print_opts *po)
 		fflush(stdout); /* each window seen as it is printed */
 		if (st == STRATA_FOLLOW_LIVE) {
 			/* 10 ms: a tenth of the target delay (docs/reader.md,
-			 * "Following a live trace"); each poll reads the
-			 * files' headers again */
+			 * "Following a live trace"); a poll reads only what
+			 * was written since the last one */
 			struct timespec ts = { 0, 10 * 1000000 };
 			nanosleep(&ts, NULL);
 		}

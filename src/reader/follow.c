@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Following a trace while it is written: snapshots of the files, and the
- * window of time that every stream has passed (docs/reader.md,
- * "Following a live trace"). */
+/* Following a trace while it is written: the trace kept open and brought
+ * up to date at each poll (follow_read.c), and the window of time that
+ * every stream has passed (docs/reader.md, "Following a live trace"). */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -14,13 +14,15 @@
 
 struct strata_follow {
 	char *path;
+	char *top;        /* path without its trailing slashes */
 	struct strata_open_options open;
 	strata_problem_fn user_fn;
 	void *user_arg;
 	struct strata_trace *t;
 	uint64_t from;    /* events before it were handed out */
 	bool done;
-	/* problems already reported: each snapshot finds them again */
+	/* problems already reported: a poll may find them again (another
+	 * recording appearing; the last pass, of what was not whole) */
 	uint64_t *seen;
 	size_t nseen, capseen;
 	/* per stream file, the end of its last whole packet at the last poll */
@@ -40,7 +42,7 @@ static uint64_t problem_key(const struct strata_problem *p)
 	return (h ^ p->offset) * 1099511628211ull;
 }
 
-/* The user's callback, once per problem over all snapshots (a linear
+/* The user's callback, once per problem over all polls (a linear
  * search: a trace's problems are few, and each is looked up once per
  * poll at most). */
 static void follow_problem(const struct strata_problem *p, void *arg)
@@ -70,7 +72,12 @@ int strata_follow_create(const char *path, const struct strata_follow_options *o
 	if (!path)
 		return -EINVAL;
 	struct strata_follow *f = calloc(1, sizeof(*f));
-	if (!f || !(f->path = strdup(path))) {
+	size_t tl = strlen(path);
+	while (tl > 1 && path[tl - 1] == '/')
+		tl--;
+	if (!f || !(f->path = strdup(path)) || !(f->top = strndup(path, tl))) {
+		if (f)
+			free(f->path);
 		free(f);
 		return -ENOMEM;
 	}
@@ -95,6 +102,7 @@ void strata_follow_destroy(struct strata_follow *f)
 		free(f->known[i].path);
 	free(f->known);
 	free(f->seen);
+	free(f->top);
 	free(f->path);
 	free(f);
 }
@@ -108,21 +116,38 @@ static bool file_exists(const char *dir, const char *name)
 	return r;
 }
 
-/* format.md §1, §7: no program connected to the guardian (.session), no
- * recorder or daemon writing it (.live), no relay session open on it
- * (.relay-session, relay.md §1), no consumer holding a sub-trace's
+/* A writer's marks on the recording whose root is the first n bytes of
+ * dir: a program connected to its guardian (.session), a recorder or
+ * daemon writing it (.live), a relay session open on it (.relay-session,
+ * relay.md §1). */
+static bool being_written(const char *dir, size_t n)
+{
+	static const char *const marks[] = { ".session", ".live", ".relay-session" };
+	char *root = strndup(dir, n);
+	bool r = !root; /* no memory: not known to be finished */
+	for (unsigned i = 0; root && !r && i < 3; i++)
+		r = file_exists(root, marks[i]);
+	free(root);
+	return r;
+}
+
+/* format.md §1, §7: no writer's mark on the trace followed nor on any
+ * recording in it (a relay's directory followed as one, with --merge,
+ * holds a recording per host), no consumer holding a sub-trace's
  * reserve, every stream's index published. */
 static bool trace_complete(const struct strata_follow *f, const struct strata_trace *t)
 {
 	struct stat st;
 	if (!t->nstreams)
 		return false; /* not begun: a consumer's first ring is to come */
-	if (file_exists(f->path, ".session") || file_exists(f->path, ".live") ||
-	    file_exists(f->path, ".relay-session"))
+	if (being_written(f->path, strlen(f->path)))
 		return false;
-	for (unsigned i = 0; i < t->nsubs; i++)
-		if (file_exists(t->subs[i].dir, ".reserve"))
+	for (unsigned i = 0; i < t->nsubs; i++) {
+		const char *d = t->subs[i].dir;
+		if (file_exists(d, ".reserve") ||
+		    being_written(d, rd_recording_root(d, strlen(f->top))))
 			return false;
+	}
 	for (unsigned i = 0; i < t->nstreams; i++)
 		if (t->streams[i].map_len && stat(t->streams[i].idxpath, &st) < 0)
 			return false;
@@ -148,12 +173,14 @@ static uint64_t live_time(const char *dir)
 }
 
 /* The end of stream s's last whole packet: it has written everything
- * before it (its next packet begins there). 0: no packet yet. */
+ * before it (its next packet begins there). 0: no packet yet. On the
+ * trace's time base: moved by its host's clock offset (offset.c), as the
+ * events read through the windows are. */
 static uint64_t stream_safe(const struct rd_stream *s)
 {
 	for (uint64_t k = s->npackets; k-- > 0;)
 		if (!(s->packets[k].flags & RD_PK_BAD))
-			return s->packets[k].ts_end;
+			return s->packets[k].ts_end + (uint64_t)s->sub->shift;
 	return 0;
 }
 
@@ -224,8 +251,9 @@ static void check_late(struct strata_follow *f, struct strata_trace *t)
 	}
 }
 
-/* Sub-trace `sub` has no stream file that the snapshot lacks (a CPU's
- * first ring, made since): its beacon may cover that one's events too. */
+/* Sub-trace `sub` has no stream file that the trace lacks (a CPU's first
+ * ring, made since the poll looked): its beacon may cover that one's
+ * events too. */
 static bool same_streams(const struct strata_trace *t, unsigned sub)
 {
 	unsigned have = 0, now = 0;
@@ -242,28 +270,39 @@ static bool same_streams(const struct strata_trace *t, unsigned sub)
 
 /*
  * The end of the window: the earliest point that some stream may still
- * write an event before. A stream whose index is published has ended; any
+ * write an event before. A host's clock offset (offset.c), which its
+ * relay refines as it measures (relay.md §7), is read at each poll until
+ * its recording holds a whole packet or a beacon: then kept, since the
+ * windows put its events on the time base it gives. A stream whose index is published has ended; any
  * other has written everything before its last whole packet's end (the
  * next one begins there), and everything before its sub-trace's live
  * timer beacon, which covers its quiet CPUs too.
  */
-static uint64_t follow_horizon(const struct strata_trace *t)
+static uint64_t follow_horizon(const struct strata_follow *f, struct strata_trace *t)
 {
 	struct stat st;
 	uint64_t h = UINT64_MAX;
 	if (t->not_yet)
 		return 0; /* a part not readable yet may hold anything */
 	uint64_t *beacon = calloc(t->nsubs + 1, sizeof(*beacon));
-	for (unsigned i = 0; beacon && i < t->nsubs; i++)
+	for (unsigned i = 0; beacon && i < t->nsubs; i++) {
 		if ((beacon[i] = live_time(t->subs[i].dir)) && !same_streams(t, i))
 			beacon[i] = 0;
+		if (beacon[i]) {
+			beacon[i] += (uint64_t)t->subs[i].shift;
+			rd_offset_keep(t, t->subs[i].dir, strlen(f->top));
+		}
+	}
 	for (unsigned i = 0; i < t->nstreams; i++) {
 		const struct rd_stream *s = &t->streams[i];
 		if (s->map_len && stat(s->idxpath, &st) == 0)
 			continue;
 		uint64_t safe = stream_safe(s);
+		if (safe)
+			rd_offset_keep(t, s->sub->dir, strlen(f->top));
 		/* the beacon was written after the packets it covers: only
-		 * a stream that has not grown since the snapshot holds them */
+		 * a stream that has not grown since the poll read it holds
+		 * them */
 		if (beacon && safe < beacon[s->subidx] &&
 		    stat(s->path, &st) == 0 && (uint64_t)st.st_size == s->map_len)
 			safe = beacon[s->subidx];
@@ -274,6 +313,21 @@ static uint64_t follow_horizon(const struct strata_trace *t)
 	return h == UINT64_MAX ? 0 : h; /* no stream yet: nothing is known */
 }
 
+/*
+ * The trace as it is now: opened at the first poll that finds one, then
+ * brought up to date in place, each poll reading only what is new
+ * (follow_read.c).
+ */
+static int follow_read(struct strata_follow *f)
+{
+	if (f->t)
+		return rd_trace_refresh(f->t, f->top, f->open.flags & STRATA_OPEN_MERGE);
+	int rc = strata_trace_open(f->path, &f->open, &f->t);
+	if (rc == -ENOENT || rc == -EINVAL)
+		return 1; /* not there, or nothing readable, yet */
+	return rc;
+}
+
 int strata_follow_poll(struct strata_follow *f, struct strata_trace **t, uint64_t *from,
 		       uint64_t *to)
 {
@@ -281,28 +335,22 @@ int strata_follow_poll(struct strata_follow *f, struct strata_trace **t, uint64_
 	*from = *to = f->from;
 	if (f->done)
 		return STRATA_FOLLOW_DONE;
-	strata_trace_close(f->t);
-	f->t = NULL;
-	int rc = strata_trace_open(f->path, &f->open, &f->t);
-	if (rc == -ENOENT || rc == -EINVAL)
-		return STRATA_FOLLOW_LIVE; /* not there, or nothing readable, yet */
-	if (rc < 0)
-		return rc;
+	int rc = follow_read(f);
+	if (rc)
+		return rc < 0 ? rc : STRATA_FOLLOW_LIVE;
 	bool complete = trace_complete(f, f->t);
 	if (complete) {
-		/* it completed while this snapshot was taken, perhaps after
-		 * some stream was read: one more, now of the finished files */
-		struct strata_open_options last = f->open;
-		last.flags &= ~STRATA_OPEN_FOLLOW; /* what is missing now is */
-		strata_trace_close(f->t);
-		f->t = NULL;
-		if ((rc = strata_trace_open(f->path, &last, &f->t)) < 0)
+		/* it completed while this poll read it, perhaps after some
+		 * stream was read: once more, now of the finished files,
+		 * reporting what is missing now */
+		f->t->follow = false;
+		if ((rc = follow_read(f)) < 0)
 			return rc;
 		f->done = true;
 	}
 	*t = f->t;
 	check_late(f, f->t);
-	uint64_t h = complete ? UINT64_MAX : follow_horizon(f->t);
+	uint64_t h = complete ? UINT64_MAX : follow_horizon(f, f->t);
 	if (h > f->from) {
 		*to = h;
 		f->from = h;

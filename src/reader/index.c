@@ -148,28 +148,33 @@ static bool follow_unfinished(const struct rd_stream *s, const struct rd_packet 
 	return !why && p->offset + p->content > s->size;
 }
 
+/* Packets indexed so far, with room for cap (index_scan). */
+struct rd_scan {
+	struct rd_packet *pk;
+	uint64_t n, cap;
+};
+
 /*
- * The index from the packet headers (format.md §7: packets have a fixed
- * size, so this reads one header per packet and no events). nslots 0:
- * the whole file, zero-filled slots left out (a sparse tail of any size
- * costs no memory); else exactly nslots slots, zero-filled ones kept as
- * skipped entries: the rebuild of a loaded index keeps every packet at its
- * index, which cursors hold. fd: the stream file, for its holes
- * (rd_skip_zeros), or -1.
+ * Index the slots of s from `off` (a packet boundary) to `limit`, onto
+ * sc (format.md §7: packets have a fixed size, so this reads one header
+ * per packet and no events). nslots 0: zero-filled slots are left out (a
+ * sparse tail of any size costs no memory); else they are kept as skipped
+ * entries (rd_build_index). A followed stream stops at its first packet
+ * not yet whole, or at a zero-filled tail (a hole the writer may still
+ * fill), and sets s->size there: the next scan resumes at it.
  */
-int rd_build_index(struct strata_trace *t, struct rd_stream *s, int fd, uint64_t nslots)
+static int index_scan(struct strata_trace *t, struct rd_stream *s, int fd, uint64_t off,
+		      uint64_t limit, uint64_t nslots, struct rd_scan *sc)
 {
 	const uint64_t psz = s->packet_size;
-	uint64_t limit = nslots ? nslots * psz : s->size;
-	if (limit > s->size)
-		limit = s->size;
-	uint64_t cap = nslots ? nslots : 64, n = 0;
-	struct rd_packet *pk = calloc(cap, sizeof(*pk));
-	if (!pk)
-		return -ENOMEM;
-	uint64_t last_end = 0, dropped = 0;
+	uint64_t last_end = 0, dropped = off;
 	struct rd_zrun z = { 0 };
-	for (uint64_t off = 0; off < limit;) {
+	for (uint64_t k = sc->n; k-- > 0;)
+		if (!(sc->pk[k].flags & RD_PK_BAD)) {
+			last_end = sc->pk[k].ts_end;
+			break;
+		}
+	while (off < limit) {
 		const char *why;
 		if (off - dropped >= (8u << 20)) {
 			/* header pages read so far (the kernel maps some around
@@ -183,30 +188,36 @@ int rd_build_index(struct strata_trace *t, struct rd_stream *s, int fd, uint64_t
 			if (!z.on)
 				z = (struct rd_zrun){ off, last_end, true, false };
 			uint64_t next = rd_skip_zeros(fd, off, psz, limit, &z.hole);
+			if (t->follow && !nslots && next >= limit) {
+				s->size = z.start; /* perhaps not written yet */
+				z.on = false;
+				break;
+			}
 			for (; nslots && off < next; off += psz)
-				pk[n++] = (struct rd_packet){ .offset = off, .ts_begin = last_end,
-							      .ts_end = last_end, .flags = RD_PK_BAD };
+				sc->pk[sc->n++] = (struct rd_packet){ .offset = off,
+								      .ts_begin = last_end,
+								      .ts_end = last_end,
+								      .flags = RD_PK_BAD };
 			off = next;
 			continue;
 		}
 		rd_zrun_end(t, s, &z, off);
-		if (n == cap) {
-			struct rd_packet *np = realloc(pk, 2 * cap * sizeof(*pk));
-			if (!np) {
-				free(pk);
+		if (sc->n == sc->cap) {
+			uint64_t cap = sc->cap ? 2 * sc->cap : 64;
+			struct rd_packet *np = realloc(sc->pk, cap * sizeof(*np));
+			if (!np)
 				return -ENOMEM;
-			}
-			pk = np;
-			cap *= 2;
+			sc->pk = np;
+			sc->cap = cap;
 		}
-		struct rd_packet *p = &pk[n++];
+		struct rd_packet *p = &sc->pk[sc->n++];
 		*p = (struct rd_packet){ .offset = off };
 		if (hl < RD_HEADER_SIZE)
 			why = "truncated packet header";
 		else
 			why = rd_check_header(s, off, psz, p);
 		if (t->follow && follow_unfinished(s, p, hl, why)) {
-			n--;
+			sc->n--;
 			s->size = off; /* read up to it, next time past it */
 			break;
 		}
@@ -237,20 +248,69 @@ int rd_build_index(struct strata_trace *t, struct rd_stream *s, int fd, uint64_t
 		last_end = p->ts_end;
 	}
 	rd_zrun_end(t, s, &z, limit);
-	s->packets = pk;
-	s->npackets = n;
 	return 0;
 }
 
-/* Totals of a stream from its index (events_discarded is cumulative). */
-void rd_stream_totals(struct rd_stream *s)
+/*
+ * The index from the packet headers. nslots 0: the whole file; else
+ * exactly nslots slots, zero-filled ones kept as skipped entries: the
+ * rebuild of a loaded index keeps every packet at its index, which
+ * cursors hold. fd: the stream file, for its holes (rd_skip_zeros), or -1.
+ */
+int rd_build_index(struct strata_trace *t, struct rd_stream *s, int fd, uint64_t nslots)
+{
+	uint64_t limit = nslots ? nslots * s->packet_size : s->size;
+	if (limit > s->size)
+		limit = s->size;
+	struct rd_scan sc = { calloc(nslots ? nslots : 64, sizeof(*sc.pk)), 0,
+			      nslots ? nslots : 64 };
+	if (!sc.pk)
+		return -ENOMEM;
+	int rc = index_scan(t, s, fd, 0, limit, nslots, &sc);
+	if (rc < 0) {
+		free(sc.pk);
+		return rc;
+	}
+	s->packets = sc.pk;
+	s->npackets = sc.n;
+	return 0;
+}
+
+int rd_extend_index(struct strata_trace *t, struct rd_stream *s, int fd, uint64_t size)
+{
+	const uint64_t psz = s->packet_size;
+	/* the slot after the last one scanned: s->size is where the last
+	 * scan stopped, or inside the last slot when its padding was not
+	 * all written */
+	uint64_t from = (s->size + psz - 1) / psz * psz;
+	struct rd_scan sc = { s->packets, s->npackets, s->npackets };
+	s->size = size;
+	int rc = index_scan(t, s, fd, from, size, 0, &sc);
+	s->packets = sc.pk; /* moved, perhaps, before running out */
+	s->npackets = sc.n;
+	return rc;
+}
+
+/* Totals of a stream from its index (events_discarded is cumulative):
+ * its packets from `from` on added to the totals of those before (a
+ * followed stream's new packets, follow_read.c), or all of them (0). */
+void rd_stream_totals(struct rd_stream *s, uint64_t from)
 {
 	const struct rd_packet *prev = NULL;
-	s->begin = UINT64_MAX;
-	s->end = 0;
-	s->discarded = 0;
-	s->packets_lost = 0;
-	for (uint64_t i = 0; i < s->npackets; i++) {
+	if (!from) {
+		s->begin = UINT64_MAX;
+		s->end = 0;
+		s->discarded = 0;
+		s->packets_lost = 0;
+	}
+	for (uint64_t k = from; k-- > 0;)
+		if (!(s->packets[k].flags & RD_PK_BAD)) {
+			prev = &s->packets[k];
+			break;
+		}
+	if (!prev)
+		s->begin = UINT64_MAX;
+	for (uint64_t i = from; i < s->npackets; i++) {
 		const struct rd_packet *p = &s->packets[i];
 		if (p->flags & RD_PK_BAD)
 			continue;
@@ -314,7 +374,7 @@ static int rebuild_index(struct strata_trace *t, struct rd_stream *s)
 		s->packets[i].flags |= old[i].flags & (RD_PK_SEQ_REPORTED | RD_PK_DISC_REPORTED |
 						       RD_PK_DAMAGE_REPORTED);
 	free(old);
-	rd_stream_totals(s);
+	rd_stream_totals(s, 0);
 	rd_trace_span(t);
 	return 0;
 }

@@ -53,6 +53,17 @@ static const char *parse(char *text, struct rd_offset *o)
 	return NULL;
 }
 
+/* A relay is receiving the recording at root (relay.md §1: its session's
+ * marker). */
+static bool relay_copy(const char *root)
+{
+	struct stat st;
+	char *p = rd_path_join(root, ".relay-session");
+	bool r = p && lstat(p, &st) == 0;
+	free(p);
+	return r;
+}
+
 /* The offset of the recording at root (its first n bytes of dir), read
  * once per recording. NULL when it has none, or a damaged one (reported). */
 static struct rd_offset *offset_of(struct strata_trace *t, const char *dir,
@@ -78,6 +89,16 @@ static struct rd_offset *offset_of(struct strata_trace *t, const char *dir,
 	struct stat st;
 	const char *kind, *why = NULL;
 	int fd = path ? rd_open_regular(path, &st, &kind) : -1;
+	if (fd < 0 && t->follow && relay_copy(o->root)) {
+		/* a relay's copy being received: its first offset is moments
+		 * away (relay.md §7, "When"), and a follower that handed out
+		 * its events unmoved could not move the later ones */
+		t->not_yet++;
+		free(o->root);
+		t->noffs--;
+		free(path);
+		return NULL;
+	}
 	if (fd < 0) {
 		free(path);
 		return NULL; /* none: not a relay's copy (o->pub.root NULL) */
@@ -97,19 +118,43 @@ static struct rd_offset *offset_of(struct strata_trace *t, const char *dir,
 	return o;
 }
 
+/* A follower's offsets that it has not kept: read again, as the relay
+ * refines them (relay.md §7, "The estimate"). */
+static void drop_unkept(struct strata_trace *t)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < t->noffs; i++) {
+		if (t->offs[i].kept)
+			t->offs[k++] = t->offs[i];
+		else
+			free(t->offs[i].root);
+	}
+	t->noffs = k;
+}
+
+void rd_offset_keep(struct strata_trace *t, const char *dir, size_t top)
+{
+	size_t n = rd_recording_root(dir, top);
+	for (unsigned i = 0; i < t->noffs; i++)
+		if (strlen(t->offs[i].root) == n && !strncmp(t->offs[i].root, dir, n))
+			t->offs[i].kept = true;
+}
+
 int rd_load_offsets(struct strata_trace *t, size_t top)
 {
 	int rc = 0;
 	const struct rd_offset *wall = NULL;
+
+	if (t->follow)
+		drop_unkept(t);
 
 	for (unsigned i = 0; i < t->nsubs && !rc; i++) {
 		struct rd_subtrace *sub = &t->subs[i];
 		struct rd_offset *o =
 			offset_of(t, sub->dir, rd_recording_root(sub->dir, top), &rc);
 		const char *d = sub->meta.clock_desc;
-		/* the offset is of CLOCK_MONOTONIC; a follower's windows are
-		 * on the files' own times (follow.c): not moved there */
-		if (!o || t->follow || sub->meta.freq != 1000000000u || !d ||
+		/* the offset is of CLOCK_MONOTONIC */
+		if (!o || sub->meta.freq != 1000000000u || !d ||
 		    strncmp(d, "CLOCK_MONOTONIC", 15))
 			continue;
 		sub->shift = -o->pub.offset_ns;

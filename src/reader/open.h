@@ -41,12 +41,37 @@ int rd_one_clock(struct strata_trace *t);
  * `top` bytes: its length in dir. */
 size_t rd_recording_root(const char *dir, size_t top);
 
+/* ---- putting a trace together (trace.c) ---------------------------------- */
+
+int rd_load_metadata(struct strata_trace *t, struct rd_subtrace *sub);
+int rd_trace_classes(struct strata_trace *t);
+/* The trace's clock: its first sub-trace's (rd_one_clock checked the
+ * others'); then rd_load_offsets may put the relay's wall clock on it. */
+void rd_trace_clock(struct strata_trace *t);
+/* Each stream's s->sub again (t->subs may have moved), and the size of
+ * all the stream files. */
+void rd_trace_sizes(struct strata_trace *t);
+
+/* ---- a followed trace brought up to date (follow_read.c) ------------------ */
+
+/* t (opened with STRATA_OPEN_FOLLOW from top, without its trailing
+ * slashes) as its files are now; with t->follow cleared, the last pass
+ * of a finished trace, which reports what is still missing. 0, -ENOMEM,
+ * -ENOTUNIQ (a second recording or boot appeared). */
+int rd_trace_refresh(struct strata_trace *t, const char *top, bool merge);
+
 /* ---- the relay's clock offsets (offset.c) --------------------------------- */
 
 /* Each sub-trace's shift from its recording's clock-offset file
- * (docs/relay.md §7); a damaged file is reported and ignored. 0 or
+ * (docs/relay.md §7); a damaged file is reported and ignored. Called
+ * again as a followed trace grows: a recording's file is read again
+ * until the follower keeps its offset (rd_offset_keep); a relay's copy
+ * whose first offset is not there yet is counted in t->not_yet. 0 or
  * -ENOMEM. */
 int rd_load_offsets(struct strata_trace *t, size_t top);
+/* The offset of sub-trace dir's recording read no more: a follower is
+ * handing out its events on it. */
+void rd_offset_keep(struct strata_trace *t, const char *dir, size_t top);
 void rd_offsets_free(struct strata_trace *t);
 
 /* ---- packet headers and zero-filled stretches (packet.c) ---------------- */
@@ -73,7 +98,11 @@ void rd_zrun_end(struct strata_trace *t, const struct rd_stream *s, struct rd_zr
 uint64_t rd_index_packets(const char *path);
 int rd_load_index(struct strata_trace *t, struct rd_stream *s, int sfd);
 int rd_build_index(struct strata_trace *t, struct rd_stream *s, int fd, uint64_t nslots);
-void rd_stream_totals(struct rd_stream *s);
+/* A followed stream's file grew to `size` (mapped already): its new whole
+ * packets appended to its index, from where the last scan stopped. 0 or
+ * -ENOMEM (the packets indexed until then kept). */
+int rd_extend_index(struct strata_trace *t, struct rd_stream *s, int fd, uint64_t size);
+void rd_stream_totals(struct rd_stream *s, uint64_t from);
 void rd_trace_span(struct strata_trace *t);
 
 /* ---- streams (stream.c) and class lookups (classes.c) ------------------- */

@@ -212,6 +212,8 @@ _Static_assert(sizeof(struct rd_fast) == 64, "one cache line per class");
 struct rd_subtrace {
 	char *dir;
 	struct rd_meta meta;
+	uint64_t meta_len; /* bytes of metadata parsed: a follower parses it
+			    * again when it grows (follow_read.c) */
 	/* id lookup: by_major[major] -> array of minor -> class */
 	struct rd_class **by_major[64];
 	uint32_t nminor[64];
@@ -263,6 +265,7 @@ struct rd_offset {
 	struct strata_host_offset pub;
 	int64_t wall_ns;  /* the relay's CLOCK_REALTIME - CLOCK_MONOTONIC */
 	bool has_wall;
+	bool kept;        /* a follower uses its events: read no more (follow.c) */
 };
 
 struct strata_trace {

@@ -80,7 +80,7 @@ static int open_stream(struct strata_trace *t, struct rd_stream *s)
 		 * keep resident memory independent of the trace size */
 		madvise((void *)s->map, s->size, MADV_DONTNEED);
 	}
-	rd_stream_totals(s);
+	rd_stream_totals(s, 0);
 out:
 	close(fd);
 	return rc;
@@ -148,6 +148,20 @@ static void missing_stream(struct strata_trace *t, const char *dir, const char *
 	free(idx);
 }
 
+/* Whether sub-trace subidx has stream `name` already (a followed trace's
+ * sub-trace read again for its new streams, follow_read.c). */
+static bool have_stream(const struct strata_trace *t, unsigned subidx, const char *name)
+{
+	size_t dl = strlen(t->subs[subidx].dir);
+	for (unsigned i = 0; i < t->nstreams; i++) {
+		const char *p = t->streams[i].path;
+		if (t->streams[i].subidx == subidx && !strncmp(p, t->subs[subidx].dir, dl) &&
+		    p[dl] == '/' && !strcmp(p + dl + 1, name))
+			return true;
+	}
+	return false;
+}
+
 int rd_add_streams(struct strata_trace *t, unsigned subidx)
 {
 	const char *dir = t->subs[subidx].dir;
@@ -179,7 +193,8 @@ int rd_add_streams(struct strata_trace *t, unsigned subidx)
 	if (names.n)
 		qsort(names.v, names.n, sizeof(char *), rd_natcmp_p);
 	for (size_t i = 0; !rc && i < names.n; i++) {
-		if (i && !strcmp(names.v[i], names.v[i - 1]))
+		if ((i && !strcmp(names.v[i], names.v[i - 1])) ||
+		    have_stream(t, subidx, names.v[i]))
 			continue;
 		char *p = rd_path_join(dir, names.v[i]);
 		struct stat st;

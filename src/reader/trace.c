@@ -28,7 +28,10 @@ void rd_report(struct strata_trace *t, int kind, const char *file,
 	t->problem(&p, t->problem_arg);
 }
 
-static int load_metadata(struct strata_trace *t, struct rd_subtrace *sub)
+/* sub's metadata parsed into sub->meta, its length into sub->meta_len. A
+ * followed trace's metadata that does not parse may be half written: not
+ * reported (its writer appends to it), -EAGAIN. */
+int rd_load_metadata(struct strata_trace *t, struct rd_subtrace *sub)
 {
 	char *path = rd_path_join(sub->dir, "metadata");
 	if (!path)
@@ -60,7 +63,11 @@ static int load_metadata(struct strata_trace *t, struct rd_subtrace *sub)
 		got = 0;
 	char err[256];
 	rc = rd_meta_parse(text, got, &sub->meta, err, sizeof(err));
-	if (rc == -EINVAL) {
+	if (rc == 0)
+		sub->meta_len = (uint64_t)got;
+	if (rc == -EINVAL && t->follow) {
+		rc = -EAGAIN;
+	} else if (rc == -EINVAL) {
 		long line = strtol(err + 5, NULL, 10);
 		rd_report(t, STRATA_PROBLEM_METADATA, path, line, 0, 0,
 			  "%s; sub-trace skipped", err);
@@ -85,10 +92,11 @@ static int load_subtraces(struct strata_trace *t, struct rd_found *f)
 		struct rd_subtrace *sub = &t->subs[t->nsubs];
 		sub->dir = f->subs.v[i];
 		f->subs.v[i] = NULL;
-		rc = load_metadata(t, sub);
+		rc = rd_load_metadata(t, sub);
 		if (rc == -ENOMEM)
 			return rc;
 		if (rc < 0) {
+			t->not_yet += rc == -EAGAIN;
 			free(sub->dir);
 			sub->dir = NULL;
 			continue;
@@ -101,9 +109,12 @@ static int load_subtraces(struct strata_trace *t, struct rd_found *f)
 }
 
 /* The trace's class table, all its sub-traces' classes (pub.index), and
- * the most fields of a class, of one the batch path takes. */
-static int trace_classes(struct strata_trace *t)
+ * the most fields of a class, of one the batch path takes; made again
+ * when a followed trace learns classes (follow_read.c). */
+int rd_trace_classes(struct strata_trace *t)
 {
+	free(t->classes);
+	t->nclasses = t->max_nf = t->fast_nf = 0;
 	for (unsigned i = 0; i < t->nsubs; i++)
 		t->nclasses += t->subs[i].meta.nclasses;
 	t->classes = calloc(t->nclasses ? t->nclasses : 1, sizeof(*t->classes));
@@ -122,6 +133,25 @@ static int trace_classes(struct strata_trace *t)
 		}
 	t->fast_nf = t->fast_nf < 2 ? 2 : (t->fast_nf + 1) & ~1u;
 	return 0;
+}
+
+void rd_trace_clock(struct strata_trace *t)
+{
+	t->freq = t->subs[0].meta.freq;
+	t->offset_s = t->subs[0].meta.offset_s;
+	t->offset = t->subs[0].meta.offset;
+	t->clock_name = t->subs[0].meta.clock_name ? t->subs[0].meta.clock_name : "";
+	t->clock_desc = t->subs[0].meta.clock_desc ? t->subs[0].meta.clock_desc : "";
+}
+
+void rd_trace_sizes(struct strata_trace *t)
+{
+	t->total_size = 0;
+	for (unsigned i = 0; i < t->nstreams; i++) {
+		struct rd_stream *s = &t->streams[i];
+		s->sub = &t->subs[s->subidx];
+		t->total_size += s->size;
+	}
 }
 
 int strata_trace_open(const char *path, const struct strata_open_options *opt,
@@ -187,18 +217,10 @@ int strata_trace_open(const char *path, const struct strata_open_options *opt,
 			goto fail;
 	}
 	/* class table, clock, time span */
-	if ((rc = trace_classes(t)) < 0)
+	if ((rc = rd_trace_classes(t)) < 0)
 		goto fail;
-	t->freq = t->subs[0].meta.freq;
-	t->offset_s = t->subs[0].meta.offset_s;
-	t->offset = t->subs[0].meta.offset;
-	t->clock_name = t->subs[0].meta.clock_name ? t->subs[0].meta.clock_name : "";
-	t->clock_desc = t->subs[0].meta.clock_desc ? t->subs[0].meta.clock_desc : "";
-	for (unsigned i = 0; i < t->nstreams; i++) {
-		struct rd_stream *s = &t->streams[i];
-		s->sub = &t->subs[s->subidx];
-		t->total_size += s->size;
-	}
+	rd_trace_clock(t);
+	rd_trace_sizes(t);
 	if ((rc = rd_load_offsets(t, tl)) < 0)
 		goto fail;
 	rd_trace_span(t);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the follower (docs/reader.md, "Following a live trace"):
- * a stream file growing packet by packet, a torn tail, the end, late events. */
+ * a stream file growing packet by packet, a torn tail, the end, late
+ * events, streams and event classes that appear while it follows, and
+ * hosts moved by a relay's clock offsets. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -326,6 +329,308 @@ static void test_follow_beacon(void **state)
 	synth_rmdir(dir);
 }
 
+/* Nothing reported, nothing late. */
+static void assert_quiet(const struct seen *seen)
+{
+	if (seen->n)
+		fail_msg("reported: %s", seen->what);
+	assert_int_equal(seen->late, 0);
+}
+
+/* One delivered event: its time, stream's CPU, and class name's tail. */
+struct got {
+	uint64_t ts;
+	uint32_t cpu;
+	char kind; /* 'f' mem:free, 'm' mem:mark, '?' else */
+};
+
+/* The window's events onto g[*n..], in order (read_window, with the CPU
+ * and class of each). */
+static void read_events(struct strata_trace *t, uint64_t from, uint64_t to, struct got *g,
+			unsigned *n, unsigned max)
+{
+	struct strata_filter *f;
+	struct strata_iter *it;
+	const struct strata_event *ev;
+	struct strata_iter_options io = { .stream = -1 };
+	if (!t || from == to)
+		return;
+	assert_int_equal(strata_filter_create(t, &f), 0);
+	assert_int_equal(strata_filter_time(f, from, to - 1), 0);
+	io.filter = f;
+	assert_int_equal(strata_iter_create(t, &io, &it), 0);
+	while (strata_iter_next(it, &ev) > 0) {
+		assert_true(*n < max);
+		const char *nm = ev->cls ? ev->cls->name : "";
+		g[(*n)++] = (struct got){ ev->timestamp, ev->cpu,
+					  !strcmp(nm, "mem:free") ? 'f' :
+					  !strcmp(nm, "mem:mark") ? 'm' : '?' };
+	}
+	strata_iter_destroy(it);
+	strata_filter_destroy(f);
+}
+
+/* synth_metadata cut before its last class (mem:mark), or that class
+ * alone: a writer registering it while it records appends it. */
+static size_t meta_before_mark(void)
+{
+	const char *m = strstr(synth_metadata, "event { name = \"mem:mark\"");
+	assert_non_null(m);
+	return (size_t)(m - synth_metadata);
+}
+
+/*
+ * A trace that grows a stream and an event class while it is followed:
+ * cpu0 logs mem:free events, then mem:mark events of a class its writer
+ * appends to the metadata (half of the append first: it does not parse,
+ * and holds the window); cpu1 appears with mem:mark events. Every event
+ * comes once, decoded as its class, in time order, and per CPU exactly
+ * the producer's sequence; nothing is reported or late.
+ */
+static void test_follow_new_stream_and_class(void **state)
+{
+	(void)state;
+	enum { N0 = 3000, NF = 1500, N1 = 1500 };
+	char ref[] = "/tmp/strata-follow-nrefXXXXXX", live[] = "/tmp/strata-follow-nliveXXXXXX";
+	char p0[512], p1[512], pm[512];
+	assert_non_null(mkdtemp(ref));
+	assert_non_null(mkdtemp(live));
+	struct synth_ev *e0 = calloc(N0, sizeof(*e0)), *e1 = calloc(N1, sizeof(*e1));
+	marks(e0, N0, 1000, 10);
+	for (unsigned i = 0; i < NF; i++)
+		e0[i].kind = SYNTH_FREE;
+	/* cpu1 begins after cpu0's first two packets (the first window),
+	 * between cpu0's events */
+	marks(e1, N1, 1000 + 10 * 1400 + 5, 10);
+	synth_write(ref, 0, 100, 100, e0, N0, PSIZE);
+	synth_write(ref, 1, 100, 101, e1, N1, PSIZE);
+	size_t l0, l1;
+	snprintf(p0, sizeof(p0), "%s/cpu0", ref);
+	uint8_t *s0 = slurp(p0, &l0);
+	snprintf(p1, sizeof(p1), "%s/cpu1", ref);
+	uint8_t *s1 = slurp(p1, &l1);
+	assert_true(l0 >= 4 * PSIZE && l1 >= 2 * PSIZE);
+	assert_int_equal(rd_le64(s0 + PSIZE + 40) < e1[0].ts, 1); /* as planned */
+
+	/* mem:free alone: two whole packets of cpu0, and the metadata
+	 * without mem:mark */
+	size_t cut = meta_before_mark(), mlen = strlen(synth_metadata);
+	snprintf(pm, sizeof(pm), "%s/metadata", live);
+	put_file(pm, synth_metadata, cut);
+	touch(live, ".reserve");
+	snprintf(p0, sizeof(p0), "%s/cpu0", live);
+	snprintf(p1, sizeof(p1), "%s/cpu1", live);
+	put_file(p0, s0, 2 * PSIZE);
+
+	struct seen seen = { 0 };
+	struct strata_follow *fl = follower(live, &seen);
+	struct strata_trace *t;
+	uint64_t from, to;
+	unsigned n = 0, max = N0 + N1 + 16;
+	struct got *g = calloc(max, sizeof(*g));
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(to, rd_le64(s0 + PSIZE + 40));
+	read_events(t, from, to, g, &n, max);
+	assert_int_equal(n, 2 * 678 - 1); /* all but the one at `to` */
+
+	/* half of mem:mark's declaration appended, and packets using it:
+	 * the window waits for the class */
+	put_file(pm, synth_metadata, cut + (mlen - cut) / 2);
+	put_file(p0, s0, 4 * PSIZE);
+	put_file(p1, s1, PSIZE + 100); /* its second packet torn */
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(from, to);
+	read_events(t, from, to, g, &n, max);
+	if (seen.n)
+		fail_msg("a half-written metadata reported: %s", seen.what);
+
+	/* the whole declaration: the events of cpu0's four packets and of
+	 * cpu1's first */
+	put_file(pm, synth_metadata, mlen);
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_true(to > from);
+	read_events(t, from, to, g, &n, max);
+
+	/* the end: all written, the reserve gone, the indexes published */
+	put_file(p0, s0, l0);
+	put_file(p1, s1, l1);
+	put_index(live, 0, s0, l0);
+	put_index(live, 1, s1, l1);
+	snprintf(pm, sizeof(pm), "%s/.reserve", live);
+	unlink(pm);
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_DONE);
+	read_events(t, from, to, g, &n, max);
+
+	if (n != N0 + N1)
+		fail_msg("%u events delivered; the producer logged %u", n, N0 + N1);
+	unsigned k0 = 0, k1 = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (i)
+			assert_true(g[i].ts >= g[i - 1].ts);
+		const struct synth_ev *e = g[i].cpu ? &e1[k1++] : &e0[k0++];
+		assert_true(g[i].cpu <= 1);
+		assert_int_equal(g[i].ts, e->ts);
+		assert_int_equal(g[i].kind, e->kind == SYNTH_FREE ? 'f' : 'm');
+	}
+	assert_int_equal(k0, N0);
+	assert_int_equal(k1, N1);
+	assert_quiet(&seen);
+	strata_follow_destroy(fl);
+	free(g);
+	free(s0);
+	free(s1);
+	free(e0);
+	free(e1);
+	synth_rmdir(ref);
+	synth_rmdir(live);
+}
+
+/* A relay's copy of host `h` (docs/relay.md §7) under relay/: its
+ * recording root relay/h/rec, with its sub-trace ust/pid-100 written
+ * from `evs` on the clock of that host, and the relay's session marker. */
+static void relay_host(const char *relay, const char *h, const struct synth_ev *evs,
+		       unsigned n, char *root, size_t rlen)
+{
+	char sub[640], path[800];
+	snprintf(root, rlen, "%s/%s", relay, h);
+	mkdir(root, 0700);
+	snprintf(root, rlen, "%s/%s/rec", relay, h);
+	mkdir(root, 0700);
+	snprintf(sub, sizeof(sub), "%s/ust", root);
+	mkdir(sub, 0700);
+	snprintf(sub, sizeof(sub), "%s/ust/pid-100", root);
+	mkdir(sub, 0700);
+	synth_write(sub, 0, 100, 100, evs, n, PSIZE);
+	/* a CLOCK_MONOTONIC trace: the clock the offsets are of */
+	snprintf(path, sizeof(path), "%s/metadata", sub);
+	size_t ml;
+	uint8_t *m = slurp(path, &ml);
+	const char *at = strstr((char *)m, "clock { name = \"strata\"; ");
+	assert_non_null(at);
+	size_t k = (size_t)(at - (char *)m) + 25;
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	fwrite(m, 1, k, f);
+	fputs("description = \"CLOCK_MONOTONIC\"; ", f);
+	fwrite(m + k, 1, ml - k, f);
+	fclose(f);
+	free(m);
+	touch(root, ".relay-session");
+	touch(sub, ".reserve");
+}
+
+static void put_offset(const char *root, int64_t off)
+{
+	char path[800], text[256];
+	snprintf(path, sizeof(path), "%s/clock-offset", root);
+	int n = snprintf(text, sizeof(text),
+			 "clock CLOCK_MONOTONIC\noffset_ns %lld\nuncertainty_ns 8000\n"
+			 "samples 20\nsender h\n", (long long)off);
+	put_file(path, text, (size_t)n);
+}
+
+/*
+ * Two hosts of a relay's copy, followed as one (STRATA_OPEN_MERGE), each
+ * moved by its clock offset (docs/relay.md §7): host a's clock 1 ms
+ * ahead of the relay's, host b's 5 µs behind, their events interleaved
+ * on the relay's clock. A host whose offset is not written yet holds the
+ * window; one whose offset the relay refines before its first packet is
+ * moved by the refined one. Every event comes once, on the relay's time,
+ * in its order: the ground truth, both hosts' events merged.
+ */
+static void test_follow_offsets(void **state)
+{
+	(void)state;
+	enum { N = 2500 };
+	const int64_t off_a = 1000000, off_b = -5000;
+	char dir[] = "/tmp/strata-follow-relayXXXXXX", ra[600], rb[600], path[800];
+	assert_non_null(mkdtemp(dir));
+	struct synth_ev *a = calloc(N, sizeof(*a)), *b = calloc(N, sizeof(*b));
+	uint64_t *truth = calloc(2 * N, sizeof(*truth));
+	/* relay times: a at 10000 + 20i, b at 10010 + 20i */
+	for (unsigned i = 0; i < N; i++) {
+		truth[2 * i] = 10000 + 20 * (uint64_t)i;
+		truth[2 * i + 1] = 10010 + 20 * (uint64_t)i;
+		a[i] = (struct synth_ev){ truth[2 * i] + off_a, SYNTH_MARK, 0 };
+		b[i] = (struct synth_ev){ truth[2 * i + 1] + off_b, SYNTH_MARK, 0 };
+	}
+	relay_host(dir, "a", a, N, ra, sizeof(ra));
+	relay_host(dir, "b", b, N, rb, sizeof(rb));
+	/* b: one whole packet, its offset not measured yet; a: no packet
+	 * yet, a first rough offset (the relay refines it as it measures) */
+	size_t la, lb;
+	char pa[800];
+	snprintf(pa, sizeof(pa), "%s/ust/pid-100/cpu0", ra);
+	uint8_t *sa = slurp(pa, &la);
+	put_file(pa, sa, 0);
+	snprintf(path, sizeof(path), "%s/ust/pid-100/cpu0", rb);
+	uint8_t *sb = slurp(path, &lb);
+	put_file(path, sb, PSIZE);
+	assert_true(la >= 2 * PSIZE && lb >= 2 * PSIZE);
+	put_offset(ra, off_a + 777);
+
+	struct seen seen = { 0 };
+	struct strata_open_options oo = { .flags = STRATA_OPEN_MERGE, .problem = on_problem,
+					  .problem_arg = &seen };
+	struct strata_follow_options fo = { .open = &oo };
+	struct strata_follow *fl;
+	assert_int_equal(strata_follow_create(dir, &fo, &fl), 0);
+	struct strata_trace *t;
+	uint64_t from, to;
+	unsigned n = 0;
+	struct got *g = calloc(2 * N + 16, sizeof(*g));
+	/* nothing is handed out: a has no packet, b no offset */
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_non_null(t);
+	assert_int_equal(from, to);
+	/* b's offset alone still holds the window: a has no packet yet */
+	put_offset(rb, off_b);
+	put_file(pa, sa, PSIZE - 100);
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(from, to);
+
+	/* a's offset refined, then its packet: the window ends at the
+	 * earlier of the two packets' ends on the relay's clock (a's; b's
+	 * ends 10 ns later), a moved by its refined offset */
+	put_offset(ra, off_a);
+	put_file(pa, sa, PSIZE);
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	assert_int_equal(to, rd_le64(sa + 40) - off_a);
+	read_events(t, from, to, g, &n, 2 * N + 16);
+	assert_true(n > 1000);
+
+	/* the end: the relay's sessions over, the indexes published */
+	put_file(path, sb, lb);
+	snprintf(path, sizeof(path), "%s/ust/pid-100", rb);
+	put_index(path, 0, sb, lb);
+	put_file(pa, sa, la);
+	snprintf(path, sizeof(path), "%s/ust/pid-100", ra);
+	put_index(path, 0, sa, la);
+	const char *roots[2] = { ra, rb };
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/.relay-session", roots[i]);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/ust/pid-100/.reserve", roots[i]);
+		unlink(path);
+	}
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_DONE);
+	read_events(t, from, to, g, &n, 2 * N + 16);
+	assert_int_equal(n, 2 * N);
+	for (unsigned i = 0; i < 2 * N; i++)
+		if (g[i].ts != truth[i])
+			fail_msg("event %u at %" PRIu64 ", not %" PRIu64 " (relay's time)", i,
+				 g[i].ts, truth[i]);
+	assert_quiet(&seen);
+	strata_follow_destroy(fl);
+	free(g);
+	free(truth);
+	free(sa);
+	free(sb);
+	free(a);
+	free(b);
+	synth_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +638,8 @@ int main(void)
 		cmocka_unit_test(test_follow_late),
 		cmocka_unit_test(test_follow_no_metadata_yet),
 		cmocka_unit_test(test_follow_beacon),
+		cmocka_unit_test(test_follow_new_stream_and_class),
+		cmocka_unit_test(test_follow_offsets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@ and --relay to one relay (docs/relay.md §7). The offsets the relay
 records must be the configured ones within 50 us, and the merged relay
 directory must show no message received before it was sent."""
 import calendar
+import glob
 import json
 import os
 import re
@@ -98,10 +99,24 @@ try:
     a = host(nsa, "hosta", "serve 7025 %d" % N)
     b = host(nsb, "hostb", "client %s 7025 %d" % (addr_a, N))
     procs += [a, b]
+    # followed while it is received, as one (docs/reader.md, "Following a
+    # live trace"): once both hosts' copies are there, so that neither
+    # appears behind a window handed out (that would be late)
+    for _ in range(400):
+        if all(glob.glob(os.path.join(out, h, h, "ust", "*", "metadata")) for h in HOSTS):
+            break
+        time.sleep(0.01)
+    fol = subprocess.Popen([strata, "print", "--follow", "--merge", "--format", "json", out],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs.append(fol)
     for p, name in ((a, "hosta"), (b, "hostb")):
         o, e = p.communicate(timeout=120)
         if p.returncode:
             fail("%s: record exited %d: %s" % (name, p.returncode, e))
+    try:
+        followed, ferr = fol.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        fail("print --follow --merge did not end when the relay's copies were complete")
 
     # what the relay recorded (docs/relay.md §7)
     errs = []
@@ -140,6 +155,35 @@ try:
         fail("%d of %d messages received before they were sent on the merged time base "
              "(message %d: sent at %d, received at %d)"
              % (len(early), 2 * N, m, sent[m], got[m]))
+    # the follow moved each host by its offset as the relay had measured
+    # it when the host's first packet came (docs/reader.md, "Several
+    # hosts"): every event once, in time order, no receive before its
+    # send, each within the tolerance of its time in the merge of the
+    # finished copies (whose offsets are the relay's last)
+    if fol.returncode:
+        fail("print --follow --merge exited %d: %s" % (fol.returncode, ferr.strip()))
+    merged = {(e["pid"], e["event"], json.dumps(e["fields"])): e["ts"]
+              for e in map(json.loads, r.stdout.splitlines())}
+    fts, fsent, fgot = [], {}, {}
+    for l in followed.splitlines():
+        e = json.loads(l)
+        k = (e["pid"], e["event"], json.dumps(e["fields"]))
+        if k not in merged:
+            fail("print --follow --merge shows an event print --merge does not: " + l)
+        mts = merged.pop(k)
+        if abs(e["ts"] - mts) > TOL_NS:
+            fail("print --follow --merge: %s at %d, %d ns from its time in the merge"
+                 % (e["event"], e["ts"], e["ts"] - mts))
+        fts.append(e["ts"])
+        if e["event"] in ("pp:send", "pp:recv"):
+            (fsent if e["event"] == "pp:send" else fgot)[e["fields"]["msg"]] = e["ts"]
+    if merged or fts != sorted(fts):
+        fail("print --follow --merge: %d events missing, %s" % (
+            len(merged), "in time order" if fts == sorted(fts) else "out of time order"))
+    early = [m for m in fgot if fgot[m] < fsent[m]]
+    if early:
+        fail("print --follow --merge: %d messages received before they were sent "
+             "(message %d)" % (len(early), early[0]))
     info = subprocess.run([strata, "info", "--merge", out], capture_output=True,
                           text=True).stdout
     for name in HOSTS:
