@@ -93,9 +93,11 @@ struct cons {
 	pthread_t thread;
 	int running;
 	/* NULL: in-process. Else another process's rings (untrusted): each
-	 * packet is copied to pktbuf before it is read. */
+	 * packet is checked (cons_packet_ours()) and, with `copy`, copied to
+	 * pktbuf before it is read (cons_config.own_program). */
 	struct cons_source src;
 	int external;
+	int copy;
 	/* A snapshot (consumer/snapshot.c): packets come only through
 	 * cons_write_copy(); nothing is drained or finished from the rings. */
 	int snapshot;

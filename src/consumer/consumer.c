@@ -397,6 +397,7 @@ int cons_create(const struct cons_config *cfg, struct cons **out)
 
 	if (cfg->src) {
 		c->external = 1;
+		c->copy = !cfg->own_program;
 		c->src = *cfg->src;
 	}
 	c->snapshot = cfg->snapshot;

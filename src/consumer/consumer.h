@@ -96,6 +96,12 @@ struct cons_config {
 	int *fd_reserve;
 	/* Also tell this sink of every file written; NULL: none. */
 	const struct cons_sink *sink;
+	/* src's rings are written only by the consumer's own program, run
+	 * by the same user (strata record, the guardian): their packets are
+	 * written from the shared mapping, as an in-process consumer writes
+	 * its own, not from a private copy (docs/record.md, "Copies"). A
+	 * daemon that serves any program leaves it 0. */
+	int own_program;
 };
 
 /*

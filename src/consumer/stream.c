@@ -522,10 +522,13 @@ void cons_write_packet(struct cons *c, struct cons_stream *s, uint64_t begin,
 {
 	unsigned char *pkt;
 
-	if (c->external)
+	if (c->copy) {
 		pkt = cons_copy_packet(c, s, begin);
-	else
+	} else {
 		pkt = ring_packet_addr(s->ring, begin);
+		if (c->external && !cons_packet_ours(c, s->ring, pkt, begin))
+			pkt = NULL;
+	}
 	/* Overwrite mode writes at the end what the ring kept (the walk
 	 * checks it); the rest, a ring written with rseq: counted by its
 	 * closer (ring.md §7). */

@@ -363,4 +363,7 @@ void dmn_client_config(struct dmn *d, struct client *c, const char *dir,
 	cc->mode = (int)c->mode;
 	memcpy(cc->uuid, c->uuid, 16);
 	cc->src = src;
+	/* strata record and the guardian serve the command they run (its
+	 * tree, its user); a long-lived daemon, any program that joins */
+	cc->own_program = !d->daemon;
 }
