@@ -95,7 +95,11 @@ if MODE != "perf":
     if abs(prof["cpu_ns"] - cpu_ns) > 0.05 * cpu_ns:
         fail("sample:thread totals hold %d ns of CPU time, the program %d" % (
             prof["cpu_ns"], cpu_ns))
-    if prof.get("sampler") != "timer" or prof["unavailable"] > 0.02 * want:
+    # unavailable: each thread's periods after its last signal (a period
+    # or two alone; 9-148 of 10,500 under 3 CPU hogs, where a thread may
+    # run between ticks for 200 ms: docs/profile.md, "Totals"); a worker
+    # that blocked the signal would make it half
+    if prof.get("sampler") != "timer" or prof["unavailable"] > 0.05 * want:
         fail("sampler %s, %d unavailable" % (prof.get("sampler"), prof["unavailable"]))
 # 2. the shares: f, g, h on the stack (total), within 4 standard deviations
 # (module docstring): 6e-5 a check by chance; a lost frame or a misplaced
