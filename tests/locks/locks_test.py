@@ -397,7 +397,12 @@ def kernel():
         fail("kernel: futex time %r against %d ns of waits" % (hot.get("futex_ns"), hot["wait_ns"]))
     mh = hot.get("max_hold")
     if not mh or mh["tid"] not in hot["tids"] or mh["blocked"]:
-        fail("kernel: longest hold %r (holders %s): a spinning holder never blocks" % (mh, hot["tids"]))
+        # what the holder left its CPU for: the longest holds' switches,
+        # their states and who ran instead (issue 22: seen once in CI)
+        sw = subprocess.run([STRATA, "switches", "--begin", "lock:wait_end", "--end",
+                             "lock:release", "--top", "3", trace], capture_output=True, text=True)
+        fail("kernel: longest hold %r (holders %s): a spinning holder never blocks; "
+             "the longest holds:\n%s%s" % (mh, hot["tids"], sw.stdout, sw.stderr))
     text = run([STRATA, "locks", trace])
     if "in futex" not in text or "longest hold" not in text:
         fail("kernel: the text report lacks the futex column or the longest hold:\n" + text)
