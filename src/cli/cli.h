@@ -138,6 +138,10 @@ int cli_find_lib(const char *what, const char *env_name, const char *name,
 /* Put `lib` first in LD_PRELOAD, before the user's (in the command's
  * child, before its exec). */
 void cli_preload(const char *lib);
+/* In the command's process, before its exec: the lock tracer `locks`
+ * and the timer sampler's `sample_lib` (either may be "") first in
+ * LD_PRELOAD, and STRATA_SAMPLE=hz with the latter (record, run). */
+void cli_preload_tracers(const char *locks, const char *sample_lib, unsigned hz);
 /* --sample[=HZ]: HZ into *hz (1000 without one). 0, or -1 after one
  * error line (not a number, out of 1..100000, no kernel support). */
 int cli_sample_opt(const char *arg, unsigned *hz);

@@ -516,16 +516,9 @@ static pid_t record_spawn(const struct record_opts *ro, int gate[2])
 	}
 	if (child == 0) {
 		cli_gate_wait(gate);
-		if (ro->locks[0])
-			cli_preload(ro->locks);
 		if (ro->functions) /* src/func/probes.c */
 			setenv("STRATA_FUNCTIONS", "1", 1);
-		if (ro->sample_lib[0]) { /* the timer sampler: src/lib/sampler.c */
-			char hz[16];
-			cli_preload(ro->sample_lib);
-			snprintf(hz, sizeof(hz), "%u", ro->sample_hz);
-			setenv("STRATA_SAMPLE", hz, 1);
-		}
+		cli_preload_tracers(ro->locks, ro->sample_lib, ro->sample_hz);
 		cli_exec(ro->cmd);
 	}
 	return child;

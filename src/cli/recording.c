@@ -371,6 +371,18 @@ void cli_preload(const char *lib)
 	setenv("LD_PRELOAD", pre, 1);
 }
 
+void cli_preload_tracers(const char *locks, const char *sample_lib, unsigned hz)
+{
+	if (locks[0])
+		cli_preload(locks);
+	if (sample_lib[0]) { /* the timer sampler: src/lib/sampler.c */
+		char v[16];
+		cli_preload(sample_lib);
+		snprintf(v, sizeof(v), "%u", hz);
+		setenv("STRATA_SAMPLE", v, 1);
+	}
+}
+
 int cli_command_runnable(const char *cmd)
 {
 	const char *path = getenv("PATH");

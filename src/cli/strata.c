@@ -23,6 +23,8 @@ int cmd_profile(int argc, char **argv); /* docs/profile.md */
 extern const char cmd_profile_usage[];
 int cmd_relay(int argc, char **argv); /* docs/relay.md */
 extern const char cmd_relay_usage[];
+int cmd_run(int argc, char **argv); /* docs/locks.md, docs/profile.md */
+extern const char cmd_run_usage[];
 
 static const char cmd_help_usage[] =
 	"usage: strata help [COMMAND]\n\nShow the list of commands, or one command's help.\n";
@@ -37,6 +39,8 @@ static const struct cli_cmd commands[] = {
 	  cmd_session_usage },
 	{ "relay", cmd_relay, "receive traces streamed over TCP by record --relay",
 	  cmd_relay_usage },
+	{ "run", cmd_run, "run a command that joins a daemon, with --locks or --sample",
+	  cmd_run_usage },
 	{ "info", cmd_info, "streams, CPUs, processes, threads, time span, counts",
 	  cmd_info_usage },
 	{ "print", cmd_print, "one line per event (text, JSON or CSV)", cmd_print_usage },

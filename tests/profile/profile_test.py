@@ -12,10 +12,18 @@ it must fall back to the timers and say so. daemon: the
 program joins a strata daemon with STRATA_SAMPLE set and libstrata
 preloaded. The timer sampler's signals come at the kernel's tick (250 Hz
 here, fewer a second of CPU time when the threads share the CPUs), so its
-runs are longer, 10 s of CPU time: at load 11, 6 s gave 680-1140 signals
-and 2 of 6 runs missed the 3-point bound by chance (one standard deviation
-of f's share is 1.5 points at 1,000 signals); 2,000 make it 1.1. And
-a round is 10.37 ms, which no tick period divides (docs/profile.md).
+runs are longer, 10 s of CPU time, and a round is 10.37 ms, which no tick
+period divides (docs/profile.md).
+
+The shares' bound is statistical, from the samples themselves: a share
+estimated from samples of weights w_i has the binomial standard deviation
+sqrt(p (1 - p) / n_eff), n_eff = (sum w_i)^2 / sum w_i^2 (Kish's effective
+sample size: n_eff = n when every weight is 1, as perf's). The timer
+sampler credits a signal with every period since the one before it, and
+on a loaded 2-CPU machine those gaps spread from 1 to 50 periods: 1,000-1,400
+signals were worth n_eff 225-540, f's deviation 2.1-3.3 points, and the
+fixed 3-point bound failed 4 runs of 10 under 3 CPU hogs (CI's "f 55.6 %"),
+while the unweighted shares of the same runs stayed within 2.2 points.
 """
 import json
 import os
@@ -87,16 +95,36 @@ if MODE != "perf":
     if abs(prof["cpu_ns"] - cpu_ns) > 0.05 * cpu_ns:
         fail("sample:thread totals hold %d ns of CPU time, the program %d" % (
             prof["cpu_ns"], cpu_ns))
-    if prof.get("sampler") != "timer" or prof["unavailable"] > 0.02 * want:
+    # unavailable: each thread's periods after its last signal (a period
+    # or two alone; 9-148 of 10,500 under 3 CPU hogs, where a thread may
+    # run between ticks for 200 ms: docs/profile.md, "Totals"); a worker
+    # that blocked the signal would make it half
+    if prof.get("sampler") != "timer" or prof["unavailable"] > 0.05 * want:
         fail("sampler %s, %d unavailable" % (prof.get("sampler"), prof["unavailable"]))
-# 2. the shares: f, g, h on the stack (total), within 3 points
+# 2. the shares: f, g, h on the stack (total), within 4 standard deviations
+# (module docstring): 6e-5 a check by chance; a lost frame or a misplaced
+# weight moves a share by more
+r = subprocess.run([STRATA, "print", "--format", "json", "--event", "sample:cpu_clock", trace],
+                   capture_output=True, text=True)
+weights = [json.loads(l)["fields"].get("weight", 1) for l in r.stdout.splitlines()]
+if r.returncode or sum(weights) != n:
+    fail("print: %d sample events of weight %d, the profile %d: %s" % (
+        len(weights), sum(weights), n, r.stderr))
+n_eff = float(n) ** 2 / sum(w * w for w in weights)
+print("%d samples, effective sample size %.0f" % (len(weights), n_eff))
+
+
+def bound(share):
+    return 4 * 100 * (share / 100.0 * (1 - share / 100.0) / n_eff) ** 0.5
+
+
 for name, share in (("f", 60), ("g", 30), ("h", 10)):
     got = 100.0 * fn.get(name, {"total": 0})["total"] / n
-    print("%s: %.1f %% of the samples on the stack, the program spends %d %%" % (name, got, share))
-    if abs(got - share) > 3:
-        sig = prof.get("signals") or n
-        fail("%s: %.1f %% against %d %% (one standard deviation at %d signals: %.1f points)" % (
-            name, got, share, sig, 100 * (share / 100.0 * (1 - share / 100.0) / sig) ** 0.5))
+    print("%s: %.1f %% of the samples on the stack, the program spends %d %% (bound %.1f)" % (
+        name, got, share, bound(share)))
+    if abs(got - share) > bound(share):
+        fail("%s: %.1f %% against %d %%, over 4 standard deviations (%.1f points)" % (
+            name, got, share, bound(share)))
 # 3. folded stacks add up to the samples, root first (worker before f)
 r = subprocess.run([STRATA, "profile", "--format", "folded", trace], capture_output=True, text=True)
 lines = r.stdout.splitlines()
@@ -109,6 +137,6 @@ if not any(re.search(r"(^|;)worker;f(;|$)", l.rsplit(" ", 1)[0]) for l in lines)
 r = subprocess.run([STRATA, "profile", trace], capture_output=True, text=True)
 print(r.stdout)
 rows = {l.split()[4]: l.split() for l in r.stdout.splitlines() if len(l.split()) == 6}
-if "self" not in r.stdout or "f" not in rows or abs(float(rows["f"][2]) - 60) > 3:
+if "self" not in r.stdout or "f" not in rows or abs(float(rows["f"][2]) - 60) > bound(60):
     fail("the text report lacks f's row at about 60 %:\n" + r.stdout)
 print("PASS")

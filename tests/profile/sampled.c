@@ -61,14 +61,16 @@ int main(int argc, char **argv)
 		pid_t c = fork();
 		if (c == 0) {
 			in_child(ms * 1000000);
-			printf("child %d cpu_ns=%llu\n", getpid(),
-			       (unsigned long long)cpu_ns(CLOCK_PROCESS_CPUTIME_ID));
+			printf("child %d cpu_ns=%llu thread_ns=%llu\n", getpid(),
+			       (unsigned long long)cpu_ns(CLOCK_PROCESS_CPUTIME_ID),
+			       (unsigned long long)cpu_ns(CLOCK_THREAD_CPUTIME_ID));
 			return 0;
 		}
 		int st;
 		waitpid(c, &st, 0);
-		printf("parent %d cpu_ns=%llu\n", getpid(),
-		       (unsigned long long)cpu_ns(CLOCK_PROCESS_CPUTIME_ID));
+		printf("parent %d cpu_ns=%llu thread_ns=%llu\n", getpid(),
+		       (unsigned long long)cpu_ns(CLOCK_PROCESS_CPUTIME_ID),
+		       (unsigned long long)cpu_ns(CLOCK_THREAD_CPUTIME_ID));
 		return WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : 1;
 	}
 	if (argc > 1 && !strcmp(argv[1], "block")) {
