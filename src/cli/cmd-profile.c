@@ -64,7 +64,8 @@ static void print_text(const struct prof_result *r, size_t top)
 	printf("; %" PRIu64 " in the kernel; %" PRIu64 " lost", r->kernel, r->lost);
 	if (r->timer) /* lib/sampler.c: taken in the program, by signals */
 		printf("; timer sampler: %" PRIu64 " signals (%.0f per second of CPU "
-		       "time), %" PRIu64 " unavailable (the signal blocked)", r->signals,
+		       "time), %" PRIu64 " periods unavailable (the signal blocked, or a "
+		       "thread's CPU time after its last signal)", r->signals,
 		       r->cpu_ns ? (double)r->signals * 1e9 / (double)r->cpu_ns : 0.0,
 		       r->unavailable);
 	printf(".\n\n");
