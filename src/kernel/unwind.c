@@ -149,10 +149,12 @@ void unw_maps_changed(struct unw *u, pid_t pid)
 {
 	struct unw_proc *p = proc_find(u, pid);
 
-	if (p && p->dwfl) {
+	if (!p)
+		return;
+	if (p->dwfl)
 		dwfl_end(p->dwfl);
-		p->dwfl = NULL;
-	}
+	p->dwfl = NULL;
+	p->gone = false; /* its pid taken again: a new process */
 }
 
 /* The process's modules from its /proc/PID/maps, and the unwinder's
