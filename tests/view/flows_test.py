@@ -123,6 +123,31 @@ try:
 finally:
     view.terminate()
     view.wait(timeout=10)
+
+# metadata that names a flow's key wrongly (no such field, a role that is
+# not one): the trace reads as before, without arrows
+bad = os.path.join(work, "bad")
+shutil.copytree(trace, bad)
+for d in os.listdir(os.path.join(bad, "ust")):
+    m = os.path.join(bad, "ust", d, "metadata")
+    text = open(m).read()
+    text = text.replace('= "send";', '= "sideways";')
+    i = text.rfind("strata_flow_key_")
+    text = text[:i] + text[i:].replace('"id"', '"nope"', 1)
+    open(m, "w").write(text)
+p = subprocess.run([strata, "print", bad], capture_output=True, text=True)
+check(p.returncode == 0 and p.stdout.count("msg:post") == len(posts),
+      f"bad flows: strata print exit {p.returncode}, {p.stdout.count('msg:post')} posts")
+view = subprocess.Popen([strata, "view", bad, "--no-cache"], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+try:
+    url = view.stdout.readline().strip()
+    w = json.load(urllib.request.urlopen(url + f"api/window?t0=0&t1={span}&w=1000", timeout=60))
+    check(w["flows"] == [] and w["flows_left"] == 0,
+          f"bad flows: {len(w['flows']) // 9} arrows, {w['flows_left']} left")
+finally:
+    view.terminate()
+    view.wait(timeout=10)
 if failed:
     print(f"view-flows: {len(failed)} failed ({len(msgs)} messages)")
     sys.exit(1)
