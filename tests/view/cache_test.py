@@ -20,6 +20,8 @@ import subprocess
 import sys
 import urllib.request
 
+import recorded
+
 strata, workers, work = sys.argv[1], sys.argv[2], os.path.join(sys.argv[3], "cache")
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
@@ -38,6 +40,8 @@ def record(name, threads, jobs):
     path = os.path.join(work, name)
     subprocess.run([workers, str(threads), str(jobs)], env=dict(os.environ, STRATA_OUTPUT=path),
                    check=True, stdout=subprocess.DEVNULL)
+    # the checks below compare the folder before and after
+    check(recorded.wait_done(path), f"{name}: still live after 30 s")
     return path
 
 

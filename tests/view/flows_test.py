@@ -22,6 +22,8 @@ import subprocess
 import sys
 import urllib.request
 
+import recorded
+
 strata, messages, work = sys.argv[1], sys.argv[2], os.path.join(sys.argv[3], "flows")
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
@@ -37,6 +39,8 @@ def check(ok, what):
 
 log = subprocess.run([messages, "2000"], env=dict(os.environ, STRATA_OUTPUT=trace),
                      check=True, capture_output=True, text=True).stdout.split("\n")
+if not recorded.wait_done(trace):
+    check(False, "the recording: still live after 30 s")
 msgs = [tuple(map(int, line.split()[1:])) for line in log if line.startswith("msg ")]
 lone_send = [tuple(map(int, line.split()[1:])) for line in log if line.startswith("lone_send")]
 lone_recv = [tuple(map(int, line.split()[1:])) for line in log if line.startswith("lone_recv")]
