@@ -20,6 +20,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+import recorded
+
 strata, workers, work = sys.argv[1], sys.argv[2], os.path.join(sys.argv[3], "api")
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
@@ -35,6 +37,7 @@ def check(ok, what):
 
 subprocess.run([workers, "3", "50000"], env=dict(os.environ, STRATA_OUTPUT=trace),
                check=True, stdout=subprocess.DEVNULL)
+check(recorded.wait_done(trace), "the recording: still live after 30 s")
 out = subprocess.run([strata, "print", trace, "--format", "json"], check=True,
                      capture_output=True, text=True).stdout
 evs = [json.loads(line) for line in out.splitlines()]
