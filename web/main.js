@@ -70,8 +70,10 @@ function redraw() {
 		state.tl.markers = state.markers;
 		state.tl.draw(state.view);
 		hook.drawn = state.tl.drawn;
-		$('arrows-said').textContent = state.tl.drawn.arrowsLeft ?
-			`${state.tl.drawn.arrowsLeft} more wakeups: zoom in` : '';
+		const left = [[state.tl.drawn.arrowsLeft, 'wakeups'],
+			[state.tl.drawn.flowsLeft, 'messages']].filter(([n]) => n);
+		$('arrows-said').textContent = left.length ?
+			`${left.map(([n, what]) => `${n} more ${what}`).join(', ')}: zoom in` : '';
 		hook.rows = state.tl.rows.map((r) => ({ kind: r.kind, id: r.id, y: r.y, h: r.h,
 			label: r.label, pid: r.pid, collapsed: r.collapsed, tids: r.tids }));
 		drawOverview();
@@ -213,6 +215,17 @@ function words(h, x) {
 			rows.push(['ran at', 'not in the trace']);
 		return { title: 'wakeup', rows };
 	}
+	if (h.kind === 'flow') {
+		const who = (tid, cpu) => tid < 0 ? 'not in the trace' :
+			`${state.sum.names[tid] || 'tid'} ${tid} on CPU ${cpu}`;
+		const at = (t) => t < 0 ? 'not in the trace' : `${seconds(t)} s`;
+		const rows = [['key', h.key], ['sender', who(h.sender, h.scpu)],
+			['receiver', who(h.receiver, h.rcpu)], ['sent at', at(h.ts)],
+			['received at', at(h.tr)]];
+		if (h.ts >= 0 && h.tr >= 0)
+			rows.push(['latency', duration(h.tr - h.ts)]);
+		return { title: 'message', rows };
+	}
 	if (h.kind === 'slice')
 		return { title: `CPU ${h.cpu}`, rows: [['running',
 			`${state.sum.names[h.tid] || ''} ${h.tid}`], ['at', `${seconds(timeAt(x))} s`]] };
@@ -251,6 +264,8 @@ async function pickAt(x, y) {
 		fetchList(h.t0);
 	} else if (h.kind === 'arrow') {
 		hook.selected = { arrow: [h.waker, h.wakee, h.t] };
+	} else if (h.kind === 'flow') {
+		hook.selected = { flow: [h.sender, h.receiver, h.ts, h.tr, h.key] };
 	} else if (h.kind === 'state') {
 		hook.selected = { state: h.state.name, t0: h.t0, t1: h.t1 };
 	} else {
@@ -265,6 +280,8 @@ const tip = { hit: null, seq: 0, timer: 0, cache: new Map() };
 function tipKey(h) {
 	if (h.kind === 'arrow')
 		return `arrow:${h.t}:${h.wakee}`;
+	if (h.kind === 'flow')
+		return `flow:${h.ts}:${h.tr}:${h.key}`;
 	return `${h.kind}:${h.row.kind}:${h.row.id}:${h.x0 ?? h.x}:${h.ts ?? h.t0}`;
 }
 

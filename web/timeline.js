@@ -54,6 +54,7 @@ export function stateOf(sum, i) {
 
 export const MARKER = '#1565c0';
 export const ARROW = '#d81b60';
+export const FLOW = '#00897b'; // message arrows: not the wakeups' colour
 
 // A duration in the unit that suits it.
 export function duration(ns) {
@@ -198,7 +199,8 @@ export class Timeline {
 		this.arrowHits = [];
 		const drawn = { rows: this.rows.filter((r) => r.kind !== 'proc').length,
 			procs: this.rows.filter((r) => r.kind === 'proc').length, summaries: 0, slices: 0, running: 0, marks: 0, intervals: 0,
-			states: 0, exact: false, markList: [], arrows: 0, arrowList: [], typed: 0, typedList: [] };
+			states: 0, exact: false, markList: [], arrows: 0, arrowList: [], typed: 0, typedList: [],
+			flows: 0, flowList: [], flowsLeft: 0 };
 		this.axis(ctx, view, pw, xOf);
 		for (const [i, r] of this.rows.entries()) {
 			ctx.fillStyle = i % 2 ? '#fafafa' : '#f0f3f5';
@@ -237,8 +239,10 @@ export class Timeline {
 			const rowOf = (kind, id) => byId(kind, id) || (kind === 'thread' && shut.get(id));
 			if (this.typed)
 				this.typedIntervals(ctx, xOf, rowOf, drawn);
-			if (this.showArrows !== false)
+			if (this.showArrows !== false) {
 				this.arrows(ctx, d, dx, rowOf, drawn);
+				this.flows(ctx, d, dx, rowOf, drawn);
+			}
 			ctx.restore();
 		}
 		this.labels(ctx);
@@ -475,16 +479,7 @@ export class Timeline {
 				continue;
 			const x0 = dx(a[i]), x1 = dx(a[i + 1]);
 			const y0 = from.y + from.h / 2, y1 = to.y + to.h / 2;
-			// the head: two strokes back along the line
-			const len = Math.hypot(x1 - x0, y1 - y0) || 1;
-			const ux = (x1 - x0) / len, uy = (y1 - y0) / len;
-			ctx.beginPath();
-			ctx.moveTo(x0, y0);
-			ctx.lineTo(x1, y1);
-			ctx.moveTo(x1 - 6 * ux - 3 * uy, y1 - 6 * uy + 3 * ux);
-			ctx.lineTo(x1, y1);
-			ctx.lineTo(x1 - 6 * ux + 3 * uy, y1 - 6 * uy - 3 * ux);
-			ctx.stroke();
+			this.arrow(ctx, x0, y0, x1, y1);
 			const hit = { kind: 'arrow', x0, y0, x1, y1, waker: a[i + 2], cpu: a[i + 3],
 				wakee: a[i + 4], t: a[i + 5], run: a[i + 6], from, to };
 			this.arrowHits.push(hit);
@@ -494,6 +489,51 @@ export class Timeline {
 			drawn.arrows++;
 		}
 		drawn.arrowsLeft = d.arrows_left || 0;
+		ctx.restore();
+	}
+
+	// An arrow from (x0, y0) to (x1, y1), its head two strokes back
+	// along the line.
+	arrow(ctx, x0, y0, x1, y1) {
+		const len = Math.hypot(x1 - x0, y1 - y0) || 1;
+		const ux = (x1 - x0) / len, uy = (y1 - y0) / len;
+		ctx.beginPath();
+		ctx.moveTo(x0, y0);
+		ctx.lineTo(x1, y1);
+		ctx.moveTo(x1 - 6 * ux - 3 * uy, y1 - 6 * uy + 3 * ux);
+		ctx.lineTo(x1, y1);
+		ctx.lineTo(x1 - 6 * ux + 3 * uy, y1 - 6 * uy - 3 * ux);
+		ctx.stroke();
+	}
+
+	// Messages: flat [x0, x1, sender, scpu, receiver, rcpu, ts, tr, key]
+	// from the sender's row (its thread's, else its CPU's) to the
+	// receiver's; an end not in the trace (tid -1, time -1) is at the
+	// window's edge, on the other end's row.
+	flows(ctx, d, dx, byId, drawn) {
+		const a = d.flows || [];
+		ctx.save();
+		ctx.strokeStyle = FLOW;
+		for (let i = 0; i < a.length; i += 9) {
+			const row = (tid, cpu) => tid < 0 ? null : byId('thread', tid) || byId('cpu', cpu);
+			let from = row(a[i + 2], a[i + 3]), to = row(a[i + 4], a[i + 5]);
+			if ((a[i + 2] >= 0 && !from) || (a[i + 4] >= 0 && !to) || (!from && !to))
+				continue;
+			from = from || to;
+			to = to || from;
+			const x0 = dx(a[i]), x1 = dx(a[i + 1]);
+			const y0 = from.y + from.h / 2, y1 = to.y + to.h / 2;
+			this.arrow(ctx, x0, y0, x1, y1);
+			const hit = { kind: 'flow', x0, y0, x1, y1, sender: a[i + 2], scpu: a[i + 3],
+				receiver: a[i + 4], rcpu: a[i + 5], ts: a[i + 6], tr: a[i + 7],
+				key: a[i + 8], from, to };
+			this.arrowHits.push(hit);
+			if (drawn.flowList.length < 50)
+				drawn.flowList.push({ x0, y0, x1, y1, from: [from.kind, from.id],
+					to: [to.kind, to.id], ts: hit.ts, tr: hit.tr, key: hit.key });
+			drawn.flows++;
+		}
+		drawn.flowsLeft = d.flows_left || 0;
 		ctx.restore();
 	}
 

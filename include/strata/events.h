@@ -35,10 +35,16 @@ struct strata_field_desc {
 	const char *name;
 	uint16_t type;  /* enum strata_type */
 	uint16_t count; /* 0: scalar; N: fixed array of N elements */
-	uint32_t flags; /* STRATA_F_HEX: show in hex */
+	uint32_t flags; /* STRATA_F_*: how tools show and use the field */
 };
 
 #define STRATA_F_HEX 0x1u
+/* The key of a message flow (docs/dsl.md, "Flows"): an event with a field
+ * so marked sends a message that the event of the same key marked
+ * STRATA_F_FLOW_RECEIVE (the next one in time) receives. One field of an
+ * event at most, an integer or ptr scalar; never on a BEGIN or END event. */
+#define STRATA_F_FLOW_SEND 0x2u
+#define STRATA_F_FLOW_RECEIVE 0x4u
 
 /* Event kinds, for tools that pair events (intervals). */
 enum strata_event_kind {

@@ -106,6 +106,13 @@ enum strata_event_kind_attr {
 	STRATA_KIND_END = 2,
 };
 
+/* The end of a message flow an event class is (docs/dsl.md, "Flows"). */
+enum strata_flow_role {
+	STRATA_FLOW_NONE = 0,
+	STRATA_FLOW_SEND = 1,    /* a message leaves */
+	STRATA_FLOW_RECEIVE = 2, /* it arrives: the earliest unreceived send of its key */
+};
+
 struct strata_event_class {
 	const char *name;        /* "mem:alloc" */
 	uint32_t id;             /* major << 16 | minor */
@@ -174,6 +181,14 @@ STRATA_API int strata_event_fields(const struct strata_event *ev,
 /* Index of the field called `name` in `cls`, or -ENOENT. */
 STRATA_API int strata_event_class_field(const struct strata_event_class *cls,
 					const char *name);
+/*
+ * The flow role of `cls` (the metadata's strata_flow, format.md §6) and,
+ * for a send or a receive, the index of its key field (an INT or ENUM
+ * field: compare the keys' values) in *key, else -1; key may be NULL.
+ * Any thread; never fails.
+ */
+STRATA_API enum strata_flow_role strata_event_class_flow(const struct strata_event_class *cls,
+							 int *key);
 /* Element i of an ARRAY value, widened (sign-extended when signed). */
 STRATA_API uint64_t strata_value_elem(const struct strata_value *v, uint32_t i);
 /*

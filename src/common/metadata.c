@@ -273,7 +273,7 @@ static void put_raw(FILE *f, const struct meta_raw *r, uint32_t ctf, int a32)
 	fprintf(f, "};\n\n");
 }
 
-/* Format strings and kinds go in `env`, keyed by event id: babeltrace2
+/* Format strings, kinds and flows go in `env`, keyed by event id: babeltrace2
  * warns about unknown event attributes but accepts any env entry
  * (format.md §6). */
 static int put_event_env(const struct strata_event_desc *e, void *arg)
@@ -290,6 +290,17 @@ static int put_event_env(const struct strata_event_desc *e, void *arg)
 	if (e->kind == STRATA_EV_BEGIN || e->kind == STRATA_EV_END)
 		fprintf(f, "\tstrata_kind_%u = \"%s\";\n", id,
 			e->kind == STRATA_EV_BEGIN ? "begin" : "end");
+	/* a flow's key: the first field marked (docs/dsl.md, "Flows") */
+	for (unsigned i = 0; i < e->nfields; i++) {
+		uint32_t fl = e->fields[i].flags;
+		if (!(fl & (STRATA_F_FLOW_SEND | STRATA_F_FLOW_RECEIVE)))
+			continue;
+		fprintf(f, "\tstrata_flow_%u = \"%s\";\n\tstrata_flow_key_%u = ", id,
+			fl & STRATA_F_FLOW_SEND ? "send" : "receive", id);
+		put_str(f, e->fields[i].name);
+		fprintf(f, ";\n");
+		break;
+	}
 	if (e->description) {
 		fprintf(f, "\tstrata_description_%u = ", id);
 		put_str(f, e->description);

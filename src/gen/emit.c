@@ -55,6 +55,38 @@ static const char *kind_enum(unsigned kind)
 	       kind == STRATA_EV_END   ? "STRATA_EV_END" : "STRATA_EV_POINT";
 }
 
+/* A field's flags as the C expression of their names. */
+static void put_field_flags(struct gen_buf *b, uint32_t flags)
+{
+	static const struct {
+		uint32_t bit;
+		const char *name;
+	} names[] = { { STRATA_F_HEX, "STRATA_F_HEX" },
+		      { STRATA_F_FLOW_SEND, "STRATA_F_FLOW_SEND" },
+		      { STRATA_F_FLOW_RECEIVE, "STRATA_F_FLOW_RECEIVE" } };
+	const char *sep = "";
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (flags & names[i].bit) {
+			gen_buf_printf(b, "%s%s", sep, names[i].name);
+			sep = " | ";
+		}
+	if (!*sep)
+		gen_buf_puts(b, "0");
+}
+
+/* The field an event's flow is keyed by, or NULL. */
+static const struct gen_field *flow_key(const struct gen_event *ev)
+{
+	size_t i;
+
+	for (i = 0; i < ev->nfields; i++)
+		if (ev->fields[i].flags & (STRATA_F_FLOW_SEND | STRATA_F_FLOW_RECEIVE))
+			return &ev->fields[i];
+	return NULL;
+}
+
 static unsigned align_up(unsigned v, unsigned a)
 {
 	return (v + a - 1) & ~(a - 1);
@@ -189,6 +221,7 @@ static void put_layout_comment(struct gen_buf *b, const struct gen_subsys *ss,
 			       const struct gen_event *ev,
 			       const struct layout *lay)
 {
+	const struct gen_field *key = flow_key(ev);
 	const char *after = NULL;
 	size_t i;
 
@@ -196,6 +229,9 @@ static void put_layout_comment(struct gen_buf *b, const struct gen_subsys *ss,
 		       ss->major, ev->minor,
 		       ev->kind == STRATA_EV_BEGIN ? ", begins an interval" :
 		       ev->kind == STRATA_EV_END ? ", ends an interval" : "");
+	if (key)
+		gen_buf_printf(b, ", %s a message by '%s'",
+			       ev->flow == STRATA_F_FLOW_SEND ? "sends" : "receives", key->name);
 	if (lay->nstr)
 		gen_buf_printf(b, ", %u to %u words (strings may be truncated)",
 			       1 + lay->min / 8, GEN_MAX_WORDS);
@@ -444,9 +480,10 @@ static void put_descriptors(struct gen_buf *b, const struct gen_subsys *ss,
 			for (j = 0; j < ev->nfields; j++) {
 				const struct gen_field *f = &ev->fields[j];
 
-				gen_buf_printf(b, "\t{ \"%s\", %s, %u, %s },\n", f->name,
-					       type_enum(f->type), f->count,
-					       f->flags & STRATA_F_HEX ? "STRATA_F_HEX" : "0");
+				gen_buf_printf(b, "\t{ \"%s\", %s, %u, ", f->name,
+					       type_enum(f->type), f->count);
+				put_field_flags(b, f->flags);
+				gen_buf_puts(b, " },\n");
 			}
 			gen_buf_puts(b, "};\n");
 		}

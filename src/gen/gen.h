@@ -32,7 +32,7 @@ struct gen_field {
 	struct gen_loc loc;
 	uint16_t type;  /* enum strata_type */
 	uint16_t count; /* 0: scalar, N: array */
-	uint32_t flags; /* STRATA_F_HEX */
+	uint32_t flags; /* STRATA_F_HEX, STRATA_F_FLOW_* */
 };
 
 struct gen_event {
@@ -41,6 +41,7 @@ struct gen_event {
 	struct gen_loc minor_loc;
 	unsigned minor;
 	unsigned kind; /* enum strata_event_kind */
+	unsigned flow; /* 0, STRATA_F_FLOW_SEND or _RECEIVE: "send"/"receive" */
 	struct gen_field *fields;
 	size_t nfields;
 	const char *format;      /* NULL when absent */

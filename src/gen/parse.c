@@ -213,6 +213,34 @@ static int parse_field(struct parser *ps, struct gen_event *ev)
 	return 0;
 }
 
+/* `flow ( FIELD )` after the fields, where present, checked whether or
+ * not it is (docs/dsl.md, "Flows"). */
+static int parse_flow(struct parser *ps, struct gen_event *ev)
+{
+	struct gen_loc at = ps->tok.loc;
+	struct gen_token key;
+	int ret;
+
+	if (!is_word(ps, "flow")) {
+		gen_check_flow(ps, ev, NULL, &at);
+		return 0;
+	}
+	ret = next(ps);
+	if (!ret)
+		ret = expect(ps, '(', "'('");
+	if (ret)
+		return ret;
+	if (ps->tok.kind != TOK_IDENT)
+		return syntax_error(ps, "a field name");
+	key = ps->tok;
+	ret = next(ps);
+	if (!ret)
+		ret = expect(ps, ')', "')'");
+	if (!ret)
+		gen_check_flow(ps, ev, &key, &at);
+	return ret;
+}
+
 static int parse_event(struct parser *ps, struct gen_subsys *ss)
 {
 	struct gen_event *ev;
@@ -229,9 +257,14 @@ static int parse_event(struct parser *ps, struct gen_subsys *ss)
 		ret = next(ps);
 		if (ret)
 			return ret;
+	} else if (is_word(ps, "send") || is_word(ps, "receive")) {
+		ev->flow = is_word(ps, "send") ? STRATA_F_FLOW_SEND : STRATA_F_FLOW_RECEIVE;
+		ret = next(ps);
+		if (ret)
+			return ret;
 	}
 	if (!is_word(ps, "event"))
-		return syntax_error(ps, ev->kind ? "'event'" : "'event' or '}'");
+		return syntax_error(ps, ev->kind || ev->flow ? "'event'" : "'event' or '}'");
 	ret = next(ps);
 	if (ret)
 		return ret;
@@ -270,6 +303,9 @@ static int parse_event(struct parser *ps, struct gen_subsys *ss)
 		}
 	}
 	ret = expect(ps, ')', "',' or ')'");
+	if (ret)
+		return ret;
+	ret = parse_flow(ps, ev);
 	if (ret)
 		return ret;
 	if (ps->tok.kind == TOK_STRING) {

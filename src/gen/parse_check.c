@@ -193,6 +193,50 @@ void gen_check_format(struct parser *ps, const struct gen_token *t,
 	}
 }
 
+/* ---- flows --------------------------------------------------------------- */
+
+/* A `send` or `receive` event names its key, `flow(FIELD)`, an integer or
+ * ptr scalar that the reader matches sends and receives by; no other
+ * event has one (docs/dsl.md, "Flows"). key is NULL when there is no
+ * flow clause, and `at` where it would be. Marks the key field. */
+void gen_check_flow(struct parser *ps, struct gen_event *ev,
+		    const struct gen_token *key, const struct gen_loc *at)
+{
+	const char *role = ev->flow == STRATA_F_FLOW_SEND ? "send" : "receive";
+	struct gen_field *f = NULL;
+
+	if (!key) {
+		if (ev->flow)
+			gen_error(ps->ctx, at,
+				  "'%s' event '%s' needs flow(FIELD): the field that matches it "
+				  "with its %s", role, ev->name,
+				  ev->flow == STRATA_F_FLOW_SEND ? "receive" : "send");
+		return;
+	}
+	if (ev->kind) {
+		gen_error(ps->ctx, at,
+			  "flow(...) on a '%s' event: an event ends an interval or a flow, not both",
+			  ev->kind == STRATA_EV_BEGIN ? "begin" : "end");
+		return;
+	}
+	if (!ev->flow) {
+		gen_error(ps->ctx, at,
+			  "flow(...) on a point event: declare it 'send event' or 'receive event'");
+		return;
+	}
+	for (size_t i = 0; i < ev->nfields && !f; i++)
+		if (!strcmp(ev->fields[i].name, key->text))
+			f = &ev->fields[i];
+	if (!f)
+		gen_error(ps->ctx, &key->loc, "flow names unknown field '%s'", key->text);
+	else if (f->count || (!gen_is_integer(f->type) && f->type != STRATA_T_PTR))
+		gen_error(ps->ctx, &key->loc,
+			  "flow key '%s' is %s%s; a flow is matched by an integer or ptr field",
+			  f->name, f->count ? "an array of " : "", gen_type_name(f->type));
+	else
+		f->flags |= ev->flow;
+}
+
 /* ---- uniqueness ---------------------------------------------------------- */
 
 void gen_check_event_unique(struct parser *ps, struct gen_subsys *ss,

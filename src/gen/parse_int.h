@@ -27,6 +27,8 @@ void gen_check_subsys_name(struct parser *ps, const struct gen_token *t);
 int gen_check_field_name(struct parser *ps, const struct gen_token *t);
 void gen_check_format(struct parser *ps, const struct gen_token *t,
 		      struct gen_event *ev);
+void gen_check_flow(struct parser *ps, struct gen_event *ev,
+		    const struct gen_token *key, const struct gen_loc *at);
 void gen_check_event_unique(struct parser *ps, struct gen_subsys *ss,
 			    struct gen_event *ev);
 void gen_check_subsys_unique(struct parser *ps, struct gen_subsys *ss);

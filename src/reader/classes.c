@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A sub-trace's event class lookups: by id, and the batch path's table
- * (struct rd_fast). */
+ * (struct rd_fast); what a class says beyond its fields (its flow). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -163,4 +163,13 @@ int rd_build_fast(struct rd_subtrace *sub)
 		fast_fill(e, c, c->plan_min);
 	}
 	return 0;
+}
+
+enum strata_flow_role strata_event_class_flow(const struct strata_event_class *cls, int *key)
+{
+	/* every class the reader hands out is the pub of an rd_class */
+	const struct rd_class *c = (const struct rd_class *)cls;
+	if (key)
+		*key = c->flow_key;
+	return (enum strata_flow_role)c->flow;
 }

@@ -147,6 +147,25 @@ static int build_field(struct parser *ps, const struct ev_decl *ev,
 	return 0;
 }
 
+/* The class's flow (format.md §6): "send" or "receive" keyed by one of its
+ * integer fields. Anything else is no flow: the events still read, only
+ * without arrows, as babeltrace2 reads them. */
+static void set_flow(struct rd_class *c, const struct ev_decl *ev)
+{
+	int k = ev->flow_key ? strata_event_class_field(&c->pub, ev->flow_key) : -1;
+	const struct strata_field_class *f = k >= 0 ? &c->pub.fields[k] : NULL;
+	c->flow = STRATA_FLOW_NONE;
+	c->flow_key = -1;
+	if (!ev->flow || !f || (f->type != STRATA_FIELD_INT && f->type != STRATA_FIELD_ENUM))
+		return;
+	if (!strcmp(ev->flow, "send"))
+		c->flow = STRATA_FLOW_SEND;
+	else if (!strcmp(ev->flow, "receive"))
+		c->flow = STRATA_FLOW_RECEIVE;
+	if (c->flow)
+		c->flow_key = k;
+}
+
 /* Event class c from declaration ev: its fields (build_field), their
  * offsets as long as they are fixed, and its decode programs (event.c). */
 static int build_class(struct parser *ps, const struct ev_decl *ev,
@@ -210,6 +229,7 @@ static int build_class(struct parser *ps, const struct ev_decl *ev,
 	}
 	c->pub.fixed = fixed;
 	c->pub.min_size = off;
+	set_flow(c, ev);
 	return rd_class_compile_format(c, ps->m);
 }
 
@@ -245,6 +265,12 @@ static int make_classes(struct parser *ps)
 			ev->kind = STRATA_KIND_BEGIN;
 		else if (kind && !strcmp(kind, "end"))
 			ev->kind = STRATA_KIND_END;
+		snprintf(key, sizeof(key), "strata_flow_%llu", (unsigned long long)ev->id);
+		if (!ev->flow)
+			ev->flow = (char *)rd_meta_env(m, key);
+		snprintf(key, sizeof(key), "strata_flow_key_%llu", (unsigned long long)ev->id);
+		if (!ev->flow_key)
+			ev->flow_key = (char *)rd_meta_env(m, key);
 		if (!c || build_class(ps, &ps->evs[i], c) < 0) {
 			tsdl_fail(ps, "out of memory");
 			return -1;

@@ -97,6 +97,8 @@ static inline void rd_plan_value(const struct rd_plan *pl, const uint8_t *p,
 
 struct rd_class {
 	struct strata_event_class pub;
+	int flow;                /* enum strata_flow_role */
+	int flow_key;            /* the key field's index; -1 without a flow */
 	uint32_t ctf;            /* id in the event headers: pub.id, or in
 				  * stream class 1 a compact id standing for
 				  * it (docs/compact.md) */

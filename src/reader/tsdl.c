@@ -185,6 +185,13 @@ static void event_attr(struct parser *ps, const char *key, const struct value *v
 			ev->kind = STRATA_KIND_POINT;
 		else
 			tsdl_fail(ps, "strata_kind must be \"begin\", \"end\" or \"point\"");
+	} else if (!strcmp(key, "strata_flow") || !strcmp(key, "strata_flow_key")) {
+		if (v->kind != TK_STR)
+			tsdl_fail(ps, "%s must be a string", key);
+		else if (key[11])
+			ev->flow_key = v->s;
+		else
+			ev->flow = v->s;
 	} else if (!strcmp(key, "stream_id")) {
 		ev->sclass = tsdl_stream_class(ps, v, "stream_id");
 	}

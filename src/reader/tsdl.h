@@ -67,6 +67,7 @@ struct ev_decl {
 	bool has_id;
 	char *format;
 	int kind;
+	char *flow, *flow_key; /* strata_flow and its key (format.md §6) */
 	struct ty *fields;
 	int line;
 	int sclass; /* stream_id; -1: not said (0) */

@@ -16,7 +16,7 @@
 #include "view.h"
 
 #define VWC_MAGIC "STRVWC\r\n"
-#define VWC_VERSION 2
+#define VWC_VERSION 3
 
 /* The file's first bytes (docs/view.md, "The cache"); the body follows at
  * hdr_size, every array 8-byte aligned. */
@@ -25,7 +25,7 @@ struct vwc_header {
 	uint32_t version, hdr_size;
 	uint64_t file_size;      /* the whole file: a short one is damaged */
 	uint64_t key;            /* the trace's identity (vw_cache_key) */
-	uint64_t begin, end, nevents, nproblems, nwakes;
+	uint64_t begin, end, nevents, nproblems, nwakes, nflows;
 	uint32_t nbins, ncpus, nthreads, nrows, nclasses, nstreams, nprob, have_sched;
 	uint64_t sum;            /* FNV-1a of the bytes above */
 };
@@ -41,10 +41,11 @@ struct vwc_thread {
 };
 
 /* docs/view.md's table gives these sizes */
-_Static_assert(sizeof(struct vwc_header) == 112, "the header's size");
+_Static_assert(sizeof(struct vwc_header) == 120, "the header's size");
 _Static_assert(sizeof(struct vwc_thread) == 392, "a thread's record's size");
 _Static_assert(sizeof(struct vw_iv) == 24 && sizeof(struct vw_switch) == 16 &&
-	       sizeof(struct vw_wake) == 32 && sizeof(struct vw_problem) == 24,
+	       sizeof(struct vw_wake) == 32 && sizeof(struct vw_problem) == 24 &&
+	       sizeof(struct vw_flow) == 56,
 	       "the arrays' element sizes");
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -219,6 +220,7 @@ static void put_body(struct wr *w, const struct vw_model *m, const struct vw_pro
 	if (ps)
 		put(w, ps->v, ps->n * sizeof(*ps->v));
 	put(w, m->wakes, m->nwakes * sizeof(*m->wakes));
+	put(w, m->flows, m->nflows * sizeof(*m->flows));
 	for (unsigned i = 0; i < m->ncpus; i++) {
 		const struct vw_cpu *c = &m->cpus[i];
 		uint64_t n = c->nsw;
@@ -269,7 +271,7 @@ int vw_cache_write(const struct vw_model *m, const struct vw_problems *ps, uint6
 	struct vwc_header h = { .magic = VWC_MAGIC, .version = VWC_VERSION,
 		.hdr_size = sizeof(h), .key = key, .begin = m->begin, .end = m->end,
 		.nevents = m->nevents, .nproblems = m->nproblems,
-		.nwakes = m->nwakes, .nbins = m->nbins, .ncpus = m->ncpus,
+		.nwakes = m->nwakes, .nflows = m->nflows, .nbins = m->nbins, .ncpus = m->ncpus,
 		.nthreads = (uint32_t)m->threads.n, .nrows = m->nrows, .nclasses = ncls,
 		.nstreams = nstreams, .nprob = ps ? ps->n : 0, .have_sched = m->have_sched };
 	put(&w, &h, sizeof(h)); /* again at the end, with the size */
@@ -381,6 +383,7 @@ static int take_body(struct rd *r, struct vw_model *m, const struct vwc_header *
 	m->kernel = (bool *)take_n(r, h->nstreams, sizeof(*m->kernel));
 	const struct vw_problem *pv = take_n(r, h->nprob, sizeof(*pv));
 	m->wakes = (struct vw_wake *)take_n(r, h->nwakes, sizeof(*m->wakes));
+	m->flows = (struct vw_flow *)take_n(r, h->nflows, sizeof(*m->flows));
 	if (r->bad || h->nprob > VW_MAX_PROBLEMS)
 		return -EBADMSG;
 	r->prob = pv;
@@ -388,6 +391,17 @@ static int take_body(struct rd *r, struct vw_model *m, const struct vwc_header *
 	for (size_t i = 0; i < m->nwakes; i++)
 		if (m->wakes[i].cls >= h->nclasses)
 			return -EBADMSG; /* an index into the class table */
+	m->nflows = h->nflows;
+	for (size_t i = 0; i < m->nflows; i++) {
+		const struct vw_flow *f = &m->flows[i];
+		/* class indexes, and the order the window's search needs */
+		if ((f->scls >= h->nclasses && f->scls != UINT32_MAX) ||
+		    (f->rcls >= h->nclasses && f->rcls != UINT32_MAX) ||
+		    (f->scls == UINT32_MAX && f->rcls == UINT32_MAX) ||
+		    (i && f->t < m->flows[i - 1].t))
+			return -EBADMSG;
+	}
+	vw_flows_index(m);
 	if (!(m->cpus = calloc(m->ncpus ? m->ncpus : 1, sizeof(*m->cpus))))
 		return -ENOMEM;
 	for (unsigned i = 0; i < m->ncpus; i++) {

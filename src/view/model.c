@@ -278,7 +278,7 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 	th->pid = ev->pid;
 	th->bins[b]++;
 	th->events++;
-	if (count_class(m, &th->cbins, ev, b))
+	if (count_class(m, &th->cbins, ev, b) || vw_flow_feed(m, ev))
 		return -ENOMEM;
 	if (m->pairer)
 		return iv_pairer_feed(m->pairer, ev, on_interval, m);
@@ -405,6 +405,8 @@ static int finish(struct vw_model *m)
 	}
 	qsort(m->rows, m->nrows, sizeof(*m->rows), cmp_row);
 	wake_runs(m);
+	if (vw_flows_pair(m))
+		return -ENOMEM;
 	for (unsigned i = 0; i < m->nrows; i++)
 		m->rows[i]->row = i;
 	return 0;
@@ -528,6 +530,7 @@ void vw_model_fini(struct vw_model *m)
 	free(m->prefix);
 	free(m->kernel);
 	free(m->wakes);
+	free(m->flows);
 	an_names_destroy(m->names);
 	iv_pairer_destroy(m->pairer);
 	*m = (struct vw_model){ 0 };

@@ -99,6 +99,18 @@ struct vw_wake {
 
 #define VW_ARROWS_MAX 256 /* arrows a window's answer draws at most */
 
+/* A message (docs/dsl.md, "Flows"): a send paired with the receive of its
+ * key, or either alone when the other is not in the trace (its tid -1,
+ * its time 0, its class UINT32_MAX). An arrow of the window's answer. */
+struct vw_flow {
+	uint64_t t;              /* ticks: the receive's time, else the send's */
+	uint64_t ts, tr;         /* ticks: sent, received */
+	uint64_t key;
+	int32_t stid, rtid;
+	uint32_t scpu, rcpu;
+	uint32_t scls, rcls;     /* class indexes */
+};
+
 /* An activity rule of the command line (--activity NAME=BEGIN..END[,by=F]):
  * BEGIN and END events (globs) paired per thread, or by field F's value,
  * by analysis.h's pairer; each pair an interval of kind NAME, after the
@@ -166,6 +178,9 @@ struct vw_model {
 	unsigned nkinds;         /* the trace's own kinds, then the rules' */
 	struct vw_wake *wakes;   /* in time order */
 	size_t nwakes, wakecap;
+	struct vw_flow *flows;   /* by t once paired (flows.c) */
+	size_t nflows, flowcap;
+	uint64_t flow_maxlat;    /* ticks: the longest send to receive */
 	double build_ms;         /* time the model took to build */
 	int state_err;           /* the states hook ran out of memory */
 	const struct vw_problems *problems; /* the command's, or NULL */
@@ -176,6 +191,19 @@ struct vw_model {
 	const char *cache;       /* "writing", "built", "used" or "off":
 				  * api/summary */
 };
+
+/* Message flows (flows.c): a send or receive event of the scan kept;
+ * then, at its end, paired by key (0 or -ENOMEM); the longest latency of
+ * m's flows (vw_flows_pair does it, a cached open calls it); the arrows
+ * of [t0, t1] (ticks) that q and cls keep, into o as "flows":[...],
+ * "flows_left":N (docs/view.md, "api/window"). */
+struct vw_filter;
+struct vw_buf;
+int vw_flow_feed(struct vw_model *m, const struct strata_event *ev);
+int vw_flows_pair(struct vw_model *m);
+void vw_flows_index(struct vw_model *m);
+void vw_put_flows(const struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w, double scale,
+		  const struct vw_filter *q, const bool *cls, struct vw_buf *o);
 
 /* Read the whole trace once (merged, in time order) into m: per-row bins,
  * CPU switches, intervals and names. Returns 0, -ENOMEM, or what

@@ -548,6 +548,8 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	}
 	vw_puts(o, "],");
 	put_arrows(&v);
+	vw_puts(o, ",");
+	vw_put_flows(m, v.t0, v.t1, w, v.scale, q, v.cls, o);
 	vw_puts(o, "}");
 	free(v.cls);
 	free(px);

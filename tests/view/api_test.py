@@ -20,6 +20,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+import recorded
+
 strata, workers, work = sys.argv[1], sys.argv[2], os.path.join(sys.argv[3], "api")
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
@@ -35,6 +37,7 @@ def check(ok, what):
 
 subprocess.run([workers, "3", "50000"], env=dict(os.environ, STRATA_OUTPUT=trace),
                check=True, stdout=subprocess.DEVNULL)
+check(recorded.wait_done(trace), "the recording: still live after 30 s")
 out = subprocess.run([strata, "print", trace, "--format", "json"], check=True,
                      capture_output=True, text=True).stdout
 evs = [json.loads(line) for line in out.splitlines()]
@@ -296,37 +299,94 @@ try:
             k == kb]
         q = urllib.parse.quote(rule)
         # typed rules list the intervals that overlap the range, those
-        # begun before it too (paired from further back): a range that
-        # cuts the longest interval, from its middle to past its end.
-        # Each one listed is one of print's pairs; those whose begin is
-        # within the first pass (a range's width back) are all there; one
-        # that begun further back is there when the passes reach its
-        # ends (docs/view.md: checked below)
-        pairs = dict(want)
+        # begun before it too (paired from further back), within the
+        # bound on the events their passes read (docs/view.md,
+        # "api/activity"): the ranges below are chosen within it, from
+        # print's events, and must then be answered whole
+        pairs = collections.defaultdict(set)  # two threads may begin at one ns
+        for b, d in want:
+            pairs[b].add(d)
+        times = sorted(e["ns"] for e in evs)
+        longest_first = sorted(want, key=lambda p: -p[1])
+        by_begin = sorted(want)
+        begins = [b for b, _ in by_begin]
+        ends = [b + d for b, d in by_begin]
+
+        def at(i):  # the time of the i-th event, the last past the end
+            return times[min(i, len(times) - 1)]
+
+        def passes(lo, hi):
+            """docs/view.md's passes over [lo, hi], on print's events:
+            each reads from `back` before lo to `back` and 50 000 events
+            past hi, then while an interval it saw begin by hi is open
+            (checked every 1024 events: its reach is known within 1024
+            events); the next reaches 4 times further each way while an
+            end at or after lo (within that reach) found no begin.
+            Returns the events the last pass reads at most and the first
+            pass's reach at least."""
+            back, start, first = hi - lo + 1, times[0], None
+            while True:
+                frm = lo - back if lo - start > back else start
+                i0, i1 = bisect.bisect_left(begins, frm), bisect.bisect(begins, hi)
+                near = max(hi + back, max(ends[i0:i1], default=0),
+                           at(bisect.bisect(times, hi) + 50000 - 1))
+                first = first or near
+                far = bisect.bisect_left(times, near) + 1024
+                lost = any(lo <= e <= at(far) for e in ends[:i0])
+                if not lost or lo - start <= back:
+                    return far - bisect.bisect_left(times, frm), first
+                back *= 4
+
+        def fits(lo, hi, spans=None):
+            """Whether the passes answer [lo, hi] whole (200 000 events,
+            less a margin) and, given `spans`, an interval that began
+            before the first pass, its end within the first's reach."""
+            reads, reach = passes(lo, hi)
+            return reads < 190000 and (spans is None or sum(spans) <= reach)
 
         def typed_ok(a, lo, hi):
+            """Each interval listed is one of print's pairs, and all of
+            those that overlap [lo, hi] and began within the first pass
+            (a range's width back) are there, up to the last listed when
+            there are more."""
             ivs = a["intervals"]
-            right = all(iv["begin"] in pairs and abs(pairs[iv["begin"]] - iv["dur"]) <= 1
-                        for iv in ivs)
+            wrong = [(iv["begin"], iv["dur"], iv["tid"]) for iv in ivs
+                     if not any(abs(d - iv["dur"]) <= 1 for d in pairs.get(iv["begin"], ()))]
+            right = not wrong
             need = {b for b, d in want if b <= hi and b + d >= lo and b >= lo - (hi - lo + 1)}
             if a["more"]:  # the first 1000 in time order: those up to the last
                 need = {b for b in need if b <= max(iv["begin"] for iv in ivs)}
             lost = sorted(need - {iv["begin"] for iv in ivs})
             if not right or lost:
-                print(f"view-api: typed [{lo}, {hi}]: pairs right {right}, lost {lost[:5]}")
+                print(f"view-api: typed [{lo}, {hi}]: not print's pairs {wrong[:5]} "
+                      f"(print {[(w[0], sorted(pairs.get(w[0], ()))) for w in wrong[:5]]}), "
+                      f"lost {lost[:5]}")
             return right and not lost
-        lb, ld = max(want, key=lambda p: p[1])
-        r0, r1 = lb + ld // 2, lb + ld + 1000000
+
+        # a range that cuts a long interval, from its middle to 1 ms past
+        # its end: the longest whose range fits the passes' bound (on a
+        # loaded machine the longest job can last a third of the trace,
+        # and its range then needs more than 200 000 events)
+        def cut(p):
+            return p[0] + p[1] // 2, p[0] + p[1] + 1000000
+        lb, ld = next(p for p in longest_first if fits(*cut(p)))
+        r0, r1 = cut((lb, ld))
         a = get(f"api/activity?rules={q}&by=1&n=1000&t0={r0}&t1={r1}")
         got = [iv["begin"] for iv in a["intervals"]]
         check(a["kinds"] == [rule.split("=")[0]] and a["complete"] and lb in got and
               got == sorted(got) and typed_ok(a, r0, r1),
-              f"typed rule {what}: [{r0}, {r1}] in time order {got[:5]}, the longest {lb}")
+              f"typed rule {what}: [{r0}, {r1}] in time order {got[:5]}, the cut one {lb}, "
+              f"complete {a['complete']}")
         b = get(f"api/activity?rules={q}&n=1000&t0={r0}&t1={r1}")
         durs = [iv["dur"] for iv in b["intervals"]]
-        check(b["complete"] and abs(durs[0] - pairs[lb]) <= 1 and
+        # the longest overlapping one begun within the first pass, or
+        # one begun earlier that the passes found
+        top = max(d for bb, d in want if r1 >= bb >= r0 - (r1 - r0 + 1) and bb + d >= r0)
+        check(b["complete"] and durs[0] >= top - 1 and
+              any(abs(durs[0] - d) <= 1 for bb, d in want if bb <= r1 and bb + d >= r0) and
               durs == sorted(durs, reverse=True),
-              f"typed rule {what}: the longest {durs[:5]}..., print {pairs[lb]}")
+              f"typed rule {what}: the longest {durs[:5]}..., print {top}, "
+              f"complete {b['complete']}")
         # the typed rule's durations in the statistics: those that
         # begin in the range, as the command line's rule counts them
         st = get(f"api/stats?t0={t0}&t1={t1}&kind=0&rules={q}")
@@ -342,26 +402,13 @@ try:
         except urllib.error.HTTPError as e:
             check(e.code == 400 and "no such rule" in e.read().decode(),
                   f"typed rule {what}: stats of rule 1 of 1: {e.code}")
-        # a range inside the longest interval: it spans the range, and
-        # is paired though neither its begin nor its end is in it
-        # (2 us wide; one whose end the first pass reads, within the
-        # 50 000 events it reads past the range, and whose begin the
-        # passes reach, 4 times further back each, within 200 000 events:
-        # docs/view.md's bounds, counted on print's events)
-        times = sorted(e["ns"] for e in evs)
-
-        def count(lo, hi):
-            return bisect.bisect(times, hi) - bisect.bisect_left(times, lo)
-
-        def within(p):
-            c0, c1 = p[0] + p[1] // 2 - 1000, p[0] + p[1] // 2 + 1000
-            back = c1 - c0 + 1
-            while back < c0 - p[0]:
-                back *= 4
-            return (count(c1 + 1, p[0] + p[1]) < 40000 and
-                    count(c0 - back, max(p[0] + p[1], c1 + back)) + 50000 < 180000)
-        sb, sd = max((p for p in want if within(p)), key=lambda p: p[1])
-        c0, c1 = sb + sd // 2 - 1000, sb + sd // 2 + 1000
+        # a range inside a long interval: it spans the range, and is
+        # paired though neither its begin nor its end is in it (2 us
+        # wide; the longest whose range fits the passes' bound)
+        def inside(p):
+            return p[0] + p[1] // 2 - 1000, p[0] + p[1] // 2 + 1000
+        sb, sd = next(p for p in longest_first if p[1] > 4000 and fits(*inside(p), p))
+        c0, c1 = inside((sb, sd))
         span = sorted(bb for bb, dd in want if bb <= c1 and bb + dd >= c0)  # for the message
         a = get(f"api/activity?rules={q}&by=1&n=1000&t0={c0}&t1={c1}")
         got = [iv["begin"] for iv in a["intervals"]]

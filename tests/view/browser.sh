@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # strata view's page in Debian's headless Chromium, driven by playwright-core from the npm lockfile.
-# usage: browser.sh STRATA PYTHON WORKDIR [WORKERS]
+# usage: browser.sh STRATA PYTHON WORKDIR [WORKERS [MESSAGES]]
 # With WORKERS (examples/workers), also the demo's trace (make demo), shot as
 # WORKDIR/browser/demo.png; STRATA_UPDATE_SCREENSHOT=1 copies it to docs/view.png.
 # Exit 77 (skipped) only when chromium or node is missing: scripts/deps.sh test installs them.
@@ -40,6 +40,16 @@ view_start "$strata" "$work/trace" "$work/view" \
 CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "$work/view.png"
 rc=$?
 view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
+
+# message arrows: tests/view/messages.c's trace (flows_test.py checks them
+# one by one against the program's account)
+messages=${5:-}
+if [ -n "$messages" ]; then
+	STRATA_OUTPUT=$work/messages "$messages" 20 >/dev/null || exit 1
+	view_start "$strata" "$work/messages" "$work/messages-view" || exit 1
+	CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "" flows 20 || rc=1
+	view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
+fi
 [ -n "$workers" ] || exit $rc
 
 # the README's screenshot: the demo's trace, recorded as scripts/demo.sh

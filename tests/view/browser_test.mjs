@@ -3,11 +3,13 @@
 // usage: node browser_test.mjs URL SCREENSHOT [demo]   (the URL strata view
 // printed; the trace is tests/view/gen_view.py's: 2 CPUs, threads 300-302 and
 // the kernel-only 400, states as its docstring says; with `demo`, the demo's
-// trace (make demo), zoomed in and shown with a tooltip for the README)
+// trace (make demo), zoomed in and shown with a tooltip for the README; with
+// `flows N`, messages.c's trace of N messages: their arrows drawn, a
+// tooltip, hidden by the toggle, in the SVG export)
 import { readFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
-const [url, shot, mode] = process.argv.slice(2);
+const [url, shot, mode, nmsgs] = process.argv.slice(2);
 const failures = [];
 const check = (ok, what) => {
 	if (!ok) {
@@ -15,6 +17,72 @@ const check = (ok, what) => {
 		console.error(`view-browser: FAIL: ${what}`);
 	}
 };
+
+// Pixels of an arrow's colour in a 5x5 square at (x, y) of the timeline:
+// 'pink' the wakeups' (#d81b60), 'green' the messages' (#00897b).
+function arrowPixels(page, x, y, colour) {
+	return page.evaluate(([x, y, colour]) => {
+		const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+		const d = c.getContext('2d').getImageData(Math.round((x - 2) * dpr),
+			Math.round((y - 2) * dpr), 5, 5).data;
+		const is = colour === 'green' ?
+			(r, g, b) => r < 90 && g > 100 && b > 80 && g > r + 40 :
+			(r, g, b) => r > 150 && g < 120 && b > 60 && b < 170;
+		let n = 0;
+		for (let i = 0; i < d.length; i += 4)
+			n += is(d[i], d[i + 1], d[i + 2]);
+		return n;
+	}, [x, y, colour]);
+}
+
+// messages.c's trace: n messages and the two lone ends, each an arrow
+// from the producer's row to a consumer's (a lone end from the window's
+// edge, on its own row), green, with a tooltip, hidden by the arrows box
+// and back, and in the SVG export.
+async function flows(page, hook, errors, n) {
+	await page.locator('#timeline').focus();
+	await page.keyboard.press('0');
+	await page.waitForTimeout(500);
+	let h = await hook();
+	const fl = h.drawn.flowList || [];
+	check(h.drawn.flows === n + 2 && h.drawn.flowsLeft === 0 &&
+		fl.every((f) => f.from[0] === 'thread' && f.to[0] === 'thread'),
+		`flows drawn: ${h.drawn.flows} (${n} messages + 2 lone ends), ` +
+		`${JSON.stringify(fl.slice(0, 3))}`);
+	check(fl.filter((f) => f.ts < 0).length === 1 && fl.filter((f) => f.tr < 0).length === 1,
+		`the lone ends: ${JSON.stringify(fl.filter((f) => f.ts < 0 || f.tr < 0))}`);
+	// a message between two rows: its middle is green
+	const f = fl.find((k) => k.ts >= 0 && k.tr >= 0 && Math.abs(k.y1 - k.y0) > 20) ||
+		{ x0: 0, y0: 0, x1: 0, y1: 0 };
+	const mx = (f.x0 + f.x1) / 2, my = (f.y0 + f.y1) / 2;
+	check(await arrowPixels(page, mx, my, 'green') > 0, `a message arrow's pixels near (${mx}, ${my})`);
+	const box = await page.locator('#timeline').boundingBox();
+	await page.mouse.move(box.x + mx, box.y + my);
+	try {
+		await page.waitForFunction(() => window.strataView.tip &&
+			window.strataView.tip.kind === 'flow', null, { timeout: 5000 });
+	} catch {
+		check(false, 'no tooltip over a message arrow');
+	}
+	const t = await page.textContent('#tip');
+	check(/message/.test(t) && new RegExp(`key${f.key}`).test(t.replace(/\s/g, '')) &&
+		/latency/.test(t), `the message arrow's tooltip: ${t}`);
+	await page.mouse.move(box.x + box.width / 2, box.y - 60);
+	await page.click('#arrows');
+	await page.waitForTimeout(300);
+	h = await hook();
+	check(h.drawn.flows === 0 && await arrowPixels(page, mx, my, 'green') === 0,
+		`messages hidden by the toggle: ${h.drawn.flows} drawn`);
+	await page.click('#arrows');
+	await page.waitForTimeout(300);
+	h = await hook();
+	check(h.drawn.flows === n + 2, `messages shown again: ${h.drawn.flows}`);
+	const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 10000 }),
+		page.click('#export')]);
+	const text = readFileSync(await dl.path(), 'utf8');
+	check(text.includes('stroke="#00897b"'), 'SVG: the message arrows\' strokes');
+	check(errors.length === 0, `flows: page errors: ${errors.join('; ')}`);
+}
 
 const browser = await chromium.launch({
 	executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -71,6 +139,12 @@ try {
 		await page.screenshot({ path: shot });
 		await browser.close();
 		console.log(`view-browser demo: ${failures.length ? 'failed' : 'ok'}`);
+		process.exit(failures.length ? 1 : 0);
+	}
+	if (mode === 'flows') {
+		await flows(page, hook, errors, Number(nmsgs));
+		await browser.close();
+		console.log(`view-browser flows: ${failures.length ? 'failed' : 'ok'}`);
 		process.exit(failures.length ? 1 : 0);
 	}
 	const d = h.drawn;
@@ -467,15 +541,7 @@ try {
 			`wakeup arrows: ${JSON.stringify(al)}`);
 		const a = al[1] || { x0: 0, y0: 0, x1: 0, y1: 0 };
 		const mx = (a.x0 + a.x1) / 2, my = (a.y0 + a.y1) / 2;
-		const red = await page.evaluate(([x, y]) => {
-			const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
-			const d = c.getContext('2d').getImageData(Math.round((x - 2) * dpr),
-				Math.round((y - 2) * dpr), 5, 5).data;
-			let n = 0;
-			for (let i = 0; i < d.length; i += 4)
-				n += d[i] > 150 && d[i + 1] < 120 && d[i + 2] > 60 && d[i + 2] < 170;
-			return n;
-		}, [mx, my]);
+		const red = await arrowPixels(page, mx, my, 'pink');
 		check(red > 0, `the arrow's pixels near (${mx}, ${my}): ${red}`);
 		const box = await page.locator('#timeline').boundingBox();
 		await page.mouse.move(box.x + mx, box.y + my);

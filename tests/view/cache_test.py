@@ -20,6 +20,8 @@ import subprocess
 import sys
 import urllib.request
 
+import recorded
+
 strata, workers, work = sys.argv[1], sys.argv[2], os.path.join(sys.argv[3], "cache")
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
@@ -38,6 +40,8 @@ def record(name, threads, jobs):
     path = os.path.join(work, name)
     subprocess.run([workers, str(threads), str(jobs)], env=dict(os.environ, STRATA_OUTPUT=path),
                    check=True, stdout=subprocess.DEVNULL)
+    # the checks below compare the folder before and after
+    check(recorded.wait_done(path), f"{name}: still live after 30 s")
     return path
 
 
@@ -123,7 +127,7 @@ same(ref, got, "first open")
 got, how, _ = answers(a)
 check(how == "used", f"second open: cache {how!r}, not 'used'")
 same(ref, got, "second open (from the cache)")
-check(tree(a) == before, "the trace's folder changed")
+check(tree(a) == before, f"the trace's folder changed: {set(tree(a)) ^ set(before)}")
 
 # damage: each is rebuilt, then the next open uses the rebuilt one
 path = os.path.join(cache_home, "strata", "view", cache_files()[0]) if cache_files() else None
@@ -164,9 +168,10 @@ for what, damage in damages.items():
 def thread_records(buf):
     """The offsets of the threads' records in a cache file."""
     up = lambda n: (n + 7) & ~7
-    (_, _, _, _, nwakes, nbins, ncpus, nthreads, _, ncls, nstreams,
-     nprob, _) = struct.unpack_from("<QQQQQIIIIIIII", buf, 32)
-    off = 112 + up((nbins + 1) * 8) + up(nstreams) + up(nprob * 24) + up(nwakes * 32)
+    (_, _, _, _, nwakes, nflows, nbins, ncpus, nthreads, _, ncls, nstreams,
+     nprob, _) = struct.unpack_from("<QQQQQQIIIIIIII", buf, 32)
+    off = (120 + up((nbins + 1) * 8) + up(nstreams) + up(nprob * 24) + up(nwakes * 32) +
+           nflows * 56)
     for _ in range(ncpus):
         nsw = struct.unpack_from("<Q", buf, off)[0]
         off += 8 + up(nsw * 16) + up(nbins * 4)
@@ -195,7 +200,7 @@ if path:
     for i in range(16):
         bad = bytearray(good)
         for _ in range(4):
-            bad[rng.randrange(112, len(bad))] = rng.randrange(256)
+            bad[rng.randrange(120, len(bad))] = rng.randrange(256)
             r = rng.choice(recs)
             bad[r + rng.randrange(16, 372)] = rng.randrange(256)  # to the row
         with open(path, "wb") as f:

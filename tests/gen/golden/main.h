@@ -17,6 +17,7 @@ extern "C" {
 #endif
 
 #define STRATA_MAJOR_MEM 2
+#define STRATA_MAJOR_MSG 9
 #define STRATA_MAJOR_NET 3
 
 #ifndef STRATA_DISABLE
@@ -130,6 +131,92 @@ strata_on:
 	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_MEM, 4), 2, strata_w);
 }
 
+/* ---- subsystem msg (9) ---- */
+
+/* Per-event enable flags, one cache line for the subsystem
+ * (docs/dsl.md, "Enabling events"). */
+volatile uint8_t strata_gen_on_msg[3]
+	__attribute__((weak, visibility("hidden"), aligned(64))) = { 1, 1, 1 };
+
+/*
+ * msg:post, id 9:1, sends a message by 'id', 3 words.
+ * Payload (docs/format.md §3):
+ *  u64 id @0, u32 len @8
+ * Format: "post %{id} (%{len} bytes)"
+ */
+static inline void strata_msg_post(uint64_t id, uint32_t len)
+{
+	static uint8_t strata_cid;
+	uint64_t strata_w[2];
+	unsigned char *strata_p;
+
+	STRATA_BRANCH(STRATA_MAJOR_MSG, "strata_gen_on_msg+0-.", strata_on);
+	return;
+strata_on:
+	if (!strata_major_enabled(STRATA_MAJOR_MSG))
+		return;
+	if (strata_unlikely(strata_gen_on_msg[0] != 1) &&
+	    !strata_event_fire(&strata_gen_on_msg[0]))
+		return;
+	strata_p = (unsigned char *)strata_w;
+	memcpy(strata_p + 0, &id, 8);
+	memcpy(strata_p + 8, &len, 4);
+	memset(strata_p + 12, 0, 4);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_MSG, 1), 3, strata_w);
+}
+
+/*
+ * msg:take, id 9:2, receives a message by 'id', 3 words.
+ * Payload (docs/format.md §3):
+ *  u32 queue @0, u64 id @8
+ */
+static inline void strata_msg_take(uint32_t queue, uint64_t id)
+{
+	static uint8_t strata_cid;
+	uint64_t strata_w[2];
+	unsigned char *strata_p;
+
+	STRATA_BRANCH(STRATA_MAJOR_MSG, "strata_gen_on_msg+1-.", strata_on);
+	return;
+strata_on:
+	if (!strata_major_enabled(STRATA_MAJOR_MSG))
+		return;
+	if (strata_unlikely(strata_gen_on_msg[1] != 1) &&
+	    !strata_event_fire(&strata_gen_on_msg[1]))
+		return;
+	strata_p = (unsigned char *)strata_w;
+	memcpy(strata_p + 0, &queue, 4);
+	memset(strata_p + 4, 0, 4);
+	memcpy(strata_p + 8, &id, 8);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_MSG, 2), 3, strata_w);
+}
+
+/*
+ * msg:handoff, id 9:3, sends a message by 'req', 2 words.
+ * Payload (docs/format.md §3):
+ *  ptr req @0
+ * Format: "hand %{req:x} over"
+ */
+static inline void strata_msg_handoff(const void *req)
+{
+	static uint8_t strata_cid;
+	uint64_t strata_w[1];
+	unsigned char *strata_p;
+	const uint64_t strata_v_req = (uintptr_t)req;
+
+	STRATA_BRANCH(STRATA_MAJOR_MSG, "strata_gen_on_msg+2-.", strata_on);
+	return;
+strata_on:
+	if (!strata_major_enabled(STRATA_MAJOR_MSG))
+		return;
+	if (strata_unlikely(strata_gen_on_msg[2] != 1) &&
+	    !strata_event_fire(&strata_gen_on_msg[2]))
+		return;
+	strata_p = (unsigned char *)strata_w;
+	memcpy(strata_p + 0, &strata_v_req, 8);
+	strata_log_fixed(&strata_cid, STRATA_ID(STRATA_MAJOR_MSG, 3), 2, strata_w);
+}
+
 /* ---- subsystem net (3) ---- */
 
 /* Per-event enable flags, one cache line for the subsystem
@@ -235,6 +322,47 @@ struct strata_subsys_desc strata_gen_subsys_mem __attribute__((weak, visibility(
 	"mem", 2, "memory management"
 };
 
+struct strata_field_desc strata_gen_fields_msg_post[2] __attribute__((weak, visibility("hidden"))) = {
+	{ "id", STRATA_T_U64, 0, STRATA_F_FLOW_SEND },
+	{ "len", STRATA_T_U32, 0, 0 },
+};
+struct strata_event_desc strata_gen_event_msg_post __attribute__((weak, visibility("hidden"))) = {
+	"msg", "post", 9, STRATA_EV_POINT, 1, 2, 0,
+	strata_gen_fields_msg_post,
+	"post %{id} (%{len} bytes)",
+	NULL,
+	&strata_gen_on_msg[0]
+};
+struct strata_field_desc strata_gen_fields_msg_take[2] __attribute__((weak, visibility("hidden"))) = {
+	{ "queue", STRATA_T_U32, 0, 0 },
+	{ "id", STRATA_T_U64, 0, STRATA_F_FLOW_RECEIVE },
+};
+struct strata_event_desc strata_gen_event_msg_take __attribute__((weak, visibility("hidden"))) = {
+	"msg", "take", 9, STRATA_EV_POINT, 2, 2, 0,
+	strata_gen_fields_msg_take,
+	NULL,
+	NULL,
+	&strata_gen_on_msg[1]
+};
+struct strata_field_desc strata_gen_fields_msg_handoff[1] __attribute__((weak, visibility("hidden"))) = {
+	{ "req", STRATA_T_PTR, 0, STRATA_F_HEX | STRATA_F_FLOW_SEND },
+};
+struct strata_event_desc strata_gen_event_msg_handoff __attribute__((weak, visibility("hidden"))) = {
+	"msg", "handoff", 9, STRATA_EV_POINT, 3, 1, 0,
+	strata_gen_fields_msg_handoff,
+	"hand %{req:x} over",
+	NULL,
+	&strata_gen_on_msg[2]
+};
+const struct strata_event_desc *strata_gen_events_msg[3] __attribute__((weak, visibility("hidden"))) = {
+	&strata_gen_event_msg_post,
+	&strata_gen_event_msg_take,
+	&strata_gen_event_msg_handoff,
+};
+struct strata_subsys_desc strata_gen_subsys_msg __attribute__((weak, visibility("hidden"))) = {
+	"msg", 9, "messages between threads"
+};
+
 struct strata_field_desc strata_gen_fields_net_send[3] __attribute__((weak, visibility("hidden"))) = {
 	{ "fd", STRATA_T_U32, 0, 0 },
 	{ "peer", STRATA_T_STRING, 0, 0 },
@@ -258,6 +386,7 @@ static void strata_gen_register_mem(void) __attribute__((constructor));
 static void strata_gen_register_mem(void)
 {
 	(void)strata_register(&strata_gen_subsys_mem, strata_gen_events_mem, 4);
+	(void)strata_register(&strata_gen_subsys_msg, strata_gen_events_msg, 3);
 	(void)strata_register(&strata_gen_subsys_net, strata_gen_events_net, 1);
 }
 
@@ -283,6 +412,23 @@ static inline void strata_mem_lock_acquire(const void *lock)
 static inline void strata_mem_lock_release(const void *lock)
 {
 	(void)lock;
+}
+
+static inline void strata_msg_post(uint64_t id, uint32_t len)
+{
+	(void)id;
+	(void)len;
+}
+
+static inline void strata_msg_take(uint32_t queue, uint64_t id)
+{
+	(void)queue;
+	(void)id;
+}
+
+static inline void strata_msg_handoff(const void *req)
+{
+	(void)req;
 }
 
 static inline void strata_net_send(uint32_t fd, const char *peer, uint64_t bytes)

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/* strata view's message flows: sends paired with receives by key over the whole trace, and the window's flow arrows (docs/view.md, "api/window"). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view.h"
+
+/* A send or a receive, as the model's scan meets it (one end set). */
+static int add_end(struct vw_model *m, const struct vw_flow *f)
+{
+	if (m->nflows == m->flowcap) {
+		size_t c = m->flowcap ? 2 * m->flowcap : 256;
+		struct vw_flow *n = realloc(m->flows, c * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		m->flows = n;
+		m->flowcap = c;
+	}
+	m->flows[m->nflows++] = *f;
+	return 0;
+}
+
+int vw_flow_feed(struct vw_model *m, const struct strata_event *ev)
+{
+	int key;
+	enum strata_flow_role role = strata_event_class_flow(ev->cls, &key);
+	struct strata_value v;
+	if (role == STRATA_FLOW_NONE)
+		return 0;
+	if (strata_event_field(ev, (unsigned)key, &v) < 0)
+		return 0; /* damaged: the reader reported it */
+	struct vw_flow f = { .key = an_value_key(&v), .stid = -1, .rtid = -1,
+			     .scls = UINT32_MAX, .rcls = UINT32_MAX };
+	if (role == STRATA_FLOW_SEND) {
+		f.ts = f.t = ev->timestamp;
+		f.stid = (int32_t)ev->tid;
+		f.scpu = ev->cpu;
+		f.scls = ev->cls->index;
+	} else {
+		f.tr = f.t = ev->timestamp;
+		f.rtid = (int32_t)ev->tid;
+		f.rcpu = ev->cpu;
+		f.rcls = ev->cls->index;
+	}
+	return add_end(m, &f);
+}
+
+static const struct vw_flow *sorting;
+
+/* By key, then in the order met: the scan's, which is time order. */
+static int by_key(const void *a, const void *b)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct vw_flow *x = &sorting[i], *y = &sorting[j];
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct vw_flow *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* One key's ends, in time order, into out: each receive takes the
+ * earliest send of the key not yet received (a queue's order); a
+ * receive with none, and a send never received, stay alone. */
+static void pair_key(const struct vw_flow *in, const size_t *idx, size_t n, size_t *queue,
+		     struct vw_flow *out, size_t *nout)
+{
+	size_t head = 0, tail = 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct vw_flow *e = &in[idx[k]];
+		if (e->scls != UINT32_MAX) {
+			queue[tail++] = idx[k];
+			continue;
+		}
+		struct vw_flow f = *e;
+		if (head < tail) {
+			const struct vw_flow *s = &in[queue[head++]];
+			f.ts = s->ts;
+			f.stid = s->stid;
+			f.scpu = s->scpu;
+			f.scls = s->scls;
+		}
+		out[(*nout)++] = f;
+	}
+	while (head < tail)
+		out[(*nout)++] = in[queue[head++]];
+}
+
+int vw_flows_pair(struct vw_model *m)
+{
+	size_t n = m->nflows, *idx = malloc((n + 1) * sizeof(*idx));
+	size_t *queue = malloc((n + 1) * sizeof(*queue));
+	struct vw_flow *out = malloc((n + 1) * sizeof(*out));
+	if (!idx || !queue || !out) {
+		free(idx);
+		free(queue);
+		free(out);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		idx[i] = i;
+	sorting = m->flows; /* the model is built by one thread */
+	qsort(idx, n, sizeof(*idx), by_key);
+	size_t nout = 0;
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && m->flows[idx[j]].key == m->flows[idx[i]].key; j++)
+			;
+		pair_key(m->flows, idx + i, j - i, queue, out, &nout);
+	}
+	qsort(out, nout, sizeof(*out), by_time);
+	free(idx);
+	free(queue);
+	free(m->flows);
+	m->flows = out;
+	m->nflows = m->flowcap = nout;
+	vw_flows_index(m);
+	return 0;
+}
+
+void vw_flows_index(struct vw_model *m)
+{
+	m->flow_maxlat = 0;
+	for (size_t i = 0; i < m->nflows; i++)
+		if (m->flows[i].scls != UINT32_MAX && m->flows[i].rcls != UINT32_MAX &&
+		    m->flows[i].tr > m->flows[i].ts + m->flow_maxlat)
+			m->flow_maxlat = m->flows[i].tr - m->flows[i].ts;
+}
+
+/* Whether q keeps a flow: either end's CPU, thread and class. */
+static bool keeps_flow(const struct vw_filter *q, const bool *cls, const struct vw_flow *f)
+{
+	bool s = f->scls != UINT32_MAX, r = f->rcls != UINT32_MAX;
+	return ((s && vw_filter_keeps(q, 'c', f->scpu)) || (r && vw_filter_keeps(q, 'c', f->rcpu))) &&
+	       ((s && vw_filter_keeps(q, 't', (uint32_t)f->stid)) ||
+		(r && vw_filter_keeps(q, 't', (uint32_t)f->rtid))) &&
+	       (!cls || (s && cls[f->scls]) || (r && cls[f->rcls]));
+}
+
+/* The key as its field shows it: signed when the send's (else the
+ * receive's) key field is. */
+static void put_key(const struct vw_model *m, const struct vw_flow *f, struct vw_buf *o)
+{
+	const struct strata_event_class *c =
+		strata_trace_class(m->t, f->scls != UINT32_MAX ? f->scls : f->rcls);
+	int k;
+	if (c && strata_event_class_flow(c, &k) && c->fields[k].is_signed)
+		vw_printf(o, "\"%lld\"", (long long)f->key);
+	else
+		vw_printf(o, "\"%llu\"", (unsigned long long)f->key);
+}
+
+static long long ns_of(const struct vw_model *m, uint64_t t)
+{
+	return (long long)vw_ns(m, t - m->begin);
+}
+
+void vw_put_flows(const struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w, double scale,
+		  const struct vw_filter *q, const bool *cls, struct vw_buf *o)
+{
+	/* a flow is ordered by its receive (else its send): those drawn
+	 * over [t0, t1] are received from t0 to t1 plus the longest
+	 * latency, and sent by t1 */
+	size_t lo = 0, hi = m->nflows, n = 0, left = 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->flows[mid].t < t0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	uint64_t last = t1 + m->flow_maxlat < t1 ? UINT64_MAX : t1 + m->flow_maxlat;
+	vw_puts(o, "\"flows\":[");
+	for (size_t i = lo; i < m->nflows && m->flows[i].t <= last; i++) {
+		const struct vw_flow *f = &m->flows[i];
+		bool s = f->scls != UINT32_MAX, r = f->rcls != UINT32_MAX;
+		uint64_t from = s ? f->ts : f->tr;
+		if (from > t1 || !keeps_flow(q, cls, f))
+			continue;
+		if (n == VW_ARROWS_MAX) {
+			left++;
+			continue;
+		}
+		/* an end not in the trace is drawn at the window's edge */
+		double x0 = s ? (double)((int64_t)(f->ts - t0)) * scale : 0;
+		double x1 = r ? (double)((int64_t)(f->tr - t0)) * scale : w;
+		vw_printf(o, "%s%.2f,%.2f,%d,%u,%d,%u,%lld,%lld,", n ? "," : "", x0, x1,
+			  s ? f->stid : -1, s ? f->scpu : 0, r ? f->rtid : -1, r ? f->rcpu : 0,
+			  s ? ns_of(m, f->ts) : -1ll, r ? ns_of(m, f->tr) : -1ll);
+		put_key(m, f, o);
+		n++;
+	}
+	vw_printf(o, "],\"flows_left\":%zu", left);
+}
