@@ -9,11 +9,19 @@
       and of the children it reaped (cutime+cstime: the traced program
       under `strata record`). Exit status: COMMAND's.
   relay_bench.py summary RAW          the table of the ROW lines of RAW.
+  relay_bench.py latency STRATA SLOWLOG PORT TOKEN RELAY_DIR WORK
+      the delay from logging an event to `strata print --follow` on the
+      relay's copy printing it: slowlog's ticks (tests/reader/slowlog.c,
+      200 events 20 ms apart) under `strata record --live=25 --relay`,
+      as tests/reader/follow_test.py measures it on a local trace.
 """
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 TCK = os.sysconf("SC_CLK_TCK")
@@ -61,6 +69,11 @@ def summary(path):
     rs = rows(path)
     modes = []
     for r in rs:
+        if r["mode"] == "latency":
+            print("live latency over the relay (logged -> printed by print --follow): "
+                  + " ".join("%s=%s" % kv for kv in r.items() if kv[0] != "mode"))
+    rs = [r for r in rs if r["mode"] != "latency"]
+    for r in rs:
         if r["mode"] not in modes:
             modes.append(r["mode"])
     print("medians over %d repetitions (interleaved); CPU in ms; loss = events "
@@ -102,11 +115,52 @@ def summary(path):
                       ratio(a, b, "cpu_ns_ev"), ratio(a, b, "wire_b")))
 
 
+def latency(strata, slowlog, port, token, relay_dir, work, n=200, period_ms=20):
+    """One ROW line: the delay distribution in ms (min, median, p99, max)."""
+    local = os.path.join(work, "lat-local")
+    shutil.rmtree(local, ignore_errors=True)
+    # the relay's copy is RELAY_DIR/<sender's host name>/<trace name>:
+    # followed from before it exists, as a user watching would
+    copy = os.path.join(relay_dir, os.uname().nodename, "lat-local")
+    shutil.rmtree(copy, ignore_errors=True)
+    fol = subprocess.Popen([strata, "print", "--follow", "--format", "json", copy],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    rec = subprocess.Popen([strata, "record", "--live=25", "-o", local, "--relay",
+                            "127.0.0.1:%s" % port, "--token-file", token, "--", slowlog,
+                            str(n), str(period_ms), "quiet"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    # the follow ends by itself when the copy is complete; a stuck one is
+    # killed, and its lines so far still count
+    guard = threading.Timer(60, fol.kill)
+    guard.start()
+    lines = [(time.monotonic_ns(), line) for line in fol.stdout]
+    guard.cancel()
+    fol.wait()
+    rc = rec.wait()
+    d = []
+    for arrival, line in lines:
+        ev = json.loads(line)
+        if ev.get("event") == "live:tick" and ev["fields"]["seq"] < n:
+            # slowlog logs its CLOCK_MONOTONIC: the same clock as ours
+            d.append((arrival - ev["fields"]["mono_ns"]) / 1e6)
+    d.sort()
+    shutil.rmtree(local, ignore_errors=True)
+    if not d:
+        print("ROW mode=latency events=0 record_rc=%d" % rc)
+        return
+    print("ROW mode=latency events=%d min_ms=%.1f median_ms=%.1f p99_ms=%.1f max_ms=%.1f "
+          "record_rc=%d" % (len(d), d[0], d[len(d) // 2], d[min(len(d) - 1, len(d) * 99 // 100)],
+                            d[-1], rc))
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 8 and sys.argv[1] == "latency":
+        latency(*sys.argv[2:])
+        sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "run" and sys.argv[2] == "--":
         sys.exit(run(sys.argv[3:]))
     if len(sys.argv) == 3 and sys.argv[1] == "summary":
         summary(sys.argv[2])
         sys.exit(0)
-    print("usage: relay_bench.py run -- COMMAND... | summary RAW", file=sys.stderr)
+    print("usage: relay_bench.py run -- COMMAND... | summary RAW | latency STRATA SLOWLOG PORT TOKEN RELAY_DIR WORK", file=sys.stderr)
     sys.exit(2)

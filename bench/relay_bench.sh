@@ -8,6 +8,7 @@
 #   lttng-relayd   bench_lttng (LTTng-UST, same event count) in a session
 #                  created with --set-url=net://127.0.0.1 to Debian's
 #                  lttng-relayd
+# then the live latency through the relay (relay_bench.py latency).
 # The modes are interleaved over REPS repetitions so that load from
 # others on the machine falls on all of them alike; the summary gives
 # medians and ratios of this one run.
@@ -202,4 +203,14 @@ for rep in $(seq 0 $((REPS - 1))); do
 	strata_run strata-zstd "$rep"
 	[ $LTTNG_OK = 1 ] && lttng_run "$rep"
 done
+# live latency through the relay: slowlog's ticks, followed on the relay's copy
+SLOWLOG=$BIN/tests/reader/slowlog
+if [ -x "$SLOWLOG" ]; then
+	for rep in $(seq 0 $((REPS - 1))); do
+		python3 "$RUNSTAT" latency "$STRATA" "$SLOWLOG" "$PORT" "$OUT/token" "$OUT/relay" \
+			"$OUT" | tee -a "$RAW"
+	done
+else
+	echo "relay_bench: $SLOWLOG missing (a build with tests): live latency not measured" >&2
+fi
 python3 "$RUNSTAT" summary "$RAW" | tee "$OUT/summary.txt"
