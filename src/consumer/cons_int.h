@@ -244,6 +244,8 @@ void cons_sink_index(struct cons *c, struct cons_stream *s, uint64_t off,
 void cons_sink_stream_close(struct cons *c, struct cons_stream *s,
 			    int idx_published);
 void cons_sink_metadata(struct cons *c);
+void cons_sink_beacon(struct cons *c, const char *path, int create,
+		      const uint64_t rec[2]);
 
 /* ---- consumer.c --------------------------------------------------------- */
 

@@ -262,15 +262,19 @@ static void cons_sleep(struct cons *c, uint32_t bell, unsigned ms)
 static void live_beacon(struct cons *c, uint64_t before)
 {
 	uint64_t rec[2] = {before, ~before};
+	char path[4200];
+	int create = 0;
 
+	snprintf(path, sizeof(path), "%s/.live-time", c->dir);
 	if (c->live_fd < 0 && !c->live_failed) {
-		char path[4200];
-		snprintf(path, sizeof(path), "%s/.live-time", c->dir);
 		c->live_fd = tfile_open(path, O_WRONLY | O_TRUNC);
 		c->live_failed = c->live_fd < 0;
+		create = !c->live_failed;
 	}
 	if (c->live_fd >= 0 && pwrite(c->live_fd, rec, sizeof(rec), 0) != sizeof(rec))
 		c->live_failed = 1;
+	if (c->live_fd >= 0 && !c->live_failed)
+		cons_sink_beacon(c, path, create, rec);
 }
 
 /* At the end the streams' indexes say it all: the beacon goes. */
@@ -284,6 +288,7 @@ static void live_beacon_end(struct cons *c)
 	c->live_fd = -1;
 	snprintf(path, sizeof(path), "%s/.live-time", c->dir);
 	unlink(path);
+	cons_sink_beacon(c, path, 0, NULL);
 }
 
 static void *cons_main(void *arg)

@@ -73,6 +73,27 @@ void cons_sink_stream_close(struct cons *c, struct cons_stream *s,
 	k->on_close(k->ctx, path, UINT64_MAX, final, idx_published);
 }
 
+/* The live timer's beacon (consumer.c live_beacon()): made (`create`),
+ * rewritten in place, or gone at the end (`rec` NULL). Sent as any file,
+ * after the packets it vouches for: the sender's queue keeps their order,
+ * so that a follower of the relay's copy is not held back by a quiet CPU
+ * (docs/relay.md §4). */
+void cons_sink_beacon(struct cons *c, const char *path, int create,
+		      const uint64_t rec[2])
+{
+	const struct cons_sink *k = c->sink;
+
+	if (!k)
+		return;
+	if (!rec) {
+		k->on_close(k->ctx, path, 0, NULL, 0);
+		return;
+	}
+	if (create)
+		k->on_file_create(k->ctx, path);
+	k->on_write(k->ctx, path, 0, rec, 2 * sizeof(rec[0]));
+}
+
 /* The metadata just written (meta_write()), read back: it is written
  * through stdio, and is small (kilobytes). */
 void cons_sink_metadata(struct cons *c)
