@@ -22,17 +22,10 @@ import urllib.request
 
 import recorded
 
-strata, workers, work = sys.argv[1], sys.argv[2], os.path.join(sys.argv[3], "api")
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-trace = os.path.join(work, "trace")
-failed = []
-
-
-def check(ok, what):
-    if not ok:
-        failed.append(what)
-        print("view-api: FAIL:", what, file=sys.stderr)
+strata, workers = sys.argv[1], sys.argv[2]
+work, trace = recorded.fresh_work(sys.argv[3], "api")
+check = recorded.Checks("view-api")
+failed = check.failed
 
 
 subprocess.run([workers, "3", "50000"], env=dict(os.environ, STRATA_OUTPUT=trace),

@@ -24,17 +24,10 @@ import urllib.request
 
 import recorded
 
-strata, messages, work = sys.argv[1], sys.argv[2], os.path.join(sys.argv[3], "flows")
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-trace = os.path.join(work, "trace")
-failed = []
-
-
-def check(ok, what):
-    if not ok:
-        failed.append(what)
-        print("view-flows: FAIL:", what, file=sys.stderr)
+strata, messages = sys.argv[1], sys.argv[2]
+work, trace = recorded.fresh_work(sys.argv[3], "flows")
+check = recorded.Checks("view-flows")
+failed = check.failed
 
 
 log = subprocess.run([messages, "2000"], env=dict(os.environ, STRATA_OUTPUT=trace),

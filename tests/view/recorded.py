@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The view tests' recordings: a trace used only once its recorder is done with it."""
 import os
+import shutil
+import sys
 import time
 
 
@@ -15,3 +17,23 @@ def wait_done(trace, seconds=30):
             return True
         time.sleep(0.05)
     return not os.path.exists(live)
+
+
+def fresh_work(base, name):
+    """`base`/`name`, emptied: (that folder, its trace path)."""
+    work = os.path.join(base, name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    return work, os.path.join(work, "trace")
+
+
+class Checks:
+    """Failures collected, each said at once on stderr as `test: FAIL:`."""
+
+    def __init__(self, test):
+        self.test, self.failed = test, []
+
+    def __call__(self, ok, what):
+        if not ok:
+            self.failed.append(what)
+            print(f"{self.test}: FAIL:", what, file=sys.stderr)
