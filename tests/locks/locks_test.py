@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -414,8 +415,11 @@ def daemon():
 def kernel():
     """record --locks -k sched,syscalls: the waits are spent in futex calls
     (the kernel's view of the same waits: at least 80 % of them, never
-    more), and the longest hold's holder, who spins while holding, was
-    switched out only by preemption, never blocked."""
+    more), and the longest hold's switches out, preempted and blocked, are
+    those the kernel's own sched_switch records show in it (read with
+    `strata print`, apart from the analysis). A holder that spins is
+    mostly preempted, but it can block (a page fault waiting for I/O: once
+    78 us in state D inside a 1.1 ms hold), and the report must say so."""
     truth_path = os.path.join(WORK, "k.json")
     trace = os.path.join(WORK, "k")
     shutil.rmtree(trace, ignore_errors=True)
@@ -432,16 +436,43 @@ def kernel():
     if not 0.8 * hot["wait_ns"] <= hot.get("futex_ns", -1) <= hot["wait_ns"]:
         fail("kernel: futex time %r against %d ns of waits" % (hot.get("futex_ns"), hot["wait_ns"]))
     mh = hot.get("max_hold")
-    if not mh or mh["tid"] not in hot["tids"] or mh["blocked"]:
-        # what the holder left its CPU for: the longest holds' switches,
-        # their states and who ran instead (issue 22: seen once in CI)
+    if not mh or mh["tid"] not in hot["tids"]:
+        fail("kernel: longest hold %r, not by one of the holders %s" % (mh, hot["tids"]))
+    want = hold_switches(trace, mh["tid"], hot["addr"])
+    print("longest hold: %d ns, %d preempted, %d blocked (sched_switch: %r)" % (
+        hot["max_hold_ns"], mh["preempted"], mh["blocked"], want))
+    if abs(want[0] - hot["max_hold_ns"]) > 2 or (mh["preempted"], mh["blocked"]) != want[1:]:
         sw = subprocess.run([STRATA, "switches", "--begin", "lock:wait_end", "--end",
                              "lock:release", "--top", "3", trace], capture_output=True, text=True)
-        fail("kernel: longest hold %r (holders %s): a spinning holder never blocks; "
-             "the longest holds:\n%s%s" % (mh, hot["tids"], sw.stdout, sw.stderr))
+        fail("kernel: longest hold %d ns %r, the kernel's records say %r "
+             "(ns, preempted, blocked); the longest holds:\n%s%s" % (
+                 hot["max_hold_ns"], mh, want, sw.stdout, sw.stderr))
     text = run([STRATA, "locks", trace])
     if "in futex" not in text or "longest hold" not in text:
         fail("kernel: the text report lacks the futex column or the longest hold:\n" + text)
+
+
+def hold_switches(trace, tid, addr):
+    """The longest hold of lock `addr` by thread `tid` (from wait_end to
+    release) in the raw events, and the thread's switches out in it, by
+    the kernel's prev_state: (ns, preempted, blocked). R and R+ (running,
+    preempted) are preemptions; any other state is a block."""
+    out = run([STRATA, "print", "--format", "csv", "--tid", str(tid), "--event", "lock:wait_end",
+               "--event", "lock:release", "--event", "sched:sched_switch", trace])
+    rows = list(csv.reader(io.StringIO(out)))[1:]
+    ns = lambda t: int(round(float(t) * 1e9))
+    best, begin = (-1, 0, 0), None
+    for i, r in enumerate(rows):
+        name, desc = r[5], r[6]
+        if name == "lock:wait_end" and "addr=%s " % addr in desc + " ":
+            begin = i
+        elif name == "lock:release" and begin is not None and "addr=%s " % addr in desc + " ":
+            states = [re.search(r"prev_state=(\S+)", x[6]).group(1)
+                      for x in rows[begin + 1:i] if x[5] == "sched:sched_switch"]
+            pre = sum(1 for st in states if st in ("R", "R+"))
+            best = max(best, (ns(r[0]) - ns(rows[begin][0]), pre, len(states) - pre))
+            begin = None
+    return best
 
 
 def cond():
