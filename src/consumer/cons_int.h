@@ -224,9 +224,15 @@ void cons_update_metadata(struct cons *c);
 
 /* Close a copy of a packet whose first `done` bytes are whole events, as
  * the ring's closer would have: 0, or -1 if the events do not end at
- * `done` exactly (docs/record.md, "Crash salvage"). */
+ * `done` exactly or one is older than the one before it (docs/record.md,
+ * "Crash salvage"). */
 int cons_close_copy(struct cons *c, const struct cons_stream *s,
 		    unsigned char *pkt, uint64_t done);
+/* A copy reserved to `reserved` whose committed `done` bytes are not a
+ * whole prefix: cut out the reservation in flight before committed
+ * events when it can be told, and close the copy at `done`: 0, or -1. */
+int cons_cut_in_flight(struct cons *c, const struct cons_stream *s,
+		       unsigned char *pkt, uint64_t reserved, uint64_t done);
 /* An external ring at the end: drain it, then salvage or report what is
  * left open. */
 void cons_finish_external(struct cons *c, struct cons_stream *s,

@@ -8,6 +8,33 @@
 #include "consumer/cons_int.h"
 
 /*
+ * Walk the events of a packet copy from `off` towards `to`, from time
+ * *ts: the offset where the walk stopped, `to` when the events end there
+ * exactly; otherwise the start of the first event that is damaged, runs
+ * past `to`, or is older than the one before it. Timestamps never go back
+ * in buffer order (ring.md §2): a header that does is not this lap's (the
+ * bytes of a reservation whose writer died before writing them, left
+ * from the slot's previous lap, or payload read as a header), and
+ * keeping it would give readers an event from the past, or from the
+ * boot, whose time babeltrace2 refuses. *ts: the last whole event's time.
+ */
+static uint64_t salvage_walk(struct cons *c, const unsigned char *pkt,
+			     uint64_t off, uint64_t to, uint64_t *ts)
+{
+	while (off < to) {
+		uint64_t t = *ts;
+		uint32_t id, len = cons_event_at(c, pkt + off, to - off, &id,
+						 &t);
+
+		if (len == 0 || t < *ts)
+			break;
+		*ts = t;
+		off += len;
+	}
+	return off;
+}
+
+/*
  * Crash salvage (docs/record.md): the packet that began at `begin` was
  * left incomplete by writers that will never come back (the process died
  * or exec'd). `reserved` is how far writers had reserved in it (the
@@ -18,25 +45,19 @@
  * reservation(s) in flight when the writers stopped, and the prefix is
  * whole. The packet is then closed in a private copy, as ring_close()
  * would have (content_size, timestamp_end of its last event,
- * events_discarded), and written. Otherwise (an event in the middle was
- * never committed) it cannot be told apart from garbage: reported and
- * skipped.
+ * events_discarded), and written. Otherwise an event in the middle was
+ * never committed: cons_cut_in_flight() cuts it out when it can be told
+ * which it is; when it cannot, the packet is reported and skipped.
  */
 int cons_close_copy(struct cons *c, const struct cons_stream *s,
 		    unsigned char *pkt, uint64_t done)
 {
 	const struct strata_ring *r = s->ring;
-	uint64_t off, ts;
-	uint32_t id;
+	uint64_t ts;
 
 	memcpy(&ts, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
-	for (off = STRATA_PACKET_HEADER; off < done;) {
-		uint32_t len = cons_event_at(c, pkt + off, done - off, &id,
-					     &ts);
-		if (len == 0)
-			return -1;
-		off += len;
-	}
+	if (salvage_walk(c, pkt, STRATA_PACKET_HEADER, done, &ts) != done)
+		return -1;
 	uint64_t bits = done * 8, disc = 0;
 	/* r->ctl, not the fast path's computed address: this view is not
 	 * laid out like the creator's (consumer/mapped.c). */
@@ -48,6 +69,101 @@ int cons_close_copy(struct cons *c, const struct cons_stream *s,
 		disc = s->last_disc; /* a free-running counter never decreases */
 	memcpy(pkt + STRATA_PKT_OFF_DISCARDED, &disc, 8);
 	return 0;
+}
+
+/* A thread's last reservation in a packet: where it begins (its thread
+ * record, when it has one) and its length. */
+struct last_rsv {
+	uint32_t tid;
+	uint32_t len;
+	uint64_t off;
+};
+
+#define SALVAGE_THREADS 64
+
+/*
+ * The events from the header walk whole to `reserved`: a reservation in
+ * flight had its header written. A thread has one reservation in flight
+ * at most and commits in order, so the one in flight is the last of its
+ * thread in the packet; the one of `hole` bytes if exactly one thread's
+ * last is that long. Its offset, or 0 when none or several are.
+ */
+static uint64_t in_flight_last(struct cons *c, const unsigned char *pkt,
+			       uint64_t reserved, uint64_t hole)
+{
+	struct last_rsv last[SALVAGE_THREADS];
+	uint64_t off = STRATA_PACKET_HEADER, rec = 0, ts, found = 0;
+	unsigned n = 0, i, hits = 0;
+	uint32_t tid;
+
+	memcpy(&tid, pkt + STRATA_PKT_OFF_TID, 4);
+	memcpy(&ts, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
+	while (off < reserved) {
+		uint32_t id, len = cons_event_at(c, pkt + off, reserved - off,
+						 &id, &ts);
+
+		if (len == 0) /* walked whole just before: cannot happen */
+			return 0;
+		if (id == STRATA_ID_THREAD) {
+			/* tid | pid << 32, the record's one payload word */
+			memcpy(&tid, pkt + off + len - 8, 4);
+			rec = off;
+			off += len;
+			continue;
+		}
+		for (i = 0; i < n && last[i].tid != tid; i++)
+			;
+		if (i == n && n++ == SALVAGE_THREADS)
+			return 0;
+		last[i].tid = tid;
+		last[i].off = rec ? rec : off;
+		last[i].len = (uint32_t)(off + len - last[i].off);
+		rec = 0;
+		off += len;
+	}
+	for (i = 0; i < n; i++) {
+		if (last[i].len == hole) {
+			found = last[i].off;
+			hits++;
+		}
+	}
+	return hits == 1 ? found : 0;
+}
+
+/*
+ * The prefix of committed bytes is not whole events (or has an event
+ * from the past): a reservation in flight, `reserved - done` bytes, lies
+ * before committed events (two threads of one CPU, one killed inside a
+ * two-phase event, the other having gone on). Found either where the
+ * walk from the header stops (its header never written: the bytes left
+ * from the slot's last lap), when the events from past it walk whole to
+ * `reserved`; or, when all of them walk whole, as the only thread's last
+ * reservation that long (in_flight_last()). It is cut out of the copy,
+ * which is then closed at `done`: the event in flight is lost, the
+ * committed ones after it kept. 0, or -1 (the copy may be changed).
+ */
+int cons_cut_in_flight(struct cons *c, const struct cons_stream *s,
+		       unsigned char *pkt, uint64_t reserved, uint64_t done)
+{
+	uint64_t hole = reserved - done, ts, at, t;
+
+	if (reserved <= done || reserved > s->ring->psize ||
+	    done < STRATA_PACKET_HEADER)
+		return -1;
+	memcpy(&ts, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
+	at = salvage_walk(c, pkt, STRATA_PACKET_HEADER, reserved, &ts);
+	if (at == reserved) {
+		at = in_flight_last(c, pkt, reserved, hole);
+		if (!at)
+			return -1;
+	} else {
+		t = ts;
+		if (at > done ||
+		    salvage_walk(c, pkt, at + hole, reserved, &t) != reserved)
+			return -1;
+	}
+	memmove(pkt + at, pkt + at + hole, reserved - at - hole);
+	return cons_close_copy(c, s, pkt, done);
 }
 
 int cons_write_open(struct cons *c, unsigned cpu, unsigned char *pkt,
@@ -76,8 +192,7 @@ int cons_write_open(struct cons *c, unsigned cpu, unsigned char *pkt,
  * the last packet written ended, which is at most the switch's (the
  * closer stores it with the switch, rseq_switch()); the copy is then
  * closed as cons_close_copy() does. For salvage_packet()'s `behind`
- * case only (rseq, 0 < done < reserved). 0, or -1 (the copy may be
- * changed).
+ * case only (rseq, 0 < done < reserved). 0, or -1 (the copy unchanged).
  */
 static int reopen_copy(struct cons *c, const struct cons_stream *s,
 		       unsigned char *pkt, int ours, uint64_t begin,
@@ -85,8 +200,8 @@ static int reopen_copy(struct cons *c, const struct cons_stream *s,
 {
 	const struct strata_ring *r = s->ring;
 	uint64_t hole = reserved - done, seq = begin >> r->pshift;
-	uint64_t ts = s->last_ts, off;
-	uint32_t id, tid = strata_load_relaxed(&r->ctl->owner);
+	uint64_t ts = s->last_ts;
+	uint32_t tid = strata_load_relaxed(&r->ctl->owner);
 
 	/* the opener's header, if it wrote it, has the packet's start */
 	if (ours)
@@ -95,13 +210,11 @@ static int reopen_copy(struct cons *c, const struct cons_stream *s,
 	/* shorter than a header: not the opener's */
 	if (!s->have_hdr || hole < STRATA_PACKET_HEADER)
 		return -1;
-	for (off = hole; off < reserved;) {
-		uint32_t len = cons_event_at(c, pkt + off, reserved - off, &id,
-					     &ts);
-		if (len == 0)
-			return -1;
-		off += len;
-	}
+	/* from the time the copy's header will have: cons_close_copy()
+	 * then walks the same events from the same time, and cannot fail
+	 * after the copy was changed */
+	if (salvage_walk(c, pkt, hole, reserved, &ts) != reserved)
+		return -1;
 	memmove(pkt + STRATA_PACKET_HEADER, pkt + hole, reserved - hole);
 	if (!ours) {
 		memcpy(pkt, s->last_hdr, STRATA_PACKET_HEADER);
@@ -202,6 +315,9 @@ static void salvage_packet(struct cons *c, struct cons_stream *s,
 	} else if (ours && done >= STRATA_PACKET_HEADER &&
 		   !cons_close_copy(c, s, pkt, done)) {
 		end = done; /* a whole prefix; what follows was in flight */
+	} else if (ours && reserved > done &&
+		   !cons_cut_in_flight(c, s, pkt, reserved, done)) {
+		end = done; /* the event in flight was in the middle */
 	} else if (ours && done >= STRATA_PACKET_HEADER && r->rseq && !reserved &&
 		   (end = closed_end(c, s, pkt, done))) {
 		reserved = end;

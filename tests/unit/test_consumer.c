@@ -400,6 +400,122 @@ static void test_batch_short_write_keeps_whole(void **state)
 	free(ring);
 }
 
+/* ---- cutting out a reservation in flight ------------------------------- */
+
+#define THREAD_REC_LEN (STRATA_HDR_COMPACT + 8u)
+
+/* A strata:thread record (compact id 1): the events after it are tid's. */
+static void put_thread(struct cons *c, struct pkt *p, uint32_t tid,
+		       uint64_t ts)
+{
+	uint64_t v = tid | (uint64_t)4242 << 32;
+
+	c->cids[STRATA_ID_THREAD] = STRATA_ID(0, STRATA_ID_THREAD) |
+				    UINT64_C(2) << 32 | STRATA_CID_VALID;
+	put_compact(p, STRATA_ID_THREAD, 2, ts);
+	memcpy(p->b + p->pos - 8, &v, 8);
+}
+
+/* An event whose time goes back (an extended header left from the slot's
+ * last lap) is not this packet's: the walk refuses it, whatever its
+ * length. */
+static void test_close_backwards(void **state)
+{
+	struct cons *c = *state;
+	static struct fake_ring f;
+	static struct pkt p;
+
+	close_case(&f, &p, 0);
+	put_extended(&p, STRATA_ID(5, 1), 1, 5);
+	assert_int_equal(cons_close_copy(c, &f.s, p.b, p.pos), -1);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_CONTENT_SIZE), 0);
+}
+
+/* The reservation in flight never had its header written (zero bytes:
+ * the slot's first lap): cut out where the walk stops, the event
+ * committed after it kept. */
+static void test_cut_unwritten(void **state)
+{
+	struct cons *c = *state;
+	static struct fake_ring f;
+	static struct pkt p;
+
+	close_case(&f, &p, 0); /* one event at 1010 */
+	uint64_t hole_at = p.pos;
+	p.pos += 24;          /* reserved, never written */
+	put_extended(&p, STRATA_ID(5, 1), 2, 1030);
+	uint64_t reserved = p.pos, done = reserved - 24;
+	assert_int_equal(cons_close_copy(c, &f.s, p.b, done), -1);
+	assert_int_equal(cons_cut_in_flight(c, &f.s, p.b, reserved, done), 0);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_CONTENT_SIZE), done * 8);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_TS_END), 1030);
+	assert_int_equal(u64_at(&p, hole_at + 8), 1030); /* moved up */
+}
+
+/* The bytes in flight are a header left from the slot's last lap, as long
+ * as the committed event after it: the walk of the committed count used
+ * to end at `done` through it, keeping the old event (time 5: babeltrace2
+ * refused the trace) and dropping the committed one. */
+static void test_cut_stale_header(void **state)
+{
+	struct cons *c = *state;
+	static struct fake_ring f;
+	static struct pkt p;
+
+	close_case(&f, &p, 0);
+	uint64_t hole_at = p.pos;
+	put_extended(&p, STRATA_ID(5, 1), 1, 5); /* the last lap's */
+	put_extended(&p, STRATA_ID(5, 1), 1, 1030);
+	uint64_t reserved = p.pos, done = reserved - 24;
+	assert_int_equal(cons_close_copy(c, &f.s, p.b, done), -1);
+	assert_int_equal(cons_cut_in_flight(c, &f.s, p.b, reserved, done), 0);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_TS_END), 1030);
+	assert_int_equal(u64_at(&p, hole_at + 8), 1030);
+}
+
+/* Two threads on one CPU: thread 7's last reservation (its record and an
+ * event) was in flight, its header written, when thread 9 committed
+ * after it. The committed count ends inside an event, so the prefix
+ * cannot be whole; the one thread's last reservation as long as what is
+ * missing is cut out. With both threads' last reservations that long,
+ * which was in flight cannot be told: refused. */
+static void test_cut_threads_last(void **state)
+{
+	struct cons *c = *state;
+	static struct fake_ring f;
+	static struct pkt p;
+	uint32_t tid = 7;
+
+	close_case(&f, &p, 0);                  /* thread 7's, at 1010 */
+	memcpy(p.b + STRATA_PKT_OFF_TID, &tid, 4);
+	put_thread(c, &p, 9, 1012);
+	put_compact(&p, CID, CID_WORDS, 1012);  /* thread 9's */
+	uint64_t cut = p.pos;
+	put_thread(c, &p, 7, 1020);             /* thread 7's, in flight */
+	put_extended(&p, STRATA_ID(5, 1), 1, 1020);
+	uint64_t hole = p.pos - cut;
+	put_thread(c, &p, 9, 1030);
+	put_compact(&p, CID, CID_WORDS, 1030);  /* thread 9's, committed */
+	uint64_t reserved = p.pos, done = reserved - hole;
+	static struct pkt q;
+	memcpy(&q, &p, sizeof(q));
+
+	assert_int_equal(cons_close_copy(c, &f.s, p.b, done), -1);
+	assert_int_equal(cons_cut_in_flight(c, &f.s, p.b, reserved, done), 0);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_TS_END), 1030);
+	uint64_t rec;
+	memcpy(&rec, p.b + cut + 4, 8);
+	assert_int_equal((uint32_t)rec, 9); /* thread 9's record moved up */
+
+	/* thread 9's last as long as thread 7's: ambiguous */
+	q.pos = cut + THREAD_REC_LEN;
+	put_extended(&q, STRATA_ID(5, 1), 1, 1020);
+	put_thread(c, &q, 9, 1030);
+	put_extended(&q, STRATA_ID(5, 1), 1, 1030);
+	assert_int_equal(cons_cut_in_flight(c, &f.s, q.b, q.pos, q.pos - hole),
+			 -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +531,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_close_gap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_discarded_monotonic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_short_write_keeps_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_backwards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cut_unwritten, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cut_stale_header, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cut_threads_last, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
