@@ -228,6 +228,13 @@ void cons_update_metadata(struct cons *c);
  * "Crash salvage"). */
 int cons_close_copy(struct cons *c, const struct cons_stream *s,
 		    unsigned char *pkt, uint64_t done);
+/* A copy of the packet open at virtual offset `begin`, reserved to
+ * `reserved`, whose reservations marked in flight (strata_ring_ctl's
+ * `inflight`) are all its `reserved - done` missing bytes: cut them out
+ * and close the copy at `done`: 0, or -1. */
+int cons_cut_marked(struct cons *c, const struct cons_stream *s,
+		    unsigned char *pkt, uint64_t begin, uint64_t reserved,
+		    uint64_t done);
 /* A copy reserved to `reserved` whose committed `done` bytes are not a
  * whole prefix: cut out the reservation in flight before committed
  * events when it can be told, and close the copy at `done`: 0, or -1. */

@@ -19,12 +19,14 @@
 #define PRIV_SIZE 4096u
 #define CTL_SIZE 4096u
 
-/* The live timer's fields were appended in the consumer line's padding
- * (include/strata/inline/ring.h, "ABI"): the lines around them kept
- * their places, so rings of older libraries map as before. */
+/* The live timer's fields were appended in the consumer line's padding,
+ * the in-flight marks after `cids` (include/strata/inline/ring.h, "ABI"):
+ * the lines around them kept their places, so rings of older libraries
+ * map as before (their marks read 0, inside the control block's 4 KiB). */
 _Static_assert(offsetof(struct strata_ring_ctl, live_time) == 128 + 16 &&
 		       offsetof(struct strata_ring_ctl, lost) == 192 &&
-		       sizeof(struct strata_ring_ctl) == 512,
+		       offsetof(struct strata_ring_ctl, inflight) == 512 &&
+		       sizeof(struct strata_ring_ctl) == 576,
 	       "ring control block: an append moved a field");
 
 /* A consumer-side view of the ring plus what to unmap. */

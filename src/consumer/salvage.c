@@ -130,40 +130,114 @@ static uint64_t in_flight_last(struct cons *c, const unsigned char *pkt,
 	return hits == 1 ? found : 0;
 }
 
+/* Bytes of a packet copy that were reserved and never committed. */
+struct hole {
+	uint64_t at, len;
+};
+
+/*
+ * Cut the holes (in order, apart) out of a copy reserved to `reserved`,
+ * and close it at `done`, what is left: when the events between them walk
+ * whole, each ending exactly where a hole begins and the last at
+ * `reserved`, times never going back (the holes' own bytes are not
+ * read). 0, or -1 (the copy unchanged unless the walk held and the
+ * close failed, which it cannot: it walks the same events).
+ */
+static int cut_holes(struct cons *c, const struct cons_stream *s,
+		     unsigned char *pkt, const struct hole *h, unsigned n,
+		     uint64_t reserved, uint64_t done)
+{
+	uint64_t off = STRATA_PACKET_HEADER, ts, to;
+	unsigned i;
+
+	memcpy(&ts, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
+	for (i = 0; i <= n; i++) {
+		to = i < n ? h[i].at : reserved;
+		if (to < off || salvage_walk(c, pkt, off, to, &ts) != to)
+			return -1;
+		off = i < n ? h[i].at + h[i].len : reserved;
+	}
+	for (off = h[0].at, i = 0; i < n; i++) {
+		uint64_t from = h[i].at + h[i].len;
+		uint64_t len = (i + 1 < n ? h[i + 1].at : reserved) - from;
+
+		memmove(pkt + off, pkt + from, len);
+		off += len;
+	}
+	return off == done ? cons_close_copy(c, s, pkt, done) : -1;
+}
+
+/*
+ * The reservations the process's threads marked in flight in the ring's
+ * control block (strata_ring_ctl.inflight: the library's out-of-line
+ * events, marked from their reservation to just before their commit)
+ * that lie in this packet, the one open at `begin`, reserved to
+ * `reserved`: when they are all that is missing (their lengths add up
+ * to `reserved - done`), they are cut out and the copy closed at `done`.
+ * Where guessing from lengths cannot tell an event in flight from a
+ * committed one as long, the marks can. 0, or -1 (no marks, or not
+ * all).
+ */
+int cons_cut_marked(struct cons *c, const struct cons_stream *s,
+		    unsigned char *pkt, uint64_t begin, uint64_t reserved,
+		    uint64_t done)
+{
+	const uint64_t mask = (UINT64_C(1) << 48) - 1;
+	struct hole h[STRATA_INFLIGHT_SLOTS];
+	uint64_t sum = 0;
+	unsigned n = 0, i, j;
+
+	if (reserved <= done || reserved > s->ring->psize ||
+	    done < STRATA_PACKET_HEADER)
+		return -1;
+	for (i = 0; i < STRATA_INFLIGHT_SLOTS; i++) {
+		uint64_t m = strata_load_relaxed(&s->ring->ctl->inflight[i]);
+		uint64_t at = ((m >> 16) - begin) & mask, len = (m & 0xffff) * 4;
+
+		if (!m || at < STRATA_PACKET_HEADER || at >= reserved ||
+		    len > reserved - at)
+			continue; /* another packet's, or not one */
+		for (j = n++; j > 0 && h[j - 1].at > at; j--)
+			h[j] = h[j - 1];
+		h[j] = (struct hole){at, len};
+		sum += len;
+	}
+	for (i = 1; i < n; i++)
+		if (h[i - 1].at + h[i - 1].len > h[i].at)
+			return -1;
+	if (!n || sum != reserved - done)
+		return -1;
+	return cut_holes(c, s, pkt, h, n, reserved, done);
+}
+
 /*
  * The prefix of committed bytes is not whole events (or has an event
- * from the past): a reservation in flight, `reserved - done` bytes, lies
- * before committed events (two threads of one CPU, one killed inside a
- * two-phase event, the other having gone on). Found either where the
- * walk from the header stops (its header never written: the bytes left
- * from the slot's last lap), when the events from past it walk whole to
- * `reserved`; or, when all of them walk whole, as the only thread's last
- * reservation that long (in_flight_last()). It is cut out of the copy,
- * which is then closed at `done`: the event in flight is lost, the
- * committed ones after it kept. 0, or -1 (the copy may be changed).
+ * from the past), and no marks say why: a reservation in flight,
+ * `reserved - done` bytes, lies before committed events (two threads of
+ * one CPU, one killed inside a two-phase event, the other having gone
+ * on). Found either where the walk from the header stops (its header
+ * never written: the bytes left from the slot's last lap), when the
+ * events from past it walk whole to `reserved`; or, when all of them
+ * walk whole, as the only thread's last reservation that long
+ * (in_flight_last()). It is cut out of the copy, which is then closed at
+ * `done`: the event in flight is lost, the committed ones after it kept.
+ * 0, or -1.
  */
 int cons_cut_in_flight(struct cons *c, const struct cons_stream *s,
 		       unsigned char *pkt, uint64_t reserved, uint64_t done)
 {
-	uint64_t hole = reserved - done, ts, at, t;
+	struct hole h = {0, reserved - done};
+	uint64_t ts;
 
 	if (reserved <= done || reserved > s->ring->psize ||
 	    done < STRATA_PACKET_HEADER)
 		return -1;
 	memcpy(&ts, pkt + STRATA_PKT_OFF_TS_BEGIN, 8);
-	at = salvage_walk(c, pkt, STRATA_PACKET_HEADER, reserved, &ts);
-	if (at == reserved) {
-		at = in_flight_last(c, pkt, reserved, hole);
-		if (!at)
-			return -1;
-	} else {
-		t = ts;
-		if (at > done ||
-		    salvage_walk(c, pkt, at + hole, reserved, &t) != reserved)
-			return -1;
-	}
-	memmove(pkt + at, pkt + at + hole, reserved - at - hole);
-	return cons_close_copy(c, s, pkt, done);
+	h.at = salvage_walk(c, pkt, STRATA_PACKET_HEADER, reserved, &ts);
+	if (h.at == reserved && !(h.at = in_flight_last(c, pkt, reserved,
+						       h.len)))
+		return -1;
+	return cut_holes(c, s, pkt, &h, 1, reserved, done);
 }
 
 int cons_write_open(struct cons *c, unsigned cpu, unsigned char *pkt,
@@ -312,6 +386,9 @@ static void salvage_packet(struct cons *c, struct cons_stream *s,
 		     c->dir, r->cpu, (unsigned long long)(begin >> r->pshift),
 		     (unsigned long long)(reserved - done));
 		end = reserved;
+	} else if (ours && reserved > done &&
+		   !cons_cut_marked(c, s, pkt, begin, reserved, done)) {
+		end = done; /* what was marked in flight cut out */
 	} else if (ours && done >= STRATA_PACKET_HEADER &&
 		   !cons_close_copy(c, s, pkt, done)) {
 		end = done; /* a whole prefix; what follows was in flight */

@@ -29,3 +29,25 @@ rel_runs() {
 		echo "$1"
 	fi
 }
+
+# rel_killed_both PROGRAM CHECK ARGS...: PROGRAM ARGS kills itself
+# (SIGKILL) while it traces, once embedded (its guardian salvages into
+# ./t; the guardian waited for) and once under `strata record` (./r);
+# after each, CHECK TRACE WHAT ERRFILE judges what was salvaged.
+rel_killed_both() {
+	local prog=$1 check=$2 rc
+	shift 2
+	rm -rf t r
+	rc=0
+	STRATA_OUTPUT=$work/t "$prog" "$@" 2>e.err || rc=$?
+	[ "$rc" = 137 ] || fail "embedded: exit status $rc: $(cat e.err)"
+	for _ in $(seq 200); do
+		pgrep -f -- "--guard 3 -o $work/t\$" >/dev/null || break
+		sleep 0.05
+	done
+	"$check" t embedded e.err
+	rc=0
+	"$strata" record -o r -- "$prog" "$@" 2>r.err || rc=$?
+	[ "$rc" = 137 ] || fail "record: exit status $rc: $(cat r.err)"
+	"$check" r record r.err
+}

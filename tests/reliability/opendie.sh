@@ -31,18 +31,4 @@ check() {
 	echo "opendie: $2: all $n events behind the dead opener salvaged, its own event dropped and said"
 }
 
-rm -rf t
-rc=0
-STRATA_OUTPUT=$work/t "$opendie" "$n" 2>e.err || rc=$?
-[ "$rc" = 137 ] || fail "embedded: exit status $rc: $(cat e.err)"
-for _ in $(seq 200); do
-	pgrep -f -- "--guard 3 -o $work/t\$" >/dev/null || break
-	sleep 0.05
-done
-check t embedded e.err
-
-rm -rf r
-rc=0
-"$strata" record -o r -- "$opendie" "$n" 2>r.err || rc=$?
-[ "$rc" = 137 ] || fail "record: exit status $rc: $(cat r.err)"
-check r record r.err
+rel_killed_both "$opendie" check "$n"

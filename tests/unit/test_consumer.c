@@ -516,6 +516,51 @@ static void test_cut_threads_last(void **state)
 			 -1);
 }
 
+/* Two threads' last reservations as long as each other, the first marked
+ * in flight by its writer (strata_log_slow()): the prefix walk would end
+ * at `done` through it, keeping it and dropping the committed one; the
+ * mark says which. A mark of another packet, or marks that do not add up
+ * to what is missing, are not used. */
+static void test_cut_marked(void **state)
+{
+	struct cons *c = *state;
+	static struct fake_ring f;
+	static struct pkt p;
+	const uint64_t begin = UINT64_C(5) * PSIZE;
+
+	close_case(&f, &p, 0);
+	put_thread(c, &p, 7, 1020);
+	uint64_t at = p.pos;
+	put_extended(&p, STRATA_ID(5, 1), 1, 1020); /* in flight */
+	uint64_t len = p.pos - at;
+	put_thread(c, &p, 9, 1030);
+	put_extended(&p, STRATA_ID(5, 1), 1, 1030); /* committed */
+	uint64_t reserved = p.pos, done = reserved - len - THREAD_REC_LEN;
+	static struct pkt q;
+	memcpy(&q, &p, sizeof(q));
+
+	/* the record and the event were one reservation */
+	f.ctl.inflight[3] = STRATA_INFLIGHT_MARK(begin + at - THREAD_REC_LEN,
+						 len + THREAD_REC_LEN);
+	/* another packet's mark, the same offset in it */
+	f.ctl.inflight[5] = STRATA_INFLIGHT_MARK(begin + PSIZE + at, len);
+	assert_int_equal(cons_cut_marked(c, &f.s, p.b, begin, reserved, done), 0);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_CONTENT_SIZE), done * 8);
+	assert_int_equal(u64_at(&p, STRATA_PKT_OFF_TS_END), 1030);
+	uint64_t rec;
+	memcpy(&rec, p.b + at - THREAD_REC_LEN + 4, 8);
+	assert_int_equal((uint32_t)rec, 9); /* thread 9's record moved up */
+
+	/* unmarked, the lengths cannot tell: refused either way */
+	f.ctl.inflight[3] = 0;
+	assert_int_equal(cons_cut_marked(c, &f.s, q.b, begin, reserved, done), -1);
+	assert_int_equal(cons_cut_in_flight(c, &f.s, q.b, reserved, done), -1);
+	/* a mark that is not all that is missing */
+	f.ctl.inflight[3] = STRATA_INFLIGHT_MARK(begin + at, len);
+	assert_int_equal(cons_cut_marked(c, &f.s, q.b, begin, reserved, done), -1);
+	assert_int_equal(u64_at(&q, STRATA_PKT_OFF_CONTENT_SIZE), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -535,6 +580,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cut_unwritten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut_stale_header, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cut_threads_last, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cut_marked, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,6 +44,7 @@ extern "C" {
 #define STRATA_CID_EXT 31u
 #define STRATA_CID_USER 10u /* first compact id given to user events */
 #define STRATA_NCIDS 32u
+#define STRATA_INFLIGHT_SLOTS 8u
 #define STRATA_HID_EXT (1u << 31) /* header id: extended, whatever the id */
 #define STRATA_HDR_COMPACT 4u
 #define STRATA_HDR_EXTENDED 16u
@@ -159,9 +160,27 @@ struct strata_ring_ctl {
 	 * process when it gives an id, before any event uses it; read by
 	 * consumers to walk packets and to write the metadata. */
 	uint64_t cids[STRATA_NCIDS] __attribute__((aligned(64)));
+	/* line 8: the two-phase reservations in flight of the library's
+	 * own out-of-line events (strata_log_slow(), which reserves, writes
+	 * and commits): STRATA_INFLIGHT_MARK(off, bytes), 0 for none. Set
+	 * after the reservation and cleared before its commit, by its
+	 * thread, in slot tid % STRATA_INFLIGHT_SLOTS (a thread taking a
+	 * slot another holds erases that mark: the other goes unmarked), so
+	 * that a mark present is a reservation not yet committed: crash
+	 * salvage cuts exactly those out of a packet where guessing from
+	 * lengths could keep one and drop a committed event (docs/record.md,
+	 * "Crash salvage"). Appended after `cids`: 0 in an older library's
+	 * ring, which salvage then reads as before. Never read by the
+	 * inline code. */
+	uint64_t inflight[STRATA_INFLIGHT_SLOTS] __attribute__((aligned(64)));
 } __attribute__((aligned(64)));
 
 #define STRATA_CID_VALID (UINT64_C(1) << 63)
+/* A mark: the reservation's virtual offset, 48 bits of it, and its
+ * length in 4-byte units (never 0). */
+#define STRATA_INFLIGHT_MARK(off, bytes)                                       \
+	(((uint64_t)(off) & ((UINT64_C(1) << 48) - 1)) << 16 |                  \
+	 (uint64_t)((bytes) / 4))
 
 /*
  * `xr` on a ring written with restartable sequences (ring.md §7): what

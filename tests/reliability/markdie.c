@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* A writer dies inside an out-of-line event as long as the committed one after it (issue 26, item 2): its mark says which was in flight. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+/*
+ * Two threads on CPU 0. The writer logs an event of WORDS words out of
+ * line (strata_log_slow(): reserve, write the payload, commit) and stops
+ * for good inside the payload's copy, after its reservation: this
+ * program's memcpy() stands in for the C library's, and libstrata's call
+ * reaches it. Then main logs N events of the same length behind it and
+ * the process is killed. Every event main logged was committed; the
+ * writer's was not, and by lengths alone the two cannot be told apart
+ * (record.md, "Crash salvage"): its mark in the ring's control block
+ * must make salvage cut it out and keep all of main's.
+ */
+#define WORDS 20u
+#define PAYLOAD ((WORDS - 1u) * 8u)
+
+static __thread int stop_here; /* the writer's next payload copy stops */
+static volatile int stopped;
+
+/* A plain copy, and the stop: volatile, so that the compiler does not
+ * make the loop a call to memcpy(), this function. */
+void *memcpy(void *restrict d, const void *restrict s, size_t n)
+{
+	volatile unsigned char *o = d;
+	const volatile unsigned char *i = s;
+
+	if (n == PAYLOAD && stop_here) {
+		__atomic_store_n(&stopped, 1, __ATOMIC_RELEASE);
+		for (;;)
+			pause(); /* never commits */
+	}
+	while (n--)
+		*o++ = *i++;
+	return d;
+}
+
+static void on_cpu0(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		perror("markdie: CPU 0");
+		exit(2);
+	}
+}
+
+static void *writer(void *arg)
+{
+	uint64_t pl[WORDS - 1] = {0};
+
+	(void)arg;
+	on_cpu0();
+	STRATA_EVENT1(5, 1, 0);
+	strata_flush(); /* a packet of its own, opened by the next event */
+	STRATA_EVENT1(5, 1, 1);
+	stop_here = 1;
+	strata_log_slow(NULL, STRATA_ID(5, 3), WORDS, pl);
+	fprintf(stderr, "markdie: the writer's event was not reserved\n");
+	exit(2);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long n = argc > 1 ? strtoul(argv[1], NULL, 0) : 100;
+	uint64_t pl[WORDS - 1] = {0};
+	pthread_t th;
+
+	on_cpu0();
+	pthread_create(&th, NULL, writer, NULL);
+	while (!__atomic_load_n(&stopped, __ATOMIC_ACQUIRE))
+		sched_yield();
+	for (unsigned long i = 0; i < n; i++) {
+		pl[0] = i;
+		strata_log_slow(NULL, STRATA_ID(5, 2), WORDS, pl);
+	}
+	raise(SIGKILL);
+	return 0;
+}
