@@ -50,6 +50,10 @@ struct sfile {
 	/* stream files (docs/relay.md §5, "Losses") */
 	uint64_t psize, remote_next;
 	int kept_any, drop_pending, have_first;
+	/* 1 when its packet 0 was dropped: every packet after it at the
+	 * relay is numbered one more, so that the lead can take number 0
+	 * and the gap still counts every packet lost */
+	uint64_t seq_bias;
 	unsigned char first_drop[STRATA_PACKET_HEADER];
 	unsigned char last_drop[STRATA_PACKET_HEADER];
 };

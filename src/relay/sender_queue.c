@@ -140,7 +140,20 @@ int snd_q_create(struct relay_sender *s, struct sfile *f)
 	return snd_enqueue_locked(s, m, 0);
 }
 
-/* `len` bytes at `off` of f, in frames of at most RELAY_CHUNK. */
+/* A stream packet's header in its frame, renumbered for the relay's copy
+ * (docs/relay.md §5, "Losses"): before the frame is queued, since the
+ * sender's thread may send it as soon as it is. */
+static void bias_seq(unsigned char *pkt, uint64_t bias)
+{
+	uint64_t seq;
+
+	memcpy(&seq, pkt + STRATA_PKT_OFF_SEQ, 8);
+	seq += bias;
+	memcpy(pkt + STRATA_PKT_OFF_SEQ, &seq, 8);
+}
+
+/* `len` bytes at `off` of f, in frames of at most RELAY_CHUNK; a stream
+ * `packet` is renumbered by f->seq_bias. */
 int snd_q_write(struct relay_sender *s, struct sfile *f, uint64_t off,
 		const unsigned char *buf, size_t len, int droppable,
 		int packet)
@@ -158,6 +171,8 @@ int snd_q_write(struct relay_sender *s, struct sfile *f, uint64_t off,
 		put32(p, f->id);
 		put64(p + 4, off + done);
 		memcpy(p + 12, buf + done, n);
+		if (packet && k == 0 && f->seq_bias)
+			bias_seq(p + 12, f->seq_bias);
 		m->id = f->id;
 		m->off = off + done;
 		m->wlen = n;
