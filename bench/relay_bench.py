@@ -102,6 +102,7 @@ def summary(path):
 
     print("\nratios of medians (same run):")
     for a, b in (("strata-relay", "strata-local"), ("strata-zstd", "strata-relay"),
+                 ("strata-fsync", "strata-relay"),
                  ("lttng-relayd", "strata-relay")):
         if a in m and b in m:
             # CPU per recorded event: the cost that matters at equal counts

@@ -5,6 +5,7 @@
 #   strata-local   strata record -o DIR -- bench_oob log RATE MS
 #   strata-relay   the same, streamed with --relay to a `strata relay`
 #   strata-zstd    the same with --relay-zstd (level 1)
+#   strata-fsync   strata-relay's, to a second relay run with --fsync
 #   lttng-relayd   bench_lttng (LTTng-UST, same event count) in a session
 #                  created with --set-url=net://127.0.0.1 to Debian's
 #                  lttng-relayd
@@ -31,11 +32,12 @@ mkdir -p "$OUT" || exit 1
 OUT=$(cd "$OUT" && pwd)
 RAW=$OUT/raw.txt LOG=$OUT/log.txt
 : >"$RAW"; : >"$LOG"
-RELAY_PID="" LRELAY_PID="" SESSIOND_PID="" SESSION=""
+RELAY_PID="" FRELAY_PID="" LRELAY_PID="" SESSIOND_PID="" SESSION=""
 
 cleanup() {
 	[ -z "$SESSION" ] || lttng destroy "$SESSION" >/dev/null 2>&1
 	[ -z "$RELAY_PID" ] || kill "$RELAY_PID" 2>/dev/null
+	[ -z "$FRELAY_PID" ] || kill "$FRELAY_PID" 2>/dev/null
 	[ -z "$LRELAY_PID" ] || kill "$LRELAY_PID" 2>/dev/null
 	[ -z "$SESSIOND_PID" ] || kill "$SESSIOND_PID" 2>/dev/null
 	wait 2>/dev/null
@@ -73,17 +75,29 @@ info_counts() {
 # ---- strata relay ------------------------------------------------------------
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$OUT/token"
 chmod 600 "$OUT/token"
-rm -rf "$OUT/relay"
-"$STRATA" relay --listen 127.0.0.1:0 -o "$OUT/relay" --token-file "$OUT/token" \
-	2>"$OUT/relay.log" &
-RELAY_PID=$!
-PORT=""
-for _ in $(seq 100); do
-	PORT=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$OUT/relay.log")
-	[ -n "$PORT" ] && break
-	sleep 0.05
-done
-[ -n "$PORT" ] || { echo "relay_bench: strata relay did not start: $(cat "$OUT/relay.log")" >&2; exit 1; }
+# start_relay NAME [OPTIONS]: a strata relay writing to OUT/NAME on a
+# free port; its pid and port in R_PID and R_PORT
+start_relay() {
+	local name=$1
+	shift
+	rm -rf "${OUT:?}/$name"
+	"$STRATA" relay --listen 127.0.0.1:0 -o "$OUT/$name" --token-file "$OUT/token" "$@" \
+		2>"$OUT/$name.log" &
+	R_PID=$! R_PORT=""
+	for _ in $(seq 100); do
+		R_PORT=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$OUT/$name.log")
+		[ -n "$R_PORT" ] && return
+		sleep 0.05
+	done
+	echo "relay_bench: strata relay did not start: $(cat "$OUT/$name.log")" >&2
+	exit 1
+}
+start_relay relay
+RELAY_PID=$R_PID PORT=$R_PORT
+# the same, acknowledging only what is on disk (docs/relay.md §3); its
+# directory is OUT's file system: fsync costs nothing on a tmpfs
+start_relay relay-fsync --fsync
+FRELAY_PID=$R_PID FPORT=$R_PORT
 
 # ---- LTTng: sessiond and relayd of our own (LTTNG_HOME under OUT) --------------
 LTTNG_OK=0
@@ -118,13 +132,18 @@ fi
 # ---- one run of strata record -------------------------------------------------
 strata_run() {
 	local mode=$1 rep=$2 dir=$OUT/t-$1-$2 copy r0 st logged rec disc crec
+	local rpid=$RELAY_PID rdir=$OUT/relay
 	local -a extra=()
 	case $mode in
 	strata-relay) extra=(--relay "127.0.0.1:$PORT" --token-file "$OUT/token") ;;
 	strata-zstd) extra=(--relay "127.0.0.1:$PORT" --token-file "$OUT/token" --relay-zstd) ;;
+	strata-fsync)
+		extra=(--relay "127.0.0.1:$FPORT" --token-file "$OUT/token")
+		rpid=$FRELAY_PID rdir=$OUT/relay-fsync
+		;;
 	esac
 	rm -rf "$dir"
-	r0=$(cpu_s "$RELAY_PID")
+	r0=$(cpu_s "$rpid")
 	st=$(python3 "$RUNSTAT" run -- "$STRATA" record -o "$dir" "${extra[@]}" -- \
 		"$OOB" log "$RATE" "$MS" 2>"$OUT/last.err" | tee "$OUT/last.out" | grep '^self_s=')
 	cat "$OUT/last.err" >>"$LOG"
@@ -133,15 +152,15 @@ strata_run() {
 	local extra_kv=""
 	if [ "$mode" != strata-local ]; then
 		# the copy is complete when the relay has removed its session marker
-		copy=$(find "$OUT/relay" -maxdepth 2 -name "t-$mode-$rep" -type d | head -1)
+		copy=$(find "$rdir" -maxdepth 2 -name "t-$mode-$rep" -type d | head -1)
 		for _ in $(seq 200); do
 			[ -n "$copy" ] && [ ! -e "$copy/.relay-session" ] && break
 			sleep 0.05
-			copy=$(find "$OUT/relay" -maxdepth 2 -name "t-$mode-$rep" -type d | head -1)
+			copy=$(find "$rdir" -maxdepth 2 -name "t-$mode-$rep" -type d | head -1)
 		done
 		read -r crec _ <<<"$(info_counts "$copy")"
 		# the sender's own count of what it wrote to the socket, and of packets lost
-		extra_kv="relay_s=$(sub "$(cpu_s "$RELAY_PID")" "$r0")"
+		extra_kv="relay_s=$(sub "$(cpu_s "$rpid")" "$r0")"
 		extra_kv+=" wire_b=$(sed -n 's/.*(\([0-9]*\) on the wire).*/\1/p' "$OUT/last.err")"
 		extra_kv+=" pkts_lost=$(sed -n 's/.*packets sent, \([0-9]*\) lost.*/\1/p' "$OUT/last.err")"
 		extra_kv+=" copy_rec=$crec copy_lost=$((${logged:-0} - crec))"
@@ -201,6 +220,7 @@ for rep in $(seq 0 $((REPS - 1))); do
 	strata_run strata-local "$rep"
 	strata_run strata-relay "$rep"
 	strata_run strata-zstd "$rep"
+	strata_run strata-fsync "$rep"
 	[ $LTTNG_OK = 1 ] && lttng_run "$rep"
 done
 # live latency through the relay: slowlog's ticks, followed on the relay's copy

@@ -19,6 +19,8 @@ struct relay_config {
 	unsigned max_per_peer; /* from one address */
 	unsigned auth_ms;      /* from accept to a valid HELLO */
 	unsigned idle_ms;      /* between two whole frames, after auth */
+	int fsync;             /* what is acknowledged is on stable storage
+				* (docs/relay.md §3, "--fsync") */
 	FILE *log;             /* one line per session and refusal; NULL: none */
 };
 

@@ -237,6 +237,7 @@ void relay_sender_finish(struct relay_sender *s, unsigned timeout_ms,
 		s->st.packets_lost += m->packet;
 		free(m);
 	}
+	snd_spare_free(s);
 	s->st.complete = s->end_acked;
 	if (!s->end_acked && !s->st.error[0])
 		snprintf(s->st.error, sizeof(s->st.error),

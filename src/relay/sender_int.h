@@ -34,6 +34,7 @@ struct msg {
 	uint64_t off, wlen; /* WRITE: skipped on resume if the relay has it */
 	int packet;         /* the last frame of a stream packet */
 	size_t len;         /* of frame[] */
+	size_t cap;         /* bytes allocated for frame[] (a spare's) */
 	unsigned char frame[];
 };
 
@@ -49,6 +50,10 @@ struct sfile {
 	/* stream files (docs/relay.md §5, "Losses") */
 	uint64_t psize, remote_next;
 	int kept_any, drop_pending, have_first;
+	/* 1 when its packet 0 was dropped: every packet after it at the
+	 * relay is numbered one more, so that the lead can take number 0
+	 * and the gap still counts every packet lost */
+	uint64_t seq_bias;
 	unsigned char first_drop[STRATA_PACKET_HEADER];
 	unsigned char last_drop[STRATA_PACKET_HEADER];
 };
@@ -81,6 +86,12 @@ struct relay_sender {
 	uint64_t next_seq, acked; /* the last seq given, and acknowledged */
 	uint32_t next_id;
 	int stop, ending, end_acked, abandoned;
+	/* the thread sleeps without looking at the queue again: a new
+	 * frame must wake it (snd_enqueue_locked(), pump()) */
+	int idle;
+	/* large frames freed, kept for the next packets (sender_queue.c) */
+	struct msg *spare;
+	size_t spare_bytes;
 	struct relay_sender_stats st;
 	struct sfile *hash[HASH];
 
@@ -114,6 +125,8 @@ static inline int64_t now_ms(void)
 /* sender_queue.c: the queue (any thread, under mu) */
 void snd_wake(struct relay_sender *s);
 struct msg *snd_msg_new(struct relay_sender *s, uint32_t type, size_t plen);
+void snd_msg_free_locked(struct relay_sender *s, struct msg *m);
+void snd_spare_free(struct relay_sender *s);
 int snd_enqueue_locked(struct relay_sender *s, struct msg *m, int droppable);
 int snd_q_create(struct relay_sender *s, struct sfile *f);
 int snd_q_write(struct relay_sender *s, struct sfile *f, uint64_t off,

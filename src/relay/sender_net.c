@@ -170,7 +170,7 @@ static void free_head_locked(struct relay_sender *s)
 	s->queued -= m->len;
 	s->st.packets_sent += m->packet;
 	s->st.bytes_sent += m->wlen;
-	free(m);
+	snd_msg_free_locked(s, m);
 }
 
 static void on_welcome(struct relay_sender *s, const unsigned char *p, size_t n)
@@ -416,6 +416,7 @@ static void pump(struct relay_sender *s)
 			return;
 		pthread_mutex_lock(&s->mu);
 		struct msg *m = s->cursor;
+		s->idle = !m; /* the next frame queued wakes the thread */
 		pthread_mutex_unlock(&s->mu);
 		if (!m)
 			return;

@@ -16,19 +16,73 @@ void snd_wake(struct relay_sender *s)
 		(void)0; /* the counter is full: a snd_wake-up is pending */
 }
 
+/*
+ * Frames of packets are large (a packet's content, up to RELAY_CHUNK) and
+ * each lives a round trip. From malloc, they came from fresh pages every
+ * time: glibc hands a chunk past its mmap threshold back to the kernel
+ * when freed (or trims the thread's arena under it), so the consumer's
+ * memcpy into the next one faulted in and zeroed every page of it and the
+ * sender's free unmapped them again, a third of the streaming sender's CPU
+ * (docs/relay.md, "Benchmark"). Large frames freed are kept here instead,
+ * up to SPARE_MAX bytes, and reused for frames that fill at least half of
+ * one; their capacity is a multiple of SPARE_STEP so that packets of one
+ * stream, whose sizes differ by their last events, fit each other's.
+ */
+#define SPARE_MIN (64u << 10)
+#define SPARE_STEP (64u << 10)
+#define SPARE_MAX (16u << 20)
+
+/* Under mu. */
 struct msg *snd_msg_new(struct relay_sender *s, uint32_t type, size_t plen)
 {
-	struct msg *m = malloc(sizeof(*m) + RELAY_HDR + plen);
+	size_t need = RELAY_HDR + plen, cap = need;
+	struct msg *m = NULL;
 
-	if (!m)
+	if (need >= SPARE_MIN) {
+		for (struct msg **pp = &s->spare; *pp; pp = &(*pp)->next) {
+			if ((*pp)->cap >= need && (*pp)->cap / 2 <= need) {
+				m = *pp;
+				*pp = m->next;
+				s->spare_bytes -= m->cap;
+				cap = m->cap;
+				break;
+			}
+		}
+		if (!m)
+			cap = (need + SPARE_STEP - 1) / SPARE_STEP * SPARE_STEP;
+	}
+	if (!m && !(m = malloc(sizeof(*m) + cap)))
 		return NULL;
 	memset(m, 0, sizeof(*m));
 	m->type = type;
-	m->len = RELAY_HDR + plen;
+	m->len = need;
+	m->cap = cap;
 	put32(m->frame, type);
 	put32(m->frame + 4, (uint32_t)plen);
-	(void)s;
 	return m;
+}
+
+/* A frame done with (acknowledged, dropped): kept as a spare, or freed.
+ * Under mu. */
+void snd_msg_free_locked(struct relay_sender *s, struct msg *m)
+{
+	if (m->cap < SPARE_MIN || s->spare_bytes + m->cap > SPARE_MAX) {
+		free(m);
+		return;
+	}
+	m->next = s->spare;
+	s->spare = m;
+	s->spare_bytes += m->cap;
+}
+
+void snd_spare_free(struct relay_sender *s)
+{
+	while (s->spare) {
+		struct msg *m = s->spare;
+		s->spare = m->next;
+		free(m);
+	}
+	s->spare_bytes = 0;
 }
 
 /* Give m a seq and queue it. A droppable frame (a packet, index bytes)
@@ -38,7 +92,7 @@ struct msg *snd_msg_new(struct relay_sender *s, uint32_t type, size_t plen)
 int snd_enqueue_locked(struct relay_sender *s, struct msg *m, int droppable)
 {
 	if (s->abandoned || (droppable && s->queued + m->len > s->budget)) {
-		free(m);
+		snd_msg_free_locked(s, m);
 		return -ENOBUFS;
 	}
 	if (s->queued + m->len > s->hard) {
@@ -46,7 +100,7 @@ int snd_enqueue_locked(struct relay_sender *s, struct msg *m, int droppable)
 		snprintf(s->st.error, sizeof(s->st.error),
 			 "more than %zu bytes waiting: the relay is given up",
 			 s->hard);
-		free(m);
+		snd_msg_free_locked(s, m);
 		snd_wake(s);
 		return -ENOBUFS;
 	}
@@ -63,7 +117,12 @@ int snd_enqueue_locked(struct relay_sender *s, struct msg *m, int droppable)
 	if (!s->cursor)
 		s->cursor = m;
 	s->queued += m->len;
-	snd_wake(s);
+	/* One wake per sleep, not per frame: a thread that is not idle
+	 * looks at the cursor again before it sleeps (pump()) */
+	if (s->idle) {
+		s->idle = 0;
+		snd_wake(s);
+	}
 	return 0;
 }
 
@@ -81,7 +140,20 @@ int snd_q_create(struct relay_sender *s, struct sfile *f)
 	return snd_enqueue_locked(s, m, 0);
 }
 
-/* `len` bytes at `off` of f, in frames of at most RELAY_CHUNK. */
+/* A stream packet's header in its frame, renumbered for the relay's copy
+ * (docs/relay.md §5, "Losses"): before the frame is queued, since the
+ * sender's thread may send it as soon as it is. */
+static void bias_seq(unsigned char *pkt, uint64_t bias)
+{
+	uint64_t seq;
+
+	memcpy(&seq, pkt + STRATA_PKT_OFF_SEQ, 8);
+	seq += bias;
+	memcpy(pkt + STRATA_PKT_OFF_SEQ, &seq, 8);
+}
+
+/* `len` bytes at `off` of f, in frames of at most RELAY_CHUNK; a stream
+ * `packet` is renumbered by f->seq_bias. */
 int snd_q_write(struct relay_sender *s, struct sfile *f, uint64_t off,
 		const unsigned char *buf, size_t len, int droppable,
 		int packet)
@@ -99,6 +171,8 @@ int snd_q_write(struct relay_sender *s, struct sfile *f, uint64_t off,
 		put32(p, f->id);
 		put64(p + 4, off + done);
 		memcpy(p + 12, buf + done, n);
+		if (packet && k == 0 && f->seq_bias)
+			bias_seq(p + 12, f->seq_bias);
 		m->id = f->id;
 		m->off = off + done;
 		m->wlen = n;

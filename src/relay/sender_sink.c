@@ -54,6 +54,7 @@ struct sfile *snd_file_add(struct relay_sender *s, const char *path, int kind)
 	f->id = s->next_id++ % (RELAY_MAX_FILE_ID + 1);
 	f->open = 1;
 	f->lossy = 0;
+	f->seq_bias = 0;
 	return f;
 }
 
@@ -121,8 +122,10 @@ static void synth_packet(struct relay_sender *s, struct sfile *f,
 
 /* Before the first packet kept after the stream's first ones were
  * dropped: a lead numbered just before the first dropped one, so that
- * readers see the gap; when that one is packet 0, the lead takes its
- * number and the gap is one packet short (docs/relay.md, "Losses"). */
+ * readers see the gap. When that one is packet 0, there is no number
+ * before it: the lead takes 0 and every packet after it is numbered one
+ * more at the relay (f->seq_bias), so that the gap is still exact
+ * (docs/relay.md, "Losses"). */
 static void lead_if_needed(struct relay_sender *s, struct sfile *f)
 {
 	uint64_t seq, ts;
@@ -131,7 +134,7 @@ static void lead_if_needed(struct relay_sender *s, struct sfile *f)
 		return;
 	memcpy(&seq, f->first_drop + STRATA_PKT_OFF_SEQ, 8);
 	memcpy(&ts, f->first_drop + STRATA_PKT_OFF_TS_BEGIN, 8);
-	synth_packet(s, f, f->first_drop, seq ? seq - 1 : 0, ts, 0);
+	synth_packet(s, f, f->first_drop, seq + f->seq_bias - 1, ts, 0);
 	f->have_first = 0;
 }
 
@@ -159,8 +162,11 @@ static void stream_packet(struct relay_sender *s, struct sfile *f,
 		f->lossy = 1;
 		f->drop_pending = 1;
 		if (!f->kept_any && !f->have_first) {
+			uint64_t seq;
 			memcpy(f->first_drop, pkt, STRATA_PACKET_HEADER);
+			memcpy(&seq, pkt + STRATA_PKT_OFF_SEQ, 8);
 			f->have_first = 1;
+			f->seq_bias = seq == 0;
 		}
 		memcpy(f->last_drop, pkt, STRATA_PACKET_HEADER);
 		return;
@@ -248,7 +254,8 @@ static void on_close(void *ctx, const char *path, uint64_t size,
 			memcpy(&seq, f->last_drop + STRATA_PKT_OFF_SEQ, 8);
 			memcpy(&ts, f->last_drop + STRATA_PKT_OFF_TS_END, 8);
 			memcpy(&disc, f->last_drop + STRATA_PKT_OFF_DISCARDED, 8);
-			synth_packet(s, f, f->last_drop, seq + 1, ts, disc);
+			synth_packet(s, f, f->last_drop, seq + 1 + f->seq_bias,
+				     ts, disc);
 		}
 		snd_q_close(s, f, f->lossy ? f->remote_next : size, NULL, 0);
 	} else {

@@ -90,11 +90,14 @@ static int on_frame(struct relay *r, struct rconn *c, uint32_t type,
 	case RELAY_WRITEZ: ret = srv_op_writez(r, s, p, n, &why); break;
 	default: /* RELAY_END */
 		srv_clock_flush(r, s);
+		ret = srv_session_sync(s, &why);
+		if (ret)
+			break;
 		srv_session_close_files(s);
 		unlinkat(s->dirfd, MARKER, 0);
+		srv_sync_dir(s->sync, s->dirfd); /* at worst, resumable */
 		r->st.ended++;
 		srv_log(r, "%s/%s: complete", s->host, s->trace);
-		ret = 0;
 		break;
 	}
 	if (ret) {
@@ -179,6 +182,17 @@ static void on_readable(struct relay *r, struct rconn *c)
 	}
 	if (c->authed && (c->last_seq != c->acked || c->pinged)) {
 		unsigned char a[8];
+		const char *why;
+		/* --fsync: nothing is acknowledged before it is on stable
+		 * storage; a sync that fails closes the connection, and the
+		 * sender sends the frames again */
+		int ret = c->sess ? srv_session_sync(c->sess, &why) : 0;
+		if (ret) {
+			srv_conn_refuse(r, c, (uint32_t)-ret, "%s/%s: %s: %s",
+					c->sess->host, c->sess->trace, why,
+					strerror(-ret));
+			return;
+		}
 		put64(a, c->last_seq);
 		if (!srv_tx_put(c, RELAY_ACK, a, 8)) {
 			c->acked = c->last_seq;

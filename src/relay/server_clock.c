@@ -130,11 +130,15 @@ static void clock_write(struct relay *r, struct rsession *s)
 			 s->host, host);
 	int fd = openat(s->dirfd, RELAY_CLOCK_TMP,
 			O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	int ok = fd >= 0 && write(fd, text, (size_t)n) == n;
+	/* --fsync: part of the copy as much as the sender's files */
+	int ok = fd >= 0 && write(fd, text, (size_t)n) == n &&
+		 (!s->sync || fdatasync(fd) == 0);
 	if (fd >= 0)
 		close(fd);
 	if (ok)
-		ok = renameat(s->dirfd, RELAY_CLOCK_TMP, s->dirfd, RELAY_CLOCK_FILE) == 0;
+		ok = renameat(s->dirfd, RELAY_CLOCK_TMP, s->dirfd,
+			      RELAY_CLOCK_FILE) == 0 &&
+		     !srv_sync_dir(s->sync, s->dirfd);
 	if (!ok && !s->clock.written_ms)
 		srv_log(r, "%s/%s: cannot write %s: %s (offsets not recorded)",
 			s->host, s->trace, RELAY_CLOCK_FILE, strerror(errno));

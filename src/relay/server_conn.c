@@ -258,8 +258,12 @@ static int session_dir(struct relay *r, const char *host, const char *trace,
 	int hfd, tfd;
 
 	*why = "cannot create the host directory";
-	if (mkdirat(r->outfd, host, 0700) < 0 && errno != EEXIST)
+	int made = mkdirat(r->outfd, host, 0700) == 0;
+	if (!made && errno != EEXIST)
 		return -errno;
+	int err = made ? srv_sync_dir(r->cfg.fsync, r->outfd) : 0;
+	if (err)
+		return err;
 	hfd = srv_open_beneath(r->outfd, host, O_RDONLY | O_DIRECTORY, 0);
 	if (hfd < 0)
 		return hfd;
@@ -267,8 +271,10 @@ static int session_dir(struct relay *r, const char *host, const char *trace,
 	strcat(hex, "\n");
 	if (!resume) {
 		*why = "a trace of that name exists already";
-		if (mkdirat(hfd, trace, 0700) < 0) {
-			int e = -errno;
+		int e = mkdirat(hfd, trace, 0700) < 0 ? -errno : 0;
+		if (!e)
+			e = srv_sync_dir(r->cfg.fsync, hfd);
+		if (e) {
 			close(hfd);
 			return e;
 		}
@@ -289,7 +295,11 @@ static int session_dir(struct relay *r, const char *host, const char *trace,
 		ssize_t n = read(mfd, got, sizeof(got) - 1);
 		ok = n == (ssize_t)strlen(hex) && !memcmp(got, hex, (size_t)n);
 	} else {
-		ok = write(mfd, hex, strlen(hex)) == (ssize_t)strlen(hex);
+		/* --fsync: the marker too, which a resume after a power
+		 * loss needs (docs/relay.md §3) */
+		ok = write(mfd, hex, strlen(hex)) == (ssize_t)strlen(hex) &&
+		     !srv_sync_dir(r->cfg.fsync, mfd) &&
+		     !srv_sync_dir(r->cfg.fsync, tfd);
 	}
 	close(mfd);
 	if (!ok) {
@@ -401,6 +411,7 @@ static struct rsession *hello_session(struct relay *r, struct rconn *c,
 			return NULL;
 		}
 		s->dirfd = dfd;
+		s->sync = r->cfg.fsync;
 		memcpy(s->host, host, hl->hn + 1);
 		memcpy(s->trace, trace, hl->tn + 1);
 		memcpy(s->sid, sid, RELAY_SID);

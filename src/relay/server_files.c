@@ -37,9 +37,17 @@ int srv_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-/* The directories above `path` (made 0700 where missing); the fd of the
- * last one and the file's name in it to *name. */
-static int parent_dir(int dirfd, const char *path, const char **name)
+/* --fsync: a directory's entries (a file made, renamed or removed in
+ * it) on stable storage. 0 or a negative errno; 0 without --fsync. */
+int srv_sync_dir(int sync, int dirfd)
+{
+	return sync && fsync(dirfd) < 0 ? -errno : 0;
+}
+
+/* The directories above `path` (made 0700 where missing, and with --fsync
+ * (`sync`) each one made synced into its parent); the fd of the last one
+ * and the file's name in it to *name. */
+static int parent_dir(int sync, int dirfd, const char *path, const char **name)
 {
 	char buf[RELAY_MAX_PATH + 1];
 	int fd = dup(dirfd);
@@ -50,8 +58,12 @@ static int parent_dir(int dirfd, const char *path, const char **name)
 	char *p = buf, *slash;
 	while ((slash = strchr(p, '/'))) {
 		*slash = 0;
-		if (mkdirat(fd, p, 0700) < 0 && errno != EEXIST) {
-			int e = -errno;
+		int made = mkdirat(fd, p, 0700) == 0, e = 0;
+		if (!made && errno != EEXIST)
+			e = -errno;
+		else if (made)
+			e = srv_sync_dir(sync, fd);
+		if (e) {
 			close(fd);
 			return e;
 		}
@@ -78,6 +90,29 @@ static void file_drop(struct rsession *s, struct rfile *f)
 {
 	close(f->fd);
 	*f = s->files[--s->nfiles];
+}
+
+/*
+ * --fsync: what the session's frames wrote, on stable storage, before the
+ * relay acknowledges them (docs/relay.md §3): one fdatasync per file
+ * written since the last, so per batch of frames read, not per frame.
+ * The frames that change names (CREATE, CLOSE, METADATA) sync their
+ * directories as they are applied: they are a few per file. 0, or a
+ * negative errno with *why; 0 at once without --fsync.
+ */
+int srv_session_sync(struct rsession *s, const char **why)
+{
+	for (unsigned i = 0; s->sync && i < s->nfiles; i++) {
+		struct rfile *f = &s->files[i];
+		if (!f->dirty)
+			continue;
+		if (fdatasync(f->fd) < 0) {
+			*why = "cannot sync a file (--fsync)";
+			return -errno;
+		}
+		f->dirty = 0;
+	}
+	return 0;
 }
 
 void srv_session_close_files(struct rsession *s)
@@ -151,15 +186,19 @@ int srv_op_create(struct rsession *s, const unsigned char *p, size_t n,
 		return -EMFILE;
 	const char *leaf;
 	*why = "cannot create directory";
-	int dfd = parent_dir(s->dirfd, name, &leaf);
+	int dfd = parent_dir(s->sync, s->dirfd, name, &leaf);
 	if (dfd < 0)
 		return dfd;
 	/* no O_TRUNC: a replayed CREATE must not lose what was written */
 	int fd = srv_open_beneath(dfd, leaf, O_WRONLY | O_CREAT, 0600);
+	int ret = fd < 0 ? fd : srv_sync_dir(s->sync, dfd);
 	close(dfd);
 	*why = "cannot create file";
-	if (fd < 0)
-		return fd;
+	if (ret) {
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
 	if (!(s->nfiles & (s->nfiles + 1))) { /* grow at 0, 1, 3, 7 ... */
 		struct rfile *nf = realloc(s->files, (size_t)(2 * s->nfiles + 1) * sizeof(*nf));
 		if (!nf) {
@@ -171,6 +210,7 @@ int srv_op_create(struct rsession *s, const unsigned char *p, size_t n,
 	f = &s->files[s->nfiles++];
 	f->id = id;
 	f->fd = fd;
+	f->dirty = 0;
 	memcpy(f->path, name, pl + 1);
 	return 0;
 }
@@ -190,6 +230,7 @@ int srv_op_write(struct rsession *s, const unsigned char *p, size_t n,
 	if (off > RELAY_MAX_OFFSET || n - 12 > RELAY_MAX_OFFSET - off)
 		return -EFBIG;
 	*why = "cannot write";
+	f->dirty = 1;
 	return write_all(f->fd, p + 12, n - 12, off);
 }
 
@@ -226,7 +267,23 @@ int srv_op_writez(struct relay *r, struct rsession *s, const unsigned char *p,
 	if (ZSTD_isError(got) || got != raw)
 		return -EBADMSG;
 	*why = "cannot write";
+	f->dirty = 1;
 	return write_all(f->fd, r->zbuf, raw, off);
+}
+
+/* --fsync: the directory holding `path` (below the session's), synced. */
+static int sync_parent(struct rsession *s, const char *path)
+{
+	const char *leaf;
+
+	if (!s->sync)
+		return 0;
+	int dfd = parent_dir(1, s->dirfd, path, &leaf);
+	if (dfd < 0)
+		return dfd;
+	int ret = srv_sync_dir(1, dfd);
+	close(dfd);
+	return ret;
 }
 
 int srv_op_close(struct rsession *s, const unsigned char *p, size_t n,
@@ -256,18 +313,23 @@ int srv_op_close(struct rsession *s, const unsigned char *p, size_t n,
 		*why = "cannot remove";
 		if (unlinkat(s->dirfd, f->path, 0) < 0 && errno != ENOENT)
 			ret = -errno;
+		if (!ret)
+			ret = sync_parent(s, f->path);
 	} else {
 		*why = "cannot set the size";
 		if (size != RELAY_SIZE_KEEP &&
 		    (size > RELAY_MAX_OFFSET || ftruncate(f->fd, (off_t)size) < 0))
 			ret = size > RELAY_MAX_OFFSET ? -EFBIG : -errno;
+		*why = "cannot sync (--fsync)";
+		if (!ret && s->sync && fdatasync(f->fd) < 0)
+			ret = -errno;
 		*why = "cannot rename";
 		/* the parents exist (made for the file) or are made */
 		const char *leaf;
 		if (!ret && fl && srv_reserved_name(fin))
 			ret = -EPERM;
 		if (!ret && fl) {
-			int dfd = parent_dir(s->dirfd, fin, &leaf);
+			int dfd = parent_dir(s->sync, s->dirfd, fin, &leaf);
 			if (dfd < 0)
 				ret = dfd;
 			else
@@ -278,6 +340,11 @@ int srv_op_close(struct rsession *s, const unsigned char *p, size_t n,
 		if (!ret && fl && renameat(s->dirfd, f->path, s->dirfd, fin) < 0 &&
 		    errno != ENOENT)
 			ret = -errno;
+		/* --fsync: both names' directories (one, for an index) */
+		if (!ret && fl)
+			ret = sync_parent(s, fin);
+		if (!ret && fl)
+			ret = sync_parent(s, f->path);
 	}
 	file_drop(s, f);
 	return ret;
@@ -306,16 +373,22 @@ int srv_op_metadata(struct rsession *s, const unsigned char *p, size_t n,
 	snprintf(tmp, sizeof(tmp), "%.*s.metadata.tmp", (int)(leaf - path), path);
 	const char *tleaf;
 	*why = "cannot create directory";
-	int dfd = parent_dir(s->dirfd, tmp, &tleaf);
+	int dfd = parent_dir(s->sync, s->dirfd, tmp, &tleaf);
 	if (dfd < 0)
 		return dfd;
 	*why = "cannot write the metadata";
 	int fd = srv_open_beneath(dfd, tleaf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	int ret = fd < 0 ? fd : write_all(fd, p + 2 + pl, n - 2 - pl, 0);
+	/* --fsync: its bytes before its name, or a power loss could leave
+	 * an empty metadata in place of the old one */
+	if (!ret && s->sync && fdatasync(fd) < 0)
+		ret = -errno;
 	if (fd >= 0)
 		close(fd);
 	if (!ret && renameat(dfd, tleaf, dfd, "metadata") < 0)
 		ret = -errno;
+	if (!ret)
+		ret = srv_sync_dir(s->sync, dfd);
 	close(dfd);
 	return ret;
 }

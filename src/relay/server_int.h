@@ -22,6 +22,7 @@
 struct rfile {
 	uint32_t id;
 	int fd;
+	int dirty; /* written since its last fdatasync (--fsync) */
 	char path[RELAY_MAX_PATH + 1];
 };
 
@@ -49,6 +50,7 @@ struct rsession {
 	char host[RELAY_MAX_NAME + 1], trace[RELAY_MAX_NAME + 1];
 	uint8_t sid[RELAY_SID];
 	int dirfd;
+	int sync; /* --fsync: see srv_session_sync() */
 	struct rconn *conn;
 	uint64_t applied;
 	struct rfile *files;
@@ -121,6 +123,8 @@ int srv_on_hello(struct relay *r, struct rconn *c, const unsigned char *p,
 /* server_files.c: a session's files, and the data frames that write them */
 int srv_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 void srv_session_close_files(struct rsession *s);
+int srv_session_sync(struct rsession *s, const char **why);
+int srv_sync_dir(int sync, int dirfd);
 void srv_session_free(struct relay *r, struct rsession *s);
 int srv_op_create(struct rsession *s, const unsigned char *p, size_t n,
 		  const char **why);
