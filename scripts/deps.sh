@@ -5,7 +5,8 @@ set -euo pipefail
 
 build=(gcc g++ make cmake pkg-config libmicrohttpd-dev libdw-dev libssl-dev libzstd-dev)
 test=(libcmocka-dev babeltrace2 python3 clang libclang-rt-14-dev spin
-      libtracefs-dev libtraceevent-dev libnl-genl-3-dev pajeng abigail-tools curl chromium nodejs)
+      libtracefs-dev libtraceevent-dev libnl-genl-3-dev pajeng abigail-tools curl chromium nodejs
+      strace)
 # strata view's browser test: Debian's nodejs comes without npm, NodeSource's with it
 command -v npm >/dev/null || test+=(npm)
 bench=(liblttng-ust-dev lttng-tools libfxt-dev hyperfine valgrind)
