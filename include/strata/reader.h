@@ -546,11 +546,13 @@ struct strata_host_offset {
 	uint64_t uncertainty_ns; /* half the round trip of the sample used */
 	uint64_t measured_ns;    /* the relay's clock when it was measured */
 	uint64_t samples;        /* exchanges it was chosen from */
-	int applied;             /* its timestamps were moved by -offset_ns */
+	int applied;             /* its timestamps were moved by -offset_ns,
+				  * and by the drift since measured_ns */
 	int has_drift;           /* drift_ppb was estimated (over 10 s or more) */
 	int64_t drift_ppb;       /* the sender's clock's rate against the
-				  * relay's, parts per billion: recorded, not
-				  * applied (the offset is, at every time) */
+				  * relay's, parts per billion: the offset at
+				  * sender time t is offset_ns + drift_ppb *
+				  * (t - measured_ns - offset_ns) / 10^9 */
 };
 
 /* Recordings of the trace with a clock offset, and offset i of them:

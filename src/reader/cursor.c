@@ -128,7 +128,7 @@ static bool enter_packet(struct strata_iter *it, struct rd_cursor *c)
 			continue;
 		if (f && f->ncpus && !rd_in(f->cpus, f->ncpus, s->packets[c->pkt].cpu))
 			continue;
-		if (f && s->packets[c->pkt].ts_begin + (uint64_t)c->shift > f->t_end)
+		if (f && rd_sub_time(c->sub, s->packets[c->pkt].ts_begin) > f->t_end)
 			break;
 		const struct rd_packet *q = prev_readable(it, s, c->pkt);
 		struct rd_packet *p = &s->packets[c->pkt];
@@ -342,9 +342,9 @@ bool rd_cursor_next(struct strata_iter *it, struct rd_cursor *c)
 filter:
 		if (f) {
 			/* the filter's times are the merged time base's */
-			if (b.ts + (uint64_t)c->shift < f->t_begin)
+			if (rd_sub_time(c->sub, b.ts) < f->t_begin)
 				continue;
-			if (b.ts + (uint64_t)c->shift > f->t_end) {
+			if (rd_sub_time(c->sub, b.ts) > f->t_end) {
 				/* timestamps only grow within a stream */
 				c->pos = c->end;
 				c->pkt = c->s->npackets;
@@ -381,7 +381,7 @@ void rd_cursor_seek(struct strata_iter *it, struct rd_cursor *c, uint64_t ts)
 		hi = s->npackets;
 		while (lo < hi) {
 			uint64_t mid = lo + (hi - lo) / 2;
-			if (s->packets[mid].ts_begin + (uint64_t)c->shift <= ts)
+			if (rd_sub_time(c->sub, s->packets[mid].ts_begin) <= ts)
 				lo = mid + 1;
 			else
 				hi = mid;

@@ -180,7 +180,7 @@ static uint64_t stream_safe(const struct rd_stream *s)
 {
 	for (uint64_t k = s->npackets; k-- > 0;)
 		if (!(s->packets[k].flags & RD_PK_BAD))
-			return s->packets[k].ts_end + (uint64_t)s->sub->shift;
+			return rd_sub_time(s->sub, s->packets[k].ts_end);
 	return 0;
 }
 
@@ -289,7 +289,7 @@ static uint64_t follow_horizon(const struct strata_follow *f, struct strata_trac
 		if ((beacon[i] = live_time(t->subs[i].dir)) && !same_streams(t, i))
 			beacon[i] = 0;
 		if (beacon[i]) {
-			beacon[i] += (uint64_t)t->subs[i].shift;
+			beacon[i] = rd_sub_time(&t->subs[i], beacon[i]);
 			rd_offset_keep(t, t->subs[i].dir, strlen(f->top));
 		}
 	}

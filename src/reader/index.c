@@ -346,11 +346,13 @@ void rd_trace_span(struct strata_trace *t)
 		if (!any)
 			continue;
 		/* s->sub may not be set yet (stream.c): by index */
-		uint64_t sh = (uint64_t)t->subs[s->subidx].shift; /* offset.c */
-		if (s->begin + sh < t->begin)
-			t->begin = s->begin + sh;
-		if (s->end + sh > t->end)
-			t->end = s->end + sh;
+		const struct rd_subtrace *sub = &t->subs[s->subidx];
+		uint64_t b = rd_sub_time(sub, s->begin); /* offset.c */
+		uint64_t e = rd_sub_time(sub, s->end);
+		if (b < t->begin)
+			t->begin = b;
+		if (e > t->end)
+			t->end = e;
 	}
 	if (t->begin == UINT64_MAX)
 		t->begin = 0;

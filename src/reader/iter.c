@@ -107,7 +107,8 @@ int strata_iter_create(struct strata_trace *t, const struct strata_iter_options 
 		c->c1 = c->s->sclass != 0;
 		c->ev.stream = si;
 		c->shift = c->sub->shift;
-		it->shifted |= c->shift != 0;
+		c->drift = c->sub->drift_ppb != 0;
+		it->shifted |= c->shift != 0 || c->drift;
 		if (!t->streams[si].npackets)
 			c->done = true;
 	}

@@ -20,6 +20,7 @@ struct rd_cursor {
 	int64_t shift;            /* added to every timestamp: the sub-trace's
 				   * clock offset (docs/reader.md, "Several
 				   * hosts"); 0 but in a merge of hosts */
+	bool drift;               /* and its drift: rd_sub_time() */
 	bool c1;                  /* stream class 1 (docs/compact.md) */
 	struct strata_event ev;   /* the cursor's current event */
 	/* cold */
@@ -51,7 +52,8 @@ cursor_set_event(struct rd_cursor *c, const struct strata_event_class *cls,
 {
 	struct strata_event *ev = &c->ev;
 
-	ev->timestamp = ts + (uint64_t)c->shift;
+	ev->timestamp = strata_unlikely(c->drift) ? rd_sub_time(c->sub, ts)
+						  : ts + (uint64_t)c->shift;
 	ev->cls = cls;
 	ev->payload = payload;
 	ev->size = size;

@@ -14,11 +14,14 @@
 #define OFFSET_FILE "clock-offset" /* RELAY_CLOCK_FILE */
 #define OFFSET_MAX 4096            /* bytes read of it: it holds ~300 */
 #define OFFSET_LIMIT (INT64_C(1) << 62) /* ns, ~146 years: -offset fits */
+/* ppb: twice NTP's own bound on a clock's frequency error (500 ppm); a
+ * drift below one part in one keeps the moved times in order */
+#define DRIFT_LIMIT 1000000
 
 /* "key value" lines into o; NULL, or what is wrong with the file. */
 static const char *parse(char *text, struct rd_offset *o)
 {
-	bool mono = false, off = false, unc = false;
+	bool mono = false, off = false, unc = false, meas = false;
 
 	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l;
 	     l = strtok_r(NULL, "\n", &save)) {
@@ -36,11 +39,14 @@ static const char *parse(char *text, struct rd_offset *o)
 		else if (!strcmp(key, "uncertainty_ns") && num && v >= 0)
 			o->pub.uncertainty_ns = (uint64_t)v, unc = true;
 		else if (!strcmp(key, "measured_ns") && num && v >= 0)
-			o->pub.measured_ns = (uint64_t)v;
+			o->pub.measured_ns = (uint64_t)v, meas = true;
 		else if (!strcmp(key, "samples") && num && v >= 0)
 			o->pub.samples = (uint64_t)v;
-		else if (!strcmp(key, "drift_ppb") && num)
+		else if (!strcmp(key, "drift_ppb") && num && v >= -DRIFT_LIMIT &&
+			 v <= DRIFT_LIMIT)
 			o->pub.drift_ppb = v, o->pub.has_drift = 1;
+		else if (!strcmp(key, "drift_ppb"))
+			return "drift_ppb beyond 1,000,000 (1000 ppm) either way";
 		else if (!strcmp(key, "relay_wall_ns") && num)
 			o->wall_ns = v, o->has_wall = true;
 		else if (!strcmp(key, "sender"))
@@ -50,6 +56,8 @@ static const char *parse(char *text, struct rd_offset *o)
 		return "no \"clock CLOCK_MONOTONIC\" line";
 	if (!off || !unc)
 		return "no offset_ns (within 2^62 ns) or uncertainty_ns";
+	if (o->pub.has_drift && !meas)
+		return "a drift_ppb without the measured_ns it runs from";
 	return NULL;
 }
 
@@ -158,6 +166,11 @@ int rd_load_offsets(struct strata_trace *t, size_t top)
 		    strncmp(d, "CLOCK_MONOTONIC", 15))
 			continue;
 		sub->shift = -o->pub.offset_ns;
+		/* offset(t) = offset_ns + drift (t - measured), t on the
+		 * relay's clock, which is measured_ns + offset_ns on the
+		 * sender's (relay.md §7) */
+		sub->drift_ppb = o->pub.has_drift ? o->pub.drift_ppb : 0;
+		sub->pivot = o->pub.measured_ns + (uint64_t)o->pub.offset_ns;
 		o->pub.applied = 1;
 		if (o->has_wall && !wall)
 			wall = o;

@@ -222,6 +222,11 @@ struct rd_subtrace {
 	uint32_t vpid;
 	int64_t shift;  /* ticks added to its timestamps: the relay's clock
 			 * offset of its recording (offset.c), or 0 */
+	/* and the offset's drift (parts per billion, 0 for none) from the
+	 * time it was measured, `pivot` on this sub-trace's clock:
+	 * rd_sub_time() */
+	int64_t drift_ppb;
+	uint64_t pivot;
 	/* rd_fast entries: the one of hi at byte offset
 	 * ((hi * fast_mult) >> 16) & fast_mask (fast_mask: (slots - 1) << 6,
 	 * a multiply, a shift and a mask, no shift by a register); an empty
@@ -232,6 +237,25 @@ struct rd_subtrace {
 	uint32_t fast_mult;
 	uint32_t fast_mask;
 };
+
+/* A timestamp of sub-trace `sub` on the trace's time base: moved by its
+ * recording's clock offset at that time, the offset measured at `pivot`
+ * plus its drift since (docs/reader.md, "Several hosts"). Monotonic:
+ * offset.c bounds the drift far below one part in one. */
+static inline uint64_t rd_sub_time(const struct rd_subtrace *sub,
+				   uint64_t ts)
+{
+	uint64_t t = ts + (uint64_t)sub->shift;
+
+	if (sub->drift_ppb) {
+		/* to the nearest ns */
+		__int128 d = (__int128)(int64_t)(ts - sub->pivot) *
+			     sub->drift_ppb;
+		t -= (uint64_t)(int64_t)((d + (d < 0 ? -500000000 : 500000000)) /
+					 1000000000);
+	}
+	return t;
+}
 
 static inline const struct rd_fast *rd_fast_slot(const struct rd_subtrace *s,
 						 uint32_t hi)

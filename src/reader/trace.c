@@ -283,8 +283,8 @@ int strata_trace_stream(const struct strata_trace *t, unsigned i,
 		.path = s->path, .trace_dir = s->sub->dir, .cpu = s->cpu,
 		.pid = s->sub->vpid, .procname = pn ? pn : "", .file_size = s->size,
 		.packet_size = s->packet_size, .npackets = good,
-		.begin = s->begin + (uint64_t)s->sub->shift,
-		.end = s->end + (uint64_t)s->sub->shift, .discarded = s->discarded,
+		.begin = rd_sub_time(s->sub, s->begin),
+		.end = rd_sub_time(s->sub, s->end), .discarded = s->discarded,
 		.packets_lost = s->packets_lost, .subtrace = s->subidx,
 	};
 	return 0;

@@ -519,6 +519,20 @@ static void relay_host(const char *relay, const char *h, const struct synth_ev *
 	touch(sub, ".reserve");
 }
 
+/* The relay's sessions of hosts a and b over: no marker, no reserve. */
+static void relay_hosts_done(const char *ra, const char *rb)
+{
+	const char *roots[2] = { ra, rb };
+	char path[800];
+
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/.relay-session", roots[i]);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/ust/pid-100/.reserve", roots[i]);
+		unlink(path);
+	}
+}
+
 static void put_offset(const char *root, int64_t off)
 {
 	char path[800], text[256];
@@ -606,13 +620,7 @@ static void test_follow_offsets(void **state)
 	put_file(pa, sa, la);
 	snprintf(path, sizeof(path), "%s/ust/pid-100", ra);
 	put_index(path, 0, sa, la);
-	const char *roots[2] = { ra, rb };
-	for (unsigned i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "%s/.relay-session", roots[i]);
-		unlink(path);
-		snprintf(path, sizeof(path), "%s/ust/pid-100/.reserve", roots[i]);
-		unlink(path);
-	}
+	relay_hosts_done(ra, rb);
 	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_DONE);
 	read_events(t, from, to, g, &n, 2 * N + 16);
 	assert_int_equal(n, 2 * N);
@@ -631,6 +639,93 @@ static void test_follow_offsets(void **state)
 	synth_rmdir(dir);
 }
 
+/* A relay's clock-offset with the sender's drift (docs/relay.md §7). */
+static void put_offset_drift(const char *root, int64_t off, uint64_t measured,
+			     long long drift)
+{
+	char path[800], text[256];
+	snprintf(path, sizeof(path), "%s/clock-offset", root);
+	int n = snprintf(text, sizeof(text),
+			 "clock CLOCK_MONOTONIC\noffset_ns %lld\nuncertainty_ns 8000\n"
+			 "measured_ns %llu\ndrift_ppb %lld\nsamples 20\nsender h\n",
+			 (long long)off, (unsigned long long)measured, drift);
+	put_file(path, text, (size_t)n);
+}
+
+/* A sender's time for relay time t: offset and drift since `measured`
+ * (the relay's clock), to the nearest ns. */
+static uint64_t sender_time(uint64_t t, int64_t off, uint64_t measured, int64_t drift)
+{
+	__int128 d = (__int128)(int64_t)(t - measured) * drift;
+	return t + (uint64_t)off +
+	       (uint64_t)(int64_t)((d + (d < 0 ? -500000000 : 500000000)) / 1000000000);
+}
+
+/*
+ * Two hosts whose clocks drift against the relay's, 50 ppm fast and
+ * 20 ppm slow (far beyond a real clock's, to be seen in a short trace),
+ * each moved by its offset at every time, not one constant: opened as
+ * one (STRATA_OPEN_MERGE), every event is at its relay time to the ns,
+ * before and after the time the offset was measured, and in order. A
+ * drift beyond 1000 ppm is refused with the file, reported, not applied.
+ */
+static void test_open_drift(void **state)
+{
+	(void)state;
+	enum { N = 400 };
+	const int64_t off_a = 1000000, off_b = -5000, d_a = 50000, d_b = -20000;
+	const uint64_t m = 50000000; /* measured, on the relay's clock */
+	char dir[] = "/tmp/strata-driftXXXXXX", ra[600], rb[600];
+	assert_non_null(mkdtemp(dir));
+	struct synth_ev a[N], b[N];
+	uint64_t truth[2 * N];
+	/* relay times around m: a's every 100 us, b's 30 us after each */
+	for (unsigned i = 0; i < N; i++) {
+		uint64_t t = m - 20000000 + 100000 * (uint64_t)i;
+		truth[2 * i] = t;
+		truth[2 * i + 1] = t + 30000;
+		a[i] = (struct synth_ev){ sender_time(t, off_a, m, d_a), SYNTH_MARK, 0 };
+		b[i] = (struct synth_ev){ sender_time(t + 30000, off_b, m, d_b), SYNTH_MARK, 0 };
+	}
+	relay_host(dir, "a", a, N, ra, sizeof(ra));
+	relay_host(dir, "b", b, N, rb, sizeof(rb));
+	relay_hosts_done(ra, rb);
+	put_offset_drift(ra, off_a, m, d_a);
+	put_offset_drift(rb, off_b, m, d_b);
+
+	struct seen seen = { 0 };
+	struct strata_open_options oo = { .flags = STRATA_OPEN_MERGE, .problem = on_problem,
+					  .problem_arg = &seen };
+	struct strata_trace *t;
+	struct got g[2 * N + 1];
+	unsigned n = 0;
+	assert_int_equal(strata_trace_open(dir, &oo, &t), 0);
+	read_events(t, 0, UINT64_MAX, g, &n, 2 * N + 1);
+	assert_int_equal(n, 2 * N);
+	for (unsigned i = 0; i < 2 * N; i++)
+		if (g[i].ts != truth[i])
+			fail_msg("event %u at %" PRIu64 ", not %" PRIu64 " (relay's time; "
+				 "%" PRId64 " ns off)", i, g[i].ts, truth[i],
+				 (int64_t)(g[i].ts - truth[i]));
+	struct strata_host_offset ho;
+	assert_int_equal(strata_trace_noffsets(t), 2);
+	assert_int_equal(strata_trace_offset(t, 0, &ho), 0);
+	assert_true(ho.applied && ho.has_drift);
+	assert_quiet(&seen);
+	strata_trace_close(t);
+
+	/* 1000.001 ppm: the file is refused, reported, not applied */
+	put_offset_drift(rb, off_b, m, 1000001);
+	assert_int_equal(strata_trace_open(dir, &oo, &t), 0);
+	n = 0;
+	read_events(t, 0, UINT64_MAX, g, &n, 2 * N + 1);
+	assert_int_equal(n, 2 * N);
+	assert_true(seen.n > 0);
+	assert_non_null(strstr(seen.what, "drift_ppb"));
+	strata_trace_close(t);
+	synth_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -640,6 +735,7 @@ int main(void)
 		cmocka_unit_test(test_follow_beacon),
 		cmocka_unit_test(test_follow_new_stream_and_class),
 		cmocka_unit_test(test_follow_offsets),
+		cmocka_unit_test(test_open_drift),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
