@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxy import FaultProxy  # noqa: E402
-from relaylib import Relay, check_copy, relay_in, sender_line  # noqa: E402
+from relaylib import Relay, fail, record_checked, relay_in  # noqa: E402
 
 strata, workers, work = sys.argv[1:4]
 tok, out, relay = relay_in(strata, work)
@@ -41,18 +41,8 @@ def record(name, proxy, during=None, extra=()):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if during:
         during()
-    so, se = p.communicate(timeout=600)
-    print(so + se)
-    if p.returncode:
-        fail("record with relay failed")
-    if "warning: relay" in se:
-        fail("the relay's copy is incomplete")
-    if "refused" in se:
-        fail("the relay refused a frame of a good sender")
-    sent, lost = sender_line(se)
-    hosts = [h for h in os.listdir(out) if os.path.isdir(os.path.join(out, h, name))]
-    check_copy(strata, local, os.path.join(out, hosts[0], name), sent, lost)
-    return so + se
+    text, _ = record_checked(strata, p, local, out, name)
+    return text
 
 
 # the program alone under record, for its own time

@@ -17,7 +17,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from relaylib import Relay, check_copy, fail, fresh_dir, make_token, sender_line  # noqa: E402
+from relaylib import Relay, fail, fresh_dir, make_token, record_checked  # noqa: E402
 
 strata, workers, work = sys.argv[1:4]
 if os.geteuid() != 0 or not shutil.which("ip"):
@@ -76,16 +76,7 @@ try:
             sh("ip", "link", "set", near, "up")
             if not down_while:
                 fail("the program ended before the link went down: the test tested nothing")
-        so, se = p.communicate(timeout=600)
-        print(so + se)
-        if p.returncode:
-            fail("record with relay failed")
-        if "warning: relay" in se:
-            fail("the relay's copy is incomplete")
-        sent, lost = sender_line(se)
-        hosts = [h for h in os.listdir(out) if os.path.isdir(os.path.join(out, h, name))]
-        check_copy(strata, local, os.path.join(out, hosts[0], name), sent, lost)
-        return so + se, lost
+        return record_checked(strata, p, local, out, name)
 
     print("== the link up all along")
     base, _ = record("up", False)

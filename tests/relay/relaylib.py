@@ -311,3 +311,21 @@ def check_copy(strata, local, remote, sent, lost):
     print("strata info on the relay's copy: %d packets lost" % shown)
     if shown != lost:
         fail("strata info shows %d packets lost at the relay, the sender counted %d" % (shown, lost))
+
+
+def record_checked(strata, p, local, out, name):
+    """The end of `strata record -o local --relay ...` (Popen p, pipes):
+    it succeeded, its copy is complete and held to check_copy(); its
+    output, and the packets it lost."""
+    so, se = p.communicate(timeout=600)
+    print(so + se)
+    if p.returncode:
+        fail("record with relay failed")
+    if "warning: relay" in se:
+        fail("the relay's copy is incomplete")
+    if "refused" in se:
+        fail("the relay refused a frame of a good sender")
+    sent, lost = sender_line(se)
+    hosts = [h for h in os.listdir(out) if os.path.isdir(os.path.join(out, h, name))]
+    check_copy(strata, local, os.path.join(out, hosts[0], name), sent, lost)
+    return so + se, lost
