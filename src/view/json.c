@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The viewer's JSON writer: a growable buffer and the escaping of strings and field values. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,29 +47,95 @@ void vw_puts(struct vw_buf *b, const char *s)
 	vw_put(b, s, strlen(s));
 }
 
+/* Formatted once into the room left (the buffer grows by doubling, so
+ * there nearly always is room), twice only when it did not fit. */
 void vw_printf(struct vw_buf *b, const char *fmt, ...)
 {
 	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || !grow(b, (size_t)n))
+	if (!grow(b, 128))
 		return;
 	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+	int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
 	va_end(ap);
+	if (n < 0) {
+		b->p[b->len] = '\0';
+		return;
+	}
+	if ((size_t)n >= b->cap - b->len) {
+		if (!grow(b, (size_t)n)) {
+			b->p[b->len] = '\0';
+			return;
+		}
+		va_start(ap, fmt);
+		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+	}
 	b->len += (size_t)n;
+}
+
+/* Digits of v, backwards from end: where they begin. */
+static char *digits(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
+/* x as %.2f does for the pixel positions the windows hold (rounded to
+ * the nearest hundredth; -0.00 written 0.00), without printf's
+ * conversion, which was most of a window's answer time (docs/view.md,
+ * "Speed"). Beyond 2^53 hundredths, or not finite: printf. */
+static void put_fix2(struct vw_buf *b, double x)
+{
+	char tmp[32], *end = tmp + sizeof(tmp), *p;
+
+	if (!(x > -9e15 && x < 9e15)) {
+		vw_printf(b, "%.2f", x);
+		return;
+	}
+	long long c = llround(x * 100.0);
+	uint64_t u = c < 0 ? (uint64_t)-c : (uint64_t)c;
+	*--end = (char)('0' + u % 10);
+	*--end = (char)('0' + u / 10 % 10);
+	*--end = '.';
+	p = digits(end, u / 100);
+	if (c < 0)
+		*--p = '-';
+	vw_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+void vw_row(struct vw_buf *b, bool first, const char *spec, ...)
+{
+	char tmp[24], *end = tmp + sizeof(tmp);
+	va_list ap;
+
+	va_start(ap, spec);
+	for (const char *s = spec; *s; s++) {
+		if (!first || s != spec)
+			vw_put(b, ",", 1);
+		if (*s == 'f') {
+			put_fix2(b, va_arg(ap, double));
+		} else if (*s == 'u') {
+			char *p = digits(end, va_arg(ap, uint64_t));
+			vw_put(b, p, (size_t)(end - p));
+		} else { /* 'd' */
+			int64_t v = va_arg(ap, int64_t);
+			char *p = digits(end, v < 0 ? -(uint64_t)v : (uint64_t)v);
+			if (v < 0)
+				*--p = '-';
+			vw_put(b, p, (size_t)(end - p));
+		}
+	}
+	va_end(ap);
 }
 
 void vw_put_u64(struct vw_buf *b, uint64_t v)
 {
-	char tmp[24];
-	int i = sizeof(tmp);
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	vw_put(b, tmp + i, sizeof(tmp) - i);
+	char tmp[24], *p = digits(tmp + sizeof(tmp), v);
+
+	vw_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 void vw_put_str(struct vw_buf *b, const char *s, size_t n)

@@ -23,6 +23,10 @@ void vw_puts(struct vw_buf *b, const char *s);
 void vw_printf(struct vw_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void vw_put_u64(struct vw_buf *b, uint64_t v);
+/* One row of numbers of a window's arrays, comma-separated (and after a
+ * comma unless `first`): for each letter of `spec`, 'f' a double written
+ * as %.2f, 'u' a uint64_t, 'd' an int64_t (pass exactly these types). */
+void vw_row(struct vw_buf *b, bool first, const char *spec, ...);
 /* A JSON string of s[0..n), quoted and escaped (control bytes as \u00XX;
  * bytes >= 0x80 are passed through: the trace's text is UTF-8 or ASCII,
  * and a bad byte costs a replacement character in the browser, not a

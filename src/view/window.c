@@ -43,10 +43,9 @@ static void put_marks(const struct win *v, const struct px *p)
 	for (unsigned x = 0; x < v->w; x++) {
 		if (!p[x].n)
 			continue;
-		vw_printf(v->o, "%s%u,%u,%u,%llu,%d", first ? "" : ",", x,
-			  p[x].span ? p[x].span : 1, p[x].n,
-			  (unsigned long long)vw_ns(v->m, p[x].ts - v->m->begin),
-			  p[x].cls);
+		vw_row(v->o, first, "uuuud", (uint64_t)x,
+		       (uint64_t)(p[x].span ? p[x].span : 1), (uint64_t)p[x].n,
+		       (uint64_t)vw_ns(v->m, p[x].ts - v->m->begin), (int64_t)p[x].cls);
 		first = false;
 	}
 	vw_puts(v->o, "]");
@@ -176,8 +175,8 @@ static void put_slices(const struct win *v, const char *key, const struct vw_swi
 			uint64_t e = i + 1 < c->n ? c->sw[i + 1].t : v->t1;
 			if (!c->sw[i].tid || e < v->t0)
 				continue; /* idle: nothing drawn */
-			vw_printf(v->o, "%s%.2f,%.2f,%d,0", first ? "" : ",",
-				  xof(v, c->sw[i].t), xof(v, e), c->sw[i].tid);
+			vw_row(v->o, first, "ffdd", xof(v, c->sw[i].t), xof(v, e),
+			       (int64_t)c->sw[i].tid, (int64_t)0);
 			first = false;
 		}
 		vw_puts(v->o, "]");
@@ -200,8 +199,8 @@ static void put_slices(const struct win *v, const char *key, const struct vw_swi
 		if (x < v->w && tid == run_tid && mixed == run_mixed)
 			continue;
 		if (run_tid && x > run_x) {
-			vw_printf(v->o, "%s%u,%u,%d,%d", first ? "" : ",", run_x, x,
-				  run_tid, run_mixed);
+			vw_row(v->o, first, "uudd", (uint64_t)run_x, (uint64_t)x,
+			       (int64_t)run_tid, (int64_t)run_mixed);
 			first = false;
 		}
 		run_tid = tid;
@@ -232,9 +231,8 @@ static void put_state(const struct win *v, double x0, double x1, int state, int 
 		      uint64_t a, uint64_t b, bool *first)
 {
 	const struct vw_model *m = v->m;
-	vw_printf(v->o, "%s%.2f,%.2f,%d,%d,%llu,%llu", *first ? "" : ",", x0, x1, state,
-		  mixed, (unsigned long long)vw_ns(m, a - m->begin),
-		  (unsigned long long)vw_ns(m, b - m->begin));
+	vw_row(v->o, *first, "ffdduu", x0, x1, (int64_t)state, (int64_t)mixed,
+	       (uint64_t)vw_ns(m, a - m->begin), (uint64_t)vw_ns(m, b - m->begin));
 	*first = false;
 }
 
@@ -312,9 +310,9 @@ static void put_iv(const struct win *v, double x0, double x1, const struct vw_iv
 		   uint64_t a, uint64_t b, bool exact, bool *first)
 {
 	const struct vw_model *m = v->m;
-	vw_printf(v->o, "%s%.2f,%.2f,%u,%u,%llu,%llu,%d", *first ? "" : ",", x0, x1,
-		  iv->depth, iv->kind, (unsigned long long)vw_ns(m, a - m->begin),
-		  (unsigned long long)vw_ns(m, b - m->begin), exact);
+	vw_row(v->o, *first, "ffuuuud", x0, x1, (uint64_t)iv->depth, (uint64_t)iv->kind,
+	       (uint64_t)vw_ns(m, a - m->begin), (uint64_t)vw_ns(m, b - m->begin),
+	       (int64_t)exact);
 	*first = false;
 }
 
@@ -475,10 +473,10 @@ static void put_arrows(const struct win *v)
 			continue;
 		}
 		uint64_t to = k->run ? k->run : k->t;
-		vw_printf(v->o, "%s%.2f,%.2f,%d,%u,%d,%llu,%lld", n ? "," : "", xof(v, k->t),
-			  (double)((int64_t)(to - v->t0)) * v->scale, k->waker, k->cpu, k->wakee,
-			  (unsigned long long)vw_ns(m, k->t - m->begin),
-			  k->run ? (long long)vw_ns(m, k->run - m->begin) : -1ll);
+		vw_row(v->o, n == 0, "ffdudud", xof(v, k->t),
+		       (double)((int64_t)(to - v->t0)) * v->scale, (int64_t)k->waker,
+		       (uint64_t)k->cpu, (int64_t)k->wakee, (uint64_t)vw_ns(m, k->t - m->begin),
+		       k->run ? (int64_t)vw_ns(m, k->run - m->begin) : (int64_t)-1);
 		n++;
 	}
 	vw_printf(v->o, "],\"arrows_left\":%zu", left);
