@@ -519,22 +519,40 @@ if have bench_locks && [ -f "$LOCKS_LIB" ]; then
 else
 	skip locks "bench_locks_or_libstrata-locks.so_not_built"
 fi
+# append_section TITLE DIR COMMAND...: run a bench script whose stdout is a
+# markdown section, append it to the report, remove its scratch folder DIR
+append_section() {
+	local title=$1 dir=$2 table
+	shift 2
+	if table=$("$@" 2>>"$LOG"); then
+		printf '\n%s\n' "$table" >>"$REPORT"
+		note "appended the $title section to $REPORT"
+	else
+		note "failed or skipped: $title (see $LOG)"
+	fi
+	rm -rf "$dir"
+}
 # ---- function probes: libstrata-func against gprof's -pg and callgrind -------------
 if have bench_func_plain && have bench_func_pg && have bench_func_probed; then
 	note "function probes (bench/func_bench.sh)"
 	FUNC_ARGS=""
 	[ $SMOKE = 1 ] && FUNC_ARGS="1000000 1"
 	# shellcheck disable=SC2086 # FUNC_ARGS is a word list
-	if func_table=$(sh "$ROOT/bench/func_bench.sh" "$BIN" "$STRATA_CLI" "$OUT/func" \
-		$FUNC_ARGS 2>>"$LOG"); then
-		printf '\n%s\n' "$func_table" >>"$REPORT"
-		note "appended the Function probes section to $REPORT"
-	else
-		note "failed: function probes (see $LOG)"
-	fi
-	rm -rf "$OUT/func"
+	append_section "Function probes" "$OUT/func" \
+		sh "$ROOT/bench/func_bench.sh" "$BIN" "$STRATA_CLI" "$OUT/func" $FUNC_ARGS
 else
 	skip func "bench_func_not_built"
+fi
+# ---- sampling: a real program (xz) under strata record --sample, and perf --------
+if [ -x "$STRATA_CLI" ]; then
+	note "sampling (bench/sample_bench.py)"
+	SAMPLE_ARGS=""
+	[ $SMOKE = 1 ] && SAMPLE_ARGS="--runs 1 --mib 1 --level 1"
+	# shellcheck disable=SC2086 # SAMPLE_ARGS is a word list
+	append_section "Sampling" "$OUT/sample" \
+		python3 "$ROOT/bench/sample_bench.py" "$STRATA_CLI" "$OUT/sample" $SAMPLE_ARGS
+else
+	skip sample "strata_tool_not_built"
 fi
 else
 	LOG=$OUT/stderr-reader.log

@@ -59,7 +59,16 @@ struct samp_cpu {
 	struct perf_event_mmap_page *page;
 	uint8_t *data;
 	uint64_t size; /* data bytes, a power of two */
+	uint64_t seen; /* --call-graph dwarf: the unwinder has been told of
+			* the process records before this ring position */
 	struct kstream ks;
+};
+
+/* A process record (mmap2, fork, exec) of a round, copied out of its ring
+ * for the unwinder, which takes them in time order (proc_records()). */
+struct samp_proc_rec {
+	uint64_t time;
+	size_t at, len; /* in the session's pbuf */
 };
 
 struct samp_session {
@@ -82,6 +91,10 @@ struct samp_session {
 	unsigned stack_bytes, ring_pages;
 	struct unw *unw;
 	uint64_t unwound;
+	struct samp_proc_rec *prec; /* the round's process records */
+	size_t nprec, prec_cap;
+	uint8_t *pbuf; /* their bytes */
+	size_t pbuf_len, pbuf_cap;
 	uint8_t rec[65536]; /* a record that wraps the ring, copied whole */
 };
 
@@ -130,8 +143,8 @@ static uint64_t to_clock(const struct samp_session *s, uint64_t t)
  * frame-pointer chain at `at`: abi, regs, size, stack, dyn_size), into
  * frames; -1 if there is none (then the frame-pointer chain stays). */
 static int unwind_sample(struct samp_session *s, uint32_t pid, uint32_t tid,
-			 uint64_t ip, const uint8_t *r, size_t at, size_t len,
-			 uint64_t *frames)
+			 uint64_t time, uint64_t ip, const uint8_t *r,
+			 size_t at, size_t len, uint64_t *frames)
 {
 	uint64_t abi, regs[UNW_NREGS], size, dyn;
 
@@ -148,8 +161,9 @@ static int unwind_sample(struct samp_session *s, uint32_t pid, uint32_t tid,
 	if (!size || size > len - at || len - at - size < 8)
 		return -1;
 	memcpy(&dyn, r + at + size, 8); /* the bytes the kernel filled */
-	int n = unw_sample(s->unw, (pid_t)pid, (pid_t)tid, ip, regs, r + at,
-			   dyn < size ? dyn : size, frames, SAMPLE_FRAMES);
+	int n = unw_sample(s->unw, (pid_t)pid, (pid_t)tid, time, ip, regs,
+			   r + at, dyn < size ? dyn : size, frames,
+			   SAMPLE_FRAMES);
 	if (n > 0)
 		s->unwound++;
 	return n > 0 ? n : -1;
@@ -172,8 +186,9 @@ static void put_sample(struct samp_session *s, struct samp_cpu *c, const uint8_t
 	if (nr > (len - 40) / 8)
 		return;
 	uint64_t w[2 + SAMPLE_FRAMES] = { ip, 0 };
-	int dwarf = s->stack_bytes ?
-		unwind_sample(s, pid, tid, ip, r, 40 + nr * 8, len, w + 2) : -1;
+	int dwarf = s->stack_bytes ? unwind_sample(s, pid, tid, time, ip, r,
+						   40 + nr * 8, len, w + 2) :
+				     -1;
 	if (dwarf >= 0) {
 		w[1] = (uint64_t)dwarf;
 		nr = 0; /* the frame-pointer chain is not needed */
@@ -226,34 +241,43 @@ static void put_map(struct samp_session *s, struct samp_cpu *c, const uint8_t *r
 	kstream_event(&c->ks, to_clock(s, time), tid, pid, STRATA_ID(0, STRATA_ID_MAP), w,
 		      (unsigned)(fmt_counted_size(sizeof(fixed), nlen) / 8));
 	s->maps++;
-	if (s->unw) /* its modules are read again at its next sample */
-		unw_maps_changed(s->unw, (pid_t)pid);
 }
 
-/* Everything in CPU c's ring now. */
-static void drain(struct samp_session *s, struct samp_cpu *c)
+/* The record at ring position pos, below head, whole: in the ring, or
+ * copied to buf if it wraps its end. NULL if no whole record is there. */
+static const uint8_t *record_at(const struct samp_cpu *c, uint64_t pos,
+				uint64_t head, uint8_t *buf,
+				struct perf_event_header *h)
 {
-	uint64_t head = strata_load_acquire(&c->page->data_head); /* pairs with the kernel's
-								    * write of the records */
-	uint64_t tail = c->page->data_tail;
+	const uint8_t *r = c->data + (pos & (c->size - 1));
+	size_t first = c->size - (pos & (c->size - 1));
 
-	while (tail + sizeof(struct perf_event_header) <= head) {
-		const uint8_t *r = c->data + (tail & (c->size - 1));
-		struct perf_event_header h;
-		size_t first = c->size - (tail & (c->size - 1));
-		if (first >= sizeof(h)) {
-			memcpy(&h, r, sizeof(h));
-		} else { /* even the header wraps */
-			memcpy(&h, r, first);
-			memcpy((uint8_t *)&h + first, c->data, sizeof(h) - first);
-		}
-		if (h.size < sizeof(h) || tail + h.size > head)
-			break;
-		if (first < h.size) { /* the record wraps: copy it whole */
-			memcpy(s->rec, r, first);
-			memcpy(s->rec + first, c->data, h.size - first);
-			r = s->rec;
-		}
+	if (pos + sizeof(*h) > head)
+		return NULL;
+	if (first >= sizeof(*h)) {
+		memcpy(h, r, sizeof(*h));
+	} else { /* even the header wraps */
+		memcpy(h, r, first);
+		memcpy((uint8_t *)h + first, c->data, sizeof(*h) - first);
+	}
+	if (h->size < sizeof(*h) || pos + h->size > head)
+		return NULL;
+	if (first < h->size) { /* the record wraps: copy it whole */
+		memcpy(buf, r, first);
+		memcpy(buf + first, c->data, h->size - first);
+		r = buf;
+	}
+	return r;
+}
+
+/* CPU c's records up to head (one past the last to write). */
+static void drain(struct samp_session *s, struct samp_cpu *c, uint64_t head)
+{
+	uint64_t tail = c->page->data_tail;
+	struct perf_event_header h;
+	const uint8_t *r;
+
+	for (; (r = record_at(c, tail, head, s->rec, &h)); tail += h.size) {
 		switch (h.type) {
 		case PERF_RECORD_SAMPLE:
 			put_sample(s, c, r, h.size);
@@ -273,10 +297,144 @@ static void drain(struct samp_session *s, struct samp_cpu *c)
 		default:
 			break;
 		}
-		tail += h.size;
 	}
 	/* the kernel may write over what was read from here on */
 	strata_store_release(&c->page->data_tail, tail);
+}
+
+static bool is_proc_record(const struct perf_event_header *h)
+{
+	return h->type == PERF_RECORD_MMAP2 || h->type == PERF_RECORD_FORK ||
+	       (h->type == PERF_RECORD_COMM &&
+		(h->misc & PERF_RECORD_MISC_COMM_EXEC));
+}
+
+/* One process record to the unwinder (layouts: perf_event.h; each ends
+ * with sample_id: pid, tid, time). */
+static void proc_record(struct samp_session *s, const uint8_t *r, size_t len,
+			uint64_t time)
+{
+	struct perf_event_header h;
+	uint32_t pid, ppid;
+
+	memcpy(&h, r, sizeof(h));
+	memcpy(&pid, r + 8, 4);
+	if (h.type == PERF_RECORD_FORK && len >= 32) {
+		memcpy(&ppid, r + 12, 4);
+		unw_fork(s->unw, (pid_t)pid, (pid_t)ppid, time);
+	} else if (h.type == PERF_RECORD_COMM) {
+		unw_exec(s->unw, (pid_t)pid, time);
+	} else if (h.type == PERF_RECORD_MMAP2 && len >= 72 + 16 &&
+		   !(h.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) { /* no inode */
+		struct unw_mapping m;
+		char path[4096];
+		size_t n = strnlen((const char *)r + 72, len - 72 - 16);
+		if (n >= sizeof(path))
+			return;
+		memcpy(path, r + 72, n);
+		path[n] = 0;
+		memcpy(&m.start, r + 16, 8);
+		memcpy(&m.len, r + 24, 8);
+		memcpy(&m.pgoff, r + 32, 8);
+		memcpy(&m.maj, r + 40, 4);
+		memcpy(&m.min, r + 44, 4);
+		memcpy(&m.ino, r + 48, 8);
+		memcpy(&m.ino_generation, r + 56, 8);
+		m.path = path;
+		unw_mmap(s->unw, (pid_t)pid, time, &m);
+	}
+}
+
+static int prec_cmp(const void *a, const void *b)
+{
+	const struct samp_proc_rec *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at; /* one CPU's: ring order */
+}
+
+/* Copy one process record into the round's list; false if out of memory. */
+static bool prec_add(struct samp_session *s, const uint8_t *r, size_t len)
+{
+	if (s->nprec == s->prec_cap) {
+		size_t cap = s->prec_cap ? 2 * s->prec_cap : 256;
+		void *n = realloc(s->prec, cap * sizeof(*s->prec));
+		if (!n)
+			return false;
+		s->prec = n;
+		s->prec_cap = cap;
+	}
+	if (s->pbuf_len + len > s->pbuf_cap) {
+		size_t cap = s->pbuf_cap ? 2 * s->pbuf_cap : 65536;
+		while (cap < s->pbuf_len + len)
+			cap *= 2;
+		void *n = realloc(s->pbuf, cap);
+		if (!n)
+			return false;
+		s->pbuf = n;
+		s->pbuf_cap = cap;
+	}
+	uint64_t time;
+	memcpy(&time, r + len - 8, 8);
+	memcpy(s->pbuf + s->pbuf_len, r, len);
+	s->prec[s->nprec++] = (struct samp_proc_rec){ time, s->pbuf_len, len };
+	s->pbuf_len += len;
+	return true;
+}
+
+/*
+ * --call-graph dwarf: the process records (mmap2, fork, exec) of every
+ * CPU's ring, up to the head each has now, to the unwinder in time order,
+ * before any sample of the round is unwound. Why: a process's exec and
+ * mappings are reported on the CPU it ran on then, its samples on every
+ * CPU it ran on since, and the rings are drained one after the other; a
+ * fork on one CPU and the child's exec on another must be applied in the
+ * order they happened. Only records up to these heads are drained next
+ * (c->seen), so no sample is unwound before the mappings that precede it.
+ */
+static void proc_records(struct samp_session *s)
+{
+	struct perf_event_header h;
+	const uint8_t *r;
+
+	s->nprec = s->pbuf_len = 0;
+	for (unsigned i = 0; i < s->ncpus; i++) {
+		struct samp_cpu *c = &s->cpu[i];
+		if (c->fd < 0)
+			continue;
+		/* pairs with the kernel's write of the records */
+		uint64_t head = strata_load_acquire(&c->page->data_head);
+		uint64_t pos = c->seen > c->page->data_tail ?
+				       c->seen :
+				       c->page->data_tail;
+		for (; (r = record_at(c, pos, head, s->rec, &h)); pos += h.size)
+			if (is_proc_record(&h) && h.size >= 8 + 16)
+				(void)prec_add(
+					s, r,
+					h.size); /* lost: frame pointers */
+		c->seen = pos;
+	}
+	qsort(s->prec, s->nprec, sizeof(*s->prec), prec_cmp);
+	for (size_t i = 0; i < s->nprec; i++)
+		proc_record(s, s->pbuf + s->prec[i].at, s->prec[i].len,
+			    s->prec[i].time);
+}
+
+/* Every CPU's ring, as far as the kernel has written. */
+static void drain_all(struct samp_session *s)
+{
+	if (s->unw)
+		proc_records(s);
+	for (unsigned i = 0; i < s->ncpus; i++) {
+		struct samp_cpu *c = &s->cpu[i];
+		if (c->fd < 0)
+			continue;
+		/* pairs with the kernel's write of the records */
+		drain(s, c,
+		      s->unw ? c->seen :
+			       strata_load_acquire(&c->page->data_head));
+	}
 }
 
 static void *reader_main(void *arg)
@@ -292,9 +450,7 @@ static void *reader_main(void *arg)
 		calibrate(s);
 		if (s->tsc && s->pn.mono_ns == 0)
 			continue; /* no line yet: the rings hold the first samples */
-		for (unsigned i = 0; i < s->ncpus; i++)
-			if (s->cpu[i].fd >= 0)
-				drain(s, &s->cpu[i]);
+		drain_all(s);
 	}
 	return NULL;
 }
@@ -312,6 +468,11 @@ static int open_cpu(struct samp_session *s, const struct samp_options *o, unsign
 	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 			PERF_SAMPLE_CALLCHAIN;
 	if (s->stack_bytes) {
+		/* and the forks and execs that make and unmake a process's
+		 * mappings (kernel/unwind.c builds its modules from them) */
+		a.task = 1;
+		a.comm = 1;
+		a.comm_exec = 1;
 		a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 		a.sample_regs_user = UNW_REGS_MASK;
 		a.sample_stack_user = s->stack_bytes;
@@ -384,6 +545,8 @@ static void session_free(struct samp_session *s)
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
 	unw_destroy(s->unw);
+	free(s->prec);
+	free(s->pbuf);
 	free(s->cpu);
 	free(s->pfd);
 	free(s);
@@ -523,9 +686,9 @@ int samp_stop(struct samp_session *s, struct samp_stats *st)
 	calibrate(s);
 	if (s->tsc && s->pn.mono_ns == 0) /* under 50 ms: the one line there is */
 		clock_point_take(&s->pn);
+	if (s->pn.mono_ns != s->p0.mono_ns)
+		drain_all(s);
 	for (unsigned i = 0; i < s->ncpus; i++) {
-		if (s->cpu[i].fd >= 0 && s->pn.mono_ns != s->p0.mono_ns)
-			drain(s, &s->cpu[i]);
 		int r = kstream_close(&s->cpu[i].ks, now);
 		if (r && !ret)
 			ret = r;

@@ -16,23 +16,44 @@
 
 struct unw;
 
+/* An executable mapping as PERF_RECORD_MMAP2 reports it. */
+struct unw_mapping {
+	uint64_t start, len, pgoff;
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	const char *path; /* NUL-terminated; "[vdso]", "//anon" and such
+			   * are not files and are left out */
+};
+
 /* Whether this build unwinds with DWARF (elfutils' libdwfl). */
 bool unw_available(void);
 struct unw *unw_create(void);
 void unw_destroy(struct unw *u);
-/* Process pid's mappings changed (an executable mapping, an exec): its
- * modules are read again at its next sample. */
-void unw_maps_changed(struct unw *u, pid_t pid);
+
 /*
- * Unwind one sample of thread tid of process pid from its user registers
- * (UNW_NREGS, perf's order) and the `len` bytes of its stack copied at
- * regs' sp. The callers' return addresses go to pcs, at most max, the
- * sample's own `ip` left out (the sample has it; a sample taken in the
- * kernel keeps the user ip its registers hold, the chain's first user
- * frame). Returns how many, or -1 if the process's modules cannot be read
- * (it has gone): the caller keeps the frame-pointer chain then.
+ * What the kernel says of the sampled processes (PERF_RECORD_MMAP2, FORK,
+ * COMM with the exec flag), in the order of their `time` (perf's clock,
+ * the samples' too): each process's modules are built from them, not read
+ * from /proc, so a process gone before its samples are unwound is unwound
+ * all the same. unw_mmap: process pid mapped m executable. unw_fork: pid
+ * was forked from ppid (a new process: it starts with ppid's mappings; a
+ * new thread is no event). unw_exec: pid exec'd (its mappings are gone).
  */
-int unw_sample(struct unw *u, pid_t pid, pid_t tid, uint64_t ip,
+void unw_mmap(struct unw *u, pid_t pid, uint64_t time,
+	      const struct unw_mapping *m);
+void unw_fork(struct unw *u, pid_t pid, pid_t ppid, uint64_t time);
+void unw_exec(struct unw *u, pid_t pid, uint64_t time);
+/*
+ * Unwind one sample, taken at `time`, of thread tid of process pid from its
+ * user registers (UNW_NREGS, perf's order) and the `len` bytes of its stack
+ * copied at regs' sp. The callers' return addresses go to pcs, at most max,
+ * the sample's own `ip` left out (the sample has it; a sample taken in the
+ * kernel keeps the user ip its registers hold, the chain's first user
+ * frame). Returns how many, or -1 if the process's modules are not known
+ * (its exec or fork was not seen, or came after the sample): the caller
+ * keeps the frame-pointer chain then.
+ */
+int unw_sample(struct unw *u, pid_t pid, pid_t tid, uint64_t time, uint64_t ip,
 	       const uint64_t *regs, const uint8_t *stack, size_t len,
 	       uint64_t *pcs, unsigned max);
 
