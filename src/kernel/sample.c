@@ -243,6 +243,32 @@ static void put_map(struct samp_session *s, struct samp_cpu *c, const uint8_t *r
 	s->maps++;
 }
 
+/* PERF_RECORD_FORK of a new process (not a thread: pid != ppid) ->
+ * strata:process with no name (format.md §4): a child that does not exec
+ * maps nothing of its own, and the kernel reports no mapping for it, so
+ * strata_symbolize() names its frames from its parent's maps, which this
+ * record says whose they are. */
+static void put_fork(struct samp_session *s, struct samp_cpu *c, const uint8_t *r, size_t len)
+{
+	/* pid, ppid, tid, ptid, time, then sample_id (pid, tid, time) */
+	uint32_t pid, ppid, tid;
+	uint64_t time;
+
+	if (len < 8 + 24 + 16)
+		return;
+	memcpy(&pid, r + 8, 4);
+	memcpy(&ppid, r + 12, 4);
+	memcpy(&tid, r + 16, 4);
+	memcpy(&time, r + 24, 8);
+	if (pid == ppid)
+		return; /* a thread */
+	uint32_t fixed[3] = { pid, ppid, 0 };
+	uint64_t w[2];
+	fmt_counted_put(w, fixed, sizeof(fixed), "", 0);
+	kstream_event(&c->ks, to_clock(s, time), tid, pid, STRATA_ID(0, STRATA_ID_PROCESS), w,
+		      (unsigned)(fmt_counted_size(sizeof(fixed), 0) / 8));
+}
+
 /* The record at ring position pos, below head, whole: in the ring, or
  * copied to buf if it wraps its end. NULL if no whole record is there. */
 static const uint8_t *record_at(const struct samp_cpu *c, uint64_t pos,
@@ -284,6 +310,9 @@ static void drain(struct samp_session *s, struct samp_cpu *c, uint64_t head)
 			break;
 		case PERF_RECORD_MMAP2:
 			put_map(s, c, r, h.size);
+			break;
+		case PERF_RECORD_FORK:
+			put_fork(s, c, r, h.size);
 			break;
 		case PERF_RECORD_LOST: {
 			uint64_t n;
@@ -467,10 +496,12 @@ static int open_cpu(struct samp_session *s, const struct samp_options *o, unsign
 	a.sample_period = 1000000000ull / (o->hz ? o->hz : 1000); /* ns of CPU time */
 	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 			PERF_SAMPLE_CALLCHAIN;
+	/* the forks: a child that does not exec is symbolized with its
+	 * parent's maps (put_fork()) */
+	a.task = 1;
 	if (s->stack_bytes) {
-		/* and the forks and execs that make and unmake a process's
-		 * mappings (kernel/unwind.c builds its modules from them) */
-		a.task = 1;
+		/* and the execs that unmake a process's mappings
+		 * (kernel/unwind.c builds its modules from them) */
 		a.comm = 1;
 		a.comm_exec = 1;
 		a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;

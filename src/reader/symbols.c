@@ -13,6 +13,7 @@
 #ifdef STRATA_HAVE_DW
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <gelf.h>
 #include <unistd.h>
 
@@ -40,9 +41,19 @@ struct sym_proc {
 	Dwfl *dwfl;
 };
 
+/* A process's parent (strata:process), for one that maps nothing of its
+ * own: a fork child that did not exec runs its parent's code. */
+struct sym_parent {
+	uint32_t pid, ppid;
+};
+_Static_assert(offsetof(struct sym_map, pid) == 0 && offsetof(struct sym_parent, pid) == 0,
+	       "first_of_pid() reads the pid each record begins with");
+
 struct strata_symbolizer {
 	struct sym_map *maps; /* sorted by pid, then start */
 	size_t nmaps;
+	struct sym_parent *parents; /* sorted by pid */
+	size_t nparents;
 	struct sym_proc *procs;
 	size_t nprocs, cap;
 	char **names; /* versioned names without their "@@GLIBC_2.34", owned */
@@ -123,6 +134,74 @@ static void free_bids(struct sym_bid *b, size_t n)
 static const struct sym_map *find_map(const struct strata_symbolizer *s, uint32_t pid,
 				      uint64_t addr);
 
+/* strata:process's pid and ppid: the state dump's, and the sample
+ * reader's at each fork it saw (format.md §4). */
+static int add_parent(struct strata_symbolizer *s, size_t *cap, const struct strata_event *ev)
+{
+	struct strata_value pid, ppid;
+	int fp = strata_event_class_field(ev->cls, "pid");
+	int fpp = strata_event_class_field(ev->cls, "ppid");
+
+	if (fp < 0 || fpp < 0 || strata_event_field(ev, (unsigned)fp, &pid) < 0 ||
+	    strata_event_field(ev, (unsigned)fpp, &ppid) < 0 || !pid.u || pid.u > UINT32_MAX ||
+	    ppid.u > UINT32_MAX || pid.u == ppid.u)
+		return 0;
+	if (s->nparents == *cap) {
+		size_t n = *cap ? 2 * *cap : 64;
+		struct sym_parent *g = realloc(s->parents, n * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		s->parents = g;
+		*cap = n;
+	}
+	s->parents[s->nparents++] = (struct sym_parent){ (uint32_t)pid.u, (uint32_t)ppid.u };
+	return 0;
+}
+
+static int cmp_parent(const void *a, const void *b)
+{
+	const struct sym_parent *x = a, *y = b;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* The first of n records of `size` bytes, sorted by the uint32_t pid each
+ * begins with (sym_map, sym_parent), whose pid is not below pid. */
+static size_t first_of_pid(const void *base, size_t n, size_t size, uint32_t pid)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		uint32_t at;
+		memcpy(&at, (const char *)base + mid * size, 4);
+		if (at < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Whether process pid has any strata:map. */
+static bool has_maps(const struct strata_symbolizer *s, uint32_t pid)
+{
+	size_t i = first_of_pid(s->maps, s->nmaps, sizeof(*s->maps), pid);
+	return i < s->nmaps && s->maps[i].pid == pid;
+}
+
+/* The process whose maps pid's addresses are in: pid's own, or, for one
+ * that maps nothing (a fork child that did not exec), its parent's, or
+ * theirs (bounded: pid numbers are reused, a cycle must not loop). */
+static uint32_t maps_of(const struct strata_symbolizer *s, uint32_t pid)
+{
+	for (int depth = 0; depth < 16 && !has_maps(s, pid); depth++) {
+		size_t i = first_of_pid(s->parents, s->nparents, sizeof(*s->parents), pid);
+		if (i == s->nparents || s->parents[i].pid != pid)
+			break;
+		pid = s->parents[i].ppid;
+	}
+	return pid;
+}
+
 /* Each build-id to the first mapping of the file whose mapping holds its
  * address (the one proc_dwfl() checks); frees bids. */
 static void attach_bids(struct strata_symbolizer *s, struct sym_bid *bids, size_t n)
@@ -177,7 +256,8 @@ int strata_symbolizer_create(struct strata_trace *t, struct strata_symbolizer **
 	if ((ret = strata_filter_create(t, &flt)) < 0)
 		goto fail;
 	if ((ret = strata_filter_event(flt, "strata:map")) <= 0 ||
-	    (ret = strata_filter_event(flt, "strata:build_id")) < 0) {
+	    (ret = strata_filter_event(flt, "strata:build_id")) < 0 ||
+	    (ret = strata_filter_event(flt, "strata:process")) < 0) {
 		*out = s; /* no maps: every address is unknown */
 		strata_filter_destroy(flt);
 		return 0;
@@ -191,7 +271,13 @@ int strata_symbolizer_create(struct strata_trace *t, struct strata_symbolizer **
 		goto fail;
 	const struct strata_event_class *cls = NULL;
 	int f[6], fb[2] = {-1, -1};
+	size_t pcap = 0;
 	while (strata_iter_next(it, &ev) > 0) {
+		if (!strcmp(ev->cls->name, "strata:process")) {
+			if ((ret = add_parent(s, &pcap, ev)) < 0)
+				goto fail;
+			continue;
+		}
 		if (!strcmp(ev->cls->name, "strata:build_id")) {
 			if (fb[0] < 0) {
 				fb[0] = strata_event_class_field(ev->cls, "addr");
@@ -212,6 +298,7 @@ int strata_symbolizer_create(struct strata_trace *t, struct strata_symbolizer **
 			goto fail;
 	}
 	qsort(s->maps, s->nmaps, sizeof(*s->maps), cmp_map);
+	qsort(s->parents, s->nparents, sizeof(*s->parents), cmp_parent);
 	attach_bids(s, bids, nbids);
 	strata_iter_destroy(it);
 	strata_filter_destroy(flt);
@@ -240,6 +327,7 @@ void strata_symbolizer_destroy(struct strata_symbolizer *s)
 	free(s->names);
 	free(s->procs);
 	free(s->maps);
+	free(s->parents);
 	free(s);
 }
 
@@ -386,6 +474,7 @@ int strata_symbolize(struct strata_symbolizer *s, uint32_t pid, uint64_t addr,
 {
 	memset(out, 0, sizeof(*out));
 	out->status = STRATA_SYM_UNKNOWN;
+	pid = maps_of(s, pid);
 	const struct sym_map *m = find_map(s, pid, addr);
 	if (!m)
 		return out->status;

@@ -16,7 +16,13 @@ kernel's mmap2 records (kernel/unwind.c), and 90 % of the samples in leaf
 must still carry the whole chain (when the modules were read from
 /proc/PID/maps, 57 % did on a loaded 2-CPU machine).
 
-usage: dwarf_test.py STRATA NOFP WORKDIR [short [RUNS]]
+With "fork": one process forks RUNS children one after the other, each
+spinning 5 ms per thread, without exec: a child maps nothing of its own
+(the kernel reports no mapping for it), so its frames are named from its
+parent's maps (the sample reader's strata:process at the fork); 90 % of
+the samples in leaf, nearly all the children's, must be named and whole.
+
+usage: dwarf_test.py STRATA NOFP WORKDIR [short|fork [RUNS]]
 """
 import os
 import re
@@ -26,6 +32,7 @@ import sys
 
 STRATA, NOFP, WORK = sys.argv[1:4]
 SHORT = len(sys.argv) > 4 and sys.argv[4] == "short"
+FORK = len(sys.argv) > 4 and sys.argv[4] == "fork"
 RUNS = int(sys.argv[5]) if len(sys.argv) > 5 else 100
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
@@ -84,6 +91,16 @@ if SHORT:
              "unwound (want 90 %% of at least %d)" % (good, n, unwound, samples, 2.5 * RUNS))
     print("short: %d of %d samples in leaf of %d runs unwound to main or worker "
           "(%d of %d samples unwound)" % (good, n, RUNS, unwound, samples))
+    sys.exit(0)
+
+if FORK:
+    trace, err = record("fork", "--call-graph", "dwarf", cmd=(NOFP, "0.005", str(RUNS)))
+    n, good = chained(trace)
+    if n < 2.5 * RUNS or good < 0.9 * n:
+        fail("fork: %d of %d samples in leaf named and whole (want 90 %% of at least %d)"
+             % (good, n, 2.5 * RUNS))
+    print("fork: %d of %d samples in leaf of %d forked children named, main or worker "
+          "to leaf" % (good, n, RUNS))
     sys.exit(0)
 
 trace, err = record("dwarf", "--call-graph", "dwarf")

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Built without frame pointers (tests/profile, --call-graph dwarf): two threads spin in leaf() under known chains, main -> outer -> middle -> leaf and worker -> outer -> middle -> leaf. */
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,19 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		secs = atof(argv[1]);
+	/* FORKS children one after the other, each doing what main does
+	 * below, without exec: they run the parent's mapped code */
+	for (int i = 0, n = argc > 2 ? atoi(argv[2]) : 0; i < n; i++) {
+		pid_t c = fork();
+		if (c < 0)
+			return 1;
+		if (c == 0)
+			break;
+		if (waitpid(c, NULL, 0) != c)
+			return 1;
+		if (i == n - 1)
+			return 0;
+	}
 	if (pthread_create(&t, NULL, worker, NULL))
 		return 1;
 	uint64_t r = outer(secs);
