@@ -480,6 +480,8 @@ int vw_cache_open(struct vw_model *m, struct strata_trace *t, const char *trace,
 	}
 	*m = (struct vw_model){ .t = t, .path = trace, .acts = acts, .nacts = nacts,
 		.begin = h->begin, .end = h->end, .nevents = h->nevents, .nbins = h->nbins,
+		.gridlen = h->end - h->begin + 1, .ivspan = h->end - h->begin,
+		.ncls = h->nclasses,
 		.ncpus = h->ncpus, .have_sched = h->have_sched, .nproblems = h->nproblems,
 		.map = p, .map_size = (size_t)st.st_size };
 	struct rd r = { .base = p, .off = sizeof(*h), .size = (uint64_t)st.st_size };

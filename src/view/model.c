@@ -21,10 +21,10 @@ unsigned vw_bin(const struct vw_model *m, uint64_t ts)
 {
 	if (ts <= m->begin)
 		return 0;
-	if (ts >= m->end)
+	if (ts - m->begin >= m->gridlen - 1)
 		return m->nbins - 1;
 	unsigned __int128 x = (unsigned __int128)(ts - m->begin) * m->nbins;
-	return (unsigned)(x / (m->end - m->begin + 1));
+	return (unsigned)(x / m->gridlen);
 }
 
 uint64_t vw_ns(const struct vw_model *m, uint64_t ticks)
@@ -69,7 +69,7 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 	if (!th)
 		return;
 	uint64_t dur = iv->end > iv->begin ? iv->end - iv->begin : 1;
-	uint64_t span = m->end - m->begin;
+	uint64_t span = m->ivspan;
 	/* the level from the bit lengths, then the last step exactly */
 	int l = __builtin_clzll(dur) - __builtin_clzll(span) - 1;
 	if (l < 0)
@@ -237,7 +237,7 @@ static int *switch_fields(struct strata_trace *t)
 static int count_class(struct vw_model *m, uint32_t ***cbins, const struct strata_event *ev,
 		       unsigned b)
 {
-	unsigned n = strata_trace_nclasses(m->t), c = ev->cls->index;
+	unsigned n = m->ncls, c = ev->cls->index;
 	if (!*cbins && !(*cbins = calloc(n ? n : 1, sizeof(**cbins))))
 		return -ENOMEM;
 	uint32_t **p = &(*cbins)[c];
@@ -340,9 +340,9 @@ static int cmp_row(const void *a, const void *b)
 /* When each woken thread next ran: the first time its running track puts
  * it on a CPU at or after the wakeup (a binary search, then the few
  * entries that take it off). */
-static void wake_runs(struct vw_model *m)
+static void wake_runs(struct vw_model *m, size_t from)
 {
-	for (size_t i = 0; i < m->nwakes; i++) {
+	for (size_t i = from; i < m->nwakes; i++) {
 		struct vw_wake *w = &m->wakes[i];
 		const struct vw_thread *th = an_tidmap_find(&m->threads, (uint32_t)w->wakee);
 		if (!th)
@@ -404,7 +404,7 @@ static int finish(struct vw_model *m)
 			m->rows[m->nrows++] = th;
 	}
 	qsort(m->rows, m->nrows, sizeof(*m->rows), cmp_row);
-	wake_runs(m);
+	wake_runs(m, 0);
 	if (vw_flows_pair(m))
 		return -ENOMEM;
 	for (unsigned i = 0; i < m->nrows; i++)
@@ -437,17 +437,13 @@ static int alloc_rows(struct vw_model *m)
 	return 0;
 }
 
-int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
-		   struct vw_activity *acts, unsigned nacts)
+/* What a model is made of before its first event: rows of the streams'
+ * CPUs, the names, the trace's own interval kinds. */
+static int model_init(struct vw_model *m, struct strata_trace *t, const char *path,
+		      struct vw_activity *acts, unsigned nacts)
 {
-	struct timespec a, b;
-	clock_gettime(CLOCK_MONOTONIC, &a);
 	*m = (struct vw_model){ .t = t, .path = path, .nbins = VW_NBINS, .acts = acts,
-				.nacts = nacts };
-	m->begin = strata_trace_begin(t);
-	m->end = strata_trace_end(t);
-	if (m->end <= m->begin)
-		m->end = m->begin + 1;
+				.nacts = nacts, .ncls = strata_trace_nclasses(t) };
 	int err = alloc_rows(m);
 	if (!err)
 		err = an_names_create(t, &m->names);
@@ -457,18 +453,53 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 	if (iv_pairer_create(t, &(struct iv_options){ 0 }, &m->pairer) < 0)
 		m->pairer = NULL;
 	m->nkinds = (m->pairer ? iv_pairer_nkinds(m->pairer) : 0) + nacts;
-	int *next = switch_fields(t);
+	return 0;
+}
+
+int vw_model_read(struct vw_model *m, uint64_t from, uint64_t to)
+{
+	if (to <= from)
+		return 0;
+	int *next = switch_fields(m->t);
+	struct strata_filter *f = NULL;
 	struct strata_iter *it = NULL;
-	err = next ? strata_iter_create(t, &(struct strata_iter_options){
-			.stream = -1, .flags = STRATA_ITER_INTERNAL }, &it) : -ENOMEM;
+	int err = next ? 0 : -ENOMEM;
+	/* the whole trace in one pass, or a range through a filter on
+	 * time, which seeks to it (reader.md, "Following a live trace") */
+	if (!err && (from || to != UINT64_MAX)) {
+		err = strata_filter_create(m->t, &f);
+		if (!err)
+			err = strata_filter_time(f, from, to - 1);
+	}
+	if (!err)
+		err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1,
+					 .filter = f, .flags = STRATA_ITER_INTERNAL }, &it);
 	const struct strata_event *ev;
 	while (!err && strata_iter_next(it, &ev) == 1) {
 		err = feed(m, ev, next);
-		if (!err && nacts && ev->id >> 16)
+		if (!err && m->nacts && ev->id >> 16)
 			err = feed_activities(m, ev);
 	}
 	strata_iter_destroy(it);
+	strata_filter_destroy(f);
 	free(next);
+	return err;
+}
+
+int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
+		   struct vw_activity *acts, unsigned nacts)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	int err = model_init(m, t, path, acts, nacts);
+	m->begin = strata_trace_begin(t);
+	m->end = strata_trace_end(t);
+	if (m->end <= m->begin)
+		m->end = m->begin + 1;
+	m->gridlen = m->end - m->begin + 1;
+	m->ivspan = m->end - m->begin;
+	if (!err)
+		err = vw_model_read(m, 0, UINT64_MAX);
 	if (!err && m->have_sched)
 		err = read_states(m);
 	if (!err)
@@ -481,7 +512,7 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 
 static void free_cbins(const struct vw_model *m, uint32_t **cbins)
 {
-	for (unsigned c = 0; cbins && c < strata_trace_nclasses(m->t); c++)
+	for (unsigned c = 0; cbins && c < m->ncls; c++)
 		free(cbins[c]);
 	free(cbins);
 }

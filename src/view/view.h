@@ -158,6 +158,10 @@ struct vw_model {
 	struct strata_trace *t;
 	const char *path;
 	uint64_t begin, end;     /* ticks */
+	/* The bins' grid: bin b covers the ticks whose (ts - begin) *
+	 * nbins / gridlen is b, and the intervals' levels are fractions of
+	 * ivspan (view.h: vw_ivlevel): end - begin + 1 and end - begin. */
+	uint64_t gridlen, ivspan;
 	uint64_t nevents;        /* every event, strata's own records aside */
 	unsigned nbins;          /* bins over [begin, end] per row */
 	uint64_t *prefix;        /* events of bins [0, i): nbins + 1 */
@@ -190,6 +194,7 @@ struct vw_model {
 	size_t map_size;
 	const char *cache;       /* "writing", "built", "used" or "off":
 				  * api/summary */
+	unsigned ncls;           /* classes the cbins tables are sized for */
 };
 
 /* Message flows (flows.c): a send or receive event of the scan kept;
@@ -210,6 +215,10 @@ void vw_put_flows(const struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w
  * iv_pairer_create returns. */
 int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 		   struct vw_activity *acts, unsigned nacts);
+/* The events of [from, to) (ticks; 0, UINT64_MAX: all) read into m, as
+ * the build reads them. Returns 0 or -ENOMEM. */
+int vw_model_read(struct vw_model *m, uint64_t from, uint64_t to);
+
 /* The name of thread tid (analysis.h's names, or the cache's), or NULL. */
 const char *vw_name(const struct vw_model *m, uint32_t tid);
 /* The reader's problems: those met now, or when the cache was made. */
