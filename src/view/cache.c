@@ -474,6 +474,8 @@ int vw_cache_open(struct vw_model *m, struct strata_trace *t, const char *trace,
 		return -EBADMSG;
 	const struct vwc_header *h = p;
 	int err = check_header(h, (uint64_t)st.st_size, key, t);
+	if (!err && h->end <= h->begin)
+		err = -EBADMSG; /* the build makes end > begin */
 	if (err) {
 		munmap(p, (size_t)st.st_size);
 		return err;

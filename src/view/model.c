@@ -17,6 +17,9 @@
  */
 #define VW_NBINS (1u << 15)
 
+/* Wakeups of a live model still looking for their wakee's next run. */
+#define VW_WAKE_PENDING 4096
+
 unsigned vw_bin(const struct vw_model *m, uint64_t ts)
 {
 	if (ts <= m->begin)
@@ -61,6 +64,20 @@ static void *grow(void *p, size_t *cap, size_t n, size_t size)
 	return q;
 }
 
+/* The first of n intervals sorted by begin that begins after ts. */
+static size_t iv_after(const struct vw_iv *iv, size_t n, uint64_t ts)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (iv[mid].begin <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The pairer closed an interval: keep it on its thread. */
 static void on_interval(const struct iv_interval *iv, void *arg)
 {
@@ -89,9 +106,17 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 	size_t j = lv->n++;
 	for (int k = 0; j && lv->iv[j - 1].begin > iv->begin && k < 16; k++, j--)
 		lv->iv[j] = lv->iv[j - 1];
+	if (j && lv->iv[j - 1].begin > iv->begin && m->live) {
+		/* a live level is never sorted at an end: its place now */
+		size_t at = iv_after(lv->iv, j, iv->begin);
+		memmove(lv->iv + at + 1, lv->iv + at, (j - at) * sizeof(*lv->iv));
+		j = at;
+	}
 	lv->iv[j] = (struct vw_iv){ iv->begin, iv->end, m->kind_base + iv->kind, iv->depth };
 	if (j && lv->iv[j - 1].begin > iv->begin)
 		lv->unsorted = true;
+	if (j < lv->clean)
+		lv->clean = j;
 	th->niv++;
 	if (!th->pid)
 		th->pid = iv->pid;
@@ -238,6 +263,8 @@ static int count_class(struct vw_model *m, uint32_t ***cbins, const struct strat
 		       unsigned b)
 {
 	unsigned n = m->ncls, c = ev->cls->index;
+	if (c >= n)
+		return 0; /* a class newer than the tables: vw_model_adopt's */
 	if (!*cbins && !(*cbins = calloc(n ? n : 1, sizeof(**cbins))))
 		return -ENOMEM;
 	uint32_t **p = &(*cbins)[c];
@@ -256,7 +283,12 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 		return 0; /* strata's own records: names only */
 	m->nevents++;
 	unsigned b = vw_bin(m, ev->timestamp);
-	m->prefix[b + 1]++;
+	if (m->binev) {
+		m->binev[b]++;
+		m->bin_lo = b < m->bin_lo ? b : m->bin_lo;
+	} else {
+		m->prefix[b + 1]++;
+	}
 	if (ev->cpu < m->ncpus) {
 		m->cpus[ev->cpu].bins[b]++;
 		if (count_class(m, &m->cpus[ev->cpu].cbins, ev, b))
@@ -278,7 +310,8 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 	th->pid = ev->pid;
 	th->bins[b]++;
 	th->events++;
-	if (count_class(m, &th->cbins, ev, b) || vw_flow_feed(m, ev))
+	/* a live model pairs no messages: that is done over the whole trace */
+	if (count_class(m, &th->cbins, ev, b) || (!m->live && vw_flow_feed(m, ev)))
 		return -ENOMEM;
 	if (m->pairer)
 		return iv_pairer_feed(m->pairer, ev, on_interval, m);
@@ -510,6 +543,80 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 	return err;
 }
 
+int vw_model_live_init(struct vw_model *m, struct strata_trace *t, const char *path,
+		       uint64_t begin, uint64_t gridlen)
+{
+	int err = model_init(m, t, path, NULL, 0);
+	m->live = true;
+	m->begin = m->end = begin;
+	m->gridlen = m->ivspan = gridlen;
+	m->bin_lo = m->nbins;
+	if (!err && !(m->binev = calloc(m->nbins, sizeof(*m->binev))))
+		err = -ENOMEM;
+	if (!err && !(m->rows = calloc(1, sizeof(*m->rows))))
+		err = -ENOMEM;
+	return err;
+}
+
+/* blockmax of a live level from its first block not up to date. */
+static int live_blockmax(struct vw_ivlevel *lv)
+{
+	size_t nb = (lv->n + VW_IV_BLOCK - 1) / VW_IV_BLOCK, b0 = lv->clean / VW_IV_BLOCK;
+	if (lv->clean >= lv->n)
+		return 0;
+	uint64_t *p = realloc(lv->blockmax, (nb ? nb : 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	lv->blockmax = p;
+	for (size_t b = b0; b < nb; b++)
+		p[b] = 0;
+	for (size_t j = b0 * VW_IV_BLOCK; j < lv->n; j++)
+		if (lv->iv[j].end > p[j / VW_IV_BLOCK])
+			p[j / VW_IV_BLOCK] = lv->iv[j].end;
+	lv->clean = lv->n;
+	return 0;
+}
+
+/* The rows listed again, by pid and tid: a thread may have become one.
+ * Its cost is the threads', whatever the events behind them. */
+static int live_rows(struct vw_model *m)
+{
+	struct vw_thread **r = realloc(m->rows, (m->threads.n ? m->threads.n : 1) * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	m->rows = r;
+	m->nrows = 0;
+	for (size_t i = 0; i < m->threads.n; i++) {
+		struct vw_thread *th = m->threads.all[i];
+		for (unsigned l = 0; l < VW_IV_LEVELS; l++)
+			if (live_blockmax(&th->lev[l]))
+				return -ENOMEM;
+		if (th->events || th->niv)
+			m->rows[m->nrows++] = th;
+	}
+	qsort(m->rows, m->nrows, sizeof(*m->rows), cmp_row);
+	for (unsigned i = 0; i < m->nrows; i++)
+		m->rows[i]->row = i;
+	return 0;
+}
+
+int vw_model_settle(struct vw_model *m)
+{
+	for (unsigned b = m->bin_lo; b < m->nbins; b++)
+		m->prefix[b + 1] = m->prefix[b] + m->binev[b];
+	m->bin_lo = m->nbins;
+	/* a wakee not seen running again is looked for on the next
+	 * settles, the last VW_WAKE_PENDING wakeups at most */
+	size_t from = m->wake_from;
+	if (m->nwakes > VW_WAKE_PENDING && from < m->nwakes - VW_WAKE_PENDING)
+		from = m->nwakes - VW_WAKE_PENDING;
+	wake_runs(m, from);
+	while (from < m->nwakes && m->wakes[from].run)
+		from++;
+	m->wake_from = from;
+	return live_rows(m);
+}
+
 static void free_cbins(const struct vw_model *m, uint32_t **cbins)
 {
 	for (unsigned c = 0; cbins && c < m->ncls; c++)
@@ -562,6 +669,7 @@ void vw_model_fini(struct vw_model *m)
 	free(m->kernel);
 	free(m->wakes);
 	free(m->flows);
+	free(m->binev);
 	an_names_destroy(m->names);
 	iv_pairer_destroy(m->pairer);
 	*m = (struct vw_model){ 0 };
