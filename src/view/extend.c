@@ -50,12 +50,26 @@ static int grow_cbins(uint32_t ***cbins, unsigned old, unsigned n)
 	return 0;
 }
 
+/* The classes' kinds (begin, end...), hashed: a writer's metadata
+ * declares a class's kind apart from the class (in its env), so a class
+ * can be known before its kind is (format.md §6). */
+static uint64_t kinds_of(struct strata_trace *t)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (unsigned i = 0; i < strata_trace_nclasses(t); i++) {
+		const struct strata_event_class *c = strata_trace_class(t, i);
+		h = (h ^ (uint64_t)(c ? c->kind + 1 : 0)) * 0x100000001b3ull;
+	}
+	return h;
+}
+
 int vw_model_adopt(struct vw_model *m, struct strata_trace *t)
 {
 	m->t = t;
 	int err = adopt_cpus(m);
 	unsigned n = strata_trace_nclasses(t);
-	if (err || n <= m->ncls)
+	uint64_t kinds = kinds_of(t);
+	if (err || (n <= m->ncls && kinds == m->kinds))
 		return err;
 	/* the writer appended classes (reader.md, "Following a live
 	 * trace"): every table of them grows, or none does */
@@ -66,8 +80,10 @@ int vw_model_adopt(struct vw_model *m, struct strata_trace *t)
 	if (err)
 		return err;
 	m->ncls = n;
-	/* The pairer's tables are of the classes it was made with, and a
-	 * new class may begin or end intervals: made again on them all.
+	m->kinds = kinds;
+	/* The pairer's tables are of the classes and kinds it was made
+	 * with, and a new class or kind may begin or end intervals: made
+	 * again on them all.
 	 * The intervals open now are lost (a program registers its classes
 	 * before it logs, so there are few); those closed stay, their kinds
 	 * too (kinds are numbered in class order, and classes are

@@ -202,6 +202,8 @@ struct vw_model {
 	const char *cache;       /* "writing", "built", "used" or "off":
 				  * api/summary */
 	unsigned ncls;           /* classes the cbins tables are sized for */
+	uint64_t kinds;          /* a live model's: its classes' kinds, hashed
+				  * (extend.c), when its pairer was made */
 	/* A live model (live.c, docs/view.md "Live"): events per bin, not
 	 * yet summed into prefix, from bin bin_lo on; wakes from wake_from
 	 * still to find their next run. NULL when the model is built whole. */
