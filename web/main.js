@@ -4,6 +4,7 @@ import { Timeline, LABEL, STATES, colour, duration, seconds } from './timeline.j
 import { SvgContext } from './svg.js';
 import { renderList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
 import { initPanels, fetchTyped, fetchStatsSoon, applyRules } from './panels.js';
+import { initLive, viewChosen, followNewest } from './live.js';
 
 // Every URL is relative: the page lives under /TOKEN/, so the token goes
 // with each request without the page knowing it.
@@ -31,6 +32,7 @@ function setView(t0, t1) {
 	state.inputAt = state.inputAt ?? performance.now();
 	state.view = clampView(t0, t1);
 	hook.view = state.view;
+	viewChosen(state.view);
 	$('range').textContent = `${seconds(state.view.t0, (state.view.t1 - state.view.t0) / 1000)}` +
 		` – ${seconds(state.view.t1, (state.view.t1 - state.view.t0) / 1000)} s`;
 	redraw();
@@ -646,6 +648,7 @@ function input() {
 			a: () => pan(-0.2), arrowleft: () => pan(-0.2),
 			d: () => pan(0.2), arrowright: () => pan(0.2),
 			0: () => go(0, state.sum.span_ns), home: () => go(0, state.sum.span_ns),
+			end: followNewest,
 			escape: () => { state.tl.range = null; redraw(); },
 			c: () => toggleRows(e.shiftKey),
 			m: () => state.selected ? toggleMarker(state.selected.ts) :
@@ -739,9 +742,11 @@ async function main() {
 		return;
 	}
 	const s = state.sum;
-	$('trace').textContent = `${s.trace} · ${s.events} events · ${s.cpus.length} CPUs · ` +
-		`${s.threads.length} threads`;
+	describe(s);
 	const warn = [];
+	if (s.partial)
+		warn.push('still being written: this is what was there when strata view ' +
+			'started (strata view --live follows it)');
 	if (s.lost_events || s.lost_packets)
 		warn.push(`${s.lost_events} events and ${s.lost_packets} packets lost`);
 	if (s.problems)
@@ -768,7 +773,14 @@ async function main() {
 	setView(0, s.span_ns);
 	showHistory();
 	showRows();
+	initLive({ state, hook, $, get, go, setView, fetchOverview, describe });
 	$('timeline').focus();
+}
+
+// The header's line on the trace (again as a live trace grows).
+function describe(s) {
+	$('trace').textContent = `${s.trace} · ${s.events} events · ${s.cpus.length} CPUs · ` +
+		`${s.threads.length} threads`;
 }
 
 hook.colour = colour;

@@ -474,12 +474,16 @@ int vw_cache_open(struct vw_model *m, struct strata_trace *t, const char *trace,
 		return -EBADMSG;
 	const struct vwc_header *h = p;
 	int err = check_header(h, (uint64_t)st.st_size, key, t);
+	if (!err && h->end <= h->begin)
+		err = -EBADMSG; /* the build makes end > begin */
 	if (err) {
 		munmap(p, (size_t)st.st_size);
 		return err;
 	}
 	*m = (struct vw_model){ .t = t, .path = trace, .acts = acts, .nacts = nacts,
 		.begin = h->begin, .end = h->end, .nevents = h->nevents, .nbins = h->nbins,
+		.gridlen = h->end - h->begin + 1, .ivspan = h->end - h->begin,
+		.ncls = h->nclasses,
 		.ncpus = h->ncpus, .have_sched = h->have_sched, .nproblems = h->nproblems,
 		.map = p, .map_size = (size_t)st.st_size };
 	struct rd r = { .base = p, .off = sizeof(*h), .size = (uint64_t)st.st_size };

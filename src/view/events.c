@@ -91,6 +91,8 @@ int vw_api_list(struct vw_model *m, uint64_t t, unsigned nbefore, unsigned nafte
 	strata_iter_seek(it, tt);
 	const struct strata_event *ev;
 	for (unsigned i = 0; i < nafter && strata_iter_next(it, &ev) == 1; i++) {
+		if (vw_past_end(m, ev->timestamp))
+			break;
 		vw_puts(o, nb || i ? "," : "");
 		put_event(m, ev, vals, nvals, o);
 	}
@@ -124,7 +126,7 @@ static bool search_next(struct search *s, uint64_t t, struct strata_event *hit,
 	uint64_t at = 0;
 	unsigned skip = s->skip, same = 0;
 	strata_iter_seek(s->it, t);
-	while (strata_iter_next(s->it, &ev) == 1) {
+	while (strata_iter_next(s->it, &ev) == 1 && !vw_past_end(s->m, ev->timestamp)) {
 		if (ev->timestamp < t || !found(s, ev))
 			continue;
 		same = ev->timestamp == at ? same + 1 : 1;

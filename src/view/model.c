@@ -17,14 +17,17 @@
  */
 #define VW_NBINS (1u << 15)
 
+/* Wakeups of a live model still looking for their wakee's next run. */
+#define VW_WAKE_PENDING 4096
+
 unsigned vw_bin(const struct vw_model *m, uint64_t ts)
 {
 	if (ts <= m->begin)
 		return 0;
-	if (ts >= m->end)
+	if (ts - m->begin >= m->gridlen - 1)
 		return m->nbins - 1;
 	unsigned __int128 x = (unsigned __int128)(ts - m->begin) * m->nbins;
-	return (unsigned)(x / (m->end - m->begin + 1));
+	return (unsigned)(x / m->gridlen);
 }
 
 uint64_t vw_ns(const struct vw_model *m, uint64_t ticks)
@@ -61,6 +64,20 @@ static void *grow(void *p, size_t *cap, size_t n, size_t size)
 	return q;
 }
 
+/* The first of n intervals sorted by begin that begins after ts. */
+static size_t iv_after(const struct vw_iv *iv, size_t n, uint64_t ts)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (iv[mid].begin <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The pairer closed an interval: keep it on its thread. */
 static void on_interval(const struct iv_interval *iv, void *arg)
 {
@@ -69,7 +86,7 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 	if (!th)
 		return;
 	uint64_t dur = iv->end > iv->begin ? iv->end - iv->begin : 1;
-	uint64_t span = m->end - m->begin;
+	uint64_t span = m->ivspan;
 	/* the level from the bit lengths, then the last step exactly */
 	int l = __builtin_clzll(dur) - __builtin_clzll(span) - 1;
 	if (l < 0)
@@ -89,9 +106,17 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 	size_t j = lv->n++;
 	for (int k = 0; j && lv->iv[j - 1].begin > iv->begin && k < 16; k++, j--)
 		lv->iv[j] = lv->iv[j - 1];
+	if (j && lv->iv[j - 1].begin > iv->begin && m->live) {
+		/* a live level is never sorted at an end: its place now */
+		size_t at = iv_after(lv->iv, j, iv->begin);
+		memmove(lv->iv + at + 1, lv->iv + at, (j - at) * sizeof(*lv->iv));
+		j = at;
+	}
 	lv->iv[j] = (struct vw_iv){ iv->begin, iv->end, m->kind_base + iv->kind, iv->depth };
 	if (j && lv->iv[j - 1].begin > iv->begin)
 		lv->unsorted = true;
+	if (j < lv->clean)
+		lv->clean = j;
 	th->niv++;
 	if (!th->pid)
 		th->pid = iv->pid;
@@ -237,7 +262,9 @@ static int *switch_fields(struct strata_trace *t)
 static int count_class(struct vw_model *m, uint32_t ***cbins, const struct strata_event *ev,
 		       unsigned b)
 {
-	unsigned n = strata_trace_nclasses(m->t), c = ev->cls->index;
+	unsigned n = m->ncls, c = ev->cls->index;
+	if (c >= n)
+		return 0; /* a class newer than the tables: vw_model_adopt's */
 	if (!*cbins && !(*cbins = calloc(n ? n : 1, sizeof(**cbins))))
 		return -ENOMEM;
 	uint32_t **p = &(*cbins)[c];
@@ -256,7 +283,12 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 		return 0; /* strata's own records: names only */
 	m->nevents++;
 	unsigned b = vw_bin(m, ev->timestamp);
-	m->prefix[b + 1]++;
+	if (m->binev) {
+		m->binev[b]++;
+		m->bin_lo = b < m->bin_lo ? b : m->bin_lo;
+	} else {
+		m->prefix[b + 1]++;
+	}
 	if (ev->cpu < m->ncpus) {
 		m->cpus[ev->cpu].bins[b]++;
 		if (count_class(m, &m->cpus[ev->cpu].cbins, ev, b))
@@ -278,7 +310,8 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 	th->pid = ev->pid;
 	th->bins[b]++;
 	th->events++;
-	if (count_class(m, &th->cbins, ev, b) || vw_flow_feed(m, ev))
+	/* a live model pairs no messages: that is done over the whole trace */
+	if (count_class(m, &th->cbins, ev, b) || (!m->live && vw_flow_feed(m, ev)))
 		return -ENOMEM;
 	if (m->pairer)
 		return iv_pairer_feed(m->pairer, ev, on_interval, m);
@@ -340,9 +373,9 @@ static int cmp_row(const void *a, const void *b)
 /* When each woken thread next ran: the first time its running track puts
  * it on a CPU at or after the wakeup (a binary search, then the few
  * entries that take it off). */
-static void wake_runs(struct vw_model *m)
+static void wake_runs(struct vw_model *m, size_t from)
 {
-	for (size_t i = 0; i < m->nwakes; i++) {
+	for (size_t i = from; i < m->nwakes; i++) {
 		struct vw_wake *w = &m->wakes[i];
 		const struct vw_thread *th = an_tidmap_find(&m->threads, (uint32_t)w->wakee);
 		if (!th)
@@ -404,7 +437,7 @@ static int finish(struct vw_model *m)
 			m->rows[m->nrows++] = th;
 	}
 	qsort(m->rows, m->nrows, sizeof(*m->rows), cmp_row);
-	wake_runs(m);
+	wake_runs(m, 0);
 	if (vw_flows_pair(m))
 		return -ENOMEM;
 	for (unsigned i = 0; i < m->nrows; i++)
@@ -437,17 +470,13 @@ static int alloc_rows(struct vw_model *m)
 	return 0;
 }
 
-int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
-		   struct vw_activity *acts, unsigned nacts)
+/* What a model is made of before its first event: rows of the streams'
+ * CPUs, the names, the trace's own interval kinds. */
+static int model_init(struct vw_model *m, struct strata_trace *t, const char *path,
+		      struct vw_activity *acts, unsigned nacts)
 {
-	struct timespec a, b;
-	clock_gettime(CLOCK_MONOTONIC, &a);
 	*m = (struct vw_model){ .t = t, .path = path, .nbins = VW_NBINS, .acts = acts,
-				.nacts = nacts };
-	m->begin = strata_trace_begin(t);
-	m->end = strata_trace_end(t);
-	if (m->end <= m->begin)
-		m->end = m->begin + 1;
+				.nacts = nacts, .ncls = strata_trace_nclasses(t) };
 	int err = alloc_rows(m);
 	if (!err)
 		err = an_names_create(t, &m->names);
@@ -457,18 +486,53 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 	if (iv_pairer_create(t, &(struct iv_options){ 0 }, &m->pairer) < 0)
 		m->pairer = NULL;
 	m->nkinds = (m->pairer ? iv_pairer_nkinds(m->pairer) : 0) + nacts;
-	int *next = switch_fields(t);
+	return 0;
+}
+
+int vw_model_read(struct vw_model *m, uint64_t from, uint64_t to)
+{
+	if (to <= from)
+		return 0;
+	int *next = switch_fields(m->t);
+	struct strata_filter *f = NULL;
 	struct strata_iter *it = NULL;
-	err = next ? strata_iter_create(t, &(struct strata_iter_options){
-			.stream = -1, .flags = STRATA_ITER_INTERNAL }, &it) : -ENOMEM;
+	int err = next ? 0 : -ENOMEM;
+	/* the whole trace in one pass, or a range through a filter on
+	 * time, which seeks to it (reader.md, "Following a live trace") */
+	if (!err && (from || to != UINT64_MAX)) {
+		err = strata_filter_create(m->t, &f);
+		if (!err)
+			err = strata_filter_time(f, from, to - 1);
+	}
+	if (!err)
+		err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1,
+					 .filter = f, .flags = STRATA_ITER_INTERNAL }, &it);
 	const struct strata_event *ev;
 	while (!err && strata_iter_next(it, &ev) == 1) {
 		err = feed(m, ev, next);
-		if (!err && nacts && ev->id >> 16)
+		if (!err && m->nacts && ev->id >> 16)
 			err = feed_activities(m, ev);
 	}
 	strata_iter_destroy(it);
+	strata_filter_destroy(f);
 	free(next);
+	return err;
+}
+
+int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
+		   struct vw_activity *acts, unsigned nacts)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	int err = model_init(m, t, path, acts, nacts);
+	m->begin = strata_trace_begin(t);
+	m->end = strata_trace_end(t);
+	if (m->end <= m->begin)
+		m->end = m->begin + 1;
+	m->gridlen = m->end - m->begin + 1;
+	m->ivspan = m->end - m->begin;
+	if (!err)
+		err = vw_model_read(m, 0, UINT64_MAX);
 	if (!err && m->have_sched)
 		err = read_states(m);
 	if (!err)
@@ -479,9 +543,83 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 	return err;
 }
 
+int vw_model_live_init(struct vw_model *m, struct strata_trace *t, const char *path,
+		       uint64_t begin, uint64_t gridlen)
+{
+	int err = model_init(m, t, path, NULL, 0);
+	m->live = true;
+	m->begin = m->end = begin;
+	m->gridlen = m->ivspan = gridlen;
+	m->bin_lo = m->nbins;
+	if (!err && !(m->binev = calloc(m->nbins, sizeof(*m->binev))))
+		err = -ENOMEM;
+	if (!err && !(m->rows = calloc(1, sizeof(*m->rows))))
+		err = -ENOMEM;
+	return err;
+}
+
+/* blockmax of a live level from its first block not up to date. */
+static int live_blockmax(struct vw_ivlevel *lv)
+{
+	size_t nb = (lv->n + VW_IV_BLOCK - 1) / VW_IV_BLOCK, b0 = lv->clean / VW_IV_BLOCK;
+	if (lv->clean >= lv->n)
+		return 0;
+	uint64_t *p = realloc(lv->blockmax, (nb ? nb : 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	lv->blockmax = p;
+	for (size_t b = b0; b < nb; b++)
+		p[b] = 0;
+	for (size_t j = b0 * VW_IV_BLOCK; j < lv->n; j++)
+		if (lv->iv[j].end > p[j / VW_IV_BLOCK])
+			p[j / VW_IV_BLOCK] = lv->iv[j].end;
+	lv->clean = lv->n;
+	return 0;
+}
+
+/* The rows listed again, by pid and tid: a thread may have become one.
+ * Its cost is the threads', whatever the events behind them. */
+static int live_rows(struct vw_model *m)
+{
+	struct vw_thread **r = realloc(m->rows, (m->threads.n ? m->threads.n : 1) * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	m->rows = r;
+	m->nrows = 0;
+	for (size_t i = 0; i < m->threads.n; i++) {
+		struct vw_thread *th = m->threads.all[i];
+		for (unsigned l = 0; l < VW_IV_LEVELS; l++)
+			if (live_blockmax(&th->lev[l]))
+				return -ENOMEM;
+		if (th->events || th->niv)
+			m->rows[m->nrows++] = th;
+	}
+	qsort(m->rows, m->nrows, sizeof(*m->rows), cmp_row);
+	for (unsigned i = 0; i < m->nrows; i++)
+		m->rows[i]->row = i;
+	return 0;
+}
+
+int vw_model_settle(struct vw_model *m)
+{
+	for (unsigned b = m->bin_lo; b < m->nbins; b++)
+		m->prefix[b + 1] = m->prefix[b] + m->binev[b];
+	m->bin_lo = m->nbins;
+	/* a wakee not seen running again is looked for on the next
+	 * settles, the last VW_WAKE_PENDING wakeups at most */
+	size_t from = m->wake_from;
+	if (m->nwakes > VW_WAKE_PENDING && from < m->nwakes - VW_WAKE_PENDING)
+		from = m->nwakes - VW_WAKE_PENDING;
+	wake_runs(m, from);
+	while (from < m->nwakes && m->wakes[from].run)
+		from++;
+	m->wake_from = from;
+	return live_rows(m);
+}
+
 static void free_cbins(const struct vw_model *m, uint32_t **cbins)
 {
-	for (unsigned c = 0; cbins && c < strata_trace_nclasses(m->t); c++)
+	for (unsigned c = 0; cbins && c < m->ncls; c++)
 		free(cbins[c]);
 	free(cbins);
 }
@@ -531,6 +669,7 @@ void vw_model_fini(struct vw_model *m)
 	free(m->kernel);
 	free(m->wakes);
 	free(m->flows);
+	free(m->binev);
 	an_names_destroy(m->names);
 	iv_pairer_destroy(m->pairer);
 	*m = (struct vw_model){ 0 };

@@ -23,7 +23,7 @@
 #include "view.h"
 
 const char cmd_view_usage[] =
-	"usage: strata view TRACE [--port N] [--bind ADDR] [--no-cache]\n"
+	"usage: strata view TRACE [--port N] [--bind ADDR] [--no-cache] [--live]\n"
 	"                         [--activity NAME=BEGIN..END[,by=FIELD]]...\n"
 	"\n"
 	"Serve an interactive timeline of TRACE to a browser. The first line on\n"
@@ -40,12 +40,28 @@ const char cmd_view_usage[] =
 	"                or by FIELD's value, into intervals of kind NAME, drawn\n"
 	"                and listed as the trace's own (up to 16 rules)\n"
 	"  --no-cache    build the model from the trace, and write no cache\n"
-	"                (default: kept in $XDG_CACHE_HOME/strata/view/)\n";
+	"                (default: kept in $XDG_CACHE_HOME/strata/view/)\n"
+	"  --live        follow TRACE while it is written (strata record --live,\n"
+	"                a daemon session, a relay's copy): the page grows with\n"
+	"                it and shows the newest time until scrolled back; once\n"
+	"                the recording ends, the finished trace (not with\n"
+	"                --activity)\n";
 
 #define TOKEN_HEX 32 /* 128 random bits */
 
 struct server {
 	struct vw_model m;
+	/* Held by the request thread while it answers and by the live
+	 * follower's thread while it extends m (live.c): the model and its
+	 * trace belong to one thread at a time. */
+	pthread_mutex_t lock;
+	struct vw_live *live;    /* NULL: not following */
+	struct strata_trace *t;  /* the trace opened whole, or NULL */
+	const char *trace;
+	struct vw_activity *acts;
+	unsigned nacts;
+	bool nocache;
+	struct strata_open_options oo;
 	char token[TOKEN_HEX + 1];
 	unsigned port;
 	/* The cache written by a thread of its own after a build (docs/view.md,
@@ -61,6 +77,7 @@ struct server {
 };
 
 static void adopt_cache(struct server *s); /* below, with the cache's other steps */
+static int live_done(void *arg);          /* below, with the command */
 
 /* ---- who may ask ---------------------------------------------------------- */
 
@@ -283,6 +300,13 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 	int err = 0;
 	if (!strcmp(what, "summary")) {
 		err = vw_api_summary(&s->m, &b);
+	} else if (!strcmp(what, "live")) {
+		/* what the page polls for (view.md, "Live"): small, no argument */
+		vw_printf(&b, "{\"live\":%s,\"partial\":%s,\"seq\":%llu,\"span_ns\":%lld,"
+			  "\"events\":%llu}", s->m.live ? "true" : "false",
+			  s->m.partial ? "true" : "false",
+			  (unsigned long long)vw_live_seq(s->live), (long long)span - 1,
+			  (unsigned long long)s->m.nevents);
 	} else if (!strcmp(what, "window")) {
 		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
 		    !arg(c, "w", 1, 8192, 1000, &w, &b) || !filter_args(c, &q, &b))
@@ -355,7 +379,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			      const char *upload, size_t *upload_size, void **state)
 {
 	struct server *s = cls;
-	adopt_cache(s);
 	(void)version;
 	(void)upload;
 	(void)state;
@@ -383,9 +406,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return ret;
 	}
 	rest++; /* the '/' after the token */
-	if (!strncmp(rest, "api/", 4))
-		return api(s, c, rest + 4);
-	return send_asset(c, rest);
+	if (strncmp(rest, "api/", 4))
+		return send_asset(c, rest);
+	pthread_mutex_lock(&s->lock);
+	adopt_cache(s);
+	enum MHD_Result r = api(s, c, rest + 4);
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 /* ---- the command -------------------------------------------------------- */
@@ -429,9 +456,11 @@ static int listen_on(const char *addr, unsigned port, bool *v6, unsigned *bound)
 }
 
 static int parse(int argc, char **argv, const char **trace, const char **bind_to,
-		 unsigned *port, struct vw_activity *acts, unsigned *nacts, bool *nocache)
+		 unsigned *port, struct vw_activity *acts, unsigned *nacts, bool *nocache,
+		 bool *live)
 {
 	static const struct option opts[] = {
+		{ "live", no_argument, NULL, 'l' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "bind", required_argument, NULL, 'b' },
 		{ "activity", required_argument, NULL, 'a' },
@@ -470,6 +499,9 @@ static int parse(int argc, char **argv, const char **trace, const char **bind_to
 			break;
 		case 'n':
 			*nocache = true;
+			break;
+		case 'l':
+			*live = true;
 			break;
 		default:
 			fputs(cmd_view_usage, stderr);
@@ -530,14 +562,21 @@ static int serve(struct server *s, const char *bind_to, unsigned port)
 		close(fd);
 		return 1;
 	}
+	int err = s->live ? vw_live_start(s->live, &s->lock, live_done, s) : 0;
+	if (err)
+		fprintf(stderr, "strata view: no thread to follow %s: %s; serving what was "
+			"read\n", s->trace, strerror(-err));
 	printf("http://%s%s%s:%u/%s/\n", v6 ? "[" : "", bind_to, v6 ? "]" : "", s->port,
 	       s->token);
 	fflush(stdout);
-	fprintf(stderr, "strata view: %llu events in %.0f ms; Ctrl-C stops\n",
-		(unsigned long long)s->m.nevents, s->m.build_ms);
+	fprintf(stderr, "strata view: %llu events in %.0f ms%s; Ctrl-C stops\n",
+		(unsigned long long)s->m.nevents, s->m.build_ms,
+		s->live ? ", following the trace" : "");
 	int sig;
 	sigwait(&sigs, &sig);
 	MHD_stop_daemon(d);
+	vw_live_destroy(s->live); /* after the last answer: it holds the trace */
+	s->live = NULL;
 	close(fd);
 	return 0;
 }
@@ -664,38 +703,119 @@ static int load_model(struct server *s, struct strata_trace *t, const char *trac
 	return build_and_cache(s, t, trace, acts, nacts, ps, false);
 }
 
+/* Whether a writer's mark is on the trace (format.md §1): a recorder or
+ * daemon writing it, a program connected to its guardian, a relay
+ * session. Opened without --live, it is shown as it is now and not
+ * cached (view.md, "Live"). */
+static bool being_written(const char *trace)
+{
+	static const char *const marks[] = { ".live", ".session", ".relay-session" };
+	char p[PATH_MAX];
+	for (unsigned i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		if (snprintf(p, sizeof(p), "%s/%s", trace, marks[i]) < (int)sizeof(p) &&
+		    !access(p, F_OK))
+			return true;
+	return false;
+}
+
+/* The trace opened whole and its model loaded (from the cache, else
+ * built): what `strata view` without --live does, and --live once the
+ * recording ended. */
+static int open_whole(struct server *s)
+{
+	int err = strata_trace_open(s->trace, &s->oo, &s->t);
+	if (err) {
+		fprintf(stderr, "strata: %s: cannot open the trace: %s\n", s->trace,
+			strerror(-err));
+		return err;
+	}
+	if (make_activities(s->t, s->acts, s->nacts))
+		return -EINVAL;
+	bool partial = being_written(s->trace);
+	if (partial)
+		fprintf(stderr, "strata view: %s is still being written: showing what is there "
+			"now, not cached; strata view --live follows it\n", s->trace);
+	err = load_model(s, s->t, s->trace, s->acts, s->nacts, s->oo.problem_arg,
+			 s->nocache || partial);
+	s->m.problems = s->oo.problem_arg;
+	s->m.partial = partial;
+	if (err)
+		fprintf(stderr, "strata: %s: reading the trace: %s\n", s->trace, strerror(-err));
+	return err;
+}
+
+/* The follower saw the recording end (live.c, under the lock): the
+ * finished trace, opened as any other, replaces the live model. Its
+ * problems were said while following: counted afresh, said once more. */
+static int live_done(void *arg)
+{
+	struct server *s = arg;
+	static struct vw_problems whole;
+	struct vw_model live = s->m;
+	s->m = (struct vw_model){ 0 };
+	s->oo.problem_arg = &whole;
+	int err = open_whole(s);
+	if (err) {
+		vw_model_fini(&s->m);
+		strata_trace_close(s->t);
+		s->t = NULL;
+		s->m = live;
+		s->m.live = false;
+		return err;
+	}
+	vw_model_fini(&live);
+	fprintf(stderr, "strata view: %s is finished: %llu events\n", s->trace,
+		(unsigned long long)s->m.nevents);
+	return 0;
+}
+
+/* --live: the model kept up with the trace, or 1 when it is finished
+ * (then opened whole). */
+static int open_live(struct server *s)
+{
+	if (s->nacts) {
+		fprintf(stderr, "strata: view: --activity is for a finished trace: drop --live, "
+			"or open it again once it is recorded\n");
+		return -EINVAL;
+	}
+	int err = vw_live_open(s->trace, &s->oo, &s->m, &s->live);
+	if (err < 0)
+		fprintf(stderr, "strata: %s: cannot follow the trace: %s\n", s->trace,
+			strerror(-err));
+	else if (err)
+		fprintf(stderr, "strata view: %s is not being written: shown as it is\n",
+			s->trace);
+	s->m.problems = s->oo.problem_arg;
+	return err;
+}
+
 int cmd_view(int argc, char **argv)
 {
 	const char *trace = NULL, *bind_to = "127.0.0.1";
 	unsigned port = 0, nacts = 0;
 	static struct vw_activity acts[VW_ACT_MAX];
-	int ret = 1;
-	bool nocache = false;
-	if (parse(argc, argv, &trace, &bind_to, &port, acts, &nacts, &nocache))
-		goto out_acts;
-	struct strata_trace *t;
 	static struct vw_problems problems;
-	struct strata_open_options oo = { .problem = on_problem, .problem_arg = &problems };
-	int err = strata_trace_open(trace, &oo, &t);
-	if (err) {
-		fprintf(stderr, "strata: %s: cannot open the trace: %s\n", trace,
-			strerror(-err));
-		goto out_acts;
-	}
-	if (make_activities(t, acts, nacts))
-		goto out_trace;
 	static struct server s;
-	err = load_model(&s, t, trace, acts, nacts, &problems, nocache);
-	s.m.problems = &problems;
-	if (err)
-		fprintf(stderr, "strata: %s: reading the trace: %s\n", trace, strerror(-err));
-	else
+	bool nocache = false, live = false;
+	int ret = 1, err;
+	if (parse(argc, argv, &trace, &bind_to, &port, acts, &nacts, &nocache, &live))
+		goto out;
+	s.trace = trace;
+	s.acts = acts;
+	s.nacts = nacts;
+	s.nocache = nocache;
+	s.oo = (struct strata_open_options){ .problem = on_problem, .problem_arg = &problems };
+	pthread_mutex_init(&s.lock, NULL);
+	err = live ? open_live(&s) : 1;
+	if (err == 1)
+		err = open_whole(&s);
+	if (!err)
 		ret = serve(&s, bind_to, port);
+	vw_live_destroy(s.live);
 	join_writer(&s);
 	vw_model_fini(&s.m);
-out_trace:
-	strata_trace_close(t);
-out_acts:
+	strata_trace_close(s.t);
+out:
 	for (unsigned i = 0; i < nacts; i++)
 		vw_activity_fini(&acts[i]);
 	return ret;

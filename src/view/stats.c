@@ -333,7 +333,7 @@ int vw_api_intervals(struct vw_model *m, uint64_t t0, uint64_t t1, int kind, int
 				continue;
 			/* level l's intervals last span >> l at most: those
 			 * that overlap [a, b] begin after a - (span >> l) */
-			uint64_t most = l ? (m->end - m->begin) >> l : UINT64_MAX; /* 0: any */
+			uint64_t most = l ? m->ivspan >> l : UINT64_MAX; /* 0: any */
 			uint64_t from = a > most ? a - most : 0;
 			size_t j1 = begins_after(lv, b), mine = 0;
 			for (size_t j = begins_after(lv, from ? from - 1 : 0); j < j1; j++) {

@@ -24,11 +24,12 @@ int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 	vw_put_str(o, ck.name ? ck.name : "", ck.name ? strlen(ck.name) : 0);
 	vw_printf(o, ",\"freq\":%llu", (unsigned long long)ck.freq);
 	vw_printf(o, ",\"events\":%llu,\"bytes\":%llu,\"build_ms\":%.1f,"
-		  "\"cache\":\"%s\",\"have_sched\":%s,\"problems\":%llu,\"lost_events\":%llu,"
+		  "\"cache\":\"%s\",\"live\":%s,\"partial\":%s,\"have_sched\":%s,\"problems\":%llu,\"lost_events\":%llu,"
 		  "\"lost_packets\":%llu,\"cpus\":[",
 		  (unsigned long long)m->nevents,
 		  (unsigned long long)strata_trace_size(m->t), m->build_ms,
-		  m->cache ? m->cache : "off",
+		  m->cache ? m->cache : "off", m->live ? "true" : "false",
+		  m->partial ? "true" : "false",
 		  m->have_sched ? "true" : "false",
 		  (unsigned long long)vw_nproblems(m),
 		  (unsigned long long)(loss.kernel_events + loss.user_events),

@@ -3,6 +3,7 @@
 #ifndef STRATA_VIEW_H
 #define STRATA_VIEW_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -54,6 +55,10 @@ struct vw_ivlevel {
 	 * that a pixel of several bins knows whether one begins in it without
 	 * reading the intervals (view.md, "Level of detail"); else NULL. */
 	uint32_t *cnt;
+	/* A live model's (live.c): the intervals from the first whose
+	 * block's blockmax is not up to date; the model built whole sets
+	 * blockmax once instead. */
+	size_t clean;
 };
 
 #define VW_IV_CNT_MIN 4096
@@ -158,6 +163,12 @@ struct vw_model {
 	struct strata_trace *t;
 	const char *path;
 	uint64_t begin, end;     /* ticks */
+	/* The bins' grid: bin b covers the ticks whose (ts - begin) *
+	 * nbins / gridlen is b, and the intervals' levels are fractions of
+	 * ivspan (view.h: vw_ivlevel). A finished trace's are end - begin
+	 * + 1 and end - begin; a live one's run ahead of its end and
+	 * double as it grows (docs/view.md, "Live"). */
+	uint64_t gridlen, ivspan;
 	uint64_t nevents;        /* every event, strata's own records aside */
 	unsigned nbins;          /* bins over [begin, end] per row */
 	uint64_t *prefix;        /* events of bins [0, i): nbins + 1 */
@@ -190,6 +201,17 @@ struct vw_model {
 	size_t map_size;
 	const char *cache;       /* "writing", "built", "used" or "off":
 				  * api/summary */
+	unsigned ncls;           /* classes the cbins tables are sized for */
+	uint64_t kinds;          /* a live model's: its classes' kinds, hashed
+				  * (extend.c), when its pairer was made */
+	/* A live model (live.c, docs/view.md "Live"): events per bin, not
+	 * yet summed into prefix, from bin bin_lo on; wakes from wake_from
+	 * still to find their next run. NULL when the model is built whole. */
+	uint64_t *binev;
+	unsigned bin_lo;
+	size_t wake_from;
+	bool live;               /* followed: no states, flows nor cache */
+	bool partial;            /* opened while still written, not followed */
 };
 
 /* Message flows (flows.c): a send or receive event of the scan kept;
@@ -210,6 +232,45 @@ void vw_put_flows(const struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w
  * iv_pairer_create returns. */
 int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 		   struct vw_activity *acts, unsigned nacts);
+/* The live model's steps (model.c; live.c drives them): m set up on the
+ * follower's trace t for the events from `begin` on, bins over gridlen
+ * ticks; the events of [from, to) (ticks) read into it; the arrays the
+ * answers need brought up to date (prefix, rows, blockmax, wakeups'
+ * runs) at a cost of the bins and rows, not of the events behind.
+ * Each returns 0 or -ENOMEM. */
+int vw_model_live_init(struct vw_model *m, struct strata_trace *t, const char *path,
+		       uint64_t begin, uint64_t gridlen);
+int vw_model_read(struct vw_model *m, uint64_t from, uint64_t to);
+int vw_model_settle(struct vw_model *m);
+/* The follower's trace grew streams, CPUs or classes: m's tables sized
+ * to them. 0 or -ENOMEM. */
+int vw_model_adopt(struct vw_model *m, struct strata_trace *t);
+/* Twice the grid (extend.c): each pair of bins summed into one, each
+ * level of intervals one deeper. 0 or -ENOMEM. */
+int vw_model_double(struct vw_model *m);
+
+/*
+ * Following a trace while it is written (live.c, docs/view.md "Live").
+ */
+struct vw_live;
+/* Called by the follower's thread, under the lock, once the recording
+ * ended: replaces the live model with the finished trace's. 0 or a
+ * negative errno (the live model is then kept, marked not live). */
+typedef int (*vw_live_done_fn)(void *arg);
+/* Follow path, waiting (saying so once on stderr) until it has a
+ * readable window, and set m up on it. Returns 0 (*out follows it), 1
+ * (the trace is finished: open it as any other), or a negative errno
+ * of strata_follow_poll. */
+int vw_live_open(const char *path, const struct strata_open_options *oo, struct vw_model *m,
+		 struct vw_live **out);
+/* The thread that polls every LIVE_POLL_MS and extends m under lock;
+ * done when the recording ends. 0 or a negative errno. */
+int vw_live_start(struct vw_live *l, pthread_mutex_t *lock, vw_live_done_fn done, void *arg);
+/* Windows read so far (the page's cue to ask again); 0 for NULL. */
+uint64_t vw_live_seq(const struct vw_live *l);
+/* The thread stopped and joined, the follower closed; NULL ok. */
+void vw_live_destroy(struct vw_live *l);
+
 /* The name of thread tid (analysis.h's names, or the cache's), or NULL. */
 const char *vw_name(const struct vw_model *m, uint32_t tid);
 /* The reader's problems: those met now, or when the cache was made. */
@@ -240,6 +301,14 @@ int vw_cache_open(struct vw_model *m, struct strata_trace *t, const char *trace,
 /* An interval kind's name (the trace's kinds, then the rules'). */
 const char *vw_kind_name(const struct vw_model *m, unsigned kind);
 void vw_model_fini(struct vw_model *m);
+/* Whether a live model has not read tick ts yet (docs/view.md, "Live"):
+ * the trace may hold whole packets past the end the follower handed out,
+ * whose events earlier ones of other streams may still precede. */
+static inline bool vw_past_end(const struct vw_model *m, uint64_t ts)
+{
+	return m->live && ts > m->end;
+}
+
 /* The bin of tick ts (clamped to the trace). */
 unsigned vw_bin(const struct vw_model *m, uint64_t ts);
 uint64_t vw_ns(const struct vw_model *m, uint64_t ticks);   /* since begin */

@@ -103,7 +103,7 @@ static int fill_exact(const struct win *v, struct px *px)
 
 static uint64_t bin_start(const struct vw_model *m, unsigned b)
 {
-	unsigned __int128 x = (unsigned __int128)b * (m->end - m->begin + 1);
+	unsigned __int128 x = (unsigned __int128)b * m->gridlen;
 	return m->begin + (uint64_t)((x + m->nbins - 1) / m->nbins);
 }
 
@@ -401,7 +401,7 @@ static void put_intervals(const struct win *v, const struct vw_thread *th)
 {
 	vw_puts(v->o, "\"intervals\":[");
 	bool first = true;
-	uint64_t span = v->m->end - v->m->begin;
+	uint64_t span = v->m->ivspan;
 	double tpp = (double)(v->t1 - v->t0) / v->w;
 	for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
 		if (!th->lev[l].n)

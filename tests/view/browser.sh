@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # strata view's page in Debian's headless Chromium, driven by playwright-core from the npm lockfile.
-# usage: browser.sh STRATA PYTHON WORKDIR [WORKERS [MESSAGES]]
+# usage: browser.sh STRATA PYTHON WORKDIR [WORKERS [MESSAGES [SLOWLOG]]]
 # With WORKERS (examples/workers), also the demo's trace (make demo), shot as
 # WORKDIR/browser/demo.png; STRATA_UPDATE_SCREENSHOT=1 copies it to docs/view.png.
+# With SLOWLOG (tests/reader/slowlog), the live page on a trace being recorded.
 # Exit 77 (skipped) only when chromium or node is missing: scripts/deps.sh test installs them.
 set -u
 strata=$1
@@ -31,7 +32,7 @@ if ! cmp -s "$root/package-lock.json" "$mods/package-lock.json" ||
 	(cd "$mods" && npm ci --no-audit --no-fund --ignore-scripts >npm.log 2>&1) ||
 		{ cat "$mods/npm.log" >&2; echo "view-browser: npm ci failed" >&2; exit 1; }
 fi
-cp "$here/browser_test.mjs" "$mods/"
+cp "$here/browser_test.mjs" "$here/live_browser.mjs" "$mods/"
 
 "$py" "$here/gen_view.py" "$work/trace" >/dev/null || exit 1
 # an activity rule: the jobs paired by their job field (browser_test.mjs)
@@ -49,6 +50,18 @@ if [ -n "$messages" ]; then
 	view_start "$strata" "$work/messages" "$work/messages-view" || exit 1
 	CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "" flows 20 || rc=1
 	view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
+fi
+
+# strata view --live: slowlog's 600 events, 25 ms apart, recorded with the
+# live timer while the page follows them (live_browser.mjs)
+slowlog=${6:-}
+if [ -n "$slowlog" ]; then
+	"$strata" record -o "$work/live" --live=50 -- "$slowlog" 600 25 >/dev/null 2>&1 &
+	rec=$!
+	view_start "$strata" "$work/live" "$work/live-view" --live || exit 1
+	CHROMIUM=$chromium node "$mods/live_browser.mjs" "$view_url" || rc=1
+	view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
+	wait $rec || { echo "view-browser: strata record of slowlog failed" >&2; rc=1; }
 fi
 [ -n "$workers" ] || exit $rc
 
