@@ -71,6 +71,8 @@ struct iv_pairer {
 	unsigned nkinds;
 	struct role (*roles)[MAXROLES];
 	uint8_t *nroles; /* per class */
+	unsigned ncls;   /* classes the tables cover: a followed trace
+			  * gains classes after the pairer was made */
 	struct stack *st;
 	size_t cap, n;
 };
@@ -200,6 +202,7 @@ int iv_pairer_create(struct strata_trace *t, const struct iv_options *o, struct 
 	p->by = o->by;
 	p->roles = calloc(nc ? nc : 1, sizeof(*p->roles));
 	p->nroles = calloc(nc ? nc : 1, 1);
+	p->ncls = nc;
 	p->cap = 256;
 	p->st = calloc(p->cap, sizeof(*p->st));
 	if (!p->roles || !p->nroles || !p->st)
@@ -324,7 +327,8 @@ static struct stack *stack_get(struct iv_pairer *p, unsigned kind, uint64_t key)
 
 int iv_pairer_feed(struct iv_pairer *p, const struct strata_event *ev, iv_fn fn, void *arg)
 {
-	unsigned nr = ev->cls->index < strata_trace_nclasses(p->t) ? p->nroles[ev->cls->index] : 0;
+	/* a class newer than the pairer has no role in it */
+	unsigned nr = ev->cls->index < p->ncls ? p->nroles[ev->cls->index] : 0;
 	for (unsigned r = 0; r < nr; r++) {
 		const struct role *rl = &p->roles[ev->cls->index][r];
 		uint64_t key = ev->tid;
