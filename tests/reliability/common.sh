@@ -30,6 +30,18 @@ rel_runs() {
 	fi
 }
 
+# rel_killed_setup: what rel_killed_both needs: babeltrace2 (to read the
+# salvaged traces), CPU 0 (the programs put their threads on it), the
+# guardians' session folders in the work folder, verbose salvage, no
+# core files. Exits 77 (skipped) without the first two.
+rel_killed_setup() {
+	command -v babeltrace2 >/dev/null || { echo "babeltrace2 not installed"; exit 77; }
+	taskset -c 0 true 2>/dev/null || { echo "$rel_name: cannot run on CPU 0; skipped"; exit 77; }
+	export STRATA_VERBOSE=1 TMPDIR=$work/tmp
+	mkdir -p "$TMPDIR"
+	ulimit -c 0
+}
+
 # rel_killed_both PROGRAM CHECK ARGS...: PROGRAM ARGS kills itself
 # (SIGKILL) while it traces, once embedded (its guardian salvages into
 # ./t; the guardian waited for) and once under `strata record` (./r);

@@ -10,6 +10,8 @@
 
 #include <strata/strata.h>
 
+#include "cpu0.h"
+
 /*
  * Two threads on CPU 0. The writer logs an event of WORDS words out of
  * line (strata_log_slow(): reserve, write the payload, commit) and stops
@@ -44,24 +46,12 @@ void *memcpy(void *restrict d, const void *restrict s, size_t n)
 	return d;
 }
 
-static void on_cpu0(void)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(0, &set);
-	if (sched_setaffinity(0, sizeof(set), &set)) {
-		perror("markdie: CPU 0");
-		exit(2);
-	}
-}
-
 static void *writer(void *arg)
 {
 	uint64_t pl[WORDS - 1] = {0};
 
 	(void)arg;
-	on_cpu0();
+	on_cpu0("markdie");
 	STRATA_EVENT1(5, 1, 0);
 	strata_flush(); /* a packet of its own, opened by the next event */
 	STRATA_EVENT1(5, 1, 1);
@@ -78,7 +68,7 @@ int main(int argc, char **argv)
 	uint64_t pl[WORDS - 1] = {0};
 	pthread_t th;
 
-	on_cpu0();
+	on_cpu0("markdie");
 	pthread_create(&th, NULL, writer, NULL);
 	while (!__atomic_load_n(&stopped, __ATOMIC_ACQUIRE))
 		sched_yield();

@@ -10,11 +10,7 @@ work=$2
 . "$(dirname "$0")/common.sh"
 rel_init markdie "$bin" "$work"
 markdie=$bin/tests/reliability/markdie
-command -v babeltrace2 >/dev/null || { echo "babeltrace2 not installed"; exit 77; }
-taskset -c 0 true 2>/dev/null || { echo "markdie: cannot run on CPU 0; skipped"; exit 77; }
-export STRATA_VERBOSE=1 TMPDIR=$work/tmp
-mkdir -p "$TMPDIR"
-ulimit -c 0
+rel_killed_setup
 n=300
 
 # check TRACE WHAT ERRFILE

@@ -9,6 +9,8 @@
 
 #include <strata/strata.h>
 
+#include "cpu0.h"
+
 /*
  * opendie N: both threads on CPU 0. The opener logs 5:1 (w0 = 0), closes
  * the packet (strata_flush()), then reserves an event of its own, which
@@ -23,24 +25,12 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int reserved;
 
-static void on_cpu0(void)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(0, &set);
-	if (sched_setaffinity(0, sizeof(set), &set)) {
-		perror("opendie: CPU 0");
-		exit(2);
-	}
-}
-
 static void *opener(void *arg)
 {
 	struct strata_rsv r;
 
 	(void)arg;
-	on_cpu0();
+	on_cpu0("opendie");
 	STRATA_EVENT1(5, 1, 0);
 	strata_flush();
 	if (!strata_reserve_slow(&r, STRATA_ID(5, 1) | STRATA_HID_EXT, 2, 0)) {
@@ -61,7 +51,7 @@ int main(int argc, char **argv)
 	unsigned long n = argc > 1 ? strtoul(argv[1], NULL, 0) : 100;
 	pthread_t th;
 
-	on_cpu0();
+	on_cpu0("opendie");
 	pthread_create(&th, NULL, opener, NULL);
 	pthread_mutex_lock(&mu);
 	while (!reserved)
