@@ -466,25 +466,15 @@ STRATA_API void strata_log_slow(uint8_t *cidp, uint32_t id, uint32_t words,
 		return;
 #endif
 	/* In rseq mode the attempt has just failed: go straight to the loop
-	 * that handles every case; in CAS mode, the CAS fast path. */
+	 * that handles every case; in CAS mode, the CAS fast path. In flight
+	 * until its commit: marked for crash salvage as strata_reserve()
+	 * marks (strata_ring_ctl.inflight), unmarked by strata_commit(). */
 	if (!(strata_rseq ? strata_reserve_slow(&r, header_id, words, 0)
-			  : strata_reserve(&r, header_id, words)))
+			  : strata_reserve_unmarked(&r, header_id, words)))
 		return;
-	/* In flight until its commit, which this function makes: marked for
-	 * crash salvage (strata_ring_ctl.inflight), unmarked first. */
-	uint64_t *slot = &strata_ring_ctl_of(r.ring)->inflight[
-		strata_tls.tid % STRATA_INFLIGHT_SLOTS];
-	uint64_t mark = STRATA_INFLIGHT_MARK(r.off, r.bytes);
-	strata_store_relaxed(slot, mark);
+	strata_rsv_mark(&r);
 	if (words > 1)
 		memcpy(r.p, pl, (size_t)(words - 1) * 8);
-	/* A thread that took the slot meanwhile keeps its mark. Cleared
-	 * before the commit: a process killed in between leaves a
-	 * reservation unmarked (salvage guesses, as without marks), never a
-	 * mark on a committed one. */
-	if (strata_load_relaxed(slot) == mark)
-		strata_store_relaxed(slot, 0);
-	strata_barrier();
 	strata_commit(&r);
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# A writer killed inside an out-of-line event as long as the committed
-# one after it (issue 26, item 2; record.md, "Crash salvage"): salvage
+# A writer killed inside a two-phase event (out of line, or inline in
+# the program's own code) as long as the committed one after it (issue 26, item 2; record.md, "Crash salvage"): salvage
 # cuts out the event its mark names and keeps every committed one,
 # embedded (the guardian) and under strata record; babeltrace2 reads it.
 set -euo pipefail
@@ -26,4 +26,7 @@ check() {
 	echo "markdie: $2: all $n events behind the dead writer kept, its event in flight cut out"
 }
 
-rel_killed_both "$markdie" check "$n"
+for how in slow inline; do
+	echo "markdie: the writer stops in its $how event"
+	rel_killed_both "$markdie" check "$n" "$how"
+done

@@ -81,7 +81,8 @@ enum strata_lost_cause {
  * build than the library. So:
  *
  * - a field may be appended, never inserted, and only one the inline
- *   code does not read: to strata_ring at its end, below
+ *   code does not read, or reads back only as it wrote it itself
+ *   (`inflight`): to strata_ring at its end, below
  *   STRATA_RING_CTL_OFFSET (`stalled`); to strata_ring_ctl in the padding
  *   of a cache line or after `cids`, inside its 4 KiB, and only one that
  *   a consumer of an older build may ignore and whose 0 (what an older
@@ -160,18 +161,18 @@ struct strata_ring_ctl {
 	 * process when it gives an id, before any event uses it; read by
 	 * consumers to walk packets and to write the metadata. */
 	uint64_t cids[STRATA_NCIDS] __attribute__((aligned(64)));
-	/* line 8: the two-phase reservations in flight of the library's
-	 * own out-of-line events (strata_log_slow(), which reserves, writes
-	 * and commits): STRATA_INFLIGHT_MARK(off, bytes), 0 for none. Set
-	 * after the reservation and cleared before its commit, by its
-	 * thread, in slot tid % STRATA_INFLIGHT_SLOTS (a thread taking a
-	 * slot another holds erases that mark: the other goes unmarked), so
+	/* line 8: the two-phase reservations in flight (strata_reserve()
+	 * to strata_commit(), inline or out of line):
+	 * STRATA_INFLIGHT_MARK(off, bytes), 0 for none. Set after the
+	 * reservation and cleared before its commit, by its thread, in
+	 * slot tid % STRATA_INFLIGHT_SLOTS (strata_rsv_mark() below), so
 	 * that a mark present is a reservation not yet committed: crash
 	 * salvage cuts exactly those out of a packet where guessing from
 	 * lengths could keep one and drop a committed event (docs/record.md,
 	 * "Crash salvage"). Appended after `cids`: 0 in an older library's
-	 * ring, which salvage then reads as before. Never read by the
-	 * inline code. */
+	 * ring, which salvage then reads as before, and in a ring written
+	 * by binaries built before the marks. The inline code reads it only
+	 * to clear its own mark: it never depends on a library writing it. */
 	uint64_t inflight[STRATA_INFLIGHT_SLOTS] __attribute__((aligned(64)));
 } __attribute__((aligned(64)));
 
@@ -548,17 +549,10 @@ slow:
 }
 #endif
 
-/*
- * Reserve room for one event of words - 1 payload words and write its
- * header, compact or extended as `header_id` says (above: a compact id,
- * or an event class id, | STRATA_HID_EXT when it is below 31). On success the
- * caller writes words-1 payload words at r->p and calls strata_commit().
- * Async-signal-safe; never blocks. Returns 1, or 0 if the event was
- * dropped (counted by cause).
- */
-static strata_always_inline int strata_reserve(struct strata_rsv *r,
-					       uint32_t header_id,
-					       uint32_t words)
+/* strata_reserve() without its mark: any protocol, every case. */
+static strata_always_inline int strata_reserve_unmarked(struct strata_rsv *r,
+							uint32_t header_id,
+							uint32_t words)
 {
 	struct strata_tls *t = &strata_tls;
 	struct strata_ring *ring;
@@ -617,6 +611,58 @@ static strata_always_inline int strata_reserve(struct strata_rsv *r,
 	return 1;
 }
 
+/*
+ * Crash salvage's marks (strata_ring_ctl.inflight, docs/record.md "Crash
+ * salvage"): a reservation is marked in flight right after it is made
+ * and unmarked just before its commit, in slot tid % STRATA_INFLIGHT_SLOTS
+ * of its ring, so that a mark present is always a reservation not yet
+ * committed. The unmark clears only the caller's own mark: a thread that
+ * took the slot meanwhile keeps its mark, and the one it erased goes
+ * unmarked (salvage then guesses from lengths, as without marks); a
+ * nested event likewise leaves the one it interrupted unmarked. Never a
+ * mark on a committed event, which is all salvage needs to trust them.
+ * Two relaxed stores and a load, on a line of the ring only its own
+ * CPU's writers touch. Binaries built before the marks make none: salvage
+ * reads 0 there, and guesses.
+ */
+static strata_always_inline uint64_t *strata_rsv_slot(const struct strata_rsv *r)
+{
+	return &strata_ring_ctl_of(r->ring)->inflight[strata_tls.tid %
+						      STRATA_INFLIGHT_SLOTS];
+}
+
+static strata_always_inline void strata_rsv_mark(const struct strata_rsv *r)
+{
+	strata_store_relaxed(strata_rsv_slot(r),
+			     STRATA_INFLIGHT_MARK(r->off, r->bytes));
+}
+
+static strata_always_inline void strata_rsv_unmark(const struct strata_rsv *r)
+{
+	uint64_t *slot = strata_rsv_slot(r);
+
+	if (strata_load_relaxed(slot) == STRATA_INFLIGHT_MARK(r->off, r->bytes))
+		strata_store_relaxed(slot, 0);
+}
+
+/*
+ * Reserve room for one event of words - 1 payload words and write its
+ * header, compact or extended as `header_id` says (above: a compact id,
+ * or an event class id, | STRATA_HID_EXT when it is below 31), and mark
+ * it in flight (above). On success the caller writes words-1 payload
+ * words at r->p and calls strata_commit(). Async-signal-safe; never
+ * blocks. Returns 1, or 0 if the event was dropped (counted by cause).
+ */
+static strata_always_inline int strata_reserve(struct strata_rsv *r,
+					       uint32_t header_id,
+					       uint32_t words)
+{
+	if (!strata_reserve_unmarked(r, header_id, words))
+		return 0;
+	strata_rsv_mark(r);
+	return 1;
+}
+
 static strata_always_inline uint64_t *strata_ring_cc(struct strata_ring *ring,
 						     uint64_t off)
 {
@@ -667,9 +713,14 @@ static strata_always_inline void strata_ring_commit(struct strata_ring *ring, ui
 	strata_add_release(cc, bytes);
 }
 
-/* Publish the event written at r->p and leave the tracepoint. */
+/* Publish the event written at r->p and leave the tracepoint. Unmarked
+ * first: a process killed between the two leaves a reservation unmarked,
+ * never a mark on a committed one (the commit's release, or x86's store
+ * order in rseq mode, keeps the clear before it). */
 static strata_always_inline void strata_commit(struct strata_rsv *r)
 {
+	strata_rsv_unmark(r);
+	strata_barrier();
 	strata_ring_commit(r->ring, r->off, (uint64_t)r->bytes);
 	strata_barrier();
 	strata_tls.nesting--;
