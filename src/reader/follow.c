@@ -317,15 +317,25 @@ static uint64_t follow_horizon(const struct strata_follow *f, struct strata_trac
  * The trace as it is now: opened at the first poll that finds one, then
  * brought up to date in place, each poll reading only what is new
  * (follow_read.c).
+ *
+ * An open reads each sub-trace's metadata before its streams: packets
+ * written in between may hold events of classes the metadata read does
+ * not declare (dropped as unknown ids, or read as the writer's raw
+ * placeholder), and a window handed out is never handed out again. So
+ * the first poll brings the trace up to date at once, as every later one
+ * does: the streams, then the metadata again where it changed, which then
+ * declares every class of the packets read (docs/reader.md, "Following a
+ * live trace").
  */
 static int follow_read(struct strata_follow *f)
 {
+	bool merge = f->open.flags & STRATA_OPEN_MERGE;
 	if (f->t)
-		return rd_trace_refresh(f->t, f->top, f->open.flags & STRATA_OPEN_MERGE);
+		return rd_trace_refresh(f->t, f->top, merge);
 	int rc = strata_trace_open(f->path, &f->open, &f->t);
 	if (rc == -ENOENT || rc == -EINVAL)
 		return 1; /* not there, or nothing readable, yet */
-	return rc;
+	return rc < 0 ? rc : rd_trace_refresh(f->t, f->top, merge);
 }
 
 int strata_follow_poll(struct strata_follow *f, struct strata_trace **t, uint64_t *from,
