@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The follower's first poll against a writer that acts while the trace is
- * opened (docs/reader.md, "Following a live trace"): the open reads the
- * metadata, the writer then declares a class and writes its events, and
- * the open reads the streams; the first window must still decode every
- * event as its class. The writer acts from inside the reader's read of
- * the metadata (pread() below), so the interleaving is exact. */
+/* The follower against a writer that acts between its reads (docs/reader.md,
+ * "Following a live trace"): a class declared and used while the first
+ * poll opens the trace (the writer acts from inside the reader's read of
+ * the metadata, pread() below, so the interleaving is exact), and a
+ * CPU's first stream that appears with events the other streams' points
+ * had passed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
@@ -79,6 +79,17 @@ static void on_problem(const struct strata_problem *p, void *arg)
 	fprintf(stderr, "reported: %s\n", p->what);
 }
 
+/* A follower of dir counting its problems in *nprob (the options are
+ * copied at create). */
+static struct strata_follow *follower(const char *dir, unsigned *nprob)
+{
+	struct strata_open_options oo = { .problem = on_problem, .problem_arg = nprob };
+	struct strata_follow *fl;
+	assert_int_equal(strata_follow_create(dir, &(struct strata_follow_options){ .open = &oo },
+					      &fl), 0);
+	return fl;
+}
+
 /*
  * cpu0 logs mem:free events, then mem:mark events of a class its writer
  * registers while it records. The first poll opens the trace with the
@@ -122,10 +133,7 @@ static void test_follow_open_race(void **state)
 	act = (typeof(act)){ true, live, s, 3 * PSIZE };
 
 	unsigned nprob = 0;
-	struct strata_open_options oo = { .problem = on_problem, .problem_arg = &nprob };
-	struct strata_follow *fl;
-	assert_int_equal(strata_follow_create(live, &(struct strata_follow_options){ .open = &oo },
-					      &fl), 0);
+	struct strata_follow *fl = follower(live, &nprob);
 	struct strata_trace *t;
 	uint64_t from, to;
 	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
@@ -165,10 +173,89 @@ static void test_follow_open_race(void **state)
 	synth_rmdir(live);
 }
 
+/* The events of [from, to), counted; their times onto ts[*n..]. */
+static unsigned count_window(struct strata_trace *t, uint64_t from, uint64_t to, uint64_t *ts,
+			     unsigned *n, unsigned max)
+{
+	struct strata_filter *flt;
+	struct strata_iter *it;
+	const struct strata_event *ev;
+	unsigned k = 0;
+	if (to <= from)
+		return 0;
+	assert_int_equal(strata_filter_create(t, &flt), 0);
+	assert_int_equal(strata_filter_time(flt, from, to - 1), 0);
+	assert_int_equal(strata_iter_create(t, &(struct strata_iter_options){ .stream = -1,
+					    .filter = flt }, &it), 0);
+	for (; strata_iter_next(it, &ev) > 0; k++) {
+		assert_true(*n < max);
+		ts[(*n)++] = ev->timestamp;
+	}
+	strata_iter_destroy(it);
+	strata_filter_destroy(flt);
+	return k;
+}
+
+/* The live timer's beacon, time T then its complement (record.md, "Live
+ * reading"). */
+static void put_beacon(const char *dir, uint64_t t)
+{
+	char path[600];
+	uint64_t rec[2] = { t, ~t };
+	snprintf(path, sizeof(path), "%s/.live-time", dir);
+	put_file(path, rec, sizeof(rec));
+}
+
+/*
+ * A CPU's first ring, not yet a file when the follower looks, with events
+ * earlier than the other stream's last packet end: cpu0 has written up to
+ * 4900, the writer's beacon says 2000, and cpu1's file, made after the
+ * first poll, holds events at 2450 and 2550. The beacon covers every ring
+ * of its writer, and nothing else covers a stream not seen, so the window
+ * stops at it: every event comes once, in order, none late.
+ */
+static void test_follow_unseen_stream(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/strata-follow-unseen-XXXXXX", path[600];
+	assert_non_null(mkdtemp(dir));
+	struct synth_ev a[40], b[2];
+	for (unsigned i = 0; i < 40; i++)
+		a[i] = (struct synth_ev){ 1000 + 100 * (uint64_t)i, SYNTH_MARK, 0 };
+	b[0] = (struct synth_ev){ 2450, SYNTH_MARK, 0 };
+	b[1] = (struct synth_ev){ 2550, SYNTH_MARK, 0 };
+	synth_write(dir, 0, 100, 100, a, 40, 4096);
+	snprintf(path, sizeof(path), "%s/.reserve", dir);
+	put_file(path, "", 0);
+	put_beacon(dir, 2000);
+
+	unsigned nprob = 0, n = 0;
+	uint64_t ts[64];
+	struct strata_follow *fl = follower(dir, &nprob);
+	struct strata_trace *t;
+	uint64_t from, to;
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	count_window(t, from, to, ts, &n, 64);
+
+	synth_write(dir, 1, 100, 101, b, 2, 4096); /* the new ring's packet */
+	put_beacon(dir, 6000);
+	assert_int_equal(strata_follow_poll(fl, &t, &from, &to), STRATA_FOLLOW_LIVE);
+	count_window(t, from, to, ts, &n, 64);
+	/* all written before 6000, which the beacon now covers */
+	if (n != 42 || nprob || to != 6000)
+		fail_msg("%u events delivered of 42, %u reported (late ones among them), "
+			 "the window up to %llu", n, nprob, (unsigned long long)to);
+	for (unsigned i = 1; i < n; i++)
+		assert_true(ts[i] >= ts[i - 1]);
+	strata_follow_destroy(fl);
+	synth_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_follow_open_race),
+		cmocka_unit_test(test_follow_unseen_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
