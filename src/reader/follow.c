@@ -268,15 +268,27 @@ static bool same_streams(const struct strata_trace *t, unsigned sub)
 	return now <= have;
 }
 
+/* A sub-trace at one poll: its beacon, and whether it may still make a
+ * stream that the poll does not see. */
+struct fl_sub {
+	uint64_t beacon; /* on the trace's time base; 0: none, or not believed */
+	bool timed;      /* its writer publishes beacons */
+	unsigned nstreams, open; /* its streams, those not ended */
+};
+
 /*
  * The end of the window: the earliest point that some stream may still
  * write an event before. A host's clock offset (offset.c), which its
  * relay refines as it measures (relay.md §7), is read at each poll until
  * its recording holds a whole packet or a beacon: then kept, since the
- * windows put its events on the time base it gives. A stream whose index is published has ended; any
- * other has written everything before its last whole packet's end (the
- * next one begins there), and everything before its sub-trace's live
- * timer beacon, which covers its quiet CPUs too.
+ * windows put its events on the time base it gives. A stream whose index
+ * is published has ended; any other has written everything before its
+ * last whole packet's end (the next one begins there), and everything
+ * before its sub-trace's live timer beacon, which covers its quiet CPUs
+ * too. A stream not seen yet (a CPU's first ring, its file not made when
+ * the poll looks) may hold events before the others' points: a sub-trace
+ * whose writer publishes beacons, and which may still make one, is taken
+ * as written up to its beacon only, which covers every ring it has.
  */
 static uint64_t follow_horizon(const struct strata_follow *f, struct strata_trace *t)
 {
@@ -284,32 +296,42 @@ static uint64_t follow_horizon(const struct strata_follow *f, struct strata_trac
 	uint64_t h = UINT64_MAX;
 	if (t->not_yet)
 		return 0; /* a part not readable yet may hold anything */
-	uint64_t *beacon = calloc(t->nsubs + 1, sizeof(*beacon));
-	for (unsigned i = 0; beacon && i < t->nsubs; i++) {
-		if ((beacon[i] = live_time(t->subs[i].dir)) && !same_streams(t, i))
-			beacon[i] = 0;
-		if (beacon[i]) {
-			beacon[i] = rd_sub_time(&t->subs[i], beacon[i]);
+	struct fl_sub *sub = calloc(t->nsubs + 1, sizeof(*sub));
+	if (!sub)
+		return 0; /* nothing is known: the next poll tries again */
+	for (unsigned i = 0; i < t->nsubs; i++) {
+		sub[i].beacon = live_time(t->subs[i].dir);
+		sub[i].timed = sub[i].beacon != 0;
+		if (sub[i].beacon && !same_streams(t, i))
+			sub[i].beacon = 0;
+		if (sub[i].beacon) {
+			sub[i].beacon = rd_sub_time(&t->subs[i], sub[i].beacon);
 			rd_offset_keep(t, t->subs[i].dir, strlen(f->top));
 		}
 	}
 	for (unsigned i = 0; i < t->nstreams; i++) {
 		const struct rd_stream *s = &t->streams[i];
+		struct fl_sub *b = &sub[s->subidx];
+		b->nstreams++;
 		if (s->map_len && stat(s->idxpath, &st) == 0)
 			continue;
+		b->open++;
 		uint64_t safe = stream_safe(s);
 		if (safe)
 			rd_offset_keep(t, s->sub->dir, strlen(f->top));
 		/* the beacon was written after the packets it covers: only
 		 * a stream that has not grown since the poll read it holds
 		 * them */
-		if (beacon && safe < beacon[s->subidx] &&
-		    stat(s->path, &st) == 0 && (uint64_t)st.st_size == s->map_len)
-			safe = beacon[s->subidx];
+		if (safe < b->beacon && stat(s->path, &st) == 0 &&
+		    (uint64_t)st.st_size == s->map_len)
+			safe = b->beacon;
 		if (safe < h)
 			h = safe;
 	}
-	free(beacon);
+	for (unsigned i = 0; i < t->nsubs; i++)
+		if (sub[i].timed && (sub[i].open || !sub[i].nstreams) && sub[i].beacon < h)
+			h = sub[i].beacon;
+	free(sub);
 	return h == UINT64_MAX ? 0 : h; /* no stream yet: nothing is known */
 }
 
@@ -317,15 +339,25 @@ static uint64_t follow_horizon(const struct strata_follow *f, struct strata_trac
  * The trace as it is now: opened at the first poll that finds one, then
  * brought up to date in place, each poll reading only what is new
  * (follow_read.c).
+ *
+ * An open reads each sub-trace's metadata before its streams: packets
+ * written in between may hold events of classes the metadata read does
+ * not declare (dropped as unknown ids, or read as the writer's raw
+ * placeholder), and a window handed out is never handed out again. So
+ * the first poll brings the trace up to date at once, as every later one
+ * does: the streams, then the metadata again where it changed, which then
+ * declares every class of the packets read (docs/reader.md, "Following a
+ * live trace").
  */
 static int follow_read(struct strata_follow *f)
 {
+	bool merge = f->open.flags & STRATA_OPEN_MERGE;
 	if (f->t)
-		return rd_trace_refresh(f->t, f->top, f->open.flags & STRATA_OPEN_MERGE);
+		return rd_trace_refresh(f->t, f->top, merge);
 	int rc = strata_trace_open(f->path, &f->open, &f->t);
 	if (rc == -ENOENT || rc == -EINVAL)
 		return 1; /* not there, or nothing readable, yet */
-	return rc;
+	return rc < 0 ? rc : rd_trace_refresh(f->t, f->top, merge);
 }
 
 int strata_follow_poll(struct strata_follow *f, struct strata_trace **t, uint64_t *from,

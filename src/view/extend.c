@@ -72,14 +72,19 @@ int vw_model_adopt(struct vw_model *m, struct strata_trace *t)
 	if (err || (n <= m->ncls && kinds == m->kinds))
 		return err;
 	/* the writer appended classes (reader.md, "Following a live
-	 * trace"): every table of them grows, or none does */
-	for (unsigned i = 0; i < m->ncpus && !err; i++)
+	 * trace"): every table of them grows, or none does. None shrinks:
+	 * a trace whose class table got shorter (a writer's rewrite
+	 * declaring fewer raw classes) keeps m->ncls, which the rows'
+	 * tables, their counts and vw_model_fini() go by; live.c reads the
+	 * model again if a class gone had events. Shrinking them here ran a
+	 * memset of (n - m->ncls) entries, negative, over the heap. */
+	for (unsigned i = 0; i < m->ncpus && !err && n > m->ncls; i++)
 		err = grow_cbins(&m->cpus[i].cbins, m->ncls, n);
-	for (size_t i = 0; i < m->threads.n && !err; i++)
+	for (size_t i = 0; i < m->threads.n && !err && n > m->ncls; i++)
 		err = grow_cbins(&((struct vw_thread *)m->threads.all[i])->cbins, m->ncls, n);
 	if (err)
 		return err;
-	m->ncls = n;
+	m->ncls = n > m->ncls ? n : m->ncls;
 	m->kinds = kinds;
 	/* The pairer's tables are of the classes and kinds it was made
 	 * with, and a new class or kind may begin or end intervals: made

@@ -30,12 +30,93 @@ struct vw_live {
 	bool running;
 	atomic_bool stop;
 	uint64_t seq;            /* windows read: api/live */
+	uint64_t *sig;           /* each class's class_sig() when the model
+				  * last read a window, nsig of them */
+	unsigned nsig;
 };
 
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 	nanosleep(&ts, NULL);
+}
+
+/* What the model keeps of a class: its name (the list's, the statistics')
+ * and kind (the intervals'), hashed. */
+static uint64_t class_sig(const struct strata_event_class *c)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (const char *p = c ? c->name : ""; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	return (h ^ (uint64_t)(c ? c->kind + 1 : 0)) * 0x100000001b3ull;
+}
+
+/* Whether the model counted an event of class i (its rows' bins per
+ * class: every event has one, a CPU's or a thread's). */
+static bool class_read(const struct vw_model *m, unsigned i)
+{
+	for (unsigned k = 0; k < m->ncpus; k++)
+		if (m->cpus[k].cbins && m->cpus[k].cbins[i])
+			return true;
+	for (size_t k = 0; k < m->threads.n; k++) {
+		uint32_t **cb = ((const struct vw_thread *)m->threads.all[k])->cbins;
+		if (cb && cb[i])
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether a class the model read events of is another now. A writer may
+ * declare an event id before its class's descriptor reaches it (format.md
+ * §6: a traced process sends its descriptors a little after its first
+ * events): its first events are then read under a raw class, named by its
+ * id, without its kind, and renamed and given its kind later. And the
+ * trace's class table is numbered across its sub-traces: a class one of
+ * them gains moves the others' numbers. Either way what the model counted
+ * and paired under that number is not the class's now.
+ */
+static bool classes_changed(const struct vw_live *l, struct strata_trace *t)
+{
+	unsigned n = strata_trace_nclasses(t);
+	for (unsigned i = 0; i < l->nsig && i < l->m->ncls; i++) {
+		/* a class gone (the table can be shorter than at the
+		 * last window) has changed too */
+		uint64_t now = i < n ? class_sig(strata_trace_class(t, i)) : 0;
+		if (now != l->sig[i] && class_read(l->m, i))
+			return true;
+	}
+	return false;
+}
+
+static int remember_classes(struct vw_live *l, struct strata_trace *t)
+{
+	unsigned n = strata_trace_nclasses(t);
+	uint64_t *s = realloc(l->sig, (n ? n : 1) * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		s[i] = class_sig(strata_trace_class(t, i));
+	l->sig = s;
+	l->nsig = n;
+	return 0;
+}
+
+/* The model made again and read from the trace's start, on the same grid
+ * (docs/view.md, "Live"): the one step whose cost grows with the trace,
+ * taken when classes_changed(), so at most once per class a writer
+ * describes late, as a program begins. */
+static int reread(struct vw_live *l, struct strata_trace *t, uint64_t *from)
+{
+	struct vw_model *m = l->m;
+	const struct vw_problems *problems = m->problems;
+	uint64_t begin = m->begin, grid = m->gridlen;
+	vw_model_fini(m);
+	int err = vw_model_live_init(m, t, l->path, begin, grid);
+	m->cache = "live";
+	m->problems = problems;
+	*from = 0;
+	return err;
 }
 
 /* A window's events into the model, its grid doubled first as often as
@@ -45,7 +126,11 @@ static void sleep_ms(unsigned ms)
 static int read_window(struct vw_live *l, struct strata_trace *t, uint64_t from, uint64_t to)
 {
 	struct vw_model *m = l->m;
-	int err = vw_model_adopt(m, t);
+	int err = classes_changed(l, t) ? reread(l, t, &from) : 0;
+	if (!err)
+		err = vw_model_adopt(m, t);
+	if (!err)
+		err = remember_classes(l, t);
 	if (err || to <= from)
 		return err;
 	/* to: the follower's bound, events at to wait for the next window */
@@ -173,5 +258,6 @@ void vw_live_destroy(struct vw_live *l)
 		pthread_join(l->thread, NULL);
 	}
 	strata_follow_destroy(l->f);
+	free(l->sig);
 	free(l);
 }
