@@ -63,7 +63,21 @@ if [ -n "$slowlog" ]; then
 	view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
 	wait $rec || { echo "view-browser: strata record of slowlog failed" >&2; rc=1; }
 fi
+
 [ -n "$workers" ] || exit $rc
+
+# the virtualised list over 250 000 events, against strata print's
+# (browser_test.mjs vlist)
+STRATA_OUTPUT=$work/vlist "$workers" 3 50000 >/dev/null || exit 1
+i=0
+while [ -e "$work/vlist/.live" ] && [ $i -lt 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+"$strata" print "$work/vlist" --format json >"$work/vlist.json" || exit 1
+view_start "$strata" "$work/vlist" "$work/vlist-view" --no-cache || exit 1
+CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "" vlist "$work/vlist.json" || rc=1
+view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
 
 # the README's screenshot: the demo's trace, recorded as scripts/demo.sh
 # does, with buffers large enough not to lose events on a loaded machine
