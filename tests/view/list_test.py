@@ -18,10 +18,9 @@ import json
 import os
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 
 import recorded
+import served
 
 strata, workers = sys.argv[1], sys.argv[2]
 work, trace = recorded.fresh_work(sys.argv[3], "list")
@@ -47,22 +46,8 @@ evs = printed()
 n = len(evs)
 check(n >= 200000, f"the recording: {n} events, 200 000 wanted")
 
-view = subprocess.Popen([strata, "view", trace, "--no-cache"], stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, text=True)
-try:
-    url = view.stdout.readline().strip()
-
-    def get(path):
-        with urllib.request.urlopen(url + path, timeout=60) as r:
-            return json.load(r)
-
-    def status(path):
-        try:
-            with urllib.request.urlopen(url + path, timeout=60) as r:
-                return r.status
-        except urllib.error.HTTPError as e:
-            return e.code
-
+with served.View(strata, trace, "--no-cache") as view:
+    get, status = view.get, view.status
     span = get("api/summary")["span_ns"]
     PAGE = 999  # an anchored page asks for one more: 1000, the most
 
@@ -132,9 +117,6 @@ try:
     check(status(f"api/event?t={e[0]}&stream=0&offset=1") == 404, "api/event: a wrong offset")
     check(status("api/list?index=-2") == 400, "api/list: index -2")
     check(status("api/list?t=0&stream=-2") == 400, "api/list: stream -2")
-finally:
-    view.terminate()
-    view.wait(timeout=30)
 
 if check.failed:
     sys.exit(1)
