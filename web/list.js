@@ -293,8 +293,34 @@ export function eventRows(e, names) {
 		['description', e.desc], ...f, ...(e.damaged ? [['payload', 'damaged']] : [])];
 }
 
+let chainSeq = 0;
+
+// A sample's call chain, symbolized by the server (api/event), under its
+// fields: the interrupted function first, then its callers.
+async function showChain(box, e) {
+	const seq = ++chainSeq;
+	page.hook.chain = null;
+	const a = await page.get(`api/event?t=${e.ts}&stream=${e.stream}&offset=${e.offset}`);
+	if (seq !== chainSeq || !a.chain)
+		return;
+	const frames = a.chain.map((f) => f.frame);
+	const div = document.createElement('div');
+	div.id = 'chain';
+	div.innerHTML = '<h3>call chain</h3>' + (a.symbols ?
+		`<p class="hint">${esc(a.symbols)}: addresses only</p>` : '') +
+		'<ol>' + a.chain.map((f) => `<li title="${esc(f.addr)}">${esc(f.frame)}</li>`)
+		.join('') + '</ol>';
+	box.appendChild(div);
+	page.hook.chain = frames;
+}
+
 export function showEvent(box, e, names) {
 	box.innerHTML = `<h3 id="detail-name">${esc(e.name)}</h3>` + table(eventRows(e, names));
+	chainSeq++;
+	if (page && e.name.startsWith('sample:'))
+		showChain(box, e).catch((err) => {
+			box.insertAdjacentHTML('beforeend', `<p class="hint">call chain: ${esc(err.message)}</p>`);
+		});
 }
 
 export function spanHtml(title, pairs) {
@@ -302,5 +328,6 @@ export function spanHtml(title, pairs) {
 }
 
 export function showSpan(box, title, pairs) {
+	chainSeq++;
 	box.innerHTML = `<h3 id="detail-name">${esc(title)}</h3>` + table(pairs);
 }

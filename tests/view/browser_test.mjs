@@ -6,7 +6,8 @@
 // trace (make demo), zoomed in and shown with a tooltip for the README; with
 // `flows N`, messages.c's trace of N messages: their arrows drawn, a
 // tooltip, hidden by the toggle, in the SVG export; with `vlist PRINTED`,
-// a trace of 250 000 events and print's JSON of it: the virtualised list)
+// a trace of 250 000 events and print's JSON of it: the virtualised list;
+// with `chain`, spin.c sampled: a sample's call chain in the details)
 import { readFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
@@ -245,6 +246,36 @@ async function vlist(page, errors, printed) {
 	check(errors.length === 0, `vlist: page errors: ${errors.join('; ')}`);
 }
 
+// tests/profile/spin.c sampled with --call-graph fp (browser.sh): a
+// sample selected in the list (Home), then one clicked in the timeline,
+// shows its call chain in the details, naming f, g or h and worker.
+async function chain(page, errors) {
+	const shown = async (what) => {
+		await page.waitForFunction(() => window.strataView.chain, null, { timeout: 10000 })
+			.catch(() => {});
+		const c = await page.evaluate(() => window.strataView.chain);
+		const text = await page.$$eval('#chain li', (li) => li.map((x) => x.textContent));
+		const at = c ? c.findIndex((f) => /^[fgh]\+0x[0-9a-f]+ \(spin\.c:\d+\)$/.test(f)) : -1;
+		check(c && at >= 0 && /^worker\+0x/.test(c[at + 1]) && JSON.stringify(text) ===
+			JSON.stringify(c), `chain: ${what}: ${JSON.stringify(text)}`);
+	};
+	await page.focus('#list-box');
+	await page.keyboard.press('Home');
+	await page.waitForFunction(() => window.strataView.selected &&
+		window.strataView.selected.name, null, { timeout: 10000 });
+	await shown('the first sample, Home in the list');
+	await page.evaluate(() => { window.strataView.chain = null; });
+	const h = await page.evaluate(() => window.strataView.drawn);
+	const m = h.markList[Math.floor(h.markList.length / 2)];
+	check(m, 'chain: a sample\'s mark');
+	if (m) {
+		const box = await page.locator('#timeline').boundingBox();
+		await page.mouse.click(box.x + m.x, box.y + m.y);
+		await shown(`a mark clicked at ${m.ts}`);
+	}
+	check(errors.length === 0, `chain: page errors: ${errors.join('; ')}`);
+}
+
 const browser = await chromium.launch({
 	executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
 	args: ['--no-sandbox', '--disable-gpu'],
@@ -300,6 +331,12 @@ try {
 		await page.screenshot({ path: shot });
 		await browser.close();
 		console.log(`view-browser demo: ${failures.length ? 'failed' : 'ok'}`);
+		process.exit(failures.length ? 1 : 0);
+	}
+	if (mode === 'chain') {
+		await chain(page, errors);
+		await browser.close();
+		console.log(`view-browser chain: ${failures.length ? 'failed' : 'ok'}`);
 		process.exit(failures.length ? 1 : 0);
 	}
 	if (mode === 'vlist') {
