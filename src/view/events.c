@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* strata view's api/list and api/search: the events around a time, and the n-th match of a search (docs/view.md). */
+/* strata view's api/list, api/event and api/search: the list's pages (by time, anchor or position), one event with a sample's chain, the n-th match of a search (docs/view.md). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,17 +140,26 @@ static unsigned bin_of_index(const struct vw_model *m, uint64_t index)
  * position): the bin that holds it, and in it, without a filter (the
  * bins count what the unfiltered iterator gives), the event that many
  * after the bin's first, so exact; with one, the first event the filter
- * keeps from the bin's start, whose number the bins only bound. That
- * event becomes the anchor *a (at its tick *tt), so that `before` lists
- * the events before it. Returns the number given to the start. */
+ * keeps from the bin's start, whose number the bins only bound. A bin
+ * of a burst that would take more than VW_EXACT_MAX events of reading
+ * is entered at the time its share gives instead (an estimate, as under
+ * a filter). That event becomes the anchor *a (at its tick *tt), so that
+ * `before` lists the events before it. Returns the number given to the
+ * start. */
 static uint64_t find_index(struct vw_model *m, struct strata_iter *it, uint64_t index,
 			   bool filtered, struct anchor *a, uint64_t *tt)
 {
 	uint64_t i = index < m->nevents ? index : m->nevents ? m->nevents - 1 : 0;
 	unsigned b = bin_of_index(m, i);
-	uint64_t skip = filtered ? 0 : i - m->prefix[b];
+	uint64_t skip = filtered ? 0 : i - m->prefix[b], at = filtered ? m->prefix[b] : i;
 	const struct strata_event *ev;
 	*tt = bin_start(m, b);
+	if (skip > VW_EXACT_MAX) {
+		uint64_t len = bin_start(m, b + 1) - *tt, n = m->prefix[b + 1] - m->prefix[b];
+		*tt += (uint64_t)((unsigned __int128)len * skip / n);
+		at = index_at(m, *tt);
+		skip = 0;
+	}
 	a->on = false;
 	strata_iter_seek(it, *tt);
 	while (strata_iter_next(it, &ev) == 1 && !vw_past_end(m, ev->timestamp)) {
@@ -161,7 +170,7 @@ static uint64_t find_index(struct vw_model *m, struct strata_iter *it, uint64_t 
 		*tt = m->begin + vw_ticks(m, a->t);
 		break;
 	}
-	return filtered ? m->prefix[b] : i;
+	return at;
 }
 
 int vw_api_list_at(struct vw_model *m, const struct vw_list_at *at, const struct vw_filter *q,
