@@ -2,7 +2,7 @@
 // strata view: the page's state, its requests to the JSON API, and the keys and mouse.
 import { Timeline, LABEL, STATES, colour, duration, seconds } from './timeline.js';
 import { SvgContext } from './svg.js';
-import { renderList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
+import { initList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
 import { initPanels, fetchTyped, fetchStatsSoon, applyRules } from './panels.js';
 import { initLive, viewChosen, followNewest } from './live.js';
 
@@ -135,27 +135,21 @@ function fetchOverview() {
 	});
 }
 
-// ---- the list: events around the view's middle, or the selection ------
+// ---- the list (list.js): at the selected event while the view holds
+// it, else at the view's middle ---------------------------------------
 
 let listTimer = 0;
 function fetchListSoon() {
 	clearTimeout(listTimer);
 	listTimer = setTimeout(() => {
-		const t = state.selected && state.selected.ts >= state.view.t0 &&
-			state.selected.ts <= state.view.t1 ? state.selected.ts :
-			(state.view.t0 + state.view.t1) / 2;
-		fetchList(t);
+		const sel = state.selected && state.selected.ts >= state.view.t0 &&
+			state.selected.ts <= state.view.t1 ? state.selected : null;
+		state.list.follow(sel ? sel.ts : (state.view.t0 + state.view.t1) / 2, sel);
 	}, 150);
 }
 
-async function fetchList(t) {
-	const seq = ++state.listSeq;
-	const l = await get(`api/list?t=${Math.floor(t)}&before=20&after=80${filterQuery()}`);
-	if (seq !== state.listSeq)
-		return;
-	renderList($('list').tBodies[0], l.events, l.before, state.selected, pickFromList);
-	hook.list = l.events.length;
-	hook.listFirst = l.events[0] ? l.events[0].ts : null;
+function fetchList(t) {
+	state.list.follow(t, state.selected);
 }
 
 function showTab(id) {
@@ -766,6 +760,9 @@ async function main() {
 		$('act-kind').add(new Option(s.kinds[i], i));
 	state.overview = $('overview');
 	state.tl = new Timeline($('timeline'), s);
+	state.list = initList({ get, filterQuery, hook, onPick: pickFromList,
+		span: () => state.sum.span_ns },
+		$('list-box'), $('list').tBodies[0], $('list-bar'));
 	hook.summary = s;
 	input();
 	state.view = { t0: 0, t1: s.span_ns };

@@ -15,4 +15,29 @@ int vw_bad_expr(struct vw_buf *err, const char *what, const char *msg);
  * (window.c). */
 void vw_state_upto(const struct vw_thread *th, uint64_t x, uint64_t acc[BD_NSTATES]);
 
+/* Where api/list starts (docs/view.md, "api/list"): at the first event
+ * at or after time t (ns); or at the event of stream `stream` at byte
+ * `offset` listed at t, when stream >= 0 (`before` lists those before
+ * it, `after` it and those after it); or, when index >= 0, at the
+ * trace's event number index as the bins place it. */
+struct vw_list_at {
+	uint64_t t;
+	int64_t index;           /* -1: from t */
+	int64_t stream;          /* -1: none */
+	uint64_t offset;
+	unsigned before, after;
+};
+
+/* The list from `at` under q (events.c). Returns 0, 400 (a bad
+ * expression, why in out), -ENOMEM. */
+int vw_api_list_at(struct vw_model *m, const struct vw_list_at *at, const struct vw_filter *q,
+		   struct vw_buf *out);
+
+/* One event, the one of stream `stream` at byte `offset` listed at time t
+ * (ns), with its call chain symbolized when it is a sample (events.c,
+ * docs/view.md "api/event"). Returns 0, 400 (no such stream), 404 (no
+ * such event there), -ENOMEM. */
+int vw_api_event(struct vw_model *m, uint64_t t, uint32_t stream, uint64_t offset,
+		 struct vw_buf *out);
+
 #endif /* STRATA_VIEW_API_H */

@@ -20,6 +20,7 @@
 
 #include <microhttpd.h>
 
+#include "api.h"
 #include "server_int.h"
 
 const char cmd_view_usage[] =
@@ -262,7 +263,7 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 {
 	struct vw_buf b = { 0 };
 	int64_t span = (int64_t)vw_ns(&s->m, s->m.end - s->m.begin) + 1;
-	int64_t t0, t1, w, t, nb, na, cpu, tid, dir, skip, kind;
+	int64_t t0, t1, w, t, nb, na, cpu, tid, dir, skip, kind, index, stream, off;
 	struct vw_filter q;
 	const char *find, *where, *rules;
 	int err = 0;
@@ -308,8 +309,13 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 			return send_json(c, 400, &b);
 		err = vw_api_breakdown(&s->m, (uint32_t)tid, (uint64_t)t0, (uint64_t)t1, &b);
 	} else if (!strcmp(what, "list")) {
+		/* index, stream and offset: the virtualised list's pages
+		 * (view.md, "List") */
 		if (!arg(c, "t", 0, span, 0, &t, &b) || !arg(c, "before", 0, 1000, 20, &nb, &b) ||
 		    !arg(c, "after", 0, 1000, 50, &na, &b) ||
+		    !arg(c, "index", -1, INT64_MAX, -1, &index, &b) ||
+		    !arg(c, "stream", -1, UINT32_MAX, -1, &stream, &b) ||
+		    !arg(c, "offset", 0, INT64_MAX, 0, &off, &b) ||
 		    !arg(c, "cpu", -1, 4095, -1, &cpu, &b) ||
 		    !arg(c, "tid", -1, UINT32_MAX, -1, &tid, &b) || !filter_args(c, &q, &b))
 			return send_json(c, 400, &b);
@@ -318,7 +324,15 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 			vw_filter_only(&q, 'c', (uint32_t)cpu);
 		if (tid >= 0)
 			vw_filter_only(&q, 't', (uint32_t)tid);
-		err = vw_api_list(&s->m, (uint64_t)t, (unsigned)nb, (unsigned)na, &q, &b);
+		err = vw_api_list_at(&s->m, &(struct vw_list_at){ .t = (uint64_t)t,
+				     .index = index, .stream = stream, .offset = (uint64_t)off,
+				     .before = (unsigned)nb, .after = (unsigned)na }, &q, &b);
+	} else if (!strcmp(what, "event")) {
+		if (!arg(c, "t", 0, span, 0, &t, &b) ||
+		    !arg(c, "stream", 0, UINT32_MAX, 0, &stream, &b) ||
+		    !arg(c, "offset", 0, INT64_MAX, 0, &off, &b))
+			return send_json(c, 400, &b);
+		err = vw_api_event(&s->m, (uint64_t)t, (uint32_t)stream, (uint64_t)off, &b);
 	} else if (!strcmp(what, "search")) {
 		if (!arg(c, "t", 0, span, 0, &t, &b) || !arg(c, "dir", -1, 1, 1, &dir, &b) ||
 		    !arg(c, "skip", 0, 1000, 0, &skip, &b) || !filter_args(c, &q, &b) ||
@@ -333,8 +347,8 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 		vw_buf_fini(&b);
 		return send_text(c, 404, "no such API\n");
 	}
-	if (err == 400)
-		return send_json(c, 400, &b);
+	if (err == 400 || err == 404)
+		return send_json(c, err, &b);
 	if (err) {
 		vw_buf_fini(&b);
 		return send_text(c, 500, "the answer failed\n");

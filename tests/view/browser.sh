@@ -1,10 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # strata view's page in Debian's headless Chromium, driven by playwright-core from the npm lockfile.
-# usage: browser.sh STRATA PYTHON WORKDIR [WORKERS [MESSAGES [SLOWLOG]]]
+# usage: browser.sh STRATA PYTHON WORKDIR [WORKERS [MESSAGES [SLOWLOG [SPIN]]]]
 # With WORKERS (examples/workers), also the demo's trace (make demo), shot as
 # WORKDIR/browser/demo.png; STRATA_UPDATE_SCREENSHOT=1 copies it to docs/view.png.
 # With SLOWLOG (tests/reader/slowlog), the live page on a trace being recorded.
+# With SPIN (tests/profile/spin.c), a sample's call chain in the details.
 # Exit 77 (skipped) only when chromium or node is missing: scripts/deps.sh test installs them.
 set -u
 strata=$1
@@ -63,7 +64,34 @@ if [ -n "$slowlog" ]; then
 	view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
 	wait $rec || { echo "view-browser: strata record of slowlog failed" >&2; rc=1; }
 fi
+
+# a sample's call chain: spin.c sampled with frame pointers (where perf
+# sampling is offered: else said, and left out)
+spin=${7:-}
+if [ -n "$spin" ]; then
+	if "$strata" record --sample --call-graph fp -o "$work/spin" -- "$spin" 2 20 \
+		>/dev/null 2>"$work/spin.err" && ! grep -q "sampling off" "$work/spin.err"; then
+		view_start "$strata" "$work/spin" "$work/spin-view" --no-cache || exit 1
+		CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "" chain || rc=1
+		view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
+	else
+		echo "view-browser: no call chains checked: $(head -n1 "$work/spin.err")"
+	fi
+fi
 [ -n "$workers" ] || exit $rc
+
+# the virtualised list over 250 000 events, against strata print's
+# (browser_test.mjs vlist)
+STRATA_OUTPUT=$work/vlist "$workers" 3 50000 >/dev/null || exit 1
+i=0
+while [ -e "$work/vlist/.live" ] && [ $i -lt 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+"$strata" print "$work/vlist" --format json >"$work/vlist.json" || exit 1
+view_start "$strata" "$work/vlist" "$work/vlist-view" --no-cache || exit 1
+CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "" vlist "$work/vlist.json" || rc=1
+view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
 
 # the README's screenshot: the demo's trace, recorded as scripts/demo.sh
 # does, with buffers large enough not to lose events on a loaded machine

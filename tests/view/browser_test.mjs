@@ -5,7 +5,9 @@
 // the kernel-only 400, states as its docstring says; with `demo`, the demo's
 // trace (make demo), zoomed in and shown with a tooltip for the README; with
 // `flows N`, messages.c's trace of N messages: their arrows drawn, a
-// tooltip, hidden by the toggle, in the SVG export)
+// tooltip, hidden by the toggle, in the SVG export; with `vlist PRINTED`,
+// a trace of 250 000 events and print's JSON of it: the virtualised list;
+// with `chain`, spin.c sampled: a sample's call chain in the details)
 import { readFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
@@ -84,6 +86,196 @@ async function flows(page, hook, errors, n) {
 	check(errors.length === 0, `flows: page errors: ${errors.join('; ')}`);
 }
 
+// The virtualised list over browser.sh's recording of 250 000 events,
+// against strata print's (the file `printed`, print's JSON lines): Home
+// and the first rows; the mouse wheel from the first event to the last,
+// every step's rows print's at the list's position; End, the arrows and
+// the page keys moving the selection and the timeline centred on it;
+// a mark clicked in the timeline scrolling the list to its event; the
+// scroll bar dragged to the middle; a filter and End under it.
+async function vlist(page, errors, printed) {
+	const want = readFileSync(printed, 'utf8').trim().split('\n').map((l) => {
+		const e = JSON.parse(l);
+		return [Math.round(e.time * 1e9), e.tid, e.event];
+	});
+	const n = want.length;
+	check(n >= 200000, `vlist: ${n} events printed, 200 000 wanted`);
+	const state = () => page.evaluate(() => {
+		const h = window.strataView;
+		return { at: h.listAt, sel: h.selected, view: h.view, span: h.summary.span_ns };
+	});
+	// the rows on the page as print gives them: [ns, tid, name]
+	const shown = () => page.$$eval('#list tbody tr', (trs) => trs.map((tr) => {
+		const c = [...tr.cells].map((x) => x.textContent);
+		return [Math.round(Number(c[0]) * 1e9), Number(c[2]), c[3]];
+	}));
+	const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+	const rowsAt = async (what) => {
+		const s = await state(), rows = await shown();
+		const w = want.slice(s.at.top, s.at.top + rows.length);
+		check(rows.length > 5 && same(rows, w), `vlist: ${what}: rows at ${s.at.top}: ` +
+			`${JSON.stringify(rows.slice(0, 2))}, print ${JSON.stringify(w.slice(0, 2))}`);
+		return s;
+	};
+	// the list moved (its first row's position changed, or the selection)
+	const moved = (prev) => page.waitForFunction((p) => {
+		const h = window.strataView;
+		return h.listAt && JSON.stringify([h.listAt.top, h.selected && h.selected.offset,
+			h.selected && h.selected.stream]) !== p;
+	}, prev, { timeout: 20000 });
+	const key = async (k) => {
+		const h = await page.evaluate(() => { const h = window.strataView;
+			return JSON.stringify([h.listAt.top, h.selected && h.selected.offset,
+				h.selected && h.selected.stream]); });
+		await page.keyboard.press(k);
+		await moved(h).catch(() => {});
+		await page.waitForTimeout(300); // the timeline follows
+		return state();
+	};
+	const centred = (s, what) => check(s.sel && Math.abs((s.view.t0 + s.view.t1) / 2 - s.sel.ts) < 2 ||
+		s.view.t0 === 0 || s.view.t1 === s.span,
+		`vlist: ${what}: the timeline at ${JSON.stringify(s.view)}, the event at ${s.sel.ts}`);
+	const selIs = (s, i, what) => {
+		check(s.sel && s.sel.ts === want[i][0] && s.sel.tid === want[i][1] &&
+			s.sel.name === want[i][2], `vlist: ${what}: selected ` +
+			`${s.sel && JSON.stringify([s.sel.ts, s.sel.tid, s.sel.name])}, print's ${i}: ${want[i]}`);
+		centred(s, what);
+	};
+
+	await page.focus('#list-box');
+	let s = await key('Home');
+	selIs(s, 0, 'Home');
+	s = await rowsAt('Home');
+	check(s.at.start && s.at.top === 0 && s.at.total === n, `vlist: Home: ${JSON.stringify(s.at)}`);
+
+	// the wheel, 1000 rows a step, from the first event to the last
+	const box = await page.locator('#list-box').boundingBox();
+	const rowH = await page.$eval('#list tbody tr', (tr) => tr.offsetHeight);
+	await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+	let steps = 0, bad = 0;
+	const t0 = Date.now();
+	while (!s.at.end && steps < n / 1000 + 10) {
+		const top = s.at.top;
+		await page.mouse.wheel(0, 1000 * rowH);
+		await page.waitForFunction((top) => window.strataView.listAt.top !== top, top,
+			{ timeout: 20000 }).catch(() => {});
+		s = await state();
+		const rows = await shown();
+		if (!same(rows, want.slice(s.at.top, s.at.top + rows.length)) ||
+		    (!s.at.end && s.at.top !== top + 1000))
+			bad++;
+		steps++;
+	}
+	check(bad === 0, `vlist: the wheel: ${bad} of ${steps} steps not print's rows there`);
+	const last = await shown();
+	check(s.at.end && same(last.at(-1), want[n - 1]),
+		`vlist: the wheel's end: ${JSON.stringify(last.at(-1))}, print's last ${want[n - 1]}`);
+	console.log(`view-browser vlist: ${steps} wheel steps to the last of ${n} events, ` +
+		`${Date.now() - t0} ms`);
+
+	// keys: the selection moves, the timeline follows
+	s = await key('End');
+	selIs(s, n - 1, 'End');
+	const rows = (await shown()).length;
+	s = await key('ArrowUp');
+	s = await key('ArrowUp');
+	s = await key('ArrowUp');
+	selIs(s, n - 4, 'End, 3 x up');
+	s = await key('PageUp');
+	selIs(s, n - 4 - rows, 'page up');
+	await rowsAt('page up');
+	s = await key('Home');
+	s = await key('ArrowDown');
+	s = await key('ArrowDown');
+	selIs(s, 2, 'Home, 2 x down');
+	s = await key('PageDown');
+	selIs(s, 2 + rows, 'page down');
+	check(await page.$$eval('#list tr.selected', (t) => t.length) === 1,
+		'vlist: the selected row drawn as such');
+
+	// the scroll bar to its middle: the list at the middle event (from
+	// its start, where the keys above left it)
+	const prev = (await state()).at.top;
+	const frac = await page.evaluate(() => {
+		const b = document.getElementById('list-bar'), max = b.scrollHeight - b.clientHeight;
+		b.scrollTop = Math.round(max / 2);
+		return b.scrollTop / max;
+	});
+	await page.waitForFunction((p) => window.strataView.listAt.top !== p, prev,
+		{ timeout: 10000 }).catch(() => {});
+	s = await rowsAt('the bar at its middle');
+	check(s.at.top === Math.floor(frac * n), `vlist: the bar at ${frac}: row ${s.at.top} of ${n}`);
+
+	// the timeline to the list: a mark clicked in a narrow view; the list
+	// placed there by time (its position estimated: see where the
+	// selected row is among print's events)
+	const mid = want[Math.floor(n / 3)][0];
+	await page.evaluate((t) => window.strataView.go(t - 2000, t + 2000), mid);
+	await page.waitForTimeout(800);
+	const h = await page.evaluate(() => window.strataView.drawn);
+	const m = h.markList.find((k) => k.row === 'thread');
+	check(m, `vlist: a thread mark in a 4 us view: ${JSON.stringify(h.markList.slice(0, 5))}`);
+	if (m) {
+		const tb = await page.locator('#timeline').boundingBox();
+		await page.mouse.click(tb.x + m.x, tb.y + m.y);
+		await page.waitForFunction((ts) => window.strataView.selected &&
+			window.strataView.selected.ts === ts && document.querySelector('#list tr.selected'),
+		m.ts, { timeout: 10000 }).catch(() => {});
+		s = await state();
+		const sel = await page.$$eval('#list tbody tr', (trs) =>
+			trs.findIndex((tr) => tr.classList.contains('selected')));
+		const i = want.findIndex((w) => w[0] === m.ts && w[1] === s.sel.tid);
+		const rows = await shown();
+		check(s.sel && s.sel.ts === m.ts && sel >= 0 &&
+			same(rows, want.slice(i - sel, i - sel + rows.length)),
+			`vlist: a mark at ${m.ts} clicked: selected row ${sel}, ` +
+			`rows ${JSON.stringify(rows.slice(0, 2))}, print's event ${i}`);
+	}
+	// a filter: only its events, End its last
+	await page.fill('#f-ev', 'work:job_end');
+	await page.click('#filters button:not([type])');
+	await page.waitForFunction(() => window.strataView.filter && window.strataView.filter.ev,
+		null, { timeout: 10000 });
+	await page.waitForTimeout(800);
+	const f = await shown();
+	check(f.length > 5 && f.every((r) => r[2] === 'work:job_end'), `vlist: filtered: ${f.slice(0, 3)}`);
+	await page.focus('#list-box');
+	s = await key('End');
+	const lastJob = want.findLastIndex((w) => w[2] === 'work:job_end');
+	selIs(s, lastJob, 'End under a filter');
+	check(errors.length === 0, `vlist: page errors: ${errors.join('; ')}`);
+}
+
+// tests/profile/spin.c sampled with --call-graph fp (browser.sh): a
+// sample selected in the list (Home), then one clicked in the timeline,
+// shows its call chain in the details, naming f, g or h and worker.
+async function chain(page, errors) {
+	const shown = async (what) => {
+		await page.waitForFunction(() => window.strataView.chain, null, { timeout: 10000 })
+			.catch(() => {});
+		const c = await page.evaluate(() => window.strataView.chain);
+		const text = await page.$$eval('#chain li', (li) => li.map((x) => x.textContent));
+		const at = c ? c.findIndex((f) => /^[fgh]\+0x[0-9a-f]+ \(spin\.c:\d+\)$/.test(f)) : -1;
+		check(c && at >= 0 && /^worker\+0x/.test(c[at + 1]) && JSON.stringify(text) ===
+			JSON.stringify(c), `chain: ${what}: ${JSON.stringify(text)}`);
+	};
+	await page.focus('#list-box');
+	await page.keyboard.press('Home');
+	await page.waitForFunction(() => window.strataView.selected &&
+		window.strataView.selected.name, null, { timeout: 10000 });
+	await shown('the first sample, Home in the list');
+	await page.evaluate(() => { window.strataView.chain = null; });
+	const h = await page.evaluate(() => window.strataView.drawn);
+	const m = h.markList[Math.floor(h.markList.length / 2)];
+	check(m, 'chain: a sample\'s mark');
+	if (m) {
+		const box = await page.locator('#timeline').boundingBox();
+		await page.mouse.click(box.x + m.x, box.y + m.y);
+		await shown(`a mark clicked at ${m.ts}`);
+	}
+	check(errors.length === 0, `chain: page errors: ${errors.join('; ')}`);
+}
+
 const browser = await chromium.launch({
 	executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
 	args: ['--no-sandbox', '--disable-gpu'],
@@ -118,7 +310,7 @@ try {
 		check(h.drawn.rows >= 5 && h.drawn.marks > 100, `demo: ${JSON.stringify(h.drawn).slice(0, 200)}`);
 		// centred on an event of the list (a lossy recording has gaps),
 		// then zoomed in around it
-		await page.locator('#list tbody tr').nth(20).click();
+		await page.locator('#list tbody tr').nth(5).click();
 		await page.waitForTimeout(300);
 		await page.locator('#timeline').focus();
 		for (let i = 0; i < 9; i++)
@@ -139,6 +331,18 @@ try {
 		await page.screenshot({ path: shot });
 		await browser.close();
 		console.log(`view-browser demo: ${failures.length ? 'failed' : 'ok'}`);
+		process.exit(failures.length ? 1 : 0);
+	}
+	if (mode === 'chain') {
+		await chain(page, errors);
+		await browser.close();
+		console.log(`view-browser chain: ${failures.length ? 'failed' : 'ok'}`);
+		process.exit(failures.length ? 1 : 0);
+	}
+	if (mode === 'vlist') {
+		await vlist(page, errors, nmsgs);
+		await browser.close();
+		console.log(`view-browser vlist: ${failures.length ? 'failed' : 'ok'}`);
 		process.exit(failures.length ? 1 : 0);
 	}
 	if (mode === 'flows') {
