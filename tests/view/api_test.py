@@ -64,6 +64,10 @@ try:
         check(t["intervals"] >= jobs[tid], f"summary: tid {tid} {t['intervals']} intervals, "
               f"{jobs[tid]} jobs ended")
     check("work:job_begin..job_end" in s["kinds"], f"summary: kinds {s['kinds']}")
+    # the workers name themselves: strata's own records, which the model
+    # reads beside its pass (src/view/states.c)
+    named = sorted(t["name"] for t in s["threads"] if t["events"])
+    check(named == [f"worker-{i}" for i in range(3)], f"summary: thread names {named}")
 
     def marks_per_row(w):
         cpu = {c["cpu"]: sum(c["marks"][2::5]) for c in w["cpus"]}
