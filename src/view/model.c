@@ -24,9 +24,16 @@ unsigned vw_bin(const struct vw_model *m, uint64_t ts)
 {
 	if (ts <= m->begin)
 		return 0;
-	if (ts - m->begin >= m->gridlen - 1)
+	uint64_t d = ts - m->begin;
+	if (d >= m->gridlen - 1)
 		return m->nbins - 1;
-	unsigned __int128 x = (unsigned __int128)(ts - m->begin) * m->nbins;
+	/* the same quotient in 64 bits when the product fits (a trace of
+	 * less than 2^49 ticks, days long): a 128-bit division is a call
+	 * of its own, paid for every event of the build and twice per
+	 * pixel and level of a wide window */
+	if (d <= UINT64_MAX / m->nbins)
+		return (unsigned)(d * m->nbins / m->gridlen);
+	unsigned __int128 x = (unsigned __int128)d * m->nbins;
 	return (unsigned)(x / m->gridlen);
 }
 
