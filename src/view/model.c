@@ -641,6 +641,7 @@ static void fini_mapped(struct vw_model *m)
 	free(m->rows);
 	iv_pairer_destroy(m->pairer);
 	munmap(m->map, m->map_size);
+	vw_buf_fini(&m->memo);
 	*m = (struct vw_model){ 0 };
 }
 
@@ -674,6 +675,7 @@ void vw_model_fini(struct vw_model *m)
 	free(m->wakes);
 	free(m->flows);
 	free(m->binev);
+	vw_buf_fini(&m->memo);
 	an_names_destroy(m->names);
 	iv_pairer_destroy(m->pairer);
 	*m = (struct vw_model){ 0 };

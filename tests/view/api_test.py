@@ -77,6 +77,12 @@ try:
     # the whole trace: more events than the exact limit, from the bins
     w = get(f"api/window?t0=0&t1={s['span_ns']}&w=1000")
     check(n <= 200000 or not w["exact"], "whole window: from the bins")
+    # the last unfiltered window is kept (window.c): asked again, at
+    # another width, or filtered, each is its own answer
+    for q, same in (("w=1000", True), ("w=999", False), ("w=1000&tids=1", False)):
+        a = get(f"api/window?t0=0&t1={s['span_ns']}&{q}")
+        check((a == w) == same and a["w"] == (999 if q == "w=999" else 1000),
+              f"whole window again ({q}): {'not ' if same else ''}the same answer")
     cpu, thr = marks_per_row(w)
     check(all(cpu[c] == per_cpu.get(c, 0) for c in cpu), f"whole window: marks per CPU {cpu}")
     check(all(thr[t] == per_tid[t] for t in thr), f"whole window: marks per thread {thr}")
