@@ -82,7 +82,7 @@ static int build_and_cache(struct server *s, struct strata_trace *t, const char 
 			   struct vw_activity *acts, unsigned nacts,
 			   const struct vw_problems *ps, bool nocache)
 {
-	int err = vw_model_build(&s->m, t, trace, acts, nacts);
+	int err = vw_model_build(&s->m, t, trace, s->oo.flags, acts, nacts);
 	s->m.cache = "off";
 	if (err || nocache)
 		return err;

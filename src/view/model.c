@@ -24,9 +24,16 @@ unsigned vw_bin(const struct vw_model *m, uint64_t ts)
 {
 	if (ts <= m->begin)
 		return 0;
-	if (ts - m->begin >= m->gridlen - 1)
+	uint64_t d = ts - m->begin;
+	if (d >= m->gridlen - 1)
 		return m->nbins - 1;
-	unsigned __int128 x = (unsigned __int128)(ts - m->begin) * m->nbins;
+	/* the same quotient in 64 bits when the product fits (a trace of
+	 * less than 2^49 ticks, days long): a 128-bit division is a call
+	 * of its own, paid for every event of the build and twice per
+	 * pixel and level of a wide window */
+	if (d <= UINT64_MAX / m->nbins)
+		return (unsigned)(d * m->nbins / m->gridlen);
+	unsigned __int128 x = (unsigned __int128)d * m->nbins;
 	return (unsigned)(x / m->gridlen);
 }
 
@@ -53,7 +60,7 @@ static struct vw_thread *thread_of(struct vw_model *m, uint32_t tid)
 	return m->last = th;
 }
 
-static void *grow(void *p, size_t *cap, size_t n, size_t size)
+void *vw_grow(void *p, size_t *cap, size_t n, size_t size)
 {
 	if (n < *cap)
 		return p;
@@ -96,7 +103,7 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 	while (l > 0 && dur > span >> l)
 		l--;
 	struct vw_ivlevel *lv = &th->lev[l];
-	struct vw_iv *v = grow(lv->iv, &lv->cap, lv->n, sizeof(*v));
+	struct vw_iv *v = vw_grow(lv->iv, &lv->cap, lv->n, sizeof(*v));
 	if (!v)
 		return; /* the interval is not drawn; its events still are */
 	lv->iv = v;
@@ -122,52 +129,32 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 		th->pid = iv->pid;
 }
 
-/* The breakdown's machine (analysis.h, bd_options.on_state): thread th
- * was in `state` from `from` to `to`. Stretches come in time order per
- * thread; a gap between two (none is expected) is kept as BD_UNSEEN. */
-static void on_state(const struct bd_thread *b, int state, uint64_t from, uint64_t to,
-		     void *arg)
+/* The breakdown's machine (analysis.h, bd_options.on_state, replayed by
+ * states.c): thread tid was in `state` from `from` to `to`. Stretches
+ * come in time order per thread; a gap between two (none is expected) is
+ * kept as BD_UNSEEN. */
+int vw_model_state(struct vw_model *m, uint32_t tid, int state, uint64_t from, uint64_t to)
 {
-	struct vw_model *m = arg;
-	if (!b->tid || m->state_err)
-		return; /* the idle task has no row */
-	struct vw_thread *th = thread_of(m, b->tid);
-	if (!th) {
-		m->state_err = -ENOMEM;
-		return;
+	if (!tid)
+		return 0; /* the idle task has no row */
+	struct vw_thread *th = thread_of(m, tid);
+	if (!th)
+		return -ENOMEM;
+	if (th->nst && from > th->st_end && th->st[th->nst - 1].tid != BD_UNSEEN) {
+		int err = vw_model_state(m, tid, BD_UNSEEN, th->st_end, from);
+		if (err)
+			return err;
 	}
-	if (th->nst && from > th->st_end && th->st[th->nst - 1].tid != BD_UNSEEN)
-		on_state(b, BD_UNSEEN, th->st_end, from, arg);
 	if (!th->nst || th->st[th->nst - 1].tid != state) {
-		struct vw_switch *s = grow(th->st, &th->stcap, th->nst, sizeof(*s));
-		if (!s) {
-			m->state_err = -ENOMEM;
-			return;
-		}
+		struct vw_switch *s = vw_grow(th->st, &th->stcap, th->nst, sizeof(*s));
+		if (!s)
+			return -ENOMEM;
 		th->st = s;
 		th->st[th->nst++] = (struct vw_switch){ from, state };
 	}
 	th->st_end = to;
 	th->seen |= state != BD_UNSEEN;
-}
-
-/* Every thread's states from the breakdown's machine, which handles the
- * switches a trace lacks, idle and exits (breakdown_state.c): a second pass over
- * the trace, only when it has sched_switch events. */
-static int read_states(struct vw_model *m)
-{
-	struct bd_result *r;
-	int err = bd_compute(m->t, &(struct bd_options){ .from = 0, .to = UINT64_MAX,
-			     .on_state = on_state, .arg = m }, &r);
-	if (err)
-		return err == -ENOENT ? 0 : err;
-	for (unsigned i = 0; i < r->nthreads && !m->state_err; i++) {
-		struct vw_thread *th = an_tidmap_find(&m->threads, r->threads[i].tid);
-		if (th && !th->events)
-			th->pid = r->threads[i].pid; /* a kernel-only thread's */
-	}
-	bd_free(r);
-	return m->state_err;
+	return 0;
 }
 
 /* stcum of a thread (view.h). */
@@ -195,7 +182,7 @@ static int add_run(struct vw_model *m, int32_t tid, uint64_t ts, int32_t on)
 	if (tid <= 0)
 		return 0;
 	struct vw_thread *th = thread_of(m, (uint32_t)tid);
-	struct vw_switch *r = th ? grow(th->run, &th->runcap, th->nrun, sizeof(*r)) : NULL;
+	struct vw_switch *r = th ? vw_grow(th->run, &th->runcap, th->nrun, sizeof(*r)) : NULL;
 	if (!r)
 		return -ENOMEM;
 	th->run = r;
@@ -215,7 +202,7 @@ static int add_switch(struct vw_model *m, const struct strata_event *ev, int nex
 	int err = add_run(m, prev, ev->timestamp, 0);
 	if (!err)
 		err = add_run(m, to, ev->timestamp, (int32_t)ev->cpu + 1);
-	struct vw_switch *sw = grow(c->sw, &c->swcap, c->nsw, sizeof(*sw));
+	struct vw_switch *sw = vw_grow(c->sw, &c->swcap, c->nsw, sizeof(*sw));
 	if (!sw || err)
 		return -ENOMEM;
 	c->sw = sw;
@@ -230,7 +217,7 @@ static int add_wake(struct vw_model *m, const struct strata_event *ev, int pid)
 	struct strata_value v;
 	if (strata_event_field(ev, (unsigned)pid, &v) < 0 || v.s <= 0)
 		return 0; /* damaged: the reader reported it */
-	struct vw_wake *w = grow(m->wakes, &m->wakecap, m->nwakes, sizeof(*w));
+	struct vw_wake *w = vw_grow(m->wakes, &m->wakecap, m->nwakes, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	m->wakes = w;
@@ -489,11 +476,21 @@ static int model_init(struct vw_model *m, struct strata_trace *t, const char *pa
 	return 0;
 }
 
+static int feed_one(void *arg, const struct strata_event *ev)
+{
+	struct vw_model *m = arg;
+	int err = feed(m, ev, m->next);
+	if (!err && m->nacts && ev->id >> 16)
+		err = feed_activities(m, ev);
+	return err;
+}
+
 int vw_model_read(struct vw_model *m, uint64_t from, uint64_t to)
 {
 	if (to <= from)
 		return 0;
 	int *next = switch_fields(m->t);
+	m->next = next;
 	struct strata_filter *f = NULL;
 	struct strata_iter *it = NULL;
 	int err = next ? 0 : -ENOMEM;
@@ -506,21 +503,19 @@ int vw_model_read(struct vw_model *m, uint64_t from, uint64_t to)
 	}
 	if (!err)
 		err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1,
-					 .filter = f, .flags = STRATA_ITER_INTERNAL }, &it);
-	const struct strata_event *ev;
-	while (!err && strata_iter_next(it, &ev) == 1) {
-		err = feed(m, ev, next);
-		if (!err && m->nacts && ev->id >> 16)
-			err = feed_activities(m, ev);
-	}
+					 .filter = f, .flags = m->records_aside ? 0 :
+					 STRATA_ITER_INTERNAL }, &it);
+	if (!err)
+		err = vw_iter_each(it, feed_one, m);
 	strata_iter_destroy(it);
 	strata_filter_destroy(f);
 	free(next);
+	m->next = NULL;
 	return err;
 }
 
 int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
-		   struct vw_activity *acts, unsigned nacts)
+		   unsigned open_flags, struct vw_activity *acts, unsigned nacts)
 {
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
@@ -531,10 +526,19 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 		m->end = m->begin + 1;
 	m->gridlen = m->end - m->begin + 1;
 	m->ivspan = m->end - m->begin;
+	/* strata's records (names only) and the states are read meanwhile,
+	 * by states.c; without the records this pass takes the reader's
+	 * batch path (docs/view.md, "Speed") */
+	struct vw_states *st = NULL;
+	if (!err)
+		err = vw_states_start(m, open_flags, &st);
+	m->records_aside = true;
 	if (!err)
 		err = vw_model_read(m, 0, UINT64_MAX);
-	if (!err && m->have_sched)
-		err = read_states(m);
+	int serr = vw_states_join(st, m);
+	m->records_aside = false;
+	if (!err)
+		err = serr;
 	if (!err)
 		err = finish(m);
 	m->nproblems = strata_trace_nproblems(t);
@@ -637,6 +641,7 @@ static void fini_mapped(struct vw_model *m)
 	free(m->rows);
 	iv_pairer_destroy(m->pairer);
 	munmap(m->map, m->map_size);
+	vw_buf_fini(&m->memo);
 	*m = (struct vw_model){ 0 };
 }
 
@@ -670,6 +675,7 @@ void vw_model_fini(struct vw_model *m)
 	free(m->wakes);
 	free(m->flows);
 	free(m->binev);
+	vw_buf_fini(&m->memo);
 	an_names_destroy(m->names);
 	iv_pairer_destroy(m->pairer);
 	*m = (struct vw_model){ 0 };

@@ -3,9 +3,11 @@
 #ifndef STRATA_VIEW_H
 #define STRATA_VIEW_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <strata/reader.h>
 
@@ -193,7 +195,9 @@ struct vw_model {
 	size_t nflows, flowcap;
 	uint64_t flow_maxlat;    /* ticks: the longest send to receive */
 	double build_ms;         /* time the model took to build */
-	int state_err;           /* the states hook ran out of memory */
+	const int *next;         /* switch_fields' while vw_model_read runs */
+	bool records_aside;      /* strata's records read by states.c, not
+				  * by the pass */
 	const struct vw_problems *problems; /* the command's, or NULL */
 	uint64_t nproblems;      /* the reader's problems when the cache was
 				  * made (a cached open reads no event) */
@@ -211,6 +215,11 @@ struct vw_model {
 	unsigned bin_lo;
 	size_t wake_from;
 	bool live;               /* followed: no states, flows nor cache */
+	/* the last answer of api/window without a filter, for those t0,
+	 * t1 (ns) and w (window.c; empty: none) */
+	struct vw_buf memo;
+	uint64_t memo_t0, memo_t1;
+	unsigned memo_w;
 	bool partial;            /* opened while still written, not followed */
 };
 
@@ -228,10 +237,53 @@ void vw_put_flows(const struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w
 		  const struct vw_filter *q, const bool *cls, struct vw_buf *o);
 
 /* Read the whole trace once (merged, in time order) into m: per-row bins,
- * CPU switches, intervals and names. Returns 0, -ENOMEM, or what
- * iv_pairer_create returns. */
+ * CPU switches, intervals and names; strata's records (names) and the
+ * thread states meanwhile on a second handle of path, opened with
+ * open_flags (the first's), in a thread of their own (states.c). Returns 0, -ENOMEM, or
+ * what iv_pairer_create or bd_compute returns. */
 int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
-		   struct vw_activity *acts, unsigned nacts);
+		   unsigned open_flags, struct vw_activity *acts, unsigned nacts);
+/* Events read from the reader at a time: 32 KiB of them. */
+#define VW_READ_BATCH 512
+
+/* fn on each of it's events, read in arrays: the reader's merge then
+ * writes each event straight from its packet, about twice as fast as a
+ * call of strata_iter_next per event (reader.md, "The merge"), unless
+ * the iterator takes strata's records (STRATA_ITER_INTERNAL). Stops at
+ * fn's first error; 0, -ENOMEM or fn's error. Inline, so that fn is. */
+static inline int vw_iter_each(struct strata_iter *it,
+			       int (*fn)(void *arg, const struct strata_event *ev), void *arg)
+{
+	struct strata_event *evs = malloc(VW_READ_BATCH * sizeof(*evs));
+	int err = evs ? 0 : -ENOMEM;
+	for (int n = 1; !err && n > 0;) {
+		n = strata_iter_read(it, evs, VW_READ_BATCH);
+		for (int i = 0; i < n && !err; i++)
+			err = fn(arg, &evs[i]);
+		if (n < 0)
+			err = n;
+	}
+	free(evs);
+	return err;
+}
+
+/* p grown to hold n + 1 elements of size bytes (doubling *cap), or NULL
+ * when out of memory (p is then still valid). */
+void *vw_grow(void *p, size_t *cap, size_t n, size_t size);
+
+/* A stretch of thread tid's states (bd_options.on_state's), into m. 0 or
+ * -ENOMEM. */
+int vw_model_state(struct vw_model *m, uint32_t tid, int state, uint64_t from, uint64_t to);
+/* The second pass of vw_model_build (states.c): started on m once its
+ * names exist, joined after m's pass, when the names are m's again and
+ * the records' names and the states are added to it (the states where m
+ * has sched_switch events). Start
+ * returns 0 or -ENOMEM (then *out may be NULL, which join accepts);
+ * without a second handle or thread the work is done at the join. Join
+ * returns 0, -ENOMEM or bd_compute's error. */
+struct vw_states;
+int vw_states_start(struct vw_model *m, unsigned open_flags, struct vw_states **out);
+int vw_states_join(struct vw_states *s, struct vw_model *m);
 /* The live model's steps (model.c; live.c drives them): m set up on the
  * follower's trace t for the events from `begin` on, bins over gridlen
  * ticks; the events of [from, to) (ticks) read into it; the arrays the

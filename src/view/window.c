@@ -353,16 +353,16 @@ static size_t iv_from(const struct win *v, const struct vw_ivlevel *lv, uint64_t
 	return lo + after(lv->iv + lo, hi - lo, sizeof(*lv->iv), ts - 1);
 }
 
-/* Whether an interval of lv begins in [a, b): a bin wholly inside that
- * has one says so without reading the intervals. */
-static bool begins_in(const struct win *v, const struct vw_ivlevel *lv, uint64_t a, uint64_t b)
+/* Whether a bin wholly inside [a, b) has an interval of lv beginning
+ * in it: then one begins in [a, b), known without reading the
+ * intervals. */
+static bool bins_say_busy(const struct win *v, const struct vw_ivlevel *lv, uint64_t a,
+			  uint64_t b)
 {
-	if (lv->cnt && b > a) {
-		unsigned k0 = vw_bin(v->m, a), k1 = vw_bin(v->m, b - 1);
-		if (k1 > k0 + 1 && cnt_at(lv, k1) > cnt_at(lv, k0 + 1))
-			return true;
-	}
-	return iv_from(v, lv, b) > iv_from(v, lv, a);
+	if (!lv->cnt || b <= a)
+		return false;
+	unsigned k0 = vw_bin(v->m, a), k1 = vw_bin(v->m, b - 1);
+	return k1 > k0 + 1 && cnt_at(lv, k1) > cnt_at(lv, k0 + 1);
 }
 
 /* A level of intervals shorter than two pixels: per pixel, whether one
@@ -376,16 +376,28 @@ static void probe_level(const struct win *v, const struct vw_ivlevel *lv, bool *
 	uint64_t a = v->t0 ? v->t0 : 1;
 	const struct vw_iv *run = NULL;
 	unsigned run_x = 0;
+	/* iv_from at a, when known: a pixel's right edge is the next one's
+	 * left, so each edge is searched once (it was most of a wide
+	 * window's time: docs/view.md, "Speed") */
+	size_t ia = SIZE_MAX;
 	for (unsigned x = 0; x <= v->w; x++) {
 		bool busy = false;
 		if (x < v->w) {
 			uint64_t b = v->t0 + (uint64_t)((x + 1) * tpp);
-			busy = begins_in(v, lv, a, b);
+			size_t ib = SIZE_MAX;
+			busy = bins_say_busy(v, lv, a, b);
+			if (!busy) {
+				ia = ia == SIZE_MAX ? iv_from(v, lv, a) : ia;
+				ib = iv_from(v, lv, b);
+				busy = ib > ia;
+			}
 			if (busy && !run) {
-				run = &lv->iv[iv_from(v, lv, a)];
+				ia = ia == SIZE_MAX ? iv_from(v, lv, a) : ia;
+				run = &lv->iv[ia];
 				run_x = x;
 			}
 			a = b;
+			ia = ib;
 		}
 		if (!busy && run) {
 			put_iv(v, run_x, x, run, v->t0 + (uint64_t)(run_x * tpp),
@@ -482,7 +494,7 @@ static void put_arrows(const struct win *v)
 	vw_printf(v->o, "],\"arrows_left\":%zu", left);
 }
 
-int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
+static int window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 		  const struct vw_filter *q, struct vw_buf *o)
 {
 	struct win v = { .m = m, .w = w, .o = o, .q = q };
@@ -551,5 +563,32 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	vw_puts(o, "}");
 	free(v.cls);
 	free(px);
+	return 0;
+}
+
+/* The last window without a filter is kept (view.h: memo): the page asks
+ * for the whole trace twice as it opens, its view and its overview at
+ * the same width, and the second answer is then a copy, not a second
+ * walk of every row (docs/view.md, "Speed"). A live model changes
+ * between two answers and keeps none. */
+int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
+		  const struct vw_filter *q, struct vw_buf *o)
+{
+	bool plain = !m->live && !q->ncpus && !q->ntids && !q->events && !q->expr && !q->none;
+	if (plain && m->memo.len && m->memo_t0 == t0 && m->memo_t1 == t1 && m->memo_w == w) {
+		vw_put(o, m->memo.p, m->memo.len);
+		return 0;
+	}
+	size_t at = o->len;
+	int err = window(m, t0, t1, w, q, o);
+	if (err || !plain || o->failed)
+		return err;
+	m->memo.len = 0;
+	vw_put(&m->memo, o->p + at, o->len - at);
+	if (m->memo.failed)
+		vw_buf_fini(&m->memo); /* no room: none kept, the answer is whole */
+	m->memo_t0 = t0;
+	m->memo_t1 = t1;
+	m->memo_w = w;
 	return 0;
 }

@@ -64,6 +64,10 @@ try:
         check(t["intervals"] >= jobs[tid], f"summary: tid {tid} {t['intervals']} intervals, "
               f"{jobs[tid]} jobs ended")
     check("work:job_begin..job_end" in s["kinds"], f"summary: kinds {s['kinds']}")
+    # the workers name themselves: strata's own records, which the model
+    # reads beside its pass (src/view/states.c)
+    named = sorted(t["name"] for t in s["threads"] if t["events"])
+    check(named == [f"worker-{i}" for i in range(3)], f"summary: thread names {named}")
 
     def marks_per_row(w):
         cpu = {c["cpu"]: sum(c["marks"][2::5]) for c in w["cpus"]}
@@ -73,6 +77,12 @@ try:
     # the whole trace: more events than the exact limit, from the bins
     w = get(f"api/window?t0=0&t1={s['span_ns']}&w=1000")
     check(n <= 200000 or not w["exact"], "whole window: from the bins")
+    # the last unfiltered window is kept (window.c): asked again, at
+    # another width, or filtered, each is its own answer
+    for q, same in (("w=1000", True), ("w=999", False), ("w=1000&tids=1", False)):
+        a = get(f"api/window?t0=0&t1={s['span_ns']}&{q}")
+        check((a == w) == same and a["w"] == (999 if q == "w=999" else 1000),
+              f"whole window again ({q}): {'not ' if same else ''}the same answer")
     cpu, thr = marks_per_row(w)
     check(all(cpu[c] == per_cpu.get(c, 0) for c in cpu), f"whole window: marks per CPU {cpu}")
     check(all(thr[t] == per_tid[t] for t in thr), f"whole window: marks per thread {thr}")
