@@ -315,11 +315,11 @@ static void *cons_main(void *arg)
 			cons_update_metadata(c);
 			first = 0;
 			last_calib = t;
-			statedump_threads_update(); /* threads started since */
+			statedump_update(); /* threads started since */
 		} else if (t - last_calib >= 1000) {
 			log_calib(c);
 			last_calib = t;
-			statedump_threads_update();
+			statedump_update();
 		}
 		if (c->flush_ms && t - last_flush >= c->flush_ms) {
 			/* before the flush: an event stamped earlier is in a

@@ -271,7 +271,7 @@ static void *client_main(void *arg)
 			next_try = round + wait;
 		}
 		if (round % 100 == 2) /* 20 ms in, then every second */
-			statedump_threads_update();
+			statedump_update();
 		uint64_t g = strata_registry_generation();
 		if (g != gen) { /* (-e reaches new events as they register) */
 			gen = g;

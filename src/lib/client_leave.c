@@ -109,6 +109,8 @@ void client_leave(struct strata_stats *last)
 	if (st == CLIENT_OFF)
 		return;
 	bool wanted = mask_wanted() != 0;
+	/* a library loaded since the helper's last update: mapped */
+	statedump_objects_update();
 	mask_set(0);
 	if (client_cl.thread_on && !client_stop_helper()) {
 		/* The helper may still use the connection: leave it open

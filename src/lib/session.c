@@ -260,6 +260,8 @@ STRATA_API int strata_stop(void)
 	pthread_mutex_lock(&session_lock);
 	client_leave(&last_stats);
 	if (session_cons) {
+		/* a library loaded since the last periodic update: mapped */
+		statedump_objects_update();
 		/* No new tracepoint enters; the consumer waits (bounded) for
 		 * the ones in flight, flushes and drains every ring. */
 		mask_set(0);

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,38 @@ void statedump_name_thread(uint32_t tid)
 	put_record(STRATA_ID_THREAD_NAME, f, sizeof(f), name);
 }
 
+/* The loader's count of objects loaded and unloaded since the process
+ * began (glibc's dlpi_adds + dlpi_subs), when the maps were last dumped;
+ * under statedump_lock. */
+static unsigned long long objects_gen;
+
+static int objects_now(struct dl_phdr_info *info, size_t size, void *data)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs))
+		*(unsigned long long *)data = info->dlpi_adds + info->dlpi_subs;
+	return 1; /* every object's says the same: one is enough */
+}
+
+static unsigned long long objects_count(void)
+{
+	unsigned long long n = 0;
+
+	dl_iterate_phdr(objects_now, &n);
+	return n;
+}
+
+/* The maps and the objects' build-ids, and the loader's count they hold
+ * (read first: an object loaded meanwhile makes the next update dump
+ * again). Under statedump_lock. */
+static void dump_objects(void)
+{
+	unsigned long long n = objects_count();
+
+	dump_maps();
+	dl_iterate_phdr(dump_build_id, NULL);
+	objects_gen = n;
+}
+
 bool statedump_self(bool unmasked)
 {
 	strata_store_relaxed(&dumped, 0);
@@ -310,20 +343,37 @@ bool statedump_self(bool unmasked)
 	memset(seen, 0, sizeof(seen));
 	put_phase(0);
 	dump_process("/proc/self", strata_pid, true);
-	dump_maps();
-	dl_iterate_phdr(dump_build_id, NULL);
+	dump_objects();
 	put_phase(1);
 	pthread_mutex_unlock(&statedump_lock);
 	return true;
 }
 
-void statedump_threads_update(void)
+/*
+ * Objects the program loaded or unloaded since the last dump (dlopen:
+ * perl's and python's modules, plugins): the maps again, all of them,
+ * since a reader's symbolizer takes the union of a process's maps (the
+ * mappings of objects still loaded come twice; that costs records, not
+ * answers). Checking costs one dl_iterate_phdr() callback.
+ */
+void statedump_objects_update(void)
+{
+	if (!mask_wanted())
+		return;
+	pthread_mutex_lock(&statedump_lock);
+	if (objects_count() != objects_gen)
+		dump_objects();
+	pthread_mutex_unlock(&statedump_lock);
+}
+
+void statedump_update(void)
 {
 	if (!mask_wanted())
 		return;
 	pthread_mutex_lock(&statedump_lock);
 	dump_threads("/proc/self", strata_pid, true);
 	pthread_mutex_unlock(&statedump_lock);
+	statedump_objects_update();
 }
 
 void statedump_system(void)

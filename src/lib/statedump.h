@@ -17,9 +17,15 @@ bool statedump_self(bool unmasked);
  * thread gone before the next update is named too. Async-signal-safe. */
 void statedump_name_thread(uint32_t tid);
 /* Name the threads of this process that are new or renamed since the last
- * dump or update (strata:thread_name): called periodically by the
- * consumer or session thread. */
-void statedump_threads_update(void);
+ * dump or update (strata:thread_name), and dump the maps again if objects
+ * were loaded or unloaded since (statedump_objects_update()): called
+ * periodically by the consumer or session thread. */
+void statedump_update(void);
+/* strata:map and strata:build_id records of every mapping again, if the
+ * program loaded or unloaded objects (dlopen, dlclose) since the last
+ * dump: periodically, and when tracing stops, so that a library loaded in
+ * the last second is mapped too. */
+void statedump_objects_update(void);
 /* Every process of the system and its threads, named (what a session
  * starts from: LTT's initial state); strata:statedump phases 2 and 3
  * bracket it. Readable /proc entries only. */

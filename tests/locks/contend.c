@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A program with known lock contention: its own counts, waits and holds are the ground truth of `strata locks` (tests/locks/locks_test.py). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -50,10 +51,15 @@ static sem_t hot_sem;
  * hot_spin; "sem": hot_sem, a semaphore of 1 used as a lock; "wr":
  * hot_rw, read by main, written by the workers; "libfn": hot, which the
  * workers take through the shared library's locks_lib_lock() (a chain
- * through a library's own code). */
-static enum { M_MUTEX, M_RW, M_LIB, M_TIMED, M_SPIN, M_SEM, M_WR, M_RWMIX, M_LIBFN } mode;
+ * through a library's own code); "dlfn": the same through the
+ * locks_lib_lock() of a copy of that library that main loads with
+ * dlopen() after tracing began (the path in $LOCKS_DL): its frames are
+ * named only if the objects loaded late are mapped. */
+static enum { M_MUTEX, M_RW, M_LIB, M_TIMED, M_SPIN, M_SEM, M_WR, M_RWMIX, M_LIBFN,
+	      M_DLFN } mode;
 pthread_mutex_t *locks_lib_hot(void);
 int locks_lib_lock(pthread_mutex_t *m);
+static int (*lib_lock)(pthread_mutex_t *m) = locks_lib_lock;
 static pthread_mutex_t *hot_m = &hot;
 
 static void *hot_addr(void)
@@ -86,7 +92,8 @@ static void hot_lock(int writer)
 			;
 		break;
 	case M_LIBFN:
-		writer ? pthread_mutex_lock(hot_m) : locks_lib_lock(hot_m);
+	case M_DLFN:
+		writer ? pthread_mutex_lock(hot_m) : lib_lock(hot_m);
 		break;
 	default:
 		pthread_mutex_lock(hot_m);
@@ -181,7 +188,7 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [mutex|rw|lib|timed|spin|sem|wr|rwmix|libfn]]\n");
+		fprintf(stderr, "usage: contend WORKERS ROUNDS COLD TRUTH.json [HOLD_US [mutex|rw|lib|timed|spin|sem|wr|rwmix|libfn|dlfn]]\n");
 		return 2;
 	}
 	nworkers = (unsigned)atoi(argv[1]);
@@ -189,13 +196,22 @@ int main(int argc, char **argv)
 	ncold = (unsigned)atoi(argv[3]);
 	if (argc > 5)
 		hold_ns = strtoull(argv[5], NULL, 10) * 1000;
-	static const char *const modes[] = { "mutex", "rw",  "lib", "timed",
-					     "spin",  "sem", "wr",  "rwmix", "libfn" };
+	static const char *const modes[] = { "mutex", "rw",  "lib",	"timed", "spin",
+					     "sem",   "wr",  "rwmix", "libfn", "dlfn" };
 	for (unsigned i = 0; argc > 6 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[6], modes[i]))
 			mode = i;
 	if (mode == M_LIB)
 		hot_m = locks_lib_hot();
+	if (mode == M_DLFN) {
+		/* well after the state dump of tracing's start */
+		pause_us(300000);
+		void *dl = getenv("LOCKS_DL") ? dlopen(getenv("LOCKS_DL"), RTLD_NOW) : NULL;
+		if (!dl || !(lib_lock = (int (*)(pthread_mutex_t *))dlsym(dl, "locks_lib_lock"))) {
+			fprintf(stderr, "contend: dlopen $LOCKS_DL: %s\n", dlerror());
+			return 2;
+		}
+	}
 	pthread_spin_init(&hot_spin, PTHREAD_PROCESS_PRIVATE);
 	sem_init(&hot_sem, 0, 1);
 	if (!nworkers || nworkers > MAXW)

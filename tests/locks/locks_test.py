@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """libstrata-locks.so and `strata locks` against the test programs' own truth.
 
-usage: locks_test.py contention|daemon|rwlock|rwlock-writers|rwlock-mix|libchain|chains-all|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|alive|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP [ALIVE]]]
+usage: locks_test.py contention|daemon|rwlock|rwlock-writers|rwlock-mix|libchain|dlchain|chains-all|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|alive|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP [ALIVE]]]
 """
 import csv
 import io
@@ -279,27 +279,34 @@ def symbols():
     not_read(trace, truth, "rebuilt in place", "changed since the trace: build-id differs")
 
 
-def libchain():
+def libchain(mode="libfn", lib="liblocks_lib.so"):
     """A chain through a shared library's own code: the workers wait for
     `hot` inside liblocks_lib.so's locks_lib_lock() (contend.c "libfn"),
     so each chain's first frame resolves to that library's symbol, file
-    and line, in its module, and its next to worker() in the program."""
-    _, truth, trace = contend(LIB, "libfn", "libfn")
+    and line, in its module, and its next to worker() in the program.
+    "dlchain": the same through a copy of the library that the program
+    loads with dlopen() 0.3 s after tracing began and uses for less than
+    the state dump's second between updates: its frames are named only
+    if the maps are dumped again when objects were loaded (at the latest
+    when tracing stops)."""
+    extra = {"LOCKS_DL": os.path.join(os.path.dirname(CONTEND), lib)} if mode == "dlfn" else None
+    _, truth, trace = contend(LIB, mode, mode, extra=extra)
     rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
     hot = rep["locks"][0] if rep["locks"] else {}
     if int(hot.get("addr", "0"), 16) != int(truth["hot"], 16) or \
             hot["contended"] != truth["hot_contended"]:
-        fail("libfn: hot lock %r, the program's %s with %d contended" % (
-            hot, truth["hot"], truth["hot_contended"]))
-    check_chains_of(hot, "libfn", "locks_lib_lock+", "lib.c:")
+        fail("%s: hot lock %r, the program's %s with %d contended" % (
+            mode, hot, truth["hot"], truth["hot_contended"]))
+    check_chains_of(hot, mode, "locks_lib_lock+", "lib.c:")
     for c in hot["chains"]:
         mods = [os.path.basename(m) for m in c.get("modules", [])]
-        print("libfn: modules %s" % " < ".join(mods[:3]))
-        if len(mods) != len(c["frames"]) or mods[0] != "liblocks_lib.so" or \
+        print("%s: modules %s" % (mode, " < ".join(mods[:3])))
+        if len(mods) != len(c["frames"]) or mods[0] != lib or \
                 mods[1] != os.path.basename(CONTEND) or \
                 not c["frames"][1].startswith("worker+") or "contend.c:" not in c["frames"][1]:
-            fail("libfn: chain %s in modules %s: want locks_lib_lock in liblocks_lib.so, "
-                 "then worker in %s" % (c["frames"][:2], mods[:2], os.path.basename(CONTEND)))
+            fail("%s: chain %s in modules %s: want locks_lib_lock in %s, "
+                 "then worker in %s" % (mode, c["frames"][:2], mods[:2], lib,
+                                        os.path.basename(CONTEND)))
 
 
 def chains_all():
@@ -588,5 +595,6 @@ def open_wait():
 {"daemon": daemon, "open-wait": open_wait, "alive": alive, "heap": heap, "kernel": kernel, "cond": cond, "record": record, "symbols": symbols, "contention": contention,
  "timed": lambda: contention("timed"), "spin": lambda: contention("spin"),
  "sem": lambda: contention("sem"), "rwlock": lambda: contention("rw"),
- "rwlock-writers": lambda: contention("wr"), "rwlock-mix": rwmix, "libchain": libchain, "chains-all": chains_all, "unchanged": unchanged, "sigfork": sigfork}[PART]()
+ "rwlock-writers": lambda: contention("wr"), "rwlock-mix": rwmix, "libchain": libchain,
+ "dlchain": lambda: libchain("dlfn", "liblocks_lib_dl.so"), "chains-all": chains_all, "unchanged": unchanged, "sigfork": sigfork}[PART]()
 print("ok")
