@@ -509,7 +509,7 @@ if have bench_locks && [ -f "$LOCKS_LIB" ]; then
 	note "locks (bench/locks_bench.py)"
 	# shellcheck disable=SC2086 # LOCKS_ARGS is a word list
 	if locks_table=$(python3 "$ROOT/bench/locks_bench.py" "$BIN/bench_locks" "$LOCKS_LIB" \
-		"$OUT/locks" $LOCKS_ARGS 2>>"$LOG"); then
+		"$OUT/locks" --strata "$STRATA_CLI" $LOCKS_ARGS 2>>"$LOG"); then
 		printf '\n%s\n' "$locks_table" >>"$REPORT"
 		note "appended the Locks section to $REPORT"
 	else
