@@ -164,8 +164,9 @@ struct strata_ring_ctl {
 	/* line 8: the two-phase reservations in flight (strata_reserve()
 	 * to strata_commit(), inline or out of line):
 	 * STRATA_INFLIGHT_MARK(off, bytes), 0 for none. Set after the
-	 * reservation and cleared before its commit, by its thread, in
-	 * slot tid % STRATA_INFLIGHT_SLOTS (strata_rsv_mark() below), so
+	 * reservation and cleared before its commit, by its thread, in the
+	 * first free slot from tid % STRATA_INFLIGHT_SLOTS on
+	 * (strata_rsv_mark() below), so
 	 * that a mark present is a reservation not yet committed: crash
 	 * salvage cuts exactly those out of a packet where guessing from
 	 * lengths could keep one and drop a committed event (docs/record.md,
@@ -614,35 +615,49 @@ static strata_always_inline int strata_reserve_unmarked(struct strata_rsv *r,
 /*
  * Crash salvage's marks (strata_ring_ctl.inflight, docs/record.md "Crash
  * salvage"): a reservation is marked in flight right after it is made
- * and unmarked just before its commit, in slot tid % STRATA_INFLIGHT_SLOTS
- * of its ring, so that a mark present is always a reservation not yet
- * committed. The unmark clears only the caller's own mark: a thread that
- * took the slot meanwhile keeps its mark, and the one it erased goes
- * unmarked (salvage then guesses from lengths, as without marks); a
- * nested event likewise leaves the one it interrupted unmarked. Never a
- * mark on a committed event, which is all salvage needs to trust them.
- * Two relaxed stores and a load, on a line of the ring only its own
- * CPU's writers touch. Binaries built before the marks make none: salvage
- * reads 0 there, and guesses.
+ * and unmarked just before its commit, so that a mark present is always
+ * a reservation not yet committed. A thread takes the first free slot of
+ * its ring from tid % STRATA_INFLIGHT_SLOTS on: another thread of the
+ * CPU that was preempted inside its event, or the event a signal handler
+ * interrupted, keeps its mark (a slot taken by tid alone lost one in 8 of
+ * them). The unmark clears only the caller's own mark, found the same
+ * way. Two threads of one CPU racing for one free slot (one preempted
+ * between the load and the store) can erase a mark, and all slots taken
+ * leaves one unmarked: salvage then guesses from lengths, as without
+ * marks. Never a mark on a committed event, which is all salvage needs
+ * to trust them. A load and a store each way, on a line of the ring only
+ * its own CPU's writers touch. Binaries built before the marks make
+ * none: salvage reads 0 there, and guesses.
  */
-static strata_always_inline uint64_t *strata_rsv_slot(const struct strata_rsv *r)
-{
-	return &strata_ring_ctl_of(r->ring)->inflight[strata_tls.tid %
-						      STRATA_INFLIGHT_SLOTS];
-}
-
 static strata_always_inline void strata_rsv_mark(const struct strata_rsv *r)
 {
-	strata_store_relaxed(strata_rsv_slot(r),
-			     STRATA_INFLIGHT_MARK(r->off, r->bytes));
+	uint64_t *slots = strata_ring_ctl_of(r->ring)->inflight;
+	uint32_t i, tid = strata_tls.tid;
+
+	for (i = 0; i < STRATA_INFLIGHT_SLOTS; i++) {
+		uint64_t *slot = &slots[(tid + i) % STRATA_INFLIGHT_SLOTS];
+
+		if (strata_likely(!strata_load_relaxed(slot))) {
+			strata_store_relaxed(slot, STRATA_INFLIGHT_MARK(r->off, r->bytes));
+			return;
+		}
+	}
 }
 
 static strata_always_inline void strata_rsv_unmark(const struct strata_rsv *r)
 {
-	uint64_t *slot = strata_rsv_slot(r);
+	uint64_t *slots = strata_ring_ctl_of(r->ring)->inflight;
+	uint64_t mark = STRATA_INFLIGHT_MARK(r->off, r->bytes);
+	uint32_t i, tid = strata_tls.tid;
 
-	if (strata_load_relaxed(slot) == STRATA_INFLIGHT_MARK(r->off, r->bytes))
-		strata_store_relaxed(slot, 0);
+	for (i = 0; i < STRATA_INFLIGHT_SLOTS; i++) {
+		uint64_t *slot = &slots[(tid + i) % STRATA_INFLIGHT_SLOTS];
+
+		if (strata_likely(strata_load_relaxed(slot) == mark)) {
+			strata_store_relaxed(slot, 0);
+			return;
+		}
+	}
 }
 
 /*
