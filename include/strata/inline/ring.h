@@ -629,7 +629,11 @@ static strata_always_inline int strata_reserve_unmarked(struct strata_rsv *r,
  * its own CPU's writers touch. Binaries built before the marks make
  * none: salvage reads 0 there, and guesses.
  */
-static strata_always_inline void strata_rsv_mark(const struct strata_rsv *r)
+/* The first slot from tid % STRATA_INFLIGHT_SLOTS on that holds `from`
+ * takes `to`: marking takes a free slot (0 to the mark), unmarking finds
+ * the caller's own mark (the mark to 0). None: nothing. */
+static strata_always_inline void strata_rsv_slot_swap(const struct strata_rsv *r,
+						       uint64_t from, uint64_t to)
 {
 	uint64_t *slots = strata_ring_ctl_of(r->ring)->inflight;
 	uint32_t i, tid = strata_tls.tid;
@@ -637,27 +641,21 @@ static strata_always_inline void strata_rsv_mark(const struct strata_rsv *r)
 	for (i = 0; i < STRATA_INFLIGHT_SLOTS; i++) {
 		uint64_t *slot = &slots[(tid + i) % STRATA_INFLIGHT_SLOTS];
 
-		if (strata_likely(!strata_load_relaxed(slot))) {
-			strata_store_relaxed(slot, STRATA_INFLIGHT_MARK(r->off, r->bytes));
+		if (strata_likely(strata_load_relaxed(slot) == from)) {
+			strata_store_relaxed(slot, to);
 			return;
 		}
 	}
 }
 
+static strata_always_inline void strata_rsv_mark(const struct strata_rsv *r)
+{
+	strata_rsv_slot_swap(r, 0, STRATA_INFLIGHT_MARK(r->off, r->bytes));
+}
+
 static strata_always_inline void strata_rsv_unmark(const struct strata_rsv *r)
 {
-	uint64_t *slots = strata_ring_ctl_of(r->ring)->inflight;
-	uint64_t mark = STRATA_INFLIGHT_MARK(r->off, r->bytes);
-	uint32_t i, tid = strata_tls.tid;
-
-	for (i = 0; i < STRATA_INFLIGHT_SLOTS; i++) {
-		uint64_t *slot = &slots[(tid + i) % STRATA_INFLIGHT_SLOTS];
-
-		if (strata_likely(strata_load_relaxed(slot) == mark)) {
-			strata_store_relaxed(slot, 0);
-			return;
-		}
-	}
+	strata_rsv_slot_swap(r, STRATA_INFLIGHT_MARK(r->off, r->bytes), 0);
 }
 
 /*
