@@ -12,7 +12,6 @@
 
 #define MAX_DEPTH 33               /* the ip and 32 frames (kernel/sample.h) */
 #define MAX_WEIGHT 1000000         /* a sample's periods: more is damage */
-#define KERNEL_HALF 0xffff800000000000ull /* x86-64's upper half: the kernel */
 
 /* String -> index, open addressing. */
 struct smap {
@@ -163,6 +162,20 @@ static long entry_of(struct prof_ctx *c, const char *name, const char *module)
 	return (long)r->nentries++;
 }
 
+bool prof_symbolize_frame(struct strata_symbolizer *sy, uint32_t pid, uint64_t pc, bool leaf,
+			  struct strata_symbol *sym)
+{
+	memset(sym, 0, sizeof(*sym));
+	sym->status = STRATA_SYM_UNKNOWN;
+	if (!sy || pc >= PROF_KERNEL_HALF)
+		return false;
+	if (leaf)
+		strata_symbolize(sy, pid, pc, sym);
+	else
+		strata_symbolize_return(sy, pid, pc, sym);
+	return true;
+}
+
 /* The entry of return address / ip `pc` of process pid. A return
  * address's call is the byte before it (leaf: the ip itself). */
 static long entry_at(struct prof_ctx *c, uint32_t pid, uint64_t pc, bool leaf)
@@ -174,16 +187,11 @@ static long entry_at(struct prof_ctx *c, uint32_t pid, uint64_t pc, bool leaf)
 		return (long)*v - 1;
 	char name[600];
 	const char *module = "";
-	if (pc >= KERNEL_HALF) {
+	struct strata_symbol sym;
+	if (pc >= PROF_KERNEL_HALF) {
 		snprintf(name, sizeof(name), "[kernel]");
 	} else {
-		struct strata_symbol sym;
-		memset(&sym, 0, sizeof(sym));
-		sym.status = STRATA_SYM_UNKNOWN;
-		if (c->sy && leaf)
-			strata_symbolize(c->sy, pid, pc, &sym);
-		else if (c->sy)
-			strata_symbolize_return(c->sy, pid, pc, &sym);
+		prof_symbolize_frame(c->sy, pid, pc, leaf, &sym);
 		module = sym.module ? sym.module : "";
 		if (c->by == PROF_BY_MODULE)
 			snprintf(name, sizeof(name), "%s", sym.module ? sym.module : "[unknown]");
@@ -256,7 +264,7 @@ static int on_sample(struct prof_ctx *c, const struct strata_event *ev, const in
 	uint64_t w = wv.u >= 1 && wv.u <= MAX_WEIGHT ? wv.u : 1;
 	uint64_t sample = c->r->signals++;
 	c->r->samples += w;
-	if (ip.u >= KERNEL_HALF)
+	if (ip.u >= PROF_KERNEL_HALF)
 		c->r->kernel += w;
 	if ((ent[depth++] = entry_at(c, ev->pid, ip.u, true)) < 0)
 		return -ENOMEM;

@@ -3,11 +3,23 @@
 #ifndef STRATA_ANALYSIS_PROFILE_H
 #define STRATA_ANALYSIS_PROFILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <strata/reader.h>
 
 enum prof_by { PROF_BY_FUNCTION, PROF_BY_MODULE, PROF_BY_LINE };
+
+/* x86-64's upper half: the kernel's addresses in a sample's chain. */
+#define PROF_KERNEL_HALF 0xffff800000000000ull
+
+/* Frame pc of process pid in a sample's chain, into *sym: the interrupted
+ * ip (leaf) as itself, a return address as the call before it
+ * (strata_symbolize_return). False, *sym left STRATA_SYM_UNKNOWN, for a
+ * kernel address (not looked up: no map has it) or without a
+ * symbolizer. strata profile's and the viewer's frames both. */
+bool prof_symbolize_frame(struct strata_symbolizer *sy, uint32_t pid, uint64_t pc, bool leaf,
+			  struct strata_symbol *sym);
 
 /* One function (or module, or line): samples where it was the leaf
  * (self) and where it was anywhere on the stack (total, once a sample). */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/profile.h"
 #include "view.h"
 #include "api.h"
 
@@ -366,7 +367,6 @@ out:
  * that clicks through the samples of a hot loop asks for the same few
  * addresses again and again.
  */
-#define KERNEL_HALF 0xffff800000000000ull /* x86-64's upper half (profile.c) */
 #define SYM_CACHE_MAX (1u << 20)          /* formatted frames kept at most */
 
 struct sym_slot {
@@ -455,16 +455,13 @@ static void put_frame(const struct vw_model *m, uint32_t pid, uint64_t addr, boo
 	const char *text = buf;
 	struct strata_symbolizer *sy = symbolizer(m);
 	struct sym_slot *s = NULL;
-	if (addr >= KERNEL_HALF) {
+	if (addr >= PROF_KERNEL_HALF) {
 		text = "[kernel]";
 	} else if (syms.cap && (s = slot_find(pid, addr, leaf))->used) {
 		text = s->text;
 	} else {
-		struct strata_symbol sym = { .status = STRATA_SYM_UNKNOWN };
-		if (sy && leaf)
-			strata_symbolize(sy, pid, addr, &sym);
-		else if (sy)
-			strata_symbolize_return(sy, pid, addr, &sym);
+		struct strata_symbol sym;
+		prof_symbolize_frame(sy, pid, addr, leaf, &sym);
 		strata_symbol_format(&sym, addr, buf, sizeof(buf));
 		char *copy = slots_room() ? strdup(buf) : NULL;
 		if (copy) {
