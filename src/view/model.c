@@ -476,21 +476,29 @@ static int model_init(struct vw_model *m, struct strata_trace *t, const char *pa
 	return 0;
 }
 
+/* One pass's reading: the model and the trace's switch fields. */
+struct pass {
+	struct vw_model *m;
+	const int *next;
+};
+
 static int feed_one(void *arg, const struct strata_event *ev)
 {
-	struct vw_model *m = arg;
-	int err = feed(m, ev, m->next);
-	if (!err && m->nacts && ev->id >> 16)
-		err = feed_activities(m, ev);
+	struct pass *p = arg;
+	int err = feed(p->m, ev, p->next);
+	if (!err && p->m->nacts && ev->id >> 16)
+		err = feed_activities(p->m, ev);
 	return err;
 }
 
-int vw_model_read(struct vw_model *m, uint64_t from, uint64_t to)
+/* The events of [from, to) into m; strata's own records too unless
+ * `records` is false (the build's pass: states.c reads them, and without
+ * them the reader takes its batch path). */
+static int model_read(struct vw_model *m, uint64_t from, uint64_t to, bool records)
 {
 	if (to <= from)
 		return 0;
 	int *next = switch_fields(m->t);
-	m->next = next;
 	struct strata_filter *f = NULL;
 	struct strata_iter *it = NULL;
 	int err = next ? 0 : -ENOMEM;
@@ -503,15 +511,19 @@ int vw_model_read(struct vw_model *m, uint64_t from, uint64_t to)
 	}
 	if (!err)
 		err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1,
-					 .filter = f, .flags = m->records_aside ? 0 :
-					 STRATA_ITER_INTERNAL }, &it);
+					 .filter = f, .flags = records ? STRATA_ITER_INTERNAL : 0 },
+					 &it);
 	if (!err)
-		err = vw_iter_each(it, feed_one, m);
+		err = vw_iter_each(it, feed_one, &(struct pass){ m, next });
 	strata_iter_destroy(it);
 	strata_filter_destroy(f);
 	free(next);
-	m->next = NULL;
 	return err;
+}
+
+int vw_model_read(struct vw_model *m, uint64_t from, uint64_t to)
+{
+	return model_read(m, from, to, true);
 }
 
 int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
@@ -532,11 +544,9 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 	struct vw_states *st = NULL;
 	if (!err)
 		err = vw_states_start(m, open_flags, &st);
-	m->records_aside = true;
 	if (!err)
-		err = vw_model_read(m, 0, UINT64_MAX);
+		err = model_read(m, 0, UINT64_MAX, false);
 	int serr = vw_states_join(st, m);
-	m->records_aside = false;
 	if (!err)
 		err = serr;
 	if (!err)

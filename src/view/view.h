@@ -195,9 +195,6 @@ struct vw_model {
 	size_t nflows, flowcap;
 	uint64_t flow_maxlat;    /* ticks: the longest send to receive */
 	double build_ms;         /* time the model took to build */
-	const int *next;         /* switch_fields' while vw_model_read runs */
-	bool records_aside;      /* strata's records read by states.c, not
-				  * by the pass */
 	const struct vw_problems *problems; /* the command's, or NULL */
 	uint64_t nproblems;      /* the reader's problems when the cache was
 				  * made (a cached open reads no event) */
