@@ -42,13 +42,24 @@ function setView(t0, t1) {
 	fetchStatsSoon();
 }
 
+// A window asked while the same one is on its way gets that answer: the
+// page asks for the whole trace twice as it opens, its view and its
+// overview at the same width.
+const windowsAsked = new Map();
+function getWindow(t0, t1, w) {
+	const url = `api/window?t0=${t0}&t1=${t1}&w=${w}${filterQuery()}`;
+	if (!windowsAsked.has(url))
+		windowsAsked.set(url, get(url).finally(() => windowsAsked.delete(url)));
+	return windowsAsked.get(url);
+}
+
 // One window request at a time matters: an answer older than the newest
 // request is drawn only until the newer one comes.
 async function fetchWindow() {
 	const seq = ++state.seq, v = state.view, w = state.tl.plotWidth();
 	const t0 = Math.floor(v.t0), t1 = Math.ceil(v.t1);
 	const asked = performance.now();
-	const d = await get(`api/window?t0=${t0}&t1=${t1}&w=${w}${filterQuery()}`);
+	const d = await getWindow(t0, t1, w);
 	if (seq < state.lastSeq)
 		return;
 	$('f-said').textContent = d.filtered ? '' :
@@ -129,7 +140,7 @@ function drawOverview() {
 // The whole trace at the overview's width, under the filter.
 function fetchOverview() {
 	const w = Math.max(1, state.overview.clientWidth - LABEL);
-	get(`api/window?t0=0&t1=${state.sum.span_ns}&w=${w}${filterQuery()}`).then((d) => {
+	getWindow(0, state.sum.span_ns, w).then((d) => {
 		state.overviewData = d;
 		redraw();
 	});

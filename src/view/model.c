@@ -651,7 +651,6 @@ static void fini_mapped(struct vw_model *m)
 	free(m->rows);
 	iv_pairer_destroy(m->pairer);
 	munmap(m->map, m->map_size);
-	vw_buf_fini(&m->memo);
 	*m = (struct vw_model){ 0 };
 }
 
@@ -685,7 +684,6 @@ void vw_model_fini(struct vw_model *m)
 	free(m->wakes);
 	free(m->flows);
 	free(m->binev);
-	vw_buf_fini(&m->memo);
 	an_names_destroy(m->names);
 	iv_pairer_destroy(m->pairer);
 	*m = (struct vw_model){ 0 };

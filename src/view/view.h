@@ -212,11 +212,6 @@ struct vw_model {
 	unsigned bin_lo;
 	size_t wake_from;
 	bool live;               /* followed: no states, flows nor cache */
-	/* the last answer of api/window without a filter, for those t0,
-	 * t1 (ns) and w (window.c; empty: none) */
-	struct vw_buf memo;
-	uint64_t memo_t0, memo_t1;
-	unsigned memo_w;
 	bool partial;            /* opened while still written, not followed */
 };
 

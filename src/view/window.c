@@ -494,7 +494,7 @@ static void put_arrows(const struct win *v)
 	vw_printf(v->o, "],\"arrows_left\":%zu", left);
 }
 
-static int window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
+int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 		  const struct vw_filter *q, struct vw_buf *o)
 {
 	struct win v = { .m = m, .w = w, .o = o, .q = q };
@@ -563,32 +563,5 @@ static int window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	vw_puts(o, "}");
 	free(v.cls);
 	free(px);
-	return 0;
-}
-
-/* The last window without a filter is kept (view.h: memo): the page asks
- * for the whole trace twice as it opens, its view and its overview at
- * the same width, and the second answer is then a copy, not a second
- * walk of every row (docs/view.md, "Speed"). A live model changes
- * between two answers and keeps none. */
-int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
-		  const struct vw_filter *q, struct vw_buf *o)
-{
-	bool plain = !m->live && !q->ncpus && !q->ntids && !q->events && !q->expr && !q->none;
-	if (plain && m->memo.len && m->memo_t0 == t0 && m->memo_t1 == t1 && m->memo_w == w) {
-		vw_put(o, m->memo.p, m->memo.len);
-		return 0;
-	}
-	size_t at = o->len;
-	int err = window(m, t0, t1, w, q, o);
-	if (err || !plain || o->failed)
-		return err;
-	m->memo.len = 0;
-	vw_put(&m->memo, o->p + at, o->len - at);
-	if (m->memo.failed)
-		vw_buf_fini(&m->memo); /* no room: none kept, the answer is whole */
-	m->memo_t0 = t0;
-	m->memo_t1 = t1;
-	m->memo_w = w;
 	return 0;
 }

@@ -77,8 +77,8 @@ try:
     # the whole trace: more events than the exact limit, from the bins
     w = get(f"api/window?t0=0&t1={s['span_ns']}&w=1000")
     check(n <= 200000 or not w["exact"], "whole window: from the bins")
-    # the last unfiltered window is kept (window.c): asked again, at
-    # another width, or filtered, each is its own answer
+    # asked again the same answer; at another width, or filtered, each
+    # its own
     for q, same in (("w=1000", True), ("w=999", False), ("w=1000&tids=1", False)):
         a = get(f"api/window?t0=0&t1={s['span_ns']}&{q}")
         check((a == w) == same and a["w"] == (999 if q == "w=999" else 1000),
