@@ -166,6 +166,24 @@ void dmn_clients_accept(struct dmn *d)
 	}
 }
 
+/*
+ * Everything the processes said before a request that reports on them
+ * (`session status`, `session snapshot`): the connections waiting in the
+ * backlog taken, every socket read. A program's connect() and its RING
+ * messages return before the daemon reads them, so that without this a
+ * snapshot asked for just after a program started, or after one of its
+ * threads first ran on a CPU, left out what that program had logged and
+ * believed recorded (a connect that returned is a join that happened).
+ */
+void dmn_catch_up(struct dmn *d)
+{
+	if (mono_ms() >= d->listen_rest_until)
+		dmn_clients_accept(d);
+	for (struct client *c = d->clients; c; c = c->next)
+		if (c->fd >= 0)
+			dmn_client_read(d, c);
+}
+
 /* Connections that did not speak in time: clients without a HELLO after
  * HELLO_MS, control clients without a request after CTL_IDLE_MS. */
 void dmn_deadlines(struct dmn *d)

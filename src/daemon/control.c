@@ -150,6 +150,7 @@ int dmn_ctl_request(struct dmn *d, struct ctl_conn *k)
 		}
 		break;
 	case CTL_STATUS:
+		dmn_catch_up(d);
 		ctl_status(d, k->fd);
 		return 0;
 	case CTL_SNAPSHOT: {

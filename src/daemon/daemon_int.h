@@ -180,6 +180,7 @@ enum limit {
 void dmn_limit_said(struct dmn *d, enum limit which, uint32_t pid);
 int dmn_accept_fd(struct dmn *d, int lfd);
 void dmn_clients_accept(struct dmn *d);
+void dmn_catch_up(struct dmn *d);
 void dmn_deadlines(struct dmn *d);
 
 /* client.c: a client's messages, rings and sub-trace */

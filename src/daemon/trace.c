@@ -463,6 +463,7 @@ int dmn_snapshot(struct dmn *d, const char *dir, struct dmn_snap *res)
 	int err = 0, ret;
 
 	memset(res, 0, sizeof(*res));
+	dmn_catch_up(d);
 	for (struct client *c = d->clients; c; c = c->next) {
 		char sub[4400];
 		struct cons_source src;

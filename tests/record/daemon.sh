@@ -142,6 +142,20 @@ snapshot() {
 		grep -q "snapshot $work/s$i: 2 processes, [1-9][0-9]* packets" "s$i.err" || fail "snapshot $i said: $(cat "s$i.err")"
 		snaps+=("s$i")
 	done
+	# A process that joined while the daemon could not read: its connect
+	# returned, it logs, so a snapshot asked for now holds it (the daemon
+	# takes the backlog and reads every socket before it snapshots).
+	kill -STOP "$daemon_pid"
+	taskset -c 0 "$seqwriter" sideC 100000000000 stop fast 2>wc.err &
+	wait_for '[ -s sideC ] && [ "$(side sideC 1)" -gt 1000 ]' "the third writer to log"
+	"$strata" session snapshot -o sC 2>sC.err &
+	snap=$!
+	sleep 0.2 # its request in the control socket's backlog too
+	kill -CONT "$daemon_pid"
+	wait $snap || fail "snapshot C: $(cat sC.err)"
+	grep -q "snapshot $work/sC: 3 processes, " sC.err ||
+		fail "a process that joined while the daemon was busy is not in the snapshot: $(cat sC.err)"
+	snaps+=(sC)
 	cat s*.err | sed -nE 's/.*; ([0-9]+) packets overwritten while copied.*/\1/p' |
 		awk '{n += $1} END {print "packets overwritten before or while copied (left out, not torn):", n + 0}'
 	# SIGUSR1: a dated snapshot, said in the log
