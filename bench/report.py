@@ -272,6 +272,43 @@ def oob_loss_cell(runs):
     return s
 
 
+def oob_lossy_runs(R, O, w):
+    """Each run that lost events below the flat-out rows, beside what might
+    explain it: the disk as measured at its repetition's start and the next
+    one's, the rate the producer reached, how long the consumer waited
+    for a CPU and how often the producer was preempted. A loss that
+    coincides with a slow disk or a starved consumer is the machine's; one
+    that does not is strata's to explain."""
+    disk = {}
+    for d in R.oob_disk:
+        try:
+            disk[float(d.get("rep"))] = num(d.get("mbps"))
+        except (TypeError, ValueError):
+            pass
+    bad = sorted((r for (m, f), rs in O.runs.items() if f > 0 for r in rs if r["lost"]),
+                 key=lambda r: (r["rep"] or 0, r["frac"], r["mode"]))
+    if not bad:
+        return
+    w("**The paced runs that lost events**, one by one: the disk's bandwidth measured at "
+      "the start of the run's repetition and of the next one (a run lies between the two), "
+      "the rate the run's trace reached, the consumer's wait for a CPU and the producer's "
+      "preemptions over the run.")
+    w("")
+    w("| rep | rate | mode | lost | disk MB/s at the rep's start, next | trace MB/s | "
+      "consumer waiting for a CPU | producer preemptions |")
+    w("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in bad:
+        rep = r["rep"] or 0
+        d0, d1 = disk.get(float(rep)), disk.get(float(rep + 1))
+        wait = (f"{r['cons_wait_ns'] / 1e6:.1f} ms ({r['cons_wait_ns'] / r['loop_ns'] * 100:.1f} %)"
+                if r.get("cons_wait_ns") is not None and r["loop_ns"] else "n/a")
+        w(f"| {rep:.0f} | {r['frac'] * 100:.0f} % | {r['mode']} | "
+          f"{r['lost']:,} ({r['lost'] / r['logged'] * 100:.2f} %) | "
+          f"{fmt(d0) if d0 else 'n/a'}, {fmt(d1) if d1 else 'none after'} | "
+          f"{fmt(r['mbps'])} | {wait} | {fmt(r['nivcsw'] or 0, 0)} |")
+    w("")
+
+
 def oob_section(R, w):
     """Writes the section; returns its rows of the Targets table."""
     O = Oob(R)
@@ -373,6 +410,7 @@ def oob_section(R, w):
                   f"{cell(med3([r['med_ns_ev'] for r in rs]))} | {cell(pr, 2) if pr else '—'} | "
                   f"{faults(rs)} | {cc}, {cw} | {oob_loss_cell(rs)} |")
         w("")
+    oob_lossy_runs(R, O, w)
     odd = [r for rs in O.runs.values() for r in rs
            if r.get("via") and r["via"] != {"embedded": "inproc", "block": "inproc",
                                             "guarded": "guardian", "record": "daemon"}[r["mode"]]]
