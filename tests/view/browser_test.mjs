@@ -248,22 +248,26 @@ async function vlist(page, errors, printed) {
 
 // tests/profile/spin.c sampled with --call-graph fp (browser.sh): a
 // sample selected in the list (Home), then one clicked in the timeline,
-// shows its call chain in the details, naming f, g or h and worker.
+// shows its call chain in the details, symbolized; the one clicked, in
+// the middle of the run, names f, g or h and worker. The first sample
+// may fall in the program's start (the loader's mmap, under load), so
+// it is held to the details showing its chain, not to spin's frames.
 async function chain(page, errors) {
-	const shown = async (what) => {
+	const shown = async (what, inSpin) => {
 		await page.waitForFunction(() => window.strataView.chain, null, { timeout: 10000 })
 			.catch(() => {});
 		const c = await page.evaluate(() => window.strataView.chain);
 		const text = await page.$$eval('#chain li', (li) => li.map((x) => x.textContent));
 		const at = c ? c.findIndex((f) => /^[fgh]\+0x[0-9a-f]+ \(spin\.c:\d+\)$/.test(f)) : -1;
-		check(c && at >= 0 && /^worker\+0x/.test(c[at + 1]) && JSON.stringify(text) ===
-			JSON.stringify(c), `chain: ${what}: ${JSON.stringify(text)}`);
+		const named = c && c.some((f) => /^\S+\+0x[0-9a-f]+ \(\S+:\d+\)$/.test(f));
+		check(c && named && (!inSpin || (at >= 0 && /^worker\+0x/.test(c[at + 1]))) &&
+			JSON.stringify(text) === JSON.stringify(c), `chain: ${what}: ${JSON.stringify(text)}`);
 	};
 	await page.focus('#list-box');
 	await page.keyboard.press('Home');
 	await page.waitForFunction(() => window.strataView.selected &&
 		window.strataView.selected.name, null, { timeout: 10000 });
-	await shown('the first sample, Home in the list');
+	await shown('the first sample, Home in the list', false);
 	await page.evaluate(() => { window.strataView.chain = null; });
 	const h = await page.evaluate(() => window.strataView.drawn);
 	const m = h.markList[Math.floor(h.markList.length / 2)];
@@ -271,7 +275,7 @@ async function chain(page, errors) {
 	if (m) {
 		const box = await page.locator('#timeline').boundingBox();
 		await page.mouse.click(box.x + m.x, box.y + m.y);
-		await shown(`a mark clicked at ${m.ts}`);
+		await shown(`a mark clicked at ${m.ts}`, true);
 	}
 	check(errors.length === 0, `chain: page errors: ${errors.join('; ')}`);
 }
