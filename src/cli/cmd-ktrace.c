@@ -143,14 +143,14 @@ static int ktrace_parse(int argc, char **argv, struct ktrace_opts *kt)
 	 * (what ktrace's -e meant before; said, never silently ignored) */
 	for (char *p = kt->enable; *p;) {
 		size_t n = strcspn(p, ",");
-		char ev[256], path[600];
+		char ev[256];
 		const char *colon = memchr(p, ':', n);
 		if (colon && n < sizeof(ev)) {
 			memcpy(ev, p, n);
 			ev[n] = 0;
-			ev[colon - p] = '/';
-			snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s", ev);
-			if (access(path, F_OK) == 0) {
+			ev[colon - p] = 0;
+			int known = kern_event_exists(ev, ev + (colon - p) + 1);
+			if (known > 0) {
 				ev[colon - p] = ':';
 				cli_err(NULL, "ktrace: -e %s: -e selects COMMAND's user "
 					"events, as strata record -e; for this tracefs "

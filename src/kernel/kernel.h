@@ -47,6 +47,14 @@ struct kern_session;
 int kern_groups_parse(const char *list, unsigned *groups, const char **bad);
 
 /*
+ * Whether tracefs has the event SYSTEM:EVENT: 1 or 0, or a negative errno
+ * when it cannot tell (no tracefs, not root). When tracefs is not mounted
+ * it is mounted on a temporary directory for the question and unmounted,
+ * so the answer does not depend on whether something else mounted it.
+ */
+int kern_event_exists(const char *system, const char *event);
+
+/*
  * Start recording kernel events into o->trace_dir/kernel: mount tracefs
  * if needed, create the private instance "strata-<pid>" (removing those
  * of dead strata processes), set its clock (x86-tsc when the user-space

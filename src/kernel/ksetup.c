@@ -32,6 +32,33 @@ static bool tracefs_ready(void)
 	return stat(TRACEFS_DIR "/instances", &st) == 0;
 }
 
+int kern_event_exists(const char *system, const char *event)
+{
+	char tmp[] = "/tmp/strata-tracefs-XXXXXX", path[512];
+	const char *root = TRACEFS_DIR;
+	int ret;
+
+	if (!tracefs_ready()) {
+		/* a private mount that goes away again: asking leaves
+		 * /sys/kernel/tracing as it was */
+		if (!mkdtemp(tmp))
+			return -errno;
+		if (mount("nodev", tmp, "tracefs", 0, NULL) < 0) {
+			ret = -errno;
+			rmdir(tmp);
+			return ret;
+		}
+		root = tmp;
+	}
+	snprintf(path, sizeof(path), "%s/events/%s/%s", root, system, event);
+	ret = access(path, F_OK) == 0;
+	if (root == tmp) {
+		umount2(tmp, MNT_DETACH);
+		rmdir(tmp);
+	}
+	return ret;
+}
+
 /* Remove the instances of strata processes that died without kern_stop
  * (SIGKILL): their pid no longer exists. */
 static int stale_instance(const char *name, void *arg)
