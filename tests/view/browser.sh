@@ -33,7 +33,8 @@ if ! cmp -s "$root/package-lock.json" "$mods/package-lock.json" ||
 	(cd "$mods" && npm ci --no-audit --no-fund --ignore-scripts >npm.log 2>&1) ||
 		{ cat "$mods/npm.log" >&2; echo "view-browser: npm ci failed" >&2; exit 1; }
 fi
-cp "$here/browser_test.mjs" "$here/live_browser.mjs" "$here/building_browser.mjs" "$mods/"
+cp "$here/browser_test.mjs" "$here/live_browser.mjs" "$here/building_browser.mjs" \
+	"$here/chromium.mjs" "$mods/"
 
 "$py" "$here/gen_view.py" "$work/trace" >/dev/null || exit 1
 # an activity rule: the jobs paired by their job field (browser_test.mjs)

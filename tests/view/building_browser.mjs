@@ -2,28 +2,14 @@
 // strata view served at once in Debian's headless Chromium: the coarse paint with its "building the summary" banner, then the full paint without a touch.
 // usage: node building_browser.mjs URL SCREENSHOT   (the URL `strata view` printed
 // while its build is held back by STRATA_VIEW_TEST_DELAY_MS)
-import { chromium } from 'playwright-core';
+import { checks, openPage } from './chromium.mjs';
 
 const [url, shot] = process.argv.slice(2);
-const failures = [];
-const check = (ok, what) => {
-	if (!ok) {
-		failures.push(what);
-		console.error(`view-building-browser: FAIL: ${what}`);
-	}
-};
+const { failures, check } = checks('view-building-browser');
 const WAIT = { timeout: 60000 }; // states, never durations: a loaded machine is slow
 
-const browser = await chromium.launch({
-	executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-	args: ['--no-sandbox', '--disable-gpu'],
-});
+const { browser, page, errors } = await openPage(1200, 700);
 try {
-	// the page's CSP forbids eval, which playwright's waitForFunction uses
-	const page = await browser.newPage({ viewport: { width: 1200, height: 700 }, bypassCSP: true });
-	const errors = [];
-	page.on('pageerror', (e) => errors.push(e.message));
-	page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
 	await page.goto(url);
 	const state = () => page.evaluate(() => {
 		const h = window.strataView;
