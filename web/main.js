@@ -5,6 +5,7 @@ import { SvgContext } from './svg.js';
 import { initList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
 import { initPanels, fetchTyped, fetchStatsSoon, applyRules } from './panels.js';
 import { initLive, viewChosen, followNewest } from './live.js';
+import { awaitModel } from './building.js';
 
 // Every URL is relative: the page lives under /TOKEN/, so the token goes
 // with each request without the page knowing it.
@@ -741,6 +742,8 @@ async function main() {
 	initPanels({ state, hook, $, get, filterQuery, go, redraw });
 	try {
 		state.sum = await get('api/summary');
+		if (state.sum.building) // the coarse paint until the model is ready
+			state.sum = await awaitModel({ get, $, hook, sum: state.sum });
 	} catch (err) {
 		$('banner').hidden = false;
 		$('banner').textContent = `the server did not answer: ${err.message}`;

@@ -272,6 +272,20 @@ struct strata_stream_info {
 STRATA_API unsigned strata_trace_nstreams(const struct strata_trace *t);
 STRATA_API int strata_trace_stream(const struct strata_trace *t, unsigned i,
 				   struct strata_stream_info *out);
+/* One packet of a stream as its index (or its header) gives it, without
+ * reading its events: what a whole-trace overview needs in milliseconds
+ * (docs/reader.md, "Packets"). Any thread that owns `t`. */
+struct strata_packet_info {
+	uint64_t begin, end;         /* timestamp_begin, timestamp_end */
+	uint64_t content;            /* bytes: header, context and events */
+	uint64_t discarded;          /* events_discarded: cumulative */
+	uint64_t seq;                /* packet_seq_num */
+};
+/* Packet i (from 0, in file order) of stream `stream`. Returns 0,
+ * -EINVAL (no such stream or packet: i past the last), -ENODATA (a
+ * packet whose header was rejected or unreadable: skipped by readers). */
+STRATA_API int strata_trace_packet(const struct strata_trace *t, unsigned stream,
+				   uint64_t i, struct strata_packet_info *out);
 STRATA_API unsigned strata_trace_nsubtraces(const struct strata_trace *t);
 /* Environment value of sub-trace `sub` ("procname", "vpid", "hostname"...),
  * as text, or NULL. */

@@ -290,6 +290,22 @@ int strata_trace_stream(const struct strata_trace *t, unsigned i,
 	return 0;
 }
 
+int strata_trace_packet(const struct strata_trace *t, unsigned stream, uint64_t i,
+			struct strata_packet_info *o)
+{
+	if (stream >= t->nstreams || i >= t->streams[stream].npackets)
+		return -EINVAL;
+	const struct rd_stream *s = &t->streams[stream];
+	const struct rd_packet *p = &s->packets[i];
+	if ((p->flags & RD_PK_BAD) || !p->content)
+		return -ENODATA;
+	*o = (struct strata_packet_info){
+		.begin = rd_sub_time(s->sub, p->ts_begin), .end = rd_sub_time(s->sub, p->ts_end),
+		.content = p->content, .discarded = p->discarded, .seq = p->seq,
+	};
+	return 0;
+}
+
 unsigned strata_trace_nsubtraces(const struct strata_trace *t)
 {
 	return t->nsubs;

@@ -75,22 +75,19 @@ void srv_adopt_cache(struct server *s)
 	s->m = c;
 }
 
-/* Build the model; then, unless nocache, write it to the cache in the
- * background. A trace whose key changed during the build (still
- * recording) is not cached. */
-static int build_and_cache(struct server *s, struct strata_trace *t, const char *trace,
-			   struct vw_activity *acts, unsigned nacts,
-			   const struct vw_problems *ps, bool nocache)
+/* s->m just built (err: how that went): unless nocache, write it to the
+ * cache in the background. A trace whose key changed during the build
+ * (still recording) is not cached. */
+int srv_cache_built(struct server *s, int err, bool nocache)
 {
-	int err = vw_model_build(&s->m, t, trace, s->oo.flags, acts, nacts);
 	s->m.cache = "off";
 	if (err || nocache)
 		return err;
-	if (vw_cache_key(t, acts, nacts) != s->key) {
-		fprintf(stderr, "strata view: %s changed while read: not cached\n", trace);
+	if (vw_cache_key(s->t, s->acts, s->nacts) != s->key) {
+		fprintf(stderr, "strata view: %s changed while read: not cached\n", s->trace);
 		return 0;
 	}
-	s->ps = *ps;
+	s->ps = *(const struct vw_problems *)s->oo.problem_arg;
 	atomic_init(&s->written, 0);
 	err = pthread_create(&s->writer, NULL, write_cache, s);
 	if (err) {
@@ -102,6 +99,17 @@ static int build_and_cache(struct server *s, struct strata_trace *t, const char 
 	return 0;
 }
 
+/* Build the model and cache it (srv_cache_built); or, when the server
+ * serves at once (quick.c), start that build in the background. */
+static int build_and_cache(struct server *s, struct strata_trace *t, const char *trace,
+			   struct vw_activity *acts, unsigned nacts, bool nocache)
+{
+	if (s->early)
+		return srv_quick_start(s, nocache);
+	return srv_cache_built(s, vw_model_build(&s->m, t, trace, s->oo.flags, acts, nacts, NULL),
+			       nocache);
+}
+
 /* The model from the cache when it is this trace's as it is now, else
  * built (and cached unless nocache). */
 static int load_model(struct server *s, struct strata_trace *t, const char *trace,
@@ -109,13 +117,13 @@ static int load_model(struct server *s, struct strata_trace *t, const char *trac
 		      bool nocache)
 {
 	if (nocache)
-		return build_and_cache(s, t, trace, acts, nacts, ps, true);
+		return build_and_cache(s, t, trace, acts, nacts, true);
 	int err = vw_cache_path(trace, acts, nacts, s->cache, sizeof(s->cache));
 	if (err) {
 		fprintf(stderr, "strata view: no cache folder (%s): serving without a cache; "
 			"set XDG_CACHE_HOME to a writable folder\n",
 			strerror(-err));
-		return build_and_cache(s, t, trace, acts, nacts, ps, true);
+		return build_and_cache(s, t, trace, acts, nacts, true);
 	}
 	s->key = vw_cache_key(t, acts, nacts);
 	err = vw_cache_open(&s->m, t, trace, acts, nacts, s->key, s->cache, ps);
@@ -128,7 +136,7 @@ static int load_model(struct server *s, struct strata_trace *t, const char *trac
 		fprintf(stderr, "strata view: cache %s %s: rebuilt\n", s->cache,
 			err == -ESTALE ? "is of another state of the trace" :
 			err == -ENOMEM ? "did not fit in memory" : "is damaged");
-	return build_and_cache(s, t, trace, acts, nacts, ps, false);
+	return build_and_cache(s, t, trace, acts, nacts, false);
 }
 
 /* Whether a writer's mark is on the trace (format.md §1): a recorder or
@@ -160,6 +168,7 @@ int srv_open_whole(struct server *s)
 	if (make_activities(s->t, s->acts, s->nacts))
 		return -EINVAL;
 	bool partial = being_written(s->trace);
+	s->early = s->early && !partial; /* partial: shown as it is, at once */
 	if (partial)
 		fprintf(stderr, "strata view: %s is still being written: showing what is there "
 			"now, not cached; strata view --live follows it\n", s->trace);

@@ -485,6 +485,12 @@ struct pass {
 static int feed_one(void *arg, const struct strata_event *ev)
 {
 	struct pass *p = arg;
+	struct vw_progress *pg = p->m->progress;
+	if (pg && !(p->m->nevents & 4095)) {
+		atomic_store_explicit(&pg->ts, ev->timestamp, memory_order_relaxed);
+		if (atomic_load_explicit(&pg->stop, memory_order_relaxed))
+			return -ECANCELED;
+	}
 	int err = feed(p->m, ev, p->next);
 	if (!err && p->m->nacts && ev->id >> 16)
 		err = feed_activities(p->m, ev);
@@ -527,11 +533,13 @@ int vw_model_read(struct vw_model *m, uint64_t from, uint64_t to)
 }
 
 int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
-		   unsigned open_flags, struct vw_activity *acts, unsigned nacts)
+		   unsigned open_flags, struct vw_activity *acts, unsigned nacts,
+		   struct vw_progress *pg)
 {
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	int err = model_init(m, t, path, acts, nacts);
+	m->progress = pg;
 	m->begin = strata_trace_begin(t);
 	m->end = strata_trace_end(t);
 	if (m->end <= m->begin)
@@ -552,6 +560,7 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 	if (!err)
 		err = finish(m);
 	m->nproblems = strata_trace_nproblems(t);
+	m->progress = NULL;
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	m->build_ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
 	return err;

@@ -24,7 +24,7 @@
 #include "server_int.h"
 
 const char cmd_view_usage[] =
-	"usage: strata view TRACE [--port N] [--bind ADDR] [--no-cache] [--live]\n"
+	"usage: strata view TRACE [--port N] [--bind ADDR] [--no-cache] [--wait] [--live]\n"
 	"                         [--activity NAME=BEGIN..END[,by=FIELD]]...\n"
 	"\n"
 	"Serve an interactive timeline of TRACE to a browser. The first line on\n"
@@ -42,6 +42,8 @@ const char cmd_view_usage[] =
 	"                and listed as the trace's own (up to 16 rules)\n"
 	"  --no-cache    build the model from the trace, and write no cache\n"
 	"                (default: kept in $XDG_CACHE_HOME/strata/view/)\n"
+	"  --wait        print the URL once the model is built (default: at once,\n"
+	"                the packets' overview served while the model is built)\n"
 	"  --live        follow TRACE while it is written (strata record --live,\n"
 	"                a daemon session, a relay's copy): the page grows with\n"
 	"                it and shows the newest time until scrolled back; once\n"
@@ -121,6 +123,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
 	}
 	MHD_add_response_header(r, "Content-Type", type);
 	MHD_add_response_header(r, "Cache-Control", "no-store");
+	if (status == 503) /* the model is being built (quick.c) */
+		MHD_add_response_header(r, "Retry-After", "1");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(r, "X-Frame-Options", "DENY");
 	/* the URL holds the token: never send it elsewhere */
@@ -269,6 +273,10 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 	int err = 0;
 	if (!strcmp(what, "summary")) {
 		err = vw_api_summary(&s->m, &b);
+	} else if (!strcmp(what, "overview")) {
+		if (!arg(c, "w", 1, 8192, 1000, &w, &b))
+			return send_json(c, 400, &b);
+		return send_json(c, vw_quick_overview(s->quick, (unsigned)w, &b), &b);
 	} else if (!strcmp(what, "live")) {
 		/* what the page polls for (view.md, "Live"): small, no argument */
 		vw_printf(&b, "{\"live\":%s,\"partial\":%s,\"seq\":%llu,\"span_ns\":%lld,"
@@ -356,6 +364,17 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 	return send_json(c, 200, &b);
 }
 
+/* While the model is built behind (quick.c): what the packets answer. */
+static enum MHD_Result building(struct server *s, struct MHD_Connection *c, const char *what)
+{
+	struct vw_buf b = { 0 };
+	int64_t w;
+	if (!arg(c, "w", 1, 8192, 1000, &w, &b))
+		return send_json(c, 400, &b);
+	unsigned status = srv_quick_api(s, what, (unsigned)w, &b);
+	return send_json(c, status, &b);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version,
 			      const char *upload, size_t *upload_size, void **state)
@@ -391,8 +410,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (strncmp(rest, "api/", 4))
 		return send_asset(c, rest);
 	pthread_mutex_lock(&s->lock);
-	srv_adopt_cache(s);
-	enum MHD_Result r = api(s, c, rest + 4);
+	enum MHD_Result r;
+	if (s->building || s->build_err) {
+		r = building(s, c, rest + 4);
+	} else {
+		srv_adopt_cache(s);
+		r = api(s, c, rest + 4);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return r;
 }
@@ -439,10 +463,11 @@ static int listen_on(const char *addr, unsigned port, bool *v6, unsigned *bound)
 
 static int parse(int argc, char **argv, const char **trace, const char **bind_to,
 		 unsigned *port, struct vw_activity *acts, unsigned *nacts, bool *nocache,
-		 bool *live)
+		 bool *live, bool *wait)
 {
 	static const struct option opts[] = {
 		{ "live", no_argument, NULL, 'l' },
+		{ "wait", no_argument, NULL, 'w' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "bind", required_argument, NULL, 'b' },
 		{ "activity", required_argument, NULL, 'a' },
@@ -484,6 +509,9 @@ static int parse(int argc, char **argv, const char **trace, const char **bind_to
 			break;
 		case 'l':
 			*live = true;
+			break;
+		case 'w':
+			*wait = true;
 			break;
 		default:
 			fputs(cmd_view_usage, stderr);
@@ -551,9 +579,15 @@ static int serve(struct server *s, const char *bind_to, unsigned port)
 	printf("http://%s%s%s:%u/%s/\n", v6 ? "[" : "", bind_to, v6 ? "]" : "", s->port,
 	       s->token);
 	fflush(stdout);
-	fprintf(stderr, "strata view: %llu events in %.0f ms%s; Ctrl-C stops\n",
-		(unsigned long long)s->m.nevents, s->m.build_ms,
-		s->live ? ", following the trace" : "");
+	pthread_mutex_lock(&s->lock); /* the builder may be swapping the model in */
+	if (s->building)
+		fprintf(stderr, "strata view: serving the packets' overview while the model is "
+			"built; Ctrl-C stops\n");
+	else
+		fprintf(stderr, "strata view: %llu events in %.0f ms%s; Ctrl-C stops\n",
+			(unsigned long long)s->m.nevents, s->m.build_ms,
+			s->live ? ", following the trace" : "");
+	pthread_mutex_unlock(&s->lock);
 	int sig;
 	sigwait(&sigs, &sig);
 	MHD_stop_daemon(d);
@@ -570,14 +604,15 @@ int cmd_view(int argc, char **argv)
 	static struct vw_activity acts[VW_ACT_MAX];
 	static struct vw_problems problems;
 	static struct server s;
-	bool nocache = false, live = false;
+	bool nocache = false, live = false, wait = false;
 	int ret = 1, err;
-	if (parse(argc, argv, &trace, &bind_to, &port, acts, &nacts, &nocache, &live))
+	if (parse(argc, argv, &trace, &bind_to, &port, acts, &nacts, &nocache, &live, &wait))
 		goto out;
 	s.trace = trace;
 	s.acts = acts;
 	s.nacts = nacts;
 	s.nocache = nocache;
+	s.early = !wait && !live;
 	s.oo = (struct strata_open_options){ .problem = on_problem, .problem_arg = &problems };
 	pthread_mutex_init(&s.lock, NULL);
 	err = live ? srv_open_live(&s) : 1;
@@ -586,6 +621,7 @@ int cmd_view(int argc, char **argv)
 	if (!err)
 		ret = serve(&s, bind_to, port);
 	vw_live_destroy(s.live);
+	srv_quick_stop(&s); /* before the writer: the builder may start it */
 	srv_join_writer(&s);
 	vw_model_fini(&s.m);
 	strata_trace_close(s.t);

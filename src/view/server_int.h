@@ -36,6 +36,18 @@ struct server {
 	struct vw_problems ps;   /* what the writer writes: the reader's
 				  * problems as they were after the build */
 	char cache[PATH_MAX];
+	/* Serving at once while the model is built (quick.c, docs/view.md,
+	 * "Serve at once"): the packets' overview answers meanwhile; the
+	 * builder's thread swaps the model in under the lock and clears
+	 * `building`, read under the lock. */
+	bool early;              /* serve before the model is ready */
+	bool building;
+	int build_err;           /* the background build failed: 0 or -errno */
+	struct vw_quick *quick;  /* the packets' overview, or NULL */
+	struct vw_progress progress;
+	pthread_t builder;
+	bool builder_started;
+	bool build_nocache;
 };
 
 /* ---- load.c: the model, from the cache, a build or the follower --------- */
@@ -51,5 +63,24 @@ int srv_live_done(void *arg);
 void srv_adopt_cache(struct server *s);
 /* Wait for the cache's writer: what it returned (0 when none ran). */
 int srv_join_writer(struct server *s);
+/* After a build of s->m (err: its result): the cache written in the
+ * background unless nocache. Returns err. */
+int srv_cache_built(struct server *s, int err, bool nocache);
+
+/* ---- quick.c: serve at once, build behind ----------------------------- */
+
+/* The packets' overview made (milliseconds) and the model's build started
+ * on a thread of its own: 0 or a negative errno. */
+int srv_quick_start(struct server *s, bool nocache);
+/* Stop a build under way and wait for its thread (at exit); then free
+ * the overview. */
+void srv_quick_stop(struct server *s);
+/* The API's answer while the model is built (under the lock): the
+ * summary and overview from the packets, 503 for the rest. Returns the
+ * HTTP status; the body in out. */
+unsigned srv_quick_api(struct server *s, const char *what, unsigned w, struct vw_buf *out);
+/* api/overview: the packets' density (any time). Returns 200, or 404
+ * when there is none (a live trace). */
+unsigned vw_quick_overview(const struct vw_quick *q, unsigned w, struct vw_buf *out);
 
 #endif /* STRATA_VIEW_SERVER_INT_H */

@@ -44,6 +44,8 @@ struct vw_states {
 	int err, bd_err;
 	pthread_t thread;
 	bool running;
+	struct vw_progress *pg; /* the build's (its stop), or NULL */
+	uint64_t seen;          /* events take_record was given */
 };
 
 static void on_state(const struct bd_thread *b, int state, uint64_t from, uint64_t to,
@@ -64,6 +66,11 @@ static void on_state(const struct bd_thread *b, int state, uint64_t from, uint64
 static int take_record(void *arg, const struct strata_event *ev)
 {
 	struct vw_states *s = arg;
+	/* Ctrl-C during a build served at once (quick.c): this pass and the
+	 * breakdown's after it are skipped, as the model's pass stops */
+	if (s->pg && !(++s->seen & 4095) &&
+	    atomic_load_explicit(&s->pg->stop, memory_order_relaxed))
+		return -ECANCELED;
 	if (ev->id >> 16)
 		return 0;
 	struct vw_record *p = vw_grow(s->rec, &s->reccap, s->nrec, sizeof(*p));
@@ -153,6 +160,7 @@ int vw_states_start(struct vw_model *m, unsigned open_flags, struct vw_states **
 	*out = s;
 	if (!s)
 		return -ENOMEM;
+	s->pg = m->progress;
 	/* problems are the model's handle's to report: this one only counts */
 	if (m->path && !strata_trace_open(m->path, &(struct strata_open_options){
 					  .flags = open_flags }, &s->t) &&

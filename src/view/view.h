@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -213,6 +214,7 @@ struct vw_model {
 	size_t wake_from;
 	bool live;               /* followed: no states, flows nor cache */
 	bool partial;            /* opened while still written, not followed */
+	struct vw_progress *progress; /* during vw_model_build, or NULL */
 };
 
 /* Message flows (flows.c): a send or receive event of the scan kept;
@@ -233,8 +235,18 @@ void vw_put_flows(const struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w
  * thread states meanwhile on a second handle of path, opened with
  * open_flags (the first's), in a thread of their own (states.c). Returns 0, -ENOMEM, or
  * what iv_pairer_create or bd_compute returns. */
+/* The build's progress as another thread sees it (quick.c): the time of
+ * the last event the pass read (ticks, relaxed: a gauge, ordering
+ * nothing), and a request to stop, which the pass checks every 4096
+ * events (then -ECANCELED). */
+struct vw_progress {
+	atomic_uint_least64_t ts;
+	atomic_bool stop;
+};
+
 int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
-		   unsigned open_flags, struct vw_activity *acts, unsigned nacts);
+		   unsigned open_flags, struct vw_activity *acts, unsigned nacts,
+		   struct vw_progress *pg);
 /* Events read from the reader at a time: 32 KiB of them. */
 #define VW_READ_BATCH 512
 

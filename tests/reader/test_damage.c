@@ -500,6 +500,47 @@ static void test_index_lies(void **state)
 	}
 }
 
+/* strata_trace_packet gives each packet as its header says, reading no
+ * event; a packet whose header was rejected is -ENODATA, one past the
+ * last (or of no stream) -EINVAL. */
+static void test_packet_info(void **state)
+{
+	(void)state;
+	char dir[64];
+	copy_clean(dir);
+	uint32_t bad = 0xdeadbeef;
+	poke(dir, PSIZE, &bad, 4); /* packet 1's magic */
+	struct problems pr = { 0 };
+	struct strata_open_options oo = { .problem = on_problem, .problem_arg = &pr };
+	struct strata_trace *t;
+	struct strata_packet_info p;
+	assert_int_equal(strata_trace_open(dir, &oo, &t), 0);
+	uint64_t seq = 0, n = 0;
+	for (uint64_t i = 0;; i++) {
+		int rc = strata_trace_packet(t, 0, i, &p);
+		if (rc == -EINVAL)
+			break;
+		if (i == 1) {
+			assert_int_equal(rc, -ENODATA);
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		assert_int_equal(p.begin, 100 + 250 * i);
+		assert_true(p.end >= p.begin && p.end < 100 + 250 * (i + 1));
+		assert_true(p.content > 96 && p.content <= PSIZE);
+		assert_true(i == 0 || p.seq > seq);
+		assert_int_equal(p.discarded, 0);
+		seq = p.seq;
+		n++;
+	}
+	struct strata_stream_info si;
+	assert_int_equal(strata_trace_stream(t, 0, &si), 0);
+	assert_int_equal(n, si.npackets);
+	assert_int_equal(strata_trace_packet(t, strata_trace_nstreams(t), 0, &p), -EINVAL);
+	strata_trace_close(t);
+	synth_rmdir(dir);
+}
+
 /* Files of a trace that are not regular files are never read (a FIFO
  * would block), and a stream that its index lists but that cannot be
  * read is reported (STRATA_PROBLEM_MISSING, count: the packets listed). */
@@ -691,6 +732,7 @@ int main(void)
 		cmocka_unit_test(test_garbage_metadata),
 		cmocka_unit_test(test_bad_index),
 		cmocka_unit_test(test_index_lies),
+		cmocka_unit_test(test_packet_info),
 		cmocka_unit_test(test_not_regular),
 		cmocka_unit_test(test_zero_tail),
 		cmocka_unit_test(test_time_back),

@@ -33,7 +33,7 @@ rounds = int(args[3]) if len(args) > 3 else 5
 os.makedirs(out, exist_ok=True)
 
 t0 = time.monotonic()
-view = subprocess.Popen([strata, "view", trace, *more], stdout=subprocess.PIPE,
+view = subprocess.Popen([strata, "view", trace, "--wait", *more], stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL, text=True)
 try:
     url = view.stdout.readline().strip()

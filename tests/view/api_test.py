@@ -40,7 +40,7 @@ n = len(evs)
 per_tid = collections.Counter(e["tid"] for e in evs)
 per_cpu = collections.Counter(e["cpu"] for e in evs)
 
-view = subprocess.Popen([strata, "view", trace], stdout=subprocess.PIPE,
+view = subprocess.Popen([strata, "view", trace, "--wait"], stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True)
 try:
     url = view.stdout.readline().strip()
@@ -227,7 +227,7 @@ data = data[:len(data) // 2 + 1234]
 for i in range(5000, len(data), 9973):
     data[i] ^= 0x5A
 open(big, "wb").write(data)
-view = subprocess.Popen([strata, "view", bad], stdout=subprocess.PIPE,
+view = subprocess.Popen([strata, "view", bad, "--wait"], stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL, text=True)
 try:
     url = view.stdout.readline().strip()
@@ -254,7 +254,7 @@ finally:
 # activity rules: work:job_begin..work:job_end paired per thread, and by
 # the job field; their intervals listed longest first and in time order,
 # against print's pairs
-view = subprocess.Popen([strata, "view", trace, "--activity", "job=work:job_begin..work:job_end",
+view = subprocess.Popen([strata, "view", trace, "--wait", "--activity", "job=work:job_begin..work:job_end",
                          "--activity", "byjob=work:job_b*..work:job_end,by=job"],
                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 try:
@@ -444,7 +444,7 @@ try:
 finally:
     view.terminate()
     view.wait(timeout=10)
-bad_rule = subprocess.run([strata, "view", trace, "--activity", "x=work:job_begin..nope:*"],
+bad_rule = subprocess.run([strata, "view", trace, "--wait", "--activity", "x=work:job_begin..nope:*"],
                           capture_output=True, text=True, timeout=60)
 check(bad_rule.returncode != 0 and "--activity x" in bad_rule.stderr,
       f"a rule matching no event: {bad_rule.returncode} {bad_rule.stderr.strip()}")
@@ -456,7 +456,7 @@ sched = os.path.join(work, "sched")
 subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                              "gen_view.py"), sched], check=True,
                stdout=subprocess.DEVNULL)
-view = subprocess.Popen([strata, "view", sched], stdout=subprocess.PIPE,
+view = subprocess.Popen([strata, "view", sched, "--wait"], stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL, text=True)
 try:
     url = view.stdout.readline().strip()
@@ -523,7 +523,7 @@ if os.geteuid() == 0 and os.path.isdir("/sys/kernel/tracing/events/sched"):
                           "block", "-o", wide, "--", workers, "3", "50000"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     check(rec.returncode == 0, f"recording with -k sched: {rec.stderr[-300:]}")
-    view = subprocess.Popen([strata, "view", wide], stdout=subprocess.PIPE,
+    view = subprocess.Popen([strata, "view", wide, "--wait"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     try:
         url = view.stdout.readline().strip()
@@ -546,7 +546,7 @@ else:
 subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                              "gen_view.py"), sched + "-many", "300"],
                check=True, stdout=subprocess.DEVNULL)
-view = subprocess.Popen([strata, "view", sched + "-many"], stdout=subprocess.PIPE,
+view = subprocess.Popen([strata, "view", sched + "-many", "--wait"], stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL, text=True)
 try:
     url = view.stdout.readline().strip()

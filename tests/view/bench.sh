@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Measure strata view on a big trace: first paint and zoom in Chromium, the server's RSS (docs/view.md, "Speed").
 # usage: bench.sh BUILD [TRACE]   (no TRACE: the example recorded with 10 M events)
-# STRATA_VIEW_ARGS=--no-cache: measure without the model cache (docs/view.md, "The cache").
+# STRATA_VIEW_ARGS=--no-cache: measure without the model cache (docs/view.md, "The cache");
+# with --wait too: the URL once the model is built, as before "Serve at once".
+# STRATA_BENCH_PAINT_ONLY=1: the first paints only (coarse and full), no zoom.
 # Not part of ctest: it takes minutes and wants a quiet machine.
 set -eu
 build=$(cd "$1" && pwd)

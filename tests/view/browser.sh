@@ -33,7 +33,8 @@ if ! cmp -s "$root/package-lock.json" "$mods/package-lock.json" ||
 	(cd "$mods" && npm ci --no-audit --no-fund --ignore-scripts >npm.log 2>&1) ||
 		{ cat "$mods/npm.log" >&2; echo "view-browser: npm ci failed" >&2; exit 1; }
 fi
-cp "$here/browser_test.mjs" "$here/live_browser.mjs" "$mods/"
+cp "$here/browser_test.mjs" "$here/live_browser.mjs" "$here/building_browser.mjs" \
+	"$here/chromium.mjs" "$mods/"
 
 "$py" "$here/gen_view.py" "$work/trace" >/dev/null || exit 1
 # an activity rule: the jobs paired by their job field (browser_test.mjs)
@@ -41,6 +42,13 @@ view_start "$strata" "$work/trace" "$work/view" \
 	--activity 'jobs=work:job_begin..work:job_end,by=job' || exit 1
 CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "$work/view.png"
 rc=$?
+view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
+
+# served at once (docs/view.md, "Serve at once"): the build held back 3 s by
+# the tests' knob, the page's coarse paint and banner, then the full paint
+view_wait='' STRATA_VIEW_TEST_DELAY_MS=3000 view_start "$strata" "$work/trace" \
+	"$work/building-view" --no-cache || exit 1
+CHROMIUM=$chromium node "$mods/building_browser.mjs" "$view_url" "$work/building.png" || rc=1
 view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
 
 # message arrows: tests/view/messages.c's trace (flows_test.py checks them

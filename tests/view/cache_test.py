@@ -58,7 +58,7 @@ def answers(trace, *opts, env=env):
     """The view's answers to a fixed set of requests, its summary's cache
     field, and its stderr (read after Ctrl-C: a cache being written is
     whole by then)."""
-    view = subprocess.Popen([strata, "view", trace, *opts], stdout=subprocess.PIPE,
+    view = subprocess.Popen([strata, "view", trace, "--wait", *opts], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     out, how = None, None
     try:

@@ -7,7 +7,10 @@
 view_start() {
 	vs_strata=$1 vs_trace=$2 vs_log=$3
 	shift 3
-	"$vs_strata" view "$vs_trace" "$@" >"$vs_log.out" 2>"$vs_log.err" &
+	# --wait: the URL once the model is ready (the tests ask at once);
+	# view_wait= (set, empty) serves at once (docs/view.md, "Serve at once")
+	# shellcheck disable=SC2086
+	"$vs_strata" view "$vs_trace" ${view_wait---wait} "$@" >"$vs_log.out" 2>"$vs_log.err" &
 	view_pid=$!
 	set -- "$vs_strata" "$vs_trace" "$vs_log"
 	i=0

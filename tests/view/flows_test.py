@@ -74,7 +74,7 @@ if bt2:
           f"babeltrace2: exit {r.returncode}, {r.stdout.count('msg:post')} posts "
           f"{r.stderr.strip()[:200]}")
 
-view = subprocess.Popen([strata, "view", trace], stdout=subprocess.PIPE,
+view = subprocess.Popen([strata, "view", trace, "--wait"], stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True)
 try:
     url = view.stdout.readline().strip()
@@ -135,7 +135,7 @@ for d in os.listdir(os.path.join(bad, "ust")):
 p = subprocess.run([strata, "print", bad], capture_output=True, text=True)
 check(p.returncode == 0 and p.stdout.count("msg:post") == len(posts),
       f"bad flows: strata print exit {p.returncode}, {p.stdout.count('msg:post')} posts")
-view = subprocess.Popen([strata, "view", bad, "--no-cache"], stdout=subprocess.PIPE,
+view = subprocess.Popen([strata, "view", bad, "--wait", "--no-cache"], stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, text=True)
 try:
     url = view.stdout.readline().strip()

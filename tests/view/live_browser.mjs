@@ -2,28 +2,14 @@
 // strata view --live in Debian's headless Chromium: the shown range follows the growing trace, stays put once panned back, follows again on End.
 // usage: node live_browser.mjs URL   (the URL `strata view --live` printed on
 // a trace that tests/reader/slowlog is still writing, for 15 s or so)
-import { chromium } from 'playwright-core';
+import { checks, openPage } from './chromium.mjs';
 
 const [url] = process.argv.slice(2);
-const failures = [];
-const check = (ok, what) => {
-	if (!ok) {
-		failures.push(what);
-		console.error(`view-live-browser: FAIL: ${what}`);
-	}
-};
+const { failures, check } = checks('view-live-browser');
 const WAIT = { timeout: 30000 }; // states, never durations: a loaded machine is slow
 
-const browser = await chromium.launch({
-	executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-	args: ['--no-sandbox', '--disable-gpu'],
-});
+const { browser, page, errors } = await openPage(1200, 800);
 try {
-	// the page's CSP forbids eval, which playwright's waitForFunction uses
-	const page = await browser.newPage({ viewport: { width: 1200, height: 800 }, bypassCSP: true });
-	const errors = [];
-	page.on('pageerror', (e) => errors.push(e.message));
-	page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
 	await page.goto(url);
 	const hook = () => page.evaluate(() => {
 		const h = window.strataView;

@@ -11,7 +11,8 @@ class View:
     to close() (or the end of a `with`)."""
 
     def __init__(self, strata, trace, *args):
-        self.proc = subprocess.Popen([strata, "view", trace, *args], stdout=subprocess.PIPE,
+        # --wait: the URL once the model is ready, as the tests ask at once
+        self.proc = subprocess.Popen([strata, "view", trace, "--wait", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.url = self.proc.stdout.readline().strip()
 
