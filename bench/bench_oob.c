@@ -153,6 +153,48 @@ static void sched_sample(int pid, struct sched_sum *s)
 		closedir(d);
 }
 
+/* Steal time: what the hypervisor took from each of this guest's CPUs
+ * (/proc/stat, 8th value, in USER_HZ ticks). A consumer whose virtual CPU
+ * is not run for longer than its ring lasts loses events that no figure
+ * inside the guest explains (its schedstat wait counts only the guest's
+ * own scheduler). Sums over the CPUs, and the largest of one CPU, in ms. */
+#define STEAL_CPUS 256
+struct steal {
+	unsigned long long cpu[STEAL_CPUS];
+	int n;
+};
+
+static void steal_sample(struct steal *st)
+{
+	char line[512];
+	FILE *f = fopen("/proc/stat", "re");
+	st->n = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long v[8];
+		int cpu;
+		if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9')
+			continue;
+		if (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0],
+			   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 9 &&
+		    st->n < STEAL_CPUS)
+			st->cpu[st->n++] = v[7];
+	}
+	if (f)
+		fclose(f);
+}
+
+static void steal_diff(const struct steal *a, const struct steal *b, double *sum_ms,
+		       double *max_ms)
+{
+	double ms = 1000.0 / (double)sysconf(_SC_CLK_TCK);
+	*sum_ms = *max_ms = 0;
+	for (int i = 0; i < a->n && i < b->n; i++) {
+		double d = (double)(b->cpu[i] - a->cpu[i]) * ms;
+		*sum_ms += d;
+		*max_ms = d > *max_ms ? d : *max_ms;
+	}
+}
+
 /* Bursts of the paced loop: long enough that the two rdtsc around each
  * (the time inside the calls) cost under half a nanosecond per event,
  * short enough (about a microsecond) that the rate stays even. Flat out,
@@ -184,6 +226,8 @@ static int cmp_u32(const void *a, const void *b)
  *   cons_*    the consumer's threads over the loop (consumer_pid()): CPU
  *             time, time spent runnable waiting for a CPU, time slices,
  *             voluntary and involuntary switches
+ *   steal_*   the hypervisor's steal time over the loop, summed over the
+ *             CPUs and the most of one CPU, ms (steal_sample())
  */
 static int run_log(double rate, uint64_t ms)
 {
@@ -197,6 +241,8 @@ static int run_log(double rate, uint64_t ms)
 	size_t nchunk = 0;
 	struct rusage ru0, ru1;
 	struct sched_sum s0, s1;
+	static struct steal st0, st1;
+	double steal_ms, steal_max_ms;
 	const char *via = "?";
 	int cpid = consumer_pid(&via);
 
@@ -214,6 +260,7 @@ static int run_log(double rate, uint64_t ms)
 	/* the pages of the chunk array now, not inside the loop */
 	memset(chunk, 0, cap * sizeof(*chunk));
 	sched_sample(cpid, &s0);
+	steal_sample(&st0);
 	getrusage(RUSAGE_THREAD, &ru0);
 	uint64_t c0 = thread_cpu_ns();
 	uint64_t n0 = bench_now_ns(), t0 = bench_rdtsc();
@@ -257,6 +304,8 @@ static int run_log(double rate, uint64_t ms)
 	uint64_t cpu_ns = thread_cpu_ns() - c0;
 	getrusage(RUSAGE_THREAD, &ru1);
 	sched_sample(cpid, &s1);
+	steal_sample(&st1);
+	steal_diff(&st0, &st1, &steal_ms, &steal_max_ms);
 	double med = 0;
 	if (nchunk) {
 		qsort(chunk, nchunk, sizeof(*chunk), cmp_u32);
@@ -267,14 +316,16 @@ static int run_log(double rate, uint64_t ms)
 	printf("OOB_LOOP asked=%.0f logged=%llu loop_ns=%llu call_ns=%.0f "
 	       "med_ns_ev=%.3f cpu_ns=%llu nivcsw=%ld nvcsw=%ld minflt=%ld "
 	       "majors=0x%llx via=%s cons_pid=%d cons_tasks=%d cons_cpu_ns=%llu "
-	       "cons_wait_ns=%llu cons_slices=%llu cons_vcsw=%llu cons_ivcsw=%llu\n",
+	       "cons_wait_ns=%llu cons_slices=%llu cons_vcsw=%llu cons_ivcsw=%llu "
+	       "steal_ms=%.0f steal_max_ms=%.0f\n",
 	       rate > 0 ? rate : 0.0, (unsigned long long)i,
 	       (unsigned long long)loop_ns, (double)call_ticks / ghz, med,
 	       (unsigned long long)cpu_ns, ru1.ru_nivcsw - ru0.ru_nivcsw,
 	       ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_minflt - ru0.ru_minflt,
 	       (unsigned long long)strata_majors(), via, cpid, s1.tasks,
 	       s1.cpu_ns - s0.cpu_ns, s1.wait_ns - s0.wait_ns,
-	       s1.slices - s0.slices, s1.vcsw - s0.vcsw, s1.ivcsw - s0.ivcsw);
+	       s1.slices - s0.slices, s1.vcsw - s0.vcsw, s1.ivcsw - s0.ivcsw, steal_ms,
+	       steal_max_ms);
 	fflush(stdout);
 	return 0;
 }

@@ -202,7 +202,7 @@ class Oob:
         for kv in R.oob:
             r = {k: num(v) for k, v in kv.items()}
             for k in ("med_ns_ev", "nivcsw", "packets_lost", "asked", "minflt",
-                      "cons_cpu_ns", "cons_wait_ns", "rc"):
+                      "cons_cpu_ns", "cons_wait_ns", "steal_ms", "steal_max_ms", "rc"):
                 r.setdefault(k, None)
             r["mode"] = kv["mode"]
             r["via"] = kv.get("via")
@@ -291,12 +291,14 @@ def oob_lossy_runs(R, O, w):
         return
     w("**The paced runs that lost events**, one by one: the disk's bandwidth measured at "
       "the start of the run's repetition and of the next one (a run lies between the two), "
-      "the rate the run's trace reached, the consumer's wait for a CPU and the producer's "
-      "preemptions over the run.")
+      "the rate the run's trace reached, the consumer's wait for a CPU, the producer's "
+      "preemptions and the hypervisor's steal time over the run (all CPUs; the most of one "
+      "CPU): a virtual CPU the host does not run is a wait that no figure inside the guest "
+      "shows.")
     w("")
     w("| rep | rate | mode | lost | disk MB/s at the rep's start, next | trace MB/s | "
-      "consumer waiting for a CPU | producer preemptions |")
-    w("| --- | --- | --- | --- | --- | --- | --- | --- |")
+      "consumer waiting for a CPU | producer preemptions | steal ms (one CPU) |")
+    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in bad:
         rep = r["rep"] or 0
         d0, d1 = disk.get(float(rep)), disk.get(float(rep + 1))
@@ -305,8 +307,26 @@ def oob_lossy_runs(R, O, w):
         w(f"| {rep:.0f} | {r['frac'] * 100:.0f} % | {r['mode']} | "
           f"{r['lost']:,} ({r['lost'] / r['logged'] * 100:.2f} %) | "
           f"{fmt(d0) if d0 else 'n/a'}, {fmt(d1) if d1 else 'none after'} | "
-          f"{fmt(r['mbps'])} | {wait} | {fmt(r['nivcsw'] or 0, 0)} |")
+          f"{fmt(r['mbps'])} | {wait} | {fmt(r['nivcsw'] or 0, 0)} | {steal(r)} |")
     w("")
+    # steal over the lossy runs beside the others: a loss the host caused
+    # comes with more of it
+    good = [r for (m, f), rs in O.runs.items() if f > 0 for r in rs
+            if not r["lost"] and r.get("steal_ms") is not None]
+    lossy = sorted(r["steal_ms"] for r in bad if r.get("steal_ms") is not None)
+    if good and lossy:
+        st = sorted(r["steal_ms"] for r in good)
+        w(f"Steal time over these {len(lossy)} runs: median {fmt(statistics.median(lossy), 0)} ms, "
+          f"at most {fmt(lossy[-1], 0)}; over the {len(good)} paced runs that lost nothing: "
+          f"median {fmt(statistics.median(st), 0)} ms, at most {fmt(st[-1], 0)}.")
+        w("")
+
+
+def steal(r):
+    """A run's steal time, 'n/a' from a bench_oob that did not measure it."""
+    if r.get("steal_ms") is None:
+        return "n/a"
+    return f"{fmt(r['steal_ms'], 0)} ({fmt(r.get('steal_max_ms') or 0, 0)})"
 
 
 def oob_section(R, w):
