@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -195,6 +196,40 @@ static void steal_diff(const struct steal *a, const struct steal *b, double *sum
 	}
 }
 
+/* The traces' block device over the run (/sys/dev/block/MAJ:MIN/stat of
+ * the file system holding BENCH_OOB_DISK_DIR, else the current folder):
+ * sectors written and the milliseconds it had a request in flight
+ * (io_ticks). The consumer writes one request at a time, so a device busy
+ * the whole run is a consumer that wrote the whole run: the disk's rate
+ * during the run, not beside it, was what the program logged. */
+struct disk_stat {
+	unsigned long long wsect, busy_ms;
+	int ok;
+};
+
+static void disk_sample(struct disk_stat *d)
+{
+	const char *dir = getenv("BENCH_OOB_DISK_DIR");
+	char path[96];
+	struct stat st;
+	unsigned long long v[10];
+
+	d->ok = 0;
+	if (stat(dir && *dir ? dir : ".", &st))
+		return;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat", major(st.st_dev),
+		 minor(st.st_dev));
+	FILE *f = fopen(path, "re");
+	if (f && fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+			&v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) == 10) {
+		d->wsect = v[6];
+		d->busy_ms = v[9];
+		d->ok = 1;
+	}
+	if (f)
+		fclose(f);
+}
+
 /* Bursts of the paced loop: long enough that the two rdtsc around each
  * (the time inside the calls) cost under half a nanosecond per event,
  * short enough (about a microsecond) that the rate stays even. Flat out,
@@ -228,6 +263,9 @@ static int cmp_u32(const void *a, const void *b)
  *             voluntary and involuntary switches
  *   steal_*   the hypervisor's steal time over the loop, summed over the
  *             CPUs and the most of one CPU, ms (steal_sample())
+ *   disk_*    the traces' device over the loop: MB written (by anyone)
+ *             and ms with a request in flight (disk_sample()); -1 when
+ *             its statistics cannot be read
  */
 static int run_log(double rate, uint64_t ms)
 {
@@ -242,6 +280,7 @@ static int run_log(double rate, uint64_t ms)
 	struct rusage ru0, ru1;
 	struct sched_sum s0, s1;
 	static struct steal st0, st1;
+	struct disk_stat dk0, dk1;
 	double steal_ms, steal_max_ms;
 	const char *via = "?";
 	int cpid = consumer_pid(&via);
@@ -261,6 +300,7 @@ static int run_log(double rate, uint64_t ms)
 	memset(chunk, 0, cap * sizeof(*chunk));
 	sched_sample(cpid, &s0);
 	steal_sample(&st0);
+	disk_sample(&dk0);
 	getrusage(RUSAGE_THREAD, &ru0);
 	uint64_t c0 = thread_cpu_ns();
 	uint64_t n0 = bench_now_ns(), t0 = bench_rdtsc();
@@ -305,6 +345,8 @@ static int run_log(double rate, uint64_t ms)
 	getrusage(RUSAGE_THREAD, &ru1);
 	sched_sample(cpid, &s1);
 	steal_sample(&st1);
+	disk_sample(&dk1);
+	int dk = dk0.ok && dk1.ok;
 	steal_diff(&st0, &st1, &steal_ms, &steal_max_ms);
 	double med = 0;
 	if (nchunk) {
@@ -317,7 +359,7 @@ static int run_log(double rate, uint64_t ms)
 	       "med_ns_ev=%.3f cpu_ns=%llu nivcsw=%ld nvcsw=%ld minflt=%ld "
 	       "majors=0x%llx via=%s cons_pid=%d cons_tasks=%d cons_cpu_ns=%llu "
 	       "cons_wait_ns=%llu cons_slices=%llu cons_vcsw=%llu cons_ivcsw=%llu "
-	       "steal_ms=%.0f steal_max_ms=%.0f\n",
+	       "steal_ms=%.0f steal_max_ms=%.0f disk_mb=%.1f disk_busy_ms=%lld\n",
 	       rate > 0 ? rate : 0.0, (unsigned long long)i,
 	       (unsigned long long)loop_ns, (double)call_ticks / ghz, med,
 	       (unsigned long long)cpu_ns, ru1.ru_nivcsw - ru0.ru_nivcsw,
@@ -325,7 +367,8 @@ static int run_log(double rate, uint64_t ms)
 	       (unsigned long long)strata_majors(), via, cpid, s1.tasks,
 	       s1.cpu_ns - s0.cpu_ns, s1.wait_ns - s0.wait_ns,
 	       s1.slices - s0.slices, s1.vcsw - s0.vcsw, s1.ivcsw - s0.ivcsw, steal_ms,
-	       steal_max_ms);
+	       steal_max_ms, dk ? (double)(dk1.wsect - dk0.wsect) * 512 / 1e6 : -1.0,
+	       dk ? (long long)(dk1.busy_ms - dk0.busy_ms) : -1LL);
 	fflush(stdout);
 	return 0;
 }

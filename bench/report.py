@@ -202,7 +202,8 @@ class Oob:
         for kv in R.oob:
             r = {k: num(v) for k, v in kv.items()}
             for k in ("med_ns_ev", "nivcsw", "packets_lost", "asked", "minflt",
-                      "cons_cpu_ns", "cons_wait_ns", "steal_ms", "steal_max_ms", "rc"):
+                      "cons_cpu_ns", "cons_wait_ns", "steal_ms", "steal_max_ms", "disk_mb",
+                      "disk_busy_ms", "rc"):
                 r.setdefault(k, None)
             r["mode"] = kv["mode"]
             r["via"] = kv.get("via")
@@ -292,13 +293,15 @@ def oob_lossy_runs(R, O, w):
     w("**The paced runs that lost events**, one by one: the disk's bandwidth measured at "
       "the start of the run's repetition and of the next one (a run lies between the two), "
       "the rate the run's trace reached, the consumer's wait for a CPU, the producer's "
-      "preemptions and the hypervisor's steal time over the run (all CPUs; the most of one "
-      "CPU): a virtual CPU the host does not run is a wait that no figure inside the guest "
-      "shows.")
+      "preemptions, the hypervisor's steal time over the run (all CPUs; the most of one "
+      "CPU: a virtual CPU the host does not run is a wait that no figure inside the guest "
+      "shows), and the traces' device over the run: the share of it with a write in flight "
+      "(the consumer writes one at a time) and what it wrote per second.")
     w("")
     w("| rep | rate | mode | lost | disk MB/s at the rep's start, next | trace MB/s | "
-      "consumer waiting for a CPU | producer preemptions | steal ms (one CPU) |")
-    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+      "consumer waiting for a CPU | producer preemptions | steal ms (one CPU) | "
+      "device busy, MB/s |")
+    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in bad:
         rep = r["rep"] or 0
         d0, d1 = disk.get(float(rep)), disk.get(float(rep + 1))
@@ -307,7 +310,7 @@ def oob_lossy_runs(R, O, w):
         w(f"| {rep:.0f} | {r['frac'] * 100:.0f} % | {r['mode']} | "
           f"{r['lost']:,} ({r['lost'] / r['logged'] * 100:.2f} %) | "
           f"{fmt(d0) if d0 else 'n/a'}, {fmt(d1) if d1 else 'none after'} | "
-          f"{fmt(r['mbps'])} | {wait} | {fmt(r['nivcsw'] or 0, 0)} | {steal(r)} |")
+          f"{fmt(r['mbps'])} | {wait} | {fmt(r['nivcsw'] or 0, 0)} | {steal(r)} | {device(r)} |")
     w("")
     # steal over the lossy runs beside the others: a loss the host caused
     # comes with more of it
@@ -320,6 +323,30 @@ def oob_lossy_runs(R, O, w):
           f"at most {fmt(lossy[-1], 0)}; over the {len(good)} paced runs that lost nothing: "
           f"median {fmt(statistics.median(st), 0)} ms, at most {fmt(st[-1], 0)}.")
         w("")
+    busy_bad = sorted(b for b in (busy(r) for r in bad) if b is not None)
+    busy_good = sorted(b for b in (busy(r) for r in good) if b is not None)
+    if busy_bad and busy_good:
+        w(f"The device busy over these runs: median {fmt(statistics.median(busy_bad), 0)} %, "
+          f"[{fmt(busy_bad[0], 0)}–{fmt(busy_bad[-1], 0)} %]; over the paced runs that lost "
+          f"nothing: median {fmt(statistics.median(busy_good), 0)} %, "
+          f"[{fmt(busy_good[0], 0)}–{fmt(busy_good[-1], 0)} %].")
+        w("")
+
+
+def busy(r):
+    """The share of a run the traces' device had a write in flight, %, or None."""
+    b = r.get("disk_busy_ms")
+    if b is None or b < 0 or not r["loop_ns"]:
+        return None
+    return b / (r["loop_ns"] / 1e6) * 100
+
+
+def device(r):
+    """The device's busy share and write rate over a run, 'n/a' without them."""
+    b = busy(r)
+    if b is None or r.get("disk_mb") is None:
+        return "n/a"
+    return f"{fmt(b, 0)} %, {fmt(r['disk_mb'] / (r['loop_ns'] / 1e9), 0)}"
 
 
 def steal(r):

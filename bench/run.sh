@@ -129,7 +129,7 @@ oob_one() {
 	local -a cmd=(env -u STRATA_SESSION -u STRATA_GUARD -u STRATA_GUARDED -u STRATA_MODE
 		-u STRATA_PACKETS -u STRATA_PACKET_SIZE -u STRATA_MAJORS -u STRATA_ENABLE
 		-u STRATA_OUTPUT -u STRATA_FLUSH_MS -u STRATA_BLOCK_TIMEOUT_MS
-		STRATA_TOOL="$STRATA_CLI")
+		STRATA_TOOL="$STRATA_CLI" BENCH_OOB_DISK_DIR="$OUT")
 	local -a prog=("$BIN/bench_oob" log "$rate" "$OOB_MS")
 	case $mode in
 	embedded) cmd+=(STRATA_OUTPUT="$dir" STRATA_GUARD=0 "${prog[@]}") ;;
