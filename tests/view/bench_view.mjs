@@ -36,6 +36,9 @@ const say = (name, a) => console.log(`${name}: n=${a.length} p50=${q(a, 0.5).toF
 console.log(`server ready (URL printed): ${(tUrl - t0).toFixed(0)} ms`);
 console.log(`first paint (coarse) from the start of strata view: ${(tCoarse - t0).toFixed(0)} ms`);
 console.log(`first paint (full) from the start of strata view: ${(tPaint - t0).toFixed(0)} ms`);
+// the page's first window is the whole trace (its overview's, the same one)
+console.log(`whole-trace window, request to parsed answer: ${(await page.evaluate(
+	() => window.strataView.fetchMs)).toFixed(1)} ms`);
 const cache = await page.evaluate(() => fetch('api/summary').then((r) => r.json()).then((s) => s.cache));
 console.log(`model cache: ${cache}`);
 if (process.env.STRATA_BENCH_PAINT_ONLY) { // the first paints only
