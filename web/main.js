@@ -6,6 +6,7 @@ import { initList, showEvent, showSpan, spanHtml, eventRows, same } from './list
 import { initPanels, fetchTyped, fetchStatsSoon, applyRules } from './panels.js';
 import { initLive, viewChosen, followNewest } from './live.js';
 import { awaitModel } from './building.js';
+import { decodeWindow } from './wire.js';
 
 // Every URL is relative: the page lives under /TOKEN/, so the token goes
 // with each request without the page knowing it.
@@ -43,14 +44,24 @@ function setView(t0, t1) {
 	fetchStatsSoon();
 }
 
+// A window in its binary form (docs/view.md, "The binary window"), read
+// into the JSON answer's shape: a wide window is thousands of rows, whose
+// JSON cost more to write, send and parse than the drawing.
+async function getBinWindow(path) {
+	const r = await fetch(path);
+	if (!r.ok)
+		throw new Error(`${path}: ${r.status}`);
+	return decodeWindow(await r.arrayBuffer());
+}
+
 // A window asked while the same one is on its way gets that answer: the
 // page asks for the whole trace twice as it opens, its view and its
 // overview at the same width.
 const windowsAsked = new Map();
 function getWindow(t0, t1, w) {
-	const url = `api/window?t0=${t0}&t1=${t1}&w=${w}${filterQuery()}`;
+	const url = `api/window?t0=${t0}&t1=${t1}&w=${w}${filterQuery()}&fmt=bin`;
 	if (!windowsAsked.has(url))
-		windowsAsked.set(url, get(url).finally(() => windowsAsked.delete(url)));
+		windowsAsked.set(url, getBinWindow(url).finally(() => windowsAsked.delete(url)));
 	return windowsAsked.get(url);
 }
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* strata view's message flows: sends paired with receives by key over the whole trace, and the window's flow arrows (docs/view.md, "api/window"). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "view.h"
+#include "wire.h"
 
 /* A send or a receive, as the model's scan meets it (one end set). */
 static int add_end(struct vw_model *m, const struct vw_flow *f)
@@ -143,26 +145,26 @@ static bool keeps_flow(const struct vw_filter *q, const bool *cls, const struct 
 	       (!cls || (s && cls[f->scls]) || (r && cls[f->rcls]));
 }
 
-/* The key as its field shows it: signed when the send's (else the
- * receive's) key field is. */
-static void put_key(const struct vw_model *m, const struct vw_flow *f, struct vw_buf *o)
+/* The key as its field shows it, in decimal: signed when the send's
+ * (else the receive's) key field is. */
+static void key_text(const struct vw_model *m, const struct vw_flow *f, char out[24])
 {
 	const struct strata_event_class *c =
 		strata_trace_class(m->t, f->scls != UINT32_MAX ? f->scls : f->rcls);
 	int k;
 	if (c && strata_event_class_flow(c, &k) && c->fields[k].is_signed)
-		vw_printf(o, "\"%lld\"", (long long)f->key);
+		snprintf(out, 24, "%lld", (long long)f->key);
 	else
-		vw_printf(o, "\"%llu\"", (unsigned long long)f->key);
+		snprintf(out, 24, "%llu", (unsigned long long)f->key);
 }
 
-static long long ns_of(const struct vw_model *m, uint64_t t)
+static int64_t ns_of(const struct vw_model *m, uint64_t t)
 {
-	return (long long)vw_ns(m, t - m->begin);
+	return (int64_t)vw_ns(m, t - m->begin);
 }
 
 void vw_put_flows(const struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w, double scale,
-		  const struct vw_filter *q, const bool *cls, struct vw_buf *o)
+		  const struct vw_filter *q, const bool *cls, struct wire *e)
 {
 	/* a flow is ordered by its receive (else its send): those drawn
 	 * over [t0, t1] are received from t0 to t1 plus the longest
@@ -176,7 +178,7 @@ void vw_put_flows(const struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w
 			hi = mid;
 	}
 	uint64_t last = t1 + m->flow_maxlat < t1 ? UINT64_MAX : t1 + m->flow_maxlat;
-	vw_puts(o, "\"flows\":[");
+	wire_list(e, WT_FLOWS, "flows");
 	for (size_t i = lo; i < m->nflows && m->flows[i].t <= last; i++) {
 		const struct vw_flow *f = &m->flows[i];
 		bool s = f->scls != UINT32_MAX, r = f->rcls != UINT32_MAX;
@@ -190,11 +192,12 @@ void vw_put_flows(const struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w
 		/* an end not in the trace is drawn at the window's edge */
 		double x0 = s ? (double)((int64_t)(f->ts - t0)) * scale : 0;
 		double x1 = r ? (double)((int64_t)(f->tr - t0)) * scale : w;
-		vw_printf(o, "%s%.2f,%.2f,%d,%u,%d,%u,%lld,%lld,", n ? "," : "", x0, x1,
-			  s ? f->stid : -1, s ? f->scpu : 0, r ? f->rtid : -1, r ? f->rcpu : 0,
-			  s ? ns_of(m, f->ts) : -1ll, r ? ns_of(m, f->tr) : -1ll);
-		put_key(m, f, o);
+		char key[24];
+		key_text(m, f, key);
+		wire_flow(e, x0, x1, s ? f->stid : -1, s ? f->scpu : 0, r ? f->rtid : -1,
+			  r ? f->rcpu : 0, s ? ns_of(m, f->ts) : -1, r ? ns_of(m, f->tr) : -1, key);
 		n++;
 	}
-	vw_printf(o, "],\"flows_left\":%zu", left);
+	wire_list_end(e);
+	wire_left(e, "flows_left", left);
 }

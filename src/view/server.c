@@ -144,8 +144,9 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status,
 		    strlen(msg), MHD_RESPMEM_PERSISTENT);
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
-				 struct vw_buf *b)
+/* b's bytes as an answer of that type (b emptied); none: "{}". */
+static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status, const char *type,
+				struct vw_buf *b)
 {
 	if (b->failed) {
 		vw_buf_fini(b);
@@ -154,8 +155,13 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
 	char *p = b->p;
 	size_t n = b->len;
 	*b = (struct vw_buf){ 0 };
-	return reply(c, status, "application/json", p ? p : strdup("{}"), p ? n : 2,
-		    MHD_RESPMEM_MUST_FREE);
+	return reply(c, status, type, p ? p : strdup("{}"), p ? n : 2, MHD_RESPMEM_MUST_FREE);
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status,
+				 struct vw_buf *b)
+{
+	return send_buf(c, status, "application/json", b);
 }
 
 static const char *mime(const char *name)
@@ -269,7 +275,8 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 	int64_t span = (int64_t)vw_ns(&s->m, s->m.end - s->m.begin) + 1;
 	int64_t t0, t1, w, t, nb, na, cpu, tid, dir, skip, kind, index, stream, off;
 	struct vw_filter q;
-	const char *find, *where, *rules;
+	const char *find, *where, *rules, *fmt;
+	bool bin = false;
 	int err = 0;
 	if (!strcmp(what, "summary")) {
 		err = vw_api_summary(&s->m, &b);
@@ -286,9 +293,17 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 			  (unsigned long long)s->m.nevents);
 	} else if (!strcmp(what, "window")) {
 		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
-		    !arg(c, "w", 1, 8192, 1000, &w, &b) || !filter_args(c, &q, &b))
+		    !arg(c, "w", 1, 8192, 1000, &w, &b) || !filter_args(c, &q, &b) ||
+		    !sarg(c, "fmt", &fmt, &b))
 			return send_json(c, 400, &b);
-		err = vw_api_window(&s->m, (uint64_t)t0, (uint64_t)t1, (unsigned)w, &q, &b);
+		/* fmt=bin: the page's compact form (view.md, "The binary
+		 * window"); JSON stays the default, for scripts */
+		bin = fmt && !strcmp(fmt, "bin");
+		if (fmt && !bin && strcmp(fmt, "json")) {
+			vw_puts(&b, "{\"error\":\"fmt: json or bin\"}");
+			return send_json(c, 400, &b);
+		}
+		err = vw_api_window(&s->m, (uint64_t)t0, (uint64_t)t1, (unsigned)w, &q, bin, &b);
 	} else if (!strcmp(what, "stats")) {
 		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
 		    !arg(c, "kind", -1, 65535, -1, &kind, &b) || !filter_args(c, &q, &b) ||
@@ -361,7 +376,7 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 		vw_buf_fini(&b);
 		return send_text(c, 500, "the answer failed\n");
 	}
-	return send_json(c, 200, &b);
+	return send_buf(c, 200, bin ? "application/octet-stream" : "application/json", &b);
 }
 
 /* While the model is built behind (quick.c): what the packets answer. */

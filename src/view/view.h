@@ -220,15 +220,16 @@ struct vw_model {
 /* Message flows (flows.c): a send or receive event of the scan kept;
  * then, at its end, paired by key (0 or -ENOMEM); the longest latency of
  * m's flows (vw_flows_pair does it, a cached open calls it); the arrows
- * of [t0, t1] (ticks) that q and cls keep, into o as "flows":[...],
- * "flows_left":N (docs/view.md, "api/window"). */
+ * of [t0, t1] (ticks) that q and cls keep, into the window's answer e
+ * as "flows":[...], "flows_left":N (docs/view.md, "api/window"). */
 struct vw_filter;
 struct vw_buf;
+struct wire;
 int vw_flow_feed(struct vw_model *m, const struct strata_event *ev);
 int vw_flows_pair(struct vw_model *m);
 void vw_flows_index(struct vw_model *m);
 void vw_put_flows(const struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w, double scale,
-		  const struct vw_filter *q, const bool *cls, struct vw_buf *o);
+		  const struct vw_filter *q, const bool *cls, struct wire *e);
 
 /* Read the whole trace once (merged, in time order) into m: per-row bins,
  * CPU switches, intervals and names; strata's records (names) and the
@@ -387,9 +388,11 @@ struct vw_filter; /* below */
  * writes one JSON document into out, or returns an HTTP status (400)
  * after writing why into out. */
 int vw_api_summary(struct vw_model *m, struct vw_buf *out);
-/* Rows between t0 and t1 (ns since the trace start) at w pixels. */
+/* Rows between t0 and t1 (ns since the trace start) at w pixels: JSON,
+ * or with bin the binary form of docs/view.md ("The binary window"; a
+ * 400's body is JSON either way). */
 int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
-		  const struct vw_filter *q, struct vw_buf *out);
+		  const struct vw_filter *q, bool bin, struct vw_buf *out);
 /* Up to `before` events before t and `after` from t on, of those q keeps. */
 int vw_api_list(struct vw_model *m, uint64_t t, unsigned before, unsigned after,
 		const struct vw_filter *q, struct vw_buf *out);

@@ -7,13 +7,15 @@
 
 #include "view.h"
 #include "api.h"
+#include "wire.h"
 
 struct win {
 	struct vw_model *m;
 	uint64_t t0, t1;         /* ticks */
 	unsigned w;
 	double scale;            /* pixels per tick */
-	struct vw_buf *o;
+	struct vw_buf *o;        /* a 400's body */
+	struct wire *e;          /* the answer */
 	const struct vw_filter *q;
 	struct strata_filter *f; /* q for the reader, or NULL */
 	bool *cls;               /* classes q's globs keep, or NULL: all */
@@ -38,17 +40,12 @@ struct px {
 
 static void put_marks(const struct win *v, const struct px *p)
 {
-	vw_puts(v->o, "\"marks\":[");
-	bool first = true;
-	for (unsigned x = 0; x < v->w; x++) {
-		if (!p[x].n)
-			continue;
-		vw_row(v->o, first, "uuuud", (uint64_t)x,
-		       (uint64_t)(p[x].span ? p[x].span : 1), (uint64_t)p[x].n,
-		       (uint64_t)vw_ns(v->m, p[x].ts - v->m->begin), (int64_t)p[x].cls);
-		first = false;
-	}
-	vw_puts(v->o, "]");
+	wire_list(v->e, WT_MARKS, "marks");
+	for (unsigned x = 0; x < v->w; x++)
+		if (p[x].n)
+			wire_mark(v->e, x, p[x].span ? p[x].span : 1, p[x].n,
+				  vw_ns(v->m, p[x].ts - v->m->begin), p[x].cls);
+	wire_list_end(v->e);
 }
 
 static void count(struct px *p, uint64_t n, uint64_t ts, int32_t cls)
@@ -167,19 +164,16 @@ static void put_slices(const struct win *v, const char *key, const struct vw_swi
 		       size_t n)
 {
 	const struct track tr = { sw, n }, *c = &tr;
-	vw_printf(v->o, "\"%s\":[", key);
+	wire_list(v->e, WT_SLICES, key);
 	size_t i0 = first_after(c, v->t0), i1 = first_after(c, v->t1);
-	bool first = true;
 	if (i1 - i0 <= 2 * (size_t)v->w) {
 		for (size_t i = i0 ? i0 - 1 : 0; i < i1; i++) {
 			uint64_t e = i + 1 < c->n ? c->sw[i + 1].t : v->t1;
 			if (!c->sw[i].tid || e < v->t0)
 				continue; /* idle: nothing drawn */
-			vw_row(v->o, first, "ffdd", xof(v, c->sw[i].t), xof(v, e),
-			       (int64_t)c->sw[i].tid, (int64_t)0);
-			first = false;
+			wire_slice(v->e, xof(v, c->sw[i].t), xof(v, e), c->sw[i].tid, 0, false);
 		}
-		vw_puts(v->o, "]");
+		wire_list_end(v->e);
 		return;
 	}
 	int32_t run_tid = 0;
@@ -198,16 +192,13 @@ static void put_slices(const struct win *v, const char *key, const struct vw_swi
 		}
 		if (x < v->w && tid == run_tid && mixed == run_mixed)
 			continue;
-		if (run_tid && x > run_x) {
-			vw_row(v->o, first, "uudd", (uint64_t)run_x, (uint64_t)x,
-			       (int64_t)run_tid, (int64_t)run_mixed);
-			first = false;
-		}
+		if (run_tid && x > run_x)
+			wire_slice(v->e, run_x, x, run_tid, run_mixed, true);
 		run_tid = tid;
 		run_mixed = mixed;
 		run_x = x;
 	}
-	vw_puts(v->o, "]");
+	wire_list_end(v->e);
 }
 
 /* ---- a thread's states ----------------------------------------------------- */
@@ -228,12 +219,10 @@ void vw_state_upto(const struct vw_thread *th, uint64_t x, uint64_t acc[BD_NSTAT
 }
 
 static void put_state(const struct win *v, double x0, double x1, int state, int mixed,
-		      uint64_t a, uint64_t b, bool *first)
+		      uint64_t a, uint64_t b)
 {
 	const struct vw_model *m = v->m;
-	vw_row(v->o, *first, "ffdduu", x0, x1, (int64_t)state, (int64_t)mixed,
-	       (uint64_t)vw_ns(m, a - m->begin), (uint64_t)vw_ns(m, b - m->begin));
-	*first = false;
+	wire_state(v->e, x0, x1, state, mixed, vw_ns(m, a - m->begin), vw_ns(m, b - m->begin));
 }
 
 /* A thread's states, flat [x0, x1, state, mixed, from, to] (from, to in
@@ -245,18 +234,16 @@ static void put_states(const struct win *v, const struct vw_thread *th)
 {
 	const struct vw_switch *st = th->st;
 	size_t n = th->seen ? th->nst : 0;
-	bool first = true;
-	vw_puts(v->o, "\"states\":[");
+	wire_list(v->e, WT_STATES, "states");
 	size_t i0 = after(st, n, sizeof(*st), v->t0), i1 = after(st, n, sizeof(*st), v->t1);
 	if (i1 - i0 <= v->w) {
 		for (size_t i = i0 ? i0 - 1 : 0; i < i1; i++) {
 			uint64_t e = i + 1 < n ? st[i + 1].t : th->st_end;
 			if (st[i].tid == BD_UNSEEN || e <= v->t0)
 				continue;
-			put_state(v, xof(v, st[i].t), xof(v, e), st[i].tid, 0, st[i].t, e,
-				  &first);
+			put_state(v, xof(v, st[i].t), xof(v, e), st[i].tid, 0, st[i].t, e);
 		}
-		vw_puts(v->o, "]");
+		wire_list_end(v->e);
 		return;
 	}
 	uint64_t prev[BD_NSTATES], cur[BD_NSTATES], run_a = v->t0, a = v->t0;
@@ -288,14 +275,14 @@ static void put_states(const struct win *v, const struct vw_thread *th)
 			continue;
 		}
 		if (run_state >= 0 && x > run_x)
-			put_state(v, run_x, x, run_state, run_mixed, run_a, a, &first);
+			put_state(v, run_x, x, run_state, run_mixed, run_a, a);
 		run_state = state;
 		run_mixed = mixed;
 		run_x = x;
 		run_a = a;
 		a = b;
 	}
-	vw_puts(v->o, "]");
+	wire_list_end(v->e);
 }
 
 /* The first interval of lv that begins after ts. */
@@ -307,19 +294,17 @@ static size_t iv_after(const struct vw_ivlevel *lv, uint64_t ts)
 /* One interval (exact) or a run of pixels where short ones begin (not
  * exact: a, b are the run's ends, depth and kind its first one's). */
 static void put_iv(const struct win *v, double x0, double x1, const struct vw_iv *iv,
-		   uint64_t a, uint64_t b, bool exact, bool *first)
+		   uint64_t a, uint64_t b, bool exact)
 {
 	const struct vw_model *m = v->m;
-	vw_row(v->o, *first, "ffuuuud", x0, x1, (uint64_t)iv->depth, (uint64_t)iv->kind,
-	       (uint64_t)vw_ns(m, a - m->begin), (uint64_t)vw_ns(m, b - m->begin),
-	       (int64_t)exact);
-	*first = false;
+	wire_iv(v->e, x0, x1, iv->depth, iv->kind, vw_ns(m, a - m->begin),
+		vw_ns(m, b - m->begin), exact);
 }
 
 /* A level whose intervals are all a pixel or more: each one in the
  * window. Those that began before it and are still open are found by
  * the blocks' latest ends, without reading the others. */
-static void put_level(const struct win *v, const struct vw_ivlevel *lv, bool *first)
+static void put_level(const struct win *v, const struct vw_ivlevel *lv)
 {
 	size_t end = iv_after(lv, v->t1);
 	for (size_t blk = 0; blk * VW_IV_BLOCK < end; blk++) {
@@ -329,7 +314,7 @@ static void put_level(const struct win *v, const struct vw_ivlevel *lv, bool *fi
 		for (size_t j = blk * VW_IV_BLOCK; j < j1 && j < end; j++)
 			if (lv->iv[j].end >= v->t0)
 				put_iv(v, xof(v, lv->iv[j].begin), xof(v, lv->iv[j].end),
-				       &lv->iv[j], lv->iv[j].begin, lv->iv[j].end, true, first);
+				       &lv->iv[j], lv->iv[j].begin, lv->iv[j].end, true);
 	}
 }
 
@@ -370,7 +355,7 @@ static bool bins_say_busy(const struct win *v, const struct vw_ivlevel *lv, uint
  * of each run). Its cost is the pixels, not the intervals; where a pixel
  * holds several bins, mostly not even the pixels' intervals (cnt), so
  * that a wide window of a cached model touches little of the cache. */
-static void probe_level(const struct win *v, const struct vw_ivlevel *lv, bool *first)
+static void probe_level(const struct win *v, const struct vw_ivlevel *lv)
 {
 	double tpp = (double)(v->t1 - v->t0) / v->w;
 	uint64_t a = v->t0 ? v->t0 : 1;
@@ -401,7 +386,7 @@ static void probe_level(const struct win *v, const struct vw_ivlevel *lv, bool *
 		}
 		if (!busy && run) {
 			put_iv(v, run_x, x, run, v->t0 + (uint64_t)(run_x * tpp),
-			       v->t0 + (uint64_t)(x * tpp), false, first);
+			       v->t0 + (uint64_t)(x * tpp), false);
 			run = NULL;
 		}
 	}
@@ -411,8 +396,7 @@ static void probe_level(const struct win *v, const struct vw_ivlevel *lv, bool *
  * to, exact] (put_iv). */
 static void put_intervals(const struct win *v, const struct vw_thread *th)
 {
-	vw_puts(v->o, "\"intervals\":[");
-	bool first = true;
+	wire_list(v->e, WT_IVS, "intervals");
 	uint64_t span = v->m->ivspan;
 	double tpp = (double)(v->t1 - v->t0) / v->w;
 	for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
@@ -420,11 +404,11 @@ static void put_intervals(const struct win *v, const struct vw_thread *th)
 			continue;
 		/* level l's intervals last more than span >> (l + 1) */
 		if ((double)(span >> (l + 1)) >= tpp)
-			put_level(v, &th->lev[l], &first);
+			put_level(v, &th->lev[l]);
 		else
-			probe_level(v, &th->lev[l], &first);
+			probe_level(v, &th->lev[l]);
 	}
-	vw_puts(v->o, "]");
+	wire_list_end(v->e);
 }
 
 /* A row's marks from the bins when the window is too wide to read: its
@@ -471,7 +455,7 @@ static void put_arrows(const struct win *v)
 	size_t i1 = after(m->wakes, m->nwakes, sizeof(*m->wakes), v->t1);
 	bool all = !v->q->ncpus && !v->q->ntids && !v->cls && !v->q->none;
 	size_t n = 0, left = 0;
-	vw_puts(v->o, "\"arrows\":[");
+	wire_list(v->e, WT_ARROWS, "arrows");
 	for (size_t i = i0; i < i1; i++) {
 		const struct vw_wake *k = &m->wakes[i];
 		if (n == VW_ARROWS_MAX && all) {
@@ -485,19 +469,20 @@ static void put_arrows(const struct win *v)
 			continue;
 		}
 		uint64_t to = k->run ? k->run : k->t;
-		vw_row(v->o, n == 0, "ffdudud", xof(v, k->t),
-		       (double)((int64_t)(to - v->t0)) * v->scale, (int64_t)k->waker,
-		       (uint64_t)k->cpu, (int64_t)k->wakee, (uint64_t)vw_ns(m, k->t - m->begin),
-		       k->run ? (int64_t)vw_ns(m, k->run - m->begin) : (int64_t)-1);
+		wire_arrow(v->e, xof(v, k->t), (double)((int64_t)(to - v->t0)) * v->scale,
+			   k->waker, k->cpu, k->wakee, vw_ns(m, k->t - m->begin),
+			   k->run ? (int64_t)vw_ns(m, k->run - m->begin) : -1);
 		n++;
 	}
-	vw_printf(v->o, "],\"arrows_left\":%zu", left);
+	wire_list_end(v->e);
+	wire_left(v->e, "arrows_left", left);
 }
 
 int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
-		  const struct vw_filter *q, struct vw_buf *o)
+		  const struct vw_filter *q, bool bin, struct vw_buf *o)
 {
-	struct win v = { .m = m, .w = w, .o = o, .q = q };
+	struct wire e;
+	struct win v = { .m = m, .w = w, .o = o, .e = &e, .q = q };
 	v.t0 = m->begin + vw_ticks(m, t0);
 	v.t1 = m->begin + vw_ticks(m, t1 + 1) - 1; /* t1's ns included */
 	if (v.t1 <= v.t0)
@@ -533,34 +518,28 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	}
 	/* filtered: false when the marks came from bins that the filter's
 	 * expression (or its threads, on a CPU row) could not narrow */
-	vw_printf(o, "{\"t0\":%llu,\"t1\":%llu,\"w\":%u,\"exact\":%s,"
-		  "\"filtered\":%s,\"events\":%llu,\"cpus\":[", (unsigned long long)t0,
-		  (unsigned long long)t1, w, exact ? "true" : "false",
-		  filtered ? "true" : "false", (unsigned long long)est);
+	wire_init(&e, o, bin);
+	wire_head(&e, t0, t1, w, exact, filtered, est);
 	for (unsigned i = 0; i < m->ncpus; i++) {
-		vw_printf(o, "%s{\"cpu\":%u,", i ? "," : "", i);
+		wire_cpu(&e, i);
 		put_slices(&v, "slices", m->cpus[i].sw, m->cpus[i].nsw);
-		vw_puts(o, ",");
 		put_marks(&v, px + (size_t)i * w);
-		vw_puts(o, "}");
+		wire_obj_end(&e);
 	}
-	vw_puts(o, "],\"threads\":[");
+	wire_threads(&e);
 	for (unsigned i = 0; i < m->nrows; i++) {
-		vw_printf(o, "%s{\"tid\":%u,", i ? "," : "", m->rows[i]->tid);
+		wire_thread(&e, m->rows[i]->tid);
 		put_slices(&v, "running", m->rows[i]->run, m->rows[i]->nrun);
-		vw_puts(o, ",");
 		put_states(&v, m->rows[i]);
-		vw_puts(o, ",");
 		put_intervals(&v, m->rows[i]);
-		vw_puts(o, ",");
 		put_marks(&v, px + (size_t)(m->ncpus + i) * w);
-		vw_puts(o, "}");
+		wire_obj_end(&e);
 	}
-	vw_puts(o, "],");
+	wire_rows_end(&e);
 	put_arrows(&v);
-	vw_puts(o, ",");
-	vw_put_flows(m, v.t0, v.t1, w, v.scale, q, v.cls, o);
-	vw_puts(o, "}");
+	vw_put_flows(m, v.t0, v.t1, w, v.scale, q, v.cls, &e);
+	wire_end(&e);
+	wire_fini(&e);
 	free(v.cls);
 	free(px);
 	return 0;

@@ -12,7 +12,9 @@ OUTDIR/NN.json (the summary without its timing, cache state and path). Two runs'
 OUTDIRs compared with `diff -r` say whether a change kept every answer
 byte for byte (docs/view.md, "Speed"). Each window is asked ROUNDS times
 (default 5): the median and the largest time of each are printed, the
-server's own time included, not the browser's.
+server's own time included, not the browser's. STRATA_ANSWERS_FMT=bin
+asks the windows in their binary form (docs/view.md, "The binary
+window"), saved as they come: their times and sizes against JSON's.
 """
 import json
 import os
@@ -30,6 +32,7 @@ if "--" in args:
     args = args[:args.index("--")]
 strata, trace, out = args[:3]
 rounds = int(args[3]) if len(args) > 3 else 5
+fmt = os.environ.get("STRATA_ANSWERS_FMT", "")
 os.makedirs(out, exist_ok=True)
 
 t0 = time.monotonic()
@@ -71,6 +74,8 @@ try:
         f"api/intervals?t0=0&t1={span}&kind=0&by=0&n=50",
         f"api/intervals?t0={span // 2}&t1={span // 2 + span // 100}&kind=0&by=1&n=50",
     ] + [f"api/breakdown?tid={t}&t0=0&t1={span}" for t in tids]
+    if fmt:
+        queries = [q + f"&fmt={fmt}" if q.startswith("api/window") else q for q in queries]
     with open(os.path.join(out, "00.json"), "wb") as f:
         f.write(raw)
     slow = []

@@ -36,8 +36,45 @@ const say = (name, a) => console.log(`${name}: n=${a.length} p50=${q(a, 0.5).toF
 console.log(`server ready (URL printed): ${(tUrl - t0).toFixed(0)} ms`);
 console.log(`first paint (coarse) from the start of strata view: ${(tCoarse - t0).toFixed(0)} ms`);
 console.log(`first paint (full) from the start of strata view: ${(tPaint - t0).toFixed(0)} ms`);
+// the page's first window is the whole trace (its overview's, the same one)
+console.log(`whole-trace window, request to parsed answer: ${(await page.evaluate(
+	() => window.strataView.fetchMs)).toFixed(1)} ms`);
 const cache = await page.evaluate(() => fetch('api/summary').then((r) => r.json()).then((s) => s.cache));
 console.log(`model cache: ${cache}`);
+// The whole-trace window at the page's width, 20 times in each form,
+// alternated, away from the page's own work: request to parsed answer,
+// and the parse alone (JSON.parse of the text, web/wire.js of the bytes).
+const forms = await page.evaluate(async () => {
+	const { decodeWindow } = await import('./wire.js').catch(() => ({}));
+	const s = await (await fetch('api/summary')).json();
+	const url = `api/window?t0=0&t1=${s.span_ns}&w=${Math.max(1, document.getElementById('timeline').clientWidth - 170)}`;
+	const bin = decodeWindow && (await fetch(`${url}&fmt=bin`)).headers.get('Content-Type') ===
+		'application/octet-stream';
+	const out = { json: [], bin: [], parseJson: [], parseBin: [], bytes: {} };
+	for (let i = 0; i < 20; i++) {
+		let t = performance.now();
+		const text = await (await fetch(url)).text();
+		const a = performance.now();
+		JSON.parse(text);
+		out.json.push(performance.now() - t);
+		out.parseJson.push(performance.now() - a);
+		out.bytes.json = text.length;
+		if (!bin)
+			continue;
+		t = performance.now();
+		const buf = await (await fetch(`${url}&fmt=bin`)).arrayBuffer();
+		const b = performance.now();
+		decodeWindow(buf);
+		out.bin.push(performance.now() - t);
+		out.parseBin.push(performance.now() - b);
+		out.bytes.bin = buf.byteLength;
+	}
+	return out;
+});
+const med = (a) => a.length ? [...a].sort((x, y) => x - y)[a.length >> 1].toFixed(1) : '-';
+console.log(`whole-trace window x20, request to parsed: JSON ${med(forms.json)} ms ` +
+	`(${forms.bytes.json} B, parse ${med(forms.parseJson)} ms), binary ${med(forms.bin)} ms ` +
+	`(${forms.bytes.bin ?? '-'} B, decode ${med(forms.parseBin)} ms)`);
 if (process.env.STRATA_BENCH_PAINT_ONLY) { // the first paints only
 	view.kill('SIGINT');
 	await browser.close();
