@@ -156,15 +156,26 @@ struct wr {
 	FILE *f;
 	uint64_t off;
 	int err;
+	const struct vw_spill *sp; /* the model's file, or NULL */
 };
+
+/* Written in pieces, each unmapped once written when it is in the spill
+ * file: the writer maps a piece of the model at a time, not all of it. */
+#define PUT_PIECE (16u << 20)
 
 static void put(struct wr *w, const void *p, size_t n)
 {
 	static const char zero[8];
 	if (w->err || !n)
 		return;
-	if (fwrite(p, 1, n, w->f) != n)
-		w->err = -EIO;
+	for (size_t o = 0, k; o < n; o += k) {
+		k = n - o < PUT_PIECE ? n - o : PUT_PIECE;
+		if (fwrite((const char *)p + o, 1, k, w->f) != k) {
+			w->err = -EIO;
+			break;
+		}
+		vw_spill_release(w->sp, (const char *)p + o, k);
+	}
 	w->off += n;
 	size_t pad = (8 - w->off % 8) % 8;
 	if (pad && fwrite(zero, 1, pad, w->f) != pad)
@@ -260,7 +271,7 @@ int vw_cache_write(const struct vw_model *m, const struct vw_problems *ps, uint6
 	int fd = mkstemp(tmp);
 	if (fd < 0)
 		return -errno;
-	struct wr w = { .f = fdopen(fd, "wb") };
+	struct wr w = { .f = fdopen(fd, "wb"), .sp = m->spill };
 	if (!w.f) {
 		close(fd);
 		unlink(tmp);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "server_int.h"
@@ -99,6 +100,48 @@ int srv_cache_built(struct server *s, int err, bool nocache)
 	return 0;
 }
 
+/* The file a model to be cached is built in (spill.c), in the cache's
+ * folder; NULL (the heap) when it will not be cached, or when that
+ * folder cannot have one (said once: the build then takes the model's
+ * size in memory). */
+struct vw_spill *srv_spill(const struct server *s, bool nocache)
+{
+	if (nocache)
+		return NULL;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", s->cache);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	struct vw_spill *sp;
+	int err = vw_spill_open(&sp, slash ? dir : ".");
+	if (err)
+		fprintf(stderr, "strata view: the model is built in memory, not in a file in "
+			"%s (%s)\n", slash ? dir : ".",
+			err == -EOPNOTSUPP ? "a file system in memory" : strerror(-err));
+	return err ? NULL : sp;
+}
+
+/* Past this, the answers' pages of the model's files are unmapped (they
+ * stay in the page cache): the server's RSS does not grow with the
+ * trace (docs/view.md, "Memory"). */
+#define RSS_TRIM (160ull << 20)
+
+void srv_trim(struct server *s)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long long size, rss = 0;
+	if (f && fscanf(f, "%llu %llu", &size, &rss) != 2)
+		rss = 0;
+	if (f)
+		fclose(f);
+	if (rss * (unsigned long long)sysconf(_SC_PAGESIZE) < RSS_TRIM)
+		return;
+	if (s->m.map)
+		madvise(s->m.map, s->m.map_size, MADV_DONTNEED);
+	vw_spill_trim(s->m.spill);
+}
+
 /* Build the model and cache it (srv_cache_built); or, when the server
  * serves at once (quick.c), start that build in the background. */
 static int build_and_cache(struct server *s, struct strata_trace *t, const char *trace,
@@ -106,7 +149,8 @@ static int build_and_cache(struct server *s, struct strata_trace *t, const char 
 {
 	if (s->early)
 		return srv_quick_start(s, nocache);
-	return srv_cache_built(s, vw_model_build(&s->m, t, trace, s->oo.flags, acts, nacts, NULL),
+	return srv_cache_built(s, vw_model_build(&s->m, t, trace, s->oo.flags, acts, nacts, NULL,
+						 srv_spill(s, nocache)),
 			       nocache);
 }
 

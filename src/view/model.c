@@ -103,10 +103,11 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 	while (l > 0 && dur > span >> l)
 		l--;
 	struct vw_ivlevel *lv = &th->lev[l];
-	struct vw_iv *v = vw_grow(lv->iv, &lv->cap, lv->n, sizeof(*v));
+	struct vw_iv *v = vw_spill_grow(m->spill, lv->iv, &lv->cap, lv->n, sizeof(*v));
 	if (!v)
 		return; /* the interval is not drawn; its events still are */
 	lv->iv = v;
+	vw_spill_wrote(m->spill, sizeof(*v));
 	/* they close in end order, so nearly in begin order: a few steps
 	 * back keep the level sorted; a level that needs more is sorted
 	 * once at the end */
@@ -381,16 +382,31 @@ static void wake_runs(struct vw_model *m, size_t from)
 	}
 }
 
-/* cnt of a level (view.h), from its intervals sorted by begin. */
-static int count_begins(const struct vw_model *m, struct vw_ivlevel *lv)
+/* Intervals read at a time by index_level: a multiple of VW_IV_BLOCK. */
+#define IV_PIECE (1u << 20)
+
+/* A level's blockmax and cnt (view.h) from its intervals sorted by begin,
+ * read a piece at a time: the pieces of a level in the spill file are let
+ * go as they are read, so that the build never maps a level whole (but to
+ * sort it). */
+static int index_level(const struct vw_model *m, struct vw_ivlevel *lv)
 {
-	if (!vw_iv_has_cnt(lv->n))
-		return 0;
-	if (!(lv->cnt = calloc(m->nbins + 1, sizeof(*lv->cnt))))
+	size_t nb = (lv->n + VW_IV_BLOCK - 1) / VW_IV_BLOCK;
+	if (nb && !(lv->blockmax = calloc(nb, sizeof(*lv->blockmax))))
 		return -ENOMEM;
-	for (size_t j = 0; j < lv->n; j++)
-		lv->cnt[vw_bin(m, lv->iv[j].begin) + 1]++;
-	for (unsigned k = 0; k < m->nbins; k++)
+	if (vw_iv_has_cnt(lv->n) && !(lv->cnt = calloc(m->nbins + 1, sizeof(*lv->cnt))))
+		return -ENOMEM;
+	for (size_t j0 = 0; j0 < lv->n; j0 += IV_PIECE) {
+		size_t j1 = lv->n - j0 < IV_PIECE ? lv->n : j0 + IV_PIECE;
+		for (size_t j = j0; j < j1; j++) {
+			if (lv->iv[j].end > lv->blockmax[j / VW_IV_BLOCK])
+				lv->blockmax[j / VW_IV_BLOCK] = lv->iv[j].end;
+			if (lv->cnt)
+				lv->cnt[vw_bin(m, lv->iv[j].begin) + 1]++;
+		}
+		vw_spill_release(m->spill, lv->iv + j0, (j1 - j0) * sizeof(*lv->iv));
+	}
+	for (unsigned k = 0; lv->cnt && k < m->nbins; k++)
 		lv->cnt[k + 1] += lv->cnt[k];
 	return 0;
 }
@@ -407,15 +423,11 @@ static int finish(struct vw_model *m)
 		struct vw_thread *th = m->threads.all[i];
 		for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
 			struct vw_ivlevel *lv = &th->lev[l];
-			if (lv->unsorted)
+			if (lv->unsorted) {
 				qsort(lv->iv, lv->n, sizeof(*lv->iv), cmp_iv);
-			size_t nb = (lv->n + VW_IV_BLOCK - 1) / VW_IV_BLOCK;
-			if (nb && !(lv->blockmax = calloc(nb, sizeof(*lv->blockmax))))
-				return -ENOMEM;
-			for (size_t j = 0; j < lv->n; j++)
-				if (lv->iv[j].end > lv->blockmax[j / VW_IV_BLOCK])
-					lv->blockmax[j / VW_IV_BLOCK] = lv->iv[j].end;
-			if (count_begins(m, lv))
+				vw_spill_release(m->spill, lv->iv, lv->n * sizeof(*lv->iv));
+			}
+			if (index_level(m, lv))
 				return -ENOMEM;
 		}
 		if (sum_states(th))
@@ -534,11 +546,12 @@ int vw_model_read(struct vw_model *m, uint64_t from, uint64_t to)
 
 int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 		   unsigned open_flags, struct vw_activity *acts, unsigned nacts,
-		   struct vw_progress *pg)
+		   struct vw_progress *pg, struct vw_spill *sp)
 {
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	int err = model_init(m, t, path, acts, nacts);
+	m->spill = sp;
 	m->progress = pg;
 	m->begin = strata_trace_begin(t);
 	m->end = strata_trace_end(t);
@@ -675,7 +688,7 @@ void vw_model_fini(struct vw_model *m)
 		free(th->st);
 		free(th->stcum);
 		for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
-			free(th->lev[l].iv);
+			vw_spill_free(m->spill, th->lev[l].iv);
 			free(th->lev[l].blockmax);
 			free(th->lev[l].cnt);
 		}
@@ -695,5 +708,6 @@ void vw_model_fini(struct vw_model *m)
 	free(m->binev);
 	an_names_destroy(m->names);
 	iv_pairer_destroy(m->pairer);
+	vw_spill_close(m->spill);
 	*m = (struct vw_model){ 0 };
 }

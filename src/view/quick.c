@@ -281,7 +281,8 @@ static void *build_behind(void *arg)
 	struct vw_model m = { 0 };
 	test_delay(s);
 	int err = atomic_load_explicit(&s->progress.stop, memory_order_relaxed) ? -ECANCELED :
-		  vw_model_build(&m, s->t, s->trace, s->oo.flags, s->acts, s->nacts, &s->progress);
+		  vw_model_build(&m, s->t, s->trace, s->oo.flags, s->acts, s->nacts, &s->progress,
+				 srv_spill(s, s->build_nocache));
 	pthread_mutex_lock(&s->lock);
 	if (err) {
 		vw_model_fini(&m);

@@ -431,6 +431,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	} else {
 		srv_adopt_cache(s);
 		r = api(s, c, rest + 4);
+		srv_trim(s);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return r;

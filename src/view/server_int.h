@@ -61,6 +61,10 @@ int srv_open_live(struct server *s);
 int srv_live_done(void *arg);
 /* Between two answers: serve from the cache once the writer wrote it. */
 void srv_adopt_cache(struct server *s);
+/* After an answer: the model's file pages unmapped when the RSS is high. */
+void srv_trim(struct server *s);
+/* The file to build a model in when it is to be cached, or NULL. */
+struct vw_spill *srv_spill(const struct server *s, bool nocache);
 /* Wait for the cache's writer: what it returned (0 when none ran). */
 int srv_join_writer(struct server *s);
 /* After a build of s->m (err: its result): the cache written in the

@@ -201,6 +201,8 @@ struct vw_model {
 				  * made (a cached open reads no event) */
 	void *map;               /* the cache the arrays point into, or NULL */
 	size_t map_size;
+	struct vw_spill *spill;  /* a built model's big arrays (spill.c), or
+				  * NULL: the heap */
 	const char *cache;       /* "writing", "built", "used" or "off":
 				  * api/summary */
 	unsigned ncls;           /* classes the cbins tables are sized for */
@@ -245,9 +247,11 @@ struct vw_progress {
 	atomic_bool stop;
 };
 
+/* With sp, the intervals go in its file, and m owns sp (vw_model_fini
+ * closes it, also after an error). */
 int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 		   unsigned open_flags, struct vw_activity *acts, unsigned nacts,
-		   struct vw_progress *pg);
+		   struct vw_progress *pg, struct vw_spill *sp);
 /* Events read from the reader at a time: 32 KiB of them. */
 #define VW_READ_BATCH 512
 
@@ -275,6 +279,25 @@ static inline int vw_iter_each(struct strata_iter *it,
 /* p grown to hold n + 1 elements of size bytes (doubling *cap), or NULL
  * when out of memory (p is then still valid). */
 void *vw_grow(void *p, size_t *cap, size_t n, size_t size);
+
+/* The model's big arrays in a file while it is built and until its cache
+ * is mapped (spill.c, docs/view.md "Memory"): an unlinked file in `dir`
+ * (not on tmpfs) mapped whole, regions handed out on disk. vw_spill_grow
+ * is vw_grow with arrays of 4 MiB or more in the file (sp NULL: the
+ * heap); vw_spill_free frees what is not in the file (its regions go
+ * with vw_spill_close); vw_spill_wrote counts bytes written through the
+ * mapping and, every 64 MiB, vw_spill_trim unmaps the file's pages (they
+ * stay in the page cache, which the kernel writes back and drops under
+ * pressure), as vw_spill_release does for [p, p + n) once read. */
+struct vw_spill;
+int vw_spill_open(struct vw_spill **sp, const char *dir);
+void vw_spill_close(struct vw_spill *sp);
+bool vw_spill_has(const struct vw_spill *sp, const void *p);
+void *vw_spill_grow(struct vw_spill *sp, void *p, size_t *cap, size_t n, size_t size);
+void vw_spill_free(struct vw_spill *sp, void *p);
+void vw_spill_wrote(struct vw_spill *sp, size_t bytes);
+void vw_spill_trim(struct vw_spill *sp);
+void vw_spill_release(const struct vw_spill *sp, const void *p, size_t n);
 
 /* A stretch of thread tid's states (bd_options.on_state's), into m. 0 or
  * -ENOMEM. */
