@@ -14,8 +14,11 @@
 
 /* The file's room, reserved as address space and as a sparse file, never
  * as memory or disk: each region is allocated on disk (fallocate) when it
- * is handed out, and a region left by a growth is punched out again. */
+ * is handed out, and a region left by a growth is punched out again.
+ * 1 TiB, or less where the address space is bounded (ulimit -v, the
+ * sanitizers' layouts): 128 GiB, then 16 GiB. */
 #define SPILL_ROOM (1ull << 40)
+#define SPILL_ROOM_MIN (1ull << 34)
 /* Arrays smaller than this stay on the heap: most rows' levels are.
  * STRATA_VIEW_SPILL_MIN=BYTES (at least a page) moves it, for the tests:
  * the file's arrays then appear on small traces (docs/view.md, "Memory"). */
@@ -28,6 +31,7 @@
 struct vw_spill {
 	int fd;
 	char *base;
+	uint64_t room;    /* the mapping's length and the file's */
 	uint64_t used;    /* the next region's offset: a bump, page-aligned */
 	uint64_t touched; /* bytes written through the mapping since the last trim */
 	size_t min;       /* arrays of this many bytes or more go in the file */
@@ -46,12 +50,16 @@ int vw_spill_open(struct vw_spill **out, const char *dir)
 		err = -errno;
 	else if (fstatfs(sp->fd, &fs) || fs.f_type == TMPFS_MAGIC)
 		err = -EOPNOTSUPP; /* a file in memory saves none */
-	else if (ftruncate(sp->fd, (off_t)SPILL_ROOM))
-		err = -errno;
-	if (!err) {
-		sp->base = mmap(NULL, SPILL_ROOM, PROT_READ | PROT_WRITE,
+	for (sp->room = SPILL_ROOM; !err; sp->room >>= 3) {
+		if (ftruncate(sp->fd, (off_t)sp->room)) {
+			err = -errno;
+			break;
+		}
+		sp->base = mmap(NULL, sp->room, PROT_READ | PROT_WRITE,
 				MAP_SHARED | MAP_NORESERVE, sp->fd, 0);
-		if (sp->base == MAP_FAILED)
+		if (sp->base != MAP_FAILED)
+			break;
+		if (sp->room >> 3 < SPILL_ROOM_MIN)
 			err = -errno;
 	}
 	if (err) {
@@ -71,7 +79,7 @@ void vw_spill_close(struct vw_spill *sp)
 {
 	if (!sp)
 		return;
-	munmap(sp->base, SPILL_ROOM);
+	munmap(sp->base, sp->room);
 	close(sp->fd); /* the last reference: the file and its blocks go */
 	free(sp);
 }
@@ -90,7 +98,7 @@ static uint64_t pages(uint64_t bytes)
  * the file system refused (a full disk: then the heap). */
 static char *take(struct vw_spill *sp, uint64_t bytes)
 {
-	if (sp->used + bytes > SPILL_ROOM ||
+	if (sp->used + bytes > sp->room ||
 	    fallocate(sp->fd, 0, (off_t)sp->used, (off_t)bytes))
 		return NULL;
 	char *p = sp->base + sp->used;
