@@ -94,24 +94,49 @@ static uint64_t pages(uint64_t bytes)
 	return (bytes + PAGE - 1) & ~(uint64_t)(PAGE - 1);
 }
 
-/* A region of `bytes` (page-rounded) on disk, or NULL: out of room, or
- * the file system refused (a full disk: then the heap). */
+/* A region is a page of header, its reservation's length, then its
+ * array: the reservation is address space and file offsets for RESERVE
+ * times the array's room when it was placed, of which only the room is
+ * allocated on disk; the array doubles in place, allocating the next
+ * part, until it outgrows the reservation and moves to a new one. So an
+ * array of 1 GB was copied twice (at 4 and at 64 MiB), where doubling
+ * regions would copy 1 GB. */
+#define RESERVE 16
+
+static uint64_t *header(const void *p)
+{
+	return (uint64_t *)((const char *)p - PAGE);
+}
+
+/* A region for an array of room `bytes` (page-rounded), allocated on
+ * disk up to it; NULL when out of room or when the file system refused
+ * (a full disk: then the heap). */
 static char *take(struct vw_spill *sp, uint64_t bytes)
 {
-	if (sp->used + bytes > sp->room ||
-	    fallocate(sp->fd, 0, (off_t)sp->used, (off_t)bytes))
+	uint64_t reserve = PAGE + RESERVE * bytes;
+	if (sp->used + reserve > sp->room ||
+	    fallocate(sp->fd, 0, (off_t)sp->used, (off_t)(PAGE + bytes)))
 		return NULL;
-	char *p = sp->base + sp->used;
-	sp->used += bytes;
+	char *p = sp->base + sp->used + PAGE;
+	sp->used += reserve;
+	*header(p) = RESERVE * bytes;
 	return p;
 }
 
-/* The region of p (`bytes`, page-rounded) back to the file system: its
- * blocks and its pages in the page cache and in the mapping. */
-static void give(struct vw_spill *sp, char *p, uint64_t bytes)
+/* The region of p back to the file system: its blocks and its pages in
+ * the page cache and in the mapping. */
+static void give(struct vw_spill *sp, char *p)
 {
 	fallocate(sp->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		  (off_t)(p - sp->base), (off_t)bytes);
+		  (off_t)(p - PAGE - sp->base), (off_t)(PAGE + *header(p)));
+}
+
+/* The array p's room from `from` to `to` bytes (page-rounded), in place
+ * when its reservation holds it and the disk takes it. */
+static bool widen(struct vw_spill *sp, char *p, uint64_t from, uint64_t to)
+{
+	return to <= *header(p) &&
+	       !fallocate(sp->fd, 0, (off_t)(p - sp->base + from), (off_t)(to - from));
 }
 
 /* n bytes from region `from` to region `to`, both in the file: by the
@@ -141,6 +166,10 @@ void *vw_spill_grow(struct vw_spill *sp, void *p, size_t *cap, size_t n, size_t 
 	bool in = vw_spill_has(sp, p);
 	if (!in && (!sp || c * size < sp->min))
 		return vw_grow(p, cap, n, size);
+	if (in && widen(sp, p, pages(*cap * size), pages(c * size))) {
+		*cap = c;
+		return p;
+	}
 	char *q = take(sp, pages(c * size));
 	if (!q) {
 		if (!in)
@@ -155,7 +184,7 @@ void *vw_spill_grow(struct vw_spill *sp, void *p, size_t *cap, size_t n, size_t 
 		vw_spill_wrote(sp, n * size);
 	}
 	if (in)
-		give(sp, p, pages(*cap * size));
+		give(sp, p);
 	else
 		free(p);
 	*cap = c;
