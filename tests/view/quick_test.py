@@ -167,10 +167,29 @@ check(s["lost_events"] == first["lost_events"] and s["lost_packets"] == first["l
       f"losses: model {s['lost_events']}/{s['lost_packets']}, packets "
       f"{first['lost_events']}/{first['lost_packets']}")
 pk = {c["cpu"]: c for c in first["cpus"]}
+
+
+def per_cpu(*opts):
+    """Records per CPU as strata print lists them ("[001]")."""
+    out = subprocess.run([strata, "print", *opts, trace], check=True, capture_output=True,
+                         text=True).stdout
+    n = {}
+    for line in out.splitlines():
+        cpu = int(line.split("[", 1)[1].split("]", 1)[0])
+        n[cpu] = n.get(cpu, 0) + 1
+    return n
+
+
+# a CPU's packets hold more than their headers exactly when it has records:
+# the program's events (the model's count) or only strata's own (names,
+# state dump: not events), wherever the helper thread ran
+events, records = per_cpu(), per_cpu("--internal")
 for c in s["cpus"]:
     has = pk.get(c["cpu"], {"content": 0, "packets": 0})
-    check((c["events"] > 0) == (has["content"] > HEADER * has["packets"]),
-          f"CPU {c['cpu']}: {c['events']} events, packets' content {has}")
+    check(c["events"] == events.get(c["cpu"], 0),
+          f"CPU {c['cpu']}: {c['events']} events, strata print {events.get(c['cpu'], 0)}")
+    check((records.get(c["cpu"], 0) > 0) == (has["content"] > HEADER * has["packets"]),
+          f"CPU {c['cpu']}: {records.get(c['cpu'], 0)} records, packets' content {has}")
 # every mark of the model's whole-trace window where the packets have bytes
 span = s["span_ns"]
 W = 64
