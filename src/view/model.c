@@ -653,6 +653,34 @@ int vw_model_settle(struct vw_model *m)
 	return live_rows(m);
 }
 
+/* Levels smaller than this keep their pages between answers: the next
+ * answers find them mapped (the trims after answers bound them all).
+ * STRATA_VIEW_SPILL_MIN (spill.c) lowers it too, for the tests. */
+#define LET_GO_MIN (32u << 20)
+
+static size_t let_go_min(void)
+{
+	static size_t min;
+	if (!min) {
+		const char *v = getenv("STRATA_VIEW_SPILL_MIN");
+		unsigned long long b = v ? strtoull(v, NULL, 10) : 0;
+		min = b >= 4096 && b < LET_GO_MIN ? (size_t)b : LET_GO_MIN;
+	}
+	return min;
+}
+
+void vw_model_let_go(const struct vw_model *m, const struct vw_ivlevel *lv)
+{
+	size_t n = lv->n * sizeof(*lv->iv);
+	const char *p = (const char *)lv->iv, *map = m->map;
+	if (n < let_go_min())
+		return;
+	if (map && p >= map && p < map + m->map_size)
+		vw_pages_release(p, n);
+	else
+		vw_spill_release(m->spill, p, n);
+}
+
 static void free_cbins(const struct vw_model *m, uint32_t **cbins)
 {
 	for (unsigned c = 0; cbins && c < m->ncls; c++)

@@ -211,13 +211,17 @@ void vw_spill_trim(struct vw_spill *sp)
 	sp->touched = 0;
 }
 
-void vw_spill_release(const struct vw_spill *sp, const void *p, size_t n)
+void vw_pages_release(const void *p, size_t n)
 {
-	if (!vw_spill_has(sp, p) || !n)
-		return;
 	/* the whole pages inside [p, p + n) */
 	uintptr_t a = ((uintptr_t)p + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
 	uintptr_t b = ((uintptr_t)p + n) & ~(uintptr_t)(PAGE - 1);
 	if (b > a)
 		madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+void vw_spill_release(const struct vw_spill *sp, const void *p, size_t n)
+{
+	if (vw_spill_has(sp, p))
+		vw_pages_release(p, n);
 }

@@ -298,6 +298,13 @@ void vw_spill_free(struct vw_spill *sp, void *p);
 void vw_spill_wrote(struct vw_spill *sp, size_t bytes);
 void vw_spill_trim(struct vw_spill *sp);
 void vw_spill_release(const struct vw_spill *sp, const void *p, size_t n);
+/* The whole pages of [p, p + n) unmapped: only for a file's shared
+ * mapping (a private or anonymous one would lose its contents). */
+void vw_pages_release(const void *p, size_t n);
+/* After a window read a level of intervals of m: its pages let go when
+ * it is big and in a file (the cache's mapping or the spill file), so
+ * that one answer does not map gigabytes ("Memory"). */
+void vw_model_let_go(const struct vw_model *m, const struct vw_ivlevel *lv);
 
 /* A stretch of thread tid's states (bd_options.on_state's), into m. 0 or
  * -ENOMEM. */

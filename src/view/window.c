@@ -407,6 +407,7 @@ static void put_intervals(const struct win *v, const struct vw_thread *th)
 			put_level(v, &th->lev[l]);
 		else
 			probe_level(v, &th->lev[l]);
+		vw_model_let_go(v->m, &th->lev[l]);
 	}
 	wire_list_end(v->e);
 }
