@@ -122,20 +122,12 @@ struct vw_spill *srv_spill(const struct server *s, bool nocache)
 	return err ? NULL : sp;
 }
 
-/* Past this, the answers' pages of the model's files are unmapped (they
- * stay in the page cache): the server's RSS does not grow with the
- * trace (docs/view.md, "Memory"). */
-#define RSS_TRIM (160ull << 20)
-
+/* Past VW_RSS_LIMIT, the answers' pages of the model's files are
+ * unmapped (they stay in the page cache): the server's RSS does not grow
+ * with the trace (docs/view.md, "Memory"). */
 void srv_trim(struct server *s)
 {
-	FILE *f = fopen("/proc/self/statm", "r");
-	unsigned long long size, rss = 0;
-	if (f && fscanf(f, "%llu %llu", &size, &rss) != 2)
-		rss = 0;
-	if (f)
-		fclose(f);
-	if (rss * (unsigned long long)sysconf(_SC_PAGESIZE) < RSS_TRIM)
+	if (vw_rss() < VW_RSS_LIMIT)
 		return;
 	if (s->m.map)
 		madvise(s->m.map, s->m.map_size, MADV_DONTNEED);

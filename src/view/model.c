@@ -653,19 +653,23 @@ int vw_model_settle(struct vw_model *m)
 	return live_rows(m);
 }
 
-/* Levels smaller than this keep their pages between answers: the next
- * answers find them mapped (the trims after answers bound them all).
- * STRATA_VIEW_SPILL_MIN (spill.c) lowers it too, for the tests. */
+/* Levels smaller than this keep their pages, and all do while the RSS is
+ * below VW_RSS_LIMIT: the next answers find them mapped (the trims after
+ * answers bound them all). STRATA_VIEW_SPILL_MIN (spill.c) lowers the
+ * size and lifts the RSS condition, for the tests. */
 #define LET_GO_MIN (32u << 20)
 
-static size_t let_go_min(void)
+static size_t let_go_min(bool *always)
 {
 	static size_t min;
+	static bool knob;
 	if (!min) {
 		const char *v = getenv("STRATA_VIEW_SPILL_MIN");
 		unsigned long long b = v ? strtoull(v, NULL, 10) : 0;
-		min = b >= 4096 && b < LET_GO_MIN ? (size_t)b : LET_GO_MIN;
+		knob = b >= 4096 && b < LET_GO_MIN;
+		min = knob ? (size_t)b : LET_GO_MIN;
 	}
+	*always = knob;
 	return min;
 }
 
@@ -673,7 +677,8 @@ void vw_model_let_go(const struct vw_model *m, const struct vw_ivlevel *lv)
 {
 	size_t n = lv->n * sizeof(*lv->iv);
 	const char *p = (const char *)lv->iv, *map = m->map;
-	if (n < let_go_min())
+	bool always;
+	if (n < let_go_min(&always) || (!always && vw_rss() < VW_RSS_LIMIT))
 		return;
 	if (map && p >= map && p < map + m->map_size)
 		vw_pages_release(p, n);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -218,6 +219,17 @@ void vw_pages_release(const void *p, size_t n)
 	uintptr_t b = ((uintptr_t)p + n) & ~(uintptr_t)(PAGE - 1);
 	if (b > a)
 		madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+uint64_t vw_rss(void)
+{
+	FILE *f = fopen("/proc/self/statm", "re");
+	unsigned long long size, rss = 0;
+	if (f && fscanf(f, "%llu %llu", &size, &rss) != 2)
+		rss = 0;
+	if (f)
+		fclose(f);
+	return rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
 void vw_spill_release(const struct vw_spill *sp, const void *p, size_t n)

@@ -301,6 +301,10 @@ void vw_spill_release(const struct vw_spill *sp, const void *p, size_t n);
 /* The whole pages of [p, p + n) unmapped: only for a file's shared
  * mapping (a private or anonymous one would lose its contents). */
 void vw_pages_release(const void *p, size_t n);
+/* The server's RSS (/proc/self/statm), in bytes; 0 when unknown. Past
+ * VW_RSS_LIMIT the model's file pages are let go ("Memory"). */
+uint64_t vw_rss(void);
+#define VW_RSS_LIMIT (160ull << 20)
 /* After a window read a level of intervals of m: its pages let go when
  * it is big and in a file (the cache's mapping or the spill file), so
  * that one answer does not map gigabytes ("Memory"). */
