@@ -152,7 +152,9 @@ for mode in modes:
         report(mode, follow(mode, no_timer))
         continue
     p99 = report(mode, d)
-    # measured, not asserted beyond a generous bound (a shared machine)
-    if p99 is not None and p99 > 2000:
+    # measured, not asserted beyond a generous bound (a shared machine);
+    # a liar's stale beacon holds everyone's window (docs/reader.md,
+    # "Following a live trace"): its delay is reported, not bounded
+    if mode != "record-lie" and p99 is not None and p99 > 2000:
         fail("%s: p99 delay %.0f ms (bound 2000)" % (mode, p99))
 sys.exit(1 if fails else 0)
