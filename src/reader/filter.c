@@ -456,12 +456,22 @@ int strata_filter_time(struct strata_filter *f, uint64_t begin, uint64_t end)
 	return 0;
 }
 
+/* x into the set v (sorted, without repeats: rd_in searches it in
+ * halves, so a viewer's process filter of thousands of threads costs an
+ * event a dozen compares, not thousands). */
 static int push_u32(uint32_t **v, uint32_t *n, uint32_t x)
 {
+	uint32_t at = *n; /* ids given in order append */
+	while (at && (*v)[at - 1] > x)
+		at--;
+	if (at && (*v)[at - 1] == x)
+		return 0;
 	uint32_t *nv = realloc(*v, (*n + 1) * sizeof(*nv));
 	if (!nv)
 		return -ENOMEM;
-	nv[(*n)++] = x;
+	memmove(nv + at + 1, nv + at, (*n - at) * sizeof(*nv));
+	nv[at] = x;
+	(*n)++;
 	*v = nv;
 	return 0;
 }

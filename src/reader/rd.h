@@ -366,12 +366,17 @@ struct strata_filter {
 bool rd_filter_expr_match(const struct strata_filter *f,
 			  const struct strata_event *ev);
 
+/* x in v, sorted (filter.c's push_u32) */
 static inline bool rd_in(const uint32_t *v, uint32_t n, uint32_t x)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (v[i] == x)
-			return true;
-	return false;
+	while (n > 1) {
+		uint32_t half = n / 2;
+		if (v[half] <= x)
+			v += half, n -= half;
+		else
+			n = half;
+	}
+	return n && *v == x;
 }
 
 /* ---- decoding (event.c) ------------------------------------------------ */

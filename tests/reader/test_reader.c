@@ -181,6 +181,18 @@ static void test_attribution(void **state)
 	assert_int_equal(strata_filter_tid(f, 101), 0);
 	assert_int_equal(collect(t, f, 0, &c), 2);
 	strata_filter_destroy(f);
+	/* a set of ids, given out of order and repeated, is searched in
+	 * halves (filter.c's push_u32): each member found, nothing else */
+	static const uint32_t some[] = { 500, 102, 7, 102, 100, 3, 99, 103 };
+	assert_int_equal(strata_filter_create(t, &f), 0);
+	for (unsigned i = 0; i < sizeof(some) / sizeof(some[0]); i++)
+		assert_int_equal(strata_filter_tid(f, some[i]), 0);
+	assert_int_equal(collect(t, f, 0, &c), 2);
+	assert_int_equal(c.tid[0], 100);
+	assert_int_equal(c.tid[1], 102);
+	assert_int_equal(strata_filter_tid(f, 101), 0);
+	assert_int_equal(collect(t, f, 0, &c), 4);
+	strata_filter_destroy(f);
 	strata_trace_close(t);
 	synth_rmdir(dir);
 }
