@@ -400,12 +400,12 @@ function legend(s) {
 
 const search = { q: null, n: 0, cur: null, rank: 0 };
 
-// ---- filters: CPUs, threads, event names, a field expression, applied
-// by the server to the marks, the list and the search at once ----------
+// ---- filters: CPUs, processes, threads, event names, a field expression,
+// applied by the server to the marks, the list and the search at once ---
 
 function filterArgs(f = state.filter || {}) {
 	const a = {};
-	for (const k of ['cpus', 'tids', 'ev', 'expr'])
+	for (const k of ['cpus', 'pids', 'tids', 'ev', 'expr'])
 		if (f[k])
 			a[k] = f[k];
 	return a;
@@ -419,7 +419,8 @@ function filterQuery(f) {
 const ids = (s) => s.split(/[\s,]+/).filter(Boolean).join(',');
 
 async function applyFilter() {
-	const f = { cpus: ids($('f-cpus').value), tids: ids($('f-tids').value),
+	const f = { cpus: ids($('f-cpus').value), pids: ids($('f-pids').value),
+		tids: ids($('f-tids').value),
 		ev: $('f-ev').value.trim(), expr: $('f-expr').value.trim() };
 	// the server checks it (a bad expression: 400 and why) before the
 	// page's requests carry it
@@ -433,7 +434,7 @@ async function applyFilter() {
 	state.filter = f;
 	$('f-said').textContent = '';
 	const on = (list) => list ? new Set(list.split(',').map(Number)) : null;
-	state.tl.setFilter(on(f.cpus), on(f.tids));
+	state.tl.setFilter(on(f.cpus), on(f.tids), on(f.pids));
 	Object.assign(search, { q: null, n: 0, cur: null, rank: 0 });
 	hook.filter = { ...f, seq: (hook.filter?.seq || 0) + 1 };
 	fetchOverview();
@@ -625,7 +626,7 @@ function input() {
 		applyFilter();
 	});
 	$('f-clear').addEventListener('click', () => {
-		for (const k of ['f-cpus', 'f-tids', 'f-ev', 'f-expr'])
+		for (const k of ['f-cpus', 'f-pids', 'f-tids', 'f-ev', 'f-expr'])
 			$(k).value = '';
 		applyFilter();
 	});

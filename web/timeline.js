@@ -94,8 +94,8 @@ export class Timeline {
 	}
 
 	// Only these CPUs and threads (Sets; null: all), as the filter says.
-	setFilter(cpus, tids) {
-		this.only = { cpus, tids };
+	setFilter(cpus, tids, pids) {
+		this.only = { cpus, tids, pids };
 		this.data = null;
 		this.layout();
 	}
@@ -113,7 +113,8 @@ export class Timeline {
 		// the threads under their process's header row, in the order
 		// the sort control asks for; a collapsed process is its header
 		// alone, drawn as a summary of its threads
-		const threads = this.sum.threads.filter((t) => !only.tids || only.tids.has(t.tid));
+		const threads = this.sum.threads.filter((t) => (!only.tids || only.tids.has(t.tid)) &&
+			(!only.pids || only.pids.has(t.pid)));
 		for (const p of groupProcesses(threads, this.sum.names, this.sortBy, this.activity)) {
 			const shut = this.collapsed.has(p.pid);
 			this.rows.push({ kind: 'proc', id: p.pid, y, h: shut ? THREAD_H : PROC_H,

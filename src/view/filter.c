@@ -71,12 +71,49 @@ int vw_bad_expr(struct vw_buf *err, const char *what, const char *msg)
 	return 400;
 }
 
+static int by_id(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* ids sorted (vw_filter_procs): a process's thousands of threads cost a
+ * row, an interval or a flow a dozen compares */
 static bool listed(const uint32_t *ids, unsigned n, uint32_t id)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
+	return n && bsearch(&id, ids, n, sizeof(*ids), by_id);
+}
+
+int vw_filter_procs(const struct vw_model *m, struct vw_filter *q, const uint32_t *pids,
+		    unsigned npids, struct vw_buf *err)
+{
+	qsort(q->cpus, q->ncpus, sizeof(*q->cpus), by_id);
+	qsort(q->tids, q->ntids, sizeof(*q->tids), by_id);
+	if (!npids)
+		return 0;
+	/* the threads named (at most VW_FILTER_IDS) narrow the processes' */
+	uint32_t named[VW_FILTER_IDS];
+	unsigned nnamed = q->ntids;
+	memcpy(named, q->tids, nnamed * sizeof(*named));
+	q->ntids = 0;
+	/* the page's processes are the summary's: the rows' pids */
+	for (unsigned i = 0; i < m->nrows; i++) {
+		const struct vw_thread *th = m->rows[i];
+		bool in = false;
+		for (unsigned k = 0; k < npids && !in; k++)
+			in = th->pid == pids[k];
+		if (!in || (nnamed && !listed(named, nnamed, th->tid)))
+			continue;
+		if (q->ntids == VW_FILTER_TIDS) {
+			vw_printf(err, "{\"error\":\"pids: the processes have more than %d "
+				  "threads; name threads instead\"}", VW_FILTER_TIDS);
+			return 400;
+		}
+		q->tids[q->ntids++] = th->tid;
+	}
+	qsort(q->tids, q->ntids, sizeof(*q->tids), by_id);
+	q->none |= !q->ntids;
+	return 0;
 }
 
 bool vw_filter_keeps(const struct vw_filter *q, char kind, uint32_t id)

@@ -260,13 +260,21 @@ static bool ids_arg(struct MHD_Connection *c, const char *key, int64_t hi, uint3
 	return true;
 }
 
-/* The page's filter (view.md, "Filters"): cpus, tids, ev (globs), expr. */
-static bool filter_args(struct MHD_Connection *c, struct vw_filter *q, struct vw_buf *err)
+/* The page's filter (view.md, "Filters"): cpus, tids, pids (their
+ * threads), ev (globs), expr. */
+static bool filter_args(struct server *s, struct MHD_Connection *c, struct vw_filter *q,
+			struct vw_buf *err)
 {
-	*q = (struct vw_filter){ 0 };
+	uint32_t pids[VW_FILTER_IDS];
+	unsigned npids;
+	q->ncpus = q->ntids = 0;
+	q->events = q->expr = NULL;
+	q->none = false;
 	return ids_arg(c, "cpus", 4095, q->cpus, &q->ncpus, err) &&
 	       ids_arg(c, "tids", UINT32_MAX, q->tids, &q->ntids, err) &&
-	       sarg(c, "ev", &q->events, err) && sarg(c, "expr", &q->expr, err);
+	       ids_arg(c, "pids", UINT32_MAX, pids, &npids, err) &&
+	       sarg(c, "ev", &q->events, err) && sarg(c, "expr", &q->expr, err) &&
+	       !vw_filter_procs(&s->m, q, pids, npids, err);
 }
 
 static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const char *what)
@@ -293,7 +301,7 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 			  (unsigned long long)s->m.nevents);
 	} else if (!strcmp(what, "window")) {
 		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
-		    !arg(c, "w", 1, 8192, 1000, &w, &b) || !filter_args(c, &q, &b) ||
+		    !arg(c, "w", 1, 8192, 1000, &w, &b) || !filter_args(s, c, &q, &b) ||
 		    !sarg(c, "fmt", &fmt, &b))
 			return send_json(c, 400, &b);
 		/* fmt=bin: the page's compact form (view.md, "The binary
@@ -306,14 +314,14 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 		err = vw_api_window(&s->m, (uint64_t)t0, (uint64_t)t1, (unsigned)w, &q, bin, &b);
 	} else if (!strcmp(what, "stats")) {
 		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
-		    !arg(c, "kind", -1, 65535, -1, &kind, &b) || !filter_args(c, &q, &b) ||
+		    !arg(c, "kind", -1, 65535, -1, &kind, &b) || !filter_args(s, c, &q, &b) ||
 		    !text_arg(c, "rules", VW_RULES_MAX * (VW_RULE_MAX + 1) - 1, &rules, &b))
 			return send_json(c, 400, &b);
 		err = vw_api_stats(&s->m, (uint64_t)t0, (uint64_t)t1, (int)kind, rules, &q, &b);
 	} else if (!strcmp(what, "intervals")) {
 		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
 		    !arg(c, "kind", 0, 65535, 0, &kind, &b) || !arg(c, "by", 0, 1, 0, &dir, &b) ||
-		    !arg(c, "n", 1, 1000, 100, &nb, &b) || !filter_args(c, &q, &b))
+		    !arg(c, "n", 1, 1000, 100, &nb, &b) || !filter_args(s, c, &q, &b))
 			return send_json(c, 400, &b);
 		err = vw_api_intervals(&s->m, (uint64_t)t0, (uint64_t)t1, (int)kind, (int)dir,
 				       (unsigned)nb, &q, &b);
@@ -322,7 +330,7 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
 		    !arg(c, "by", 0, 1, 0, &dir, &b) || !arg(c, "n", 1, 1000, 100, &nb, &b) ||
 		    !text_arg(c, "rules", VW_RULES_MAX * (VW_RULE_MAX + 1) - 1, &rules, &b) ||
-		    !filter_args(c, &q, &b))
+		    !filter_args(s, c, &q, &b))
 			return send_json(c, 400, &b);
 		err = vw_api_activity(&s->m, rules ? rules : "", (uint64_t)t0, (uint64_t)t1,
 				      (int)dir, (unsigned)nb, &q, &b);
@@ -340,7 +348,7 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 		    !arg(c, "stream", -1, UINT32_MAX, -1, &stream, &b) ||
 		    !arg(c, "offset", 0, INT64_MAX, 0, &off, &b) ||
 		    !arg(c, "cpu", -1, 4095, -1, &cpu, &b) ||
-		    !arg(c, "tid", -1, UINT32_MAX, -1, &tid, &b) || !filter_args(c, &q, &b))
+		    !arg(c, "tid", -1, UINT32_MAX, -1, &tid, &b) || !filter_args(s, c, &q, &b))
 			return send_json(c, 400, &b);
 		/* a row the page asks about (cpu, tid) narrows its filter */
 		if (cpu >= 0)
@@ -358,7 +366,7 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 		err = vw_api_event(&s->m, (uint64_t)t, (uint32_t)stream, (uint64_t)off, &b);
 	} else if (!strcmp(what, "search")) {
 		if (!arg(c, "t", 0, span, 0, &t, &b) || !arg(c, "dir", -1, 1, 1, &dir, &b) ||
-		    !arg(c, "skip", 0, 1000, 0, &skip, &b) || !filter_args(c, &q, &b) ||
+		    !arg(c, "skip", 0, 1000, 0, &skip, &b) || !filter_args(s, c, &q, &b) ||
 		    !sarg(c, "find", &find, &b) || !sarg(c, "where", &where, &b) || !dir) {
 			if (!b.len)
 				vw_puts(&b, "{\"error\":\"dir: -1 or 1\"}");

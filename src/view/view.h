@@ -435,16 +435,24 @@ int vw_api_list(struct vw_model *m, uint64_t t, unsigned before, unsigned after,
  * or draws events applies it. */
 #define VW_ARG_MAX 256 /* the longest text a query argument may hold */
 
-#define VW_FILTER_IDS 64 /* CPUs or threads a filter may list */
+#define VW_FILTER_IDS 64 /* CPUs, threads or processes a filter may list */
+#define VW_FILTER_TIDS 4096 /* threads once its processes are named */
 
 struct vw_filter {
-	uint32_t cpus[VW_FILTER_IDS], tids[VW_FILTER_IDS]; /* OR-ed; none: any */
+	uint32_t cpus[VW_FILTER_IDS]; /* OR-ed, sorted; none: any */
+	uint32_t tids[VW_FILTER_TIDS]; /* the same; the processes' threads */
 	unsigned ncpus, ntids;
 	const char *events;      /* event name globs, comma-separated; NULL: any */
 	const char *expr;        /* the reader's field expression; NULL: none */
 	bool none;               /* keeps nothing (vw_filter_only) */
 };
 
+/* Finish q as parsed: its processes (pids; npids 0: any) become the
+ * model's threads of them that q's threads keep (none: nothing kept),
+ * and its lists are sorted for vw_filter_keeps. Returns 0, or 400 with
+ * why in err (more than VW_FILTER_TIDS threads). */
+int vw_filter_procs(const struct vw_model *m, struct vw_filter *q, const uint32_t *pids,
+		    unsigned npids, struct vw_buf *err);
 /* Narrow q to one CPU (kind 'c') or thread ('t'), a row the page asks
  * about: that one if q keeps it, else nothing. */
 void vw_filter_only(struct vw_filter *q, char kind, uint32_t id);
