@@ -576,6 +576,7 @@ static uint64_t sort_key(const struct lock_stats *l)
 	case LOCK_SORT_COUNT: return l->contended;
 	case LOCK_SORT_MAX: return l->wait_max;
 	case LOCK_SORT_HOLD: return l->hold_total;
+	case LOCK_SORT_SPIN: return l->spins;
 	default: return l->wait_total;
 	}
 }

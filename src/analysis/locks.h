@@ -101,7 +101,7 @@ struct lock_result {
 const struct lock_chain *lock_chain_find(const struct lock_result *r, uint32_t pid,
 					 uint64_t id);
 
-enum lock_sort { LOCK_SORT_WAIT, LOCK_SORT_COUNT, LOCK_SORT_MAX, LOCK_SORT_HOLD };
+enum lock_sort { LOCK_SORT_WAIT, LOCK_SORT_COUNT, LOCK_SORT_MAX, LOCK_SORT_HOLD, LOCK_SORT_SPIN };
 
 /* Read every lock:* event of the trace (pid: only that process; 0 all).
  * Returns 0, -ENOENT (no lock:wait_begin class: the trace was not taken

@@ -20,8 +20,9 @@ const char cmd_locks_usage[] =
 	"only counted per thread, unless the program ran with\n"
 	"STRATA_LOCKS_CHAINS=all (JSON: `acquired`, `acquire_chains`). A lock\n"
 	"with a wait still open at the end is [partial] (docs/locks.md).\n\n"
-	"  --sort wait|count|max|hold  order: total wait (default), contended\n"
-	"                        count, longest wait, total hold\n"
+	"  --sort wait|count|max|hold|spin  order: total wait (default),\n"
+	"                        contended count, longest wait, total hold,\n"
+	"                        spins (spin locks' turns waiting)\n"
 	"  --top N               the first N locks only (0: all; default 20)\n"
 	"  --pid N               the locks of this process only\n"
 	"  --format text|json|csv  output format (default text); csv: one row\n"
@@ -29,13 +30,13 @@ const char cmd_locks_usage[] =
 
 static int parse_sort(const char *s, enum lock_sort *out)
 {
-	static const char *const names[] = { "wait", "count", "max", "hold" };
-	for (int i = 0; i < 4; i++)
+	static const char *const names[] = { "wait", "count", "max", "hold", "spin" };
+	for (int i = 0; i < 5; i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum lock_sort)i;
 			return 0;
 		}
-	cli_err(NULL, "locks: --sort %s: expected wait, count, max or hold", s);
+	cli_err(NULL, "locks: --sort %s: expected wait, count, max, hold or spin", s);
 	return -1;
 }
 

@@ -138,6 +138,12 @@ def contention(mode="mutex"):
             fail("spin: contended %d (failed %d, spins %d), at most %d" % (
                 hot["contended"], hot["failed"], hot["spins"], want))
         want = hot["contended"]
+        # --sort spin: most turns first, the hot spin lock leading
+        by = json.loads(run([STRATA, "locks", "--format", "json", "--top", "0", "--sort", "spin",
+                             trace]))["locks"]
+        if [l["spins"] for l in by] != sorted((l["spins"] for l in locks), reverse=True) or \
+                int(by[0]["addr"], 16) != int(truth["hot"], 16):
+            fail("--sort spin: spins %s, first %s" % ([l["spins"] for l in by], by[0]["addr"]))
     elif hot["contended"] != want or hot["failed"]:
         fail("hot contended %d (failed %d), the program says %d" % (
             hot["contended"], hot["failed"], want))
