@@ -19,9 +19,14 @@ const char cmd_print_usage[] =
 	"  --follow              read the trace while it is written: print events\n"
 	"                        as they become final, end when the trace is\n"
 	"                        complete or on Ctrl-C (not with --from/--to)\n"
+	"  --symbols             name the code and data that pointer fields\n"
+	"                        (64-bit hex) point at: <field: func+off (file:line)>\n"
+	"                        in text and CSV, \"symbols\" in JSON; from the\n"
+	"                        state dump's maps and the binaries (not with\n"
+	"                        --follow)\n"
 	CLI_FILTER_HELP;
 
-enum { OPT_FOLLOW = 1100 };
+enum { OPT_FOLLOW = 1100, OPT_SYMBOLS };
 
 enum fmt { F_TEXT, F_JSON, F_CSV };
 
@@ -46,6 +51,85 @@ static void put_desc(struct cli_out *o, const struct strata_event *ev,
 	strata_event_describe_values(ev, vals, nv, big, (size_t)n + 1);
 	cli_out_mem(o, big, n);
 	free(big);
+}
+
+/* ---- --symbols: the traced process's code and data behind pointer
+ * fields (reader.h, "symbols"), each (pid, address) formatted once ---- */
+
+#define SYM_SLOTS 4096 /* a direct-mapped cache of formatted symbols */
+
+struct sym_slot {
+	uint64_t addr;
+	uint32_t pid;
+	bool used, shown; /* shown: a name worth printing */
+	char text[170];
+};
+
+struct syms {
+	struct strata_symbolizer *sy;
+	struct sym_slot *slot;
+};
+
+/* A field the reader shows as a 64-bit unsigned hex integer: a pointer
+ * (strata-gen's ptr, the kernel's and the lock wrapper's addresses),
+ * or a hex u64 that, pointing at no mapping, is never named. */
+static bool pointer_field(const struct strata_field_class *f, const struct strata_value *v)
+{
+	return f->type == STRATA_FIELD_INT && f->bits == 64 && f->base == 16 && !f->is_signed &&
+	       v->type == STRATA_VALUE_UINT && v->u;
+}
+
+/* addr of pid as "func+off (file:line)", or NULL when no file holds it
+ * (a heap or stack address, a kernel one, an id). */
+static const char *sym_name(struct syms *sm, uint32_t pid, uint64_t addr)
+{
+	uint64_t h = (addr ^ (addr >> 17) ^ ((uint64_t)pid * 0x9E3779B97F4A7C15ull)) * 0xff51afd7ed558ccdull;
+	struct sym_slot *e = &sm->slot[h >> 52]; /* 12 bits: SYM_SLOTS */
+	if (!e->used || e->addr != addr || e->pid != pid) {
+		struct strata_symbol sym;
+		int st = strata_symbolize(sm->sy, pid, addr, &sym);
+		e->addr = addr, e->pid = pid, e->used = true;
+		e->shown = st != STRATA_SYM_UNKNOWN && st != STRATA_SYM_MAPPING;
+		strata_symbol_format(&sym, addr, e->text, sizeof(e->text));
+	}
+	return e->shown ? e->text : NULL;
+}
+
+/* Text and CSV: " <field: symbol>" for each named pointer field. */
+static void put_syms_text(struct cli_out *o, struct syms *sm, const struct strata_event *ev,
+			  const struct strata_value *vals, unsigned nv)
+{
+	for (unsigned i = 0; i < nv; i++) {
+		const struct strata_field_class *f = &ev->cls->fields[i];
+		const char *name = pointer_field(f, &vals[i]) ? sym_name(sm, ev->pid, vals[i].u) : NULL;
+		if (!name)
+			continue;
+		cli_out_str(o, " <");
+		cli_out_str(o, f->name);
+		cli_out_str(o, ": ");
+		cli_out_str(o, name);
+		cli_out_str(o, ">");
+	}
+}
+
+/* JSON: ,"symbols":{"field":"symbol"...} when a pointer field is named. */
+static void put_syms_json(struct cli_out *o, struct syms *sm, const struct strata_event *ev,
+			  const struct strata_value *vals, unsigned nv)
+{
+	bool first = true;
+	for (unsigned i = 0; i < nv; i++) {
+		const struct strata_field_class *f = &ev->cls->fields[i];
+		const char *name = pointer_field(f, &vals[i]) ? sym_name(sm, ev->pid, vals[i].u) : NULL;
+		if (!name)
+			continue;
+		cli_out_str(o, first ? ",\"symbols\":{" : ",");
+		first = false;
+		cli_out_json_str(o, f->name, strlen(f->name));
+		cli_out_mem(o, ":", 1);
+		cli_out_json_str(o, name, strlen(name));
+	}
+	if (!first)
+		cli_out_mem(o, "}", 1);
 }
 
 static void put_csv_field(struct cli_out *o, const char *s, size_t n)
@@ -190,7 +274,7 @@ static inline void copy16(char *d, const char *s)
  * in the output buffer: one reservation, no call per piece. */
 static void put_text(struct cli_out *o, struct cli_time *tm, const struct strata_event *ev,
 		     const struct strata_value *vals, unsigned nv, struct head_cache *hc,
-		     char level, const struct names *nm)
+		     char level, const struct names *nm, struct syms *sm)
 {
 	char *p = cli_out_reserve(o, 1024), *q = p;
 	q += cli_time_fmt_seq(tm, ev->timestamp, q);
@@ -217,13 +301,15 @@ static void put_text(struct cli_out *o, struct cli_time *tm, const struct strata
 		cli_out_mem(o, " ", 1);
 	}
 	put_desc(o, ev, vals, nv);
+	if (strata_unlikely(sm != NULL))
+		put_syms_text(o, sm, ev, vals, nv);
 	/* put_desc leaves at least the 64 KiB slack past cap */
 	o->buf[o->len++] = '\n';
 }
 
 static void put_json(struct cli_out *o, const struct cli_time *tm,
 		     const struct strata_event *ev, const struct strata_value *vals,
-		     unsigned nv, char level)
+		     unsigned nv, char level, struct syms *sm)
 {
 	char tb[64];
 	cli_out_str(o, "{\"time\":");
@@ -252,13 +338,16 @@ static void put_json(struct cli_out *o, const struct cli_time *tm,
 		cli_out_mem(o, ":", 1);
 		cli_json_value(o, f, &vals[i]);
 	}
-	cli_out_str(o, "}}\n");
+	cli_out_str(o, "}");
+	if (sm)
+		put_syms_json(o, sm, ev, vals, nv);
+	cli_out_str(o, "}\n");
 }
 
 /* A CSV line: the description quoted when it needs it. */
 static void put_csv(struct cli_out *o, const struct cli_time *tm,
 		    const struct strata_event *ev, const struct strata_value *vals,
-		    unsigned nv, char level)
+		    unsigned nv, char level, struct syms *sm)
 {
 	char *p = cli_out_reserve(o, 512);
 	size_t k = cli_time_fmt(tm, ev->timestamp, p);
@@ -275,6 +364,8 @@ static void put_csv(struct cli_out *o, const struct cli_time *tm,
 	cli_out_mem(o, ",", 1);
 	size_t at = o->len;
 	put_desc(o, ev, vals, nv);
+	if (sm)
+		put_syms_text(o, sm, ev, vals, nv);
 	/* quote the description in place if it needs it */
 	if (memchr(o->buf + at, ',', o->len - at) ||
 	    memchr(o->buf + at, '"', o->len - at)) {
@@ -292,7 +383,7 @@ static void put_csv(struct cli_out *o, const struct cli_time *tm,
 
 struct print_opts {
 	struct cli_filter_opts fo;
-	bool abs, follow;
+	bool abs, follow, symbols;
 	enum fmt fmt;
 	const char *trace;
 };
@@ -304,6 +395,7 @@ static int print_parse(int argc, char **argv, struct print_opts *po)
 		{ "abs", no_argument, NULL, OPT_ABS },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "follow", no_argument, NULL, OPT_FOLLOW },
+		{ "symbols", no_argument, NULL, OPT_SYMBOLS },
 		CLI_FILTER_OPTIONS,
 		{ 0 },
 	};
@@ -317,6 +409,8 @@ static int print_parse(int argc, char **argv, struct print_opts *po)
 			po->abs = true;
 		else if (c == OPT_FOLLOW)
 			po->follow = true;
+		else if (c == OPT_SYMBOLS)
+			po->symbols = true;
 		else if (c == OPT_FORMAT) {
 			if (!strcmp(optarg, "text"))
 				po->fmt = F_TEXT;
@@ -345,6 +439,11 @@ static int print_parse(int argc, char **argv, struct print_opts *po)
 		cli_err(NULL, "--follow reads the trace as it grows: no --from or --to");
 		return -1;
 	}
+	if (po->follow && po->symbols) {
+		/* the maps of a trace being written are not all there yet */
+		cli_err(NULL, "--symbols names what a finished trace points at: not with --follow");
+		return -1;
+	}
 	po->trace = argv[optind];
 	return 0;
 }
@@ -358,9 +457,11 @@ struct printer {
 	char *levels;
 	struct head_cache *hc;
 	struct names nm;
+	struct syms syms, *sm; /* --symbols: &syms, else NULL */
 };
 
-/* 0, or -1 when out of memory; printer_fini() either way. */
+/* 0, -1 when out of memory, -2 after an error line; printer_fini()
+ * either way. */
 static int printer_init(struct printer *pr, struct strata_trace *t,
 			const struct print_opts *po)
 {
@@ -377,6 +478,17 @@ static int printer_init(struct printer *pr, struct strata_trace *t,
 	nm_rc = names_init(&pr->nm, t);
 	if (!pr->batch || !pr->levels || !pr->hc || nm_rc < 0)
 		return -1;
+	if (po->symbols) {
+		int e = strata_symbolizer_create(t, &pr->syms.sy);
+		if (e == -ENOTSUP) {
+			cli_err(NULL, "--symbols: this strata was built without elfutils' libdw");
+			return -2;
+		}
+		pr->syms.slot = calloc(SYM_SLOTS, sizeof(*pr->syms.slot));
+		if (e < 0 || !pr->syms.slot)
+			return -1;
+		pr->sm = &pr->syms;
+	}
 	return 0;
 }
 
@@ -386,6 +498,8 @@ static void printer_fini(struct printer *pr)
 	free(pr->hc);
 	names_fini(&pr->nm);
 	strata_batch_free(pr->batch);
+	strata_symbolizer_destroy(pr->syms.sy);
+	free(pr->syms.slot);
 }
 
 /* Every event of `it` onto `out`, a batch at a time: how many. */
@@ -408,11 +522,11 @@ static uint64_t print_events(struct printer *pr, struct strata_iter *it,
 
 			if (pr->fmt == F_TEXT)
 				put_text(out, &pr->tm, ev, vals, nv, &pr->hc[ev->stream],
-					 level, &pr->nm);
+					 level, &pr->nm, pr->sm);
 			else if (pr->fmt == F_JSON)
-				put_json(out, &pr->tm, ev, vals, nv, level);
+				put_json(out, &pr->tm, ev, vals, nv, level, pr->sm);
 			else
-				put_csv(out, &pr->tm, ev, vals, nv, level);
+				put_csv(out, &pr->tm, ev, vals, nv, level, pr->sm);
 		}
 	}
 	return nev;
@@ -557,8 +671,10 @@ int cmd_print(int argc, char **argv)
 		return 1;
 	}
 	cli_progress_init(&pg, strata_trace_size(ct.t));
-	if (printer_init(&pr, ct.t, &po) < 0) {
-		cli_err(ct.path, "out of memory");
+	int pe = printer_init(&pr, ct.t, &po);
+	if (pe < 0) {
+		if (pe == -1)
+			cli_err(ct.path, "out of memory");
 		rc = 1;
 	}
 	if (po.fmt == F_CSV)

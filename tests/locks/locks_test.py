@@ -241,9 +241,26 @@ def sigfork():
 
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
+def printed_symbols(trace, truth):
+    """What `strata print --symbols` names the hot lock's address at each
+    of its waits: the set of names (one, if the waits agree)."""
+    names = set()
+    for line in run([STRATA, "print", "--symbols", "--format", "json", "--event",
+                     "lock:wait_begin", trace]).splitlines():
+        ev = json.loads(line)
+        if ev["fields"]["addr"] == int(truth["hot"], 16):
+            names.add(ev.get("symbols", {}).get("addr"))
+    return names
+
+
 def not_read(trace, truth, what, says):
     """The hot lock of a binary changed since the trace is not symbolized,
-    its name says why, and it is still the program's lock."""
+    its name says why, and it is still the program's lock; strata print
+    --symbols says the same."""
+    names = printed_symbols(trace, truth)
+    if len(names) != 1 or says not in (next(iter(names)) or ""):
+        fail("%s: print --symbols names the hot lock %s, want one name saying %r"
+             % (what, names, says))
     rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
     got = rep["locks"][0] if rep["locks"] else {}
     print("%s: %s" % (what, got.get("name")))
@@ -266,6 +283,11 @@ def symbols():
         if got.get("name") != want or not got.get("symbolized"):
             fail("%s (%s): hot lock named %r, want %r" % (exe, mode, got.get("name"), want))
         check_chains(got, os.path.basename(exe) + " " + mode)
+        # strata print --symbols names the address the same at every wait
+        names = printed_symbols(trace, truth)
+        if names != {want + "+0x0"}:
+            fail("%s (%s): print --symbols names the hot lock %s, want %s+0x0"
+                 % (exe, mode, names, want))
     # a copy of the program, traced, then rebuilt (a new file over it)
     copy = os.path.join(WORK, "contend-copy")
     shutil.copy(CONTEND_NOPIE, copy)
