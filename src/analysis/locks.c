@@ -12,6 +12,7 @@
 #define TH_HELD 8           /* as the preload's LK_HELD */
 
 enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN, R_INIT, R_ALIVE, R_ACQUIRE,
+       R_TALLY,
        /* kernel events recorded beside (-k): the futex cross-check and the
 	* switches of the holders */
        R_SYS_ENTER, R_SYS_EXIT, R_SWITCH };
@@ -40,8 +41,11 @@ struct th {
 	uint64_t acq, cont;
 };
 
-/* Init call sites by (pid, addr), the latest init of each: open
- * addressing, site 0 empty (a return address is never 0). */
+/* A value by (pid, addr): init call sites (the latest init of each), or
+ * acquisition counts (TALLY_PARTIAL set when some came from a thread
+ * still running); open addressing, value 0 empty (a return address, a
+ * count of lock:tally, is never 0). */
+#define TALLY_PARTIAL (1ull << 63)
 struct imap {
 	struct { uint32_t pid; uint64_t addr, site; } *slot;
 	size_t cap, n;
@@ -104,15 +108,13 @@ static size_t imap_at(const struct imap *im, uint32_t pid, uint64_t addr)
 	return i;
 }
 
-/* A lock:init: (pid, addr) was initialised at site. 0, or -ENOMEM. */
-static int imap_put(struct imap *im, uint32_t pid, uint64_t addr, uint64_t site)
+/* The value of (pid, addr), 0 when new; NULL: out of memory. */
+static uint64_t *imap_slot(struct imap *im, uint32_t pid, uint64_t addr)
 {
-	if (!site)
-		return 0;
 	if ((im->n + 1) * 2 > im->cap) {
 		struct imap g = { .cap = im->cap ? im->cap * 2 : 256 };
 		if (!(g.slot = calloc(g.cap, sizeof(*g.slot))))
-			return -ENOMEM;
+			return NULL;
 		for (size_t i = 0; i < im->cap; i++)
 			if (im->slot[i].site)
 				g.slot[imap_at(&g, im->slot[i].pid, im->slot[i].addr)] = im->slot[i];
@@ -121,10 +123,33 @@ static int imap_put(struct imap *im, uint32_t pid, uint64_t addr, uint64_t site)
 		*im = g;
 	}
 	size_t i = imap_at(im, pid, addr);
-	im->n += !im->slot[i].site;
-	im->slot[i].pid = pid;
-	im->slot[i].addr = addr;
-	im->slot[i].site = site;
+	if (!im->slot[i].site) { /* the caller sets a value */
+		im->n++;
+		im->slot[i].pid = pid;
+		im->slot[i].addr = addr;
+	}
+	return &im->slot[i].site;
+}
+
+/* A lock:init: (pid, addr) was initialised at site. 0, or -ENOMEM. */
+static int imap_put(struct imap *im, uint32_t pid, uint64_t addr, uint64_t site)
+{
+	uint64_t *v = site ? imap_slot(im, pid, addr) : &site;
+	if (!v)
+		return -ENOMEM;
+	*v = site;
+	return 0;
+}
+
+/* A lock:tally: n more acquisitions of (pid, addr), partial when read
+ * from a thread still running. 0, or -ENOMEM. */
+static int imap_add(struct imap *im, uint32_t pid, uint64_t addr, uint64_t n, bool partial)
+{
+	uint64_t *v = n ? imap_slot(im, pid, addr) : &n;
+	if (!v)
+		return -ENOMEM;
+	uint64_t part = (*v & TALLY_PARTIAL) | (partial ? TALLY_PARTIAL : 0);
+	*v = ((*v & ~TALLY_PARTIAL) + n) | part;
 	return 0;
 }
 
@@ -154,14 +179,14 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 	static const char *const names[] = { NULL, "lock:wait_begin", "lock:wait_end",
 					     "lock:release", "lock:count", "lock:spins",
 					     "lock:chain", "lock:init", "lock:alive", "lock:acquire",
-					     "raw_syscalls:sys_enter",
+					     "lock:tally", "raw_syscalls:sys_enter",
 					     "raw_syscalls:sys_exit", "sched:sched_switch" };
 	static const char *const fields[][3] = {
 		{ NULL }, { "addr", "kind" }, { "addr", "ret" },
 		{ "addr", "acquisitions", "contended" }, { "acquisitions", "contended" },
 		{ "addr", "spins" }, { "id", "n", "frames" }, { "addr", "kind", "site" },
 		{ "tid", "acquisitions", "contended" }, { "addr", "kind", "chain" },
-		{ "id" }, { "id" },
+		{ "addr", "n", "alive" }, { "id" }, { "id" },
 		{ "prev_pid", "prev_state" },
 	};
 	unsigned nc = strata_trace_nclasses(t);
@@ -322,7 +347,7 @@ static int acquired(struct lock_stats *l, uint64_t kind, uint64_t id)
 
 /* One lock:* event of thread `th`. 0, or -ENOMEM. */
 static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, size_t *cap,
-		struct imap *im, const struct roles *ro, struct th *th,
+		struct imap *im, struct imap *tallies, const struct roles *ro, struct th *th,
 		const struct strata_event *ev)
 {
 	unsigned ci = ev->cls->index;
@@ -434,6 +459,10 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		return acquired(l, field(ev, ro->f[ci][1]), field(ev, ro->f[ci][2]));
 	case R_INIT:
 		return imap_put(im, ev->pid, a, field(ev, ro->f[ci][2]));
+	case R_TALLY:
+		r->have_tally = true;
+		return imap_add(tallies, ev->pid, a, field(ev, ro->f[ci][1]),
+				field(ev, ro->f[ci][2]) != 0);
 	case R_SPINS: /* just before its wait_end */
 		if (!(l = lock_get(m, r, cap, ev->pid, a)))
 			return -ENOMEM;
@@ -479,7 +508,7 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 	struct roles ro = { 0 };
 	struct an_tidmap threads = { 0 };
 	struct lmap m = { 0 };
-	struct imap im = { 0 };
+	struct imap im = { 0 }, tallies = { 0 };
 	struct strata_iter *it = NULL;
 	struct lock_result *r = calloc(1, sizeof(*r));
 	size_t cap = 0;
@@ -509,7 +538,7 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 			th->tid = tid;
 			th->pid = ev->pid;
 		}
-		if (feed(t, r, &m, &cap, &im, &ro, th, ev) < 0)
+		if (feed(t, r, &m, &cap, &im, &tallies, &ro, th, ev) < 0)
 			goto out;
 	}
 	ret = -ENOMEM;
@@ -546,13 +575,33 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 	qsort(r->threads, r->nthreads_listed, sizeof(*r->threads), cmp_thread);
 	for (size_t i = 0; i < threads.n; i++)
 		r->nthreads += ((struct th *)threads.all[i])->locks;
+	/* processes with a thread whose counts never reached the trace (no
+	 * exit of its own, no lock:alive: the process was killed): their
+	 * locks' acquisitions are lower bounds */
+	uint32_t *lost = calloc(threads.n + 1, sizeof(*lost));
+	size_t nlost = 0;
+	if (!lost)
+		goto out;
+	for (size_t i = 0; i < threads.n; i++) {
+		const struct th *th = threads.all[i];
+		if (th->locks && !th->counted && !th->alive)
+			lost[nlost++] = th->pid;
+	}
+	qsort(lost, nlost, sizeof(*lost), cmp_u32);
 	for (size_t i = 0; i < r->nlocks; i++) {
+		struct lock_stats *l = &r->locks[i];
+		uint64_t n = tallies.cap ? tallies.slot[imap_at(&tallies, l->pid, l->addr)].site : 0;
+		l->acquisitions = n & ~TALLY_PARTIAL;
+		l->acquisitions_partial = (n & TALLY_PARTIAL) ||
+					  (nlost && bsearch(&l->pid, lost, nlost, sizeof(*lost),
+							    cmp_u32));
 		qsort(r->locks[i].tids, r->locks[i].ntids, sizeof(uint32_t), cmp_u32);
 		qsort(r->locks[i].chains, r->locks[i].nchains, sizeof(*r->locks[i].chains),
 		      cmp_use);
 		qsort(r->locks[i].acq_chains, r->locks[i].nacq_chains,
 		      sizeof(*r->locks[i].acq_chains), cmp_count);
 	}
+	free(lost);
 	*out = r;
 	r = NULL;
 	ret = 0;
@@ -561,6 +610,7 @@ out:
 	an_tidmap_fini(&threads);
 	free(m.slot);
 	free(im.slot);
+	free(tallies.slot);
 	free(ro.role);
 	free(ro.f);
 	free(ro.futex);
@@ -577,6 +627,7 @@ static uint64_t sort_key(const struct lock_stats *l)
 	case LOCK_SORT_MAX: return l->wait_max;
 	case LOCK_SORT_HOLD: return l->hold_total;
 	case LOCK_SORT_SPIN: return l->spins;
+	case LOCK_SORT_ACQ: return l->acquisitions;
 	default: return l->wait_total;
 	}
 }

@@ -39,6 +39,11 @@ struct lock_stats {
 		uint64_t waits, contended, wait_total;
 	} by_kind[LOCK_KINDS];
 	uint64_t contended;          /* waits that acquired it */
+	uint64_t acquisitions;       /* every acquisition, contended or not
+				      * (lock:tally; 0 in traces without) */
+	bool acquisitions_partial;   /* some counted by the process's exit
+				      * from a thread still running, or a
+				      * wait still open: a bound, not exact */
 	uint64_t failed;             /* waits that returned an error */
 	uint64_t wait_total, wait_max; /* open waits' time so far included */
 	uint64_t open_waits;         /* waits still open at the trace's end
@@ -91,6 +96,7 @@ struct lock_result {
 	uint64_t open_holds;         /* contended acquisitions never released */
 	uint64_t orphans;            /* wait_end or release with nothing open */
 	bool have_futex, have_sched; /* kernel events recorded beside (-k) */
+	bool have_tally;             /* acquisitions per lock (lock:tally) */
 	struct lock_chain *chains;   /* every chain the processes logged */
 	size_t nchains;
 	struct lock_thread *threads; /* with lock:* events, by pid then tid */
@@ -101,7 +107,8 @@ struct lock_result {
 const struct lock_chain *lock_chain_find(const struct lock_result *r, uint32_t pid,
 					 uint64_t id);
 
-enum lock_sort { LOCK_SORT_WAIT, LOCK_SORT_COUNT, LOCK_SORT_MAX, LOCK_SORT_HOLD, LOCK_SORT_SPIN };
+enum lock_sort { LOCK_SORT_WAIT, LOCK_SORT_COUNT, LOCK_SORT_MAX, LOCK_SORT_HOLD, LOCK_SORT_SPIN,
+		 LOCK_SORT_ACQ };
 
 /* Read every lock:* event of the trace (pid: only that process; 0 all).
  * Returns 0, -ENOENT (no lock:wait_begin class: the trace was not taken

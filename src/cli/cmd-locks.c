@@ -20,9 +20,9 @@ const char cmd_locks_usage[] =
 	"only counted per thread, unless the program ran with\n"
 	"STRATA_LOCKS_CHAINS=all (JSON: `acquired`, `acquire_chains`). A lock\n"
 	"with a wait still open at the end is [partial] (docs/locks.md).\n\n"
-	"  --sort wait|count|max|hold|spin  order: total wait (default),\n"
+	"  --sort wait|count|max|hold|spin|acq  order: total wait (default),\n"
 	"                        contended count, longest wait, total hold,\n"
-	"                        spins (spin locks' turns waiting)\n"
+	"                        spins (spin locks' turns waiting), acquisitions\n"
 	"  --top N               the first N locks only (0: all; default 20)\n"
 	"  --pid N               the locks of this process only\n"
 	"  --format text|json|csv  output format (default text); csv: one row\n"
@@ -30,13 +30,13 @@ const char cmd_locks_usage[] =
 
 static int parse_sort(const char *s, enum lock_sort *out)
 {
-	static const char *const names[] = { "wait", "count", "max", "hold", "spin" };
-	for (int i = 0; i < 5; i++)
+	static const char *const names[] = { "wait", "count", "max", "hold", "spin", "acq" };
+	for (int i = 0; i < 6; i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum lock_sort)i;
 			return 0;
 		}
-	cli_err(NULL, "locks: --sort %s: expected wait, count, max, hold or spin", s);
+	cli_err(NULL, "locks: --sort %s: expected wait, count, max, hold, spin or acq", s);
 	return -1;
 }
 
@@ -163,28 +163,33 @@ static void print_partial(const struct lock_result *r)
 
 static void print_text(const struct lock_result *r, size_t n, struct strata_symbolizer *sy)
 {
-	uint64_t mw = 0, mh = 0;
+	uint64_t mw = 0, mh = 0, mm = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct lock_stats *l = &r->locks[i];
+		uint64_t waits = l->contended + l->failed + l->open_waits;
 		if (l->wait_total > mw)
 			mw = l->wait_total;
 		if (l->hold_total > mh)
 			mh = l->hold_total;
+		if (waits && l->wait_total / waits > mm)
+			mm = l->wait_total / waits;
 	}
-	struct dur_unit uw = dur_unit_for(mw), uh = dur_unit_for(mh);
+	/* the mean its own unit: a wait of 0.2 us is no "0.000 ms" */
+	struct dur_unit uw = dur_unit_for(mw), uh = dur_unit_for(mh), um = dur_unit_for(mm);
 	struct table tb;
 	char b[40], tids[128], name[300];
 
 	printf("Contended pthread locks: %zu lock%s, %" PRIu64 " contended of %" PRIu64
 	       " acquisitions in %u thread%s.\n\n", r->nlocks, r->nlocks == 1 ? "" : "s",
 	       r->contended, r->acquisitions, r->nthreads, r->nthreads == 1 ? "" : "s");
-	table_init(&tb, 12 + r->have_futex, "llrrrrrrrrrrl");
+	table_init(&tb, 13 + r->have_futex, "llrrrrrrrrrrrl");
 	table_cell(&tb, "lock");
 	table_cell(&tb, "kind");
 	table_cell(&tb, "pid");
 	table_cell(&tb, "contended");
+	table_cell(&tb, "acquired");
 	table_cell(&tb, "wait (%s)", uw.name);
-	table_cell(&tb, "mean (%s)", uw.name);
+	table_cell(&tb, "mean (%s)", um.name);
 	table_cell(&tb, "max (%s)", uw.name);
 	if (r->have_futex)
 		table_cell(&tb, "in futex (%s)", uw.name);
@@ -202,8 +207,13 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 		table_cell(&tb, "%s", kind_name(l));
 		table_cell(&tb, "%u", l->pid);
 		table_cell(&tb, "%" PRIu64, l->contended);
+		if (r->have_tally) /* a killed process's last counts: "≥" */
+			table_cell(&tb, "%s%" PRIu64, l->acquisitions_partial ? ">=" : "",
+				   l->acquisitions);
+		else
+			table_cell(&tb, "-");
 		table_cell(&tb, "%s", dur_in(uw, l->wait_total, b, sizeof(b)));
-		table_cell(&tb, "%s", dur_in(uw, waits ? l->wait_total / waits : 0, b, sizeof(b)));
+		table_cell(&tb, "%s", dur_in(um, waits ? l->wait_total / waits : 0, b, sizeof(b)));
 		table_cell(&tb, "%s", dur_in(uw, l->wait_max, b, sizeof(b)));
 		if (r->have_futex)
 			table_cell(&tb, "%s", dur_in(uw, l->futex_total, b, sizeof(b)));
@@ -334,6 +344,9 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		printf(",\"open_waits\":%" PRIu64 ",\"open_wait_ns\":%" PRIu64
 		       ",\"partial\":%s", l->open_waits, l->open_wait_total,
 		       l->open_waits ? "true" : "false");
+		if (r->have_tally)
+			printf(",\"acquisitions\":%" PRIu64 ",\"acquisitions_partial\":%s",
+			       l->acquisitions, l->acquisitions_partial ? "true" : "false");
 		printf(",\"by_kind\":{");
 		for (unsigned k = 0, any = 0; k < LOCK_KINDS; k++) {
 			const struct lock_kind_stats *bk = &l->by_kind[k];
@@ -393,16 +406,19 @@ static void csv_field(const char *s, const char *sep)
  * threads joined by ';'. */
 static void print_csv(const struct lock_result *r, size_t n, struct strata_symbolizer *sy)
 {
-	printf("lock,addr,kind,pid,contended,failed,wait_ns,max_wait_ns,%sholds,hold_ns,"
-	       "max_hold_ns,spins,threads\n", r->have_futex ? "futex_ns," : "");
+	printf("lock,addr,kind,pid,contended,acquisitions,failed,wait_ns,max_wait_ns,%sholds,"
+	       "hold_ns,max_hold_ns,spins,threads\n", r->have_futex ? "futex_ns," : "");
 	for (size_t i = 0; i < n; i++) {
 		const struct lock_stats *l = &r->locks[i];
 		struct strata_symbol sym;
 		char name[300], tids[128];
 		csv_field(lock_name(sy, l, name, sizeof(name), &sym), ",");
-		printf("0x%" PRIx64 ",%s,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",",
-		       l->addr, kind_name(l), l->pid, l->contended, l->failed,
-		       l->wait_total, l->wait_max);
+		printf("0x%" PRIx64 ",%s,%u,%" PRIu64 ",", l->addr, kind_name(l), l->pid,
+		       l->contended);
+		if (r->have_tally) /* empty: the trace has no counts per lock */
+			printf("%" PRIu64, l->acquisitions);
+		printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", l->failed, l->wait_total,
+		       l->wait_max);
 		if (r->have_futex)
 			printf("%" PRIu64 ",", l->futex_total);
 		printf("%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", l->holds, l->hold_total,

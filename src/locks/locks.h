@@ -31,7 +31,15 @@ enum locks_minor {
 	LOCKS_ACQUIRE = 9,    /* addr, kind, chain: an uncontended
 			       * acquisition, logged only with
 			       * STRATA_LOCKS_CHAINS=all (its call chain) */
+	LOCKS_TALLY = 10,     /* addr, n, alive: this thread acquired the
+			       * lock n times since its last tally of it
+			       * (an entry of its table evicted, or its
+			       * exit); alive 1: read by the process's exit
+			       * from a thread still running (partial) */
 };
+
+/* Entries of a thread's table of acquisitions per lock (a power of 2). */
+#define LOCKS_TALLY_SLOTS 32
 
 /* Return addresses kept per call chain, innermost (the lock's caller)
  * first. */

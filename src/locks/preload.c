@@ -124,6 +124,14 @@ static inline lk_fn2 lk_real2(enum lk_real f)
  * the wrappers are safe in signal handlers and before main).
  */
 struct lk_thread {
+	/* acquisitions per lock since their last lock:tally, direct-mapped
+	 * by address (docs/locks.md, "Acquisitions per lock"); addr stored
+	 * with release after n is reset, so that lk_fini, reading another
+	 * thread's table, never adds one lock's count to another */
+	struct lk_tally {
+		uintptr_t addr;
+		uint64_t n;
+	} tally[LOCKS_TALLY_SLOTS];
 	uint64_t acquisitions; /* every successful lock and trylock */
 	uint64_t contended;    /* of which after a wait */
 	uintptr_t held[LK_HELD];
@@ -180,9 +188,25 @@ static void lk_live_claim(struct lk_thread *t)
 	}
 }
 
+/* Entry e's count, logged (alive: read from another thread at the
+ * process's exit, so partial) and reset. */
+static void lk_tally_log(struct lk_tally *e, uintptr_t addr, uint64_t n, unsigned alive)
+{
+	if (n)
+		STRATA_EVENT3(LOCKS_MAJOR, LOCKS_TALLY, addr, n, alive);
+	__atomic_store_n(&e->n, 0, __ATOMIC_RELAXED);
+}
+
+static void lk_tally_flush(struct lk_thread *t)
+{
+	for (int i = 0; i < LOCKS_TALLY_SLOTS; i++)
+		lk_tally_log(&t->tally[i], t->tally[i].addr, t->tally[i].n, 0);
+}
+
 static void lk_thread_exit(void *arg)
 {
 	struct lk_thread *t = arg;
+	lk_tally_flush(t);
 	lk_log_count(t);
 	if (t->slot) { /* the pointer first: lk_fini skips an unpublished slot */
 		__atomic_store_n(&lk_live[t->slot - 1].t, NULL, __ATOMIC_RELEASE);
@@ -191,8 +215,23 @@ static void lk_thread_exit(void *arg)
 	}
 }
 
-static inline void lk_acquired(struct lk_thread *t)
+/* An acquisition of l by this thread, inside a wrapper (busy): counted
+ * overall and per lock. The per-lock count is one multiply and compare
+ * in a 32-entry table; a lock that takes another's entry logs the
+ * other's count (lock:tally), so a thread cycling through more locks
+ * than entries pays about an event per acquisition, as a compact record
+ * would. */
+static inline void lk_acquired(struct lk_thread *t, const void *l)
 {
+	uintptr_t a = (uintptr_t)l;
+	struct lk_tally *e = &t->tally[(uint64_t)(a >> 3) * 0x9E3779B97F4A7C15ull >> 59];
+	if (strata_unlikely(e->addr != a)) {
+		lk_tally_log(e, e->addr, e->n, 0);
+		__atomic_store_n(&e->addr, a, __ATOMIC_RELEASE);
+	}
+	/* release (a plain store on x86): lk_fini, reading it from another
+	 * thread, then sees this entry's address */
+	__atomic_store_n(&e->n, e->n + 1, __ATOMIC_RELEASE);
 	t->acquisitions++;
 	if (strata_unlikely(!t->keyed) && lk_have_key) {
 		/* a key below glibc's first level (32 keys): setspecific
@@ -261,7 +300,7 @@ static uint64_t lk_chain(void)
  * the flag is the only cost beside the count. */
 static inline void lk_acquired_chain(struct lk_thread *t, void *l, unsigned kind)
 {
-	lk_acquired(t);
+	lk_acquired(t, l);
 	if (strata_unlikely(lk_chain_all) && strata_major_enabled(LOCKS_MAJOR))
 		STRATA_EVENT3(LOCKS_MAJOR, LOCKS_ACQUIRE, (uintptr_t)l, kind, lk_chain());
 }
@@ -315,7 +354,7 @@ static inline int lk_acquire_arg(void *l, enum lk_real try, enum lk_real lock,
 	r = lk_wait(l, try, lock, arg, kind);
 	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_END, (uintptr_t)l, (unsigned)r);
 	if (r == 0 || r == EOWNERDEAD) {
-		lk_acquired(t);
+		lk_acquired(t, l);
 		t->contended++;
 		if (t->nheld < LK_HELD)
 			t->held[t->nheld++] = (uintptr_t)l;
@@ -397,6 +436,9 @@ LK_API pid_t fork(void)
 	pid_t pid = LK_REAL_FORK();
 	if (pid == 0) {
 		t->nheld = 0;
+		/* the counts per lock not yet logged are the parent's, which
+		 * logs them: the child's start at 0 */
+		memset(t->tally, 0, sizeof(t->tally));
 		/* the other threads are not in the child: not alive at its
 		 * exit; this one has a new tid */
 		memset(lk_live, 0, sizeof(lk_live));
@@ -525,7 +567,8 @@ static int lk_sem(sem_t *s, enum lk_real lock, const struct timespec *abstime)
 	int r = lk_real(F_SEMTRY)(s);
 	if (r == 0 || errno != EAGAIN) {
 		int e = errno;
-		t->acquisitions += r == 0;
+		if (r == 0)
+			lk_acquired(t, s);
 		t->busy = 0;
 		errno = e;
 		return r;
@@ -535,7 +578,7 @@ static int lk_sem(sem_t *s, enum lk_real lock, const struct timespec *abstime)
 	int e = errno;
 	STRATA_EVENT2(LOCKS_MAJOR, LOCKS_WAIT_END, (uintptr_t)s, r ? (unsigned)e : 0u);
 	if (r == 0) {
-		lk_acquired(t);
+		lk_acquired(t, s);
 		t->contended++;
 	}
 	t->busy = 0;
@@ -556,8 +599,11 @@ LK_API int sem_timedwait(sem_t *s, const struct timespec *abstime)
 LK_API int sem_trywait(sem_t *s)
 {
 	int r = lk_real(F_SEMTRY)(s);
-	if (r == 0 && !lk.busy)
-		lk.acquisitions++;
+	if (r == 0 && !lk.busy) {
+		lk.busy = 1;
+		lk_acquired(&lk, s); /* r 0: errno is not the call's */
+		lk.busy = 0;
+	}
 	return r;
 }
 
@@ -576,8 +622,13 @@ static int lk_cond(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec 
 	int r = abstime ? ((int (*)(void *, void *, const void *))(void (*)(void))
 				   lk_real(F_CONDTIMED))(c, m, abstime)
 			: lk_real2(F_CONDWAIT)(c, m);
-	if ((r == 0 || r == ETIMEDOUT || r == EOWNERDEAD) && !t->busy)
-		lk_acquired(t); /* the mutex is held again */
+	if ((r == 0 || r == ETIMEDOUT || r == EOWNERDEAD) && !t->busy) {
+		int e = errno;
+		t->busy = 1;
+		lk_acquired(t, m); /* the mutex is held again */
+		t->busy = 0;
+		errno = e;
+	}
 	return r;
 }
 
@@ -632,6 +683,11 @@ static const struct strata_field_desc lk_f_alive[] = {
 	{ "acquisitions", STRATA_T_U64, 0, 0 },
 	{ "contended", STRATA_T_U64, 0, 0 },
 };
+static const struct strata_field_desc lk_f_tally[] = {
+	{ "addr", STRATA_T_PTR, 0, STRATA_F_HEX },
+	{ "n", STRATA_T_U64, 0, 0 },
+	{ "alive", STRATA_T_U64, 0, 0 },
+};
 static const struct strata_field_desc lk_f_count[] = {
 	{ "acquisitions", STRATA_T_U64, 0, 0 },
 	{ "contended", STRATA_T_U64, 0, 0 },
@@ -675,9 +731,14 @@ static const struct strata_event_desc lk_d_acquire = LK_DESC(
 	"acquire", LOCKS_ACQUIRE, STRATA_EV_POINT, lk_f_acquire,
 	"an acquisition without a wait, with its call chain (STRATA_LOCKS_CHAINS=all)");
 
+static const struct strata_event_desc lk_d_tally = LK_DESC(
+	"tally", LOCKS_TALLY, STRATA_EV_POINT, lk_f_tally,
+	"the thread acquired lock addr n times since its last tally of it "
+	"(alive 1: read at the process's exit, partial)");
+
 static const struct strata_event_desc *const lk_events[] = {
 	&lk_d_wait_begin, &lk_d_wait_end, &lk_d_release, &lk_d_count, &lk_d_spins,
-	&lk_d_chain, &lk_d_init, &lk_d_alive, &lk_d_acquire,
+	&lk_d_chain, &lk_d_init, &lk_d_alive, &lk_d_acquire, &lk_d_tally,
 };
 static const struct strata_subsys_desc lk_subsys = {
 	"lock", LOCKS_MAJOR, "pthread lock contention (libstrata-locks.so)"
@@ -742,6 +803,18 @@ __attribute__((destructor)) static void lk_fini(void)
 		STRATA_EVENT3(LOCKS_MAJOR, LOCKS_ALIVE, tid,
 			      __atomic_load_n(&t->acquisitions, __ATOMIC_RELAXED),
 			      __atomic_load_n(&t->contended, __ATOMIC_RELAXED));
+		/* its counts per lock: an address read before its count
+		 * (acquire, pairing with lk_acquired's release) and again
+		 * after, unchanged, so the count is that lock's, reset or
+		 * grown since but never another's */
+		for (int k = 0; k < LOCKS_TALLY_SLOTS; k++) {
+			struct lk_tally *e = &t->tally[k];
+			uintptr_t a = __atomic_load_n(&e->addr, __ATOMIC_ACQUIRE);
+			uint64_t n = __atomic_load_n(&e->n, __ATOMIC_ACQUIRE);
+			if (n && __atomic_load_n(&e->addr, __ATOMIC_RELAXED) == a)
+				STRATA_EVENT3(LOCKS_MAJOR, LOCKS_TALLY, a, n, 1);
+		}
 	}
+	lk_tally_flush(&lk);
 	lk_log_count(&lk);
 }

@@ -125,7 +125,8 @@ def contention(mode="mutex"):
         fail("the hot lock %s is not ranked first: %s" % (truth["hot"], locks[:2]))
     # the CSV has the JSON's rows and numbers
     rows = list(csv.DictReader(io.StringIO(run([STRATA, "locks", "--format", "csv", "--top", "0", trace]))))
-    keys = ("name", "kind", "pid", "contended", "failed", "wait_ns", "max_wait_ns", "holds",
+    keys = ("name", "kind", "pid", "contended", "acquisitions", "failed", "wait_ns",
+            "max_wait_ns", "holds",
             "hold_ns", "max_hold_ns", "spins")
     if [[r["lock" if k == "name" else k] for k in keys] for r in rows] != \
        [[str(l[k]) for k in keys] for l in locks]:
@@ -147,6 +148,12 @@ def contention(mode="mutex"):
     elif hot["contended"] != want or hot["failed"]:
         fail("hot contended %d (failed %d), the program says %d" % (
             hot["contended"], hot["failed"], want))
+    # every acquisition of the hot lock, with a wait or not, counted per
+    # lock in the threads' tables (lock:tally): the program's count exact
+    acq = truth["main_acquisitions"] + truth["hot_contended"]
+    if hot.get("acquisitions") != acq or hot.get("acquisitions_partial"):
+        fail("hot lock: %s acquisitions (partial %s), the program took it %d times" % (
+            hot.get("acquisitions"), hot.get("acquisitions_partial"), acq))
     # a semaphore has no owner: no hold
     holds = 0 if mode == "sem" else want
     if hot["holds"] != holds:
@@ -353,6 +360,7 @@ def chains_all():
             print("%s: cold %s: %s acquired, chains %s" % (
                 what, a, l.get("acquired"), [(c["acquisitions"], c["frames"][:1]) for c in ch]))
             if l.get("acquired") != ROUNDS * COLD or l.get("contended") or \
+                    l.get("acquisitions") != ROUNDS * COLD or \
                     sum(c["acquisitions"] for c in ch) != ROUNDS * COLD or \
                     any(not c["frames"] or not c["frames"][0].startswith("worker+") or
                         "contend.c:" not in c["frames"][0] for c in ch):
