@@ -517,12 +517,22 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 	*out = NULL;
 	if (!r || (ret = roles_init(t, &ro)) < 0)
 		goto out;
-	struct strata_iter_options io = { .stream = -1 };
+	ret = -ENOMEM;
+	if (an_names_create(t, &r->names) < 0)
+		goto out;
+	/* strata's own records too: the state dump names the threads */
+	struct strata_iter_options io = { .stream = -1, .flags = STRATA_ITER_INTERNAL };
 	if ((ret = strata_iter_create(t, &io, &it)) < 0)
 		goto out;
 	const struct strata_event *ev;
 	uint64_t last = 0; /* the trace's last event: where open waits end */
 	while (strata_iter_next(it, &ev) > 0) {
+		if (an_names_feed(r->names, ev) < 0) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		if (!(ev->id >> 16))
+			continue; /* strata's own records: names only */
 		last = ev->timestamp > last ? ev->timestamp : last;
 		unsigned role = ro.role[ev->cls->index];
 		if (!role || (pid && ev->pid != pid))
@@ -661,5 +671,11 @@ void lock_free(struct lock_result *r)
 	free(r->locks);
 	free(r->chains);
 	free(r->threads);
+	an_names_destroy(r->names);
 	free(r);
+}
+
+const char *lock_name_of(const struct lock_result *r, uint32_t tid)
+{
+	return an_names_get(r->names, tid);
 }

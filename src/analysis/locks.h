@@ -101,7 +101,11 @@ struct lock_result {
 	size_t nchains;
 	struct lock_thread *threads; /* with lock:* events, by pid then tid */
 	size_t nthreads_listed;
+	struct an_names *names;      /* the threads' names (state dump, kernel) */
 };
+
+/* Thread tid's name, or NULL; a process's is its main thread's (pid). */
+const char *lock_name_of(const struct lock_result *r, uint32_t tid);
 
 /* The chain `id` of process pid, or NULL. */
 const struct lock_chain *lock_chain_find(const struct lock_result *r, uint32_t pid,

@@ -147,8 +147,9 @@ static void print_partial(const struct lock_result *r)
 		if (!lt->partial)
 			continue;
 		shown++;
-		printf("    tid %u (pid %u): %" PRIu64 " acquisitions, %" PRIu64 " contended%s",
-		       lt->tid, lt->pid, lt->acquisitions, lt->contended,
+		const char *tn = lock_name_of(r, lt->tid);
+		printf("    tid %u%s%s%s (pid %u): %" PRIu64 " acquisitions, %" PRIu64 " contended%s",
+		       lt->tid, tn ? " (" : "", tn ? tn : "", tn ? ")" : "", lt->pid, lt->acquisitions, lt->contended,
 		       lt->alive ? "" : " (as of its last release)");
 		if (lt->holding)
 			printf(", holding %u", lt->holding);
@@ -182,10 +183,10 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 	printf("Contended pthread locks: %zu lock%s, %" PRIu64 " contended of %" PRIu64
 	       " acquisitions in %u thread%s.\n\n", r->nlocks, r->nlocks == 1 ? "" : "s",
 	       r->contended, r->acquisitions, r->nthreads, r->nthreads == 1 ? "" : "s");
-	table_init(&tb, 13 + r->have_futex, "llrrrrrrrrrrrl");
+	table_init(&tb, 13 + r->have_futex, "lllrrrrrrrrrrl");
 	table_cell(&tb, "lock");
 	table_cell(&tb, "kind");
-	table_cell(&tb, "pid");
+	table_cell(&tb, "process");
 	table_cell(&tb, "contended");
 	table_cell(&tb, "acquired");
 	table_cell(&tb, "wait (%s)", uw.name);
@@ -205,7 +206,8 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 		table_cell(&tb, "%s%s", lock_name(sy, l, name, sizeof(name), &sym),
 			   l->open_waits ? " " PARTIAL_MARK : "");
 		table_cell(&tb, "%s", kind_name(l));
-		table_cell(&tb, "%u", l->pid);
+		const char *pn = lock_name_of(r, l->pid);
+		table_cell(&tb, "%s%s%u", pn ? pn : "", pn ? " " : "", l->pid);
 		table_cell(&tb, "%" PRIu64, l->contended);
 		if (r->have_tally) /* a killed process's last counts: "≥" */
 			table_cell(&tb, "%s%" PRIu64, l->acquisitions_partial ? ">=" : "",
@@ -294,6 +296,16 @@ static void print_chain_json(const struct lock_result *r, uint32_t pid, uint64_t
 	printf("]}");
 }
 
+/* ,"key":"the name of tid" when the trace names it */
+static void json_name_of(const struct lock_result *r, const char *key, uint32_t tid)
+{
+	const char *nm = lock_name_of(r, tid);
+	if (!nm)
+		return;
+	printf(",\"%s\":", key);
+	cli_json_name(nm);
+}
+
 static void print_json(const struct lock_result *r, size_t n, const struct an_loss *loss,
 		       struct strata_symbolizer *sy)
 {
@@ -311,6 +323,7 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		       ",\"holding\":%u",
 		       i ? "," : "", lt->tid, lt->pid, lt->acquisitions, lt->contended,
 		       lt->partial ? "true" : "false", lt->alive ? "true" : "false", lt->holding);
+		json_name_of(r, "name", lt->tid);
 		if (lt->wait_addr)
 			printf(",\"waiting\":{\"addr\":\"0x%" PRIx64 "\",\"wait_ns\":%" PRIu64 "}",
 			       lt->wait_addr, lt->wait_ns);
@@ -340,6 +353,17 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		       l->wait_max, l->spins, l->holds, l->hold_total, l->hold_max);
 		for (unsigned k = 0; k < l->ntids; k++)
 			printf("%s%u", k ? "," : "", l->tids[k]);
+		printf("]");
+		json_name_of(r, "process", l->pid);
+		printf(",\"thread_names\":[");
+		for (unsigned k = 0; k < l->ntids; k++) {
+			const char *tn = lock_name_of(r, l->tids[k]);
+			printf("%s", k ? "," : "");
+			if (tn)
+				cli_json_name(tn);
+			else
+				printf("null");
+		}
 		printf("]");
 		printf(",\"open_waits\":%" PRIu64 ",\"open_wait_ns\":%" PRIu64
 		       ",\"partial\":%s", l->open_waits, l->open_wait_total,

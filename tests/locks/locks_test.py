@@ -148,6 +148,11 @@ def contention(mode="mutex"):
     elif hot["contended"] != want or hot["failed"]:
         fail("hot contended %d (failed %d), the program says %d" % (
             hot["contended"], hot["failed"], want))
+    # the process and its threads by name (the state dump's, the comm)
+    comm = os.path.basename(CONTEND)[:15]
+    if hot.get("process") != comm or len(hot.get("thread_names", [])) != len(hot["tids"]):
+        fail("hot lock: process %r, thread names %r, want %r for each of %s" % (
+            hot.get("process"), hot.get("thread_names"), comm, hot["tids"]))
     # every acquisition of the hot lock, with a wait or not, counted per
     # lock in the threads' tables (lock:tally): the program's count exact
     acq = truth["main_acquisitions"] + truth["hot_contended"]
