@@ -10,6 +10,7 @@
 
 #define LOCK_EOWNERDEAD 130 /* Linux's EOWNERDEAD: acquired all the same */
 #define TH_HELD 8           /* as the preload's LK_HELD */
+#define TH_SWITCHES 32      /* a thread's last switches out, kept for causes */
 
 enum { R_NONE, R_BEGIN, R_END, R_RELEASE, R_COUNT, R_SPINS, R_CHAIN, R_INIT, R_ALIVE, R_ACQUIRE,
        R_TALLY,
@@ -36,6 +37,10 @@ struct th {
 	uint64_t wait_addr, wait_ts, wait_kind, wait_chain;
 	uint64_t futex_at, wait_futex; /* futex time inside the open wait */
 	uint64_t preempted, blocked;   /* its switches out so far */
+	uint32_t sys1;                 /* the system call it is in + 1, or 0 */
+	/* its last TH_SWITCHES switches out (a ring; nsw counts them all) */
+	struct { uint64_t ts; uint32_t sys1, next; bool blocked; } sw[TH_SWITCHES];
+	uint64_t nsw;
 	struct { uint64_t addr, ts, preempted, blocked; size_t lock; } held[TH_HELD];
 	unsigned nheld;
 	uint64_t acq, cont;
@@ -187,7 +192,7 @@ static int roles_init(struct strata_trace *t, struct roles *ro)
 		{ "addr", "spins" }, { "id", "n", "frames" }, { "addr", "kind", "site" },
 		{ "tid", "acquisitions", "contended" }, { "addr", "kind", "chain" },
 		{ "addr", "n", "alive" }, { "id" }, { "id" },
-		{ "prev_pid", "prev_state" },
+		{ "prev_pid", "prev_state", "next_pid" },
 	};
 	unsigned nc = strata_trace_nclasses(t);
 	bool any = false;
@@ -335,6 +340,40 @@ static void hold_start(struct lock_result *r, struct th *th, const struct lock_s
 	th->held[th->nheld++].lock = (size_t)(l - r->locks);
 }
 
+/* The causes of th's switches out since `from` (its longest hold of l
+ * so far): the ring's, grouped, most first; those past LOCK_CAUSES, or
+ * older than the ring holds, in max_hold_other. */
+static void hold_causes(struct lock_stats *l, const struct th *th, uint64_t from)
+{
+	struct lock_cause c[TH_SWITCHES];
+	unsigned nc = 0;
+	uint64_t all = l->max_hold_preempted + l->max_hold_blocked;
+	for (uint64_t k = th->nsw > TH_SWITCHES ? th->nsw - TH_SWITCHES : 0; k < th->nsw; k++) {
+		const typeof(th->sw[0]) *s = &th->sw[k % TH_SWITCHES];
+		if (s->ts < from)
+			continue;
+		unsigned j = 0;
+		while (j < nc && (c[j].blocked != s->blocked ||
+				  (s->blocked ? c[j].sys1 != s->sys1 : c[j].next != s->next)))
+			j++;
+		if (j == nc)
+			c[nc++] = (struct lock_cause){ s->blocked, s->sys1, s->blocked ? 0 : s->next, 0 };
+		c[j].n++;
+	}
+	/* most first (a few entries: insertion) */
+	for (unsigned i = 1; i < nc; i++)
+		for (unsigned j = i; j && c[j].n > c[j - 1].n; j--) {
+			struct lock_cause x = c[j];
+			c[j] = c[j - 1];
+			c[j - 1] = x;
+		}
+	l->max_hold_ncauses = nc < LOCK_CAUSES ? nc : LOCK_CAUSES;
+	memcpy(l->max_hold_causes, c, l->max_hold_ncauses * sizeof(*c));
+	l->max_hold_other = all;
+	for (unsigned i = 0; i < l->max_hold_ncauses; i++)
+		l->max_hold_other -= c[i].n;
+}
+
 /* A lock:acquire (STRATA_LOCKS_CHAINS=all): l taken without a wait, from
  * chain id. 0, or -ENOMEM. */
 static int acquired(struct lock_stats *l, uint64_t kind, uint64_t id)
@@ -358,6 +397,8 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 	switch (ro->role[ci]) {
 	case R_SYS_ENTER:
 	case R_SYS_EXIT:
+		r->have_syscalls = true;
+		th->sys1 = ro->role[ci] == R_SYS_ENTER && a < UINT32_MAX ? (uint32_t)a + 1 : 0;
 		if (a >= NSYSCALLS || !ro->futex[a])
 			return 0;
 		r->have_futex = true;
@@ -374,11 +415,13 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 		return 0;
 	case R_SWITCH: { /* common_pid is prev: the thread switched out */
 		uint64_t st = field(ev, ro->f[ci][1]);
+		bool blocked = (st & 0xff) && !(st & 0x100); /* not R, not R+ */
 		r->have_sched = true;
-		if (!(st & 0xff) || (st & 0x100)) /* TASK_RUNNING, or preempted */
-			th->preempted++;
-		else
-			th->blocked++;
+		th->preempted += !blocked;
+		th->blocked += blocked;
+		th->sw[th->nsw++ % TH_SWITCHES] = (typeof(th->sw[0])){
+			ev->timestamp, blocked ? th->sys1 : 0, (uint32_t)field(ev, ro->f[ci][2]),
+			blocked };
 		return 0;
 	}
 	case R_BEGIN:
@@ -434,6 +477,7 @@ static int feed(struct strata_trace *t, struct lock_result *r, struct lmap *m, s
 				l->max_hold_tid = ev->tid;
 				l->max_hold_preempted = th->preempted - th->held[i].preempted;
 				l->max_hold_blocked = th->blocked - th->held[i].blocked;
+				hold_causes(l, th, th->held[i].ts);
 			}
 			minmax(&l->hold_total, &l->hold_max, held);
 			th->held[i] = th->held[--th->nheld];

@@ -10,6 +10,16 @@
 
 #define LOCK_FRAMES 16 /* as the preload's LOCKS_FRAMES */
 #define LOCK_KINDS 6   /* wait kinds 1..5, and 0: unknown */
+#define LOCK_CAUSES 4  /* causes of the longest hold's switches kept */
+
+/* Why a holder was switched out (with -k sched): blocked, in which
+ * system call (with -k syscalls), or preempted, by whom. */
+struct lock_cause {
+	bool blocked;
+	uint32_t sys1;  /* blocked: its system call's number + 1; 0: none seen */
+	uint32_t next;  /* preempted: the thread that ran next on its CPU */
+	uint64_t n;     /* switches out for this cause */
+};
 
 /* A call chain of contended acquisitions (lock:chain): return addresses,
  * innermost (the lock call's caller) first. */
@@ -59,6 +69,12 @@ struct lock_stats {
 	 * meanwhile (K42: why a hold was long) */
 	uint32_t max_hold_tid;
 	uint64_t max_hold_preempted, max_hold_blocked;
+	/* the causes of those switches, most first (K42: what the holder
+	 * waited for, who ran instead); other: the rest, and those the
+	 * analysis no longer had (more than 32 switches in the hold) */
+	struct lock_cause max_hold_causes[LOCK_CAUSES];
+	unsigned max_hold_ncauses;
+	uint64_t max_hold_other;
 	uint64_t init_site;          /* lock:init: the return address of the
 				      * init call before its first wait, or 0 */
 	uint32_t *tids;              /* threads that waited for it, sorted */
@@ -96,6 +112,7 @@ struct lock_result {
 	uint64_t open_holds;         /* contended acquisitions never released */
 	uint64_t orphans;            /* wait_end or release with nothing open */
 	bool have_futex, have_sched; /* kernel events recorded beside (-k) */
+	bool have_syscalls;          /* system calls among them (-k syscalls) */
 	bool have_tally;             /* acquisitions per lock (lock:tally) */
 	struct lock_chain *chains;   /* every chain the processes logged */
 	size_t nchains;

@@ -89,8 +89,12 @@ static const char *frame_text(struct strata_symbolizer *sy, uint32_t pid, uint64
 	return frame_text_in(sy, pid, pc, buf, len, NULL);
 }
 
+static void print_causes(struct strata_trace *t, const struct lock_result *r,
+			 const struct lock_stats *l);
+
 /* K42's lock tool: where the waits for the most contended locks came from. */
-static void print_chains(const struct lock_result *r, size_t n, struct strata_symbolizer *sy)
+static void print_chains(struct strata_trace *t, const struct lock_result *r, size_t n,
+			 struct strata_symbolizer *sy)
 {
 	bool any = false;
 	for (size_t i = 0; i < n; i++) {
@@ -114,6 +118,8 @@ static void print_chains(const struct lock_result *r, size_t n, struct strata_sy
 					       l->max_hold_tid, l->max_hold_preempted + l->max_hold_blocked,
 					       l->max_hold_preempted + l->max_hold_blocked == 1 ? "" : "s",
 					       l->max_hold_preempted, l->max_hold_blocked);
+				if (r->have_sched && l->holds && l->max_hold_ncauses)
+					print_causes(t, r, l);
 			}
 			printf("    %" PRIu64 " wait%s, %s:\n", u->waits, u->waits == 1 ? "" : "s",
 			       dur_fmt(u->wait_total, b, sizeof(b)));
@@ -162,7 +168,8 @@ static void print_partial(const struct lock_result *r)
 		printf("    (%zu more: --format json lists every thread)\n", np - shown);
 }
 
-static void print_text(const struct lock_result *r, size_t n, struct strata_symbolizer *sy)
+static void print_text(struct strata_trace *t, const struct lock_result *r, size_t n,
+		       struct strata_symbolizer *sy)
 {
 	uint64_t mw = 0, mh = 0, mm = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -246,7 +253,7 @@ static void print_text(const struct lock_result *r, size_t n, struct strata_symb
 			break;
 		}
 	print_partial(r);
-	print_chains(r, n < CHAIN_LOCKS ? n : CHAIN_LOCKS, sy);
+	print_chains(t, r, n < CHAIN_LOCKS ? n : CHAIN_LOCKS, sy);
 }
 
 /* A lock by its symbol when it is a static one ("hot", "locks+0x28");
@@ -306,8 +313,44 @@ static void json_name_of(const struct lock_result *r, const char *key, uint32_t 
 	cli_json_name(nm);
 }
 
-static void print_json(const struct lock_result *r, size_t n, const struct an_loss *loss,
-		       struct strata_symbolizer *sy)
+/* A cause of the longest hold's switches, into buf: "blocked in futex",
+ * "blocked (no system call seen)", "preempted by kworker/0:1 (51)". */
+static const char *cause_text(struct strata_trace *t, const struct lock_result *r,
+			      const struct lock_cause *c, char *buf, size_t len)
+{
+	if (c->blocked) {
+		const char *sn = c->sys1 ? bd_syscall_name(t, c->sys1 - 1) : NULL;
+		if (sn)
+			snprintf(buf, len, "blocked in %s", sn);
+		else if (c->sys1)
+			snprintf(buf, len, "blocked in system call %u", c->sys1 - 1);
+		else
+			snprintf(buf, len, "blocked%s", r->have_syscalls ?
+				 " outside system calls (a page fault?)" : "");
+	} else {
+		const char *nm = lock_name_of(r, c->next);
+		snprintf(buf, len, "preempted by %s%s%u%s", nm ? nm : "tid ", nm ? " (" : "",
+			 c->next, nm ? ")" : "");
+	}
+	return buf;
+}
+
+static void print_causes(struct strata_trace *t, const struct lock_result *r,
+			 const struct lock_stats *l)
+{
+	char b[200];
+	printf("      ");
+	for (unsigned i = 0; i < l->max_hold_ncauses; i++)
+		printf("%s%s x%" PRIu64, i ? ", " : "",
+		       cause_text(t, r, &l->max_hold_causes[i], b, sizeof(b)),
+		       l->max_hold_causes[i].n);
+	if (l->max_hold_other)
+		printf(", other x%" PRIu64, l->max_hold_other);
+	printf("\n");
+}
+
+static void print_json(struct strata_trace *t, const struct lock_result *r, size_t n,
+		       const struct an_loss *loss, struct strata_symbolizer *sy)
 {
 	printf("{\"acquisitions\":%" PRIu64 ",\"contended\":%" PRIu64 ",\"threads\":%u"
 	       ",\"open_waits\":%" PRIu64 ",\"open_holds\":%" PRIu64 ",\"orphans\":%" PRIu64,
@@ -383,10 +426,25 @@ static void print_json(const struct lock_result *r, size_t n, const struct an_lo
 		printf("}");
 		if (r->have_futex)
 			printf(",\"futex_ns\":%" PRIu64, l->futex_total);
-		if (r->have_sched && l->holds)
+		if (r->have_sched && l->holds) {
 			printf(",\"max_hold\":{\"tid\":%u,\"preempted\":%" PRIu64
-			       ",\"blocked\":%" PRIu64 "}", l->max_hold_tid, l->max_hold_preempted,
-			       l->max_hold_blocked);
+			       ",\"blocked\":%" PRIu64 ",\"causes\":[", l->max_hold_tid,
+			       l->max_hold_preempted, l->max_hold_blocked);
+			for (unsigned k = 0; k < l->max_hold_ncauses; k++) {
+				const struct lock_cause *c = &l->max_hold_causes[k];
+				char b[200];
+				printf("%s{\"n\":%" PRIu64 ",\"blocked\":%s", k ? "," : "", c->n,
+				       c->blocked ? "true" : "false");
+				if (c->blocked && c->sys1)
+					printf(",\"syscall\":%u", c->sys1 - 1);
+				if (!c->blocked)
+					printf(",\"next_tid\":%u", c->next);
+				printf(",\"text\":");
+				cli_json_name(cause_text(t, r, c, b, sizeof(b)));
+				printf("}");
+			}
+			printf("],\"other\":%" PRIu64 "}", l->max_hold_other);
+		}
 		printf(",\"chains\":[");
 		for (unsigned k = 0; k < l->nchains; k++) {
 			const struct lock_chain_use *u = &l->chains[k];
@@ -531,11 +589,11 @@ int cmd_locks(int argc, char **argv)
 	if (strata_symbolizer_create(ct.t, &sy) < 0)
 		sy = NULL;
 	if (format == 1)
-		print_json(r, n, &loss, sy);
+		print_json(ct.t, r, n, &loss, sy);
 	else if (format == 2)
 		print_csv(r, n, sy);
 	else
-		print_text(r, n, sy);
+		print_text(ct.t, r, n, sy);
 	strata_symbolizer_destroy(sy);
 	lock_free(r);
 	int rc = cli_status(&ct);

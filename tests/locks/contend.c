@@ -119,6 +119,9 @@ static int32_t main_tid;
 static _Atomic int32_t tids[MAXW];
 static unsigned nworkers, nrounds, ncold;
 static uint64_t hold_ns = 200000;
+/* LOCKS_HOLD_SLEEP_US: each worker sleeps this long inside its hold (a
+ * holder blocked in a system call, for the causes of long holds) */
+static long hold_sleep_ns;
 /* rwmix: how long the readers hold on once the writer sleeps */
 #define RWMIX_EXTRA_NS 2000000u
 
@@ -165,6 +168,10 @@ static void *worker(void *arg)
 		w->acquisitions++;
 		w->wait_ns += t1 - t0;
 		atomic_fetch_add(&holding, 1);
+		if (hold_sleep_ns) {
+			struct timespec ts = { 0, hold_sleep_ns };
+			nanosleep(&ts, NULL);
+		}
 		while (now_ns() - t1 < hold_ns)
 			;
 		/* rwmix: the readers hold together until the writer sleeps in
@@ -196,6 +203,8 @@ int main(int argc, char **argv)
 	ncold = (unsigned)atoi(argv[3]);
 	if (argc > 5)
 		hold_ns = strtoull(argv[5], NULL, 10) * 1000;
+	if (getenv("LOCKS_HOLD_SLEEP_US"))
+		hold_sleep_ns = atol(getenv("LOCKS_HOLD_SLEEP_US")) * 1000;
 	static const char *const modes[] = { "mutex", "rw",  "lib",	"timed", "spin",
 					     "sem",   "wr",  "rwmix", "libfn", "dlfn" };
 	for (unsigned i = 0; argc > 6 && i < sizeof(modes) / sizeof(modes[0]); i++)

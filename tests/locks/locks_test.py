@@ -4,6 +4,7 @@
 
 usage: locks_test.py contention|daemon|rwlock|rwlock-writers|rwlock-mix|libchain|dlchain|chains-all|timed|spin|sem|unchanged|sigfork|symbols|record|cond|heap|alive|kernel STRATA LIBLOCKS CONTEND SIGFORK WORKDIR CONTEND_NOPIE COND [REBUILT [HEAP [ALIVE]]]
 """
+import collections
 import csv
 import io
 import json
@@ -498,6 +499,62 @@ def kernel():
     text = run([STRATA, "locks", trace])
     if "in futex" not in text or "longest hold" not in text:
         fail("kernel: the text report lacks the futex column or the longest hold:\n" + text)
+    # the causes: each holder sleeps 300 us inside every hold, so the
+    # longest hold has its holder blocked in clock_nanosleep at least
+    # once; the causes counted as the kernel's records show them
+    trace = os.path.join(WORK, "k-sleep")
+    shutil.rmtree(trace, ignore_errors=True)
+    run([STRATA, "record", "--locks", "-k", "sched,syscalls", "-o", trace, "--", CONTEND,
+         str(WORKERS), str(ROUNDS), str(COLD), truth_path, str(HOLD_US)],
+        extra={"LOCKS_HOLD_SLEEP_US": "300"})
+    rep = json.loads(run([STRATA, "locks", "--format", "json", trace]))
+    hot = rep["locks"][0] if rep["locks"] else {}
+    mh = hot.get("max_hold") or {}
+    # a preemption by its thread's number (the name may be the thread's
+    # own word for itself, not the kernel's comm)
+    got = collections.Counter({c["text"] if c["blocked"] else "preempted by %d" % c["next_tid"]:
+                               c["n"] for c in mh.get("causes", [])})
+    want = hold_causes(trace, mh.get("tid", 0), hot.get("addr"), hot.get("max_hold_ns", 0))
+    print("longest hold's causes: %s, other %s (the kernel's records: %s)" % (
+        dict(got), mh.get("other"), dict(want)))
+    if got["blocked in clock_nanosleep"] < 1 or \
+            sum(got.values()) + mh.get("other", -1) != sum(want.values()) or \
+            any(want[k] != n for k, n in got.items()):
+        fail("kernel: the longest hold's causes %s (other %s), the kernel's records %s" % (
+            dict(got), mh.get("other"), dict(want)))
+    if "blocked in clock_nanosleep x" not in run([STRATA, "locks", trace]):
+        fail("kernel: the text report does not name the holder's sleep")
+
+
+def hold_causes(trace, tid, addr, hold_ns):
+    """The causes of thread tid's switches out in its hold of `addr` that
+    lasted hold_ns, from the raw events: "blocked in SYSCALL" (the system
+    call it entered last and has not left), "preempted by NAME (TID)"."""
+    out = run([STRATA, "print", "--format", "csv", "--tid", str(tid), "--event", "lock:wait_end",
+               "--event", "lock:release", "--event", "sched:sched_switch", "--event",
+               "raw_syscalls:*", trace])
+    rows = list(csv.reader(io.StringIO(out)))[1:]
+    ns = lambda t: int(round(float(t) * 1e9))
+    begin, sys, causes = None, None, collections.Counter()
+    for i, r in enumerate(rows):
+        name, desc = r[5], r[6]
+        if name == "raw_syscalls:sys_enter":
+            sys = re.search(r"id=(\S+)", desc).group(1)
+        elif name == "raw_syscalls:sys_exit":
+            sys = None
+        elif name == "lock:wait_end" and "addr=%s " % addr in desc + " ":
+            begin, causes = i, collections.Counter()
+        elif name == "sched:sched_switch" and begin is not None:
+            st = re.search(r"prev_state=(\S+)", desc).group(1)
+            if st in ("R", "R+"):
+                causes["preempted by %s" % re.search(r"next_pid=(\d+)", desc).group(1)] += 1
+            else:
+                causes["blocked in %s" % sys if sys else "blocked"] += 1
+        elif name == "lock:release" and begin is not None and "addr=%s " % addr in desc + " ":
+            if abs(ns(r[0]) - ns(rows[begin][0]) - hold_ns) <= 2:
+                return causes
+            begin = None
+    return collections.Counter()
 
 
 def hold_switches(trace, tid, addr):
