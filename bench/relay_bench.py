@@ -14,10 +14,15 @@
       relay's copy printing it: slowlog's ticks (tests/reader/slowlog.c,
       200 events 20 ms apart) under `strata record --live=25 --relay`,
       as tests/reader/follow_test.py measures it on a local trace.
+  relay_bench.py stall PORT AFTER_BYTES SECONDS
+      tests/relay/proxy.py's fault proxy in front of a relay on PORT,
+      stalling the sender's stream once for SECONDS after AFTER_BYTES:
+      prints "port=P", then forwards until killed.
 """
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -80,20 +85,20 @@ def summary(path):
           "discarded + events logged but absent" % max(
               (int(r["rep"]) + 1 for r in rs), default=0))
     hdr = ("mode", "logged", "recorded", "lost", "Mev/s", "MB/s", "sender_ms",
-           "relay_ms", "wire_MB", "copy_rec", "copy_lost")
-    print("%-14s" % hdr[0] + "".join("%11s" % h for h in hdr[1:]))
+           "relay_ms", "wire_MB", "copy_rec", "copy_lost", "prog_ms")
+    print("%-18s" % hdr[0] + "".join("%11s" % h for h in hdr[1:]))
     m = {}
     for mode in modes:
         sel = [r for r in rs if r["mode"] == mode]
         m[mode] = {k: med(sel, k) for k in sel[0]}
         x = m[mode]
-        print("%-14s" % mode + "".join("%11s" % s for s in (
+        print("%-18s" % mode + "".join("%11s" % s for s in (
             fmt(x.get("logged"), 1, "%.0f"), fmt(x.get("recorded"), 1, "%.0f"),
             fmt(x.get("lost"), 1, "%.0f"), fmt(x.get("evps"), 1e-6, "%.2f"),
             fmt(x.get("mbps"), 1, "%.1f"), fmt(x.get("sender_s"), 1e3, "%.0f"),
             fmt(x.get("relay_s"), 1e3, "%.0f"),
             fmt(x.get("wire_b"), 1e-6, "%.1f"), fmt(x.get("copy_rec"), 1, "%.0f"),
-            fmt(x.get("copy_lost"), 1, "%.0f"))))
+            fmt(x.get("copy_lost"), 1, "%.0f"), fmt(x.get("loop_ms"), 1, "%.0f"))))
 
     def ratio(a, b, key):
         if a not in m or b not in m or not m[a].get(key) or not m[b].get(key):
@@ -102,8 +107,8 @@ def summary(path):
 
     print("\nratios of medians (same run):")
     for a, b in (("strata-relay", "strata-local"), ("strata-zstd", "strata-relay"),
-                 ("strata-fsync", "strata-relay"),
-                 ("lttng-relayd", "strata-relay")):
+                 ("strata-fsync", "strata-relay"), ("strata-relay-flat", "strata-local-flat"),
+                 ("lttng-relayd", "strata-relay"), ("lttng-relayd", "strata-relay-flat")):
         if a in m and b in m:
             # CPU per recorded event: the cost that matters at equal counts
             for mm in (m[a], m[b]):
@@ -114,6 +119,29 @@ def summary(path):
                       a, b, ratio(a, b, "evps"), ratio(a, b, "mbps"),
                       ratio(a, b, "sender_s"), ratio(a, b, "relay_s"),
                       ratio(a, b, "cpu_ns_ev"), ratio(a, b, "wire_b")))
+    # the traced program's own time, paced: what a stalled link cost it
+    if "strata-relay-stall" in m and "strata-relay" in m:
+        print("  the program's own loop, stalled link / link up: %s (%s ms / %s ms; "
+              "lost %s events, every one counted)" % (
+                  ratio("strata-relay-stall", "strata-relay", "loop_ms"),
+                  fmt(m["strata-relay-stall"].get("loop_ms"), 1, "%.0f"),
+                  fmt(m["strata-relay"].get("loop_ms"), 1, "%.0f"),
+                  fmt(m["strata-relay-stall"].get("lost"), 1, "%.0f")))
+
+
+def stall(port, after, seconds):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                    "tests", "relay"))
+    import proxy
+    p = proxy.FaultProxy(int(port), stall_after=int(after), stall_s=float(seconds))
+    print("port=%d" % p.port, flush=True)
+
+    def done(*_):
+        print("stalls=%d forwarded=%d" % (p.stalls, p.forwarded), flush=True)
+        os._exit(0)
+    signal.signal(signal.SIGTERM, done)
+    while True:
+        time.sleep(3600)
 
 
 def latency(strata, slowlog, port, token, relay_dir, work, n=200, period_ms=20):
@@ -126,7 +154,10 @@ def latency(strata, slowlog, port, token, relay_dir, work, n=200, period_ms=20):
     shutil.rmtree(copy, ignore_errors=True)
     fol = subprocess.Popen([strata, "print", "--follow", "--format", "json", copy],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    rec = subprocess.Popen([strata, "record", "--live=25", "-o", local, "--relay",
+    # RB_LIVE: the live timer's period (25 ms; "default": plain --live, 100)
+    live = os.environ.get("RB_LIVE", "25")
+    rec = subprocess.Popen([strata, "record", "--live" if live == "default" else "--live=" + live,
+                            "-o", local, "--relay",
                             "127.0.0.1:%s" % port, "--token-file", token, "--", slowlog,
                             str(n), str(period_ms), "quiet"], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
@@ -147,11 +178,11 @@ def latency(strata, slowlog, port, token, relay_dir, work, n=200, period_ms=20):
     d.sort()
     shutil.rmtree(local, ignore_errors=True)
     if not d:
-        print("ROW mode=latency events=0 record_rc=%d" % rc)
+        print("ROW mode=latency live=%s events=0 record_rc=%d" % (live, rc))
         return
-    print("ROW mode=latency events=%d min_ms=%.1f median_ms=%.1f p99_ms=%.1f max_ms=%.1f "
-          "record_rc=%d" % (len(d), d[0], d[len(d) // 2], d[min(len(d) - 1, len(d) * 99 // 100)],
-                            d[-1], rc))
+    print("ROW mode=latency live=%s events=%d min_ms=%.1f median_ms=%.1f p99_ms=%.1f "
+          "max_ms=%.1f record_rc=%d" % (live, len(d), d[0], d[len(d) // 2],
+                                         d[min(len(d) - 1, len(d) * 99 // 100)], d[-1], rc))
 
 
 if __name__ == "__main__":
@@ -160,6 +191,8 @@ if __name__ == "__main__":
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "run" and sys.argv[2] == "--":
         sys.exit(run(sys.argv[3:]))
+    if len(sys.argv) == 5 and sys.argv[1] == "stall":
+        stall(*sys.argv[2:])
     if len(sys.argv) == 3 and sys.argv[1] == "summary":
         summary(sys.argv[2])
         sys.exit(0)

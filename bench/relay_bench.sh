@@ -6,6 +6,12 @@
 #   strata-relay   the same, streamed with --relay to a `strata relay`
 #   strata-zstd    the same with --relay-zstd (level 1)
 #   strata-fsync   strata-relay's, to a second relay run with --fsync
+#   strata-local-flat, strata-relay-flat   the program flat out (as
+#                  bench_lttng is), not paced: the throughput ceiling
+#   strata-relay-stall   strata-relay's through tests/relay/proxy.py,
+#                  which stalls the stream for RB_STALL_S (1) once 8 MB
+#                  have passed: the paced program's own loop time beside
+#                  strata-relay's says whether the stall slowed it
 #   lttng-relayd   bench_lttng (LTTng-UST, same event count) in a session
 #                  created with --set-url=net://127.0.0.1 to Debian's
 #                  lttng-relayd
@@ -32,7 +38,7 @@ mkdir -p "$OUT" || exit 1
 OUT=$(cd "$OUT" && pwd)
 RAW=$OUT/raw.txt LOG=$OUT/log.txt
 : >"$RAW"; : >"$LOG"
-RELAY_PID="" FRELAY_PID="" LRELAY_PID="" SESSIOND_PID="" SESSION=""
+RELAY_PID="" FRELAY_PID="" LRELAY_PID="" SESSIOND_PID="" SESSION="" PROXY_PID=""
 
 cleanup() {
 	[ -z "$SESSION" ] || lttng destroy "$SESSION" >/dev/null 2>&1
@@ -40,6 +46,7 @@ cleanup() {
 	[ -z "$FRELAY_PID" ] || kill "$FRELAY_PID" 2>/dev/null
 	[ -z "$LRELAY_PID" ] || kill "$LRELAY_PID" 2>/dev/null
 	[ -z "$SESSIOND_PID" ] || kill "$SESSIOND_PID" 2>/dev/null
+	[ -z "$PROXY_PID" ] || kill "$PROXY_PID" 2>/dev/null
 	wait 2>/dev/null
 }
 trap cleanup EXIT
@@ -141,16 +148,34 @@ strata_run() {
 		extra=(--relay "127.0.0.1:$FPORT" --token-file "$OUT/token")
 		rpid=$FRELAY_PID rdir=$OUT/relay-fsync
 		;;
+	strata-relay-flat) extra=(--relay "127.0.0.1:$PORT" --token-file "$OUT/token") ;;
+	strata-relay-stall)
+		python3 "$RUNSTAT" stall "$PORT" $((8 << 20)) "${RB_STALL_S:-1}" >"$OUT/proxy.out" &
+		PROXY_PID=$!
+		local pport=""
+		for _ in $(seq 100); do
+			pport=$(sed -n 's/^port=//p' "$OUT/proxy.out")
+			[ -n "$pport" ] && break
+			sleep 0.05
+		done
+		extra=(--relay "127.0.0.1:$pport" --token-file "$OUT/token")
+		;;
 	esac
+	local rate=$RATE
+	case $mode in *-flat) rate=flat ;; esac
 	rm -rf "$dir"
 	r0=$(cpu_s "$rpid")
 	st=$(python3 "$RUNSTAT" run -- "$STRATA" record -o "$dir" "${extra[@]}" -- \
-		"$OOB" log "$RATE" "$MS" 2>"$OUT/last.err" | tee "$OUT/last.out" | grep '^self_s=')
+		"$OOB" log "$rate" "$MS" 2>"$OUT/last.err" | tee "$OUT/last.out" | grep '^self_s=')
 	cat "$OUT/last.err" >>"$LOG"
 	logged=$(sed -n 's/^OOB_LOOP .*logged=\([0-9]*\).*/\1/p' "$OUT/last.out")
+	# the program's own time in its logging loop (paced: MS when unhurt)
+	local loop_ms
+	loop_ms=$(sed -n 's/^OOB_LOOP .*loop_ns=\([0-9]*\).*/\1/p' "$OUT/last.out")
+	loop_ms=$(awk -v n="${loop_ms:-0}" 'BEGIN { printf "%.0f", n / 1e6 }')
 	read -r rec disc <<<"$(info_counts "$dir")"
 	local extra_kv=""
-	if [ "$mode" != strata-local ]; then
+	if [ "${mode#strata-local}" = "$mode" ]; then
 		# the copy is complete when the relay has removed its session marker
 		copy=$(find "$rdir" -maxdepth 2 -name "t-$mode-$rep" -type d | head -1)
 		for _ in $(seq 200); do
@@ -166,6 +191,13 @@ strata_run() {
 		extra_kv+=" copy_rec=$crec copy_lost=$((${logged:-0} - crec))"
 		rm -rf "$copy"
 	fi
+	if [ -n "$PROXY_PID" ]; then
+		# the proxy says how often it stalled the stream (SIGTERM)
+		kill "$PROXY_PID" 2>/dev/null
+		wait "$PROXY_PID" 2>/dev/null
+		PROXY_PID=""
+		extra_kv+=" $(sed -n 's/^stalls=/stalls=/p' "$OUT/proxy.out" | tr '\n' ' ')"
+	fi
 	local wall sender program
 	wall=${st##*wall_s=} sender=${st%% child_s=*} sender=${sender#self_s=}
 	program=${st#*child_s=} program=${program%% *}
@@ -173,7 +205,7 @@ strata_run() {
 		"lost=$((${logged:-0} - rec)) wall_s=$wall sender_s=$sender" \
 		"evps=$(awk -v n="$rec" -v w="$wall" 'BEGIN { printf "%.0f", n / w }')" \
 		"mbps=$(awk -v b="$(dir_bytes "$dir")" -v w="$wall" 'BEGIN { printf "%.1f", b / w / 1e6 }')" \
-		"$extra_kv program_s=$program" | tee -a "$RAW"
+		"$extra_kv program_s=$program loop_ms=$loop_ms" | tee -a "$RAW"
 	rm -rf "$dir"
 }
 
@@ -221,14 +253,20 @@ for rep in $(seq 0 $((REPS - 1))); do
 	strata_run strata-relay "$rep"
 	strata_run strata-zstd "$rep"
 	strata_run strata-fsync "$rep"
+	strata_run strata-local-flat "$rep"
+	strata_run strata-relay-flat "$rep"
+	strata_run strata-relay-stall "$rep"
 	[ $LTTNG_OK = 1 ] && lttng_run "$rep"
 done
 # live latency through the relay: slowlog's ticks, followed on the relay's copy
 SLOWLOG=$BIN/tests/reader/slowlog
 if [ -x "$SLOWLOG" ]; then
+	# at --live=25, and at the default period (100 ms) a user gets
 	for rep in $(seq 0 $((REPS - 1))); do
-		python3 "$RUNSTAT" latency "$STRATA" "$SLOWLOG" "$PORT" "$OUT/token" "$OUT/relay" \
-			"$OUT" | tee -a "$RAW"
+		for live in 25 default; do
+			RB_LIVE=$live python3 "$RUNSTAT" latency "$STRATA" "$SLOWLOG" "$PORT" \
+				"$OUT/token" "$OUT/relay" "$OUT" | tee -a "$RAW"
+		done
 	done
 else
 	echo "relay_bench: $SLOWLOG missing (a build with tests): live latency not measured" >&2
