@@ -273,6 +273,15 @@ int cli_status(const struct cli_trace *ct);
 void cli_none_matched(const struct cli_trace *ct, const struct cli_filter_opts *fo,
 		      uint64_t n);
 int cli_iter(struct cli_trace *ct, bool internal, struct strata_iter **it);
+/* --follow: an iterator over the follower's window [from, to) of trace t
+ * (the follower's), with fo's filters, into *it; ct holds t and the
+ * filter until cli_window_end(). 0, or -1 after one line (then call
+ * cli_window_end too). */
+int cli_window_iter(struct cli_trace *ct, const struct cli_filter_opts *fo,
+		    struct strata_trace *t, uint64_t from, uint64_t to, struct strata_iter **it);
+void cli_window_end(struct cli_trace *ct, struct strata_iter *it);
+/* The line for a follower's poll that failed with err (< 0). */
+void cli_follow_err(const char *path, int err);
 
 /* Progress on stderr when it is a terminal and the work lasts > 1 s. */
 struct cli_progress {

@@ -565,10 +565,7 @@ static int print_window(const struct print_opts *po, struct cli_trace *ct,
 	}
 	if (!*have_tm || from == to)
 		return 0; /* no packet yet: nothing in any window */
-	ct->t = t;
-	if (cli_filter_build(ct, &po->fo, true) < 0 ||
-	    strata_filter_time(ct->f, from, to - 1) < 0 ||
-	    cli_iter(ct, po->fo.internal, &it) < 0)
+	if (cli_window_iter(ct, &po->fo, t, from, to, &it) < 0)
 		goto out;
 	if (printer_init(&pr, t, po) < 0) {
 		cli_err(ct->path, "out of memory");
@@ -580,10 +577,7 @@ static int print_window(const struct print_opts *po, struct cli_trace *ct,
 	}
 	printer_fini(&pr);
 out:
-	strata_iter_destroy(it);
-	strata_filter_destroy(ct->f);
-	ct->f = NULL;
-	ct->t = NULL; /* the follower's */
+	cli_window_end(ct, it);
 	return rc;
 }
 
@@ -616,11 +610,7 @@ static int print_follow(const struct print_opts *po)
 		uint64_t from, to;
 		st = strata_follow_poll(f, &t, &from, &to);
 		if (st < 0) {
-			if (st == -ENOTUNIQ)
-				cli_err(po->trace, "holds several recordings, not one trace: "
-					"name one of them, or follow them as one with --merge");
-			else
-				cli_err(po->trace, "%s", strerror(-st));
+			cli_follow_err(po->trace, st);
 			rc = 1;
 			break;
 		}

@@ -204,6 +204,34 @@ int cli_open(struct cli_trace *ct, const char *path, const struct cli_filter_opt
 	return fo ? cli_filter_build(ct, fo, false) : 0;
 }
 
+int cli_window_iter(struct cli_trace *ct, const struct cli_filter_opts *fo,
+		    struct strata_trace *t, uint64_t from, uint64_t to, struct strata_iter **it)
+{
+	*it = NULL;
+	ct->t = t;
+	if (cli_filter_build(ct, fo, true) < 0 || strata_filter_time(ct->f, from, to - 1) < 0 ||
+	    cli_iter(ct, fo->internal, it) < 0)
+		return -1;
+	return 0;
+}
+
+void cli_window_end(struct cli_trace *ct, struct strata_iter *it)
+{
+	strata_iter_destroy(it);
+	strata_filter_destroy(ct->f);
+	ct->f = NULL;
+	ct->t = NULL; /* the follower's */
+}
+
+void cli_follow_err(const char *path, int err)
+{
+	if (err == -ENOTUNIQ)
+		cli_err(path, "holds several recordings, not one trace: name one of them, "
+			"or follow them as one with --merge");
+	else
+		cli_err(path, "%s", strerror(-err));
+}
+
 int cli_filter_build(struct cli_trace *ct, const struct cli_filter_opts *fo, bool live)
 {
 	const char *path = ct->path;
