@@ -280,8 +280,8 @@ static const char *fn_name(struct conv *cv, uint32_t pid, uint64_t fn)
 /*
  * One call as a complete event (ph X) from its entry to end_ns, named by
  * its function. Marked in args: `unwound` (left without its exit, closed
- * at an outer call's exit: a longjmp, an exception through code without
- * the probes' exits), `cut` (entered before the window or the trace, or
+ * at an outer call's exit: a longjmp, an exception through a C frame
+ * built without -fexceptions), `cut` (entered before the window or the trace, or
  * not left by its end: closed at that edge). -1: out of memory.
  */
 static int chrome_call(struct conv *cv, uint32_t pid, uint32_t tid, const struct cframe *f,

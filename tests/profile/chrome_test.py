@@ -12,20 +12,12 @@ usage: chrome_test.py STRATA CALLS WORKDIR CHECK_CHROME
 import collections
 import json
 import os
-import subprocess
 import sys
 
-from probetest import done, fail, workdir
+from probetest import done, fail, run, workdir
 
 STRATA, PROG, WORK, CHECK = sys.argv[1:5]
 workdir(WORK)
-
-
-def run(args):
-    p = subprocess.run(args, capture_output=True, text=True)
-    if p.returncode:
-        sys.exit("%s exited %d: %s" % (" ".join(args), p.returncode, p.stderr))
-    return p.stdout
 
 
 def convert(name, *window):
