@@ -13,8 +13,9 @@
 /*
  * Each thread's probed calls form a stack: an entry pushes, its exit pops.
  * An exit whose function is not on top was left by frames that never
- * returned (longjmp, an exception thrown through code built without the
- * probes' exits, a thread's probes turned off between the two): those
+ * returned (longjmp, a C++ exception through a C frame built without
+ * -fexceptions, whose exit hook no cleanup runs: docs/profile.md,
+ * "Exceptions"; a thread's probes turned off between the two): those
  * are closed there, as if they had returned then, and counted `unwound`.
  * An exit whose function is on no frame belongs to a call entered before
  * the window or the recording: `stray`, not counted. Frames left at the

@@ -10,8 +10,10 @@ const char cmd_convert_usage[] =
 	"Convert a trace, streaming (memory grows with the number of threads,\n"
 	"not of events):\n"
 	"  chrome  Chrome trace-event JSON (open it in ui.perfetto.dev or\n"
-	"          chrome://tracing): events with strata_kind \"begin\"/\"end\" become\n"
-	"          B/E slices, all others instant events; processes and threads\n"
+	"          chrome://tracing): function probes (func:call_entry/exit)\n"
+	"          become complete events (X) named by their functions, other\n"
+	"          events with strata_kind \"begin\"/\"end\" B/E slices, all\n"
+	"          others instant events; processes and threads\n"
 	"          named as the trace names them; fields in \"args\" (pointers and\n"
 	"          hex fields as \"0x...\" strings, integers beyond 2^53 as strings);\n"
 	"          kernel scheduling as per-CPU tracks and thread states (Running,\n"
@@ -22,7 +24,7 @@ const char cmd_convert_usage[] =
 	"          events, kernel scheduling as per-CPU and per-thread states.\n"
 	"          Times in seconds since the trace start.\n"
 	"With --from/--to, intervals that cross the window's edges are cut there:\n"
-	"every begin has its end in the output.\n\n"
+	"every begin has its end in the output (and every call its X).\n\n"
 	"  -F, --format FORMAT   chrome or paje (required)\n"
 	"  -o, --output FILE     where to write ('-' for stdout; required)\n" CLI_FILTER_HELP;
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* strata convert -F chrome: Chrome trace-event JSON, kernel scheduling as systrace text. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,131 @@ static void systrace(struct conv *cv, const struct strata_event *ev, uint64_t ns
 	cv->nsys++;
 }
 
+/* ---- function probes as complete events ------------------------------------ */
+
+static size_t fname_hash(uint32_t pid, uint64_t fn)
+{
+	return (size_t)(((fn ^ (uint64_t)pid << 47) * 0x9E3779B97F4A7C15ull) >> 20);
+}
+
+/* The name of fn in process pid: its symbol, else an address as
+ * strata_symbol_format() gives it; symbolized once per function (memory
+ * grows with the functions, not the calls). NULL: out of memory. */
+static const char *fn_name(struct conv *cv, uint32_t pid, uint64_t fn)
+{
+	if (cv->nfn * 2 >= cv->capfn) {
+		size_t cap = cv->capfn ? cv->capfn * 2 : 256;
+		struct fname *v = calloc(cap, sizeof(*v));
+		if (!v)
+			return NULL;
+		for (size_t i = 0; i < cv->capfn; i++) {
+			if (!cv->fnames[i].used)
+				continue;
+			size_t h = fname_hash(cv->fnames[i].pid, cv->fnames[i].fn);
+			while (v[h & (cap - 1)].used)
+				h++;
+			v[h & (cap - 1)] = cv->fnames[i];
+		}
+		free(cv->fnames);
+		cv->fnames = v;
+		cv->capfn = cap;
+	}
+	size_t h = fname_hash(pid, fn);
+	struct fname *e = &cv->fnames[h & (cv->capfn - 1)];
+	for (; e->used; e = &cv->fnames[++h & (cv->capfn - 1)])
+		if (e->fn == fn && e->pid == pid)
+			return e->name;
+
+	struct strata_symbol sym;
+	char buf[600];
+	memset(&sym, 0, sizeof(sym));
+	sym.status = STRATA_SYM_UNKNOWN;
+	if (cv->sy)
+		strata_symbolize(cv->sy, pid, fn, &sym);
+	if (sym.status == STRATA_SYM_FUNCTION && !sym.offset)
+		snprintf(buf, sizeof(buf), "%s", sym.function);
+	else
+		strata_symbol_format(&sym, fn, buf, sizeof(buf));
+	if (!(e->name = strdup(buf)))
+		return NULL;
+	e->fn = fn;
+	e->pid = pid;
+	e->used = true;
+	cv->nfn++;
+	return e->name;
+}
+
+/*
+ * One call as a complete event (ph X) from its entry to end_ns, named by
+ * its function. Marked in args: `unwound` (left without its exit, closed
+ * at an outer call's exit: a longjmp, an exception through a C frame
+ * built without -fexceptions), `cut` (entered before the window or the trace, or
+ * not left by its end: closed at that edge). -1: out of memory.
+ */
+static int chrome_call(struct conv *cv, uint32_t pid, uint32_t tid, const struct cframe *f,
+		       uint64_t end_ns, bool unwound, bool after)
+{
+	struct cli_out *o = cv->o;
+	const char *nm = fn_name(cv, pid, f->fn);
+
+	if (!nm)
+		return -1;
+	chrome_head(o, nm, strlen(nm), "X", f->ns, pid, tid);
+	cli_out_str(o, ",\"dur\":");
+	us(o, end_ns > f->ns ? end_ns - f->ns : 0);
+	cli_out_str(o, ",\"cat\":\"func\",\"args\":{\"cpu\":");
+	cli_out_u64(o, f->cpu);
+	cli_out_str(o, ",\"fn\":");
+	chrome_int(o, f->fn, false, true);
+	if (f->site) {
+		cli_out_str(o, ",\"site\":");
+		chrome_int(o, f->site, false, true);
+	}
+	if (unwound)
+		cli_out_str(o, ",\"unwound\":true");
+	if (f->before || after) {
+		cli_out_str(o, ",\"cut\":\"");
+		if (f->before)
+			cli_out_str(o, cv->from ? "began before the window" : "began before the trace");
+		if (f->before && after)
+			cli_out_str(o, ", ");
+		if (after)
+			cli_out_str(o, cv->to != UINT64_MAX ? "ends after the window"
+							   : "ends after the trace");
+		cli_out_str(o, "\"");
+	}
+	cli_out_str(o, "}}");
+	return 0;
+}
+
+/* A func:call_entry or func:call_exit of thread e, paired as strata
+ * profile pairs them (src/analysis/calls.c): an exit ends the innermost
+ * open call of its function. -1: out of memory. */
+static int chrome_fn(struct conv *cv, struct cthread *e, const struct strata_event *ev,
+		     uint64_t ns)
+{
+	const struct cclass *k = &cv->cc[ev->cls->index];
+	uint64_t fn = conv_ival(ev, k->f[FN_FN]);
+
+	if (k->kind == CK_BEGIN)
+		return conv_fr_push(e, &(struct cframe){ .fn = fn, .site = conv_ival(ev,
+				k->f[FN_SITE]), .ns = ns, .cpu = ev->cpu });
+	/* the calls above it never returned: they end here, unwound; a
+	 * call entered before the trace (or the window) enclosed them all */
+	uint32_t d = conv_fr_find(e, fn);
+	while (e->nfr > d) {
+		e->nfr--;
+		if (chrome_call(cv, ev->pid, ev->tid, &e->fr[e->nfr], ns, true, false) < 0)
+			return -1;
+	}
+	if (!d)
+		return chrome_call(cv, ev->pid, ev->tid, &(struct cframe){ .fn = fn,
+				   .ns = cv->start_ns, .cpu = ev->cpu, .before = true }, ns,
+				   false, false);
+	e->nfr--;
+	return chrome_call(cv, ev->pid, ev->tid, &e->fr[e->nfr], ns, false, false);
+}
+
 /* Slices open at the window's start begin there. */
 static int chrome_open(struct conv *cv)
 {
@@ -252,6 +378,11 @@ int conv_chrome_run(struct conv *cv, struct strata_iter *it, struct cli_progress
 	uint64_t n = 0;
 	int r;
 
+	/* function probes become complete events (docs/cli.md, "convert") */
+	cv->fn_calls = true;
+	for (unsigned i = 0; i < strata_trace_nclasses(cv->t) && !cv->sy; i++)
+		if (cv->cc[i].fn && strata_symbolizer_create(cv->t, &cv->sy) == -ENOMEM)
+			return -1; /* -ENOTSUP: a reader without libdw, addresses */
 	cli_out_str(o, "{\"traceEvents\":[\n"
 		       "{\"name\":\"strata\",\"ph\":\"M\",\"pid\":0,\"tid\":0,"
 		       "\"args\":{\"name\":\"strata trace\"}}");
@@ -270,7 +401,10 @@ int conv_chrome_run(struct conv *cv, struct strata_iter *it, struct cli_progress
 		}
 		if (chrome_thread(cv, ev->pid, ev->tid, &e) < 0)
 			return -1;
-		if (k->kind == CK_BEGIN) {
+		if (k->fn) {
+			if (chrome_fn(cv, e, ev, ns) < 0)
+				return -1;
+		} else if (k->kind == CK_BEGIN) {
 			e->depth++;
 			chrome_event(cv, ev, ns, "B");
 		} else if (k->kind == CK_END) {
@@ -286,10 +420,14 @@ int conv_chrome_run(struct conv *cv, struct strata_iter *it, struct cli_progress
 	}
 	if (r < 0)
 		return -1;
-	/* slices still open end with the window (or the trace) */
+	/* slices and calls still open end with the window (or the trace) */
 	for (size_t i = 0; i < cv->th.cap; i++) {
 		struct cthread *e = &cv->th.v[i];
 		uint64_t key = e->key - 1;
+		for (; e->key && e->nfr; e->nfr--)
+			if (chrome_call(cv, (uint32_t)(key >> 32), (uint32_t)key,
+					&e->fr[e->nfr - 1], cv->end_ns, false, true) < 0)
+				return -1;
 		for (; e->key && e->depth; e->depth--)
 			chrome_cut(cv, "", "E", cv->end_ns, (uint32_t)(key >> 32), (uint32_t)key);
 	}

@@ -62,8 +62,10 @@ struct cthread *conv_ctab_find(const struct ctab *t, uint64_t key)
 
 void conv_ctab_fini(struct ctab *t)
 {
-	for (size_t i = 0; i < t->cap; i++)
+	for (size_t i = 0; i < t->cap; i++) {
 		free(t->v[i].stk);
+		free(t->v[i].fr);
+	}
 	free(t->v);
 }
 
@@ -85,6 +87,29 @@ int conv_stk_push(struct cthread *e, uint32_t c, bool bottom)
 	return 0;
 }
 
+int conv_fr_push(struct cthread *e, const struct cframe *f)
+{
+	if (e->nfr == e->capfr) {
+		uint32_t cap = e->capfr ? e->capfr * 2 : 16;
+		struct cframe *v = realloc(e->fr, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		e->fr = v;
+		e->capfr = cap;
+	}
+	e->fr[e->nfr++] = *f;
+	return 0;
+}
+
+uint32_t conv_fr_find(const struct cthread *e, uint64_t fn)
+{
+	uint32_t k = e->nfr;
+
+	while (k > 0 && e->fr[k - 1].fn != fn)
+		k--;
+	return k;
+}
+
 /* The keys of the threads with intervals open at the window's start (a
  * copy: the table may grow while they are written). NULL: no memory. */
 uint64_t *conv_open_threads(const struct ctab *t, size_t *n)
@@ -93,7 +118,7 @@ uint64_t *conv_open_threads(const struct ctab *t, size_t *n)
 
 	*n = 0;
 	for (size_t i = 0; keys && i < t->cap; i++)
-		if (t->v[i].key && t->v[i].nstk)
+		if (t->v[i].key && (t->v[i].nstk || t->v[i].nfr))
 			keys[(*n)++] = t->v[i].key - 1;
 	return keys;
 }
@@ -151,6 +176,12 @@ static struct cclass *classes(struct strata_trace *t)
 			     c->kind == STRATA_KIND_END ? CK_END : CK_POINT;
 		if (c->kind == STRATA_KIND_END)
 			cc[i].begin = begin_of(t, c);
+		if ((c->kind == STRATA_KIND_BEGIN && !strcmp(c->name, "func:call_entry")) ||
+		    (c->kind == STRATA_KIND_END && !strcmp(c->name, "func:call_exit"))) {
+			cc[i].f[FN_FN] = strata_event_class_field(c, "fn");
+			cc[i].f[FN_SITE] = strata_event_class_field(c, "site");
+			cc[i].fn = cc[i].f[FN_FN] >= 0;
+		}
 		if (!strcmp(c->name, "sched:sched_switch") &&
 		    take_fields(c, cc[i].f, sw, SW_NFIELDS))
 			cc[i].kind = CK_SWITCH;
@@ -220,6 +251,24 @@ const char *conv_open_name(const struct conv *cv, uint32_t c)
 	return k->begin ? k->begin->name : strata_trace_class(cv->t, c)->name;
 }
 
+/* A function probe before the window (chrome): the calls open at its
+ * start, found as the run pairs them (convert-chrome.c). */
+static int replay_call(struct conv *cv, struct cthread *e, const struct strata_event *ev,
+		       bool entry)
+{
+	const struct cclass *k = &cv->cc[ev->cls->index];
+	uint64_t fn = conv_ival(ev, k->f[FN_FN]);
+
+	if (entry)
+		return conv_fr_push(e, &(struct cframe){ .fn = fn, .site = conv_ival(ev,
+				k->f[FN_SITE]), .ns = cv->start_ns, .cpu = ev->cpu, .before = true });
+	/* the calls above it were left without their exits; a call whose
+	 * entry is before the trace enclosed all that is open */
+	uint32_t d = conv_fr_find(e, fn);
+	e->nfr = d ? d - 1 : 0;
+	return 0;
+}
+
 /* An event before the window: the intervals it opens or closes there. */
 static int replay_event(struct conv *cv, const struct strata_event *ev)
 {
@@ -230,6 +279,8 @@ static int replay_event(struct conv *cv, const struct strata_event *ev)
 		return 0;
 	if (!(e = conv_ctab_get(&cv->th, (uint64_t)ev->pid << 32 | ev->tid)))
 		return -1;
+	if (cv->fn_calls && cv->cc[ev->cls->index].fn)
+		return replay_call(cv, e, ev, k == CK_BEGIN);
 	if (k == CK_BEGIN)
 		return conv_stk_push(e, ev->cls->index, false);
 	if (e->nstk)
@@ -336,6 +387,10 @@ void conv_fini(struct conv *cv)
 {
 	conv_ctab_fini(&cv->th);
 	scan_fini(&cv->names);
+	for (size_t i = 0; i < cv->capfn; i++)
+		free(cv->fnames[i].name);
+	free(cv->fnames);
+	strata_symbolizer_destroy(cv->sy);
 	free(cv->cc);
 	free(cv->kstream);
 	free(cv->vals);

@@ -31,6 +31,26 @@ struct cthread {
 	 * classes (from the events before it), below them (paje) end classes
 	 * met in it whose begin is not in the trace at all */
 	uint32_t nstk, capstk, *stk;
+	/* chrome: the function probes' calls entered and not yet left,
+	 * outermost first (they become complete events at their exits) */
+	struct cframe *fr;
+	uint32_t nfr, capfr;
+};
+
+/* A function call open on a thread (chrome's complete events). */
+struct cframe {
+	uint64_t fn, site;
+	uint64_t ns;   /* its entry, or the window's start */
+	uint32_t cpu;
+	bool before;   /* entered before the window (found by the replay) */
+};
+
+/* A function's name in a process (chrome), symbolized once. */
+struct fname {
+	uint64_t fn;
+	uint32_t pid;
+	bool used;
+	char *name;
 };
 
 struct ctab {
@@ -47,9 +67,12 @@ enum ckind { CK_POINT, CK_BEGIN, CK_END, CK_SWITCH, CK_WAKEUP, CK_WAKING };
 enum { SW_PREV_COMM, SW_PREV_PID, SW_PREV_PRIO, SW_PREV_STATE, SW_NEXT_COMM,
        SW_NEXT_PID, SW_NEXT_PRIO, SW_NFIELDS };
 enum { WK_COMM, WK_PID, WK_PRIO, WK_TARGET_CPU, WK_NFIELDS };
+/* ... and of func:call_entry / func:call_exit (libstrata-func). */
+enum { FN_FN, FN_SITE, FN_NFIELDS };
 
 struct cclass {
 	uint8_t kind;  /* enum ckind */
+	bool fn;       /* CK_BEGIN/CK_END: func:call_entry/call_exit, f[FN_*] */
 	int f[SW_NFIELDS];
 	/* CK_END: the begin class of the same interval, by name
 	 * (x_end/x_begin...), or NULL: a slice cut at the window's start
@@ -75,6 +98,12 @@ struct conv {
 	unsigned nvals;
 	FILE *sys;               /* chrome: systrace lines, JSON-escaped */
 	uint64_t nsys;
+	/* chrome: function probes as complete events, paired by function
+	 * on cthread.fr (set before conv_setup()), named through sy */
+	bool fn_calls;
+	struct strata_symbolizer *sy;
+	struct fname *fnames;    /* (pid, fn) -> name, open addressing */
+	size_t capfn, nfn;
 };
 
 /* The entry of `key` in t, added when absent; NULL when out of memory. */
@@ -85,6 +114,11 @@ void conv_ctab_fini(struct ctab *t);
 /* Class `c` on e's stack of open intervals: on top, or at the bottom;
  * -1 when out of memory. */
 int conv_stk_push(struct cthread *e, uint32_t c, bool bottom);
+/* A call of fn on top of e's open calls; -1 when out of memory. */
+int conv_fr_push(struct cthread *e, const struct cframe *f);
+/* The depth of the innermost open call of fn on e (its index + 1), or
+ * 0 when fn is not open: its entry is not in the trace or the window. */
+uint32_t conv_fr_find(const struct cthread *e, uint64_t fn);
 /* The keys of the threads with intervals open at the window's start (a
  * copy: the table may grow while they are written). NULL: no memory. */
 uint64_t *conv_open_threads(const struct ctab *t, size_t *n);

@@ -9,19 +9,13 @@ usage: calls_test.py STRATA CALLS WORKDIR
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 
+from probetest import fail, failures, workdir
+
 STRATA, PROG, WORK = sys.argv[1:4]
-shutil.rmtree(WORK, ignore_errors=True)
-os.makedirs(WORK)
-failures = []
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    failures.append(msg)
+workdir(WORK)
 
 
 def record(name, env=None, functions=True):

@@ -11,19 +11,13 @@ usage: tree_test.py STRATA TREE WORKDIR
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
+from probetest import fail, failures, workdir
+
 STRATA, PROG, WORK = sys.argv[1:4]
-shutil.rmtree(WORK, ignore_errors=True)
-os.makedirs(WORK)
-failures = []
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    failures.append(msg)
+workdir(WORK)
 
 
 def run(*args):
