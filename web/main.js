@@ -701,7 +701,9 @@ function zoom(f, at) {
 }
 
 // Shift-drag on the timeline: the range between press and pointer, drawn
-// as a band, then zoomed to on release.
+// as a band, then zoomed to on release; with the statistics shown, kept
+// as their range instead (Perfetto's area selection), until Escape or the
+// next shift-drag.
 function selectRange(x0, x1) {
 	const a = timeAt(Math.max(LABEL, Math.min(x0, x1)));
 	const b = timeAt(Math.max(LABEL, Math.max(x0, x1)));
@@ -784,7 +786,12 @@ function input() {
 			d: () => pan(0.2), arrowright: () => pan(0.2),
 			0: () => go(0, state.sum.span_ns), home: () => go(0, state.sum.span_ns),
 			end: followNewest,
-			escape: () => { state.tl.range = null; redraw(); },
+			escape: () => {
+				state.tl.range = null;
+				hook.range = null;
+				redraw();
+				fetchStatsSoon();
+			},
 			c: () => toggleRows(e.shiftKey),
 			m: () => state.selected ? toggleMarker(state.selected.ts) :
 				state.pointer !== null && toggleMarker(state.pointer) };
@@ -833,7 +840,12 @@ function input() {
 		}
 	});
 	window.addEventListener('mouseup', (e) => {
-		if (drag && drag.moved && drag.select && state.tl.range) {
+		if (drag && drag.moved && drag.select && state.tl.range &&
+		    $('tab-stats').classList.contains('on')) {
+			hook.range = state.tl.range;
+			$('st-of').value = 'selection';
+			fetchStatsSoon();
+		} else if (drag && drag.moved && drag.select && state.tl.range) {
 			const r = state.tl.range;
 			state.tl.range = null;
 			hook.range = r;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// strata view in Chromium: marked and counted events against strata print's.
+// strata view in Chromium: marked and counted events against strata print's, and a shift-dragged selection's statistics against api/stats.
 // usage: node mark_browser.mjs URL PRINTED   (the URL strata view printed
 // for the vlist trace of browser.sh: examples/workers 3 50000, 250 000
 // events; PRINTED: strata print --format json of it)
@@ -126,6 +126,47 @@ try {
 	errors.splice(0, Infinity, ...errors.filter((m) => !/status of 400/.test(m)));
 	h = await mark('');
 	check(!h.marked && h.drawn.marked === 0 && await text() === '', 'the mark cleared');
+
+	// the statistics of a shift-dragged selection, without zooming: with
+	// the statistics shown the band stays and is their range
+	await page.evaluate(([a, b]) => window.strataView.go(a, b), [12e6, 18e6]);
+	await page.waitForTimeout(400);
+	await page.click('#tab-stats');
+	await page.waitForFunction(() => window.strataView.stats, null, { timeout: 10000 });
+	const before = (await hook()).view;
+	const box = await page.locator('#timeline').boundingBox(), pw = box.width - 170;
+	const y = box.y + 40;
+	await page.evaluate(() => { window.strataView.stats = null; });
+	await page.keyboard.down('Shift');
+	await page.mouse.move(box.x + 170 + 0.3 * pw, y);
+	await page.mouse.down();
+	await page.mouse.move(box.x + 170 + 0.4 * pw, y, { steps: 4 });
+	await page.mouse.move(box.x + 170 + 0.5 * pw, y, { steps: 4 });
+	await page.mouse.up();
+	await page.keyboard.up('Shift');
+	await page.waitForFunction(() => window.strataView.stats, null, { timeout: 10000 }).catch(() => {});
+	await page.waitForTimeout(300);
+	h = await hook();
+	const r = h.range || {};
+	const api = await page.evaluate(async ([a, b]) => (await (await fetch(
+		`api/stats?t0=${a}&t1=${b}&kind=-1`)).json()), [Math.floor(r.t0), Math.ceil(r.t1)]);
+	check(h.view.t0 === before.t0 && h.view.t1 === before.t1 &&
+		await page.inputValue('#st-of') === 'selection',
+		`a shift-drag with the statistics shown keeps the view: ${JSON.stringify(h.view)}`);
+	const px = (before.t1 - before.t0) / pw;
+	check(Math.abs(r.t0 - 13.8e6) < 2 * px && Math.abs(r.t1 - 15e6) < 2 * px && h.stats &&
+		h.stats.t0 === api.t0 && h.stats.t1 === api.t1 &&
+		JSON.stringify(h.stats) === JSON.stringify(api) && api.events > 0,
+		`the selection's statistics ${JSON.stringify(h.stats).slice(0, 200)} and ` +
+		`api/stats's ${JSON.stringify(api).slice(0, 200)}`);
+	// Escape drops it: the view's statistics again
+	await page.evaluate(() => { window.strataView.stats = null; });
+	await page.locator('#timeline').focus();
+	await page.keyboard.press('Escape');
+	await page.waitForFunction(() => window.strataView.stats, null, { timeout: 10000 }).catch(() => {});
+	h = await hook();
+	check(h.stats && h.stats.t0 === Math.floor(before.t0) && h.stats.t1 === Math.ceil(before.t1),
+		`Escape: the view's statistics: ${JSON.stringify(h.stats).slice(0, 120)}`);
 
 	for (const [what, ms, view] of costs)
 		console.log(`view-mark: ${what}: the mark's window ${ms.toFixed(1)} ms ` +
