@@ -71,8 +71,10 @@ try {
 		`highlight pixels: ${lit} of ${Math.min(20, ml.length)} marked marks, ` +
 		`${h.drawn.marked} drawn`);
 
-	// zoomed in to 0.3 ms in the busy middle: read, so exact, and another count
-	const t0 = 15e6, t1 = 15.3e6;
+	// zoomed in to 0.3 ms around the middle job's end (the trace's times
+	// are the machine's): read, so exact, and another count
+	const ends = want.filter(jobEnd), mid = ends[ends.length >> 1];
+	const t0 = mid[0] - 0.15e6, t1 = mid[0] + 0.15e6;
 	await page.evaluate(([a, b]) => window.strataView.go(a, b), [t0, t1]);
 	h = await markedNow('work:job_end');
 	n = printCount(h.view.t0, h.view.t1, jobEnd);
@@ -90,13 +92,18 @@ try {
 	check(h.marked.n === n && h.view.t0 > t0, `mark after a pan: ${JSON.stringify(h.marked)}, print ${n}`);
 
 	// under the filter: a thread's events only, AND-ed with the mark
-	const tid = want.find(jobEnd)[1];
+	const tid = mid[1]; // in the view panned a fifth right
 	await page.fill('#f-tids', String(tid));
 	await page.click('#filters button:not([type])');
 	await page.waitForFunction(() => window.strataView.filter?.tids, null, { timeout: 10000 });
 	h = await markedNow('work:job_end');
 	n = printCount(h.view.t0, h.view.t1, (e) => jobEnd(e) && e[1] === tid);
-	check(h.marked.n === n && n > 0 && n < printCount(h.view.t0, h.view.t1, jobEnd),
+	// the filter shows where other threads ended jobs there too (on a
+	// loaded machine one worker may have run alone: said, not failed)
+	const others = printCount(h.view.t0, h.view.t1, (e) => jobEnd(e) && e[1] !== tid);
+	if (!others)
+		console.log(`view-mark: thread ${tid} alone in the view: the thread filter untested`);
+	check(h.marked.n === n && n > 0,
 		`mark under the filter tids=${tid}: ${JSON.stringify(h.marked)}, print ${n}`);
 	await page.fill('#f-tids', '');
 	await page.fill('#f-ev', 'work:job_*');
@@ -129,7 +136,7 @@ try {
 
 	// the statistics of a shift-dragged selection, without zooming: with
 	// the statistics shown the band stays and is their range
-	await page.evaluate(([a, b]) => window.strataView.go(a, b), [12e6, 18e6]);
+	await page.evaluate(([a, b]) => window.strataView.go(a, b), [mid[0] - 3e6, mid[0] + 3e6]);
 	await page.waitForTimeout(400);
 	await page.click('#tab-stats');
 	await page.waitForFunction(() => window.strataView.stats, null, { timeout: 10000 });
@@ -154,7 +161,8 @@ try {
 		await page.inputValue('#st-of') === 'selection',
 		`a shift-drag with the statistics shown keeps the view: ${JSON.stringify(h.view)}`);
 	const px = (before.t1 - before.t0) / pw;
-	check(Math.abs(r.t0 - 13.8e6) < 2 * px && Math.abs(r.t1 - 15e6) < 2 * px && h.stats &&
+	const at = (f) => before.t0 + f * (before.t1 - before.t0);
+	check(Math.abs(r.t0 - at(0.3)) < 2 * px && Math.abs(r.t1 - at(0.5)) < 2 * px && h.stats &&
 		h.stats.t0 === api.t0 && h.stats.t1 === api.t1 &&
 		JSON.stringify(h.stats) === JSON.stringify(api) && api.events > 0,
 		`the selection's statistics ${JSON.stringify(h.stats).slice(0, 200)} and ` +
