@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // strata view: the page's state, its requests to the JSON API, and the keys and mouse.
-import { Timeline, LABEL, STATES, colour, duration, seconds } from './timeline.js';
+import { Timeline, LABEL, STATES, MARKED, colour, duration, seconds } from './timeline.js';
 import { SvgContext } from './svg.js';
 import { initList, showEvent, showSpan, spanHtml, eventRows, same } from './list.js';
 import { initPanels, fetchTyped, fetchStatsSoon, applyRules } from './panels.js';
@@ -39,6 +39,7 @@ function setView(t0, t1) {
 		` – ${seconds(state.view.t1, (state.view.t1 - state.view.t0) / 1000)} s`;
 	redraw();
 	fetchWindow();
+	fetchMarked();
 	fetchTyped();
 	fetchListSoon();
 	fetchStatsSoon();
@@ -487,6 +488,114 @@ async function find(dir) {
 	pickFromList(a.match);
 }
 
+// ---- marked and counted (kmon): the events the mark field matches, drawn
+// over the marks in their own colour and counted in the view, under the
+// filter; one window request more per view, with the filter and the mark
+// together, whose marks are those events' -----------------------------------
+
+const mark = { q: '', seq: 0, lastSeq: 0 };
+
+// An event name glob as fnmatch(3) without flags (the server's) reads it.
+function globRe(g) {
+	let re = '';
+	for (let i = 0; i < g.length; i++) {
+		const c = g[i], close = c === '[' ? g.indexOf(']', i + 2) : -1;
+		if (c === '*')
+			re += '.*';
+		else if (c === '?')
+			re += '.';
+		else if (close > 0) {
+			const set = g.slice(i + 1, close);
+			re += `[${set[0] === '!' ? '^' + set.slice(1) : set}]`;
+			i = close;
+		} else
+			re += c.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&');
+	}
+	return new RegExp(`^${re}$`);
+}
+
+// The window's parameters for the marked events: the filter's, AND-ed
+// with the mark as the search box reads it. An expression joins the
+// filter's with &&; a glob under the filter's globs (which the API ORs)
+// becomes the names of the classes both keep; null: none can match.
+function markArgs(q) {
+	const a = filterArgs(), m = searchArgs(q);
+	if (m.where)
+		a.expr = a.expr ? `(${a.expr}) && (${m.where})` : m.where;
+	else if (a.ev) {
+		const re = globRe(m.find), kept = a.ev.split(',').map(globRe);
+		const names = (state.sum.classes || []).filter((n) => re.test(n) &&
+			kept.some((k) => k.test(n)));
+		if (!names.length)
+			return null;
+		a.ev = names.map((n) => n.replace(/[*?[\\]/g, '\\$&')).join(',');
+	} else
+		a.ev = m.find;
+	return a;
+}
+
+function showMarked(said, m) {
+	$('mark-n').textContent = said;
+	hook.marked = m;
+	redraw();
+}
+
+// The marked events of the view: exact where the window was read (its
+// CPU rows count every event kept, kernel and user), from the bins where
+// it was too wide (whole bins at its ends); an expression, or a thread
+// filter on the CPU rows, is in no bins: neither drawn nor counted then.
+async function fetchMarked() {
+	const seq = ++mark.seq, q = mark.q;
+	if (!q) {
+		state.tl.marked = null;
+		mark.lastSeq = seq;
+		showMarked('', null);
+		return;
+	}
+	const v = state.view, w = state.tl.plotWidth();
+	const t0 = Math.floor(v.t0), t1 = Math.ceil(v.t1), a = markArgs(q);
+	if (!a) {
+		state.tl.marked = null;
+		mark.lastSeq = seq;
+		showMarked('0 (the filter keeps none of these names)',
+			{ q, t0, t1, n: 0, exact: true, filtered: true });
+		return;
+	}
+	const asked = performance.now();
+	const r = await fetch(`api/window?t0=${t0}&t1=${t1}&w=${w}&` +
+		`${new URLSearchParams(a)}&fmt=bin`);
+	const d = r.ok ? decodeWindow(await r.arrayBuffer()) :
+		await r.json().catch(() => ({ error: `error ${r.status}` }));
+	if (seq < mark.lastSeq || q !== mark.q)
+		return; // a newer answer is drawn, or the mark changed
+	mark.lastSeq = seq;
+	if (d.error) {
+		state.tl.marked = null;
+		showMarked(d.error, { q, error: d.error });
+		return;
+	}
+	const ms = performance.now() - asked;
+	if (!d.filtered) {
+		state.tl.marked = null;
+		showMarked('zoom in to mark and count (an expression is in no bins)',
+			{ q, t0, t1, n: null, exact: false, filtered: false, ms });
+		return;
+	}
+	let n = 0;
+	for (const c of d.cpus)
+		for (let i = 2; i < c.marks.length; i += 5)
+			n += c.marks[i];
+	state.tl.marked = d;
+	showMarked(d.exact ? `${n} in view` : `≈ ${n} in view (from the bins: whole bins ` +
+		'at the ends; zoom in for the exact count)',
+	{ q, t0, t1, n, exact: d.exact, filtered: true, ms });
+}
+
+function applyMark() {
+	mark.q = $('mark').value.trim();
+	fetchMarked();
+}
+
 // ---- markers: placed with M (at the selected event, else the pointer) or
 // a shift-click; a shift-click on one takes it away ----------------------
 
@@ -592,7 +701,9 @@ function zoom(f, at) {
 }
 
 // Shift-drag on the timeline: the range between press and pointer, drawn
-// as a band, then zoomed to on release.
+// as a band, then zoomed to on release; with the statistics shown, kept
+// as their range instead (Perfetto's area selection), until Escape or the
+// next shift-drag.
 function selectRange(x0, x1) {
 	const a = timeAt(Math.max(LABEL, Math.min(x0, x1)));
 	const b = timeAt(Math.max(LABEL, Math.max(x0, x1)));
@@ -620,6 +731,14 @@ function input() {
 		}
 	});
 	$('next').addEventListener('click', () => find(1));
+	$('mark').addEventListener('keydown', (e) => {
+		if (e.key === 'Enter') {
+			applyMark();
+			e.preventDefault();
+		}
+	});
+	$('mark').addEventListener('change', applyMark);
+	$('mark-swatch').style.background = MARKED;
 	$('export').addEventListener('click', exportSvg);
 	$('filters').addEventListener('submit', (e) => {
 		e.preventDefault();
@@ -667,7 +786,12 @@ function input() {
 			d: () => pan(0.2), arrowright: () => pan(0.2),
 			0: () => go(0, state.sum.span_ns), home: () => go(0, state.sum.span_ns),
 			end: followNewest,
-			escape: () => { state.tl.range = null; redraw(); },
+			escape: () => {
+				state.tl.range = null;
+				hook.range = null;
+				redraw();
+				fetchStatsSoon();
+			},
 			c: () => toggleRows(e.shiftKey),
 			m: () => state.selected ? toggleMarker(state.selected.ts) :
 				state.pointer !== null && toggleMarker(state.pointer) };
@@ -716,7 +840,12 @@ function input() {
 		}
 	});
 	window.addEventListener('mouseup', (e) => {
-		if (drag && drag.moved && drag.select && state.tl.range) {
+		if (drag && drag.moved && drag.select && state.tl.range &&
+		    $('tab-stats').classList.contains('on')) {
+			hook.range = state.tl.range;
+			$('st-of').value = 'selection';
+			fetchStatsSoon();
+		} else if (drag && drag.moved && drag.select && state.tl.range) {
 			const r = state.tl.range;
 			state.tl.range = null;
 			hook.range = r;
@@ -747,6 +876,7 @@ function input() {
 	window.addEventListener('resize', () => {
 		redraw();
 		fetchWindow();
+		fetchMarked();
 	});
 }
 

@@ -117,12 +117,15 @@ export async function applyRules() {
 	fetchStatsSoon();
 }
 
-// The view, or the range from the first marker to the last (a selection
-// kept while zooming elsewhere) when asked and there are two.
+// The view, or when asked and there is one: the range from the first
+// marker to the last (two at least), or the shift-dragged selection kept
+// while the statistics are shown; each stays while the view moves.
 function statsRange() {
-	const m = state.markers;
-	if ($('st-of').value === 'markers' && m.length >= 2)
+	const m = state.markers, of = $('st-of').value;
+	if (of === 'markers' && m.length >= 2)
 		return { t0: m[0], t1: m.at(-1) };
+	if (of === 'selection' && state.tl.range)
+		return state.tl.range;
 	return state.view;
 }
 

@@ -55,6 +55,7 @@ export function stateOf(sum, i) {
 export const MARKER = '#1565c0';
 export const ARROW = '#d81b60';
 export const FLOW = '#00897b'; // message arrows: not the wakeups' colour
+export const MARKED = '#ffd600'; // the mark field's events: no state's, mark's or arrow's colour
 
 // A duration in the unit that suits it.
 export function duration(ns) {
@@ -201,7 +202,7 @@ export class Timeline {
 		const drawn = { rows: this.rows.filter((r) => r.kind !== 'proc').length,
 			procs: this.rows.filter((r) => r.kind === 'proc').length, summaries: 0, slices: 0, running: 0, marks: 0, intervals: 0,
 			states: 0, exact: false, markList: [], arrows: 0, arrowList: [], typed: 0, typedList: [],
-			flows: 0, flowList: [], flowsLeft: 0 };
+			flows: 0, flowList: [], flowsLeft: 0, marked: 0, markedList: [] };
 		this.axis(ctx, view, pw, xOf);
 		for (const [i, r] of this.rows.entries()) {
 			ctx.fillStyle = i % 2 ? '#fafafa' : '#f0f3f5';
@@ -238,6 +239,8 @@ export class Timeline {
 			// an arrow to or from a thread of a collapsed process ends
 			// on its summary row
 			const rowOf = (kind, id) => byId(kind, id) || (kind === 'thread' && shut.get(id));
+			if (this.marked)
+				this.markedMarks(ctx, xOf, rowOf, drawn);
 			if (this.typed)
 				this.typedIntervals(ctx, xOf, rowOf, drawn);
 			if (this.showArrows !== false) {
@@ -536,6 +539,31 @@ export class Timeline {
 		}
 		drawn.flowsLeft = d.flows_left || 0;
 		ctx.restore();
+	}
+
+	// The mark field's events (kmon's "marked and counted"): the marks of
+	// a second window answer, asked with the filter and the mark together,
+	// drawn over the ordinary ones where they are, a little larger, in
+	// their own colour; mapped from that answer's own window as the
+	// ordinary marks are, so a pan draws them at once.
+	markedMarks(ctx, xOf, rowOf, drawn) {
+		const d = this.marked, dx = (x) => xOf(d.t0 + x / d.w * (d.t1 - d.t0));
+		const rows = d.cpus.map((c) => [rowOf('cpu', c.cpu), c.marks, 6, 5]).concat(
+			d.threads.map((t) => [rowOf('thread', t.tid), t.marks, 12, 10]));
+		ctx.fillStyle = MARKED;
+		for (const [r, m, up, h] of rows) {
+			if (!r)
+				continue;
+			const y = r.y + r.h - up;
+			for (let i = 0; i < m.length; i += 5) {
+				const x = dx(m[i]), span = Math.max(1, dx(m[i] + m[i + 1]) - x);
+				ctx.fillRect(x - 1, y - 2, Math.max(3, span + 2), h + 3);
+				if (drawn.markedList.length < 200)
+					drawn.markedList.push({ x: x + span / 2, y: y + h / 2, ts: m[i + 3],
+						row: r.kind, id: r.id, count: m[i + 2] });
+				drawn.marked++;
+			}
+		}
 	}
 
 	// Marks: flat [x, span, count, ts, class] (class -1: from bins).

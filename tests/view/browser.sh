@@ -4,6 +4,7 @@
 # usage: browser.sh STRATA PYTHON WORKDIR [WORKERS [MESSAGES [SLOWLOG [SPIN]]]]
 # With WORKERS (examples/workers), also the demo's trace (make demo), shot as
 # WORKDIR/browser/demo.png; STRATA_UPDATE_SCREENSHOT=1 copies it to docs/view.png.
+# With WORKERS, also marked events and a selection's statistics (mark_browser.mjs).
 # With SLOWLOG (tests/reader/slowlog), the live page on a trace being recorded.
 # With SPIN (tests/profile/spin.c), a sample's call chain in the details.
 # Exit 77 (skipped) only when chromium or node is missing: scripts/deps.sh test installs them.
@@ -34,7 +35,7 @@ if ! cmp -s "$root/package-lock.json" "$mods/package-lock.json" ||
 		{ cat "$mods/npm.log" >&2; echo "view-browser: npm ci failed" >&2; exit 1; }
 fi
 cp "$here/browser_test.mjs" "$here/live_browser.mjs" "$here/building_browser.mjs" \
-	"$here/chromium.mjs" "$mods/"
+	"$here/mark_browser.mjs" "$here/chromium.mjs" "$mods/"
 
 "$py" "$here/gen_view.py" "$work/trace" >/dev/null || exit 1
 # an activity rule: the jobs paired by their job field (browser_test.mjs)
@@ -99,6 +100,9 @@ done
 "$strata" print "$work/vlist" --format json >"$work/vlist.json" || exit 1
 view_start "$strata" "$work/vlist" "$work/vlist-view" --no-cache || exit 1
 CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "" vlist "$work/vlist.json" || rc=1
+# marked and counted against print's counts, a selection's statistics
+# against api/stats (mark_browser.mjs)
+CHROMIUM=$chromium node "$mods/mark_browser.mjs" "$view_url" "$work/vlist.json" || rc=1
 view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
 
 # the README's screenshot: the demo's trace, recorded as scripts/demo.sh
