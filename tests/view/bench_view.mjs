@@ -106,6 +106,53 @@ for (let k = 0; k < 10; k++) { // S back out part of the way, then pan
 }
 say('zoom/pan, request to parsed answer', fetchMs);
 say('zoom/pan, key to pixels', inputMs);
+// The list (issue 20: "scrolls at 60 frames/s through the whole trace"):
+// wheel steps of 5 rows every 16 ms for 3 s, each frame's time taken by
+// requestAnimationFrame meanwhile, the rows it moved; then the scroll bar
+// dragged to ten places over the whole trace, each until its rows show.
+await page.locator('#tab-list').click();
+const scrolled = await page.evaluate(async () => {
+	const box = document.getElementById('list-box'), h = window.strataView;
+	const row = document.querySelector('#list tbody tr');
+	const dy = 5 * (row && row.offsetHeight > 4 ? row.offsetHeight : 18);
+	// the tab just shown: its rows once it has placed them
+	for (const t = performance.now(); !h.listAt && performance.now() - t < 10000;)
+		await new Promise((ok) => setTimeout(ok, 10));
+	await new Promise((ok) => setTimeout(ok, 300));
+	const from = h.listAt ? h.listAt.top : 0, frames = [];
+	let on = true;
+	const tick = (t) => { frames.push(t); if (on) requestAnimationFrame(tick); };
+	requestAnimationFrame(tick);
+	const t0 = performance.now();
+	while (performance.now() - t0 < 3000) {
+		box.dispatchEvent(new WheelEvent('wheel', { deltaY: dy, bubbles: true, cancelable: true }));
+		await new Promise((ok) => setTimeout(ok, 16));
+	}
+	on = false;
+	// the list's own queue of scrolls done, then where it is
+	for (const t = performance.now(); performance.now() - t < 2000;)
+		await new Promise((ok) => setTimeout(ok, 50));
+	const to = h.listAt ? h.listAt.top : 0;
+	const gaps = frames.slice(1).map((t, i) => t - frames[i]);
+	const jumps = [], bar = document.getElementById('list-bar');
+	for (let k = 0; bar && k < 10; k++) {
+		const before = h.listFirst, t = performance.now();
+		bar.scrollTop = (bar.scrollHeight - bar.clientHeight) * (k * 0.1 + 0.05);
+		bar.dispatchEvent(new Event('scroll'));
+		while (h.listFirst === before && performance.now() - t < 10000)
+			await new Promise((ok) => setTimeout(ok, 5));
+		jumps.push(performance.now() - t);
+	}
+	return { gaps, rows: to - from,
+		total: h.listAt ? h.listAt.total : 0, jumps };
+});
+const slow = scrolled.gaps.filter((g) => g > 1000 / 60 * 1.5).length;
+console.log(`list, wheel for 3 s: ${scrolled.gaps.length} frames, ` +
+	`${(1000 / q(scrolled.gaps, 0.5)).toFixed(1)} frames/s at the median gap, p95 gap ` +
+	`${q(scrolled.gaps, 0.95).toFixed(1)} ms, ${slow} gaps over 25 ms; ${scrolled.rows} rows ` +
+	`scrolled of ${scrolled.total}`);
+if (scrolled.jumps.length)
+	say('list, scroll bar dragged over the whole trace, to rows shown', scrolled.jumps);
 const heap = await page.evaluate(() => performance.memory ? performance.memory.usedJSHeapSize : 0);
 console.log(`JS heap: ${(heap / 1048576).toFixed(1)} MiB`);
 const status = readFileSync(`/proc/${view.pid}/status`, 'utf8');
