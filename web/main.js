@@ -138,6 +138,24 @@ function drawOverview() {
 				const bh = Math.max(1, Math.log1p(px[x]) / max * (h - 4));
 				ctx.fillRect(LABEL + x / d.w * pw, h - bh, Math.max(1, pw / d.w), bh);
 			}
+		// the marked events (kmon's chosen ones) over them, on the same
+		// scale: where in the whole trace they are
+		const dm = state.overviewMarked;
+		let lit = 0;
+		if (dm && dm.w === d.w) {
+			const pm = new Float64Array(dm.w);
+			for (const c2 of dm.cpus)
+				for (let i = 0; i < c2.marks.length; i += 5)
+					pm[c2.marks[i]] += c2.marks[i + 2];
+			ctx.fillStyle = MARKED;
+			for (let x = 0; x < dm.w; x++)
+				if (pm[x]) {
+					const bh = Math.max(2, Math.log1p(pm[x]) / max * (h - 4));
+					ctx.fillRect(LABEL + x / dm.w * pw, h - bh, Math.max(1, pw / dm.w), bh);
+					lit++;
+				}
+		}
+		hook.overviewMarked = dm ? lit : null;
 	}
 	const span = state.sum.span_ns, v = state.view;
 	const x0 = LABEL + v.t0 / span * pw, x1 = LABEL + v.t1 / span * pw;
@@ -157,6 +175,7 @@ function fetchOverview() {
 		state.overviewData = d;
 		redraw();
 	});
+	fetchOverviewMarked();
 }
 
 // ---- the list (list.js): at the selected event while the view holds
@@ -591,9 +610,29 @@ async function fetchMarked() {
 	{ q, t0, t1, n, exact: d.exact, filtered: true, ms });
 }
 
+// The marked events over the whole trace at the overview's width (from
+// the bins; nothing where they cannot count them: an expression).
+async function fetchOverviewMarked() {
+	const q = mark.q, a = q ? markArgs(q) : null;
+	const w = Math.max(1, state.overview.clientWidth - LABEL);
+	if (!a) {
+		state.overviewMarked = null;
+		redraw();
+		return;
+	}
+	const r = await fetch(`api/window?t0=0&t1=${state.sum.span_ns}&w=${w}&` +
+		`${new URLSearchParams(a)}&fmt=bin`);
+	if (!r.ok || q !== mark.q)
+		return;
+	const d = decodeWindow(await r.arrayBuffer());
+	state.overviewMarked = d.filtered ? d : null;
+	redraw();
+}
+
 function applyMark() {
 	mark.q = $('mark').value.trim();
 	fetchMarked();
+	fetchOverviewMarked();
 }
 
 // ---- markers: placed with M (at the selected event, else the pointer) or

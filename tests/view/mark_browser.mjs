@@ -61,6 +61,20 @@ try {
 		(await text()).includes(String(n)), `mark work:job_end over the whole trace: ` +
 		`${JSON.stringify(h.marked)} "${await text()}", print ${n}`);
 	costs.push(['whole trace', h.marked.ms, h.fetchMs]);
+	// the overview strip shows them too, in their colour, where they are
+	await page.waitForFunction(() => window.strataView.overviewMarked > 0, null,
+		{ timeout: 20000 }).catch(() => {});
+	const overviewYellow = () => page.evaluate(() => {
+		const c = document.getElementById('overview');
+		const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+		let n = 0;
+		for (let i = 0; i < d.length; i += 4)
+			n += d[i] > 240 && d[i + 1] > 200 && d[i + 1] < 230 && d[i + 2] < 40;
+		return n;
+	});
+	const ovLit = await page.evaluate(() => window.strataView.overviewMarked);
+	check(ovLit > 0 && await overviewYellow() > 0, `the overview: ${ovLit} pixels marked, ` +
+		`${await overviewYellow()} of the highlight's colour`);
 	// drawn where they are: the highlight's colour at the marked marks,
 	// none where the rows have no marked event (the label column)
 	const ml = h.drawn.markedList || [];
@@ -133,6 +147,8 @@ try {
 	errors.splice(0, Infinity, ...errors.filter((m) => !/status of 400/.test(m)));
 	h = await mark('');
 	check(!h.marked && h.drawn.marked === 0 && await text() === '', 'the mark cleared');
+	await page.waitForTimeout(200);
+	check(await overviewYellow() === 0, 'the mark cleared: the overview still shows it');
 
 	// the statistics of a shift-dragged selection, without zooming: with
 	// the statistics shown the band stays and is their range
