@@ -626,7 +626,8 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 			lt->wait_ns = strata_trace_ticks_to_ns(t, last - th->wait_ts);
 		}
 	}
-	qsort(r->threads, r->nthreads_listed, sizeof(*r->threads), cmp_thread);
+	if (r->nthreads_listed)
+		qsort(r->threads, r->nthreads_listed, sizeof(*r->threads), cmp_thread);
 	for (size_t i = 0; i < threads.n; i++)
 		r->nthreads += ((struct th *)threads.all[i])->locks;
 	/* processes with a thread whose counts never reached the trace (no
@@ -649,11 +650,13 @@ int lock_compute(struct strata_trace *t, uint32_t pid, struct lock_result **out)
 		l->acquisitions_partial = (n & TALLY_PARTIAL) ||
 					  (nlost && bsearch(&l->pid, lost, nlost, sizeof(*lost),
 							    cmp_u32));
-		qsort(r->locks[i].tids, r->locks[i].ntids, sizeof(uint32_t), cmp_u32);
-		qsort(r->locks[i].chains, r->locks[i].nchains, sizeof(*r->locks[i].chains),
-		      cmp_use);
-		qsort(r->locks[i].acq_chains, r->locks[i].nacq_chains,
-		      sizeof(*r->locks[i].acq_chains), cmp_count);
+		/* (an empty list may be NULL, which qsort must not be given) */
+		if (l->ntids)
+			qsort(l->tids, l->ntids, sizeof(uint32_t), cmp_u32);
+		if (l->nchains)
+			qsort(l->chains, l->nchains, sizeof(*l->chains), cmp_use);
+		if (l->nacq_chains)
+			qsort(l->acq_chains, l->nacq_chains, sizeof(*l->acq_chains), cmp_count);
 	}
 	free(lost);
 	*out = r;
@@ -700,7 +703,8 @@ static int cmp_lock(const void *a, const void *b)
 void lock_sort(struct lock_result *r, enum lock_sort by)
 {
 	sort_by = by; /* qsort has no argument; the CLI sorts once */
-	qsort(r->locks, r->nlocks, sizeof(*r->locks), cmp_lock);
+	if (r->nlocks)
+		qsort(r->locks, r->nlocks, sizeof(*r->locks), cmp_lock);
 }
 
 void lock_free(struct lock_result *r)
