@@ -582,7 +582,7 @@ async function fetchMarked() {
 	}
 	const asked = performance.now();
 	const r = await fetch(`api/window?t0=${t0}&t1=${t1}&w=${w}&` +
-		`${new URLSearchParams(a)}&fmt=bin`);
+		`${new URLSearchParams(a)}&marks=only&fmt=bin`);
 	const d = r.ok ? decodeWindow(await r.arrayBuffer()) :
 		await r.json().catch(() => ({ error: `error ${r.status}` }));
 	if (seq < mark.lastSeq || q !== mark.q)
@@ -621,7 +621,7 @@ async function fetchOverviewMarked() {
 		return;
 	}
 	const r = await fetch(`api/window?t0=0&t1=${state.sum.span_ns}&w=${w}&` +
-		`${new URLSearchParams(a)}&fmt=bin`);
+		`${new URLSearchParams(a)}&marks=only&fmt=bin`);
 	if (!r.ok || q !== mark.q)
 		return;
 	const d = decodeWindow(await r.arrayBuffer());

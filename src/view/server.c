@@ -311,7 +311,15 @@ static enum MHD_Result api(struct server *s, struct MHD_Connection *c, const cha
 			vw_puts(&b, "{\"error\":\"fmt: json or bin\"}");
 			return send_json(c, 400, &b);
 		}
-		err = vw_api_window(&s->m, (uint64_t)t0, (uint64_t)t1, (unsigned)w, &q, bin, &b);
+		/* marks=only: the other lists empty (the page's marked
+		 * events: view.md, "Marked and counted") */
+		const char *marks = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "marks");
+		if (marks && strcmp(marks, "only")) {
+			vw_puts(&b, "{\"error\":\"marks: only, or nothing\"}");
+			return send_json(c, 400, &b);
+		}
+		err = vw_api_window(&s->m, (uint64_t)t0, (uint64_t)t1, (unsigned)w, &q, bin,
+				    marks != NULL, &b);
 	} else if (!strcmp(what, "stats")) {
 		if (!arg(c, "t0", 0, span, 0, &t0, &b) || !arg(c, "t1", 0, span, span, &t1, &b) ||
 		    !arg(c, "kind", -1, 65535, -1, &kind, &b) || !filter_args(s, c, &q, &b) ||

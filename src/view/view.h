@@ -424,9 +424,10 @@ struct vw_filter; /* below */
 int vw_api_summary(struct vw_model *m, struct vw_buf *out);
 /* Rows between t0 and t1 (ns since the trace start) at w pixels: JSON,
  * or with bin the binary form of docs/view.md ("The binary window"; a
- * 400's body is JSON either way). */
+ * 400's body is JSON either way); marks_only: every other list empty
+ * (the page's marked events, "Marked and counted"). */
 int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
-		  const struct vw_filter *q, bool bin, struct vw_buf *out);
+		  const struct vw_filter *q, bool bin, bool marks_only, struct vw_buf *out);
 /* Up to `before` events before t and `after` from t on, of those q keeps. */
 int vw_api_list(struct vw_model *m, uint64_t t, unsigned before, unsigned after,
 		const struct vw_filter *q, struct vw_buf *out);

@@ -479,8 +479,15 @@ static void put_arrows(const struct win *v)
 	wire_left(v->e, "arrows_left", left);
 }
 
+/* A list of the answer's shape, empty (marks_only). */
+static void put_none(struct wire *e, enum wire_table tab, const char *key)
+{
+	wire_list(e, tab, key);
+	wire_list_end(e);
+}
+
 int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
-		  const struct vw_filter *q, bool bin, struct vw_buf *o)
+		  const struct vw_filter *q, bool bin, bool marks_only, struct vw_buf *o)
 {
 	struct wire e;
 	struct win v = { .m = m, .w = w, .o = o, .e = &e, .q = q };
@@ -523,22 +530,38 @@ int vw_api_window(struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w,
 	wire_head(&e, t0, t1, w, exact, filtered, est);
 	for (unsigned i = 0; i < m->ncpus; i++) {
 		wire_cpu(&e, i);
-		put_slices(&v, "slices", m->cpus[i].sw, m->cpus[i].nsw);
+		if (marks_only)
+			put_none(&e, WT_SLICES, "slices");
+		else
+			put_slices(&v, "slices", m->cpus[i].sw, m->cpus[i].nsw);
 		put_marks(&v, px + (size_t)i * w);
 		wire_obj_end(&e);
 	}
 	wire_threads(&e);
 	for (unsigned i = 0; i < m->nrows; i++) {
 		wire_thread(&e, m->rows[i]->tid);
-		put_slices(&v, "running", m->rows[i]->run, m->rows[i]->nrun);
-		put_states(&v, m->rows[i]);
-		put_intervals(&v, m->rows[i]);
+		if (marks_only) {
+			put_none(&e, WT_SLICES, "running");
+			put_none(&e, WT_STATES, "states");
+			put_none(&e, WT_IVS, "intervals");
+		} else {
+			put_slices(&v, "running", m->rows[i]->run, m->rows[i]->nrun);
+			put_states(&v, m->rows[i]);
+			put_intervals(&v, m->rows[i]);
+		}
 		put_marks(&v, px + (size_t)(m->ncpus + i) * w);
 		wire_obj_end(&e);
 	}
 	wire_rows_end(&e);
-	put_arrows(&v);
-	vw_put_flows(m, v.t0, v.t1, w, v.scale, q, v.cls, &e);
+	if (marks_only) {
+		put_none(&e, WT_ARROWS, "arrows");
+		wire_left(&e, "arrows_left", 0);
+		put_none(&e, WT_FLOWS, "flows");
+		wire_left(&e, "flows_left", 0);
+	} else {
+		put_arrows(&v);
+		vw_put_flows(m, v.t0, v.t1, w, v.scale, q, v.cls, &e);
+	}
 	wire_end(&e);
 	wire_fini(&e);
 	free(v.cls);

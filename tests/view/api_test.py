@@ -107,6 +107,22 @@ try:
           f"ev and tids: marks {thr} (print {want[tid]} for {tid}), CPU rows {cpu}")
     w = get(f"api/window?t0=0&t1={s['span_ns']}&w=1000&expr=job%20%3D%3D%201")
     check(not w["filtered"], "an expression over the bins is said not to filter them")
+    # marks=only (the page's marked events): the same marks, every other
+    # list empty, from the bins and read
+    for q in (f"t0=0&t1={s['span_ns']}&w=1000&ev=work:job_e*",
+              f"t0={evs[n // 2]['ns']}&t1={evs[n // 2 + 500]['ns']}&w=700&ev=work:job_*"):
+        a, b = get("api/window?" + q), get("api/window?" + q + "&marks=only")
+        rows = lambda x: [r["marks"] for r in x["cpus"]] + [r["marks"] for r in x["threads"]]
+        empty = all(not r.get(k) for r in b["cpus"] + b["threads"]
+                    for k in ("slices", "running", "states", "intervals"))
+        check(rows(a) == rows(b) and empty and not b["arrows"] and not b["flows"] and
+              (a["exact"], a["filtered"]) == (b["exact"], b["filtered"]),
+              f"marks=only ({q}): marks as the full window's, the rest empty")
+    try:
+        get(f"api/window?t0=0&t1=100&w=10&marks=all")
+        check(False, "marks=all: not a 400")
+    except urllib.error.HTTPError as e:
+        check(e.code == 400, f"marks=all: {e.code}")
 
     # a narrow window: from the events themselves
     t0, t1 = evs[n // 3]["ns"], evs[n // 3 + 1000]["ns"]
