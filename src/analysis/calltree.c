@@ -266,7 +266,8 @@ static struct calls_node **preorder(struct calls_node *root, void (*visit)(struc
 
 static void sort_children(struct calls_node *n)
 {
-	qsort(n->child, n->nchild, sizeof(*n->child), cmp_node);
+	if (n->nchild) /* a leaf's children may be NULL, which qsort must not get */
+		qsort(n->child, n->nchild, sizeof(*n->child), cmp_node);
 }
 
 void ct_sort(struct calls_node *n)
