@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -111,6 +112,20 @@ static bool token_ok(const struct server *s, const char *url, const char **rest)
 
 /* ---- answers ---------------------------------------------------------------- */
 
+/* When the API call being answered began (CLOCK_MONOTONIC ns; 0: none):
+ * its answer says how long it took in a Server-Timing header, which the
+ * page reads from its Resource Timing (tests/view/bench_view.mjs): the
+ * server's part of a request, apart from the transfer and the page's own
+ * work. One thread answers every request (below), so one variable. */
+static uint64_t answer_since;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
 			    const char *type, void *data, size_t len,
 			    enum MHD_ResponseMemoryMode mode)
@@ -125,6 +140,11 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
 	MHD_add_response_header(r, "Cache-Control", "no-store");
 	if (status == 503) /* the model is being built (quick.c) */
 		MHD_add_response_header(r, "Retry-After", "1");
+	if (answer_since) {
+		char t[48];
+		snprintf(t, sizeof(t), "answer;dur=%.2f", (double)(mono_ns() - answer_since) / 1e6);
+		MHD_add_response_header(r, "Server-Timing", t);
+	}
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(r, "X-Frame-Options", "DENY");
 	/* the URL holds the token: never send it elsewhere */
@@ -440,6 +460,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	rest++; /* the '/' after the token */
 	if (strncmp(rest, "api/", 4))
 		return send_asset(c, rest);
+	answer_since = mono_ns(); /* the wait for the lock included */
 	pthread_mutex_lock(&s->lock);
 	enum MHD_Result r;
 	if (s->building || s->build_err) {
@@ -450,6 +471,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		srv_trim(s);
 	}
 	pthread_mutex_unlock(&s->lock);
+	answer_since = 0;
 	return r;
 }
 

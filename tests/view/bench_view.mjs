@@ -81,31 +81,46 @@ if (process.env.STRATA_BENCH_PAINT_ONLY) { // the first paints only
 	process.exit(0);
 }
 
+// Each step: the page's request to parsed answer, its input to pixels, the
+// server's own time for the window (its Server-Timing header, from the
+// page's Resource Timing) and the canvas's draw.
 async function step(key) {
 	const n = await page.evaluate(() => window.strataView.answers);
 	await page.keyboard.press(key);
 	await page.waitForFunction((k) => window.strataView.answers > k, n, { timeout: 60000 });
-	return page.evaluate(() => [window.strataView.fetchMs, window.strataView.inputMs,
-		window.strataView.view.t1 - window.strataView.view.t0]);
+	return page.evaluate(() => {
+		const h = window.strataView;
+		const w = performance.getEntriesByType('resource').filter((r) =>
+			/api\/window\?/.test(r.name) && !/marks=only/.test(r.name)).pop();
+		const st = w && w.serverTiming.find((t) => t.name === 'answer');
+		performance.clearResourceTimings();
+		return [h.fetchMs, h.inputMs, h.view.t1 - h.view.t0, st ? st.duration : NaN, h.drawMs];
+	});
 }
 await page.locator('#timeline').focus();
-const fetchMs = [], inputMs = [];
+await page.evaluate(() => performance.clearResourceTimings());
+const fetchMs = [], inputMs = [], serverMs = [], drawMs = [];
+const take = ([f, i, , sv, d]) => {
+	fetchMs.push(f);
+	inputMs.push(i);
+	if (!Number.isNaN(sv))
+		serverMs.push(sv);
+	drawMs.push(d);
+};
 let span = Infinity;
 while (span > 1000) { // W: x0.7 a step, down to the 1 us the page allows
-	const [f, i, s] = await step('w');
-	fetchMs.push(f);
-	inputMs.push(i);
-	if (s === span)
+	const r = await step('w');
+	take(r);
+	if (r[2] === span)
 		break;
-	span = s;
+	span = r[2];
 }
-for (let k = 0; k < 10; k++) { // S back out part of the way, then pan
-	const [f, i] = await step(k < 5 ? 's' : 'd');
-	fetchMs.push(f);
-	inputMs.push(i);
-}
+for (let k = 0; k < 10; k++) // S back out part of the way, then pan
+	take(await step(k < 5 ? 's' : 'd'));
+say('zoom/pan, server answer (Server-Timing)', serverMs);
 say('zoom/pan, request to parsed answer', fetchMs);
 say('zoom/pan, key to pixels', inputMs);
+say('zoom/pan, the canvas drawn', drawMs);
 // The list (issue 20: "scrolls at 60 frames/s through the whole trace"):
 // wheel steps of 5 rows every 16 ms for 3 s, each frame's time taken by
 // requestAnimationFrame meanwhile, the rows it moved; then the scroll bar
