@@ -94,7 +94,9 @@ function redraw() {
 		raf = 0;
 		state.tl.selected = state.selected;
 		state.tl.markers = state.markers;
+		const t = performance.now();
 		state.tl.draw(state.view);
+		hook.drawMs = performance.now() - t; // the timeline's canvas alone
 		hook.drawn = state.tl.drawn;
 		const left = [[state.tl.drawn.arrowsLeft, 'wakeups'],
 			[state.tl.drawn.flowsLeft, 'messages']].filter(([n]) => n);
@@ -684,6 +686,16 @@ function toggleRows(all) {
 
 // ---- export: the timeline as it is now, drawn by its own code as SVG ---
 
+function download(blob, name) {
+	const a = document.createElement('a');
+	a.href = URL.createObjectURL(blob);
+	a.download = name;
+	document.body.append(a);
+	a.click();
+	a.remove();
+	setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+
 function exportSvg() {
 	const tl = state.tl, svg = new SvgContext(tl.canvas.clientWidth, tl.height);
 	tl.selected = state.selected;
@@ -691,13 +703,7 @@ function exportSvg() {
 	tl.draw(state.view, svg);
 	const text = svg.document(`strata view: ${state.sum.trace}, ${$('range').textContent}`);
 	hook.svg = text.length;
-	const a = document.createElement('a');
-	a.href = URL.createObjectURL(new Blob([text], { type: 'image/svg+xml' }));
-	a.download = 'strata-view.svg';
-	document.body.append(a);
-	a.click();
-	a.remove();
-	setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+	download(new Blob([text], { type: 'image/svg+xml' }), 'strata-view.svg');
 }
 
 // ---- keys and mouse, as Perfetto: W/S zoom, A/D pan ----------------------
@@ -917,6 +923,9 @@ function input() {
 		fetchWindow();
 		fetchMarked();
 	});
+	// the timeline draws the rows its box shows (timeline.js): a scroll
+	// shows others
+	$('timeline-box').addEventListener('scroll', redraw, { passive: true });
 }
 
 async function main() {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // strata view: the timeline canvas — axis, CPU rows, thread rows — and what a click hits.
 
+import { Raster } from './raster.js';
+
 export const LABEL = 170;     // px of row names at the left
 const AXIS = 22;              // px of time axis at the top
 const CPU_H = 22, THREAD_H = 30, PROC_H = 18;
@@ -29,9 +31,40 @@ export function groupProcesses(threads, names, by = 'id', view = null) {
 		b.events - a.events || byId(a.pid, b.pid));
 }
 
+// The colours a draw sets, each string made once: a wide window draws tens
+// of thousands of rectangles, and a new string per rectangle (built, then
+// parsed) cost more than the rectangles themselves. Keyed by numbers:
+// a key string would be a string per rectangle again.
+const tidColours = new Map(), kindColours = new Map(), classColours = [], greys = [];
+function memo(map, key, make) {
+	let c = map.get(key);
+	if (c === undefined) {
+		if (map.size > 65536) // tids without end in a long session
+			map.clear();
+		map.set(key, c = make());
+	}
+	return c;
+}
+
 // A colour per thread: the same tid is the same colour on every row.
 export function colour(tid, light = 60) {
-	return `hsl(${(tid * 137.508) % 360},55%,${light}%)`;
+	return memo(tidColours, tid * 128 + light,
+		() => `hsl(${(tid * 137.508) % 360},55%,${light}%)`);
+}
+
+// An interval's colour: its kind's hue, darker as it nests deeper.
+function kindColour(kind, light) {
+	return memo(kindColours, kind * 128 + light,
+		() => `hsl(${(kind * 83 + 200) % 360},45%,${light}%)`);
+}
+
+// A mark's: its event class's hue; from bins (class -1), grey as dark as
+// the pixel is full (in hundredths).
+function markColour(cls, n) {
+	if (cls >= 0)
+		return classColours[cls] || (classColours[cls] = `hsl(${(cls * 47) % 360},70%,32%)`);
+	const a = Math.round(Math.min(1, 0.35 + Math.log10(n) / 4) * 100);
+	return greys[a] || (greys[a] = `rgba(33,33,33,${a / 100})`);
 }
 
 // Thread states (the summary's `states`, analysis.h's bd_state): their
@@ -46,10 +79,17 @@ export const STATES = {
 	unknown: ['#9e9e9e', 'unknown (the trace lost track)'],
 };
 
+const stateCache = new WeakMap(); // per summary: its states' list
 export function stateOf(sum, i) {
-	const name = sum.states[i] || 'unknown';
-	return { name, colour: (STATES[name] || STATES.unknown)[0],
-		words: (STATES[name] || STATES.unknown)[1] };
+	let known = stateCache.get(sum);
+	if (!known)
+		stateCache.set(sum, known = []);
+	if (!known[i]) {
+		const name = sum.states[i] || 'unknown';
+		known[i] = { name, colour: (STATES[name] || STATES.unknown)[0],
+			words: (STATES[name] || STATES.unknown)[1] };
+	}
+	return known[i];
 }
 
 export const MARKER = '#1565c0';
@@ -80,13 +120,20 @@ function niceStep(ns) {
 	return 10 * p;
 }
 
+// Edges on whole device pixels: a canvas fills such a rectangle without
+// blending its edges, which a draw of tens of thousands of them pays
+// for (docs/view.md, "Speed"). Set by each draw.
+let dpr = 1, one = 1;
+const px = (x) => Math.round(x * dpr) / dpr;
+
 export class Timeline {
 	constructor(canvas, summary) {
 		this.canvas = canvas;
 		this.sum = summary;
 		this.data = null;     // the last /api/window answer
 		this.rows = [];       // {kind: 'cpu'|'thread', id, y, h, label}
-		this.hits = [];       // what the last draw put where, for clicks
+		this.layers = [];     // what the last draw put where, for clicks (hit)
+		this.raster = new Raster(); // the rows' pixels (raster.js)
 		this.drawn = {};      // counts for the test hook
 		this.collapsed = new Set(); // pids shown as one summary row
 		this.sortBy = 'id';
@@ -195,34 +242,51 @@ export class Timeline {
 		const w = into ? this.canvas.clientWidth : this.size();
 		const ctx = into || this.canvas.getContext('2d');
 		const pw = w - LABEL;
+		dpr = into ? 1 : window.devicePixelRatio || 1;
+		one = 1 / dpr;
 		ctx.clearRect(0, 0, w, this.height);
 		const xOf = (ns) => LABEL + (ns - view.t0) / (view.t1 - view.t0) * pw;
-		this.hits = [];
+		this.layers = [];
 		this.arrowHits = [];
 		const drawn = { rows: this.rows.filter((r) => r.kind !== 'proc').length,
 			procs: this.rows.filter((r) => r.kind === 'proc').length, summaries: 0, slices: 0, running: 0, marks: 0, intervals: 0,
 			states: 0, exact: false, markList: [], arrows: 0, arrowList: [], typed: 0, typedList: [],
 			flows: 0, flowList: [], flowsLeft: 0, marked: 0, markedList: [] };
 		this.axis(ctx, view, pw, xOf);
+		// the rows' rectangles: into a pixel buffer (raster.js), the band
+		// of the canvas its box shows (the box's scroll redraws), then
+		// onto the canvas at once; an export draws them as they are
+		let dense = ctx;
+		if (!into) {
+			const box = this.canvas.parentElement;
+			const top = Math.min(this.height - 1, Math.max(0, box.scrollTop));
+			const bottom = Math.min(this.height, top + Math.max(1, box.clientHeight));
+			this.raster.begin(w, top, bottom, dpr, LABEL);
+			dense = this.raster;
+		}
 		for (const [i, r] of this.rows.entries()) {
-			ctx.fillStyle = i % 2 ? '#fafafa' : '#f0f3f5';
-			ctx.fillRect(LABEL, r.y, pw, r.h);
+			dense.fillStyle = i % 2 ? '#fafafa' : '#f0f3f5';
+			dense.fillRect(LABEL, r.y, pw, r.h);
 		}
 		const d = this.data;
+		let rowOf = null, dx = null;
 		if (d) {
 			// the answer's pixels are for its own window: map them onto
 			// the view, so a pan draws at once with what is known
-			const dx = (x) => xOf(d.t0 + x / d.w * (d.t1 - d.t0));
-			ctx.save();
-			ctx.beginPath();
-			ctx.rect(LABEL, 0, pw, this.height);
-			ctx.clip();
+			dx = (x) => xOf(d.t0 + x / d.w * (d.t1 - d.t0));
+			if (into) {
+				ctx.save();
+				ctx.beginPath();
+				ctx.rect(LABEL, 0, pw, this.height);
+				ctx.clip();
+			}
 			drawn.exact = d.exact;
-			const byId = (kind, id) => this.rows.find((r) => r.kind === kind && r.id === id);
+			const rows = new Map(this.rows.map((r) => [`${r.kind}${r.id}`, r]));
+			const byId = (kind, id) => rows.get(`${kind}${id}`);
 			for (const c of d.cpus) {
 				const r = byId('cpu', c.cpu);
 				if (r)
-					this.cpuRow(ctx, r, c, dx, drawn);
+					this.cpuRow(dense, r, c, dx, drawn);
 			}
 			const shut = new Map();
 			for (const r of this.rows)
@@ -232,21 +296,29 @@ export class Timeline {
 			for (const t of d.threads) {
 				const r = byId('thread', t.tid);
 				if (r)
-					this.threadRow(ctx, r, t, dx, drawn);
+					this.threadRow(dense, r, t, dx, drawn);
 				else if (shut.has(t.tid))
-					this.summaryRow(ctx, shut.get(t.tid), t, dx, drawn);
+					this.summaryRow(dense, shut.get(t.tid), t, dx, drawn);
 			}
 			// an arrow to or from a thread of a collapsed process ends
 			// on its summary row
-			const rowOf = (kind, id) => byId(kind, id) || (kind === 'thread' && shut.get(id));
+			rowOf = (kind, id) => byId(kind, id) || (kind === 'thread' && shut.get(id));
 			if (this.marked)
-				this.markedMarks(ctx, xOf, rowOf, drawn);
+				this.markedMarks(dense, xOf, rowOf, drawn);
 			if (this.typed)
-				this.typedIntervals(ctx, xOf, rowOf, drawn);
-			if (this.showArrows !== false) {
-				this.arrows(ctx, d, dx, rowOf, drawn);
-				this.flows(ctx, d, dx, rowOf, drawn);
-			}
+				this.typedIntervals(dense, xOf, rowOf, drawn);
+			if (into)
+				ctx.restore();
+		}
+		if (!into)
+			this.raster.end(ctx);
+		if (d && this.showArrows !== false) {
+			ctx.save();
+			ctx.beginPath();
+			ctx.rect(LABEL, 0, pw, this.height);
+			ctx.clip();
+			this.arrows(ctx, d, dx, rowOf, drawn);
+			this.flows(ctx, d, dx, rowOf, drawn);
 			ctx.restore();
 		}
 		this.labels(ctx);
@@ -366,12 +438,12 @@ export class Timeline {
 	cpuRow(ctx, r, c, dx, drawn) {
 		const s = c.slices;
 		for (let i = 0; i < s.length; i += 4) {
-			const x0 = dx(s[i]), x1 = dx(s[i + 1]), tid = s[i + 2];
+			const x0 = px(dx(s[i])), x1 = px(dx(s[i + 1])), tid = s[i + 2];
 			ctx.fillStyle = s[i + 3] ? colour(tid, 75) : colour(tid);
-			ctx.fillRect(x0, r.y + 2, Math.max(1, x1 - x0), r.h - 8);
-			this.hits.push({ kind: 'slice', row: r, x0, x1, tid, cpu: c.cpu });
-			drawn.slices++;
+			ctx.fillRect(x0, r.y + 2, Math.max(one, x1 - x0), r.h - 8);
 		}
+		drawn.slices += s.length / 4;
+		this.layers.push({ kind: 'cpu', row: r, a: s, n: 4, dx, cpu: c.cpu });
 		this.marks(ctx, r, c.marks, dx, drawn, r.y + r.h - 6, 5);
 	}
 
@@ -379,38 +451,33 @@ export class Timeline {
 		// on a CPU (kernel sched_switch): a strip above the intervals,
 		// its thread states over it where the server has them
 		const run = t.running || [], st = t.states || [];
-		for (let i = 0; i < run.length; i += 4) {
-			const x0 = dx(run[i]), x1 = dx(run[i + 1]);
-			if (!st.length) {
+		if (!st.length)
+			for (let i = 0; i < run.length; i += 4) {
+				const x0 = px(dx(run[i])), x1 = px(dx(run[i + 1]));
 				ctx.fillStyle = run[i + 3] ? '#a5d6a7' : '#43a047';
-				ctx.fillRect(x0, r.y + 2, Math.max(1, x1 - x0), 3);
+				ctx.fillRect(x0, r.y + 2, Math.max(one, x1 - x0), 3);
 			}
-			this.hits.push({ kind: 'slice', row: r, x0, x1, y0: r.y, y1: r.y + 7,
-				tid: r.id, cpu: run[i + 2] - 1 });
-			drawn.running++;
-		}
+		drawn.running += run.length / 4;
+		this.layers.push({ kind: 'running', row: r, a: run, n: 4, dx, tid: r.id });
 		// [x0, x1, state, mixed, from ns, to ns]: a mixed pixel (other
 		// states in it too) lighter
 		for (let i = 0; i < st.length; i += 6) {
-			const x0 = dx(st[i]), x1 = dx(st[i + 1]), s = stateOf(this.sum, st[i + 2]);
+			const x0 = px(dx(st[i])), x1 = px(dx(st[i + 1])), s = stateOf(this.sum, st[i + 2]);
 			ctx.globalAlpha = st[i + 3] ? 0.55 : 1;
 			ctx.fillStyle = s.colour;
-			ctx.fillRect(x0, r.y + 1, Math.max(1, x1 - x0), 5);
-			ctx.globalAlpha = 1;
-			this.hits.push({ kind: 'state', row: r, x0, x1, y0: r.y, y1: r.y + 7, state: s,
-				mixed: !!st[i + 3], t0: st[i + 4], t1: st[i + 5] });
-			drawn.states++;
+			ctx.fillRect(x0, r.y + 1, Math.max(one, x1 - x0), 5);
 		}
+		ctx.globalAlpha = 1;
+		drawn.states += st.length / 6;
+		this.layers.push({ kind: 'states', row: r, a: st, n: 6, dx });
 		const iv = t.intervals;
 		for (let i = 0; i < iv.length; i += 7) {
-			const x0 = dx(iv[i]), x1 = dx(iv[i + 1]), depth = iv[i + 2], kind = iv[i + 3];
-			const y = r.y + 8 + Math.min(depth, 3) * 3;
-			ctx.fillStyle = `hsl(${(kind * 83 + 200) % 360},45%,${62 - Math.min(depth, 3) * 8}%)`;
-			ctx.fillRect(x0, y, Math.max(1, x1 - x0), 10);
-			this.hits.push({ kind: 'interval', row: r, x0, x1, y0: y, y1: y + 10, depth, ikind: kind,
-				t0: iv[i + 4], t1: iv[i + 5], exact: !!iv[i + 6] });
-			drawn.intervals++;
+			const x0 = px(dx(iv[i])), x1 = px(dx(iv[i + 1])), depth = Math.min(iv[i + 2], 3);
+			ctx.fillStyle = kindColour(iv[i + 3], 62 - depth * 8);
+			ctx.fillRect(x0, r.y + 8 + depth * 3, Math.max(one, x1 - x0), 10);
 		}
+		drawn.intervals += iv.length / 7;
+		this.layers.push({ kind: 'intervals', row: r, a: iv, n: 7, dx, nest: true });
 		this.marks(ctx, r, t.marks, dx, drawn, r.y + r.h - 12, 10);
 	}
 
@@ -422,27 +489,25 @@ export class Timeline {
 		const run = t.running || [], st = t.states || [];
 		ctx.fillStyle = '#43a047';
 		for (let i = 0; i < run.length; i += 4) {
-			const x0 = dx(run[i]), x1 = dx(run[i + 1]);
-			ctx.fillRect(x0, r.y + 2, Math.max(1, x1 - x0), 5);
-			this.hits.push({ kind: 'slice', row: r, x0, x1, y0: r.y, y1: r.y + 7,
-				tid: t.tid, cpu: run[i + 2] - 1 });
+			const x0 = px(dx(run[i])), x1 = px(dx(run[i + 1]));
+			ctx.fillRect(x0, r.y + 2, Math.max(one, x1 - x0), 5);
 		}
+		this.layers.push({ kind: 'running', row: r, a: run, n: 4, dx, tid: t.tid });
 		for (let i = 0; i < st.length; i += 6) {
 			const s = stateOf(this.sum, st[i + 2]);
 			if (s.name !== 'running' && s.name !== 'syscall')
 				continue;
-			const x0 = dx(st[i]), x1 = dx(st[i + 1]);
+			const x0 = px(dx(st[i])), x1 = px(dx(st[i + 1]));
 			ctx.fillStyle = s.colour;
-			ctx.fillRect(x0, r.y + 1, Math.max(1, x1 - x0), 5);
+			ctx.fillRect(x0, r.y + 1, Math.max(one, x1 - x0), 5);
 		}
 		const iv = t.intervals;
 		for (let i = 0; i < iv.length; i += 7) {
-			const x0 = dx(iv[i]), x1 = dx(iv[i + 1]), kind = iv[i + 3];
-			ctx.fillStyle = `hsl(${(kind * 83 + 200) % 360},45%,70%)`;
-			ctx.fillRect(x0, r.y + 8, Math.max(1, x1 - x0), 8);
-			this.hits.push({ kind: 'interval', row: r, x0, x1, y0: r.y + 8, y1: r.y + 16,
-				depth: iv[i + 2], ikind: kind, t0: iv[i + 4], t1: iv[i + 5], exact: !!iv[i + 6] });
+			const x0 = px(dx(iv[i])), x1 = px(dx(iv[i + 1]));
+			ctx.fillStyle = kindColour(iv[i + 3], 70);
+			ctx.fillRect(x0, r.y + 8, Math.max(one, x1 - x0), 8);
 		}
+		this.layers.push({ kind: 'intervals', row: r, a: iv, n: 7, dx, nest: false });
 		this.marks(ctx, r, t.marks, dx, drawn, r.y + r.h - 12, 10, t.tid);
 		drawn.summaries++;
 	}
@@ -459,10 +524,11 @@ export class Timeline {
 			const kind = t.base + iv.kind, depth = r.kind === 'proc' ? 0 : iv.depth;
 			const x0 = xOf(iv.begin), x1 = xOf(iv.end);
 			const y = r.y + 8 + Math.min(depth, 3) * 3;
-			ctx.fillStyle = `hsl(${(kind * 83 + 200) % 360},45%,${62 - Math.min(depth, 3) * 8}%)`;
+			ctx.fillStyle = kindColour(kind, 62 - Math.min(depth, 3) * 8);
 			ctx.fillRect(x0, y, Math.max(1, x1 - x0), 10);
-			this.hits.push({ kind: 'interval', row: r, x0, x1, y0: y, y1: y + 10, depth: iv.depth,
-				ikind: kind, t0: iv.begin, t1: iv.end, exact: true });
+			this.layers.push({ kind: 'hit', row: r, hit: { kind: 'interval', row: r, x0, x1,
+				y0: y, y1: y + 10, depth: iv.depth, ikind: kind, t0: iv.begin, t1: iv.end,
+				exact: true } });
 			drawn.typed++;
 			if (drawn.typedList.length < 50)
 				drawn.typedList.push({ tid: iv.tid, x0, x1, y, rule: iv.kind });
@@ -570,16 +636,46 @@ export class Timeline {
 	marks(ctx, r, m, dx, drawn, y, h, tid = undefined) {
 		for (let i = 0; i < m.length; i += 5) {
 			const x = dx(m[i]), span = Math.max(1, dx(m[i] + m[i + 1]) - x);
-			const n = m[i + 2], cls = m[i + 4];
-			ctx.fillStyle = cls >= 0 ? `hsl(${(cls * 47) % 360},70%,32%)` :
-				`rgba(33,33,33,${Math.min(1, 0.35 + Math.log10(n) / 4)})`;
-			ctx.fillRect(x, y, Math.max(1.5, span), h);
-			const hit = { kind: 'mark', row: r, x, x1: x + span, ts: m[i + 3], count: n, cls, tid };
-			this.hits.push(hit);
+			ctx.fillStyle = markColour(m[i + 4], m[i + 2]);
+			ctx.fillRect(px(x), y, Math.max(2 * one, px(span)), h);
 			if (drawn.markList.length < 200)
-				drawn.markList.push({ x: hit.x + 0.5, y: y + h / 2, ts: hit.ts,
-					row: r.kind, id: r.id, count: n, tid });
-			drawn.marks++;
+				drawn.markList.push({ x: x + 0.5, y: y + h / 2, ts: m[i + 3],
+					row: r.kind, id: r.id, count: m[i + 2], tid });
+		}
+		drawn.marks += m.length / 5;
+		this.layers.push({ kind: 'marks', row: r, a: m, n: 5, dx, tid });
+	}
+
+	// The layer's i-th record as what a click hits, its pixels x0..x1 in
+	// the view (as drawn); null when x is not within `near` px of it.
+	hitOf(l, i, x, near) {
+		const a = l.a, r = l.row;
+		if (l.kind === 'hit')
+			return x >= l.hit.x0 - near && x <= l.hit.x1 + near ? l.hit : null;
+		const x0 = l.dx(a[i]);
+		const x1 = l.kind === 'marks' ? x0 + Math.max(1, l.dx(a[i] + a[i + 1]) - x0) :
+			l.dx(a[i + 1]);
+		if (x < x0 - near || x > x1 + near)
+			return null;
+		switch (l.kind) {
+		case 'marks':
+			return { kind: 'mark', row: r, x: x0, x1, ts: a[i + 3], count: a[i + 2],
+				cls: a[i + 4], tid: l.tid };
+		case 'cpu':
+			return { kind: 'slice', row: r, x0, x1, tid: a[i + 2], cpu: l.cpu };
+		case 'running':
+			return { kind: 'slice', row: r, x0, x1, y0: r.y, y1: r.y + 7, tid: l.tid,
+				cpu: a[i + 2] - 1 };
+		case 'states':
+			return { kind: 'state', row: r, x0, x1, y0: r.y, y1: r.y + 7,
+				state: stateOf(this.sum, a[i + 2]), mixed: !!a[i + 3], t0: a[i + 4],
+				t1: a[i + 5] };
+		default: { // intervals: nested on a thread's row, flat on a summary
+			const depth = a[i + 2];
+			const y0 = l.nest ? r.y + 8 + Math.min(depth, 3) * 3 : r.y + 8;
+			return { kind: 'interval', row: r, x0, x1, y0, y1: y0 + (l.nest ? 10 : 8),
+				depth, ikind: a[i + 3], t0: a[i + 4], t1: a[i + 5], exact: !!a[i + 6] };
+		}
 		}
 	}
 
@@ -600,20 +696,33 @@ export class Timeline {
 		const r = this.rowAt(y);
 		if (!r)
 			return null;
+		// the row's layers only, and a record only where it is near x
+		const mine = this.layers.filter((l) => l.row === r);
 		let best = null, bd = 5;
-		for (const h of this.hits) {
-			if (h.row !== r || h.kind !== 'mark')
+		for (const l of mine) {
+			if (l.kind !== 'marks')
 				continue;
-			const d = x < h.x ? h.x - x : x > h.x1 ? x - h.x1 : 0;
-			if (d < bd) {
-				bd = d;
-				best = h;
+			for (let i = 0; i < l.a.length; i += l.n) {
+				const h = this.hitOf(l, i, x, 5);
+				const d = h && (x < h.x ? h.x - x : x > h.x1 ? x - h.x1 : 0);
+				if (h && d < bd) {
+					bd = d;
+					best = h;
+				}
 			}
 		}
 		if (best)
 			return best;
-		const cover = this.hits.filter((h) => h.row === r && h.kind !== 'mark' &&
-			x >= h.x0 - 1 && x <= h.x1 + 1);
+		const cover = [];
+		for (const l of mine) {
+			if (l.kind === 'marks')
+				continue;
+			for (let i = 0; i < (l.kind === 'hit' ? 1 : l.a.length); i += l.n || 1) {
+				const h = this.hitOf(l, i, x, 1);
+				if (h)
+					cover.push(h);
+			}
+		}
 		// what is drawn under the pointer first (a state strip over a
 		// slice), then the deepest interval
 		const under = (h) => h.y0 !== undefined && y >= h.y0 && y < h.y1 ? 0 : 1;

@@ -408,6 +408,63 @@ try {
 		const px = await statePx(tid, ms);
 		check(near(px, hex), `${what} at ${ms} ms: pixel ${px}, want ${hex}`);
 	}
+	// the rows' pixels come from web/raster.js: its fills, opaque and
+	// blended (a mixed state's 0.55, a mark's rgba), as the canvas's own
+	const blend = await page.evaluate(async () => {
+		const { Raster } = await import('./raster.js');
+		const out = [];
+		for (const [style, alpha] of [['#43a047', 0.55], ['rgba(33,33,33,0.6)', 1],
+			['hsl(200,45%,62%)', 1], ['#ff7043', 0.55]]) {
+			const r = new Raster();
+			r.begin(4, 0, 1, 1, 0);
+			r.fillStyle = '#f0f3f5';
+			r.fillRect(0, 0, 4, 1);
+			r.globalAlpha = alpha;
+			r.fillStyle = style;
+			r.fillRect(1, 0, 2, 1);
+			const c = document.createElement('canvas').getContext('2d');
+			c.fillStyle = '#f0f3f5';
+			c.fillRect(0, 0, 4, 1);
+			c.globalAlpha = alpha;
+			c.fillStyle = style;
+			c.fillRect(1, 0, 2, 1);
+			out.push([style, [...r.img.data.slice(4, 8)], [...c.getImageData(1, 0, 1, 1).data],
+				[...r.img.data.slice(0, 4)], [...r.img.data.slice(12, 16)]]);
+		}
+		return out;
+	});
+	for (const [style, mine, canvas, left, right] of blend)
+		check(mine.every((v, i) => Math.abs(v - canvas[i]) <= 2) && left.join() === right.join() &&
+			left.join() === '240,243,245,255', `${style} filled by raster.js: ${mine}, ` +
+			`by the canvas: ${canvas}; the pixels beside it ${left} and ${right}`);
+	// the timeline draws the band its box shows, and again on a scroll:
+	// the last row, scrolled to in a box 60 px high, is drawn (opaque)
+	const lastRow = await page.evaluate(async () => {
+		const box = document.getElementById('timeline-box'), h = window.strataView;
+		const was = box.getAttribute('style');
+		box.setAttribute('style', 'flex: none; height: 60px');
+		window.dispatchEvent(new Event('resize'));
+		// the answers the resize asked for in and drawn: only the
+		// scroll itself may draw again
+		await new Promise((ok) => setTimeout(ok, 600));
+		const r = h.rows[h.rows.length - 1];
+		box.scrollTop = r.y;
+		await new Promise((ok) => setTimeout(ok, 100));
+		await new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
+		const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+		const px = [...c.getContext('2d').getImageData(Math.round((c.clientWidth - 3) * dpr),
+			Math.round((r.y + r.h / 2) * dpr), 1, 1).data];
+		box.scrollTop = 0;
+		if (was === null)
+			box.removeAttribute('style');
+		else
+			box.setAttribute('style', was);
+		window.dispatchEvent(new Event('resize'));
+		await new Promise((ok) => setTimeout(ok, 300));
+		return { px, label: r.label, y: r.y };
+	});
+	check(lastRow.px[3] === 255, `the last row (${lastRow.label} at y ${lastRow.y}) drawn once ` +
+		`scrolled to: pixel ${lastRow.px}`);
 	const few = await page.evaluate(async () =>
 		(await (await fetch('api/window?t0=0&t1=100000000&w=3')).json()).threads);
 	const wb = few.find((t) => t.tid === 302).states;
