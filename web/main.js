@@ -706,6 +706,29 @@ function exportSvg() {
 	download(new Blob([text], { type: 'image/svg+xml' }), 'strata-view.svg');
 }
 
+// The same as a PNG image at the screen's resolution: every row, not only
+// those the box shows, drawn by the same code onto a canvas of its own.
+function exportPng() {
+	const tl = state.tl, dpr = window.devicePixelRatio || 1;
+	const c = document.createElement('canvas');
+	c.width = Math.round(tl.canvas.clientWidth * dpr);
+	c.height = Math.round(tl.height * dpr);
+	const ctx = c.getContext('2d');
+	ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+	tl.selected = state.selected;
+	tl.markers = state.markers;
+	tl.draw(state.view, ctx);
+	// white under what is drawn, as the page shows it (not transparent)
+	ctx.globalCompositeOperation = 'destination-over';
+	ctx.fillStyle = '#fff';
+	ctx.fillRect(0, 0, tl.canvas.clientWidth, tl.height);
+	c.toBlob((blob) => {
+		hook.png = blob ? blob.size : 0;
+		if (blob)
+			download(blob, 'strata-view.png');
+	}, 'image/png');
+}
+
 // ---- keys and mouse, as Perfetto: W/S zoom, A/D pan ----------------------
 
 // ---- the history of views: every zoom, the whole trace and a zoom to a
@@ -785,6 +808,7 @@ function input() {
 	$('mark').addEventListener('change', applyMark);
 	$('mark-swatch').style.background = MARKED;
 	$('export').addEventListener('click', exportSvg);
+	$('export-png').addEventListener('click', exportPng);
 	$('filters').addEventListener('submit', (e) => {
 		e.preventDefault();
 		applyFilter();

@@ -1190,6 +1190,42 @@ try {
 		check(got.strokes.includes('#d81b60'), `SVG: the wakeup arrows' strokes: ${got.strokes}`);
 	}
 
+	// export as PNG: every row at the screen's resolution, the same
+	// pixels as the canvas where it shows them (worker-a's I/O wait)
+	{
+		const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 10000 }),
+			page.click('#export-png')]);
+		const file = shot ? shot.replace(/\.png$/, '') + '-export.png' : await dl.path();
+		if (shot)
+			await dl.saveAs(file);
+		const png = readFileSync(file);
+		const sig = png.subarray(0, 8).toString('hex'), iw = png.readUInt32BE(16),
+			ih = png.readUInt32BE(20);
+		const want = await page.evaluate(() => {
+			const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+			return [Math.round(c.clientWidth * dpr), Math.round(c.clientHeight * dpr)];
+		});
+		check(sig === '89504e470d0a1a0a' && iw === want[0] && ih === want[1],
+			`PNG: signature ${sig}, ${iw} x ${ih} px, the canvas ${want.join(' x ')}`);
+		const got = await page.evaluate(async (b64) => {
+			const h = window.strataView, r = h.rows.find((q) => q.kind === 'thread' && q.id === 301);
+			const img = await createImageBitmap(await (await fetch(`data:image/png;base64,${b64}`)).blob());
+			const c = document.createElement('canvas');
+			c.width = img.width;
+			c.height = img.height;
+			const ctx = c.getContext('2d');
+			ctx.drawImage(img, 0, 0);
+			const t = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+			const w = t.clientWidth - 170, v = h.view, at = (42.5e6 - v.t0) / (v.t1 - v.t0);
+			if (at < 0 || at > 1)
+				return `42.5 ms not in the view ${v.t0}..${v.t1}`;
+			return [...ctx.getImageData(Math.round((170 + at * w) * dpr),
+				Math.round((r.y + 3) * dpr), 1, 1).data];
+		}, png.toString('base64'));
+		check(Array.isArray(got) && near(got, '#ff7043'),
+			`PNG: worker-a in I/O wait at 42.5 ms: pixel ${got}`);
+	}
+
 	check(errors.length === 0, `page errors: ${errors.join('; ')}`);
 	check(outside.length === 0, `requests outside the server: ${outside.join(' ')}`);
 	if (shot)
