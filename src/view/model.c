@@ -673,17 +673,30 @@ static size_t let_go_min(bool *always)
 	return min;
 }
 
-void vw_model_let_go(const struct vw_model *m, const struct vw_ivlevel *lv)
+void vw_model_let_go_part(const struct vw_model *m, const struct vw_ivlevel *lv, size_t from,
+			  size_t to)
 {
-	size_t n = lv->n * sizeof(*lv->iv);
-	const char *p = (const char *)lv->iv, *map = m->map;
 	bool always;
-	if (n < let_go_min(&always) || (!always && vw_rss() < VW_RSS_LIMIT))
+	if (to <= from || to > lv->n || lv->n * sizeof(*lv->iv) < let_go_min(&always) ||
+	    (!always && vw_rss() < VW_RSS_LIMIT))
 		return;
+	const char *p = (const char *)(lv->iv + from), *map = m->map;
+	size_t n = (to - from) * sizeof(*lv->iv);
 	if (map && p >= map && p < map + m->map_size)
 		vw_pages_release(p, n);
 	else
 		vw_spill_release(m->spill, p, n);
+}
+
+void vw_model_let_go(const struct vw_model *m, const struct vw_ivlevel *lv)
+{
+	vw_model_let_go_part(m, lv, 0, lv->n);
+}
+
+size_t vw_model_let_go_step(void)
+{
+	bool always;
+	return let_go_min(&always) / sizeof(struct vw_iv);
 }
 
 static void free_cbins(const struct vw_model *m, uint32_t **cbins)

@@ -179,10 +179,20 @@ static int durations(struct vw_model *m, uint64_t t0, uint64_t t1, int kind,
 			continue;
 		for (unsigned l = 0; l < VW_IV_LEVELS; l++) {
 			const struct vw_ivlevel *lv = &th->lev[l];
-			size_t j1 = begins_after(lv, t1);
-			for (size_t j = begins_after(lv, t0 ? t0 - 1 : 0); j < j1; j += step)
+			size_t j1 = begins_after(lv, t1), chunk = vw_model_let_go_step();
+			size_t j = begins_after(lv, t0 ? t0 - 1 : 0), behind = j;
+			for (; j < j1; j += step) {
 				if ((int)lv->iv[j].kind == kind)
 					d[n++] = vw_ns(m, lv->iv[j].end - lv->iv[j].begin);
+				/* a file's pages behind the read let go as it
+				 * goes: a whole-trace sample of a 3 GB trace
+				 * mapped all of it ("Memory") */
+				if (j - behind >= chunk) {
+					vw_model_let_go_part(m, lv, behind, j);
+					behind = j;
+				}
+			}
+			vw_model_let_go(m, lv);
 		}
 	}
 	put_durations(o, kind, d, n, step, step == 1);

@@ -90,6 +90,12 @@ try:
     meds = sorted(m for m, _, _, q in slow if "window" in q)
     print(f"windows: n={len(meds)} median-of-medians {statistics.median(meds):.1f} ms, "
           f"p95 {meds[min(len(meds) - 1, int(0.95 * len(meds)))]:.1f} ms, max {meds[-1]:.1f} ms")
+    # the server's memory (docs/view.md, "Memory"): its peak, and what
+    # it holds for itself (the file pages of a mapped cache are the page
+    # cache's, which the kernel may drop)
+    with open(f"/proc/{view.pid}/status") as f:
+        st = {l.split(":")[0]: l.split()[1] for l in f if l.startswith(("VmHWM", "RssAnon"))}
+    print(f"server peak RSS {int(st['VmHWM']) >> 10} MiB, anonymous {int(st['RssAnon']) >> 10} MiB")
 finally:
     view.terminate()
     view.wait()

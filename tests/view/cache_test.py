@@ -103,6 +103,7 @@ def ask(url):
             f"api/list?t={span // 2}&before=20&after=20",
             f"api/stats?t0=0&t1={span}",
             f"api/stats?t0={span // 4}&t1={span // 2}&ev=work:job_end",
+            f"api/stats?t0=0&t1={span}&kind=0",
             "api/intervals?kind=0&n=100"]
     reqs += [f"api/breakdown?tid={t['tid']}&t0=0&t1={span}" for t in s["threads"]]
     for r in reqs:
