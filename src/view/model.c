@@ -673,12 +673,11 @@ static size_t let_go_min(bool *always)
 	return min;
 }
 
-void vw_model_let_go_part(const struct vw_model *m, const struct vw_ivlevel *lv, size_t from,
-			  size_t to)
+/* Pages of lv's intervals [from, to) let go, past the RSS limit. */
+static void let_go_part(const struct vw_model *m, const struct vw_ivlevel *lv, size_t from,
+			size_t to, bool always)
 {
-	bool always;
-	if (to <= from || to > lv->n || lv->n * sizeof(*lv->iv) < let_go_min(&always) ||
-	    (!always && vw_rss() < VW_RSS_LIMIT))
+	if (to <= from || to > lv->n || (!always && vw_rss() < VW_RSS_LIMIT))
 		return;
 	const char *p = (const char *)(lv->iv + from), *map = m->map;
 	size_t n = (to - from) * sizeof(*lv->iv);
@@ -688,9 +687,19 @@ void vw_model_let_go_part(const struct vw_model *m, const struct vw_ivlevel *lv,
 		vw_spill_release(m->spill, p, n);
 }
 
+void vw_model_let_go_part(const struct vw_model *m, const struct vw_ivlevel *lv, size_t from,
+			  size_t to)
+{
+	bool always;
+	let_go_min(&always);
+	let_go_part(m, lv, from, to, always);
+}
+
 void vw_model_let_go(const struct vw_model *m, const struct vw_ivlevel *lv)
 {
-	vw_model_let_go_part(m, lv, 0, lv->n);
+	bool always;
+	if (lv->n * sizeof(*lv->iv) >= let_go_min(&always))
+		let_go_part(m, lv, 0, lv->n, always);
 }
 
 size_t vw_model_let_go_step(void)

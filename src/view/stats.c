@@ -192,7 +192,7 @@ static int durations(struct vw_model *m, uint64_t t0, uint64_t t1, int kind,
 					behind = j;
 				}
 			}
-			vw_model_let_go(m, lv);
+			vw_model_let_go_part(m, lv, behind, j < j1 ? j : j1);
 		}
 	}
 	put_durations(o, kind, d, n, step, step == 1);

@@ -309,10 +309,10 @@ uint64_t vw_rss(void);
  * it is big and in a file (the cache's mapping or the spill file), so
  * that one answer does not map gigabytes ("Memory"). */
 void vw_model_let_go(const struct vw_model *m, const struct vw_ivlevel *lv);
-/* The same for the intervals [from, to) of lv: what a read in time order
- * has left behind (a level of a big trace is gigabytes, and a read of
- * every n-th interval maps all of it: fault-around); every
- * vw_model_let_go_step() intervals read. */
+/* The same for the intervals [from, to) of lv, whatever the level's size:
+ * what a read of it in time order has left behind (a read of every n-th
+ * interval maps all of what it crosses: fault-around); every
+ * vw_model_let_go_step() intervals read, and at the end. */
 void vw_model_let_go_part(const struct vw_model *m, const struct vw_ivlevel *lv, size_t from,
 			  size_t to);
 size_t vw_model_let_go_step(void);
