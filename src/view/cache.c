@@ -16,7 +16,7 @@
 #include "view.h"
 
 #define VWC_MAGIC "STRVWC\r\n"
-#define VWC_VERSION 3
+#define VWC_VERSION 4
 
 /* The file's first bytes (docs/view.md, "The cache"); the body follows at
  * hdr_size, every array 8-byte aligned. */

@@ -282,7 +282,25 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 		if (count_class(m, &m->cpus[ev->cpu].cbins, ev, b))
 			return -ENOMEM;
 	}
-	if (m->kernel[ev->stream]) {
+	bool kernel = m->kernel[ev->stream];
+	/* a kernel event is on the row of the thread it ran for too (its
+	 * tid: the task current on the CPU), beside the user events: the
+	 * kernel's work in the thread's own row, FKT's super-trace; the
+	 * idle task (0) has no row */
+	struct vw_thread *th = !kernel || ev->tid > 0 ? thread_of(m, ev->tid) : NULL;
+	if (!th && !kernel)
+		return -ENOMEM;
+	if (th) {
+		if (!th->bins && !(th->bins = calloc(m->nbins, sizeof(*th->bins))))
+			return -ENOMEM;
+		if (!kernel)
+			th->pid = ev->pid;
+		th->bins[b]++;
+		th->events++;
+		if (count_class(m, &th->cbins, ev, b))
+			return -ENOMEM;
+	}
+	if (kernel) {
 		unsigned n = strata_trace_nclasses(m->t), c = ev->cls->index;
 		if (next[c] >= 0)
 			return add_switch(m, ev, next[c]);
@@ -290,16 +308,8 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 			return add_wake(m, ev, next[n + c]);
 		return 0;
 	}
-	struct vw_thread *th = thread_of(m, ev->tid);
-	if (!th)
-		return -ENOMEM;
-	if (!th->bins && !(th->bins = calloc(m->nbins, sizeof(*th->bins))))
-		return -ENOMEM;
-	th->pid = ev->pid;
-	th->bins[b]++;
-	th->events++;
 	/* a live model pairs no messages: that is done over the whole trace */
-	if (count_class(m, &th->cbins, ev, b) || (!m->live && vw_flow_feed(m, ev)))
+	if (!m->live && vw_flow_feed(m, ev))
 		return -ENOMEM;
 	if (m->pairer)
 		return iv_pairer_feed(m->pairer, ev, on_interval, m);

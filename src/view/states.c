@@ -195,7 +195,7 @@ int vw_states_join(struct vw_states *s, struct vw_model *m)
 		err = vw_model_state(m, s->st[i].tid, s->st[i].state, s->st[i].from, s->st[i].to);
 	for (size_t i = 0; !err && m->have_sched && i < s->npids; i++) {
 		struct vw_thread *th = an_tidmap_find(&m->threads, s->pids[i][0]);
-		if (th && !th->events)
+		if (th && !th->pid)
 			th->pid = s->pids[i][1]; /* a kernel-only thread's */
 	}
 	if (s->own_t)

@@ -39,8 +39,9 @@ static int count_exact(struct vw_model *m, uint64_t t0, uint64_t t1, struct stra
 		c->cls[ev->cls->index]++;
 		if (ev->cpu < m->ncpus)
 			c->cpu[ev->cpu]++;
-		if (m->kernel[ev->stream])
-			continue; /* a thread's row counts its user events */
+		if (m->kernel[ev->stream] && !ev->tid)
+			continue; /* a thread's row: its events, and the kernel's
+				   * run for it (model.c: feed); idle has none */
 		struct vw_thread *th = an_tidmap_find(&m->threads, ev->tid);
 		if (th && th->bins)
 			c->row[th->row]++;

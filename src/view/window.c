@@ -87,7 +87,8 @@ static int fill_exact(const struct win *v, struct px *px)
 		int32_t cls = (int32_t)ev->cls->index;
 		if (ev->cpu < m->ncpus)
 			count(&px[(size_t)ev->cpu * v->w + x], 1, ev->timestamp, cls);
-		if (m->kernel[ev->stream])
+		/* a kernel event on its thread's row too (model.c: feed) */
+		if (m->kernel[ev->stream] && !ev->tid)
 			continue;
 		struct vw_thread *th = an_tidmap_find(&m->threads, ev->tid);
 		if (th && th->bins)

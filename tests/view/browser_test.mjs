@@ -1095,8 +1095,34 @@ try {
 		const by = (list, k) => Object.fromEntries(list.map((x) => [x[k], x.count]));
 		check(st.exact && st.events === 23 && by(st.names, 'name')['sched:sched_switch'] === 9 &&
 			by(st.names, 'name')['work:job_begin'] === 4 && by(st.cpus, 'cpu')[0] === 12 &&
-			by(st.cpus, 'cpu')[1] === 11 && by(st.threads, 'tid')[302] === 4 &&
-			by(st.threads, 'tid')[301] === 2, `statistics of the whole trace: ${JSON.stringify(st)}`);
+			by(st.cpus, 'cpu')[1] === 11 && by(st.threads, 'tid')[302] === 7 &&
+			by(st.threads, 'tid')[301] === 4 && by(st.threads, 'tid')[300] === 4 &&
+			by(st.threads, 'tid')[400] === 1, `statistics of the whole trace (a thread's ` +
+			`events and the kernel's run for it): ${JSON.stringify(st)}`);
+		// the kernel's events on the row of the thread they ran for
+		// (FKT's super-trace): worker-b's system call and switch out
+		// among its own events, kworker's one switch out; idle's on no
+		// thread's row
+		const kw = await page.evaluate(async () => {
+			const d = await (await fetch('api/window?t0=0&t1=100000000&w=1000')).json();
+			const s = window.strataView.summary, name = (c) => s.classes ?
+				s.classes[c] : c;
+			const of = (tid) => {
+				const t = d.threads.find((x) => x.tid === tid), out = [];
+				for (let i = 0; t && i < t.marks.length; i += 5)
+					out.push([t.marks[i + 3], t.marks[i + 4]]);
+				return out;
+			};
+			return { b: of(302), k: of(400), a: of(301), exact: d.exact, classes: s.classes };
+		});
+		const cls = (name) => kw.classes ? kw.classes.indexOf(name) : -2;
+		const has = (list, ts, name) => list.some(([t, c]) => t === ts && c === cls(name));
+		check(kw.exact && kw.b.length === 7 && has(kw.b, 10e6, 'raw_syscalls:sys_enter') &&
+			has(kw.b, 70e6, 'sched:sched_switch') && has(kw.b, 5e6, 'work:job_begin') &&
+			kw.k.length === 1 && has(kw.k, 85e6, 'sched:sched_switch') && kw.a.length === 4 &&
+			!kw.a.some(([t]) => t === 45e6), `kernel events on their threads' rows: worker-b ` +
+			`${JSON.stringify(kw.b)}, kworker ${JSON.stringify(kw.k)}, worker-a ` +
+			`${JSON.stringify(kw.a)} (classes ${kw.classes})`);
 		// the selected thread's breakdown: a click on worker-b's state
 		// strip; over the whole trace, the times strata breakdown gives
 		// for gen_view.py's trace (66 ms running, 2 ms in a system call,
