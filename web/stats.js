@@ -55,7 +55,26 @@ function breakdown(bd, sum) {
 				`${duration(ns)}</td><td class="n">${(ns / total * 100).toFixed(1)}%</td>` +
 				`<td><i style="background:${c};width:${Math.max(1, Math.round(ns / total *
 				160))}px"></i></td></tr>`;
-		}).join('') + '</tbody></table>';
+		}).join('') + '</tbody></table>' + syscalls(bd, total);
+}
+
+// Its system calls over the range (api/breakdown's `syscalls`: the time
+// of each inside the range, the calls that began and ended there), the
+// most time first; null when the range is too wide to read.
+function syscalls(bd, total) {
+	if (bd.syscalls === undefined)
+		return '';
+	if (bd.syscalls === null)
+		return '<p class="hint" id="st-sc">its system calls: zoom in to read them</p>';
+	if (!bd.syscalls.length)
+		return '<p class="hint" id="st-sc">no system call in the range</p>';
+	return '<p id="st-sc">its system calls (time in the range, calls begun and ended there):</p>' +
+		'<table class="counts" id="st-sc-table"><tbody>' + bd.syscalls.map((c) =>
+			`<tr data-nr="${c.nr}"><td>${esc(c.name || `#${c.nr}`)}${c.open ? ' (open at the end)' : ''}` +
+			`</td><td class="n">${c.count}</td><td class="n">${duration(c.ns)}</td>` +
+			`<td><i style="background:${STATES.syscall[0]};width:${Math.max(1,
+				Math.round(c.ns / total * 160))}px"></i></td></tr>`).join('') +
+		'</tbody></table>';
 }
 
 // The panel for one /api/stats answer, and the selected thread's

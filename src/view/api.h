@@ -1,9 +1,26 @@
 /* SPDX-License-Identifier: MIT */
-/* strata view: what the files of the API (summary.c, window.c, events.c, filter.c, breakdown.c) share and the rest of the view does not use. */
+/* strata view: what the files of the API (summary.c, window.c, events.c, filter.c, breakdown.c, stats.c) share and the rest of the view does not use. */
 #ifndef STRATA_VIEW_API_H
 #define STRATA_VIEW_API_H
 
 #include "view.h"
+
+/* The events of [t0, t1] (ticks) in the merged order, from an iterator
+ * (fill_exact, count_exact, api/breakdown's system calls): seeked to t0
+ * by vw_range_init. A damaged stream is read as written, its times out
+ * of order (reader.h), and a flipped bit can throw a packet's times past
+ * the trace's end: an event past the range ends it only after a run of
+ * them, which costs a sound trace 64 events more, a damaged one up to a
+ * packet's worth. */
+struct vw_range {
+	struct strata_iter *it;
+	uint64_t t0, t1;
+	unsigned past, patience;
+};
+void vw_range_init(struct vw_range *r, const struct vw_model *m, struct strata_iter *it,
+		   uint64_t t0, uint64_t t1);
+/* The range's next event into *ev: true, or false at its end. */
+bool vw_range_next(struct vw_range *r, const struct strata_event **ev);
 
 /* A 400's body for a field expression the reader refused: {"error": "what:
  * msg"} into err. Returns 400. */

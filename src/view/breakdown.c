@@ -1,9 +1,148 @@
 // SPDX-License-Identifier: MIT
-/* strata view's api/breakdown: where one thread's time went over a range — running, in a system call, runnable, sleeping, I/O wait — as strata breakdown counts it (docs/view.md). */
+/* strata view's api/breakdown: where one thread's time went over a range — running, in a system call, runnable, sleeping, I/O wait — and its system calls, as strata breakdown counts them (docs/view.md). */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "view.h"
 #include "api.h"
+
+/* System calls a range's answer names, at most (the most time first). */
+#define SC_MAX 64
+
+struct sc {
+	uint32_t nr;
+	uint64_t count, ticks;
+	bool open;  /* one still in it at the range's end */
+};
+
+/* One call's ticks in the range, by number. */
+static struct sc *sc_of(struct sc *v, unsigned *n, uint32_t nr)
+{
+	for (unsigned i = 0; i < *n; i++)
+		if (v[i].nr == nr)
+			return &v[i];
+	if (*n == SC_MAX)
+		return NULL;
+	v[*n] = (struct sc){ .nr = nr };
+	return &v[(*n)++];
+}
+
+static int by_ticks(const void *a, const void *b)
+{
+	const struct sc *x = a, *y = b;
+	return x->ticks != y->ticks ? (x->ticks < y->ticks ? 1 : -1) :
+	       (x->nr > y->nr) - (x->nr < y->nr);
+}
+
+/* When the thread was seen, [*lo, *hi) ticks: from its first state but
+ * unseen to the end of its last (a thread forked inside the trace first
+ * shows in its fork's return, one that exits never leaves exit_group);
+ * the whole time without states. */
+static void seen_span(const struct vw_thread *th, uint64_t *lo, uint64_t *hi)
+{
+	*lo = 0;
+	*hi = UINT64_MAX;
+	if (!th || !th->seen || !th->nst)
+		return;
+	size_t i = 0, j = th->nst;
+	while (i < th->nst && th->st[i].tid == BD_UNSEEN)
+		i++;
+	while (j > i && th->st[j - 1].tid == BD_UNSEEN)
+		j--;
+	if (i < j) {
+		*lo = th->st[i].t;
+		*hi = j < th->nst ? th->st[j].t : th->st_end;
+	}
+}
+
+/*
+ * The thread's system calls in [a, b] (ticks), from its raw_syscalls
+ * events read there, as strata breakdown counts them over a window: a
+ * call's time is the part of it from sys_enter to sys_exit inside the
+ * range (one open at either end counts up to the edge; one the thread
+ * never leaves, exit or exit_group, to its end, and counts), its count the
+ * calls that entered and ended inside. Only where the range holds at
+ * most VW_EXACT_MAX events (the reader's, not the bins'): else
+ * "syscalls" is null and the page says to zoom in.
+ */
+static int put_syscalls(struct vw_model *m, const struct vw_thread *th, uint32_t tid,
+			uint64_t a, uint64_t b, struct vw_buf *o)
+{
+	unsigned b0 = vw_bin(m, a), b1 = vw_bin(m, b);
+	if (m->prefix[b1 + 1] - m->prefix[b0] > VW_EXACT_MAX) {
+		vw_puts(o, ",\"syscalls\":null");
+		return 0;
+	}
+	struct strata_filter *f;
+	int err = strata_filter_create(m->t, &f);
+	if (err)
+		return err;
+	strata_filter_tid(f, tid);
+	if (strata_filter_event(f, "raw_syscalls:sys_e*") <= 0) {
+		strata_filter_destroy(f);
+		vw_puts(o, ",\"syscalls\":[]");
+		return 0;
+	}
+	struct strata_iter *it;
+	err = strata_iter_create(m->t, &(struct strata_iter_options){ .stream = -1, .filter = f },
+				 &it);
+	if (err) {
+		strata_filter_destroy(f);
+		return err;
+	}
+	struct sc v[SC_MAX];
+	unsigned n = 0;
+	bool in = false, first = true;
+	uint32_t nr = 0;
+	uint64_t since = a, lo, hi;
+	seen_span(th, &lo, &hi);
+	struct vw_range r;
+	vw_range_init(&r, m, it, a, b);
+	const struct strata_event *ev;
+	while (vw_range_next(&r, &ev)) {
+		int id = strata_event_class_field(ev->cls, "id");
+		struct strata_value x;
+		if (id < 0 || strata_event_field(ev, (unsigned)id, &x) < 0)
+			continue;
+		bool enter = !strcmp(ev->cls->name, "raw_syscalls:sys_enter");
+		struct sc *c;
+		if (in && (c = sc_of(v, &n, nr))) { /* this event ends it */
+			c->ticks += ev->timestamp - since;
+			c->count += !enter; /* an enter: its exit was lost */
+		} else if (first && !enter && a > lo && (c = sc_of(v, &n, (uint32_t)x.u))) {
+			/* entered before the range; not one begun before
+			 * the thread was seen (a fork's child returns from
+			 * it): its state there is unknown, as breakdown's */
+			c->ticks += ev->timestamp - a;
+		}
+		first = false;
+		in = enter;
+		nr = (uint32_t)x.u;
+		since = ev->timestamp;
+	}
+	strata_iter_destroy(it);
+	strata_filter_destroy(f);
+	struct sc *c;
+	if (in && (c = sc_of(v, &n, nr))) { /* to the end, or to its exit */
+		uint64_t end = b < hi ? b : hi;
+		c->ticks += end > since ? end - since : 0;
+		c->open = b < hi;
+		c->count += !c->open; /* exit, exit_group: ended by the thread's */
+	}
+	qsort(v, n, sizeof(*v), by_ticks);
+	vw_puts(o, ",\"syscalls\":[");
+	for (unsigned i = 0; i < n; i++) {
+		const char *name = bd_syscall_name(m->t, v[i].nr);
+		vw_printf(o, "%s{\"nr\":%u,\"name\":", i ? "," : "", v[i].nr);
+		vw_put_str(o, name ? name : "", name ? strlen(name) : 0);
+		vw_printf(o, ",\"count\":%llu,\"ns\":%llu,\"open\":%s}",
+			  (unsigned long long)v[i].count, (unsigned long long)vw_ns(m, v[i].ticks),
+			  v[i].open ? "true" : "false");
+	}
+	vw_puts(o, "]");
+	return 0;
+}
 
 /*
  * The thread's stretches of state are the breakdown's own (src/analysis,
@@ -40,6 +179,8 @@ int vw_api_breakdown(struct vw_model *m, uint32_t tid, uint64_t t0, uint64_t t1,
 		seen += d;
 		vw_printf(o, "%s%llu", s ? "," : "", (unsigned long long)vw_ns(m, d));
 	}
-	vw_printf(o, ",%llu]}", (unsigned long long)vw_ns(m, b - a - (seen < b - a ? seen : b - a)));
-	return 0;
+	vw_printf(o, ",%llu]", (unsigned long long)vw_ns(m, b - a - (seen < b - a ? seen : b - a)));
+	int err = put_syscalls(m, th, tid, a, b, o);
+	vw_puts(o, "}");
+	return err;
 }

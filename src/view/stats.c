@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "view.h"
+#include "api.h"
 
 /* Log-scale bins of durations: bin k holds [2^k, 2^(k+1)) ns (bin 0 also 0). */
 #define ST_HIST 64
@@ -17,8 +18,7 @@ struct counts {
 };
 
 /* From the trace: every event of [t0, t1] that f keeps, as the window's
- * fill_exact reads them (a damaged stream's late times end it only after a
- * run of them). At most VW_EXACT_MAX events, by the caller's estimate. */
+ * fill_exact reads them (vw_range). At most VW_EXACT_MAX events, by the caller's estimate. */
 static int count_exact(struct vw_model *m, uint64_t t0, uint64_t t1, struct strata_filter *f,
 		       struct counts *c)
 {
@@ -27,15 +27,10 @@ static int count_exact(struct vw_model *m, uint64_t t0, uint64_t t1, struct stra
 				     .filter = f }, &it);
 	if (err)
 		return err;
-	strata_iter_seek(it, t0);
+	struct vw_range r;
+	vw_range_init(&r, m, it, t0, t1);
 	const struct strata_event *ev;
-	unsigned past = 0, patience = strata_trace_nproblems(m->t) ? 1u << 16 : 64;
-	while (past < patience && strata_iter_next(it, &ev) == 1) {
-		if (ev->timestamp > t1 || ev->timestamp < t0) {
-			past += ev->timestamp > t1;
-			continue;
-		}
-		past = 0;
+	while (vw_range_next(&r, &ev)) {
 		c->cls[ev->cls->index]++;
 		if (ev->cpu < m->ncpus)
 			c->cpu[ev->cpu]++;

@@ -59,6 +59,27 @@ static void count(struct px *p, uint64_t n, uint64_t ts, int32_t cls)
 
 /* From the trace: every event of the window into its rows' pixels. Rows:
  * the CPUs, then the threads (view.h: m->rows). */
+void vw_range_init(struct vw_range *r, const struct vw_model *m, struct strata_iter *it,
+		   uint64_t t0, uint64_t t1)
+{
+	*r = (struct vw_range){ .it = it, .t0 = t0, .t1 = t1,
+		.patience = strata_trace_nproblems(m->t) ? 1u << 16 : 64 };
+	strata_iter_seek(it, t0);
+}
+
+bool vw_range_next(struct vw_range *r, const struct strata_event **ev)
+{
+	while (r->past < r->patience && strata_iter_next(r->it, ev) == 1) {
+		uint64_t ts = (*ev)->timestamp;
+		if (ts >= r->t0 && ts <= r->t1) {
+			r->past = 0;
+			return true;
+		}
+		r->past += ts > r->t1;
+	}
+	return false;
+}
+
 static int fill_exact(const struct win *v, struct px *px)
 {
 	struct vw_model *m = v->m;
@@ -67,20 +88,10 @@ static int fill_exact(const struct win *v, struct px *px)
 				     .filter = v->f }, &it);
 	if (err)
 		return err;
-	strata_iter_seek(it, v->t0);
+	struct vw_range r;
+	vw_range_init(&r, m, it, v->t0, v->t1);
 	const struct strata_event *ev;
-	/* A damaged stream is read as written, its times out of order
-	 * (reader.h), a flipped bit can throw a packet's times past the
-	 * trace's end: an event past the window ends it only after a run of
-	 * them, which costs a sound trace 64 events more, a damaged one up
-	 * to a packet's worth. */
-	unsigned past = 0, patience = strata_trace_nproblems(m->t) ? 1u << 16 : 64;
-	while (past < patience && strata_iter_next(it, &ev) == 1) {
-		if (ev->timestamp > v->t1 || ev->timestamp < v->t0) {
-			past += ev->timestamp > v->t1;
-			continue;
-		}
-		past = 0;
+	while (vw_range_next(&r, &ev)) {
 		unsigned x = (unsigned)xof(v, ev->timestamp);
 		if (x >= v->w)
 			x = v->w - 1;

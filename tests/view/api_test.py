@@ -564,6 +564,49 @@ if os.geteuid() == 0 and os.path.isdir("/sys/kernel/tracing/events/sched"):
 else:
     print("view-api: not root or no tracefs: the wide window with kernel events not checked")
 
+# the selected thread's system calls (api/breakdown's "syscalls") against
+# strata breakdown's own, per thread over the whole trace: the same calls,
+# counts and times, from a real recording with system call events
+calls = os.path.join(work, "calls")
+shutil.rmtree(calls, ignore_errors=True)
+if os.geteuid() == 0 and os.path.isdir("/sys/kernel/tracing/events/raw_syscalls"):
+    rec = subprocess.run([strata, "record", "-k", "sched,syscalls", "-o", calls, "--", "sh", "-c",
+                          "for i in 1 2 3; do cat /etc/hostname /etc/os-release >/dev/null; "
+                          "ls / >/dev/null; done"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    check(rec.returncode == 0, f"recording with -k sched,syscalls: {rec.stderr[-300:]}")
+    bd = json.loads(subprocess.run([strata, "breakdown", calls, "--format", "json"],
+                                   check=True, capture_output=True, text=True).stdout)
+    view = subprocess.Popen([strata, "view", calls, "--wait"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = view.stdout.readline().strip()
+        span = get("api/summary")["span_ns"]
+        compared, differ = 0, []
+        for t in bd["threads"]:
+            want = {c["name"] or str(c["nr"]): (c["count"], c["time_ns"])
+                    for c in t.get("syscalls") or []}
+            if not want:
+                continue
+            a = get(f"api/breakdown?tid={t['tid']}&t0=0&t1={span}")
+            got = {c["name"] or str(c["nr"]): (c["count"], c["ns"]) for c in a["syscalls"] or []}
+            compared += 1
+            # ns: the view's times are floored to the ns from ticks,
+            # breakdown's rounded: one apart at most
+            if set(got) != set(want) or any(got[k][0] != want[k][0] or
+                                             abs(got[k][1] - want[k][1]) > 1 for k in want):
+                differ.append((t["tid"], t["comm"], sorted(got.items())[:4],
+                               sorted(want.items())[:4]))
+        check(compared >= 4 and not differ, f"system calls of {compared} threads against strata "
+              f"breakdown's: {differ[:2]}")
+    except OSError as e:
+        check(False, f"system calls against strata breakdown: {e} (server {view.poll()})")
+    finally:
+        view.terminate()
+        view.wait(timeout=10)
+else:
+    print("view-api: not root or no tracefs: system calls against strata breakdown not checked")
+
 # the cap: 300 more wakeups of kworker by worker-b (302) on CPU 1, 50-60 ms
 subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                              "gen_view.py"), sched + "-many", "300"],

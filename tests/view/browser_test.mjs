@@ -1142,14 +1142,32 @@ try {
 					['syscall', '2.000 ms'], ['sleeping', '30.000 ms'], ['unseen', '2.000 ms']]) &&
 				/worker-b 302/.test(await page.textContent('#st-bd')),
 				`worker-b's breakdown: ${JSON.stringify(bd)} ${JSON.stringify(cells)}`);
+			// and its system calls: the one at 10-12 ms (no name: the
+			// trace's env has none), as its 2 ms in a system call
+			const sc = await page.$$eval('#st-sc-table tr', (trs) =>
+				trs.map((tr) => [...tr.cells].slice(0, 3).map((c) => c.textContent)));
+			check(bd && JSON.stringify(bd.syscalls) ===
+				'[{"nr":0,"name":"","count":1,"ns":2000000,"open":false}]' &&
+				JSON.stringify(sc) === '[["#0","1","2.000 ms"]]',
+				`worker-b's system calls: ${JSON.stringify(bd && bd.syscalls)} ${JSON.stringify(sc)}`);
 			// over a view of 20-60 ms: running all along
 			await page.evaluate(() => { window.strataView.breakdown = null; });
 			await page.evaluate(() => window.strataView.go(20e6, 60e6));
 			await page.waitForFunction(() => window.strataView.breakdown?.t0 === 20e6, null,
 				{ timeout: 10000 }).catch(() => {});
 			const b2 = await page.evaluate(() => window.strataView.breakdown);
-			check(b2 && b2.ns.join() === '40000000,0,0,0,0,0,0,0',
+			check(b2 && b2.ns.join() === '40000000,0,0,0,0,0,0,0' && b2.syscalls.length === 0 &&
+				/no system call/.test(await page.textContent('#st-sc')),
 				`worker-b's breakdown over 20-60 ms: ${JSON.stringify(b2)}`);
+			// over 11-60 ms: the call's last millisecond, not a whole call
+			await page.evaluate(() => { window.strataView.breakdown = null; });
+			await page.evaluate(() => window.strataView.go(11e6, 60e6));
+			await page.waitForFunction(() => window.strataView.breakdown?.t0 === 11e6, null,
+				{ timeout: 10000 }).catch(() => {});
+			const b3 = await page.evaluate(() => window.strataView.breakdown);
+			check(b3 && b3.ns[1] === 1e6 && JSON.stringify(b3.syscalls) ===
+				'[{"nr":0,"name":"","count":0,"ns":1000000,"open":false}]',
+				`worker-b's breakdown over 11-60 ms: ${JSON.stringify(b3)}`);
 			await page.locator('#timeline').focus();
 			await page.keyboard.press('0');
 			await page.waitForTimeout(300);
