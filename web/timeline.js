@@ -344,6 +344,7 @@ export class Timeline {
 			ctx.fillText(duration(this.range.t1 - this.range.t0), a + 3, AXIS + 11);
 		}
 		drawn.damage = this.drawnDamage;
+		drawn.damageRanges = this.drawnRanges;
 		if (!into)
 			this.drawn = drawn;
 	}
@@ -365,22 +366,40 @@ export class Timeline {
 		}
 	}
 
-	// Lost events and damaged bytes, where the reader met them: a red
-	// tick on the axis and a thin line down the rows.
+	// Lost events and damaged bytes (the summary's `damage`: [ts, kind,
+	// count, from, to, cpu] each): a red tick on the axis where the
+	// reader met it and a thin line down the rows; the range of its
+	// stream it spoils, red over the axis and hatched across its CPU's
+	// row (docs/view.md, "Damage and loss").
 	damage(ctx, view, xOf) {
 		const d = this.sum.damage || [];
+		const cpuRow = (cpu) => this.rows.find((r) => r.kind === 'cpu' && r.id === cpu);
 		let n = 0;
-		ctx.fillStyle = '#d50000';
-		ctx.strokeStyle = 'rgba(213,0,0,0.35)';
-		for (let i = 0; i < d.length; i += 3) {
-			if (d[i] < view.t0 || d[i] > view.t1)
+		this.drawnRanges = [];
+		for (let i = 0; i < d.length; i += 6) {
+			const [ts, , , from, to, cpu] = d.slice(i, i + 6);
+			if (to < view.t0 || from > view.t1)
 				continue;
-			const x = xOf(d[i]);
-			ctx.fillRect(x - 2, AXIS - 7, 4, 7);
-			ctx.beginPath();
-			ctx.moveTo(x, AXIS);
-			ctx.lineTo(x, this.height);
-			ctx.stroke();
+			const x0 = Math.max(LABEL, xOf(from)), x1 = Math.max(x0 + 1, xOf(to));
+			ctx.fillStyle = 'rgba(213,0,0,0.25)';
+			ctx.fillRect(x0, AXIS - 4, x1 - x0, 4);
+			const r = cpuRow(cpu);
+			if (r && to > from) {
+				ctx.fillStyle = 'rgba(213,0,0,0.18)';
+				ctx.fillRect(x0, r.y, x1 - x0, r.h);
+				if (this.drawnRanges.length < 50)
+					this.drawnRanges.push({ cpu, x0, x1, y: r.y + r.h / 2 });
+			}
+			if (ts >= view.t0 && ts <= view.t1) {
+				const x = xOf(ts);
+				ctx.fillStyle = '#d50000';
+				ctx.strokeStyle = 'rgba(213,0,0,0.35)';
+				ctx.fillRect(x - 2, AXIS - 7, 4, 7);
+				ctx.beginPath();
+				ctx.moveTo(x, AXIS);
+				ctx.lineTo(x, this.height);
+				ctx.stroke();
+			}
 			n++;
 		}
 		this.drawnDamage = n;

@@ -16,7 +16,7 @@
 #include "view.h"
 
 #define VWC_MAGIC "STRVWC\r\n"
-#define VWC_VERSION 4
+#define VWC_VERSION 5
 
 /* The file's first bytes (docs/view.md, "The cache"); the body follows at
  * hdr_size, every array 8-byte aligned. */
@@ -44,7 +44,7 @@ struct vwc_thread {
 _Static_assert(sizeof(struct vwc_header) == 120, "the header's size");
 _Static_assert(sizeof(struct vwc_thread) == 392, "a thread's record's size");
 _Static_assert(sizeof(struct vw_iv) == 24 && sizeof(struct vw_switch) == 16 &&
-	       sizeof(struct vw_wake) == 32 && sizeof(struct vw_problem) == 24 &&
+	       sizeof(struct vw_wake) == 32 && sizeof(struct vw_problem) == 40 &&
 	       sizeof(struct vw_flow) == 56,
 	       "the arrays' element sizes");
 
@@ -57,6 +57,11 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 }
 
 #define FNV0 0xcbf29ce484222325ull
+
+uint64_t vw_path_hash(const char *path)
+{
+	return fnv(FNV0, path, strlen(path));
+}
 
 /* The size, mtime and inode of path into h (a file that is not there
  * counts as one). */

@@ -588,7 +588,9 @@ static void on_problem(const struct strata_problem *p, void *arg)
 	if (p->kind != STRATA_PROBLEM_DISCARDED && p->kind != STRATA_PROBLEM_PACKETS_LOST)
 		fprintf(stderr, "strata: %s: %s\n", p->file, p->what);
 	if (p->timestamp && ps->n < VW_MAX_PROBLEMS)
-		ps->v[ps->n++] = (struct vw_problem){ p->timestamp, p->count, p->kind };
+		ps->v[ps->n++] = (struct vw_problem){ .ts = p->timestamp, .count = p->count,
+			.offset = p->offset, .file = p->file ? vw_path_hash(p->file) : 0,
+			.kind = p->kind };
 }
 
 static int serve(struct server *s, const char *bind_to, unsigned port)

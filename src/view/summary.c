@@ -10,6 +10,94 @@ static const char *thread_name(const struct vw_model *m, uint32_t tid)
 	return n ? n : "";
 }
 
+/* ns from the trace's begin of a time in ticks (0 before it). */
+static unsigned long long ns_at(const struct vw_model *m, uint64_t ts)
+{
+	return ts > m->begin ? (unsigned long long)vw_ns(m, ts - m->begin) : 0;
+}
+
+/* The sound packet of stream s nearest packet i going by `step` (-1,
+ * +1), into *pk: its header read and its times inside the trace (a
+ * flipped bit can send them anywhere); false when there is none. Only
+ * damaged packets are skipped, 1024 at most. */
+static bool readable(const struct vw_model *m, unsigned s, uint64_t i, int step,
+		     struct strata_packet_info *pk)
+{
+	for (unsigned k = 0; k < 1024; k++, i += (uint64_t)(int64_t)step) {
+		if (step < 0 && i == UINT64_MAX)
+			return false;
+		int err = strata_trace_packet(m->t, s, i, pk);
+		if (!err && pk->begin >= m->begin && pk->end <= m->end && pk->begin <= pk->end)
+			return true;
+		if (err && err != -ENODATA)
+			return false; /* past the stream's end */
+	}
+	return false;
+}
+
+/*
+ * The range of its stream a problem spoils, [*lo, *hi] in ticks, from the
+ * packet index (docs/view.md, "Damage and loss"): damaged bytes, from the
+ * end of the readable packet before them to the beginning of the next
+ * one (the trace's end when none follows: a stream cut short); lost
+ * packets, the gap before the packet that reported them; discarded
+ * events, from the packet before to the end of the one that reported
+ * them (the ring was full somewhere in there). Returns the stream's CPU,
+ * or -1 (and the reader's point, lo = hi = ts) when its stream or
+ * packets are not known.
+ */
+static int damage_range(const struct vw_model *m, const struct vw_problem *p, uint64_t *lo,
+			uint64_t *hi)
+{
+	/* a time from a damaged packet may be anything: only those inside
+	 * the trace are taken */
+#define IN(t) ((t) >= m->begin && (t) <= m->end)
+	bool ts_in = IN(p->ts);
+	uint64_t ts = ts_in ? p->ts : p->ts < m->begin ? m->begin : m->end;
+	*lo = *hi = ts;
+	struct strata_stream_info si;
+	unsigned s, n = strata_trace_nstreams(m->t);
+	for (s = 0; s < n; s++)
+		if (!strata_trace_stream(m->t, s, &si) && vw_path_hash(si.path) == p->file)
+			break;
+	if (s == n || !si.packet_size)
+		return -1;
+	uint64_t i = p->offset / si.packet_size;
+	struct strata_packet_info at, before, after;
+	bool has_at = !strata_trace_packet(m->t, s, i, &at) && IN(at.begin) && IN(at.end) &&
+		      at.begin <= at.end;
+	uint64_t from = i && readable(m, s, i - 1, -1, &before) ? before.end :
+			has_at ? at.begin : ts_in ? ts : m->begin;
+	switch (p->kind) {
+	case STRATA_PROBLEM_DAMAGED: {
+		bool next = readable(m, s, i + 1, 1, &after);
+		*lo = from;
+		*hi = next ? after.begin : m->end;
+		if (has_at) { /* its header read */
+			*lo = at.begin < *lo ? at.begin : *lo;
+			*hi = at.end > *hi ? at.end : *hi;
+		}
+		break;
+	}
+	case STRATA_PROBLEM_PACKETS_LOST:
+		*lo = from;
+		*hi = has_at ? at.begin : ts;
+		break;
+	case STRATA_PROBLEM_DISCARDED:
+		*lo = from;
+		*hi = has_at ? at.end : ts;
+		break;
+	default:
+		return (int)si.cpu;
+	}
+#undef IN
+	if (ts_in) { /* the reader's point is inside what it spoils */
+		*lo = ts < *lo ? ts : *lo;
+		*hi = ts > *hi ? ts : *hi;
+	}
+	return (int)si.cpu;
+}
+
 int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 {
 	struct strata_clock_info ck;
@@ -72,14 +160,16 @@ int vw_api_summary(struct vw_model *m, struct vw_buf *o)
 	vw_printf(o, "],\"activities\":[");
 	for (unsigned r = 0; r < m->nacts; r++)
 		vw_printf(o, "%s%u", r ? "," : "", m->nkinds - m->nacts + r);
-	/* [ts, kind, count] each, ts in ns; a time before the trace's
-	 * begin (a lost packet's) is shown at the start */
+	/* [ts, kind, count, from, to, cpu] each, ns: where the reader met
+	 * it and the range of its stream it spoils (damage_range); a time
+	 * before the trace's begin (a lost packet's) is shown at the start */
 	vw_puts(o, "],\"damage\":[");
 	for (unsigned i = 0; m->problems && i < m->problems->n; i++) {
 		const struct vw_problem *p = &m->problems->v[i];
-		vw_printf(o, "%s%llu,%d,%llu", i ? "," : "",
-			  (unsigned long long)(p->ts > m->begin ? vw_ns(m, p->ts - m->begin) : 0),
-			  p->kind, (unsigned long long)p->count);
+		uint64_t lo, hi;
+		int cpu = damage_range(m, p, &lo, &hi);
+		vw_printf(o, "%s%llu,%d,%llu,%llu,%llu,%d", i ? "," : "", ns_at(m, p->ts), p->kind,
+			  (unsigned long long)p->count, ns_at(m, lo), ns_at(m, hi), cpu);
 	}
 	/* the thread states' names, by analysis.h's enum bd_state */
 	vw_puts(o, "],\"states\":[\"running\",\"syscall\",\"runnable\","

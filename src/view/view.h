@@ -152,8 +152,15 @@ void vw_activity_fini(struct vw_activity *a);
 struct vw_problem {
 	uint64_t ts;             /* ticks */
 	uint64_t count;          /* events or packets lost, else 0 */
+	uint64_t offset;         /* in its file (strata_problem's) */
+	uint64_t file;           /* vw_path_hash of its file's path */
 	int kind;                /* enum strata_problem_kind */
+	uint32_t pad;
 };
+
+/* FNV-1a of a path: a problem's file, matched to its stream by the
+ * summary (summary.c: the damage's ranges). */
+uint64_t vw_path_hash(const char *path);
 
 #define VW_MAX_PROBLEMS 1000
 

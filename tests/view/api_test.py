@@ -250,8 +250,21 @@ try:
     check(url.startswith("http://"), "damaged trace: no URL")
     if url:
         s = get("api/summary")
-        check(s["problems"] > 0 and len(s["damage"]) >= 3, f"damaged trace: problems "
-              f"{s['problems']}, placed {len(s['damage']) // 3}")
+        d = [s["damage"][i:i + 6] for i in range(0, len(s["damage"]), 6)]
+        check(s["problems"] > 0 and len(d) >= 3, f"damaged trace: problems "
+              f"{s['problems']}, placed {len(d)}")
+        # each placed as the range of its stream it spoils (docs/view.md,
+        # "Damage and loss"): inside the trace, the reader's point inside
+        # it where that point is, on the cut stream's CPU; the cut itself
+        # spoils its stream to the trace's end
+        cpu = int(os.path.basename(big)[3:])
+        span = s["span_ns"]
+        wrong = [x for x in d if not (0 <= x[3] <= x[4] <= span and x[5] == cpu and
+                                      (x[0] > span or x[3] <= x[0] <= x[4]))]
+        check(not wrong and any(x[4] > x[3] for x in d), f"damaged trace: ranges {d[:4]}, "
+              f"wrong {wrong[:3]} (CPU {cpu}, span {span})")
+        cut = [x for x in d if x[1] == 1 and x[4] == span and x[3] < span]
+        check(len(cut) >= 1, f"damaged trace: no range to the end for the cut stream: {d}")
         check(0 < s["events"] < n, f"damaged trace: {s['events']} events readable of {n}")
         # what print shows inside the trace's span (a flipped bit can send
         # a packet's times past it: those events are in no window)

@@ -62,6 +62,25 @@ if [ -n "$messages" ]; then
 	view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
 fi
 
+# damage: a recording whose biggest stream is cut inside a packet, its
+# ranges drawn on their CPU's row (browser_test.mjs's damage mode)
+if [ -n "$workers" ]; then
+	"$strata" record -o "$work/damaged" -- "$workers" 3 50000 >/dev/null 2>&1 ||
+		{ echo "view-browser: strata record of workers failed" >&2; exit 1; }
+	"$py" - "$work/damaged" <<'EOF' || exit 1
+import os
+import sys
+streams = [os.path.join(d, f) for d, _, fs in os.walk(sys.argv[1]) for f in fs
+           if f.startswith("cpu") and not d.endswith("index")]
+big = max(streams, key=os.path.getsize)
+data = open(big, "rb").read()
+open(big, "wb").write(data[:len(data) // 2 + 1234])
+EOF
+	view_start "$strata" "$work/damaged" "$work/damaged-view" || exit 1
+	CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "" damage || rc=1
+	view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
+fi
+
 # strata view --live: slowlog's 600 events, 25 ms apart, recorded with the
 # live timer while the page follows them (live_browser.mjs)
 slowlog=${6:-}

@@ -337,6 +337,28 @@ try {
 		console.log(`view-browser demo: ${failures.length ? 'failed' : 'ok'}`);
 		process.exit(failures.length ? 1 : 0);
 	}
+	if (mode === 'damage') {
+		// a trace whose biggest stream was cut inside a packet: the
+		// summary's ranges drawn, each a red band across its CPU's
+		// row (docs/view.md, "Damage and loss"), and said by the banner
+		const d = h.summary.damage, bands = h.drawn.damageRanges || [];
+		const px = bands.length ? await page.evaluate(([x, y]) => {
+			const c = document.getElementById('timeline'), dpr = window.devicePixelRatio || 1;
+			return [...c.getContext('2d').getImageData(Math.round(x * dpr), Math.round(y * dpr),
+				1, 1).data];
+		}, [(bands[0].x0 + bands[0].x1) / 2, bands[0].y]) : [];
+		const cpus = new Set(h.rows.filter((r) => r.kind === 'cpu').map((r) => r.id));
+		check(d.length >= 6 && bands.length > 0 && bands.every((b) => cpus.has(b.cpu)) &&
+			px.length && px[0] > px[1] + 10 && px[0] > px[2] + 10,
+			`damage: ${d.length / 6} placed, bands ${JSON.stringify(bands.slice(0, 3))}, ` +
+			`a band's pixel ${px}`);
+		check(/problems reading the trace/.test(await page.textContent('#banner')),
+			`damage: the banner says ${await page.textContent('#banner')}`);
+		check(errors.length === 0, `damage: page errors: ${errors.join('; ')}`);
+		await browser.close();
+		console.log(`view-browser damage: ${failures.length ? 'failed' : 'ok'}`);
+		process.exit(failures.length ? 1 : 0);
+	}
 	if (mode === 'chain') {
 		await chain(page, errors);
 		await browser.close();
