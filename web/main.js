@@ -814,9 +814,20 @@ function input() {
 		applyFilter();
 	});
 	$('f-clear').addEventListener('click', () => {
-		for (const k of ['f-cpus', 'f-pids', 'f-tids', 'f-ev', 'f-expr'])
+		for (const k of ['f-cpus', 'f-pids', 'f-tids', 'f-ev', 'f-expr', 'f-sub'])
 			$(k).value = '';
 		applyFilter();
+	});
+	// a subsystem (the part of the event names before ':', as KernelShark
+	// and Perfetto group them): its glob into the events field, applied
+	$('f-sub').addEventListener('change', () => {
+		const sub = $('f-sub').value;
+		$('f-ev').value = sub ? `${sub}:*` : '';
+		applyFilter();
+	});
+	$('f-ev').addEventListener('input', () => {
+		const m = /^([^:,*?[\]\s]+):\*$/.exec($('f-ev').value.trim());
+		$('f-sub').value = m && [...$('f-sub').options].some((o) => o.value === m[1]) ? m[1] : '';
 	});
 	$('prev').addEventListener('click', () => find(-1));
 	for (const b of document.querySelectorAll('#tabs button'))
@@ -981,6 +992,7 @@ async function main() {
 		$('banner').textContent = warn.join(' · ');
 	}
 	legend(s);
+	subsystems(s);
 	s.kinds.forEach((k, i) => $('st-kind').add(new Option(k, i)));
 	// the command's --activity rules first, then the trace's own kinds
 	for (const i of [...s.activities, ...s.kinds.keys()].filter((k, j, all) =>
@@ -1000,6 +1012,16 @@ async function main() {
 	showRows();
 	initLive({ state, hook, $, get, go, setView, fetchOverview, describe });
 	$('timeline').focus();
+}
+
+// The filter's subsystems: the event names' parts before ':' (strata's
+// own records left out), in name order.
+function subsystems(s) {
+	const subs = [...new Set((s.classes || []).map((n) => n.split(':')[0])
+		.filter((n) => n && n !== 'strata'))].sort();
+	for (const sub of subs)
+		$('f-sub').add(new Option(sub, sub));
+	hook.subsystems = subs;
 }
 
 // The header's line on the trace (again as a live trace grows).

@@ -1208,6 +1208,17 @@ try {
 		check(st.events === 8 && st.names.length === 2 && by(st.threads, 'tid')[302] === 4,
 			`statistics under work:*: ${JSON.stringify(st).slice(0, 300)}`);
 		await page.fill('#f-ev', '');
+		// the subsystem menu: its glob in the events field, applied at
+		// once, the same statistics as the glob typed
+		st = await stats(() => page.selectOption('#f-sub', 'work'));
+		const subs = await page.evaluate(() => window.strataView.subsystems);
+		check(st.events === 8 && st.names.length === 2 &&
+			await page.inputValue('#f-ev') === 'work:*' &&
+			JSON.stringify(subs) === '["raw_syscalls","sched","work"]',
+			`the subsystem menu: ${subs}, work: ${JSON.stringify(st).slice(0, 200)}`);
+		st = await stats(() => page.selectOption('#f-sub', ''));
+		check(st.events === 23 && await page.inputValue('#f-ev') === '',
+			`all subsystems again: ${st.events} events`);
 		await page.fill('#f-tids', '301');
 		st = await stats(() => page.click('#filters button:not([type])'));
 		check(st.durations.count === 1 && st.durations.max === 40e6 &&
