@@ -287,11 +287,9 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 	 * tid: the task current on the CPU), beside the user events: the
 	 * kernel's work in the thread's own row, FKT's super-trace; the
 	 * idle task (0) has no row */
-	struct vw_thread *th = !kernel || ev->tid > 0 ? thread_of(m, ev->tid) : NULL;
-	if (!th && !kernel)
-		return -ENOMEM;
-	if (th) {
-		if (!th->bins && !(th->bins = calloc(m->nbins, sizeof(*th->bins))))
+	if (ev->tid || !kernel) {
+		struct vw_thread *th = thread_of(m, ev->tid);
+		if (!th || (!th->bins && !(th->bins = calloc(m->nbins, sizeof(*th->bins)))))
 			return -ENOMEM;
 		if (!kernel)
 			th->pid = ev->pid;

@@ -18,7 +18,8 @@ struct counts {
 };
 
 /* From the trace: every event of [t0, t1] that f keeps, as the window's
- * fill_exact reads them (vw_range). At most VW_EXACT_MAX events, by the caller's estimate. */
+ * fill_exact reads them (vw_range). At most VW_EXACT_MAX events, by the
+ * caller's estimate. */
 static int count_exact(struct vw_model *m, uint64_t t0, uint64_t t1, struct strata_filter *f,
 		       struct counts *c)
 {
@@ -34,9 +35,8 @@ static int count_exact(struct vw_model *m, uint64_t t0, uint64_t t1, struct stra
 		c->cls[ev->cls->index]++;
 		if (ev->cpu < m->ncpus)
 			c->cpu[ev->cpu]++;
-		if (m->kernel[ev->stream] && !ev->tid)
-			continue; /* a thread's row: its events, and the kernel's
-				   * run for it (model.c: feed); idle has none */
+		/* a thread's row: its events and the kernel's run for it
+		 * (model.c: feed) */
 		struct vw_thread *th = an_tidmap_find(&m->threads, ev->tid);
 		if (th && th->bins)
 			c->row[th->row]++;

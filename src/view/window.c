@@ -57,8 +57,6 @@ static void count(struct px *p, uint64_t n, uint64_t ts, int32_t cls)
 	p->n = p->n + n > UINT32_MAX ? UINT32_MAX : (uint32_t)(p->n + n);
 }
 
-/* From the trace: every event of the window into its rows' pixels. Rows:
- * the CPUs, then the threads (view.h: m->rows). */
 void vw_range_init(struct vw_range *r, const struct vw_model *m, struct strata_iter *it,
 		   uint64_t t0, uint64_t t1)
 {
@@ -80,6 +78,10 @@ bool vw_range_next(struct vw_range *r, const struct strata_event **ev)
 	return false;
 }
 
+/* From the trace: every event of the window into its rows' pixels. Rows:
+ * the CPUs, then the threads (view.h: m->rows): a kernel event on its
+ * thread's too, the task it ran for (model.c: feed; the idle task has no
+ * bins, so no row). */
 static int fill_exact(const struct win *v, struct px *px)
 {
 	struct vw_model *m = v->m;
@@ -98,9 +100,6 @@ static int fill_exact(const struct win *v, struct px *px)
 		int32_t cls = (int32_t)ev->cls->index;
 		if (ev->cpu < m->ncpus)
 			count(&px[(size_t)ev->cpu * v->w + x], 1, ev->timestamp, cls);
-		/* a kernel event on its thread's row too (model.c: feed) */
-		if (m->kernel[ev->stream] && !ev->tid)
-			continue;
 		struct vw_thread *th = an_tidmap_find(&m->threads, ev->tid);
 		if (th && th->bins)
 			count(&px[(size_t)(m->ncpus + th->row) * v->w + x], 1,
