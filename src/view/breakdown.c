@@ -100,12 +100,18 @@ static int put_syscalls(struct vw_model *m, const struct vw_thread *th, uint32_t
 	struct vw_range r;
 	vw_range_init(&r, m, it, a, b);
 	const struct strata_event *ev;
+	const struct strata_event_class *cls = NULL; /* the last event's */
+	int id = -1;
+	bool enter = false;
 	while (vw_range_next(&r, &ev)) {
-		int id = strata_event_class_field(ev->cls, "id");
+		if (ev->cls != cls) { /* its number field and kind, once a class */
+			cls = ev->cls;
+			id = strata_event_class_field(cls, "id");
+			enter = !strcmp(cls->name, "raw_syscalls:sys_enter");
+		}
 		struct strata_value x;
 		if (id < 0 || strata_event_field(ev, (unsigned)id, &x) < 0)
 			continue;
-		bool enter = !strcmp(ev->cls->name, "raw_syscalls:sys_enter");
 		struct sc *c;
 		if (in && (c = sc_of(v, &n, nr))) { /* this event ends it */
 			c->ticks += ev->timestamp - since;

@@ -16,6 +16,13 @@ static unsigned long long ns_at(const struct vw_model *m, uint64_t ts)
 	return ts > m->begin ? (unsigned long long)vw_ns(m, ts - m->begin) : 0;
 }
 
+/* Whether tick t lies inside the trace: a time read from a damaged packet
+ * may be anything. */
+static bool inside(const struct vw_model *m, uint64_t t)
+{
+	return t >= m->begin && t <= m->end;
+}
+
 /* The sound packet of stream s nearest packet i going by `step` (-1,
  * +1), into *pk: its header read and its times inside the trace (a
  * flipped bit can send them anywhere); false when there is none. Only
@@ -27,7 +34,7 @@ static bool readable(const struct vw_model *m, unsigned s, uint64_t i, int step,
 		if (step < 0 && i == UINT64_MAX)
 			return false;
 		int err = strata_trace_packet(m->t, s, i, pk);
-		if (!err && pk->begin >= m->begin && pk->end <= m->end && pk->begin <= pk->end)
+		if (!err && inside(m, pk->begin) && inside(m, pk->end) && pk->begin <= pk->end)
 			return true;
 		if (err && err != -ENODATA)
 			return false; /* past the stream's end */
@@ -49,10 +56,7 @@ static bool readable(const struct vw_model *m, unsigned s, uint64_t i, int step,
 static int damage_range(const struct vw_model *m, const struct vw_problem *p, uint64_t *lo,
 			uint64_t *hi)
 {
-	/* a time from a damaged packet may be anything: only those inside
-	 * the trace are taken */
-#define IN(t) ((t) >= m->begin && (t) <= m->end)
-	bool ts_in = IN(p->ts);
+	bool ts_in = inside(m, p->ts);
 	uint64_t ts = ts_in ? p->ts : p->ts < m->begin ? m->begin : m->end;
 	*lo = *hi = ts;
 	struct strata_stream_info si;
@@ -64,8 +68,8 @@ static int damage_range(const struct vw_model *m, const struct vw_problem *p, ui
 		return -1;
 	uint64_t i = p->offset / si.packet_size;
 	struct strata_packet_info at, before, after;
-	bool has_at = !strata_trace_packet(m->t, s, i, &at) && IN(at.begin) && IN(at.end) &&
-		      at.begin <= at.end;
+	bool has_at = !strata_trace_packet(m->t, s, i, &at) && inside(m, at.begin) &&
+		      inside(m, at.end) && at.begin <= at.end;
 	uint64_t from = i && readable(m, s, i - 1, -1, &before) ? before.end :
 			has_at ? at.begin : ts_in ? ts : m->begin;
 	switch (p->kind) {
@@ -90,7 +94,6 @@ static int damage_range(const struct vw_model *m, const struct vw_problem *p, ui
 	default:
 		return (int)si.cpu;
 	}
-#undef IN
 	if (ts_in) { /* the reader's point is inside what it spoils */
 		*lo = ts < *lo ? ts : *lo;
 		*hi = ts > *hi ? ts : *hi;
