@@ -120,12 +120,6 @@ function niceStep(ns) {
 	return 10 * p;
 }
 
-// Edges on whole device pixels: a canvas fills such a rectangle without
-// blending its edges, which a draw of tens of thousands of them pays
-// for (docs/view.md, "Speed"). Set by each draw.
-let dpr = 1, one = 1;
-const px = (x) => Math.round(x * dpr) / dpr;
-
 export class Timeline {
 	constructor(canvas, summary) {
 		this.canvas = canvas;
@@ -242,8 +236,6 @@ export class Timeline {
 		const w = into ? this.canvas.clientWidth : this.size();
 		const ctx = into || this.canvas.getContext('2d');
 		const pw = w - LABEL;
-		dpr = into ? 1 : window.devicePixelRatio || 1;
-		one = 1 / dpr;
 		ctx.clearRect(0, 0, w, this.height);
 		const xOf = (ns) => LABEL + (ns - view.t0) / (view.t1 - view.t0) * pw;
 		this.layers = [];
@@ -261,7 +253,7 @@ export class Timeline {
 			const box = this.canvas.parentElement;
 			const top = Math.min(this.height - 1, Math.max(0, box.scrollTop));
 			const bottom = Math.min(this.height, top + Math.max(1, box.clientHeight));
-			this.raster.begin(w, top, bottom, dpr, LABEL);
+			this.raster.begin(w, top, bottom, window.devicePixelRatio || 1, LABEL);
 			dense = this.raster;
 		}
 		for (const [i, r] of this.rows.entries()) {
@@ -457,9 +449,9 @@ export class Timeline {
 	cpuRow(ctx, r, c, dx, drawn) {
 		const s = c.slices;
 		for (let i = 0; i < s.length; i += 4) {
-			const x0 = px(dx(s[i])), x1 = px(dx(s[i + 1])), tid = s[i + 2];
+			const x0 = dx(s[i]), x1 = dx(s[i + 1]), tid = s[i + 2];
 			ctx.fillStyle = s[i + 3] ? colour(tid, 75) : colour(tid);
-			ctx.fillRect(x0, r.y + 2, Math.max(one, x1 - x0), r.h - 8);
+			ctx.fillRect(x0, r.y + 2, Math.max(1, x1 - x0), r.h - 8);
 		}
 		drawn.slices += s.length / 4;
 		this.layers.push({ kind: 'cpu', row: r, a: s, n: 4, dx, cpu: c.cpu });
@@ -472,28 +464,28 @@ export class Timeline {
 		const run = t.running || [], st = t.states || [];
 		if (!st.length)
 			for (let i = 0; i < run.length; i += 4) {
-				const x0 = px(dx(run[i])), x1 = px(dx(run[i + 1]));
+				const x0 = dx(run[i]), x1 = dx(run[i + 1]);
 				ctx.fillStyle = run[i + 3] ? '#a5d6a7' : '#43a047';
-				ctx.fillRect(x0, r.y + 2, Math.max(one, x1 - x0), 3);
+				ctx.fillRect(x0, r.y + 2, Math.max(1, x1 - x0), 3);
 			}
 		drawn.running += run.length / 4;
 		this.layers.push({ kind: 'running', row: r, a: run, n: 4, dx, tid: r.id });
 		// [x0, x1, state, mixed, from ns, to ns]: a mixed pixel (other
 		// states in it too) lighter
 		for (let i = 0; i < st.length; i += 6) {
-			const x0 = px(dx(st[i])), x1 = px(dx(st[i + 1])), s = stateOf(this.sum, st[i + 2]);
+			const x0 = dx(st[i]), x1 = dx(st[i + 1]), s = stateOf(this.sum, st[i + 2]);
 			ctx.globalAlpha = st[i + 3] ? 0.55 : 1;
 			ctx.fillStyle = s.colour;
-			ctx.fillRect(x0, r.y + 1, Math.max(one, x1 - x0), 5);
+			ctx.fillRect(x0, r.y + 1, Math.max(1, x1 - x0), 5);
 		}
 		ctx.globalAlpha = 1;
 		drawn.states += st.length / 6;
 		this.layers.push({ kind: 'states', row: r, a: st, n: 6, dx });
 		const iv = t.intervals;
 		for (let i = 0; i < iv.length; i += 7) {
-			const x0 = px(dx(iv[i])), x1 = px(dx(iv[i + 1])), depth = Math.min(iv[i + 2], 3);
+			const x0 = dx(iv[i]), x1 = dx(iv[i + 1]), depth = Math.min(iv[i + 2], 3);
 			ctx.fillStyle = kindColour(iv[i + 3], 62 - depth * 8);
-			ctx.fillRect(x0, r.y + 8 + depth * 3, Math.max(one, x1 - x0), 10);
+			ctx.fillRect(x0, r.y + 8 + depth * 3, Math.max(1, x1 - x0), 10);
 		}
 		drawn.intervals += iv.length / 7;
 		this.layers.push({ kind: 'intervals', row: r, a: iv, n: 7, dx, nest: true });
@@ -508,23 +500,23 @@ export class Timeline {
 		const run = t.running || [], st = t.states || [];
 		ctx.fillStyle = '#43a047';
 		for (let i = 0; i < run.length; i += 4) {
-			const x0 = px(dx(run[i])), x1 = px(dx(run[i + 1]));
-			ctx.fillRect(x0, r.y + 2, Math.max(one, x1 - x0), 5);
+			const x0 = dx(run[i]), x1 = dx(run[i + 1]);
+			ctx.fillRect(x0, r.y + 2, Math.max(1, x1 - x0), 5);
 		}
 		this.layers.push({ kind: 'running', row: r, a: run, n: 4, dx, tid: t.tid });
 		for (let i = 0; i < st.length; i += 6) {
 			const s = stateOf(this.sum, st[i + 2]);
 			if (s.name !== 'running' && s.name !== 'syscall')
 				continue;
-			const x0 = px(dx(st[i])), x1 = px(dx(st[i + 1]));
+			const x0 = dx(st[i]), x1 = dx(st[i + 1]);
 			ctx.fillStyle = s.colour;
-			ctx.fillRect(x0, r.y + 1, Math.max(one, x1 - x0), 5);
+			ctx.fillRect(x0, r.y + 1, Math.max(1, x1 - x0), 5);
 		}
 		const iv = t.intervals;
 		for (let i = 0; i < iv.length; i += 7) {
-			const x0 = px(dx(iv[i])), x1 = px(dx(iv[i + 1]));
+			const x0 = dx(iv[i]), x1 = dx(iv[i + 1]);
 			ctx.fillStyle = kindColour(iv[i + 3], 70);
-			ctx.fillRect(x0, r.y + 8, Math.max(one, x1 - x0), 8);
+			ctx.fillRect(x0, r.y + 8, Math.max(1, x1 - x0), 8);
 		}
 		this.layers.push({ kind: 'intervals', row: r, a: iv, n: 7, dx, nest: false });
 		this.marks(ctx, r, t.marks, dx, drawn, r.y + r.h - 12, 10, t.tid);
@@ -545,9 +537,9 @@ export class Timeline {
 			const y = r.y + 8 + Math.min(depth, 3) * 3;
 			ctx.fillStyle = kindColour(kind, 62 - Math.min(depth, 3) * 8);
 			ctx.fillRect(x0, y, Math.max(1, x1 - x0), 10);
-			this.layers.push({ kind: 'hit', row: r, hit: { kind: 'interval', row: r, x0, x1,
-				y0: y, y1: y + 10, depth: iv.depth, ikind: kind, t0: iv.begin, t1: iv.end,
-				exact: true } });
+			this.layers.push({ kind: 'hit', row: r, n: 1, a: [{ kind: 'interval', row: r, x0,
+				x1, y0: y, y1: y + 10, depth: iv.depth, ikind: kind, t0: iv.begin, t1: iv.end,
+				exact: true }] });
 			drawn.typed++;
 			if (drawn.typedList.length < 50)
 				drawn.typedList.push({ tid: iv.tid, x0, x1, y, rule: iv.kind });
@@ -656,7 +648,7 @@ export class Timeline {
 		for (let i = 0; i < m.length; i += 5) {
 			const x = dx(m[i]), span = Math.max(1, dx(m[i] + m[i + 1]) - x);
 			ctx.fillStyle = markColour(m[i + 4], m[i + 2]);
-			ctx.fillRect(px(x), y, Math.max(2 * one, px(span)), h);
+			ctx.fillRect(x, y, Math.max(1.5, span), h);
 			if (drawn.markList.length < 200)
 				drawn.markList.push({ x: x + 0.5, y: y + h / 2, ts: m[i + 3],
 					row: r.kind, id: r.id, count: m[i + 2], tid });
@@ -669,8 +661,8 @@ export class Timeline {
 	// the view (as drawn); null when x is not within `near` px of it.
 	hitOf(l, i, x, near) {
 		const a = l.a, r = l.row;
-		if (l.kind === 'hit')
-			return x >= l.hit.x0 - near && x <= l.hit.x1 + near ? l.hit : null;
+		if (l.kind === 'hit') // made at the draw (typed intervals: few)
+			return x >= a[i].x0 - near && x <= a[i].x1 + near ? a[i] : null;
 		const x0 = l.dx(a[i]);
 		const x1 = l.kind === 'marks' ? x0 + Math.max(1, l.dx(a[i] + a[i + 1]) - x0) :
 			l.dx(a[i + 1]);
@@ -736,7 +728,7 @@ export class Timeline {
 		for (const l of mine) {
 			if (l.kind === 'marks')
 				continue;
-			for (let i = 0; i < (l.kind === 'hit' ? 1 : l.a.length); i += l.n || 1) {
+			for (let i = 0; i < l.a.length; i += l.n) {
 				const h = this.hitOf(l, i, x, 1);
 				if (h)
 					cover.push(h);
