@@ -21,6 +21,7 @@ import urllib.parse
 import urllib.request
 
 import recorded
+import served
 
 strata, workers = sys.argv[1], sys.argv[2]
 work, trace = recorded.fresh_work(sys.argv[3], "api")
@@ -590,18 +591,15 @@ if os.geteuid() == 0 and os.path.isdir("/sys/kernel/tracing/events/raw_syscalls"
     check(rec.returncode == 0, f"recording with -k sched,syscalls: {rec.stderr[-300:]}")
     bd = json.loads(subprocess.run([strata, "breakdown", calls, "--format", "json"],
                                    check=True, capture_output=True, text=True).stdout)
-    view = subprocess.Popen([strata, "view", calls, "--wait"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
-    try:
-        url = view.stdout.readline().strip()
-        span = get("api/summary")["span_ns"]
+    with served.View(strata, calls) as view:
+        span = view.get("api/summary")["span_ns"]
         compared, differ = 0, []
         for t in bd["threads"]:
             want = {c["name"] or str(c["nr"]): (c["count"], c["time_ns"])
                     for c in t.get("syscalls") or []}
             if not want:
                 continue
-            a = get(f"api/breakdown?tid={t['tid']}&t0=0&t1={span}")
+            a = view.get(f"api/breakdown?tid={t['tid']}&t0=0&t1={span}")
             got = {c["name"] or str(c["nr"]): (c["count"], c["ns"]) for c in a["syscalls"] or []}
             compared += 1
             # ns: the view's times are floored to the ns from ticks,
@@ -612,11 +610,6 @@ if os.geteuid() == 0 and os.path.isdir("/sys/kernel/tracing/events/raw_syscalls"
                                sorted(want.items())[:4]))
         check(compared >= 4 and not differ, f"system calls of {compared} threads against strata "
               f"breakdown's: {differ[:2]}")
-    except OSError as e:
-        check(False, f"system calls against strata breakdown: {e} (server {view.poll()})")
-    finally:
-        view.terminate()
-        view.wait(timeout=10)
 else:
     print("view-api: not root or no tracefs: system calls against strata breakdown not checked")
 
