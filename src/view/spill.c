@@ -180,7 +180,9 @@ void *vw_spill_grow(struct vw_spill *sp, void *p, size_t *cap, size_t n, size_t 
 		memcpy(q, p, n * size);
 	} else if (in) {
 		move(sp, q, p, n * size);
-	} else {
+	} else if (vw_spill_put(sp, q, 0, p, n * size)) {
+		/* by pwrite: stores through the mapping would fault each
+		 * page in (and ext4 zeroes the unwritten blocks first) */
 		memcpy(q, p, n * size);
 		vw_spill_wrote(sp, n * size);
 	}
@@ -236,4 +238,34 @@ void vw_spill_release(const struct vw_spill *sp, const void *p, size_t n)
 {
 	if (vw_spill_has(sp, p))
 		vw_pages_release(p, n);
+}
+
+/* pwrite or pread of n bytes at byte `off` of the file's array arr. */
+static int file_io(const struct vw_spill *sp, const void *arr, size_t off, void *buf, size_t n,
+		   bool put)
+{
+	off_t at = (off_t)((const char *)arr - sp->base + off);
+	char *b = buf;
+	while (n) {
+		ssize_t k = put ? pwrite(sp->fd, b, n, at) : pread(sp->fd, b, n, at);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		b += k;
+		at += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int vw_spill_put(const struct vw_spill *sp, const void *arr, size_t off, const void *buf,
+		 size_t n)
+{
+	return file_io(sp, arr, off, (void *)buf, n, true);
+}
+
+int vw_spill_get(const struct vw_spill *sp, const void *arr, size_t off, void *buf, size_t n)
+{
+	return file_io(sp, arr, off, buf, n, false);
 }

@@ -58,6 +58,11 @@ struct vw_ivlevel {
 	 * that a pixel of several bins knows whether one begins in it without
 	 * reading the intervals (view.md, "Level of detail"); else NULL. */
 	uint32_t *cnt;
+	/* While the model is built, a level in the spill file keeps its
+	 * intervals from `flushed` to n here, written to the file a buffer
+	 * at a time (model.c, iv_flush); NULL otherwise. */
+	struct vw_iv *tail;
+	size_t flushed;
 	/* A live model's (live.c): the intervals from the first whose
 	 * block's blockmax is not up to date; the model built whole sets
 	 * blockmax once instead. */
@@ -210,6 +215,7 @@ struct vw_model {
 	size_t map_size;
 	struct vw_spill *spill;  /* a built model's big arrays (spill.c), or
 				  * NULL: the heap */
+	unsigned ntails;         /* levels with a tail (vw_ivlevel) */
 	const char *cache;       /* "writing", "built", "used" or "off":
 				  * api/summary */
 	unsigned ncls;           /* classes the cbins tables are sized for */
@@ -305,6 +311,13 @@ void vw_spill_free(struct vw_spill *sp, void *p);
 void vw_spill_wrote(struct vw_spill *sp, size_t bytes);
 void vw_spill_trim(struct vw_spill *sp);
 void vw_spill_release(const struct vw_spill *sp, const void *p, size_t n);
+/* n bytes of buf written at byte `off` of the file's array `arr` with
+ * pwrite, or read from it with pread, not through the mapping (which
+ * would map the pages): 0, or -errno (then the bytes are not all
+ * written, or read). */
+int vw_spill_put(const struct vw_spill *sp, const void *arr, size_t off, const void *buf,
+		 size_t n);
+int vw_spill_get(const struct vw_spill *sp, const void *arr, size_t off, void *buf, size_t n);
 /* The whole pages of [p, p + n) unmapped: only for a file's shared
  * mapping (a private or anonymous one would lose its contents). */
 void vw_pages_release(const void *p, size_t n);

@@ -2,7 +2,12 @@
 # SPDX-License-Identifier: MIT
 """strata view's model cache (docs/view.md, "The cache"): made, used, invalidated, rebuilt.
 
-usage: cache_test.py STRATA WORKERS WORKDIR
+usage: cache_test.py STRATA WORKERS WORKDIR NESTED
+
+NESTED (tests/view/nested.c) makes intervals that close out of begin
+order within a level: built in the spill file, in its levels' buffers
+and across their writes (model.c, on_interval), they must answer as the
+heap's model does.
 
 Records the example, then opens it with --no-cache (the reference answers),
 and again with the cache: the first open writes it, the second uses it, and
@@ -23,6 +28,7 @@ import urllib.request
 import recorded
 
 strata, workers, work = sys.argv[1], sys.argv[2], os.path.join(sys.argv[3], "cache")
+nested = sys.argv[4]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 cache_home = os.path.join(work, "xdg")
@@ -36,9 +42,10 @@ def check(ok, what):
         print("view-cache: FAIL:", what, file=sys.stderr)
 
 
-def record(name, threads, jobs):
+def record(name, threads, jobs, prog=None):
     path = os.path.join(work, name)
-    subprocess.run([workers, str(threads), str(jobs)], env=dict(os.environ, STRATA_OUTPUT=path),
+    argv = [prog, str(jobs)] if prog else [workers, str(threads), str(jobs)]
+    subprocess.run(argv, env=dict(os.environ, STRATA_OUTPUT=path),
                    check=True, stdout=subprocess.DEVNULL)
     # the checks below compare the folder before and after
     check(recorded.wait_done(path), f"{name}: still live after 30 s")
@@ -146,6 +153,18 @@ got, how, _ = answers(a, env=dict(env, STRATA_VIEW_SPILL_MIN="4096"))
 check(how == "used", f"second open: cache {how!r}, not 'used'")
 same(ref, got, "second open (from the cache)")
 check(tree(a) == before, f"the trace's folder changed: {set(tree(a)) ^ set(before)}")
+
+# intervals closing out of begin order in one level: moved back past the
+# ones that closed before them, in a level's buffer and across its writes
+# to the file (the model's build, on_interval); 40 000 jobs, so that the
+# two kinds' levels pass 2048 intervals (a buffer) many times
+n = record("n", 1, 40000, nested)
+nref, _, _ = answers(n, "--no-cache", env=dict(env, STRATA_VIEW_SPILL_MIN="4096"))
+check(nref and nref["summary"]["events"] == 4 * 40000,
+      f"nested: {nref and nref['summary']['events']} events, not {4 * 40000}")
+got, how, err = answers(n, env=dict(env, STRATA_VIEW_SPILL_MIN="4096"), spill=True)
+built(how, err, "nested, first open")
+same(nref, got, "nested, first open")
 
 # damage: each is rebuilt, then the next open uses the rebuilt one
 path = os.path.join(cache_home, "strata", "view", cache_files()[0]) if cache_files() else None
