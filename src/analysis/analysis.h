@@ -177,7 +177,12 @@ typedef void (*bd_state_fn)(const struct bd_thread *th, int state, uint64_t from
 struct bd_options {
 	uint64_t from, to; /* window in ticks; 0 and UINT64_MAX: the trace */
 	bd_state_fn on_state; /* NULL: none */
-	void *arg;            /* on_state's */
+	void *arg;            /* on_state's and on_record's */
+	/* strata's own records, in the pass's merged order, to a caller that
+	 * wants them without a pass of its own (strata view's names); and
+	 * NULL every 4096 events, so that it can stop the pass: a non-zero
+	 * return ends it, and bd_compute returns that. NULL: none. */
+	int (*on_record)(void *arg, const struct strata_event *ev);
 };
 
 struct bd_result {

@@ -417,6 +417,7 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 	r->end = strata_trace_end(t);
 	if (o) {
 		c.on_state = o->on_state;
+		c.on_record = o->on_record;
 		c.arg = o->arg;
 	}
 	c.wfrom = o && o->from > r->begin ? o->from : r->begin;
@@ -450,8 +451,11 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 	if ((ret = strata_iter_create(t, &io, &it)) < 0)
 		goto out;
 	const struct strata_event *ev;
-	while (!c.err && strata_iter_next(it, &ev) > 0) {
+	for (unsigned n = 0; !c.err && strata_iter_next(it, &ev) > 0;) {
 		if (ev->timestamp > c.wto)
+			break;
+		if (c.on_record && (!(ev->id >> 16) || !(++n & 4095)) &&
+		    (c.err = c.on_record(c.arg, ev->id >> 16 ? NULL : ev)))
 			break;
 		on_event(&c, ev);
 	}

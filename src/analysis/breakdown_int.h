@@ -31,7 +31,8 @@ struct bd_ctx {
 	struct an_tidmap threads;
 	struct an_scope scope; /* its threads, when the trace is scoped */
 	int err;
-	bd_state_fn on_state; /* bd_options' hook, or NULL */
+	bd_state_fn on_state; /* bd_options' hooks, or NULL */
+	int (*on_record)(void *arg, const struct strata_event *ev);
 	void *arg;
 };
 

@@ -10,9 +10,11 @@
  * The model's own pass reads the events through the reader's batch path
  * (strata_iter_read), which leaves strata's own records out; those
  * records (the names of strata:thread_name) and the breakdown's machine
- * (a merged pass of its own, bd_compute) are read here, meanwhile, on a
- * second handle of the same trace (a handle belongs to one thread:
- * reader.h). What this thread makes is its own (the records, stretches
+ * are read here, meanwhile, on a second handle of the same trace (a
+ * handle belongs to one thread: reader.h), in one merged pass: the
+ * breakdown's (bd_compute), which hands the records over on its way
+ * (bd_options.on_record); a trace with no kernel stream has no states,
+ * and its records are read by themselves. What this thread makes is its own (the records, stretches
  * and pids below) until vw_states_join, after which the model takes it
  * in as the one-thread build did: the records' names fed as a merged
  * pass would (feed_records), the stretches replayed in the order
@@ -63,19 +65,21 @@ static void on_state(const struct bd_thread *b, int state, uint64_t from, uint64
 	s->st[s->n++] = (struct vw_stretch){ b->tid, state, from, to };
 }
 
+/* A record kept (the others are not ours); NULL from bd_compute every
+ * 4096 events, to look at the stop. */
 static int take_record(void *arg, const struct strata_event *ev)
 {
 	struct vw_states *s = arg;
-	/* Ctrl-C during a build served at once (quick.c): this pass and the
-	 * breakdown's after it are skipped, as the model's pass stops */
-	if (s->pg && !(++s->seen & 4095) &&
+	/* Ctrl-C during a build served at once (quick.c): this pass stops,
+	 * as the model's pass does */
+	if (s->pg && (!ev || !(++s->seen & 4095)) &&
 	    atomic_load_explicit(&s->pg->stop, memory_order_relaxed))
-		return -ECANCELED;
-	if (ev->id >> 16)
+		return s->err = -ECANCELED;
+	if (!ev || ev->id >> 16)
 		return 0;
 	struct vw_record *p = vw_grow(s->rec, &s->reccap, s->nrec, sizeof(*p));
 	if (!p)
-		return -ENOMEM;
+		return s->err = -ENOMEM;
 	s->rec = p;
 	s->rec[s->nrec] = (struct vw_record){ *ev, s->nrec };
 	s->nrec++;
@@ -83,7 +87,8 @@ static int take_record(void *arg, const struct strata_event *ev)
 }
 
 /* strata's own records (the thread names they carry), stream after
- * stream: no merge, as the model's pass needs none of them. */
+ * stream, when the breakdown's pass did not read them: no merge, as the
+ * model's pass needs none of them. */
 static int read_records(struct vw_states *s)
 {
 	struct strata_iter *it;
@@ -126,11 +131,13 @@ static int feed_records(struct vw_states *s, struct vw_model *m)
 	return err;
 }
 
+/* The breakdown's pass, which takes the records on its way (its
+ * on_record): one pass over the trace, not one for each. */
 static int read_bd(struct vw_states *s)
 {
 	struct bd_result *r;
 	int err = bd_compute(s->t, &(struct bd_options){ .from = 0, .to = UINT64_MAX,
-			     .on_state = on_state, .arg = s }, &r);
+			     .on_state = on_state, .on_record = take_record, .arg = s }, &r);
 	if (err)
 		return err;
 	s->pids = malloc((r->nthreads ? r->nthreads : 1) * sizeof(*s->pids));
@@ -148,9 +155,25 @@ static int read_bd(struct vw_states *s)
 static void *run(void *arg)
 {
 	struct vw_states *s = arg;
-	s->err = read_records(s);
-	if (!s->err)
-		s->bd_err = read_bd(s);
+	unsigned n = strata_trace_nstreams(s->t);
+	bool *kernel = calloc(n ? n : 1, sizeof(*kernel));
+	if (!kernel) {
+		s->err = -ENOMEM;
+		return NULL;
+	}
+	/* no kernel stream: no states (bd_compute would say -ENOENT before
+	 * its pass), the records alone; else they come with its pass. Its
+	 * other -ENOENT (no sched_switch) comes after the pass; another
+	 * error may have come before it or in it: the records are then read
+	 * again by themselves. */
+	if (!an_kernel_streams(s->t, kernel)) {
+		s->bd_err = -ENOENT;
+		s->err = read_records(s);
+	} else if ((s->bd_err = read_bd(s)) && s->bd_err != -ENOENT && !s->err) {
+		s->nrec = 0;
+		s->err = read_records(s);
+	}
+	free(kernel);
 	return NULL;
 }
 
