@@ -14,11 +14,11 @@
  * handle belongs to one thread: reader.h), in one merged pass: the
  * breakdown's (bd_compute), which hands the records over on its way
  * (bd_options.on_record); a trace with no kernel stream has no states,
- * and its records are read by themselves. What this thread makes is its own (the records, stretches
- * and pids below) until vw_states_join, after which the model takes it
- * in as the one-thread build did: the records' names fed as a merged
- * pass would (feed_records), the stretches replayed in the order
- * bd_compute reported them.
+ * and its records are read by themselves. What this thread makes is its
+ * own (the records, stretches and pids below) until vw_states_join,
+ * after which the model takes it in as the one-thread build did: the
+ * records' names fed as a merged pass would (feed_records), the
+ * stretches replayed in the order bd_compute reported them.
  */
 
 struct vw_stretch {
