@@ -43,7 +43,11 @@ def nesting(xs, what):
         st = []
         for x in v:
             t0, t1 = ns(x["ts"]), ns(x["ts"]) + ns(x["dur"])
-            while st and ns(st[-1]["ts"]) + ns(st[-1]["dur"]) <= t0 and ns(x["dur"]):
+            # a call that ends where x begins is done, but for x of no
+            # length (a call rounded to 0 ns), which may be its callee's
+            # last; one that ends before x begins is done whatever x is
+            while st and (ns(st[-1]["ts"]) + ns(st[-1]["dur"]) < t0 or
+                          (ns(st[-1]["ts"]) + ns(st[-1]["dur"]) == t0 and ns(x["dur"]))):
                 st.pop()
             if st and t1 > ns(st[-1]["ts"]) + ns(st[-1]["dur"]):
                 fail("%s: thread %d: %s [%d, %d] overlaps %s [%d, %d] without nesting"
