@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server_int.h"
 
@@ -261,14 +262,16 @@ unsigned srv_quick_api(struct server *s, const char *what, unsigned w, struct vw
 	return 503;
 }
 
-/* STRATA_VIEW_TEST_DELAY_MS: the tests' knob (docs/view.md), a build that
- * waits this long first, so that a small trace's build is seen under way. */
-static void test_delay(struct server *s)
+/* STRATA_VIEW_TEST_HOLD=FILE: the tests' knob (docs/view.md), a build that
+ * waits until FILE exists (two minutes at most), so that a small trace's
+ * build is seen under way for as long as the test needs, on a machine of
+ * any speed: a delay of fixed length raced the browser's start. */
+static void test_hold(struct server *s)
 {
-	const char *v = getenv("STRATA_VIEW_TEST_DELAY_MS");
-	long ms = v ? strtol(v, NULL, 10) : 0;
-	for (; ms > 0 && !atomic_load_explicit(&s->progress.stop, memory_order_relaxed);
-	     ms -= 10)
+	const char *f = getenv("STRATA_VIEW_TEST_HOLD");
+	for (int ms = 0; f && *f && ms < 120000 && access(f, F_OK) &&
+			 !atomic_load_explicit(&s->progress.stop, memory_order_relaxed);
+	     ms += 10)
 		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
 }
 
@@ -279,7 +282,7 @@ static void *build_behind(void *arg)
 {
 	struct server *s = arg;
 	struct vw_model m = { 0 };
-	test_delay(s);
+	test_hold(s);
 	int err = atomic_load_explicit(&s->progress.stop, memory_order_relaxed) ? -ECANCELED :
 		  vw_model_build(&m, s->t, s->trace, s->oo.flags, s->acts, s->nacts, &s->progress,
 				 srv_spill(s, s->build_nocache));

@@ -45,11 +45,14 @@ CHROMIUM=$chromium node "$mods/browser_test.mjs" "$view_url" "$work/view.png"
 rc=$?
 view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
 
-# served at once (docs/view.md, "Serve at once"): the build held back 3 s by
-# the tests' knob, the page's coarse paint and banner, then the full paint
-view_wait='' STRATA_VIEW_TEST_DELAY_MS=3000 view_start "$strata" "$work/trace" \
+# served at once (docs/view.md, "Serve at once"): the build held back by
+# the tests' knob until the page has shown its coarse paint and banner
+# (building_browser.mjs then creates the file), then the full paint
+rm -f "$work/building.hold"
+view_wait='' STRATA_VIEW_TEST_HOLD=$work/building.hold view_start "$strata" "$work/trace" \
 	"$work/building-view" --no-cache || exit 1
-CHROMIUM=$chromium node "$mods/building_browser.mjs" "$view_url" "$work/building.png" || rc=1
+CHROMIUM=$chromium node "$mods/building_browser.mjs" "$view_url" "$work/building.png" \
+	"$work/building.hold" || rc=1
 view_stop || { echo "view-browser: Ctrl-C did not stop the server" >&2; rc=1; }
 
 # message arrows: tests/view/messages.c's trace (flows_test.py checks them

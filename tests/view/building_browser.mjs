@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // strata view served at once in Debian's headless Chromium: the coarse paint with its "building the summary" banner, then the full paint without a touch.
-// usage: node building_browser.mjs URL SCREENSHOT   (the URL `strata view` printed
-// while its build is held back by STRATA_VIEW_TEST_DELAY_MS)
+// usage: node building_browser.mjs URL SCREENSHOT HOLD   (the URL `strata view`
+// printed while its build is held back by STRATA_VIEW_TEST_HOLD=HOLD: this
+// creates HOLD once the coarse paint is checked, and the build goes on)
+import { writeFileSync } from 'node:fs';
 import { checks, openPage } from './chromium.mjs';
 
-const [url, shot] = process.argv.slice(2);
+const [url, shot, hold] = process.argv.slice(2);
 const { failures, check } = checks('view-building-browser');
 const WAIT = { timeout: 60000 }; // states, never durations: a loaded machine is slow
 
@@ -36,6 +38,8 @@ try {
 		`CPU rows of density: ${JSON.stringify(cpus)}`);
 	if (shot)
 		await page.screenshot({ path: shot });
+	if (hold)
+		writeFileSync(hold, '');
 	// 2. the full paint once the model is ready, with no input
 	await waitFor('the full paint', () => window.strataView.ready);
 	s = await state();
