@@ -192,7 +192,9 @@ W = 64
 win = get(early, f"api/window?t0=0&t1={span}&w={W}")
 ov = get(early, f"api/overview?w={W}")
 for c in win["cpus"]:
-    dens = next(x["bytes"] for x in ov["cpus"] if x["cpu"] == c["cpu"])
+    # the model has a row for every CPU up to the highest with a stream;
+    # a CPU with no stream (the program never ran there) has no marks
+    dens = next((x["bytes"] for x in ov["cpus"] if x["cpu"] == c["cpu"]), [0] * W)
     m = c["marks"]
     for i in range(0, len(m), 5):
         x = int(m[i])
