@@ -202,6 +202,30 @@ struct bd_result {
 int bd_compute(struct strata_trace *t, const struct bd_options *o,
 	       struct bd_result **out);
 void bd_free(struct bd_result *r); /* NULL ok */
+
+/*
+ * The same machines fed one event at a time, for a trace read while it is
+ * written (strata view --live: docs/view.md, "Live"): the events of the
+ * whole trace, strata's own records among them, in the reader's merged
+ * order, through bd_feed_event, a window after another. Only on_state
+ * (and from, to) of the options are used: the stretches are reported as
+ * bd_compute reports them. bd_feed_create returns 0, -ENOENT (no kernel
+ * stream yet) or -ENOMEM.
+ */
+struct bd_feed;
+int bd_feed_create(struct strata_trace *t, const struct bd_options *o, struct bd_feed **out);
+/* t grew streams, CPUs or classes (or is another handle of the same
+ * trace): before its new events are fed. 0 or -ENOMEM. */
+int bd_feed_adopt(struct bd_feed *f, struct strata_trace *t);
+/* 0 or -ENOMEM (then every later call too). */
+int bd_feed_event(struct bd_feed *f, const struct strata_event *ev);
+/* Each thread's state still open, reported as the stretch from its start
+ * to `to`, as if it ended there: the same state is reported again, from
+ * the same start, when it ends (or once more by the next call), and a
+ * state the machine learns late (analysis.h: bd_state_fn) is reported
+ * for that start in its place. Not seen threads are not reported. */
+void bd_feed_open(const struct bd_feed *f, uint64_t to);
+void bd_feed_destroy(struct bd_feed *f); /* NULL ok */
 /* The name of system call `nr` from the kernel sub-trace's env, or NULL. */
 const char *bd_syscall_name(struct strata_trace *t, uint32_t nr);
 /* A sched_switch prev_state as the letters ps(1) shows ("S", "D", "R+",

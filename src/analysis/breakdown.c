@@ -401,50 +401,142 @@ static int read_state_dump(struct bd_ctx *c)
 	return c->err;
 }
 
-int bd_compute(struct strata_trace *t, const struct bd_options *o,
-	       struct bd_result **out)
+/* The CPUs' machines, kernel_stream and ci sized to t's streams and
+ * classes now, and the classes resolved: at the start, and each time a
+ * trace followed while written has grown (bd_feed_adopt). */
+static int ctx_adopt(struct bd_ctx *c, struct strata_trace *t)
 {
-	struct bd_ctx c = { .t = t };
-	struct bd_result *r = calloc(1, sizeof(*r));
-	struct strata_iter *it = NULL;
-	int ret = -ENOMEM;
+	struct bd_result *r = c->r;
+	unsigned ns = strata_trace_nstreams(t), ncls = strata_trace_nclasses(t);
+	c->t = t;
+	if (ns > c->nstreams) {
+		bool *k = realloc(c->kernel_stream, ns * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		c->kernel_stream = k;
+		c->nstreams = ns;
+	}
+	if (ncls + 1 > c->ncls) {
+		struct kclass_info *ci = realloc(c->ci, (ncls + 1) * sizeof(*ci));
+		if (!ci)
+			return -ENOMEM;
+		memset(ci + c->ncls, 0, (ncls + 1 - c->ncls) * sizeof(*ci));
+		c->ci = ci;
+		c->ncls = ncls + 1;
+	}
+	unsigned ncpus = an_kernel_streams(t, c->kernel_stream);
+	if (ncpus > r->ncpus) {
+		struct bd_cpu *k = realloc(r->cpus, ncpus * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		r->cpus = k;
+		for (unsigned i = r->ncpus; i < ncpus; i++)
+			k[i] = (struct bd_cpu){ .cur = -1, .since = r->begin, .last = r->begin };
+		for (size_t i = 0; i < c->threads.n; i++) {
+			struct bd_thread *th = c->threads.all[i];
+			uint64_t *cpu = realloc(th->cpu, ncpus * sizeof(*cpu));
+			if (!cpu)
+				return -ENOMEM;
+			memset(cpu + r->ncpus, 0, (ncpus - r->ncpus) * sizeof(*cpu));
+			th->cpu = cpu;
+		}
+		r->ncpus = ncpus;
+	}
+	resolve_classes(c);
+	return 0;
+}
 
-	*out = NULL;
-	if (!r)
+/* c set up on t, up to the events: -ENOENT when t has no kernel stream. */
+static int ctx_init(struct bd_ctx *c, struct strata_trace *t, const struct bd_options *o)
+{
+	*c = (struct bd_ctx){ .t = t };
+	struct bd_result *r = calloc(1, sizeof(*r));
+	if (!(c->r = r))
 		return -ENOMEM;
-	c.r = r;
 	r->begin = strata_trace_begin(t);
 	r->end = strata_trace_end(t);
 	if (o) {
-		c.on_state = o->on_state;
-		c.on_record = o->on_record;
-		c.arg = o->arg;
+		c->on_state = o->on_state;
+		c->on_record = o->on_record;
+		c->arg = o->arg;
 	}
-	c.wfrom = o && o->from > r->begin ? o->from : r->begin;
-	c.wto = o && o->to < r->end ? o->to : r->end;
+	c->wfrom = o && o->from > r->begin ? o->from : r->begin;
+	c->wto = o ? o->to : UINT64_MAX;
+	int ret = ctx_adopt(c, t);
+	if (ret)
+		return ret;
+	if (!r->ncpus)
+		return -ENOENT;
+	if ((ret = an_scope_read(t, c->kernel_stream, &c->scope)) < 0 ||
+	    (ret = read_state_dump(c)) < 0)
+		return ret;
+	r->scoped = c->scope.scoped;
+	return 0;
+}
+
+/* What c holds, freed; its result too, unless taken (c->r = NULL). */
+static void ctx_fini(struct bd_ctx *c)
+{
+	for (size_t i = 0; i < c->threads.n; i++) {
+		struct bd_thread *th = c->threads.all[i];
+		free(th->cpu);
+		free(th->sc);
+	}
+	an_tidmap_fini(&c->threads);
+	free(c->kernel_stream);
+	free(c->ci);
+	free(c->scope.tids);
+	bd_free(c->r);
+}
+
+/* The threads' and CPUs' machines closed at the window's end, and the
+ * result made of them: one array of threads, as analysis.h shows it. */
+static int ctx_result(struct bd_ctx *c)
+{
+	struct bd_result *r = c->r;
+	struct strata_trace *t = c->t;
+	bool whole = c->wfrom == strata_trace_begin(t) && c->wto == strata_trace_end(t);
+	struct bd_thread **all = (struct bd_thread **)c->threads.all;
+	size_t nall = c->threads.n;
+	for (size_t i = 0; i < nall; i++) {
+		struct bd_thread *th = all[i];
+		if (th->in_sys && th->sys_open)
+			bd_sys_account(c, th, th->sys_nr, bd_clip(c, th->sys_enter, c->wto), 0, false);
+		bd_set_state(c, th, th->state, c->wto);
+		th->outside = r->scoped && !th->in_scope;
+		th->partial = th->t[BD_UNKNOWN] > 0 || th->outside;
+		bd_kernel_split(th, whole);
+		r->have_split |= th->split;
+	}
+	for (unsigned i = 0; i < r->ncpus; i++)
+		bd_cpu_set(c, i, r->cpus[i].cur, c->wto);
+	r->begin = c->wfrom;
+	r->end = c->wto;
+	if (!(r->threads = malloc((nall ? nall : 1) * sizeof(*r->threads))))
+		return -ENOMEM;
+	for (size_t i = 0; i < nall; i++) {
+		r->threads[i] = *all[i];
+		all[i]->cpu = NULL;
+		all[i]->sc = NULL;
+	}
+	r->nthreads = (unsigned)nall;
+	qsort(r->threads, r->nthreads, sizeof(*r->threads), cmp_thread);
+	return 0;
+}
+
+int bd_compute(struct strata_trace *t, const struct bd_options *o,
+	       struct bd_result **out)
+{
+	struct bd_ctx c;
+	struct strata_iter *it = NULL;
+	*out = NULL;
+	int ret = ctx_init(&c, t, o);
+	if (ret)
+		goto out;
+	if (c.wto > c.r->end)
+		c.wto = c.r->end;
 	if (c.wto < c.wfrom)
 		c.wto = c.wfrom;
-
-	unsigned ns = strata_trace_nstreams(t);
-	c.kernel_stream = calloc(ns ? ns : 1, sizeof(bool));
-	c.ci = calloc(strata_trace_nclasses(t) + 1, sizeof(*c.ci));
-	if (!c.kernel_stream || !c.ci)
-		goto out;
-	if (!(r->ncpus = an_kernel_streams(t, c.kernel_stream))) {
-		ret = -ENOENT;
-		goto out;
-	}
-	if (!(r->cpus = calloc(r->ncpus, sizeof(*r->cpus))))
-		goto out;
-	for (unsigned i = 0; i < r->ncpus; i++) {
-		r->cpus[i].cur = -1;
-		r->cpus[i].since = r->cpus[i].last = r->begin;
-	}
-	resolve_classes(&c);
-	if ((ret = an_scope_read(t, c.kernel_stream, &c.scope)) < 0 ||
-	    (ret = read_state_dump(&c)) < 0)
-		goto out;
-	r->scoped = c.scope.scoped;
 
 	/* strata:thread_times among strata's own records (on_times()) */
 	struct strata_iter_options io = { .stream = -1, .flags = STRATA_ITER_INTERNAL };
@@ -461,56 +553,70 @@ int bd_compute(struct strata_trace *t, const struct bd_options *o,
 	}
 	if ((ret = c.err))
 		goto out;
-	if (!r->have_sched) {
+	if (!c.r->have_sched) {
 		ret = -ENOENT;
 		goto out;
 	}
-	/* close every state at the end of the window */
-	bool whole = c.wfrom == strata_trace_begin(t) && c.wto == strata_trace_end(t);
-	struct bd_thread **all = (struct bd_thread **)c.threads.all;
-	size_t nall = c.threads.n;
-	for (size_t i = 0; i < nall; i++) {
-		struct bd_thread *th = all[i];
-		if (th->in_sys && th->sys_open)
-			bd_sys_account(&c, th, th->sys_nr, bd_clip(&c, th->sys_enter, c.wto), 0, false);
-		bd_set_state(&c, th, th->state, c.wto);
-		th->outside = r->scoped && !th->in_scope;
-		th->partial = th->t[BD_UNKNOWN] > 0 || th->outside;
-		bd_kernel_split(th, whole);
-		r->have_split |= th->split;
+	if (!(ret = ctx_result(&c))) {
+		*out = c.r;
+		c.r = NULL;
 	}
-	for (unsigned i = 0; i < r->ncpus; i++)
-		bd_cpu_set(&c, i, r->cpus[i].cur, c.wto);
-	r->begin = c.wfrom;
-	r->end = c.wto;
-	/* one array, as analysis.h shows it */
-	if (!(r->threads = malloc((nall ? nall : 1) * sizeof(*r->threads))))
-		goto out;
-	for (size_t i = 0; i < nall; i++) {
-		r->threads[i] = *all[i];
-		all[i]->cpu = NULL;
-		all[i]->sc = NULL;
-	}
-	r->nthreads = (unsigned)nall;
-	qsort(r->threads, r->nthreads, sizeof(*r->threads), cmp_thread);
-	ret = 0;
 out:
 	strata_iter_destroy(it);
-	for (size_t i = 0; i < c.threads.n; i++) {
-		struct bd_thread *th = c.threads.all[i];
-		free(th->cpu);
-		free(th->sc);
-	}
-	an_tidmap_fini(&c.threads);
-	free(c.kernel_stream);
-	free(c.ci);
-	free(c.scope.tids);
+	ctx_fini(&c);
+	return ret;
+}
+
+/* ---- fed one event at a time (bd_feed: analysis.h) ---- */
+
+struct bd_feed {
+	struct bd_ctx c;
+};
+
+int bd_feed_create(struct strata_trace *t, const struct bd_options *o, struct bd_feed **out)
+{
+	struct bd_feed *f = calloc(1, sizeof(*f));
+	*out = NULL;
+	if (!f)
+		return -ENOMEM;
+	int ret = ctx_init(&f->c, t, o);
 	if (ret) {
-		bd_free(r);
+		ctx_fini(&f->c);
+		free(f);
 		return ret;
 	}
-	*out = r;
+	*out = f;
 	return 0;
+}
+
+int bd_feed_adopt(struct bd_feed *f, struct strata_trace *t)
+{
+	return ctx_adopt(&f->c, t);
+}
+
+int bd_feed_event(struct bd_feed *f, const struct strata_event *ev)
+{
+	if (!f->c.err)
+		on_event(&f->c, ev);
+	return f->c.err;
+}
+
+void bd_feed_open(const struct bd_feed *f, uint64_t to)
+{
+	const struct bd_ctx *c = &f->c;
+	for (size_t i = 0; c->on_state && i < c->threads.n; i++) {
+		const struct bd_thread *th = c->threads.all[i];
+		if (th->state != BD_UNSEEN && to > th->since)
+			c->on_state(th, th->state, th->since, to, c->arg);
+	}
+}
+
+void bd_feed_destroy(struct bd_feed *f)
+{
+	if (!f)
+		return;
+	ctx_fini(&f->c);
+	free(f);
 }
 
 void bd_free(struct bd_result *r)

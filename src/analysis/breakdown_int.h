@@ -23,8 +23,9 @@ struct kclass_info {
 struct bd_ctx {
 	struct strata_trace *t;
 	struct bd_result *r;
-	struct kclass_info *ci;
-	bool *kernel_stream;
+	struct kclass_info *ci;    /* per class, ncls of them (one spare) */
+	bool *kernel_stream;       /* per stream, nstreams of them */
+	unsigned ncls, nstreams;
 	uint64_t wfrom, wto;
 	/* tid -> thread; threads stay where they were allocated (pointers
 	 * are kept across lookups) */
