@@ -119,7 +119,11 @@ struct kern_session *cli_kernel_start(const char *trace, unsigned groups,
 {
 	struct kern_session *ks = NULL;
 	char err[512] = "";
+	/* --live (STRATA_FLUSH_MS, checked with the ring options): the
+	 * kernel's streams follow the same timer (docs/kernel.md, "Live") */
+	const char *live = getenv("STRATA_FLUSH_MS");
 	struct kern_options ko = {
+		.live_ms = live ? (unsigned)strtoul(live, NULL, 10) : 0,
 		.trace_dir = trace,
 		.groups = groups,
 		.events = events,

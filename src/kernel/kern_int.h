@@ -83,6 +83,8 @@ int kstream_open(struct kstream *s, const char *dir, unsigned cpu,
 /* Append one event at `ts`, logged by tid/pid, with `n` payload words. */
 void kstream_event(struct kstream *s, uint64_t ts, uint32_t tid, uint32_t pid,
 		   uint32_t id, const uint64_t *words, unsigned n);
+/* Write the open packet, if any, now (the live timer's). */
+void kstream_flush(struct kstream *s);
 /* Close the open packet, if any (or write one empty packet stamped `now`
  * when the stream has none), and the files. Returns s->err. */
 int kstream_close(struct kstream *s, uint64_t now);
@@ -149,6 +151,10 @@ struct kern_session {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	unsigned flush_ms;
+	unsigned live_ms;     /* kern_options' */
+	int live_fd;          /* kernel/.live-time, or -1 */
+	uint64_t live_time;   /* the last beacon */
+	bool meta_ust;        /* the metadata written has a user sub-trace's clock */
 	uint8_t uuid[16];
 	struct clock_point p0;
 	uint32_t tgid_key[TGID_SLOTS], tgid_val[TGID_SLOTS];
@@ -176,9 +182,15 @@ int kern_reader_start(struct kern_session *s, const struct kern_options *o);
 void kern_reader_join(struct kern_session *s);
 /* Drain every CPU's buffer (whole pages only unless final). */
 void kern_drain_all(struct kern_session *s, bool final);
+/* The live timer's round (docs/kernel.md, "Live"): every buffer drained,
+ * every open packet written, then the beacon; the metadata rewritten
+ * once a user sub-trace's clock is there. */
+void kern_live_round(struct kern_session *s);
 uint64_t kern_cpu_lost(struct kern_session *s, unsigned cpu);
 
-/* kmeta.c: TRACE/kernel/metadata. Returns 0 or a negative errno. */
+/* kmeta.c: TRACE/kernel/metadata, on a user sub-trace's clock when one
+ * is there (s->meta_ust says so), else on its own fit. Returns 0 or a
+ * negative errno. */
 int kern_write_metadata(struct kern_session *s);
 
 #endif /* STRATA_KERNEL_KERN_INT_H */

@@ -223,6 +223,8 @@ int kern_start(const struct kern_options *o, struct kern_session **out)
 	pthread_cond_init(&s->cond, NULL);
 	s->wake_fd = -1;
 	s->flush_ms = o->flush_ms ? o->flush_ms : 100;
+	s->live_ms = o->live_ms;
+	s->live_fd = -1;
 	snprintf(s->trace_dir, sizeof(s->trace_dir), "%s", o->trace_dir);
 	snprintf(s->dir, sizeof(s->dir), "%s/kernel", o->trace_dir);
 	clock_init();
@@ -294,6 +296,12 @@ int kern_stop(struct kern_session *s, struct kern_stats *st)
 	int r = kern_write_metadata(s);
 	if (r && !ret)
 		ret = r;
+	if (s->live_fd >= 0) {
+		/* the indexes published say the rest (format.md §1) */
+		char path[4300];
+		snprintf(path, sizeof(path), "%s/.live-time", s->dir);
+		unlink(path);
+	}
 	kern_session_free(s);
 	return ret;
 }

@@ -23,6 +23,9 @@ struct kern_options {
 	unsigned buffer_kb;        /* kernel buffer per CPU; 0: 4096 */
 	unsigned packet_size;      /* bytes, power of two; 0: 256 KiB (format.md §2) */
 	unsigned flush_ms;         /* reader period; 0: 100 */
+	unsigned live_ms;          /* the live timer (docs/kernel.md, "Live"):
+				    * every live_ms the open packets written
+				    * and a beacon published; 0: off */
 	char *err;                 /* one line on failure (optional) */
 	size_t errlen;
 };

@@ -129,7 +129,8 @@ int kern_write_metadata(struct kern_session *s)
 	mi.nevents = s->nclasses + 1;
 	mi.env = env;
 	clock_meta(&mi);
-	if (!kern_ust_clock(s->trace_dir, &mi.freq_hz, &mi.offset_ns)) {
+	s->meta_ust = kern_ust_clock(s->trace_dir, &mi.freq_hz, &mi.offset_ns);
+	if (!s->meta_ust) {
 		struct clock_point p1;
 		clock_point_take(&p1);
 		mi.freq_hz = 0;

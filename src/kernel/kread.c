@@ -21,6 +21,7 @@
 #include <strata/strata.h>
 
 #include "common/mono.h"
+#include "common/tfile.h"
 #include "kernel/kern_int.h"
 
 /* ---- tgid of a thread ---------------------------------------------------- */
@@ -143,6 +144,48 @@ void kern_drain_all(struct kern_session *s, bool final)
 	}
 }
 
+/*
+ * The live timer's round (docs/kernel.md, "Live"), as the consumer's for
+ * the user rings (record.md, "Live reading"): the trace time T read
+ * first; every buffer drained, partial pages too; every open packet
+ * written; then the beacon, T less KERN_LIVE_MARGIN: an event that
+ * ftrace stamped before T but had not committed when its CPU was read
+ * (a writer interrupted between its reservation and its commit) must be
+ * in these packets, and a commit is far shorter than the margin (the
+ * writer runs with preemption off). A round whose writes failed
+ * publishes nothing. The metadata is written at the first round (a
+ * follower reads no window before a sub-trace's metadata is there), on
+ * this session's own clock fit until a user sub-trace's clock appears,
+ * and once more then, on that clock (kmeta.c).
+ */
+#define KERN_LIVE_MARGIN 1000000u /* ticks: 0.3-0.5 ms of a TSC, 1 ms of mono */
+
+void kern_live_round(struct kern_session *s)
+{
+	uint64_t before = strata_clock(), f;
+	int64_t off;
+	bool failed = false;
+
+	kern_drain_all(s, true);
+	for (unsigned cpu = 0; cpu < s->ncpus; cpu++) {
+		kstream_flush(&s->streams[cpu]);
+		failed |= s->streams[cpu].err != 0;
+	}
+	if (!s->meta_ust && (s->live_time == 0 || kern_ust_clock(s->trace_dir, &f, &off)))
+		failed |= kern_write_metadata(s) != 0;
+	uint64_t t = before > KERN_LIVE_MARGIN ? before - KERN_LIVE_MARGIN : 1;
+	if (failed || t <= s->live_time)
+		return;
+	if (s->live_fd < 0) {
+		char path[4300];
+		snprintf(path, sizeof(path), "%s/.live-time", s->dir);
+		s->live_fd = tfile_open(path, O_WRONLY | O_TRUNC);
+	}
+	uint64_t rec[2] = { t, ~t }; /* format.md §1 */
+	if (s->live_fd >= 0 && pwrite(s->live_fd, rec, sizeof(rec), 0) == sizeof(rec))
+		s->live_time = t;
+}
+
 /* The reader thread's nice value: see reader_main(). */
 #define KERN_READER_NICE (-10)
 
@@ -172,7 +215,8 @@ static void *reader_main(void *arg)
 	 * its turn behind busy threads misses it (docs/kernel.md, "Keeping
 	 * up"). Best effort: it needs CAP_SYS_NICE, which root has. */
 	(void)setpriority(PRIO_PROCESS, (id_t)s->reader_tid, KERN_READER_NICE);
-	uint64_t next = mono_ms() + s->flush_ms;
+	unsigned period = s->live_ms ? s->live_ms : s->flush_ms;
+	uint64_t next = mono_ms() + period;
 	while (!strata_load_acquire(&s->stop)) {
 		uint64_t t = mono_ms();
 		int n = poll(s->pfd, s->ncpus + 2,
@@ -186,8 +230,11 @@ static void *reader_main(void *arg)
 		if (n > 0 && (s->pfd[s->ncpus + 1].revents & POLLIN))
 			ktimes_poll(s->times);
 		if ((t = mono_ms()) >= next) {
-			kern_drain_all(s, false);
-			next = t + s->flush_ms;
+			if (s->live_ms)
+				kern_live_round(s);
+			else
+				kern_drain_all(s, false);
+			next = t + period;
 		}
 	}
 	return NULL;

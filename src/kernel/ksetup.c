@@ -172,6 +172,8 @@ void kern_session_free(struct kern_session *s)
 			if (s->streams[cpu].pkt || s->streams[cpu].fd > 0)
 				kstream_close(&s->streams[cpu], 0);
 	free(s->streams);
+	if (s->live_fd >= 0)
+		close(s->live_fd);
 	for (unsigned i = 0; i < s->nclasses; i++)
 		kclass_fini(&s->classes[i]);
 	free(s->classes);

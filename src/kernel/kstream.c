@@ -292,7 +292,11 @@ static void packet_close(struct kstream *s)
 	s->open = false;
 	if (s->err)
 		return;
-	if ((ret = fmt_write_all(s->fd, p, s->psize, (off_t)s->file_off))) {
+	/* Only the content, as the consumer writes the user streams: the
+	 * padding is a hole in a sparse file (a live round's packets are
+	 * mostly padding), and the file is extended to whole packets at
+	 * the end (kstream_close). */
+	if ((ret = fmt_write_all(s->fd, p, s->pos, (off_t)s->file_off))) {
 		s->err = ret;
 		return;
 	}
@@ -359,6 +363,12 @@ void kstream_event(struct kstream *s, uint64_t ts, uint32_t tid, uint32_t pid,
 	s->events += (id >> 16) != 0; /* kernel events, not strata's records */
 }
 
+void kstream_flush(struct kstream *s)
+{
+	if (s->open && !s->err)
+		packet_close(s);
+}
+
 int kstream_close(struct kstream *s, uint64_t now)
 {
 	/* A CPU without events still gets one empty packet: an empty stream
@@ -367,6 +377,8 @@ int kstream_close(struct kstream *s, uint64_t now)
 		packet_open(s, now, 0, 0);
 	if (s->open)
 		packet_close(s);
+	if (s->fd >= 0 && !s->err && ftruncate(s->fd, (off_t)s->file_off) < 0)
+		s->err = -errno;
 	if (s->fd >= 0 && fsync(s->fd) < 0 && !s->err)
 		s->err = -errno;
 	if (s->fd >= 0)
