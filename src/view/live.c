@@ -119,6 +119,32 @@ static int reread(struct vw_live *l, struct strata_trace *t, uint64_t *from)
 	return err;
 }
 
+/* A stretch of a thread's states, from the breakdown's machines fed as
+ * the model reads (feed_one): closed, or still open at the window's end
+ * (bd_feed_open), which the next report of it extends or relabels
+ * (vw_model_state). */
+static void on_state(const struct bd_thread *b, int state, uint64_t from, uint64_t to,
+		     void *arg)
+{
+	struct vw_model *m = arg;
+	if (m->bd_err || (m->bd_err = vw_model_state(m, b->tid, state, from, to)))
+		return;
+	struct vw_thread *th = an_tidmap_find(&m->threads, b->tid);
+	if (th && !th->pid)
+		th->pid = b->pid; /* a kernel-only thread's */
+}
+
+/* The states' machines on t: made once t has a kernel stream (from the
+ * first window, or after a re-read), else told what t has gained. */
+static int states_adopt(struct vw_model *m, struct strata_trace *t)
+{
+	if (m->bd)
+		return bd_feed_adopt(m->bd, t);
+	int err = bd_feed_create(t, &(struct bd_options){ .from = 0, .to = UINT64_MAX,
+				 .on_state = on_state, .arg = m }, &m->bd);
+	return err == -ENOENT ? 0 : err;
+}
+
 /* A window's events into the model, its grid doubled first as often as
  * the window's end needs: so a grid holds every event, and a doubling,
  * which costs the bins and not the events, comes once per doubling of
@@ -130,6 +156,8 @@ static int read_window(struct vw_live *l, struct strata_trace *t, uint64_t from,
 	if (!err)
 		err = vw_model_adopt(m, t);
 	if (!err)
+		err = states_adopt(m, t);
+	if (!err)
 		err = remember_classes(l, t);
 	if (err || to <= from)
 		return err;
@@ -139,10 +167,15 @@ static int read_window(struct vw_live *l, struct strata_trace *t, uint64_t from,
 		err = vw_model_double(m);
 	if (!err)
 		err = vw_model_read(m, from, to);
-	if (!err)
-		err = vw_model_settle(m);
 	if (last > m->end)
 		m->end = last;
+	/* the states open now drawn to the model's end */
+	if (!err && m->bd) {
+		bd_feed_open(m->bd, m->end);
+		err = m->bd_err;
+	}
+	if (!err)
+		err = vw_model_settle(m);
 	l->seq++;
 	return err;
 }

@@ -207,9 +207,11 @@ static void on_interval(const struct iv_interval *iv, void *arg)
 }
 
 /* The breakdown's machine (analysis.h, bd_options.on_state, replayed by
- * states.c): thread tid was in `state` from `from` to `to`. Stretches
- * come in time order per thread; a gap between two (none is expected) is
- * kept as BD_UNSEEN. */
+ * states.c, or fed by live.c): thread tid was in `state` from `from` to
+ * `to`. Stretches come in time order per thread; a gap between two (none
+ * is expected) is kept as BD_UNSEEN. A live model's last stretch may be
+ * one still open (bd_feed_open): reported again from the same start, it
+ * is extended, or given the state the machine learnt since. */
 int vw_model_state(struct vw_model *m, uint32_t tid, int state, uint64_t from, uint64_t to)
 {
 	if (!tid)
@@ -217,38 +219,61 @@ int vw_model_state(struct vw_model *m, uint32_t tid, int state, uint64_t from, u
 	struct vw_thread *th = thread_of(m, tid);
 	if (!th)
 		return -ENOMEM;
-	if (th->nst && from > th->st_end && th->st[th->nst - 1].tid != BD_UNSEEN) {
+	size_t n = th->nst;
+	if (n && th->st[n - 1].t >= from && th->st[n - 1].tid != state) {
+		/* the open stretch, relabelled: merged into the one before it
+		 * when that was in the same state */
+		if (n > 1 && th->st[n - 2].tid == state)
+			th->nst = --n;
+		else
+			th->st[n - 1].tid = state;
+		if (th->st_dirty > n - 1)
+			th->st_dirty = n - 1;
+	}
+	if (n && from > th->st_end && th->st[n - 1].tid != BD_UNSEEN) {
 		int err = vw_model_state(m, tid, BD_UNSEEN, th->st_end, from);
 		if (err)
 			return err;
+		n = th->nst;
 	}
-	if (!th->nst || th->st[th->nst - 1].tid != state) {
-		struct vw_switch *s = vw_grow(th->st, &th->stcap, th->nst, sizeof(*s));
+	if (!n || th->st[n - 1].tid != state) {
+		struct vw_switch *s = vw_grow(th->st, &th->stcap, n, sizeof(*s));
 		if (!s)
 			return -ENOMEM;
 		th->st = s;
 		th->st[th->nst++] = (struct vw_switch){ from, state };
+		if (th->st_dirty > n)
+			th->st_dirty = n;
 	}
 	th->st_end = to;
 	th->seen |= state != BD_UNSEEN;
 	return 0;
 }
 
-/* stcum of a thread (view.h). */
+/* stcum of a thread (view.h), from the block of the state before the
+ * first that changed (its end moved) on: all of it for a model built
+ * whole, the newest blocks for a live one. */
 static int sum_states(struct vw_thread *th)
 {
 	size_t nb = (th->nst + VW_ST_BLOCK - 1) / VW_ST_BLOCK;
-	if (!nb)
+	size_t from = th->st_dirty ? th->st_dirty - 1 : 0;
+	if (!nb || from >= th->nst)
 		return 0;
-	if (!(th->stcum = calloc(nb, sizeof(*th->stcum))))
+	uint64_t (*cum)[BD_NSTATES] = realloc(th->stcum, nb * sizeof(*cum));
+	if (!cum)
 		return -ENOMEM;
+	th->stcum = cum;
+	size_t b0 = from / VW_ST_BLOCK;
 	uint64_t acc[BD_NSTATES] = { 0 };
-	for (size_t i = 0; i < th->nst; i++) {
+	if (b0)
+		memcpy(acc, cum[b0], sizeof(acc));
+	for (size_t i = b0 * VW_ST_BLOCK; i < th->nst; i++) {
 		if (i % VW_ST_BLOCK == 0)
-			memcpy(th->stcum[i / VW_ST_BLOCK], acc, sizeof(acc));
+			memcpy(cum[i / VW_ST_BLOCK], acc, sizeof(acc));
 		uint64_t e = i + 1 < th->nst ? th->st[i + 1].t : th->st_end;
 		acc[th->st[i].tid] += e - th->st[i].t;
 	}
+	th->st_dirty = th->nst;
 	return 0;
 }
 
@@ -591,7 +616,9 @@ static int feed_one(void *arg, const struct strata_event *ev)
 	int err = feed(p->m, ev, p->next);
 	if (!err && p->m->nacts && ev->id >> 16)
 		err = feed_activities(p->m, ev);
-	return err;
+	if (!err && p->m->bd) /* a live model's states (live.c) */
+		err = bd_feed_event(p->m->bd, ev);
+	return err ? err : p->m->bd_err;
 }
 
 /* The events of [from, to) into m; strata's own records too unless
@@ -712,7 +739,9 @@ static int live_rows(struct vw_model *m)
 		for (unsigned l = 0; l < VW_IV_LEVELS; l++)
 			if (live_blockmax(&th->lev[l]))
 				return -ENOMEM;
-		if (th->events || th->niv)
+		if (th->st_dirty < th->nst && sum_states(th))
+			return -ENOMEM;
+		if (th->events || th->niv || th->seen)
 			m->rows[m->nrows++] = th;
 	}
 	qsort(m->rows, m->nrows, sizeof(*m->rows), cmp_row);
@@ -820,6 +849,7 @@ void vw_model_fini(struct vw_model *m)
 {
 	if (m->map)
 		return fini_mapped(m);
+	bd_feed_destroy(m->bd);
 	for (size_t i = 0; i < m->threads.n; i++) {
 		struct vw_thread *th = m->threads.all[i];
 		free(th->bins);

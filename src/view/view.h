@@ -96,6 +96,8 @@ struct vw_thread {
 	uint64_t st_end;
 	uint64_t (*stcum)[BD_NSTATES];
 	bool seen;               /* some state other than BD_UNSEEN */
+	size_t st_dirty;         /* states from st[st_dirty] on changed since
+				  * stcum was summed (a live model's) */
 	const char *name;        /* from the cache (else m->names), or NULL */
 };
 
@@ -227,7 +229,13 @@ struct vw_model {
 	uint64_t *binev;
 	unsigned bin_lo;
 	size_t wake_from;
-	bool live;               /* followed: no states, flows nor cache */
+	bool live;               /* followed: no flows nor cache */
+	/* A live model's states (live.c): the breakdown's machines fed each
+	 * window's events as the model reads them (feed_one), once the trace
+	 * has a kernel stream; NULL before, and for a model built whole
+	 * (states.c). bd_err: the first error of their hook. */
+	struct bd_feed *bd;
+	int bd_err;
 	bool partial;            /* opened while still written, not followed */
 	struct vw_progress *progress; /* during vw_model_build, or NULL */
 };
