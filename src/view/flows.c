@@ -11,14 +11,10 @@
 /* A send or a receive, as the model's scan meets it (one end set). */
 static int add_end(struct vw_model *m, const struct vw_flow *f)
 {
-	if (m->nflows == m->flowcap) {
-		size_t c = m->flowcap ? 2 * m->flowcap : 256;
-		struct vw_flow *n = realloc(m->flows, c * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		m->flows = n;
-		m->flowcap = c;
-	}
+	struct vw_flow *n = vw_grow(m->flows, &m->flowcap, m->nflows, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	m->flows = n;
 	m->flows[m->nflows++] = *f;
 	return 0;
 }
@@ -46,6 +42,154 @@ int vw_flow_feed(struct vw_model *m, const struct strata_event *ev)
 		f.rcls = ev->cls->index;
 	}
 	return add_end(m, &f);
+}
+
+/*
+ * A live model's flows (docs/view.md, "Live"). Its events come in time
+ * order, a window after another, so a receive is paired at once with the
+ * earliest send of its key still waiting, as vw_flows_pair pairs them
+ * over the whole trace (pair_key, a queue's order): received flows,
+ * paired or alone, are appended to m->flows, which stays in order of t.
+ * Sends not received yet wait in `p`, in time order; each key's waiting
+ * sends are a list through it, found by the key in `q` (open
+ * addressing). A send received leaves a hole in `p`, squeezed out once
+ * holes are half of it, so a window costs its own ends, whatever the
+ * trace behind. The window's arrows merge m->flows' and the waiting
+ * sends' by time (vw_put_flows), as the finished trace's lone sends lie
+ * among its flows.
+ */
+#define NONE SIZE_MAX
+
+struct pend {
+	struct vw_flow f;
+	size_t next;             /* the key's next waiting send, or NONE */
+	bool taken;
+};
+
+struct kq {
+	uint64_t key;
+	size_t head, tail;       /* the key's waiting sends, or NONE */
+	bool used;
+};
+
+struct vw_flive {
+	struct pend *p;
+	size_t n, cap, holes;
+	struct kq *q;
+	size_t qcap, qn;         /* slots (a power of two, or 0), used */
+};
+
+static struct kq *kq_slot(const struct vw_flive *l, uint64_t key)
+{
+	size_t mask = l->qcap - 1, i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & mask;
+	while (l->q[i].used && l->q[i].key != key)
+		i = (i + 1) & mask;
+	return &l->q[i];
+}
+
+/* q made again with room for `need` keys, the keys with waiting sends
+ * only. */
+static int kq_rebuild(struct vw_flive *l, size_t need)
+{
+	size_t cap = 64;
+	while (cap < 2 * need)
+		cap *= 2;
+	struct kq *old = l->q, *q = calloc(cap, sizeof(*q));
+	size_t oldcap = l->qcap;
+	if (!q)
+		return -ENOMEM;
+	l->q = q;
+	l->qcap = cap;
+	l->qn = 0;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i].used && old[i].head != NONE) {
+			*kq_slot(l, old[i].key) = old[i];
+			l->qn++;
+		}
+	free(old);
+	return 0;
+}
+
+/* The sends received squeezed out of p, the lists' indexes moved. */
+static void squeeze(struct vw_flive *l)
+{
+	size_t *to = malloc(l->n * sizeof(*to)), k = 0;
+	if (!to)
+		return; /* holes stay: only memory */
+	for (size_t i = 0; i < l->n; i++) {
+		to[i] = l->p[i].taken ? NONE : k;
+		if (!l->p[i].taken)
+			l->p[k++] = l->p[i];
+	}
+	for (size_t i = 0; i < k; i++)
+		if (l->p[i].next != NONE)
+			l->p[i].next = to[l->p[i].next];
+	for (size_t i = 0; i < l->qcap; i++)
+		if (l->q[i].used && l->q[i].head != NONE) {
+			l->q[i].head = to[l->q[i].head];
+			l->q[i].tail = to[l->q[i].tail];
+		}
+	free(to);
+	l->n = k;
+	l->holes = 0;
+}
+
+int vw_flow_live(struct vw_model *m, const struct strata_event *ev)
+{
+	size_t n0 = m->nflows;
+	int err = vw_flow_feed(m, ev); /* one end, appended to m->flows */
+	if (err || m->nflows == n0)
+		return err;
+	struct vw_flive *l = m->flive;
+	if (!l && !(l = m->flive = calloc(1, sizeof(*l))))
+		return -ENOMEM;
+	if (l->qn + 1 > l->qcap / 2 && kq_rebuild(l, l->qn + 1))
+		return -ENOMEM;
+	struct vw_flow f = m->flows[--m->nflows];
+	struct kq *k = kq_slot(l, f.key);
+	if (f.scls != UINT32_MAX) { /* a send: it waits */
+		struct pend *p = vw_grow(l->p, &l->cap, l->n, sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		l->p = p;
+		l->p[l->n] = (struct pend){ f, NONE, false };
+		if (!k->used)
+			*k = (struct kq){ .key = f.key, .head = NONE, .tail = NONE, .used = true },
+			l->qn++;
+		if (k->head == NONE)
+			k->head = l->n;
+		else
+			l->p[k->tail].next = l->n;
+		k->tail = l->n++;
+		return 0;
+	}
+	if (k->used && k->head != NONE) { /* received: the earliest waiting */
+		struct pend *s = &l->p[k->head];
+		f.ts = s->f.ts;
+		f.stid = s->f.stid;
+		f.scpu = s->f.scpu;
+		f.scls = s->f.scls;
+		s->taken = true;
+		k->head = s->next;
+		if (k->head == NONE)
+			k->tail = NONE;
+		if (f.tr > f.ts + m->flow_maxlat)
+			m->flow_maxlat = f.tr - f.ts;
+		if (++l->holes > 1024 && 2 * l->holes > l->n)
+			squeeze(l);
+	}
+	m->flows[m->nflows++] = f;
+	return 0;
+}
+
+void vw_flows_live_fini(struct vw_model *m)
+{
+	if (!m->flive)
+		return;
+	free(m->flive->p);
+	free(m->flive->q);
+	free(m->flive);
+	m->flive = NULL;
 }
 
 static const struct vw_flow *sorting;
@@ -163,24 +307,41 @@ static int64_t ns_of(const struct vw_model *m, uint64_t t)
 	return (int64_t)vw_ns(m, t - m->begin);
 }
 
+/* The first of n flows, `stride` bytes apart, whose t is t0 or later. */
+static size_t first_at(const void *base, size_t n, size_t stride, uint64_t t0)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (((const struct vw_flow *)((const char *)base + mid * stride))->t < t0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 void vw_put_flows(const struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w, double scale,
 		  const struct vw_filter *q, const bool *cls, struct wire *e)
 {
 	/* a flow is ordered by its receive (else its send): those drawn
 	 * over [t0, t1] are received from t0 to t1 plus the longest
-	 * latency, and sent by t1 */
-	size_t lo = 0, hi = m->nflows, n = 0, left = 0;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->flows[mid].t < t0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	 * latency, and sent by t1; a live model's waiting sends (t: sent)
+	 * are merged in by time */
+	const struct vw_flive *l = m->flive;
+	size_t i = first_at(m->flows, m->nflows, sizeof(*m->flows), t0), n = 0, left = 0;
+	size_t j = l ? first_at(l->p, l->n, sizeof(*l->p), t0) : 0, nj = l ? l->n : 0;
 	uint64_t last = t1 + m->flow_maxlat < t1 ? UINT64_MAX : t1 + m->flow_maxlat;
 	wire_list(e, WT_FLOWS, "flows");
-	for (size_t i = lo; i < m->nflows && m->flows[i].t <= last; i++) {
-		const struct vw_flow *f = &m->flows[i];
+	for (;;) {
+		while (j < nj && l->p[j].taken)
+			j++;
+		bool mine = i < m->nflows && m->flows[i].t <= last;
+		bool waits = j < nj && l->p[j].f.t <= last;
+		if (!mine && !waits)
+			break;
+		const struct vw_flow *f = mine && (!waits || m->flows[i].t <= l->p[j].f.t) ?
+						  &m->flows[i++] : &l->p[j++].f;
 		bool s = f->scls != UINT32_MAX, r = f->rcls != UINT32_MAX;
 		uint64_t from = s ? f->ts : f->tr;
 		if (from > t1 || !keeps_flow(q, cls, f))

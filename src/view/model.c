@@ -407,8 +407,8 @@ static int feed(struct vw_model *m, const struct strata_event *ev, const int *ne
 			return add_wake(m, ev, next[n + c]);
 		return 0;
 	}
-	/* a live model pairs no messages: that is done over the whole trace */
-	if (!m->live && vw_flow_feed(m, ev))
+	/* a built model pairs its messages at the end, a live one as they come */
+	if (m->live ? vw_flow_live(m, ev) : vw_flow_feed(m, ev))
 		return -ENOMEM;
 	if (m->pairer)
 		return iv_pairer_feed(m->pairer, ev, on_interval, m);
@@ -876,6 +876,7 @@ void vw_model_fini(struct vw_model *m)
 	free(m->kernel);
 	free(m->wakes);
 	free(m->flows);
+	vw_flows_live_fini(m);
 	free(m->binev);
 	an_names_destroy(m->names);
 	iv_pairer_destroy(m->pairer);

@@ -229,7 +229,9 @@ struct vw_model {
 	uint64_t *binev;
 	unsigned bin_lo;
 	size_t wake_from;
-	bool live;               /* followed: no flows nor cache */
+	bool live;               /* followed: no cache */
+	struct vw_flive *flive;  /* a live model's sends not received yet
+				  * (flows.c), or NULL */
 	/* A live model's states (live.c): the breakdown's machines fed each
 	 * window's events as the model reads them (feed_one), once the trace
 	 * has a kernel stream; NULL before, and for a model built whole
@@ -249,6 +251,10 @@ struct vw_filter;
 struct vw_buf;
 struct wire;
 int vw_flow_feed(struct vw_model *m, const struct strata_event *ev);
+/* A live model's send or receive, paired as it comes (docs/view.md,
+ * "Live"): 0 or -ENOMEM. Its state freed by vw_flows_live_fini. */
+int vw_flow_live(struct vw_model *m, const struct strata_event *ev);
+void vw_flows_live_fini(struct vw_model *m);
 int vw_flows_pair(struct vw_model *m);
 void vw_flows_index(struct vw_model *m);
 void vw_put_flows(const struct vw_model *m, uint64_t t0, uint64_t t1, unsigned w, double scale,

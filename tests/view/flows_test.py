@@ -23,6 +23,7 @@ import sys
 import urllib.request
 
 import recorded
+import served
 
 strata, messages = sys.argv[1], sys.argv[2]
 work, trace = recorded.fresh_work(sys.argv[3], "flows")
@@ -145,6 +146,37 @@ try:
 finally:
     view.terminate()
     view.wait(timeout=10)
+# Paired as they come (docs/view.md, "Live"): the recording copied as a
+# live trace (its writer's mark, no published index), followed: the
+# arrows of the live model are the program's messages received by its
+# end, the sends received after it drawn alone, and no other.
+live = os.path.join(work, "live")
+shutil.copytree(trace, live, ignore=lambda d, names: ["index"] if "/ust/" in d + "/" else [])
+open(os.path.join(live, ".live"), "w").close()
+with served.View(strata, live, "--live") as v:
+    s = v.get("api/summary")
+    check(s["live"] and s["span_ns"] > 0, f"the copy followed: live {s['live']}")
+    end = s["span_ns"]
+    got = set()
+    cuts = [0] + [t for t in times if t < end][200::200] + [end]
+    for a, b in zip(cuts, cuts[1:]):
+        w = v.get(f"api/window?t0={a}&t1={b}&w=1000")
+        f = w["flows"]
+        check(w["flows_left"] == 0, f"live [{a}, {b}]: {w['flows_left']} flows left out")
+        got |= {tuple(f[i + 6:i + 9]) for i in range(0, len(f), 9)}
+exp = set()
+for ts, tr, stid, rtid, key in want:
+    if tr != -1 and tr <= end:
+        exp.add((ts, tr, key))
+    elif ts != -1 and ts <= end:
+        exp.add((ts, -1, key))  # received after the live end, or never
+    elif ts == -1 and tr <= end:
+        exp.add((-1, tr, key))
+waiting = sum(1 for k in exp if k[1] == -1)
+check(got == exp and waiting > 0 and len(exp) > 1000,
+      f"live arrows up to {end} ns: {len(got)}, the program {len(exp)} ({waiting} sends "
+      f"waiting); missing {sorted(exp - got)[:3]}, not the program's {sorted(got - exp)[:3]}")
+
 if failed:
     print(f"view-flows: {len(failed)} failed ({len(msgs)} messages)")
     sys.exit(1)
