@@ -98,7 +98,7 @@ int vw_model_adopt(struct vw_model *m, struct strata_trace *t)
 		p = NULL; /* no begin/end kinds yet */
 	iv_pairer_destroy(m->pairer);
 	m->pairer = p;
-	m->nkinds = p ? iv_pairer_nkinds(p) : 0;
+	m->nkinds = (p ? iv_pairer_nkinds(p) : 0) + m->nacts;
 	return 0;
 }
 

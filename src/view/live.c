@@ -33,6 +33,8 @@ struct vw_live {
 	uint64_t *sig;           /* each class's class_sig() when the model
 				  * last read a window, nsig of them */
 	unsigned nsig;
+	struct vw_activity *acts; /* the command's rules (the server's) */
+	unsigned nacts;
 };
 
 static void sleep_ms(unsigned ms)
@@ -89,6 +91,27 @@ static bool classes_changed(const struct vw_live *l, struct strata_trace *t)
 	return false;
 }
 
+/*
+ * Whether the rules' pairers are stale: made with the classes their globs
+ * matched then, they see no class gained since, nor one described anew
+ * (a raw class, named by its id, renamed to what a glob matches). So
+ * with rules, any class gained or changed has the model read again
+ * (reread()), its rules' pairers made on all: as a program begins, not
+ * per poll.
+ */
+static bool rules_stale(const struct vw_live *l, struct strata_trace *t)
+{
+	unsigned n = strata_trace_nclasses(t);
+	if (!l->nacts)
+		return false;
+	if (n != l->nsig)
+		return true;
+	for (unsigned i = 0; i < n; i++)
+		if (class_sig(strata_trace_class(t, i)) != l->sig[i])
+			return true;
+	return false;
+}
+
 static int remember_classes(struct vw_live *l, struct strata_trace *t)
 {
 	unsigned n = strata_trace_nclasses(t);
@@ -102,6 +125,23 @@ static int remember_classes(struct vw_live *l, struct strata_trace *t)
 	return 0;
 }
 
+/* The model set up on t, with the rules' pairers made on t's classes now:
+ * a rule that matches none yet waits, without a pairer, for a class that
+ * it matches (rules_stale()). */
+static int live_init(struct vw_live *l, struct strata_trace *t, uint64_t begin, uint64_t grid)
+{
+	for (unsigned i = 0; i < l->nacts; i++) {
+		char why[256];
+		iv_pairer_destroy(l->acts[i].pairer);
+		l->acts[i].pairer = NULL;
+		if (vw_activity_make(t, &l->acts[i], why, sizeof(why)))
+			l->acts[i].pairer = NULL;
+	}
+	int err = vw_model_live_init(l->m, t, l->path, begin, grid, l->acts, l->nacts);
+	l->m->cache = "live";
+	return err;
+}
+
 /* The model made again and read from the trace's start, on the same grid
  * (docs/view.md, "Live"): the one step whose cost grows with the trace,
  * taken when classes_changed(), so at most once per class a writer
@@ -112,8 +152,7 @@ static int reread(struct vw_live *l, struct strata_trace *t, uint64_t *from)
 	const struct vw_problems *problems = m->problems;
 	uint64_t begin = m->begin, grid = m->gridlen;
 	vw_model_fini(m);
-	int err = vw_model_live_init(m, t, l->path, begin, grid);
-	m->cache = "live";
+	int err = live_init(l, t, begin, grid);
 	m->problems = problems;
 	*from = 0;
 	return err;
@@ -152,7 +191,7 @@ static int states_adopt(struct vw_model *m, struct strata_trace *t)
 static int read_window(struct vw_live *l, struct strata_trace *t, uint64_t from, uint64_t to)
 {
 	struct vw_model *m = l->m;
-	int err = classes_changed(l, t) ? reread(l, t, &from) : 0;
+	int err = classes_changed(l, t) || rules_stale(l, t) ? reread(l, t, &from) : 0;
 	if (!err)
 		err = vw_model_adopt(m, t);
 	if (!err)
@@ -198,20 +237,21 @@ static int first_window(struct vw_live *l)
 	uint64_t last = to - 1 > begin ? to - 1 : begin;
 	while (grid <= 2 * (last - begin) && grid < UINT64_MAX / 4)
 		grid *= 2;
-	int err = vw_model_live_init(l->m, t, l->path, begin, grid);
-	l->m->cache = "live";
+	int err = live_init(l, t, begin, grid);
+	if (!err)
+		err = remember_classes(l, t);
 	if (!err)
 		err = read_window(l, t, from, to);
 	return err ? err : 1;
 }
 
 int vw_live_open(const char *path, const struct strata_open_options *oo, struct vw_model *m,
-		 struct vw_live **out)
+		 struct vw_activity *acts, unsigned nacts, struct vw_live **out)
 {
 	struct vw_live *l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	*l = (struct vw_live){ .m = m, .path = path };
+	*l = (struct vw_live){ .m = m, .path = path, .acts = acts, .nacts = nacts };
 	int rc = strata_follow_create(path, &(struct strata_follow_options){ .open = oo },
 				      &l->f);
 	bool said = false;

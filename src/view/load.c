@@ -16,6 +16,8 @@ static int make_activities(struct strata_trace *t, struct vw_activity *acts, uns
 {
 	for (unsigned i = 0; i < n; i++) {
 		char why[512];
+		iv_pairer_destroy(acts[i].pairer); /* a live trace's, at its end */
+		acts[i].pairer = NULL;
 		if (vw_activity_make(t, &acts[i], why, sizeof(why))) {
 			fprintf(stderr, "strata: view: --activity %s: %s\n", acts[i].name, why);
 			return -1;
@@ -246,12 +248,7 @@ int srv_live_done(void *arg)
  * (then opened whole). */
 int srv_open_live(struct server *s)
 {
-	if (s->nacts) {
-		fprintf(stderr, "strata: view: --activity is for a finished trace: drop --live, "
-			"or open it again once it is recorded\n");
-		return -EINVAL;
-	}
-	int err = vw_live_open(s->trace, &s->oo, &s->m, &s->live);
+	int err = vw_live_open(s->trace, &s->oo, &s->m, s->acts, s->nacts, &s->live);
 	if (err < 0)
 		fprintf(stderr, "strata: %s: cannot follow the trace: %s\n", s->trace,
 			strerror(-err));

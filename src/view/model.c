@@ -422,7 +422,9 @@ static int feed_activities(struct vw_model *m, const struct strata_event *ev)
 	int err = 0;
 	for (unsigned r = 0; r < m->nacts && !err; r++) {
 		m->kind_base = m->nkinds - m->nacts + r;
-		err = iv_pairer_feed(m->acts[r].pairer, ev, on_interval, m);
+		/* a live trace's rule may match no class yet (live.c) */
+		if (m->acts[r].pairer)
+			err = iv_pairer_feed(m->acts[r].pairer, ev, on_interval, m);
 	}
 	m->kind_base = 0;
 	return err;
@@ -692,9 +694,10 @@ int vw_model_build(struct vw_model *m, struct strata_trace *t, const char *path,
 }
 
 int vw_model_live_init(struct vw_model *m, struct strata_trace *t, const char *path,
-		       uint64_t begin, uint64_t gridlen)
+		       uint64_t begin, uint64_t gridlen, struct vw_activity *acts,
+		       unsigned nacts)
 {
-	int err = model_init(m, t, path, NULL, 0);
+	int err = model_init(m, t, path, acts, nacts);
 	m->live = true;
 	m->begin = m->end = begin;
 	m->gridlen = m->ivspan = gridlen;

@@ -371,7 +371,8 @@ int vw_states_join(struct vw_states *s, struct vw_model *m);
  * runs) at a cost of the bins and rows, not of the events behind.
  * Each returns 0 or -ENOMEM. */
 int vw_model_live_init(struct vw_model *m, struct strata_trace *t, const char *path,
-		       uint64_t begin, uint64_t gridlen);
+		       uint64_t begin, uint64_t gridlen, struct vw_activity *acts,
+		       unsigned nacts);
 int vw_model_read(struct vw_model *m, uint64_t from, uint64_t to);
 int vw_model_settle(struct vw_model *m);
 /* The follower's trace grew streams, CPUs or classes: m's tables sized
@@ -390,11 +391,12 @@ struct vw_live;
  * negative errno (the live model is then kept, marked not live). */
 typedef int (*vw_live_done_fn)(void *arg);
 /* Follow path, waiting (saying so once on stderr) until it has a
- * readable window, and set m up on it. Returns 0 (*out follows it), 1
- * (the trace is finished: open it as any other), or a negative errno
- * of strata_follow_poll. */
+ * readable window, and set m up on it, with the command's activity
+ * rules (the caller's: their pairers made on the trace as it grows).
+ * Returns 0 (*out follows it), 1 (the trace is finished: open it as any
+ * other), or a negative errno of strata_follow_poll. */
 int vw_live_open(const char *path, const struct strata_open_options *oo, struct vw_model *m,
-		 struct vw_live **out);
+		 struct vw_activity *acts, unsigned nacts, struct vw_live **out);
 /* The thread that polls every LIVE_POLL_MS and extends m under lock;
  * done when the recording ends. 0 or a negative errno. */
 int vw_live_start(struct vw_live *l, pthread_mutex_t *lock, vw_live_done_fn done, void *arg);

@@ -93,7 +93,10 @@ def caches():
 # process starts a second into slowlog's run, long after the first window:
 # its classes, which begin and end intervals, come while the trace is
 # followed (the intervals' pairer is made again on them).
-view = spawn_view("--live")
+# An activity rule too (docs/view.md, "Live"): its pairer is made on the
+# classes as they come, and its jobs counted while live.
+JOBS = "jobs=work:job_begin..work:job_end,by=job"
+view = spawn_view("--live", "--activity", JOBS)
 wout = os.path.join(work, "workers.out")
 rec = cleanup(subprocess.Popen([strata, "record", "-o", trace, "--live=50", "--", "sh", "-c",
                                 f'"$1" 2 2000 1 >"$2" 2>&1 && {{ "$3" {N} {PERIOD_MS} & sleep 1; '
@@ -107,6 +110,7 @@ url = url_of(view)
 # the other CPU's stream was written would be missed, one listed twice
 # counted twice.
 seen, times, ends, cursor, was_live, cached_live, live_iv = [], [], [], 0, 0, [], {}
+live_jobs = []  # the rule's intervals while live
 at_cursor = set()  # the events listed at ns `cursor`, by ident()
 deadline = time.monotonic() + 120
 while time.monotonic() < deadline:
@@ -119,6 +123,10 @@ while time.monotonic() < deadline:
         check(s["cache"] == "live" or not s["live"], f"a live summary: cache {s['cache']}")
         if s["live"]:
             live_iv = {t["tid"]: t["intervals"] for t in s["threads"] if t["intervals"]}
+            check(s["kinds"][-1:] == ["jobs"], f"the rule's kind while live: {s['kinds']}")
+            st = get(url, f"stats?t0=0&t1={s['span_ns']}&kind={len(s['kinds']) - 1}")
+            if get(url, "live")["live"]:
+                live_jobs.append(st["durations"]["count"])
     newest = -1
     while True:
         try:
@@ -188,6 +196,15 @@ check(len(done_iv) == 4 and live_iv.keys() == done_iv.keys() and
       all(live_iv[t] <= done_iv[t] for t in done_iv) and 0 <= lost <= 16,
       f"the jobs' intervals: live {live_iv}, finished {done_iv}")
 check(ticks == N, f"the statistics count {ticks} live:tick of {N}")
+# the rule's jobs: every job of both workers runs once finished; while
+# live never fewer than before, and all of the first run's once slowlog
+# logs (the first run had ended)
+done_jobs = get(url, f"stats?t0=0&t1={s['span_ns']}&kind={len(s['kinds']) - 1}")
+done_jobs = done_jobs["durations"]["count"]
+check(s["kinds"][-1:] == ["jobs"] and done_jobs == 4000,
+      f"the rule's jobs, finished: {done_jobs} of 4000 ({s['kinds']})")
+check(live_jobs and live_jobs == sorted(live_jobs) and 2000 <= live_jobs[-1] <= 4000,
+      f"the rule's jobs while live: {live_jobs[:3]}..{live_jobs[-3:]}")
 check(not s["live"] and s["cache"] in ("writing", "built"), f"finished: {s['cache']}")
 err = stop(view)
 check(len(caches()) == 1, f"the finished trace cached once: {caches()}")
