@@ -147,6 +147,9 @@ struct kern_session {
 	/* Set with release by kern_reader_join(); reader_main()'s acquire loads
 	 * pair with it: its last drain sees what the stopper did before. */
 	int stop;
+	/* Set with release by kern_start() once the classes are made; the
+	 * reader reads no record before (reader_main()). */
+	int ready;
 	pid_t reader_tid;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

@@ -239,6 +239,7 @@ int kern_start(const struct kern_options *o, struct kern_session **out)
 		s->times_err = ktimes_start(&s->times, s->ncpus, s->scope, &s->streams[0]);
 	if ((ret = kern_reader_start(s, o)) || (ret = kern_classes(s, o)))
 		goto fail;
+	strata_store_release(&s->ready, 1);
 	if (tracefs_trace_on(s->inst) < 0) {
 		ret = -EIO;
 		set_err(o, "cannot turn tracing on in %s", s->name);

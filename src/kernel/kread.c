@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <tracefs/tracefs.h>
@@ -218,6 +219,14 @@ static void *reader_main(void *arg)
 	unsigned period = s->live_ms ? s->live_ms : s->flush_ms;
 	uint64_t next = mono_ms() + period;
 	while (!strata_load_acquire(&s->stop)) {
+		/* Started before the classes (kern_start: the system-call
+		 * filter needs this thread's tid), it reads no record before
+		 * the table from tracefs ids to classes is whole: the
+		 * instance's events may fire as soon as they are enabled. */
+		if (!strata_load_acquire(&s->ready)) {
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+			continue;
+		}
 		uint64_t t = mono_ms();
 		int n = poll(s->pfd, s->ncpus + 2,
 			     t >= next ? 0 : (int)(next - t));
