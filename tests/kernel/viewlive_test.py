@@ -20,9 +20,11 @@ events before the recording ends. No timing is asserted.
 """
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -41,6 +43,14 @@ def check(ok, what):
     if not ok:
         failed.append(what)
         print("kernel-view-live: FAIL:", what, file=sys.stderr)
+
+
+def bound(proc, seconds):
+    """proc killed after `seconds`, if it still runs (the test exits
+    without waiting for the timer)."""
+    t = threading.Timer(seconds, proc.kill)
+    t.daemon = True
+    t.start()
 
 
 def get(url, what):
@@ -71,8 +81,13 @@ view = subprocess.Popen([strata, "view", "--live", trace], stdout=subprocess.PIP
 rec = subprocess.Popen([strata, "record", "-k", "sched", "--live=50", "-o", trace, "--", "sh",
                         "-c", '"$1" 120 25 & "$2" 2 20000 1 >/dev/null; wait', "sh", slowlog,
                         workers], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+# a recorder that died (a sanitizer's report) leaves its trace live for
+# good: no step below may wait for it without a bound
+bound(view, 300)
+bound(rec, 300)
 try:
-    url = view.stdout.readline().strip()
+    ready = select.select([view.stdout], [], [], 120)[0]
+    url = view.stdout.readline().strip() if ready else ""
     if not url.startswith("http://"):
         sys.exit(f"kernel-view-live: FAIL: no URL from strata view: {view.stderr.read()}")
     snaps = []  # (first and last ticks, span, {tid: stretches})
@@ -165,6 +180,8 @@ for _ in range(600):
     time.sleep(0.01)
 follow = subprocess.Popen([strata, "print", "--follow", t2], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True)
+bound(follow, 120)
+bound(rec, 120)
 kernel_live = 0
 for line in follow.stdout:
     if " K " in line and rec.poll() is None:
