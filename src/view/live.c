@@ -144,8 +144,9 @@ static int live_init(struct vw_live *l, struct strata_trace *t, uint64_t begin, 
 
 /* The model made again and read from the trace's start, on the same grid
  * (docs/view.md, "Live"): the one step whose cost grows with the trace,
- * taken when classes_changed(), so at most once per class a writer
- * describes late, as a program begins. */
+ * taken when classes_changed() (at most once per class a writer
+ * describes late) or, with activity rules, rules_stale() (once per class
+ * gained or described): as programs begin. */
 static int reread(struct vw_live *l, struct strata_trace *t, uint64_t *from)
 {
 	struct vw_model *m = l->m;
