@@ -155,25 +155,18 @@ static int read_bd(struct vw_states *s)
 static void *run(void *arg)
 {
 	struct vw_states *s = arg;
-	unsigned n = strata_trace_nstreams(s->t);
-	bool *kernel = calloc(n ? n : 1, sizeof(*kernel));
-	if (!kernel) {
-		s->err = -ENOMEM;
-		return NULL;
-	}
 	/* no kernel stream: no states (bd_compute would say -ENOENT before
 	 * its pass), the records alone; else they come with its pass. Its
 	 * other -ENOENT (no sched_switch) comes after the pass; another
 	 * error may have come before it or in it: the records are then read
 	 * again by themselves. */
-	if (!an_kernel_streams(s->t, kernel)) {
+	if (!an_kernel_streams(s->t, NULL)) {
 		s->bd_err = -ENOENT;
 		s->err = read_records(s);
 	} else if ((s->bd_err = read_bd(s)) && s->bd_err != -ENOENT && !s->err) {
 		s->nrec = 0;
 		s->err = read_records(s);
 	}
-	free(kernel);
 	return NULL;
 }
 
