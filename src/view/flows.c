@@ -19,29 +19,44 @@ static int add_end(struct vw_model *m, const struct vw_flow *f)
 	return 0;
 }
 
-int vw_flow_feed(struct vw_model *m, const struct strata_event *ev)
+/* ev as one end of a flow into *f: false when it is none (or its key
+ * field is damaged: the reader reported it). */
+static bool flow_end(const struct strata_event *ev, struct vw_flow *f)
 {
 	int key;
 	enum strata_flow_role role = strata_event_class_flow(ev->cls, &key);
 	struct strata_value v;
-	if (role == STRATA_FLOW_NONE)
-		return 0;
-	if (strata_event_field(ev, (unsigned)key, &v) < 0)
-		return 0; /* damaged: the reader reported it */
-	struct vw_flow f = { .key = an_value_key(&v), .stid = -1, .rtid = -1,
-			     .scls = UINT32_MAX, .rcls = UINT32_MAX };
+	if (role == STRATA_FLOW_NONE || strata_event_field(ev, (unsigned)key, &v) < 0)
+		return false;
+	*f = (struct vw_flow){ .key = an_value_key(&v), .stid = -1, .rtid = -1,
+			       .scls = UINT32_MAX, .rcls = UINT32_MAX };
 	if (role == STRATA_FLOW_SEND) {
-		f.ts = f.t = ev->timestamp;
-		f.stid = (int32_t)ev->tid;
-		f.scpu = ev->cpu;
-		f.scls = ev->cls->index;
+		f->ts = f->t = ev->timestamp;
+		f->stid = (int32_t)ev->tid;
+		f->scpu = ev->cpu;
+		f->scls = ev->cls->index;
 	} else {
-		f.tr = f.t = ev->timestamp;
-		f.rtid = (int32_t)ev->tid;
-		f.rcpu = ev->cpu;
-		f.rcls = ev->cls->index;
+		f->tr = f->t = ev->timestamp;
+		f->rtid = (int32_t)ev->tid;
+		f->rcpu = ev->cpu;
+		f->rcls = ev->cls->index;
 	}
-	return add_end(m, &f);
+	return true;
+}
+
+/* Receive r takes send s's end. */
+static void take_send(struct vw_flow *r, const struct vw_flow *s)
+{
+	r->ts = s->ts;
+	r->stid = s->stid;
+	r->scpu = s->scpu;
+	r->scls = s->scls;
+}
+
+int vw_flow_feed(struct vw_model *m, const struct strata_event *ev)
+{
+	struct vw_flow f;
+	return flow_end(ev, &f) ? add_end(m, &f) : 0;
 }
 
 /*
@@ -136,16 +151,14 @@ static void squeeze(struct vw_flive *l)
 
 int vw_flow_live(struct vw_model *m, const struct strata_event *ev)
 {
-	size_t n0 = m->nflows;
-	int err = vw_flow_feed(m, ev); /* one end, appended to m->flows */
-	if (err || m->nflows == n0)
-		return err;
+	struct vw_flow f;
+	if (!flow_end(ev, &f))
+		return 0;
 	struct vw_flive *l = m->flive;
 	if (!l && !(l = m->flive = calloc(1, sizeof(*l))))
 		return -ENOMEM;
 	if (l->qn + 1 > l->qcap / 2 && kq_rebuild(l, l->qn + 1))
 		return -ENOMEM;
-	struct vw_flow f = m->flows[--m->nflows];
 	struct kq *k = kq_slot(l, f.key);
 	if (f.scls != UINT32_MAX) { /* a send: it waits */
 		struct pend *p = vw_grow(l->p, &l->cap, l->n, sizeof(*p));
@@ -165,10 +178,7 @@ int vw_flow_live(struct vw_model *m, const struct strata_event *ev)
 	}
 	if (k->used && k->head != NONE) { /* received: the earliest waiting */
 		struct pend *s = &l->p[k->head];
-		f.ts = s->f.ts;
-		f.stid = s->f.stid;
-		f.scpu = s->f.scpu;
-		f.scls = s->f.scls;
+		take_send(&f, &s->f);
 		s->taken = true;
 		k->head = s->next;
 		if (k->head == NONE)
@@ -178,8 +188,7 @@ int vw_flow_live(struct vw_model *m, const struct strata_event *ev)
 		if (++l->holes > 1024 && 2 * l->holes > l->n)
 			squeeze(l);
 	}
-	m->flows[m->nflows++] = f;
-	return 0;
+	return add_end(m, &f);
 }
 
 void vw_flows_live_fini(struct vw_model *m)
@@ -226,13 +235,8 @@ static void pair_key(const struct vw_flow *in, const size_t *idx, size_t n, size
 			continue;
 		}
 		struct vw_flow f = *e;
-		if (head < tail) {
-			const struct vw_flow *s = &in[queue[head++]];
-			f.ts = s->ts;
-			f.stid = s->stid;
-			f.scpu = s->scpu;
-			f.scls = s->scls;
-		}
+		if (head < tail)
+			take_send(&f, &in[queue[head++]]);
 		out[(*nout)++] = f;
 	}
 	while (head < tail)
