@@ -169,9 +169,12 @@ static void on_state(const struct bd_thread *b, int state, uint64_t from, uint64
 	struct vw_model *m = arg;
 	if (m->bd_err || (m->bd_err = vw_model_state(m, b->tid, state, from, to)))
 		return;
+	/* a kernel-only thread's pid: the machine's stands for the tid
+	 * until the thread's own event names its process, so a later one
+	 * replaces it (as the finished model takes the last) */
 	struct vw_thread *th = an_tidmap_find(&m->threads, b->tid);
-	if (th && !th->pid)
-		th->pid = b->pid; /* a kernel-only thread's */
+	if (th && (!th->pid || th->pid == th->tid))
+		th->pid = b->pid;
 }
 
 /* The states' machines on t: made once t has a kernel stream (from the
